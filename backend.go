@@ -1,0 +1,116 @@
+package cairn
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Backend is where instance values (and a copy of their lock) live. It mirrors
+// the storage-backend gRPC protocol (Capact's storage_backend services) one
+// method per RPC, so the built-in backend, the gRPC adapter and any future
+// driver are interchangeable and pass the same conformance suite
+// (backend/backendtest).
+//
+// Values and contexts cross it as JSON documents; nil means "not given".
+// Implementations report errors with this package's codes: CodeNotFound for an
+// unknown instance or revision, CodeAlreadyExists when a revision already
+// exists, CodeLocked when the instance is locked by another owner.
+type Backend interface {
+	// GetPreCreateValue lets a context-only backend produce the initial value
+	// from a context before the instance exists. It may return nil.
+	GetPreCreateValue(ctx context.Context, req GetPreCreateValueRequest) (json.RawMessage, error)
+	// OnCreate stores resource version 1 and may return a new context.
+	OnCreate(ctx context.Context, req OnCreateRequest) (json.RawMessage, error)
+	// OnUpdate stores a new resource version and may return a new context.
+	OnUpdate(ctx context.Context, req OnUpdateRequest) (json.RawMessage, error)
+	// OnDelete removes every resource version of an instance.
+	OnDelete(ctx context.Context, req OnDeleteRequest) error
+	// OnDeleteRevision removes one resource version (used to roll back an update).
+	OnDeleteRevision(ctx context.Context, req OnDeleteRevisionRequest) error
+	// GetValue returns the value of one resource version.
+	GetValue(ctx context.Context, req GetValueRequest) (json.RawMessage, error)
+	// GetLockedBy returns the lock owner, "" when unlocked.
+	GetLockedBy(ctx context.Context, req GetLockedByRequest) (string, error)
+	// OnLock records a lock owner.
+	OnLock(ctx context.Context, req OnLockRequest) error
+	// OnUnlock clears the lock.
+	OnUnlock(ctx context.Context, req OnUnlockRequest) error
+}
+
+// GetPreCreateValueRequest asks a context-only backend for an initial value.
+type GetPreCreateValueRequest struct {
+	Context json.RawMessage
+}
+
+// OnCreateRequest carries resource version 1. Value is nil for backends that
+// do not accept values.
+type OnCreateRequest struct {
+	InstanceID string
+	Value      json.RawMessage
+	Context    json.RawMessage
+}
+
+// OnUpdateRequest carries a new resource version. OwnerID is the lock owner
+// the caller presented, "" if none.
+type OnUpdateRequest struct {
+	InstanceID         string
+	NewResourceVersion int
+	NewValue           json.RawMessage
+	Context            json.RawMessage
+	OwnerID            string
+}
+
+// OnDeleteRequest removes an instance from the backend.
+type OnDeleteRequest struct {
+	InstanceID string
+	Context    json.RawMessage
+	OwnerID    string
+}
+
+// OnDeleteRevisionRequest removes one resource version.
+type OnDeleteRevisionRequest struct {
+	InstanceID      string
+	ResourceVersion int
+	Context         json.RawMessage
+	OwnerID         string
+}
+
+// GetValueRequest reads one resource version's value.
+type GetValueRequest struct {
+	InstanceID      string
+	ResourceVersion int
+	Context         json.RawMessage
+}
+
+// GetLockedByRequest reads the lock owner.
+type GetLockedByRequest struct {
+	InstanceID string
+	Context    json.RawMessage
+}
+
+// OnLockRequest records that LockedBy holds the lock.
+type OnLockRequest struct {
+	InstanceID string
+	Context    json.RawMessage
+	LockedBy   string
+}
+
+// OnUnlockRequest clears the lock.
+type OnUnlockRequest struct {
+	InstanceID string
+	Context    json.RawMessage
+}
+
+type actorKey struct{}
+
+// WithActor returns a context that carries the caller's identity from a
+// façade to the hub, which records it (createdBy) and will authorize by it.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// Actor returns the caller's identity carried by ctx, "" when unknown.
+func Actor(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}

@@ -1,0 +1,125 @@
+// Package cairn holds the domain of the cairn state hub: Types, Instances,
+// their resource versions, storage backends and the one error vocabulary that
+// every layer speaks. It has no dependencies on storage, transport or CLI;
+// those live in subpackages (hub, store/..., backend/..., cmd/cairn).
+package cairn
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DefaultNamespace is the namespace of an instance created without one.
+const DefaultNamespace = "default"
+
+// Built-in storage backend: pre-registered on first start, abstract (the hub
+// keeps its values in the metadata store itself) and never deletable.
+const (
+	// BuiltinBackendID is the fixed, documented id of the built-in backend instance.
+	BuiltinBackendID = "a36ed738-dfe7-45ec-acd1-8e44e8db893b"
+	// BuiltinBackendAlias is the alias of the built-in backend instance.
+	BuiltinBackendAlias = "cairn-builtin"
+	// StorageTypePrefix is the Type path node every storage backend Type hangs under.
+	StorageTypePrefix = "cap.core.type.hub.storage"
+	// StorageAttributePath marks an instance as a storage backend (seed 000).
+	StorageAttributePath = "cap.core.attribute.hub.storage.backend"
+	// CoreRevision is the revision of cairn's own core Types and attributes.
+	CoreRevision = "0.1.0"
+)
+
+// TypeRef names one revision of a Type.
+type TypeRef struct {
+	Path     string `json:"path"`
+	Revision string `json:"revision"`
+}
+
+func (r TypeRef) String() string {
+	if r.Revision == "" {
+		return r.Path
+	}
+	return r.Path + ":" + r.Revision
+}
+
+// Names are the REST names of a Type served at /apis/<group>/<version>.
+type Names struct {
+	Kind       string   `json:"kind"`
+	Singular   string   `json:"singular,omitempty"`
+	Plural     string   `json:"plural"`
+	ShortNames []string `json:"shortNames,omitempty"`
+}
+
+// Type is a named, revisioned JSON Schema.
+type Type struct {
+	Path           string          `json:"path"`
+	Revision       string          `json:"revision"`
+	JSONSchema     json.RawMessage `json:"jsonSchema,omitempty"`
+	AdditionalRefs []string        `json:"additionalRefs,omitempty"`
+	// Group, Version and Names are set when the Type is served over REST.
+	Group     string    `json:"group,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	Names     *Names    `json:"names,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Ref returns the reference to this Type revision.
+func (t Type) Ref() TypeRef { return TypeRef{Path: t.Path, Revision: t.Revision} }
+
+// AttributeRef references an attribute (a Type-like node) of a resource version.
+type AttributeRef struct {
+	Path     string `json:"path"`
+	Revision string `json:"revision"`
+}
+
+// BackendRef says which storage backend instance holds an instance's value.
+type BackendRef struct {
+	ID       string `json:"id"`
+	Abstract bool   `json:"abstract"`
+}
+
+// Instance is one typed value with metadata, relations, lock and history.
+type Instance struct {
+	ID          string            `json:"id"`
+	TypeRef     TypeRef           `json:"typeRef"`
+	Namespace   string            `json:"namespace"`
+	Name        string            `json:"name"`
+	Alias       string            `json:"alias,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Backend     BackendRef        `json:"backend"`
+	LockedBy    string            `json:"lockedBy,omitempty"`
+	CreatedAt   time.Time         `json:"createdAt"`
+	// Uses and UsedBy hold instance ids, sorted by type path ascending,
+	// revision descending, createdAt descending.
+	Uses   []string `json:"uses"`
+	UsedBy []string `json:"usedBy"`
+	// Latest is the latest resource version. Its Value is filled only when
+	// the caller asked for values.
+	Latest ResourceVersion `json:"latestResourceVersion"`
+}
+
+// ResourceVersion is one immutable revision of an instance.
+type ResourceVersion struct {
+	ResourceVersion int             `json:"resourceVersion"`
+	CreatedBy       string          `json:"createdBy,omitempty"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	Attributes      []AttributeRef  `json:"attributes,omitempty"`
+	Value           json.RawMessage `json:"value,omitempty"`
+	// Context is the backend context (backend.context) of this version.
+	Context json.RawMessage `json:"context,omitempty"`
+}
+
+// StorageBackend is a storage backend instance as the hub sees it: the
+// instance's identity plus its latest value decoded against the storage
+// schema {url, acceptValue, contextSchema}.
+type StorageBackend struct {
+	ID            string
+	Alias         string
+	TypeRef       TypeRef
+	Abstract      bool
+	URL           string
+	AcceptValue   bool
+	ContextSchema json.RawMessage // nil when the backend takes no context
+	// ResourceVersion is the backend instance's latest resource version; a
+	// client cached for a backend is dropped when it changes.
+	ResourceVersion int
+}

@@ -1,0 +1,122 @@
+package cairn
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code classifies an error in the one vocabulary every façade maps once:
+// HTTP Status reasons, GraphQL error texts, CLI exit codes.
+type Code string
+
+const (
+	CodeNotFound      Code = "NotFound"
+	CodeAlreadyExists Code = "AlreadyExists"
+	CodeConflict      Code = "Conflict"
+	CodeLocked        Code = "Locked"
+	CodeUsedBy        Code = "UsedBy"
+	CodeInvalid       Code = "Invalid"
+	CodeUnavailable   Code = "Unavailable"
+	CodeInternal      Code = "Internal"
+)
+
+// Cause is one reason an input is invalid: a slash-separated field path
+// rooted at what was checked (e.g. "spec/value/url", "context") and a message.
+type Cause struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// String renders the cause as "<field> <message>", the form clients match.
+func (c Cause) String() string {
+	if c.Field == "" {
+		return c.Message
+	}
+	return c.Field + " " + c.Message
+}
+
+// Error is a classified error. IDs names the instances concerned (missing,
+// locked, or users blocking a delete); Causes lists validation failures.
+type Error struct {
+	Code   Code
+	Msg    string
+	IDs    []string
+	Causes []Cause
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Msg == "" && e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Msg
+}
+
+// Unwrap returns the wrapped error; its text is already part of Msg.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and formatted message. A %w
+// verb wraps as fmt.Errorf does, so errors.Is and errors.As see through it.
+func Errorf(code Code, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Code: code, Msg: err.Error(), Err: errors.Unwrap(err)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain (or in any
+// branch of an errors.Join), CodeInternal when there is none, "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// HasCode reports whether err is classified with code.
+func HasCode(err error, code Code) bool { return ErrorCode(err) == code }
+
+// Causes collects the causes of every *Error in err's tree, in order.
+func Causes(err error) []Cause {
+	var out []Cause
+	walk(err, func(e *Error) { out = append(out, e.Causes...) })
+	return out
+}
+
+// Errors lists every *Error in err's tree, depth first, so a façade can
+// render each one (a batch may fail for several reasons at once).
+func Errors(err error) []*Error {
+	var out []*Error
+	walk(err, func(e *Error) { out = append(out, e) })
+	return out
+}
+
+func walk(err error, fn func(*Error)) {
+	if err == nil {
+		return
+	}
+	if e, ok := err.(*Error); ok {
+		fn(e)
+		return
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, x := range u.Unwrap() {
+			walk(x, fn)
+		}
+	case interface{ Unwrap() error }:
+		walk(u.Unwrap(), fn)
+	}
+}
+
+// QuoteIDs renders ids as "a", "b" — the form the hub's messages use.
+func QuoteIDs(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = `"` + id + `"`
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,3 @@
+module github.com/cairn-dev/cairn
+
+go 1.26

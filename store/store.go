@@ -1,0 +1,145 @@
+// Package store defines the metadata store: the persistence of Types,
+// instances, resource versions, relations and locks, plus the value table of
+// the built-in (abstract) backend. Implementations live in subpackages
+// (store/sqlite, store/postgres) and must pass the contract suite in
+// store/storetest unchanged.
+//
+// The store enforces integrity (uniqueness, foreign keys, gapless resource
+// versions) but no business rules: those live in package hub, which runs them
+// inside Update transactions.
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
+)
+
+// Store is a metadata store.
+type Store interface {
+	Reader
+	// Update runs fn in one write transaction. It commits when fn returns nil
+	// and rolls back otherwise, returning fn's error unchanged. Writes made
+	// through tx are visible to reads through tx. Implementations serialize
+	// conflicting transactions (SQLite: one writer; PostgreSQL: row locks,
+	// see Tx.GetInstances) and may retry fn on a serialization failure, so fn
+	// must not have side effects outside tx.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Reader reads committed state (or, through a Tx, the transaction's state).
+type Reader interface {
+	// GetType returns one Type revision; CodeNotFound when absent.
+	GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error)
+	// ListTypes returns Types sorted by path ascending, revision descending.
+	ListTypes(ctx context.Context, f TypeFilter) ([]cairn.Type, error)
+	// GetInstances returns the instances with the given ids that exist, in
+	// the order of ids; ids that do not exist are left out. Through a Tx the
+	// returned rows stay locked against other writers until the transaction
+	// ends.
+	GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error)
+	// GetInstanceByName returns the instance of a Type path with the given
+	// namespace and name; CodeNotFound when absent.
+	GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error)
+	// ListInstances returns the instances matching f, sorted by type path
+	// ascending, revision descending, createdAt descending, id ascending.
+	ListInstances(ctx context.Context, f InstanceFilter) ([]cairn.Instance, error)
+	// CountInstances counts the instances of one Type revision.
+	CountInstances(ctx context.Context, ref cairn.TypeRef) (int, error)
+	// ResourceVersions returns every resource version of an instance in
+	// ascending order, without values; CodeNotFound for an unknown instance.
+	ResourceVersions(ctx context.Context, id string) ([]cairn.ResourceVersion, error)
+	// ResourceVersion returns one resource version without its value;
+	// CodeNotFound when the instance or the revision is absent.
+	ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error)
+	// Value returns a value kept in the built-in value table; CodeNotFound
+	// when absent.
+	Value(ctx context.Context, id string, rv int) (json.RawMessage, error)
+	// HasValues reports whether the built-in value table holds any value of id.
+	HasValues(ctx context.Context, id string) (bool, error)
+	// ValueLock returns the lock owner recorded in the built-in value table's
+	// lock records, "" when none.
+	ValueLock(ctx context.Context, id string) (string, error)
+}
+
+// Tx is one write transaction.
+type Tx interface {
+	Reader
+	// CreateType inserts a Type; CodeAlreadyExists when the revision exists.
+	CreateType(ctx context.Context, t cairn.Type) error
+	// DeleteType removes a Type revision; CodeNotFound when absent.
+	DeleteType(ctx context.Context, ref cairn.TypeRef) error
+	// CreateInstance inserts an instance with its first resource version
+	// (inst.Latest), labels and attributes. Uses and UsedBy are ignored.
+	// CodeAlreadyExists when the id, or the (type path, namespace, name)
+	// triple, is taken; the message names which.
+	CreateInstance(ctx context.Context, inst cairn.Instance) error
+	// AddUses records that instance from uses instance to. CodeNotFound when
+	// either end does not exist; adding an existing edge is a no-op.
+	AddUses(ctx context.Context, from, to string) error
+	// AddResourceVersion appends a resource version, which must be exactly
+	// the latest + 1 (CodeConflict otherwise), and makes it the latest.
+	AddResourceVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error
+	// SetMetadata replaces an instance's labels and annotations.
+	SetMetadata(ctx context.Context, id string, labels, annotations map[string]string) error
+	// SetLockedBy sets (owner != "") or clears (owner == "") the lock of
+	// every id. CodeNotFound naming the missing ids, changing nothing, when
+	// any id does not exist.
+	SetLockedBy(ctx context.Context, ids []string, owner string) error
+	// DeleteInstance removes an instance, its resource versions, labels,
+	// attributes and outgoing uses edges. CodeNotFound when absent;
+	// CodeUsedBy (IDs = the users) while other instances use it.
+	DeleteInstance(ctx context.Context, id string) error
+	// PutValue stores a value in the built-in value table; CodeAlreadyExists
+	// when (id, rv) is taken.
+	PutValue(ctx context.Context, id string, rv int, value json.RawMessage) error
+	// DeleteValues removes every value of id; CodeNotFound when there is none.
+	DeleteValues(ctx context.Context, id string) error
+	// DeleteValue removes one value; CodeNotFound when absent.
+	DeleteValue(ctx context.Context, id string, rv int) error
+	// SetValueLock records (owner != "") or clears a lock in the built-in
+	// value table's lock records.
+	SetValueLock(ctx context.Context, id string, owner string) error
+}
+
+// TypeFilter selects Types. Empty fields match everything.
+type TypeFilter struct {
+	// PathPrefix matches Types whose path equals it or starts with it
+	// followed by a dot. A trailing ".*" is accepted and ignored.
+	PathPrefix string
+	// Parent matches Types listing it in additionalRefs.
+	Parent string
+	// Group and Version match the REST group and version.
+	Group   string
+	Version string
+}
+
+// InstanceFilter selects instances. Empty fields match everything.
+type InstanceFilter struct {
+	// TypePath matches the type path exactly, unless it ends in ".*", which
+	// makes it a prefix pattern ("cap.type.aws.*" matches cap.type.aws.x.y).
+	TypePath     string
+	TypeRevision string
+	// Attributes filter on the latest resource version's attributes.
+	Attributes []AttributeFilter
+	// CreatedBy matches the latest resource version's createdBy.
+	CreatedBy string
+	Namespace string
+	Name      string
+	// Labels must all match.
+	Labels []labels.Requirement
+	// BackendID matches instances stored in that backend.
+	BackendID string
+}
+
+// AttributeFilter includes (or excludes) instances whose latest resource
+// version has the attribute, at Revision when it is set.
+type AttributeFilter struct {
+	Path     string
+	Revision string
+	Exclude  bool
+}
