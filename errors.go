@@ -39,18 +39,25 @@ func (c Cause) String() string {
 // Error is a classified error. IDs names the instances concerned (missing,
 // locked, or users blocking a delete); Causes lists validation failures.
 type Error struct {
-	Code   Code
-	Msg    string
-	IDs    []string
-	Causes []Cause
-	Err    error
+	Code Code
+	// Subject names what the error is about within a batch (e.g.
+	// `TypeInstance "db-config"`); Msg stays the bare message clients match.
+	Subject string
+	Msg     string
+	IDs     []string
+	Causes  []Cause
+	Err     error
 }
 
 func (e *Error) Error() string {
-	if e.Msg == "" && e.Err != nil {
-		return e.Err.Error()
+	msg := e.Msg
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
 	}
-	return e.Msg
+	if e.Subject != "" {
+		return e.Subject + ": " + msg
+	}
+	return msg
 }
 
 // Unwrap returns the wrapped error; its text is already part of Msg.
