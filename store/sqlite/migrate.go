@@ -1,0 +1,172 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSchemaTooNew reports a database migrated by a newer cairn than this one.
+var ErrSchemaTooNew = errors.New("database schema is newer than this cairn binary supports; upgrade cairn")
+
+// migrations are the schema steps; migrations[i] takes the schema to version
+// i+1. Append only: a released step is never edited.
+var migrations = []string{
+	// 1: initial schema. Timestamps are Unix nanoseconds (UTC); JSON columns
+	// hold compact JSON or NULL for "not given".
+	`
+CREATE TABLE types (
+	path            TEXT    NOT NULL,
+	revision        TEXT    NOT NULL,
+	revision_key    TEXT    NOT NULL,
+	json_schema     TEXT,
+	additional_refs TEXT,
+	rest_group      TEXT    NOT NULL DEFAULT '',
+	rest_version    TEXT    NOT NULL DEFAULT '',
+	names           TEXT,
+	created_at      INTEGER,
+	PRIMARY KEY (path, revision)
+);
+CREATE INDEX types_rest ON types (rest_group, rest_version);
+
+CREATE TABLE type_parents (
+	path     TEXT NOT NULL,
+	revision TEXT NOT NULL,
+	parent   TEXT NOT NULL,
+	PRIMARY KEY (path, revision, parent),
+	FOREIGN KEY (path, revision) REFERENCES types (path, revision) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX type_parents_parent ON type_parents (parent);
+
+CREATE TABLE instances (
+	id                TEXT    NOT NULL PRIMARY KEY,
+	type_path         TEXT    NOT NULL,
+	type_revision     TEXT    NOT NULL,
+	type_revision_key TEXT    NOT NULL,
+	namespace         TEXT    NOT NULL,
+	name              TEXT    NOT NULL,
+	alias             TEXT    NOT NULL DEFAULT '',
+	annotations       TEXT,
+	backend_id        TEXT    NOT NULL DEFAULT '',
+	backend_abstract  INTEGER NOT NULL DEFAULT 0,
+	locked_by         TEXT    NOT NULL DEFAULT '',
+	created_at        INTEGER,
+	latest_rv         INTEGER NOT NULL,
+	UNIQUE (type_path, namespace, name)
+);
+CREATE INDEX instances_order ON instances (type_path, type_revision_key DESC, type_revision DESC, created_at DESC, id);
+CREATE INDEX instances_backend ON instances (backend_id);
+CREATE INDEX instances_name ON instances (namespace, name);
+
+CREATE TABLE instance_labels (
+	instance_id TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+	key         TEXT NOT NULL,
+	value       TEXT NOT NULL,
+	PRIMARY KEY (instance_id, key)
+) WITHOUT ROWID;
+CREATE INDEX instance_labels_key ON instance_labels (key, value);
+
+CREATE TABLE resource_versions (
+	instance_id      TEXT    NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+	resource_version INTEGER NOT NULL,
+	created_by       TEXT    NOT NULL DEFAULT '',
+	created_at       INTEGER,
+	attributes       TEXT,
+	context          TEXT,
+	PRIMARY KEY (instance_id, resource_version)
+);
+
+CREATE TABLE latest_attributes (
+	instance_id TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+	path        TEXT NOT NULL,
+	revision    TEXT NOT NULL,
+	PRIMARY KEY (instance_id, path, revision)
+) WITHOUT ROWID;
+CREATE INDEX latest_attributes_path ON latest_attributes (path, revision);
+
+-- to_id has no ON DELETE action: deleting a used instance fails, the store
+-- checks and reports CodeUsedBy before it gets there.
+CREATE TABLE uses (
+	from_id TEXT NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+	to_id   TEXT NOT NULL REFERENCES instances (id),
+	PRIMARY KEY (from_id, to_id)
+) WITHOUT ROWID;
+CREATE INDEX uses_to ON uses (to_id, from_id);
+
+-- The built-in backend's own storage: no foreign keys, since the hub writes
+-- values before the instance row exists and deletes them after it is gone.
+CREATE TABLE builtin_values (
+	instance_id      TEXT    NOT NULL,
+	resource_version INTEGER NOT NULL,
+	value            TEXT,
+	PRIMARY KEY (instance_id, resource_version)
+);
+
+CREATE TABLE builtin_locks (
+	instance_id TEXT NOT NULL PRIMARY KEY,
+	locked_by   TEXT NOT NULL
+) WITHOUT ROWID;
+`,
+}
+
+// migrate brings the schema to len(migrations), one transaction per step.
+// Each step rechecks the version under the write lock, so two processes
+// opening the same new file do not both apply it.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER NOT NULL PRIMARY KEY,
+	applied_at INTEGER NOT NULL
+)`); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	for {
+		done, err := migrateStep(ctx, db)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// migrateStep applies the next migration, reporting done when there is none.
+func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: begin: %w", classify(err))
+	}
+	defer tx.Rollback()
+
+	v, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case v > len(migrations):
+		return false, fmt.Errorf("%w (database at version %d, binary knows up to %d)", ErrSchemaTooNew, v, len(migrations))
+	case v == len(migrations):
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return false, fmt.Errorf("migrate: apply version %d: %w", v+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		v+1, time.Now().UnixNano()); err != nil {
+		return false, fmt.Errorf("migrate: record version %d: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate: commit version %d: %w", v+1, err)
+	}
+	return false, nil
+}
+
+func schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	var v sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("migrate: read schema version: %w", err)
+	}
+	return int(v.Int64), nil
+}

@@ -1,0 +1,90 @@
+package sqlite
+
+// Every statement with a fixed text is named here and prepared once per
+// connection (see prepare): parsing costs more than running most of them.
+// Queries built from filters run unprepared, with parameters all the same.
+
+const (
+	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, created_at`
+
+	qGetType       = `SELECT ` + typeColumns + ` FROM types WHERE path = ? AND revision = ?`
+	qListTypesAll  = `SELECT ` + typeColumns + ` FROM types ORDER BY path, revision_key DESC, revision DESC`
+	qInsertType    = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	qInsertParent  = `INSERT INTO type_parents (path, revision, parent) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	qDeleteType    = `DELETE FROM types WHERE path = ? AND revision = ?`
+	qCountInstance = `SELECT COUNT(*) FROM instances WHERE type_path = ? AND type_revision = ?`
+
+	// instanceSelect reads an instance with its latest resource version in
+	// one row; callers append WHERE and ORDER BY.
+	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
+	i.backend_id, i.backend_abstract, i.locked_by, i.created_at,
+	v.resource_version, v.created_by, v.created_at, v.attributes, v.context
+FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv`
+	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, i.created_at DESC, i.id`
+	// otherOrder sorts uses edges by the instance at the other end, o.
+	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, o.created_at DESC, o.id`
+
+	qInstancesByID   = instanceSelect + ` WHERE i.id IN (SELECT value FROM json_each(?))`
+	qInstanceByName  = instanceSelect + ` WHERE i.type_path = ? AND i.namespace = ? AND i.name = ?`
+	qListInstanceAll = instanceSelect + instanceOrder
+	qLabelsOf        = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id IN (SELECT value FROM json_each(?))`
+	qUsesOf          = `SELECT u.from_id, u.to_id, '' FROM uses u JOIN instances o ON o.id = u.to_id
+WHERE u.from_id IN (SELECT value FROM json_each(?))` + otherOrder
+	qUsedByOf = `SELECT u.to_id, u.from_id, '' FROM uses u JOIN instances o ON o.id = u.from_id
+WHERE u.to_id IN (SELECT value FROM json_each(?))` + otherOrder
+
+	qTakenInstance = `SELECT id, type_path, namespace, name FROM instances
+WHERE id = ? OR (type_path = ? AND namespace = ? AND name = ?) LIMIT 1`
+	qInsertInstance = `INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, alias,
+	annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertLabel    = `INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)`
+	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = ?`
+	qSetAnnotations = `UPDATE instances SET annotations = ? WHERE id = ?`
+	qMissing        = `SELECT j.value, '', '' FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM instances WHERE id = j.value) ORDER BY j.key`
+	qSetLockedBy    = `UPDATE instances SET locked_by = ? WHERE id IN (SELECT value FROM json_each(?))`
+	qInsertUses     = `INSERT INTO uses (from_id, to_id) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	qInstanceExists = `SELECT EXISTS (SELECT 1 FROM instances WHERE id = ?)`
+	qUsersOf        = `SELECT u.from_id, '', '' FROM uses u JOIN instances o ON o.id = u.from_id
+WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
+	qDeleteInstance = `DELETE FROM instances WHERE id = ?`
+
+	versionColumns     = `resource_version, created_by, created_at, attributes, context`
+	qVersions          = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = ? ORDER BY resource_version`
+	qVersion           = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = ? AND resource_version = ?`
+	qLatestVersion     = `SELECT latest_rv FROM instances WHERE id = ?`
+	qInsertVersion     = `INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context) VALUES (?, ?, ?, ?, ?, ?)`
+	qSetLatest         = `UPDATE instances SET latest_rv = ? WHERE id = ?`
+	qDeleteLatestAttrs = `DELETE FROM latest_attributes WHERE instance_id = ?`
+	qInsertLatestAttr  = `INSERT INTO latest_attributes (instance_id, path, revision) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+
+	qValue        = `SELECT value FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
+	qHasValues    = `SELECT EXISTS (SELECT 1 FROM builtin_values WHERE instance_id = ?)`
+	qValueLock    = `SELECT locked_by FROM builtin_locks WHERE instance_id = ?`
+	qPutValue     = `INSERT INTO builtin_values (instance_id, resource_version, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	qDeleteValues = `DELETE FROM builtin_values WHERE instance_id = ?`
+	qDeleteValue  = `DELETE FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
+	qClearLock    = `DELETE FROM builtin_locks WHERE instance_id = ?`
+	qSetLock      = `INSERT INTO builtin_locks (instance_id, locked_by) VALUES (?, ?)
+ON CONFLICT (instance_id) DO UPDATE SET locked_by = excluded.locked_by`
+)
+
+// readQueries run on both pools; writeQueries on the writer only.
+func readQueries() []string {
+	return []string{
+		qGetType, qListTypesAll, qCountInstance,
+		qInstancesByID, qInstanceByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
+		qVersions, qVersion,
+		qValue, qHasValues, qValueLock,
+	}
+}
+
+func writeQueries() []string {
+	return []string{
+		qInsertType, qInsertParent, qDeleteType,
+		qTakenInstance, qInsertInstance, qInsertLabel, qDeleteLabels, qSetAnnotations, qMissing, qSetLockedBy,
+		qInsertUses, qInstanceExists, qUsersOf, qDeleteInstance,
+		qLatestVersion, qInsertVersion, qSetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
+		qPutValue, qDeleteValues, qDeleteValue, qClearLock, qSetLock,
+	}
+}

@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Store's reads run on the reader pool. Reads of one statement need no
+// transaction; instance reads take several and run in one snapshot (view).
+
+func (s *Store) pool() reader { return s.rd }
+
+func (s *Store) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error) {
+	return s.pool().GetType(ctx, ref)
+}
+
+func (s *Store) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type, error) {
+	return s.pool().ListTypes(ctx, f)
+}
+
+func (s *Store) GetInstances(ctx context.Context, ids []string) (out []cairn.Instance, err error) {
+	err = s.view(ctx, func(r reader) error { out, err = r.GetInstances(ctx, ids); return err })
+	return out, err
+}
+
+func (s *Store) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (in cairn.Instance, err error) {
+	err = s.view(ctx, func(r reader) error { in, err = r.GetInstanceByName(ctx, typePath, namespace, name); return err })
+	return in, err
+}
+
+func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) (out []cairn.Instance, err error) {
+	err = s.view(ctx, func(r reader) error { out, err = r.ListInstances(ctx, f); return err })
+	return out, err
+}
+
+func (s *Store) CountInstances(ctx context.Context, ref cairn.TypeRef) (int, error) {
+	return s.pool().CountInstances(ctx, ref)
+}
+
+func (s *Store) ResourceVersions(ctx context.Context, id string) ([]cairn.ResourceVersion, error) {
+	return s.pool().ResourceVersions(ctx, id)
+}
+
+func (s *Store) ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error) {
+	return s.pool().ResourceVersion(ctx, id, rv)
+}
+
+func (s *Store) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {
+	return s.pool().Value(ctx, id, rv)
+}
+
+func (s *Store) HasValues(ctx context.Context, id string) (bool, error) {
+	return s.pool().HasValues(ctx, id)
+}
+
+func (s *Store) ValueLock(ctx context.Context, id string) (string, error) {
+	return s.pool().ValueLock(ctx, id)
+}

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// reader implements store.Reader on one connection pool, either directly
+// (tx == nil: one-statement reads) or inside a transaction: the writer's
+// in Update, a read-only snapshot in view.
+type reader struct {
+	db     *sql.DB
+	tx     *sql.Tx
+	shared map[string]*sql.Stmt // prepared at Open for db; never written after
+	bound  *boundStmts          // shared statements bound to tx, on first use
+}
+
+// boundStmts caches tx.StmtContext results so that a transaction making many
+// calls binds each statement once.
+type boundStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (r reader) inTx(tx *sql.Tx) reader {
+	r.tx = tx
+	r.bound = &boundStmts{m: make(map[string]*sql.Stmt)}
+	return r
+}
+
+// stmt returns the prepared statement for q, nil when q is not one of the
+// fixed queries.
+func (r reader) stmt(ctx context.Context, q string) *sql.Stmt {
+	st := r.shared[q]
+	if st == nil || r.tx == nil {
+		return st
+	}
+	r.bound.mu.Lock()
+	defer r.bound.mu.Unlock()
+	b := r.bound.m[q]
+	if b == nil {
+		b = r.tx.StmtContext(ctx, st)
+		r.bound.m[q] = b
+	}
+	return b
+}
+
+func (r reader) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	switch st := r.stmt(ctx, q); {
+	case st != nil:
+		return st.QueryContext(ctx, args...)
+	case r.tx != nil:
+		return r.tx.QueryContext(ctx, q, args...)
+	default:
+		return r.db.QueryContext(ctx, q, args...)
+	}
+}
+
+func (r reader) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	switch st := r.stmt(ctx, q); {
+	case st != nil:
+		return st.QueryRowContext(ctx, args...)
+	case r.tx != nil:
+		return r.tx.QueryRowContext(ctx, q, args...)
+	default:
+		return r.db.QueryRowContext(ctx, q, args...)
+	}
+}
+
+// exec runs a statement and returns the number of rows it changed.
+func (r reader) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	var (
+		res sql.Result
+		err error
+	)
+	switch st := r.stmt(ctx, q); {
+	case st != nil:
+		res, err = st.ExecContext(ctx, args...)
+	case r.tx != nil:
+		res, err = r.tx.ExecContext(ctx, q, args...)
+	default:
+		res, err = r.db.ExecContext(ctx, q, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// each runs a query of three string columns and calls fn per row.
+func (r reader) each(ctx context.Context, fn func(a, b, c string), q string, args ...any) error {
+	rows, err := r.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a, b, c string
+		if err := rows.Scan(&a, &b, &c); err != nil {
+			return err
+		}
+		fn(a, b, c)
+	}
+	return rows.Err()
+}
+
+// prepare prepares qs on db for the store's lifetime.
+func prepare(ctx context.Context, db *sql.DB, qs ...string) (map[string]*sql.Stmt, error) {
+	m := make(map[string]*sql.Stmt, len(qs))
+	for _, q := range qs {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			closeAll(m)
+			return nil, err
+		}
+		m[q] = st
+	}
+	return m, nil
+}
+
+func closeAll(m map[string]*sql.Stmt) {
+	for _, st := range m {
+		st.Close()
+	}
+}
+
+// tx implements store.Tx. SQLite locks the whole database for the writer,
+// so rows read through it are locked against other writers as the contract
+// asks.
+type tx struct {
+	reader
+}
+
+var _ store.Tx = (*tx)(nil)

@@ -1,0 +1,196 @@
+// Package sqlite is the embedded metadata store: store.Store on one SQLite
+// file through the pure-Go driver modernc.org/sqlite, so cairn stays a single
+// static binary (see DRIVER.md for the measurements behind that choice).
+//
+// The file is opened in WAL mode with two connection pools: one connection for
+// writers, whose transactions start with BEGIN IMMEDIATE so they serialize and
+// a read-check-write inside Update cannot race, and a pool of query-only
+// connections whose reads see a consistent snapshot without blocking the
+// writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+	maxReaders  int
+}
+
+// WithBusyTimeout sets how long a statement waits for a lock held by another
+// process before failing with CodeUnavailable. The default is 5s.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// WithMaxReaders caps the read connection pool. The default is
+// max(4, GOMAXPROCS).
+func WithMaxReaders(n int) Option {
+	return func(o *options) { o.maxReaders = n }
+}
+
+// Store is a metadata store on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	w    *sql.DB // one connection: writers queue here instead of spinning on SQLITE_BUSY
+	r    *sql.DB // query-only connections
+	wr   reader  // w with its prepared statements
+	rd   reader  // r with its prepared statements
+	path string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it and its parent directories if needed) the SQLite
+// database at path and migrates its schema to the version this binary knows.
+// It refuses a database whose schema is newer than that (ErrSchemaTooNew).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{busyTimeout: 5 * time.Second, maxReaders: max(4, runtime.GOMAXPROCS(0))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	s := &Store{path: abs}
+	s.w, err = sql.Open("sqlite", dsn(abs, o, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, s.w); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	s.r, err = sql.Open("sqlite", dsn(abs, o, true))
+	if err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(o.maxReaders)
+	s.r.SetMaxIdleConns(o.maxReaders)
+	s.wr.db, s.rd.db = s.w, s.r
+	if s.wr.shared, err = prepare(ctx, s.w, append(readQueries(), writeQueries()...)...); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
+	}
+	if s.rd.shared, err = prepare(ctx, s.r, readQueries()...); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn builds a modernc.org/sqlite URI. The path is escaped so that '?', '#'
+// and '%' in a file name cannot be read as URI syntax.
+func dsn(path string, o options, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close releases both connection pools.
+func (s *Store) Close() error {
+	closeAll(s.wr.shared)
+	closeAll(s.rd.shared)
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Update runs fn in one BEGIN IMMEDIATE transaction on the writer connection.
+// Since that lock is taken before fn runs, SQLite never reports a
+// serialization failure mid-transaction and fn is not retried. Update must
+// not be called from inside fn: the writer connection is already taken.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			sqlTx.Rollback() // fn panicked; the panic goes on
+		}
+	}()
+	if err := fn(ctx, &tx{s.wr.inTx(sqlTx)}); err != nil {
+		done = true
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return classify(fmt.Errorf("sqlite: commit: %w", err))
+	}
+	return nil
+}
+
+// view runs fn in a read transaction on the reader pool, so reads made of
+// several queries see one snapshot.
+func (s *Store) view(ctx context.Context, fn func(r reader) error) error {
+	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify(fmt.Errorf("sqlite: begin read transaction: %w", err))
+	}
+	defer sqlTx.Rollback() // read-only: rollback and commit are the same
+	return fn(s.rd.inTx(sqlTx))
+}
+
+// classify turns a busy or locked database into CodeUnavailable: the caller
+// may retry, and façades map it to 503.
+func classify(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
+		}
+	}
+	return err
+}

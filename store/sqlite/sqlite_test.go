@@ -1,0 +1,214 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+	"github.com/cairn-dev/cairn/store/storetest"
+)
+
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "cairn.db"))
+	})
+}
+
+func TestOpenCreatesParentDirs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "state?#%.db")
+	s := open(t, path)
+	if _, err := s.ListTypes(t.Context(), store.TypeFilter{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPersistsAcrossReopen(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	in := cairn.Instance{
+		ID:        "00000000-0000-4000-8000-000000000001",
+		TypeRef:   cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default",
+		Name:      "a",
+		Labels:    map[string]string{"env": "prod"},
+		CreatedAt: created,
+		Latest:    cairn.ResourceVersion{ResourceVersion: 1, CreatedAt: created},
+	}
+	err = s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateType(ctx, cairn.Type{Path: "cap.type.a", Revision: "0.1.0", CreatedAt: created}); err != nil {
+			return err
+		}
+		if err := tx.CreateInstance(ctx, in); err != nil {
+			return err
+		}
+		return tx.PutValue(ctx, in.ID, 1, json.RawMessage(`{"k":"v"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, path)
+	got, err := s.GetInstances(ctx, []string{in.ID})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("GetInstances after reopen = %v, %v", got, err)
+	}
+	if got[0].Labels["env"] != "prod" || !got[0].CreatedAt.Equal(created) {
+		t.Fatalf("instance after reopen = %+v", got[0])
+	}
+	if _, err := s.GetType(ctx, cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Value(ctx, in.ID, 1); err != nil || string(v) != `{"k":"v"}` {
+		t.Fatalf("Value after reopen = %s, %v", v, err)
+	}
+}
+
+func schemaVersions(t *testing.T, path string) []int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	for range 3 {
+		s, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := schemaVersions(t, path)
+	if len(got) == 0 || got[0] != 1 {
+		t.Fatalf("schema_migrations = %v", got)
+	}
+	for i, v := range got {
+		if v != i+1 {
+			t.Fatalf("schema_migrations = %v, want 1..n once each", got)
+		}
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s := open(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	newer := len(schemaVersions(t, path)) + 1
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, newer); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	_, err = sqlite.Open(t.Context(), path)
+	if !errors.Is(err, sqlite.ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name the file", err)
+	}
+}
+
+// SQLite keeps what PostgreSQL's timestamptz and jsonb would not:
+// nanoseconds and the exact compact bytes of a document.
+func TestNanosecondsAndCompactJSON(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "cairn.db"))
+	created := time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
+	in := cairn.Instance{
+		ID:        "00000000-0000-4000-8000-000000000001",
+		TypeRef:   cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default",
+		Name:      "a",
+		CreatedAt: created,
+		Latest: cairn.ResourceVersion{
+			ResourceVersion: 1,
+			CreatedAt:       created,
+			Context:         json.RawMessage(" {\n \"b\": [1, 2],\t\"a\": null }"),
+		},
+	}
+	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.CreateInstance(ctx, in) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetInstances(ctx, []string{in.ID})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("GetInstances = %v, %v", got, err)
+	}
+	if want := created.UTC(); got[0].CreatedAt != want || got[0].Latest.CreatedAt != want {
+		t.Errorf("createdAt = %v, %v; want %v", got[0].CreatedAt, got[0].Latest.CreatedAt, want)
+	}
+	if want := `{"b":[1,2],"a":null}`; string(got[0].Latest.Context) != want {
+		t.Errorf("context = %s, want %s", got[0].Latest.Context, want)
+	}
+}
+
+func TestInvalidJSON(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "cairn.db"))
+	err := s.Update(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		return tx.PutValue(ctx, "x", 1, json.RawMessage(`{"a":`))
+	})
+	if cairn.ErrorCode(err) != cairn.CodeInvalid {
+		t.Fatalf("PutValue(invalid JSON) = %v, want Invalid", err)
+	}
+}

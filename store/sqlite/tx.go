@@ -1,0 +1,163 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
+	// Under BEGIN IMMEDIATE nobody can take the id or name between this
+	// check and the insert; checking first lets the error say which is taken.
+	var takenID, takenPath, takenNS, takenName string
+	err := t.queryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
+		Scan(&takenID, &takenPath, &takenNS, &takenName)
+	switch {
+	case err == nil && takenID == in.ID:
+		return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
+	case err == nil:
+		return &cairn.Error{
+			Code: cairn.CodeAlreadyExists,
+			Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
+			IDs:  []string{takenID},
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
+	}
+
+	rv := in.Latest
+	if rv.ResourceVersion == 0 {
+		rv.ResourceVersion = 1
+	}
+	if rv.ResourceVersion != 1 {
+		return cairn.Errorf(cairn.CodeInvalid, "instance %q: the first resource version must be 1, not %d", in.ID, rv.ResourceVersion)
+	}
+	annotations, err := encodeJSON("annotations", in.Annotations, len(in.Annotations) == 0)
+	if err != nil {
+		return err
+	}
+	createdAt, err := encodeTime(in.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, qInsertInstance,
+		in.ID, in.TypeRef.Path, in.TypeRef.Revision, store.RevisionKey(in.TypeRef.Revision), in.Namespace, in.Name, in.Alias,
+		annotations, in.Backend.ID, in.Backend.Abstract, in.LockedBy, createdAt, rv.ResourceVersion); err != nil {
+		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
+	}
+	if err := t.insertVersion(ctx, in.ID, rv); err != nil {
+		return err
+	}
+	if err := t.insertLabels(ctx, in.ID, in.Labels); err != nil {
+		return err
+	}
+	return t.insertLatestAttributes(ctx, in.ID, rv.Attributes)
+}
+
+func (t *tx) insertLabels(ctx context.Context, id string, set map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if _, err := t.exec(ctx, qInsertLabel, id, k, set[k]); err != nil {
+			return fmt.Errorf("sqlite: label %s of %s: %w", k, id, err)
+		}
+	}
+	return nil
+}
+
+// missing returns those of ids that are not instances, in order.
+func (t *tx) missing(ctx context.Context, ids []string) ([]string, error) {
+	var out []string
+	err := t.each(ctx, func(id, _, _ string) { out = append(out, id) }, qMissing, idList(ids))
+	return out, err
+}
+
+func notFound(id string) error {
+	return &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("instance %q not found", id), IDs: []string{id}}
+}
+
+func notFoundIDs(ids []string) error {
+	if len(ids) == 1 {
+		return notFound(ids[0])
+	}
+	return &cairn.Error{Code: cairn.CodeNotFound, Msg: "instances " + cairn.QuoteIDs(ids) + " not found", IDs: ids}
+}
+
+func (t *tx) AddUses(ctx context.Context, from, to string) error {
+	missing, err := t.missing(ctx, []string{from, to})
+	if err != nil {
+		return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, err)
+	}
+	if len(missing) > 0 {
+		return notFoundIDs(slices.Compact(missing))
+	}
+	if _, err := t.exec(ctx, qInsertUses, from, to); err != nil {
+		return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, err)
+	}
+	return nil
+}
+
+func (t *tx) SetMetadata(ctx context.Context, id string, labels, annotations map[string]string) error {
+	ann, err := encodeJSON("annotations", annotations, len(annotations) == 0)
+	if err != nil {
+		return err
+	}
+	n, err := t.exec(ctx, qSetAnnotations, ann, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set metadata of %s: %w", id, err)
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	if _, err := t.exec(ctx, qDeleteLabels, id); err != nil {
+		return fmt.Errorf("sqlite: set metadata of %s: %w", id, err)
+	}
+	return t.insertLabels(ctx, id, labels)
+}
+
+func (t *tx) SetLockedBy(ctx context.Context, ids []string, owner string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	missing, err := t.missing(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("sqlite: set lock: %w", err)
+	}
+	if len(missing) > 0 {
+		return notFoundIDs(missing)
+	}
+	if _, err := t.exec(ctx, qSetLockedBy, owner, idList(ids)); err != nil {
+		return fmt.Errorf("sqlite: set lock: %w", err)
+	}
+	return nil
+}
+
+func (t *tx) DeleteInstance(ctx context.Context, id string) error {
+	var exists bool
+	if err := t.queryRow(ctx, qInstanceExists, id).Scan(&exists); err != nil {
+		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)
+	}
+	if !exists {
+		return notFound(id)
+	}
+	var users []string
+	if err := t.each(ctx, func(from, _, _ string) { users = append(users, from) }, qUsersOf, id); err != nil {
+		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)
+	}
+	if len(users) > 0 {
+		return &cairn.Error{
+			Code: cairn.CodeUsedBy,
+			Msg:  fmt.Sprintf("instance %q is used by %s", id, cairn.QuoteIDs(users)),
+			IDs:  users,
+		}
+	}
+	// Versions, labels, attributes and outgoing edges go by ON DELETE CASCADE.
+	if _, err := t.exec(ctx, qDeleteInstance, id); err != nil {
+		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)
+	}
+	return nil
+}

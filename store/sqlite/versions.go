@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn"
+)
+
+func scanVersion(sc interface{ Scan(...any) error }) (cairn.ResourceVersion, error) {
+	var (
+		v                cairn.ResourceVersion
+		createdAt        sql.NullInt64
+		attrs, rvContext sql.NullString
+	)
+	if err := sc.Scan(&v.ResourceVersion, &v.CreatedBy, &createdAt, &attrs, &rvContext); err != nil {
+		return cairn.ResourceVersion{}, err
+	}
+	v.CreatedAt = decodeTime(createdAt)
+	v.Context = decodeRaw(rvContext)
+	if err := decodeJSON("attributes", attrs, &v.Attributes); err != nil {
+		return cairn.ResourceVersion{}, err
+	}
+	return v, nil
+}
+
+func (r reader) ResourceVersions(ctx context.Context, id string) ([]cairn.ResourceVersion, error) {
+	rows, err := r.query(ctx, qVersions, id)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: resource versions of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []cairn.ResourceVersion
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: resource versions of %s: %w", id, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: resource versions of %s: %w", id, err)
+	}
+	// Every instance has version 1, so no rows means no instance.
+	if len(out) == 0 {
+		return nil, notFound(id)
+	}
+	return out, nil
+}
+
+func (r reader) ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error) {
+	v, err := scanVersion(r.queryRow(ctx, qVersion, id, rv))
+	if errors.Is(err, sql.ErrNoRows) {
+		return cairn.ResourceVersion{}, cairn.Errorf(cairn.CodeNotFound, "resource version %d of instance %q not found", rv, id)
+	}
+	if err != nil {
+		return cairn.ResourceVersion{}, fmt.Errorf("sqlite: resource version %d of %s: %w", rv, id, err)
+	}
+	return v, nil
+}
+
+func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error {
+	var latest int
+	err := t.queryRow(ctx, qLatestVersion, id).Scan(&latest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
+	}
+	if rv.ResourceVersion != latest+1 {
+		return &cairn.Error{
+			Code: cairn.CodeConflict,
+			Msg:  fmt.Sprintf("instance %q: resource version %d is not the next one (latest is %d)", id, rv.ResourceVersion, latest),
+			IDs:  []string{id},
+		}
+	}
+	if err := t.insertVersion(ctx, id, rv); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, qSetLatest, rv.ResourceVersion, id); err != nil {
+		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
+	}
+	if _, err := t.exec(ctx, qDeleteLatestAttrs, id); err != nil {
+		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
+	}
+	return t.insertLatestAttributes(ctx, id, rv.Attributes)
+}
+
+// insertVersion stores one resource version row.
+func (t *tx) insertVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error {
+	createdAt, err := encodeTime(rv.CreatedAt)
+	if err != nil {
+		return err
+	}
+	attrs, err := encodeJSON("attributes", rv.Attributes, len(rv.Attributes) == 0)
+	if err != nil {
+		return err
+	}
+	rvContext, err := encodeRaw("context", rv.Context)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, qInsertVersion, id, rv.ResourceVersion, rv.CreatedBy, createdAt, attrs, rvContext); err != nil {
+		return fmt.Errorf("sqlite: insert resource version %d of %s: %w", rv.ResourceVersion, id, err)
+	}
+	return nil
+}
+
+// insertLatestAttributes indexes the latest version's attributes for
+// InstanceFilter.Attributes.
+func (t *tx) insertLatestAttributes(ctx context.Context, id string, attrs []cairn.AttributeRef) error {
+	for _, a := range attrs {
+		if _, err := t.exec(ctx, qInsertLatestAttr, id, a.Path, a.Revision); err != nil {
+			return fmt.Errorf("sqlite: index attribute %s of %s: %w", a.Path, id, err)
+		}
+	}
+	return nil
+}
