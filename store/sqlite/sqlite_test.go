@@ -212,3 +212,70 @@ func TestInvalidJSON(t *testing.T) {
 		t.Fatalf("PutValue(invalid JSON) = %v, want Invalid", err)
 	}
 }
+
+// Two processes opening a new file at once must not both migrate it.
+func TestConcurrentOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			s, err := sqlite.Open(t.Context(), path)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+	}
+	if got := schemaVersions(t, path); len(got) == 0 || got[len(got)-1] != len(got) {
+		t.Fatalf("schema_migrations = %v, want 1..n once each", got)
+	}
+}
+
+// Two stores on one file stand for two cairn processes: their writers
+// serialize through SQLite's lock and busy timeout, not process memory.
+func TestTwoStoresOneFile(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	stores := []*sqlite.Store{open(t, path), open(t, path)}
+	id := "00000000-0000-4000-8000-000000000001"
+	err := stores[0].Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.CreateInstance(ctx, cairn.Instance{
+			ID: id, TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}, Namespace: "default", Name: "a",
+			Latest: cairn.ResourceVersion{ResourceVersion: 1},
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perStore = 10
+	errs := make(chan error, 2*perStore)
+	for i := range 2 * perStore {
+		s := stores[i%2]
+		go func() {
+			errs <- s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+				got, err := tx.GetInstances(ctx, []string{id})
+				if err != nil {
+					return err
+				}
+				return tx.AddResourceVersion(ctx, id, cairn.ResourceVersion{ResourceVersion: got[0].Latest.ResourceVersion + 1})
+			})
+		}()
+	}
+	for range 2 * perStore {
+		if err := <-errs; err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	}
+	rvs, err := stores[1].ResourceVersions(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rvs) != 2*perStore+1 || rvs[len(rvs)-1].ResourceVersion != 2*perStore+1 {
+		t.Fatalf("%d versions, last %d; want %d", len(rvs), rvs[len(rvs)-1].ResourceVersion, 2*perStore+1)
+	}
+}

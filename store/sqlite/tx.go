@@ -32,7 +32,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	}
 
 	rv := in.Latest
-	if rv.ResourceVersion == 0 {
+	if rv.ResourceVersion == 0 { // unset: the first version is 1 anyway
 		rv.ResourceVersion = 1
 	}
 	if rv.ResourceVersion != 1 {
