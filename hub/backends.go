@@ -1,0 +1,244 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/schema"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// resolvedBackend is a storage backend instance with its client.
+type resolvedBackend struct {
+	cairn.StorageBackend
+	client        cairn.Backend
+	contextSchema *schema.Schema // nil when the backend takes no context
+}
+
+// backendSet resolves each backend id once per operation.
+type backendSet struct {
+	h    *Hub
+	byID map[string]*resolvedBackend
+}
+
+func (h *Hub) newBackendSet() *backendSet {
+	return &backendSet{h: h, byID: map[string]*resolvedBackend{}}
+}
+
+// get resolves a backend id: the instance must exist and its latest value
+// must satisfy the storage schema.
+func (s *backendSet) get(ctx context.Context, id string) (*resolvedBackend, error) {
+	if b, ok := s.byID[id]; ok {
+		return b, nil
+	}
+	b, err := s.h.resolveBackend(ctx, s.h.st, id)
+	if err != nil {
+		return nil, err
+	}
+	s.byID[id] = b
+	return b, nil
+}
+
+func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *cairn.Error {
+	return &cairn.Error{
+		Code:   code,
+		Msg:    fmt.Sprintf("failed to resolve the TypeInstance's backend %q: %s", id, msg),
+		IDs:    []string{id},
+		Causes: causes,
+	}
+}
+
+func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string) (*resolvedBackend, error) {
+	found, err := r.GetInstances(ctx, []string{id})
+	if err != nil {
+		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
+	}
+	inst := found[0]
+	raw, err := h.readValue(ctx, nil, inst, inst.Latest)
+	if err != nil {
+		return nil, fmt.Errorf("resolve backend %q: read its value: %w", id, err)
+	}
+	builtinID := inst.ID == cairn.BuiltinBackendID
+	sb, causes := decodeStorageValue(raw, !builtinID)
+	if len(causes) > 0 {
+		if builtinID {
+			// Not reachable unless the store was edited by hand; say so.
+			return nil, resolveErr(id, cairn.CodeInternal, causes, joinCauses(causes))
+		}
+		return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
+	}
+	sb.ID = inst.ID
+	sb.Alias = inst.Alias
+	sb.TypeRef = inst.TypeRef
+	sb.ResourceVersion = inst.Latest.ResourceVersion
+	sb.Abstract = builtinID
+	b := &resolvedBackend{StorageBackend: sb}
+	if sb.ContextSchema != nil {
+		key := fmt.Sprintf("backend:%s:%d", sb.ID, sb.ResourceVersion)
+		cs, err := h.schemas.Get(key, sb.ContextSchema)
+		if err != nil {
+			causes := []cairn.Cause{{Field: "spec/value/contextSchema", Message: "must be a valid JSON Schema: " + err.Error()}}
+			return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
+		}
+		b.contextSchema = cs
+	}
+	if sb.Abstract {
+		b.client = h.builtin
+		return b, nil
+	}
+	if h.opener == nil {
+		return nil, &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{id},
+			Msg: fmt.Sprintf("External backend %q: no client is configured for url %q", id, sb.URL)}
+	}
+	client, err := h.opener.OpenBackend(ctx, sb)
+	if err != nil {
+		return nil, externalErr(id, "connect", err)
+	}
+	b.client = client
+	return b, nil
+}
+
+// decodeStorageValue checks a backend instance's value against the storage
+// schema {url: string, acceptValue: boolean, contextSchema: object|null} and
+// reports every failing property in the form clients match.
+// The built-in backend has no url (the hub is its own storage), so requireURL
+// is false for it alone.
+func decodeStorageValue(raw json.RawMessage, requireURL bool) (cairn.StorageBackend, []cairn.Cause) {
+	var sb cairn.StorageBackend
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return sb, []cairn.Cause{{Field: "spec/value", Message: "must be object"}}
+	}
+	var causes []cairn.Cause
+	for _, p := range []string{"acceptValue", "contextSchema", "url"} {
+		if _, ok := m[p]; !ok && (p != "url" || requireURL) {
+			causes = append(causes, cairn.Cause{Field: "spec/value", Message: fmt.Sprintf("must have required property '%s'", p)})
+		}
+	}
+	if v, ok := m["url"]; ok {
+		if err := json.Unmarshal(v, &sb.URL); err != nil || isNull(v) {
+			causes = append(causes, cairn.Cause{Field: "spec/value/url", Message: "must be string"})
+		}
+	}
+	if v, ok := m["acceptValue"]; ok {
+		if err := json.Unmarshal(v, &sb.AcceptValue); err != nil || isNull(v) {
+			causes = append(causes, cairn.Cause{Field: "spec/value/acceptValue", Message: "must be boolean"})
+		}
+	}
+	if v, ok := m["contextSchema"]; ok && !isNull(v) {
+		if !isObject(v) {
+			causes = append(causes, cairn.Cause{Field: "spec/value/contextSchema", Message: "must be object"})
+		} else {
+			sb.ContextSchema = v
+		}
+	}
+	return sb, causes
+}
+
+func joinCauses(causes []cairn.Cause) string {
+	s := make([]string, len(causes))
+	for i, c := range causes {
+		s[i] = c.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func isNull(v json.RawMessage) bool { return strings.TrimSpace(string(v)) == "null" }
+
+func isObject(v json.RawMessage) bool {
+	t := strings.TrimSpace(string(v))
+	return strings.HasPrefix(t, "{")
+}
+
+// externalErr names the backend in an error from its client, keeping the
+// client's code (not found, locked, ...) and defaulting to Unavailable.
+func externalErr(id, op string, err error) *cairn.Error {
+	code := cairn.ErrorCode(err)
+	if code == cairn.CodeInternal {
+		code = cairn.CodeUnavailable
+	}
+	return &cairn.Error{
+		Code: code,
+		IDs:  []string{id},
+		Msg:  fmt.Sprintf("External backend %q: %s: %v", id, op, err),
+		Err:  err,
+	}
+}
+
+// readValue returns the value of one resource version of inst from its
+// backend. bs may be nil.
+func (h *Hub) readValue(ctx context.Context, bs *backendSet, inst cairn.Instance, rv cairn.ResourceVersion) (json.RawMessage, error) {
+	if inst.Backend.Abstract {
+		v, err := h.st.Value(ctx, inst.ID, rv.ResourceVersion)
+		if err != nil {
+			return nil, fmt.Errorf("read value of %q version %d: %w", inst.ID, rv.ResourceVersion, err)
+		}
+		return v, nil
+	}
+	if bs == nil {
+		bs = h.newBackendSet()
+	}
+	b, err := bs.get(ctx, inst.Backend.ID)
+	if err != nil {
+		return nil, err
+	}
+	v, err := b.client.GetValue(ctx, cairn.GetValueRequest{InstanceID: inst.ID, ResourceVersion: rv.ResourceVersion, Context: rv.Context})
+	if err != nil {
+		return nil, externalErr(b.ID, fmt.Sprintf("get value of %q version %d", inst.ID, rv.ResourceVersion), err)
+	}
+	return v, nil
+}
+
+// checkInput applies the backend rules to a value and a context given for a
+// new instance (seed 000 "Workflow syntax - Create"): a value only when the
+// backend accepts values, a context only when it has a context schema, and
+// the context valid against that schema. An absent context is checked as {}
+// so a backend with required context properties says which are missing.
+func (b *resolvedBackend) checkInput(value, ctxDoc json.RawMessage) error {
+	if value != nil {
+		if err := b.checkValueAllowed(); err != nil {
+			return err
+		}
+	}
+	if ctxDoc != nil && !isNull(ctxDoc) {
+		return b.checkContext(ctxDoc)
+	}
+	if b.contextSchema == nil {
+		return nil
+	}
+	return b.validateContext(json.RawMessage(`{}`))
+}
+
+func (b *resolvedBackend) checkValueAllowed() error {
+	if b.AcceptValue {
+		return nil
+	}
+	return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID},
+		Msg: fmt.Sprintf("External backend %q: input value not allowed", b.ID)}
+}
+
+// checkContext checks a context the caller gave.
+func (b *resolvedBackend) checkContext(ctxDoc json.RawMessage) error {
+	if b.contextSchema == nil {
+		if isNull(ctxDoc) {
+			return nil
+		}
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID},
+			Msg: fmt.Sprintf("External backend %q: input context not allowed", b.ID)}
+	}
+	return b.validateContext(ctxDoc)
+}
+
+func (b *resolvedBackend) validateContext(doc json.RawMessage) error {
+	if causes := b.contextSchema.Validate("context", doc); len(causes) > 0 {
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Causes: causes,
+			Msg: fmt.Sprintf("External backend %q: invalid input: %s", b.ID, joinCauses(causes))}
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// CreateRequest creates several instances and the uses relations between
+// them (and existing instances) in one atomic call.
+type CreateRequest struct {
+	Instances     []NewInstance
+	UsesRelations []UsesRelation
+}
+
+// NewInstance is one instance to create.
+type NewInstance struct {
+	// Alias names the instance within the batch (usesRelations ends); it is
+	// generated when empty and stored as metadata.
+	Alias       string
+	Namespace   string // default "default"
+	Name        string // default: the generated id
+	TypeRef     cairn.TypeRef
+	Labels      map[string]string
+	Annotations map[string]string
+	Attributes  []cairn.AttributeRef
+	// Value is nil when not given.
+	Value   json.RawMessage
+	Backend *BackendInput
+	// CreatedBy defaults to the caller's identity from the context.
+	CreatedBy string
+}
+
+// BackendInput selects the backend of a new instance and carries its context.
+type BackendInput struct {
+	ID      string
+	Context json.RawMessage
+	// Abstract is refused: only the hub's built-in backend is abstract. It
+	// exists so façades can pass it through and get the hub's error.
+	Abstract bool
+}
+
+// UsesRelation says From uses To; each end is an alias from the batch or an
+// existing instance id.
+type UsesRelation struct {
+	From string
+	To   string
+}
+
+// Created maps an alias of the batch to the id the instance got.
+type Created struct {
+	Alias string
+	ID    string
+}
+
+// pending is one instance of a batch being created.
+type pending struct {
+	in      NewInstance
+	inst    cairn.Instance
+	value   json.RawMessage
+	backend *resolvedBackend
+	stored  bool // OnCreate succeeded in an external backend
+}
+
+// CreateInstances creates the batch atomically: either every instance, its
+// first resource version and every relation exist afterwards, or nothing
+// does (values already stored in external backends are deleted again).
+func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created, error) {
+	if len(req.Instances) == 0 {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "no TypeInstances to create")
+	}
+	now := h.now().UTC()
+	items, err := h.prepareCreate(ctx, req, now)
+	if err != nil {
+		return nil, err
+	}
+	edges, err := h.resolveRelations(ctx, req.UsesRelations, items)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := h.storeExternal(ctx, items); err != nil {
+		return nil, err
+	}
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, p := range items {
+			if err := tx.CreateInstance(ctx, p.inst); err != nil {
+				return &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}
+			}
+			if p.inst.Backend.Abstract {
+				if err := tx.PutValue(ctx, p.inst.ID, 1, p.value); err != nil {
+					return fmt.Errorf("store value of %q: %w", p.inst.ID, err)
+				}
+			}
+			if err := tx.AddUses(ctx, p.inst.ID, p.inst.Backend.ID); err != nil {
+				return fmt.Errorf("relate %q to its backend: %w", p.inst.ID, err)
+			}
+		}
+		for _, e := range edges {
+			if err := tx.AddUses(ctx, e.From, e.To); err != nil {
+				return fmt.Errorf("add uses relation %s -> %s: %w", e.From, e.To, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, h.rollbackCreated(ctx, items, err)
+	}
+
+	out := make([]Created, len(items))
+	for i, p := range items {
+		out[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID}
+	}
+	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
+	return out, nil
+}
+
+func subjectOf(alias string) string { return fmt.Sprintf("TypeInstance %q", alias) }
+
+// prepareCreate validates every instance of the batch and resolves its
+// backend, collecting every error rather than stopping at the first.
+func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Time) ([]*pending, error) {
+	var errs []error
+	items := make([]*pending, len(req.Instances))
+	aliases := map[string]int{}
+	bs := h.newBackendSet()
+	actor := cairn.Actor(ctx)
+
+	for i, in := range req.Instances {
+		id := newID()
+		if in.Alias == "" {
+			in.Alias = id
+		}
+		subject := subjectOf(in.Alias)
+		if j, dup := aliases[in.Alias]; dup {
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: subject,
+				Msg: fmt.Sprintf("alias %q is used by TypeInstances %d and %d of the batch; aliases must be unique within a batch", in.Alias, j, i)})
+		}
+		aliases[in.Alias] = i
+
+		var causes []cairn.Cause
+		if c := checkAlias(in.Alias); c != nil {
+			causes = append(causes, *c)
+		}
+		if c := checkPath("typeRef/path", in.TypeRef.Path); c != nil {
+			causes = append(causes, *c)
+		}
+		if c := checkRevision("typeRef/revision", in.TypeRef.Revision); c != nil {
+			causes = append(causes, *c)
+		}
+		if in.Namespace == "" {
+			in.Namespace = cairn.DefaultNamespace
+		}
+		if c := checkNamespace(in.Namespace); c != nil {
+			causes = append(causes, *c)
+		}
+		if in.Name == "" {
+			in.Name = id
+		}
+		if c := checkName(in.Name); c != nil {
+			causes = append(causes, *c)
+		}
+		if err := labels.Validate(in.Labels); err != nil {
+			causes = append(causes, cairn.Cause{Field: "metadata/labels", Message: err.Error()})
+		}
+		causes = append(causes, checkAttributes(in.Attributes)...)
+		if in.Value != nil {
+			v, err := compactJSON(in.Value)
+			if err != nil {
+				causes = append(causes, cairn.Cause{Field: "spec/value", Message: "must be valid JSON: " + err.Error()})
+			}
+			in.Value = v
+		}
+		if in.Backend != nil && in.Backend.Context != nil {
+			c, err := compactJSON(in.Backend.Context)
+			if err != nil {
+				causes = append(causes, cairn.Cause{Field: "backend/context", Message: "must be valid JSON: " + err.Error()})
+			}
+			in.Backend.Context = c
+		}
+		if err := invalid(subject, "invalid TypeInstance", causes); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if in.Backend != nil && in.Backend.Abstract {
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: subject,
+				Msg: "backend.abstract is reserved for the hub's built-in backend; no TypeInstance can be created in another abstract backend"})
+			continue
+		}
+
+		backendID := cairn.BuiltinBackendID
+		var ctxDoc json.RawMessage
+		if in.Backend != nil {
+			if in.Backend.ID != "" {
+				backendID = in.Backend.ID
+			}
+			ctxDoc = in.Backend.Context
+		}
+		b, err := bs.get(ctx, backendID)
+		if err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
+		if err := b.checkInput(in.Value, ctxDoc); err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
+		value := in.Value
+		if !b.AcceptValue && value == nil {
+			// A context-only backend may derive the value from the context.
+			v, err := b.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: ctxDoc})
+			if err != nil {
+				errs = append(errs, withSubject(externalErr(b.ID, "get pre-create value", err), subject))
+				continue
+			}
+			value = v
+		}
+		if err := h.checkValue(ctx, subject, in.TypeRef, value); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+
+		createdBy := in.CreatedBy
+		if createdBy == "" {
+			createdBy = actor
+		}
+		items[i] = &pending{
+			in:      in,
+			value:   in.Value,
+			backend: b,
+			inst: cairn.Instance{
+				ID:          id,
+				TypeRef:     in.TypeRef,
+				Namespace:   in.Namespace,
+				Name:        in.Name,
+				Alias:       in.Alias,
+				Labels:      maps.Clone(in.Labels),
+				Annotations: maps.Clone(in.Annotations),
+				Backend:     cairn.BackendRef{ID: b.ID, Abstract: b.Abstract},
+				CreatedAt:   now,
+				Latest: cairn.ResourceVersion{
+					ResourceVersion: 1,
+					CreatedBy:       createdBy,
+					CreatedAt:       now,
+					Attributes:      in.Attributes,
+					Context:         ctxDoc,
+				},
+			},
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return items, nil
+}
+
+// withSubject names the batch item an error is about, keeping its code.
+func withSubject(err error, subject string) error {
+	var e *cairn.Error
+	if errors.As(err, &e) && e.Subject == "" {
+		c := *e
+		c.Subject = subject
+		return &c
+	}
+	return err
+}
+
+// resolveRelations maps each relation end to an id: an alias of the batch,
+// else an existing instance id.
+func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items []*pending) ([]UsesRelation, error) {
+	byAlias := make(map[string]string, len(items))
+	for _, p := range items {
+		byAlias[p.inst.Alias] = p.inst.ID
+	}
+	var unknown []string
+	seen := map[string]bool{}
+	out := make([]UsesRelation, len(rels))
+	for i, r := range rels {
+		out[i] = r
+		for _, end := range []*string{&out[i].From, &out[i].To} {
+			if id, ok := byAlias[*end]; ok {
+				*end = id
+			} else if !seen[*end] {
+				seen[*end] = true
+				unknown = append(unknown, *end)
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		found, err := h.st.GetInstances(ctx, unknown)
+		if err != nil {
+			return nil, fmt.Errorf("resolve usesRelations: %w", err)
+		}
+		exists := map[string]bool{}
+		for _, f := range found {
+			exists[f.ID] = true
+		}
+		var missing []string
+		for _, u := range unknown {
+			if !exists[u] {
+				missing = append(missing, u)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, &cairn.Error{Code: cairn.CodeNotFound, IDs: missing,
+				Msg: fmt.Sprintf("usesRelations: %s are neither aliases of the batch nor ids of existing TypeInstances", cairn.QuoteIDs(missing))}
+		}
+	}
+	for i, r := range out {
+		if r.From == r.To {
+			return nil, &cairn.Error{Code: cairn.CodeInvalid,
+				Msg: fmt.Sprintf("usesRelations[%d]: %q cannot use itself", i, rels[i].From)}
+		}
+	}
+	return out, nil
+}
+
+// storeExternal calls OnCreate on every external backend of the batch. When
+// one fails, those already stored are deleted again.
+func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
+	for _, p := range items {
+		if p.inst.Backend.Abstract {
+			continue
+		}
+		newCtx, err := p.backend.client.OnCreate(ctx, cairn.OnCreateRequest{
+			InstanceID: p.inst.ID,
+			Value:      p.value,
+			Context:    p.inst.Latest.Context,
+		})
+		if err != nil {
+			err = withSubject(externalErr(p.backend.ID, "create", err), subjectOf(p.in.Alias))
+			return h.rollbackCreated(ctx, items, err)
+		}
+		p.stored = true
+		if newCtx != nil {
+			p.inst.Latest.Context = newCtx
+		}
+	}
+	return nil
+}
+
+// rollbackCreated deletes what external backends stored for the batch and
+// returns cause joined with any rollback failure.
+func (h *Hub) rollbackCreated(ctx context.Context, items []*pending, cause error) error {
+	// Rollback must run even when ctx was cancelled mid-batch.
+	rctx := context.WithoutCancel(ctx)
+	var rbErrs []error
+	for _, p := range items {
+		if !p.stored {
+			continue
+		}
+		err := p.backend.client.OnDelete(rctx, cairn.OnDeleteRequest{InstanceID: p.inst.ID, Context: p.inst.Latest.Context})
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			rbErrs = append(rbErrs, fmt.Errorf("External backend %q: delete %q: %w", p.backend.ID, p.inst.ID, err))
+			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", p.backend.ID, "instance", p.inst.ID, "err", err)
+			continue
+		}
+		p.stored = false
+	}
+	if len(rbErrs) > 0 {
+		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,
+			Msg: "rollback externally stored values: " + errors.Join(rbErrs...).Error()})
+	}
+	return cause
+}

@@ -1,0 +1,94 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// DeleteInstance removes an instance and every resource version. It is
+// refused while other instances use it (the error lists them) and while it
+// is locked by an owner other than ownerID. The built-in backend can never
+// be deleted.
+//
+// An external backend is asked to delete the value first, then the metadata
+// goes in one transaction that checks the rules again. A backend that
+// already forgot the instance (NotFound) counts as done, so a delete that
+// failed halfway can simply be retried.
+func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
+	if id == cairn.BuiltinBackendID {
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{id},
+			Msg: fmt.Sprintf("TypeInstance %q is the hub's built-in storage backend and cannot be deleted", id)}
+	}
+	found, err := h.st.GetInstances(ctx, []string{id})
+	if err != nil {
+		return fmt.Errorf("delete TypeInstance %q: %w", id, err)
+	}
+	if len(found) == 0 {
+		return notFound(id)
+	}
+	inst := found[0]
+	if err := checkDeletable(inst, ownerID); err != nil {
+		return err
+	}
+
+	if !inst.Backend.Abstract {
+		b, err := h.newBackendSet().get(ctx, inst.Backend.ID)
+		if err != nil {
+			return fmt.Errorf("delete TypeInstance %q: %w", id, err)
+		}
+		err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: id, Context: inst.Latest.Context, OwnerID: ownerID})
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return externalErr(b.ID, fmt.Sprintf("delete %q", id), err)
+		}
+	}
+
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		found, err := tx.GetInstances(ctx, []string{id})
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return notFound(id)
+		}
+		if err := checkDeletable(found[0], ownerID); err != nil {
+			return err
+		}
+		if err := tx.DeleteInstance(ctx, id); err != nil {
+			return err
+		}
+		if inst.Backend.Abstract {
+			if err := tx.DeleteValues(ctx, id); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if !inst.Backend.Abstract && !isHubRefusal(err) && !cairn.HasCode(err, cairn.CodeUsedBy) {
+			return fmt.Errorf("delete TypeInstance %q: its value was deleted from backend %q but the metadata was not (retry the delete): %w", id, inst.Backend.ID, err)
+		}
+		return err
+	}
+	h.log.InfoContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx))
+	return nil
+}
+
+func notFound(id string) error {
+	return &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{id},
+		Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
+}
+
+func checkDeletable(inst cairn.Instance, ownerID string) error {
+	if inst.LockedBy != "" && inst.LockedBy != ownerID {
+		return &cairn.Error{Code: cairn.CodeLocked, IDs: []string{inst.ID},
+			Msg: fmt.Sprintf("TypeInstance %q is locked by different owner", inst.ID)}
+	}
+	if len(inst.UsedBy) > 0 {
+		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: inst.UsedBy,
+			Msg: fmt.Sprintf("TypeInstance %q is used by other TypeInstances, you must first remove %s", inst.ID, cairn.QuoteIDs(inst.UsedBy))}
+	}
+	return nil
+}

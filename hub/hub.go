@@ -1,0 +1,180 @@
+// Package hub is the one service with cairn's rules: Types, instances and
+// their resource versions, uses relations, locks and delegated storage. Every
+// façade (CLI, REST, GraphQL) is a client of it; none opens the store or
+// calls a backend itself.
+//
+// A write that touches a backend and the store is atomic from the caller's
+// side: backends are called before the store transaction, and when that
+// transaction fails what they stored is undone (OnDelete, OnDeleteRevision),
+// the error saying both what failed and what the rollback did. Values of
+// instances in the abstract (built-in) backend are written inside the store
+// transaction itself.
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/builtin"
+	"github.com/cairn-dev/cairn/schema"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// BackendOpener returns the client for a non-abstract storage backend
+// instance (for example the gRPC adapter). It is called for every operation
+// and may cache clients by backend id and resource version.
+type BackendOpener interface {
+	OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error)
+}
+
+// Config configures a Hub.
+type Config struct {
+	// Store is the metadata store. Required.
+	Store store.Store
+	// StoreKind names the store in the built-in backend's Type path,
+	// cap.core.type.hub.storage.<StoreKind>. Default "sqlite".
+	StoreKind string
+	// Backends opens non-abstract backends. Nil: only the built-in backend
+	// is usable and instances in other backends fail with a clear error.
+	Backends BackendOpener
+	// Strict refuses instances of Types that are not registered.
+	Strict bool
+	// Logger receives operational logs; values are never logged.
+	Logger *slog.Logger
+	// SchemaCacheSize bounds the compiled JSON Schema cache. Default 1024.
+	SchemaCacheSize int
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// Hub is the service. It is safe for concurrent use.
+type Hub struct {
+	st        store.Store
+	storeKind string
+	opener    BackendOpener
+	builtin   cairn.Backend
+	strict    bool
+	log       *slog.Logger
+	schemas   *schema.Cache
+	now       func() time.Time
+}
+
+// New returns a Hub on cfg.Store, registering the built-in backend instance
+// and cairn's core Types on first start.
+func New(ctx context.Context, cfg Config) (*Hub, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("hub: Config.Store is required")
+	}
+	h := &Hub{
+		st:        cfg.Store,
+		storeKind: cfg.StoreKind,
+		opener:    cfg.Backends,
+		builtin:   builtin.New(cfg.Store),
+		strict:    cfg.Strict,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+	}
+	if h.storeKind == "" {
+		h.storeKind = "sqlite"
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	size := cfg.SchemaCacheSize
+	if size <= 0 {
+		size = 1024
+	}
+	h.schemas = schema.NewCache(size)
+	if err := h.bootstrap(ctx); err != nil {
+		return nil, fmt.Errorf("hub: register the built-in backend: %w", err)
+	}
+	return h, nil
+}
+
+// BuiltinTypeRef is the Type of the built-in backend instance.
+func (h *Hub) BuiltinTypeRef() cairn.TypeRef {
+	return cairn.TypeRef{Path: cairn.StorageTypePrefix + "." + h.storeKind, Revision: cairn.CoreRevision}
+}
+
+// storageTypeSchema is the JSON Schema of storage backend values (seed 000
+// "Registering storage backends"): url, acceptValue and a nullable
+// contextSchema.
+const storageTypeSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema",
+  "type": "object",
+  "properties": {
+    "url": {"type": "string"},
+    "acceptValue": {"type": "boolean"},
+    "contextSchema": {"type": ["object", "null"]}
+  }
+}`
+
+// bootstrap registers the built-in backend instance and its Type once. It is
+// safe when several replicas start at the same time.
+func (h *Hub) bootstrap(ctx context.Context) error {
+	ref := h.BuiltinTypeRef()
+	now := h.now().UTC()
+	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetType(ctx, ref); cairn.HasCode(err, cairn.CodeNotFound) {
+			t := cairn.Type{
+				Path:           ref.Path,
+				Revision:       ref.Revision,
+				JSONSchema:     json.RawMessage(storageTypeSchema),
+				AdditionalRefs: []string{cairn.StorageTypePrefix},
+				CreatedAt:      now,
+			}
+			if err := tx.CreateType(ctx, t); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		found, err := tx.GetInstances(ctx, []string{cairn.BuiltinBackendID})
+		if err != nil || len(found) == 1 {
+			return err
+		}
+		inst := cairn.Instance{
+			ID:        cairn.BuiltinBackendID,
+			TypeRef:   ref,
+			Namespace: SystemNamespace,
+			Name:      "builtin",
+			Alias:     cairn.BuiltinBackendAlias,
+			Labels:    map[string]string{"hub.cairn.dev/storage-backend": "true"},
+			Backend:   cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true},
+			CreatedAt: now,
+			Latest: cairn.ResourceVersion{
+				ResourceVersion: 1,
+				CreatedBy:       SystemActor,
+				CreatedAt:       now,
+				Attributes:      []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
+			},
+		}
+		if err := tx.CreateInstance(ctx, inst); err != nil {
+			return err
+		}
+		return tx.PutValue(ctx, inst.ID, 1, json.RawMessage(`{"acceptValue":true,"contextSchema":null}`))
+	})
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		// Another replica registered it between our read and write.
+		return nil
+	}
+	return err
+}
+
+// SystemNamespace holds the hub's own instances (the built-in backend).
+const SystemNamespace = "cairn-system"
+
+// SystemActor is the createdBy of what the hub registers itself.
+const SystemActor = "cairn"
+
+func newID() string { return uuid.NewString() }

@@ -1,0 +1,127 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// GetInstance returns an instance; with withValue its latest value is read
+// from its backend, so a projection or external resource is current.
+func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn.Instance, error) {
+	found, err := h.st.GetInstances(ctx, []string{id})
+	if err != nil {
+		return cairn.Instance{}, fmt.Errorf("get TypeInstance %q: %w", id, err)
+	}
+	if len(found) == 0 {
+		return cairn.Instance{}, &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{id},
+			Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
+	}
+	inst := found[0]
+	return inst, h.fillOne(ctx, &inst, withValue)
+}
+
+// GetInstanceByName returns the instance of a Type path in a namespace.
+func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name string, withValue bool) (cairn.Instance, error) {
+	inst, err := h.st.GetInstanceByName(ctx, typePath, namespace, name)
+	if err != nil {
+		return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
+	}
+	return inst, h.fillOne(ctx, &inst, withValue)
+}
+
+func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool) error {
+	if !withValue {
+		return nil
+	}
+	v, err := h.readValue(ctx, nil, *inst, inst.Latest)
+	if err != nil {
+		return err
+	}
+	inst.Latest.Value = v
+	return nil
+}
+
+// ListInstances lists instances matching f, sorted by type path ascending,
+// revision descending, createdAt descending. With withValues each latest
+// value is read from its backend.
+func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
+	list, err := h.st.ListInstances(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list TypeInstances: %w", err)
+	}
+	if withValues {
+		if err := h.fillValues(ctx, list); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
+}
+
+// fillValues reads the latest value of every instance in place, resolving
+// each backend once.
+func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
+	bs := h.newBackendSet()
+	for i := range list {
+		v, err := h.readValue(ctx, bs, list[i], list[i].Latest)
+		if err != nil {
+			return err
+		}
+		list[i].Latest.Value = v
+	}
+	return nil
+}
+
+// ResourceVersions returns every resource version of an instance, oldest
+// first, with values when asked.
+func (h *Hub) ResourceVersions(ctx context.Context, id string, withValues bool) ([]cairn.ResourceVersion, error) {
+	inst, err := h.GetInstance(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	rvs, err := h.st.ResourceVersions(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list resource versions of %q: %w", id, err)
+	}
+	if withValues {
+		bs := h.newBackendSet()
+		for i := range rvs {
+			v, err := h.readValue(ctx, bs, inst, rvs[i])
+			if err != nil {
+				return nil, err
+			}
+			rvs[i].Value = v
+		}
+	}
+	return rvs, nil
+}
+
+// ResourceVersion returns one resource version of an instance.
+func (h *Hub) ResourceVersion(ctx context.Context, id string, rv int, withValue bool) (cairn.ResourceVersion, error) {
+	inst, err := h.GetInstance(ctx, id, false)
+	if err != nil {
+		return cairn.ResourceVersion{}, err
+	}
+	v, err := h.st.ResourceVersion(ctx, id, rv)
+	if err != nil {
+		return cairn.ResourceVersion{}, fmt.Errorf("get resource version %d of %q: %w", rv, id, err)
+	}
+	if withValue {
+		if v.Value, err = h.readValue(ctx, nil, inst, v); err != nil {
+			return cairn.ResourceVersion{}, err
+		}
+	}
+	return v, nil
+}
+
+// StorageBackend resolves a backend instance: its value must satisfy the
+// storage schema.
+func (h *Hub) StorageBackend(ctx context.Context, id string) (cairn.StorageBackend, error) {
+	b, err := h.resolveBackend(ctx, h.st, id)
+	if err != nil {
+		return cairn.StorageBackend{}, err
+	}
+	return b.StorageBackend, nil
+}

@@ -1,0 +1,254 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/schema"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// CreateType registers a Type revision. Its JSON Schema (drafts 07 and
+// 2020-12) must compile. A Type revision is immutable: creating one that
+// exists fails with CodeAlreadyExists (see ApplyType for idempotent apply).
+func (h *Hub) CreateType(ctx context.Context, t cairn.Type) (cairn.Type, error) {
+	t, err := h.prepareType(t)
+	if err != nil {
+		return cairn.Type{}, err
+	}
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.CreateType(ctx, t)
+	})
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("create Type %s: %w", t.Ref(), err)
+	}
+	return t, nil
+}
+
+// ApplyType creates a Type revision, or does nothing when an identical one
+// exists. It reports whether it created the Type. A different definition
+// under an existing revision is refused: publish a new revision instead.
+func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, error) {
+	t, err := h.prepareType(t)
+	if err != nil {
+		return cairn.Type{}, false, err
+	}
+	var created bool
+	var out cairn.Type
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		old, err := tx.GetType(ctx, t.Ref())
+		switch {
+		case err == nil:
+			if !sameType(old, t) {
+				return cairn.Errorf(cairn.CodeConflict, "Type %s already exists with a different definition; Type revisions are immutable, publish a new revision", t.Ref())
+			}
+			out = old
+			return nil
+		case !cairn.HasCode(err, cairn.CodeNotFound):
+			return err
+		}
+		created, out = true, t
+		return tx.CreateType(ctx, t)
+	})
+	if err != nil {
+		return cairn.Type{}, false, fmt.Errorf("apply Type %s: %w", t.Ref(), err)
+	}
+	return out, created, nil
+}
+
+func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
+	subject := fmt.Sprintf("Type %s", t.Ref())
+	var causes []cairn.Cause
+	if c := checkPath("path", t.Path); c != nil {
+		causes = append(causes, *c)
+	}
+	if c := checkRevision("revision", t.Revision); c != nil {
+		causes = append(causes, *c)
+	}
+	for i, ref := range t.AdditionalRefs {
+		if c := checkPath(fmt.Sprintf("additionalRefs/%d", i), ref); c != nil {
+			causes = append(causes, *c)
+		}
+	}
+	causes = append(causes, checkREST(t)...)
+	if len(t.JSONSchema) > 0 {
+		compact, err := compactJSON(t.JSONSchema)
+		if err != nil {
+			causes = append(causes, cairn.Cause{Field: "jsonSchema", Message: "must be valid JSON: " + err.Error()})
+		} else if _, err := schema.Compile(compact); err != nil {
+			causes = append(causes, cairn.Cause{Field: "jsonSchema", Message: "must be a valid JSON Schema: " + err.Error()})
+		} else {
+			t.JSONSchema = compact
+		}
+	}
+	if err := invalid(subject, "invalid Type", causes); err != nil {
+		return cairn.Type{}, err
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = h.now().UTC()
+	}
+	return t, nil
+}
+
+func sameType(a, b cairn.Type) bool {
+	return a.Path == b.Path && a.Revision == b.Revision &&
+		jsonEqual(a.JSONSchema, b.JSONSchema) &&
+		slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
+		a.Group == b.Group && a.Version == b.Version &&
+		namesEqual(a.Names, b.Names)
+}
+
+func namesEqual(a, b *cairn.Names) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Kind == b.Kind && a.Singular == b.Singular && a.Plural == b.Plural && slices.Equal(a.ShortNames, b.ShortNames)
+}
+
+// GetType returns one Type revision.
+func (h *Hub) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error) {
+	t, err := h.st.GetType(ctx, ref)
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("get Type %s: %w", ref, err)
+	}
+	return t, nil
+}
+
+// ListTypes lists Types by path prefix, additionalRefs parent or REST group.
+func (h *Hub) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type, error) {
+	ts, err := h.st.ListTypes(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list Types: %w", err)
+	}
+	return ts, nil
+}
+
+// DeleteType removes a Type revision that no instance uses.
+func (h *Hub) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
+	if ref == h.BuiltinTypeRef() {
+		return cairn.Errorf(cairn.CodeInvalid, "Type %s is the built-in backend's Type and cannot be deleted", ref)
+	}
+	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		n, err := tx.CountInstances(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return cairn.Errorf(cairn.CodeUsedBy, "Type %s has %d instance(s); delete them first", ref, n)
+		}
+		return tx.DeleteType(ctx, ref)
+	})
+	if err != nil {
+		return fmt.Errorf("delete Type %s: %w", ref, err)
+	}
+	return nil
+}
+
+// typeSchema returns the compiled schema of a Type revision, nil when the
+// Type has no schema. It reports whether the Type is registered.
+func (h *Hub) typeSchema(ctx context.Context, r store.Reader, ref cairn.TypeRef) (*schema.Schema, bool, error) {
+	t, err := r.GetType(ctx, ref)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("get Type %s: %w", ref, err)
+	}
+	if len(t.JSONSchema) == 0 {
+		return nil, true, nil
+	}
+	// The creation time is part of the key so a Type deleted and registered
+	// again with another schema is compiled afresh.
+	key := fmt.Sprintf("type:%s:%s:%d", t.Path, t.Revision, t.CreatedAt.UnixNano())
+	s, err := h.schemas.Get(key, t.JSONSchema)
+	if err != nil {
+		return nil, true, fmt.Errorf("compile the JSON Schema of Type %s: %w", ref, err)
+	}
+	return s, true, nil
+}
+
+// checkValue validates a value against its Type. Unregistered Types pass
+// unless the hub is strict.
+func (h *Hub) checkValue(ctx context.Context, subject string, ref cairn.TypeRef, value json.RawMessage) error {
+	s, registered, err := h.typeSchema(ctx, h.st, ref)
+	if err != nil {
+		return err
+	}
+	if !registered {
+		if h.strict {
+			return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject,
+				Msg: fmt.Sprintf("Type %s is not registered and the hub runs in strict mode", ref)}
+		}
+		return nil
+	}
+	if s == nil || value == nil {
+		return nil
+	}
+	if causes := s.Validate("spec/value", value); len(causes) > 0 {
+		return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject, Causes: causes,
+			Msg: fmt.Sprintf("value does not match Type %s: %s", ref, joinCauses(causes))}
+	}
+	return nil
+}
+
+func compactJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// jsonEqual compares two JSON documents by meaning, not bytes.
+func jsonEqual(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return deepEqualJSON(x, y)
+}
+
+func deepEqualJSON(x, y any) bool {
+	switch xv := x.(type) {
+	case map[string]any:
+		yv, ok := y.(map[string]any)
+		if !ok || len(xv) != len(yv) {
+			return false
+		}
+		for k, v := range xv {
+			w, ok := yv[k]
+			if !ok || !deepEqualJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		yv, ok := y.([]any)
+		if !ok || len(xv) != len(yv) {
+			return false
+		}
+		for i := range xv {
+			if !deepEqualJSON(xv[i], yv[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return x == y
+	}
+}
+
+// JSONEqual reports whether two JSON documents are equal by meaning; clients
+// use it to skip no-op updates.
+func JSONEqual(a, b json.RawMessage) bool { return jsonEqual(a, b) }
+
+// trimPattern strips a trailing ".*" from a path pattern.
+func trimPattern(p string) string { return strings.TrimSuffix(p, ".*") }

@@ -1,0 +1,355 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// UpdateInstance is one instance's update. Nil fields are carried over from
+// the latest resource version.
+type UpdateInstance struct {
+	ID string
+	// OwnerID must be the lock owner when the instance is locked.
+	OwnerID string
+	// CreatedBy defaults to the caller's identity from the context.
+	CreatedBy  string
+	Value      json.RawMessage
+	Context    json.RawMessage
+	Attributes *[]cairn.AttributeRef
+	// Labels and Annotations, when not nil, replace the instance's.
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// maxUpdateAttempts bounds retries when concurrent updates of the same
+// instance race for the next resource version.
+const maxUpdateAttempts = 8
+
+// errVersionRace marks a lost race for the next resource version; the
+// update is retried on the new latest version.
+var errVersionRace = errors.New("resource version changed concurrently")
+
+// UpdateInstances adds a resource version (latest + 1) to every instance,
+// all or nothing. A locked instance is updated only when the caller gives
+// the lock owner; the error lists every missing and every locked id.
+func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
+	if err := checkUpdates(ups); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := h.updateOnce(ctx, ups)
+		if errors.Is(err, errVersionRace) && attempt < maxUpdateAttempts {
+			continue
+		}
+		if errors.Is(err, errVersionRace) {
+			return nil, &cairn.Error{Code: cairn.CodeConflict, Err: err,
+				Msg: fmt.Sprintf("failed to update TypeInstances: gave up after %d attempts: %v", attempt, err)}
+		}
+		return out, err
+	}
+}
+
+func checkUpdates(ups []UpdateInstance) error {
+	if len(ups) == 0 {
+		return cairn.Errorf(cairn.CodeInvalid, "no TypeInstances to update")
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i := range ups {
+		u := &ups[i]
+		subject := subjectOf(u.ID)
+		var causes []cairn.Cause
+		if u.ID == "" {
+			causes = append(causes, cairn.Cause{Field: fmt.Sprintf("[%d]/id", i), Message: "is required"})
+		} else if seen[u.ID] {
+			causes = append(causes, cairn.Cause{Field: fmt.Sprintf("[%d]/id", i), Message: "appears more than once in the batch"})
+		}
+		seen[u.ID] = true
+		if err := labels.Validate(u.Labels); err != nil {
+			causes = append(causes, cairn.Cause{Field: "metadata/labels", Message: err.Error()})
+		}
+		if u.Attributes != nil {
+			causes = append(causes, checkAttributes(*u.Attributes)...)
+		}
+		if u.Value != nil {
+			v, err := compactJSON(u.Value)
+			if err != nil {
+				causes = append(causes, cairn.Cause{Field: "spec/value", Message: "must be valid JSON: " + err.Error()})
+			}
+			u.Value = v
+		}
+		if u.Context != nil {
+			c, err := compactJSON(u.Context)
+			if err != nil {
+				causes = append(causes, cairn.Cause{Field: "backend/context", Message: "must be valid JSON: " + err.Error()})
+			}
+			u.Context = c
+		}
+		if err := invalid(subject, "invalid update", causes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// staged is one instance's update between the backend call and the commit.
+type staged struct {
+	up       UpdateInstance
+	inst     cairn.Instance
+	rv       cairn.ResourceVersion
+	value    json.RawMessage
+	backend  *resolvedBackend
+	external bool // OnUpdate succeeded in an external backend
+}
+
+func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
+	ids := make([]string, len(ups))
+	for i, u := range ups {
+		ids[i] = u.ID
+	}
+	found, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("failed to update TypeInstances: %w", err)
+	}
+	if err := checkPresentAndOwned(ups, found, "update"); err != nil {
+		return nil, err
+	}
+	byID := make(map[string]cairn.Instance, len(found))
+	for _, f := range found {
+		byID[f.ID] = f
+	}
+
+	now := h.now().UTC()
+	actor := cairn.Actor(ctx)
+	bs := h.newBackendSet()
+	items := make([]*staged, len(ups))
+	var errs []error
+	for i, u := range ups {
+		inst := byID[u.ID]
+		subject := subjectOf(u.ID)
+		b, err := bs.get(ctx, inst.Backend.ID)
+		if err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
+		if u.Value != nil {
+			if err := b.checkValueAllowed(); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+			if err := h.checkValue(ctx, subject, inst.TypeRef, u.Value); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if u.Context != nil {
+			if err := b.checkContext(u.Context); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+		}
+		s := &staged{up: u, inst: inst, backend: b, value: u.Value}
+		if s.value == nil && b.AcceptValue {
+			if s.value, err = h.readValue(ctx, bs, inst, inst.Latest); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+		}
+		s.rv = cairn.ResourceVersion{
+			ResourceVersion: inst.Latest.ResourceVersion + 1,
+			CreatedBy:       u.CreatedBy,
+			CreatedAt:       now,
+			Attributes:      inst.Latest.Attributes,
+			Context:         inst.Latest.Context,
+		}
+		if s.rv.CreatedBy == "" {
+			s.rv.CreatedBy = actor
+		}
+		if u.Attributes != nil {
+			s.rv.Attributes = *u.Attributes
+		}
+		if u.Context != nil {
+			s.rv.Context = u.Context
+		}
+		items[i] = s
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("failed to update TypeInstances: %w", errors.Join(errs...))
+	}
+
+	for _, s := range items {
+		if s.inst.Backend.Abstract {
+			continue
+		}
+		req := cairn.OnUpdateRequest{
+			InstanceID:         s.inst.ID,
+			NewResourceVersion: s.rv.ResourceVersion,
+			Context:            s.rv.Context,
+			OwnerID:            s.up.OwnerID,
+		}
+		if s.backend.AcceptValue {
+			req.NewValue = s.value
+		}
+		newCtx, err := s.backend.client.OnUpdate(ctx, req)
+		if err != nil {
+			err = withSubject(externalErr(s.backend.ID, "update", err), subjectOf(s.inst.ID))
+			if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+				// Another writer took this resource version first.
+				err = fmt.Errorf("%w: %w", errVersionRace, err)
+			}
+			return nil, h.rollbackUpdated(ctx, items, err)
+		}
+		s.external = true
+		if newCtx != nil {
+			s.rv.Context = newCtx
+		}
+	}
+
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		current, err := tx.GetInstances(ctx, ids)
+		if err != nil {
+			return err
+		}
+		if err := checkPresentAndOwned(ups, current, "update"); err != nil {
+			return err
+		}
+		for i, c := range current {
+			if c.Latest.ResourceVersion != items[i].inst.Latest.ResourceVersion {
+				return errVersionRace
+			}
+		}
+		for _, s := range items {
+			if err := tx.AddResourceVersion(ctx, s.inst.ID, s.rv); err != nil {
+				if cairn.HasCode(err, cairn.CodeConflict) {
+					return fmt.Errorf("%w: %w", errVersionRace, err)
+				}
+				return err
+			}
+			if s.inst.Backend.Abstract {
+				if err := tx.PutValue(ctx, s.inst.ID, s.rv.ResourceVersion, s.value); err != nil {
+					if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+						return fmt.Errorf("%w: %w", errVersionRace, err)
+					}
+					return err
+				}
+			}
+			if s.up.Labels != nil || s.up.Annotations != nil {
+				l, a := s.inst.Labels, s.inst.Annotations
+				if s.up.Labels != nil {
+					l = maps.Clone(s.up.Labels)
+				}
+				if s.up.Annotations != nil {
+					a = maps.Clone(s.up.Annotations)
+				}
+				if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
+			err = fmt.Errorf("failed to update TypeInstances: %w", err)
+		}
+		return nil, h.rollbackUpdated(ctx, items, err)
+	}
+	out, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read updated TypeInstances: %w", err)
+	}
+	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", actor)
+	return out, nil
+}
+
+// isHubRefusal reports whether err is one of the hub's own not-found or
+// locked refusals, which already carry the operation in their message.
+func isHubRefusal(err error) bool {
+	c := cairn.ErrorCode(err)
+	return c == cairn.CodeNotFound || c == cairn.CodeLocked
+}
+
+// checkPresentAndOwned returns the errors clients match for an update, lock
+// or delete: every missing id, and every id locked by a different owner.
+func checkPresentAndOwned(ups []UpdateInstance, found []cairn.Instance, op string) error {
+	byID := make(map[string]cairn.Instance, len(found))
+	for _, f := range found {
+		byID[f.ID] = f
+	}
+	var missing, locked []string
+	for _, u := range ups {
+		inst, ok := byID[u.ID]
+		switch {
+		case !ok:
+			missing = append(missing, u.ID)
+		case inst.LockedBy != "" && inst.LockedBy != u.OwnerID:
+			locked = append(locked, u.ID)
+		}
+	}
+	return batchRefusal(op, missing, locked)
+}
+
+func batchRefusal(op string, missing, locked []string) error {
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, &cairn.Error{Code: cairn.CodeNotFound, IDs: missing,
+			Msg: fmt.Sprintf("TypeInstances with IDs %s were not found", cairn.QuoteIDs(missing))})
+	}
+	if len(locked) > 0 {
+		errs = append(errs, &cairn.Error{Code: cairn.CodeLocked, IDs: locked,
+			Msg: fmt.Sprintf("TypeInstances with IDs %s are locked by different owner", cairn.QuoteIDs(locked))})
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &opError{op: op, err: errors.Join(errs...)}
+}
+
+// opError prefixes a batch refusal with the operation ("failed to update
+// TypeInstances: ...") while keeping every *cairn.Error reachable.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return fmt.Sprintf("failed to %s TypeInstances: %s", e.op, e.err)
+}
+
+func (e *opError) Unwrap() error { return e.err }
+
+// rollbackUpdated removes the revisions external backends stored for a
+// failed update and returns cause joined with any rollback failure.
+func (h *Hub) rollbackUpdated(ctx context.Context, items []*staged, cause error) error {
+	rctx := context.WithoutCancel(ctx)
+	var rbErrs []error
+	for _, s := range items {
+		if s == nil || !s.external {
+			continue
+		}
+		err := s.backend.client.OnDeleteRevision(rctx, cairn.OnDeleteRevisionRequest{
+			InstanceID:      s.inst.ID,
+			ResourceVersion: s.rv.ResourceVersion,
+			Context:         s.rv.Context,
+			OwnerID:         s.up.OwnerID,
+		})
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			rbErrs = append(rbErrs, fmt.Errorf("External backend %q: delete revision %d of %q: %w", s.backend.ID, s.rv.ResourceVersion, s.inst.ID, err))
+			h.log.ErrorContext(ctx, "rollback of an externally stored revision failed", "backend", s.backend.ID, "instance", s.inst.ID, "resourceVersion", s.rv.ResourceVersion, "err", err)
+			continue
+		}
+		s.external = false
+	}
+	if len(rbErrs) > 0 {
+		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,
+			Msg: "rollback externally stored values: " + errors.Join(rbErrs...).Error()})
+	}
+	return cause
+}
