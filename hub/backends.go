@@ -34,7 +34,7 @@ func (s *backendSet) get(ctx context.Context, id string) (*resolvedBackend, erro
 	if b, ok := s.byID[id]; ok {
 		return b, nil
 	}
-	b, err := s.h.resolveBackend(ctx, s.h.st, id)
+	b, err := s.h.resolveBackend(ctx, s.h.st, id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,9 @@ func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *c
 	}
 }
 
-func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string) (*resolvedBackend, error) {
+// resolveBackend reads and checks a backend instance; with connect it also
+// opens the backend's client.
+func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, connect bool) (*resolvedBackend, error) {
 	found, err := r.GetInstances(ctx, []string{id})
 	if err != nil {
 		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
@@ -90,6 +92,9 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string) (*r
 	}
 	if sb.Abstract {
 		b.client = h.builtin
+		return b, nil
+	}
+	if !connect {
 		return b, nil
 	}
 	if h.opener == nil {

@@ -72,6 +72,7 @@ type pending struct {
 // CreateInstances creates the batch atomically: either every instance, its
 // first resource version and every relation exist afterwards, or nothing
 // does (values already stored in external backends are deleted again).
+// The result lists the instances in request order.
 func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created, error) {
 	if len(req.Instances) == 0 {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "no TypeInstances to create")

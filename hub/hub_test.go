@@ -666,8 +666,18 @@ func TestUpdateRollsBackExternalRevisions(t *testing.T) {
 }
 
 func TestConcurrentUpdatesLoseNothing(t *testing.T) {
-	e := newEnv(t)
-	id := e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`0`)})
+	t.Run("built-in backend", func(t *testing.T) {
+		e := newEnv(t)
+		concurrentUpdates(t, e, e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`0`)}))
+	})
+	t.Run("external backend", func(t *testing.T) {
+		e := newEnv(t)
+		bid, _ := e.addBackend("ext", true, "")
+		concurrentUpdates(t, e, e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`0`), Backend: &hub.BackendInput{ID: bid}}))
+	})
+}
+
+func concurrentUpdates(t *testing.T, e *env, id string) {
 	const n = 16
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -116,10 +116,10 @@ func (h *Hub) ResourceVersion(ctx context.Context, id string, rv int, withValue 
 	return v, nil
 }
 
-// StorageBackend resolves a backend instance: its value must satisfy the
-// storage schema.
+// StorageBackend describes a backend instance: its value must satisfy the
+// storage schema. It does not connect to the backend.
 func (h *Hub) StorageBackend(ctx context.Context, id string) (cairn.StorageBackend, error) {
-	b, err := h.resolveBackend(ctx, h.st, id)
+	b, err := h.resolveBackend(ctx, h.st, id, false)
 	if err != nil {
 		return cairn.StorageBackend{}, err
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/labels"
@@ -30,7 +32,18 @@ type UpdateInstance struct {
 
 // maxUpdateAttempts bounds retries when concurrent updates of the same
 // instance race for the next resource version.
-const maxUpdateAttempts = 8
+const maxUpdateAttempts = 20
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // errVersionRace marks a lost race for the next resource version; the
 // update is retried on the new latest version.
@@ -46,6 +59,12 @@ func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cair
 	for attempt := 1; ; attempt++ {
 		out, err := h.updateOnce(ctx, ups)
 		if errors.Is(err, errVersionRace) && attempt < maxUpdateAttempts {
+			// Only updates in external backends race (they are given a
+			// revision number before the commit); back off with jitter so
+			// the writers spread out.
+			if err := sleep(ctx, time.Duration(1+rand.IntN(attempt*2))*time.Millisecond); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if errors.Is(err, errVersionRace) {
@@ -156,7 +175,10 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 			}
 		}
 		s := &staged{up: u, inst: inst, backend: b, value: u.Value}
-		if s.value == nil && b.AcceptValue {
+		// Abstract values are carried over inside the transaction, from the
+		// version that is latest at commit time; external ones must be read
+		// now because the backend is called before the transaction.
+		if s.value == nil && b.AcceptValue && !inst.Backend.Abstract {
 			if s.value, err = h.readValue(ctx, bs, inst, inst.Latest); err != nil {
 				errs = append(errs, withSubject(err, subject))
 				continue
@@ -221,8 +243,18 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 			return err
 		}
 		for i, c := range current {
-			if c.Latest.ResourceVersion != items[i].inst.Latest.ResourceVersion {
-				return errVersionRace
+			s := items[i]
+			if !s.inst.Backend.Abstract {
+				// The backend already stored this revision number.
+				if c.Latest.ResourceVersion != s.inst.Latest.ResourceVersion {
+					return errVersionRace
+				}
+				continue
+			}
+			// Built-in values are written in this transaction, so the
+			// version is based on what is latest now and never races.
+			if err := rebase(ctx, tx, s, c); err != nil {
+				return err
 			}
 		}
 		for _, s := range items {
@@ -267,6 +299,29 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	}
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", actor)
 	return out, nil
+}
+
+// rebase bases an abstract-backend update on the instance's current latest
+// version: its number + 1, and whatever the update leaves out carried over
+// from it.
+func rebase(ctx context.Context, tx store.Tx, s *staged, cur cairn.Instance) error {
+	s.inst = cur
+	s.rv.ResourceVersion = cur.Latest.ResourceVersion + 1
+	if s.up.Attributes == nil {
+		s.rv.Attributes = cur.Latest.Attributes
+	}
+	if s.up.Context == nil {
+		s.rv.Context = cur.Latest.Context
+	}
+	if s.up.Value != nil {
+		return nil
+	}
+	v, err := tx.Value(ctx, cur.ID, cur.Latest.ResourceVersion)
+	if err != nil {
+		return fmt.Errorf("carry over the value of %q version %d: %w", cur.ID, cur.Latest.ResourceVersion, err)
+	}
+	s.value = v
+	return nil
 }
 
 // isHubRefusal reports whether err is one of the hub's own not-found or
