@@ -54,7 +54,7 @@ func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *c
 // resolveBackend reads and checks a backend instance; with connect it also
 // opens the backend's client.
 func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, connect bool) (*resolvedBackend, error) {
-	found, err := r.GetInstances(ctx, []string{id})
+	found, err := r.GetInstancesBrief(ctx, []string{id})
 	if err != nil {
 		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
 	}

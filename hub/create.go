@@ -295,7 +295,7 @@ func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items [
 		}
 	}
 	if len(unknown) > 0 {
-		found, err := h.st.GetInstances(ctx, unknown)
+		found, err := h.st.GetInstancesBrief(ctx, unknown)
 		if err != nil {
 			return nil, fmt.Errorf("resolve usesRelations: %w", err)
 		}

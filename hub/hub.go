@@ -139,7 +139,7 @@ func (h *Hub) bootstrap(ctx context.Context) error {
 		} else if err != nil {
 			return err
 		}
-		found, err := tx.GetInstances(ctx, []string{cairn.BuiltinBackendID})
+		found, err := tx.GetInstancesBrief(ctx, []string{cairn.BuiltinBackendID})
 		if err != nil || len(found) == 1 {
 			return err
 		}

@@ -47,7 +47,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 
 	var before []cairn.Instance
 	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		found, err := tx.GetInstances(ctx, uniq)
+		found, err := tx.GetInstancesBrief(ctx, uniq)
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,9 @@ var errVersionRace = errors.New("resource version changed concurrently")
 
 // UpdateInstances adds a resource version (latest + 1) to every instance,
 // all or nothing. A locked instance is updated only when the caller gives
-// the lock owner; the error lists every missing and every locked id.
+// the lock owner; the error lists every missing and every locked id. The
+// updated instances are returned in request order without relations (Uses
+// and UsedBy are nil; GetInstance has them).
 func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
 	if err := checkUpdates(ups); err != nil {
 		return nil, err
@@ -133,7 +135,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	for i, u := range ups {
 		ids[i] = u.ID
 	}
-	found, err := h.st.GetInstances(ctx, ids)
+	found, err := h.st.GetInstancesBrief(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("failed to update TypeInstances: %w", err)
 	}
@@ -235,7 +237,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	}
 
 	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		current, err := tx.GetInstances(ctx, ids)
+		current, err := tx.GetInstancesBrief(ctx, ids)
 		if err != nil {
 			return err
 		}
@@ -293,7 +295,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.rollbackUpdated(ctx, items, err)
 	}
-	out, err := h.st.GetInstances(ctx, ids)
+	out, err := h.st.GetInstancesBrief(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read updated TypeInstances: %w", err)
 	}

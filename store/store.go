@@ -42,6 +42,11 @@ type Reader interface {
 	// returned rows stay locked against other writers until the transaction
 	// ends.
 	GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error)
+	// GetInstancesBrief is GetInstances without relations: Uses and UsedBy
+	// are nil. Its cost does not grow with the number of users, which
+	// matters for backends every instance uses. Through a Tx it locks the
+	// rows as GetInstances does.
+	GetInstancesBrief(ctx context.Context, ids []string) ([]cairn.Instance, error)
 	// GetInstanceByName returns the instance of a Type path with the given
 	// namespace and name; CodeNotFound when absent.
 	GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error)

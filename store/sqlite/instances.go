@@ -35,9 +35,10 @@ func scanInstance(sc interface{ Scan(...any) error }) (cairn.Instance, error) {
 	return in, nil
 }
 
-// queryInstances runs one instance query and fills labels, uses and usedBy
-// for all of its rows with three more queries, however many rows there are.
-func (r reader) queryInstances(ctx context.Context, query string, args ...any) ([]cairn.Instance, error) {
+// queryInstances runs one instance query and fills labels, and with
+// relations uses and usedBy, for all of its rows with up to three more
+// queries, however many rows there are.
+func (r reader) queryInstances(ctx context.Context, relations bool, query string, args ...any) ([]cairn.Instance, error) {
 	rows, err := r.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -77,6 +78,12 @@ func (r reader) queryInstances(ctx context.Context, query string, args ...any) (
 	if err != nil {
 		return nil, fmt.Errorf("labels: %w", err)
 	}
+	if !relations {
+		for i := range out {
+			out[i].Uses, out[i].UsedBy = nil, nil
+		}
+		return out, nil
+	}
 	// Edges come out in the order Instance.Uses documents: by the other
 	// end's type path, revision descending, createdAt descending.
 	err = r.each(ctx, func(from, to, _ string) {
@@ -97,10 +104,18 @@ func (r reader) queryInstances(ctx context.Context, query string, args ...any) (
 }
 
 func (r reader) GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	return r.getInstances(ctx, ids, true)
+}
+
+func (r reader) GetInstancesBrief(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	return r.getInstances(ctx, ids, false)
+}
+
+func (r reader) getInstances(ctx context.Context, ids []string, relations bool) ([]cairn.Instance, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	found, err := r.queryInstances(ctx, qInstancesByID, idList(ids))
+	found, err := r.queryInstances(ctx, relations, qInstancesByID, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get instances: %w", err)
 	}
@@ -118,7 +133,7 @@ func (r reader) GetInstances(ctx context.Context, ids []string) ([]cairn.Instanc
 }
 
 func (r reader) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error) {
-	found, err := r.queryInstances(ctx, qInstanceByName, typePath, namespace, name)
+	found, err := r.queryInstances(ctx, true, qInstanceByName, typePath, namespace, name)
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("sqlite: get instance %s/%s/%s: %w", typePath, namespace, name, err)
 	}
@@ -137,7 +152,7 @@ func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]ca
 	if where != "" {
 		q = instanceSelect + ` WHERE ` + where + instanceOrder
 	}
-	out, err := r.queryInstances(ctx, q, args...)
+	out, err := r.queryInstances(ctx, true, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list instances: %w", err)
 	}

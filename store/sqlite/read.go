@@ -26,6 +26,11 @@ func (s *Store) GetInstances(ctx context.Context, ids []string) (out []cairn.Ins
 	return out, err
 }
 
+func (s *Store) GetInstancesBrief(ctx context.Context, ids []string) (out []cairn.Instance, err error) {
+	err = s.view(ctx, func(r reader) error { out, err = r.GetInstancesBrief(ctx, ids); return err })
+	return out, err
+}
+
 func (s *Store) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (in cairn.Instance, err error) {
 	err = s.view(ctx, func(r reader) error { in, err = r.GetInstanceByName(ctx, typePath, namespace, name); return err })
 	return in, err

@@ -129,7 +129,48 @@ func testGetInstances(t *testing.T, s store.Store) {
 			if !slices.Equal(ids(got), tt.want) {
 				t.Fatalf("GetInstances(%q) = %q, want %q", tt.ids, ids(got), tt.want)
 			}
+			brief, err := s.GetInstancesBrief(ctx, tt.ids)
+			if err != nil {
+				t.Fatalf("GetInstancesBrief: %v", err)
+			}
+			if !slices.Equal(ids(brief), tt.want) {
+				t.Fatalf("GetInstancesBrief(%q) = %q, want %q", tt.ids, ids(brief), tt.want)
+			}
 		})
+	}
+}
+
+func testGetInstancesBrief(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	full := fullInstance(1)
+	create(t, s, full, instance(2, "cap.type.a", "0.1.0", "default", "user"))
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.AddUses(ctx, id(2), id(1))
+	}); err != nil {
+		t.Fatalf("AddUses: %v", err)
+	}
+	withRel := get(t, s, id(1))
+	brief, err := s.GetInstancesBrief(ctx, []string{id(1)})
+	if err != nil || len(brief) != 1 {
+		t.Fatalf("GetInstancesBrief = %d instances, %v", len(brief), err)
+	}
+	if brief[0].Uses != nil || brief[0].UsedBy != nil {
+		t.Errorf("brief relations = %q / %q, want nil", brief[0].Uses, brief[0].UsedBy)
+	}
+	if len(withRel.UsedBy) != 1 {
+		t.Fatalf("GetInstances usedBy = %q, want %s", withRel.UsedBy, id(2))
+	}
+	withRel.Uses, withRel.UsedBy = nil, nil
+	wantInstance(t, brief[0], withRel)
+	// Through a transaction too.
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		got, err := tx.GetInstancesBrief(ctx, []string{id(1)})
+		if err != nil || len(got) != 1 || got[0].UsedBy != nil {
+			t.Errorf("tx.GetInstancesBrief = %v, %v", got, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

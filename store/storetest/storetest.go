@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Instances/CreateGet", testInstanceCreateGet},
 		{"Instances/CreateDuplicate", testInstanceCreateDuplicate},
 		{"Instances/GetInstances", testGetInstances},
+		{"Instances/GetInstancesBrief", testGetInstancesBrief},
 		{"Instances/GetByName", testGetInstanceByName},
 		{"Instances/Count", testCountInstances},
 		{"Instances/ListFilters", testListFilters},
