@@ -92,6 +92,12 @@ type Instance struct {
 	// revision descending, createdAt descending.
 	Uses   []string `json:"uses"`
 	UsedBy []string `json:"usedBy"`
+	// Seq is the store-wide sequence number of the instance's last change
+	// (create, new resource version, metadata, lock). It orders changes
+	// across all instances; the REST API serves it as
+	// metadata.resourceVersion, the per-instance resource version as
+	// metadata.generation.
+	Seq int64 `json:"seq"`
 	// Latest is the latest resource version. Its Value is filled only when
 	// the caller asked for values.
 	Latest ResourceVersion `json:"latestResourceVersion"`

@@ -18,6 +18,8 @@ const (
 	CodeUsedBy        Code = "UsedBy"
 	CodeInvalid       Code = "Invalid"
 	CodeUnavailable   Code = "Unavailable"
+	// CodeGone: a change-log position older than what the store retains.
+	CodeGone Code = "Gone"
 	CodeInternal      Code = "Internal"
 )
 

@@ -12,6 +12,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/labels"
@@ -66,6 +67,11 @@ type Reader interface {
 	Value(ctx context.Context, id string, rv int) (json.RawMessage, error)
 	// HasValues reports whether the built-in value table holds any value of id.
 	HasValues(ctx context.Context, id string) (bool, error)
+	// Changes returns up to limit changes with Seq > after, oldest first.
+	// CodeGone when changes after that position were already pruned.
+	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
+	// LastSeq returns the Seq of the newest change, 0 when there is none.
+	LastSeq(ctx context.Context) (int64, error)
 	// ValueLock returns the lock owner recorded in the built-in value table's
 	// lock records, "" when none.
 	ValueLock(ctx context.Context, id string) (string, error)
@@ -106,6 +112,9 @@ type Tx interface {
 	DeleteValues(ctx context.Context, id string) error
 	// DeleteValue removes one value; CodeNotFound when absent.
 	DeleteValue(ctx context.Context, id string, rv int) error
+	// PruneChanges forgets the changes with Seq <= through; Changes with an
+	// earlier position then fails with CodeGone.
+	PruneChanges(ctx context.Context, through int64) error
 	// SetValueLock records (owner != "") or clears a lock in the built-in
 	// value table's lock records.
 	SetValueLock(ctx context.Context, id string, owner string) error
@@ -139,6 +148,34 @@ type InstanceFilter struct {
 	Labels []labels.Requirement
 	// BackendID matches instances stored in that backend.
 	BackendID string
+	// Limit caps the number of instances returned; 0 means no limit.
+	Limit int
+	// After continues a limited list: only instances sorting after this
+	// one (in the list order) are returned. Pass the last instance of the
+	// previous page.
+	After *cairn.Instance
+}
+
+// ChangeKind says what happened to an instance.
+type ChangeKind string
+
+const (
+	Added    ChangeKind = "ADDED"
+	Modified ChangeKind = "MODIFIED"
+	Deleted  ChangeKind = "DELETED"
+)
+
+// Change is one entry of the store's change log, written in the same
+// transaction as the change itself. Every write transaction that creates,
+// versions, relabels, locks or deletes an instance appends one per instance.
+type Change struct {
+	Seq        int64
+	Kind       ChangeKind
+	InstanceID string
+	TypeRef    cairn.TypeRef
+	Namespace  string
+	Name       string
+	At         time.Time
 }
 
 // AttributeFilter includes (or excludes) instances whose latest resource

@@ -18,7 +18,7 @@ func scanInstance(sc interface{ Scan(...any) error }) (cairn.Instance, error) {
 		createdAt, rvCreatedAt        sql.NullInt64
 	)
 	if err := sc.Scan(&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
-		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt,
+		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq,
 		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext); err != nil {
 		return cairn.Instance{}, err
 	}
@@ -152,6 +152,10 @@ func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]ca
 	if where != "" {
 		q = instanceSelect + ` WHERE ` + where + instanceOrder
 	}
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
 	out, err := r.queryInstances(ctx, true, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list instances: %w", err)
@@ -210,6 +214,22 @@ func instanceWhere(f store.InstanceFilter) (string, []any, error) {
 			return "", nil, err
 		}
 		add(cond, a...)
+	}
+	if k := f.After; k != nil {
+		// Rows after k in instanceOrder: path ascending, revision
+		// descending, createdAt descending, id ascending.
+		created, err := encodeTime(k.CreatedAt)
+		if err != nil {
+			return "", nil, err
+		}
+		rk := store.RevisionKey(k.TypeRef.Revision)
+		p, r := k.TypeRef.Path, k.TypeRef.Revision
+		add(`(i.type_path > ?
+ OR (i.type_path = ? AND i.type_revision_key < ?)
+ OR (i.type_path = ? AND i.type_revision_key = ? AND i.type_revision < ?)
+ OR (i.type_path = ? AND i.type_revision_key = ? AND i.type_revision = ? AND i.created_at < ?)
+ OR (i.type_path = ? AND i.type_revision_key = ? AND i.type_revision = ? AND i.created_at = ? AND i.id > ?))`,
+			p, p, rk, p, rk, r, p, rk, r, created, p, rk, r, created, k.ID)
 	}
 	return strings.Join(where, ` AND `), args, nil
 }

@@ -109,6 +109,30 @@ CREATE TABLE builtin_locks (
 	locked_by   TEXT NOT NULL
 ) WITHOUT ROWID;
 `,
+	// 2: the change log (watch, replicas) and each instance's last change.
+	`
+ALTER TABLE instances ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+
+-- AUTOINCREMENT: a Seq is never reused, even after the newest rows are
+-- pruned, so a watcher's position stays meaningful.
+CREATE TABLE changes (
+	seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+	kind          TEXT    NOT NULL,
+	instance_id   TEXT    NOT NULL,
+	type_path     TEXT    NOT NULL,
+	type_revision TEXT    NOT NULL,
+	namespace     TEXT    NOT NULL,
+	name          TEXT    NOT NULL,
+	at            INTEGER NOT NULL
+);
+
+-- One row: the Seq through which changes were pruned.
+CREATE TABLE changes_pruned (
+	id      INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	through INTEGER NOT NULL
+);
+INSERT INTO changes_pruned (id, through) VALUES (1, 0);
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

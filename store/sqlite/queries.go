@@ -17,7 +17,7 @@ const (
 	// instanceSelect reads an instance with its latest resource version in
 	// one row; callers append WHERE and ORDER BY.
 	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
-	i.backend_id, i.backend_abstract, i.locked_by, i.created_at,
+	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq,
 	v.resource_version, v.created_by, v.created_at, v.attributes, v.context
 FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv`
 	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, i.created_at DESC, i.id`
@@ -58,6 +58,15 @@ WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
 	qDeleteLatestAttrs = `DELETE FROM latest_attributes WHERE instance_id = ?`
 	qInsertLatestAttr  = `INSERT INTO latest_attributes (instance_id, path, revision) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
+	qRecordChange = `INSERT INTO changes (kind, instance_id, type_path, type_revision, namespace, name, at)
+SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE id = ?`
+	qSetSeq        = `UPDATE instances SET seq = last_insert_rowid() WHERE id = ?`
+	qChanges       = `SELECT seq, kind, instance_id, type_path, type_revision, namespace, name, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`
+	qPrunedThrough = `SELECT through FROM changes_pruned WHERE id = 1`
+	qLastSeq       = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)`
+	qPruneChanges  = `DELETE FROM changes WHERE seq <= ?`
+	qSetPruned     = `UPDATE changes_pruned SET through = MAX(through, ?) WHERE id = 1`
+
 	qValue        = `SELECT value FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
 	qHasValues    = `SELECT EXISTS (SELECT 1 FROM builtin_values WHERE instance_id = ?)`
 	qValueLock    = `SELECT locked_by FROM builtin_locks WHERE instance_id = ?`
@@ -76,6 +85,7 @@ func readQueries() []string {
 		qInstancesByID, qInstanceByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
 		qVersions, qVersion,
 		qValue, qHasValues, qValueLock,
+		qChanges, qPrunedThrough, qLastSeq,
 	}
 }
 
@@ -86,5 +96,6 @@ func writeQueries() []string {
 		qInsertUses, qInstanceExists, qUsersOf, qDeleteInstance,
 		qLatestVersion, qInsertVersion, qSetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
 		qPutValue, qDeleteValues, qDeleteValue, qClearLock, qSetLock,
+		qRecordChange, qSetSeq, qPruneChanges, qSetPruned,
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -57,7 +58,35 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLabels(ctx, in.ID, in.Labels); err != nil {
 		return err
 	}
-	return t.insertLatestAttributes(ctx, in.ID, rv.Attributes)
+	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
+		return err
+	}
+	return t.recordChange(ctx, store.Added, in.ID)
+}
+
+// recordChange appends to the change log and stamps the instance with the
+// change's Seq, in the transaction of the change itself.
+func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string) error {
+	if _, err := t.exec(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
+		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
+	}
+	if kind == store.Deleted {
+		return nil
+	}
+	if _, err := t.exec(ctx, qSetSeq, id); err != nil {
+		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) PruneChanges(ctx context.Context, through int64) error {
+	if _, err := t.exec(ctx, qPruneChanges, through); err != nil {
+		return fmt.Errorf("sqlite: prune changes: %w", err)
+	}
+	if _, err := t.exec(ctx, qSetPruned, through); err != nil {
+		return fmt.Errorf("sqlite: prune changes: %w", err)
+	}
+	return nil
 }
 
 func (t *tx) insertLabels(ctx context.Context, id string, set map[string]string) error {
@@ -116,7 +145,10 @@ func (t *tx) SetMetadata(ctx context.Context, id string, labels, annotations map
 	if _, err := t.exec(ctx, qDeleteLabels, id); err != nil {
 		return fmt.Errorf("sqlite: set metadata of %s: %w", id, err)
 	}
-	return t.insertLabels(ctx, id, labels)
+	if err := t.insertLabels(ctx, id, labels); err != nil {
+		return err
+	}
+	return t.recordChange(ctx, store.Modified, id)
 }
 
 func (t *tx) SetLockedBy(ctx context.Context, ids []string, owner string) error {
@@ -132,6 +164,11 @@ func (t *tx) SetLockedBy(ctx context.Context, ids []string, owner string) error 
 	}
 	if _, err := t.exec(ctx, qSetLockedBy, owner, idList(ids)); err != nil {
 		return fmt.Errorf("sqlite: set lock: %w", err)
+	}
+	for _, id := range ids {
+		if err := t.recordChange(ctx, store.Modified, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -154,6 +191,9 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 			Msg:  fmt.Sprintf("instance %q is used by %s", id, cairn.QuoteIDs(users)),
 			IDs:  users,
 		}
+	}
+	if err := t.recordChange(ctx, store.Deleted, id); err != nil {
+		return err
 	}
 	// Versions, labels, attributes and outgoing edges go by ON DELETE CASCADE.
 	if _, err := t.exec(ctx, qDeleteInstance, id); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
 )
 
 func scanVersion(sc interface{ Scan(...any) error }) (cairn.ResourceVersion, error) {
@@ -86,7 +87,10 @@ func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.Resourc
 	if _, err := t.exec(ctx, qDeleteLatestAttrs, id); err != nil {
 		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
 	}
-	return t.insertLatestAttributes(ctx, id, rv.Attributes)
+	if err := t.insertLatestAttributes(ctx, id, rv.Attributes); err != nil {
+		return err
+	}
+	return t.recordChange(ctx, store.Modified, id)
 }
 
 // insertVersion stores one resource version row.

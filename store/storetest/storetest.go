@@ -61,6 +61,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tx/JSON", testJSONRoundTrip},
 		{"Concurrency/ResourceVersions", testConcurrentVersions},
 		{"Concurrency/Lock", testConcurrentLock},
+		{"Changes/Log", testChanges},
+		{"Instances/ListPaging", testListPaging},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
