@@ -19,8 +19,8 @@ const (
 	CodeInvalid       Code = "Invalid"
 	CodeUnavailable   Code = "Unavailable"
 	// CodeGone: a change-log position older than what the store retains.
-	CodeGone Code = "Gone"
-	CodeInternal      Code = "Internal"
+	CodeGone     Code = "Gone"
+	CodeInternal Code = "Internal"
 )
 
 // Cause is one reason an input is invalid: a slash-separated field path
