@@ -90,7 +90,7 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err := h.storeExternal(ctx, items); err != nil {
 		return nil, err
 	}
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		for _, p := range items {
 			if err := tx.CreateInstance(ctx, p.inst); err != nil {
 				return &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}

@@ -45,7 +45,7 @@ func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
 		}
 	}
 
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		found, err := tx.GetInstances(ctx, []string{id})
 		if err != nil {
 			return err

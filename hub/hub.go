@@ -52,6 +52,9 @@ type Config struct {
 	SchemaCacheSize int
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
+	// PollInterval is how often watchers poll the store for changes made
+	// by other processes. Default 1s.
+	PollInterval time.Duration
 }
 
 // Hub is the service. It is safe for concurrent use.
@@ -64,6 +67,9 @@ type Hub struct {
 	log       *slog.Logger
 	schemas   *schema.Cache
 	now       func() time.Time
+
+	notify       *notifier
+	pollInterval time.Duration
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance
@@ -80,6 +86,12 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		strict:    cfg.Strict,
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		notify:    newNotifier(),
+
+		pollInterval: cfg.PollInterval,
+	}
+	if h.pollInterval <= 0 {
+		h.pollInterval = defaultPollInterval
 	}
 	if h.storeKind == "" {
 		h.storeKind = "sqlite"

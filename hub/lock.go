@@ -46,7 +46,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	}
 
 	var before []cairn.Instance
-	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		found, err := tx.GetInstancesBrief(ctx, uniq)
 		if err != nil {
 			return err
@@ -135,7 +135,7 @@ func (h *Hub) restoreLocks(ctx context.Context, before []cairn.Instance) error {
 	for _, inst := range before {
 		byOwner[inst.LockedBy] = append(byOwner[inst.LockedBy], inst.ID)
 	}
-	return h.st.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx store.Tx) error {
+	return h.write(context.WithoutCancel(ctx), func(ctx context.Context, tx store.Tx) error {
 		for owner, ids := range byOwner {
 			if err := tx.SetLockedBy(ctx, ids, owner); err != nil {
 				return err

@@ -21,7 +21,7 @@ func (h *Hub) CreateType(ctx context.Context, t cairn.Type) (cairn.Type, error) 
 	if err != nil {
 		return cairn.Type{}, err
 	}
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		return tx.CreateType(ctx, t)
 	})
 	if err != nil {
@@ -40,7 +40,7 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 	}
 	var created bool
 	var out cairn.Type
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		old, err := tx.GetType(ctx, t.Ref())
 		switch {
 		case err == nil:
@@ -133,7 +133,7 @@ func (h *Hub) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
 	if ref == h.BuiltinTypeRef() {
 		return cairn.Errorf(cairn.CodeInvalid, "Type %s is the built-in backend's Type and cannot be deleted", ref)
 	}
-	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		n, err := tx.CountInstances(ctx, ref)
 		if err != nil {
 			return err

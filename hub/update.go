@@ -236,7 +236,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 	}
 
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		current, err := tx.GetInstancesBrief(ctx, ids)
 		if err != nil {
 			return err

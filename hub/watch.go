@@ -1,0 +1,121 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+// notifier wakes watchers of this process at once after a write; writes of
+// other replicas are found by polling the store's change log.
+type notifier struct {
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+func newNotifier() *notifier { return &notifier{wake: make(chan struct{})} }
+
+// wait returns a channel closed at the next signal.
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.wake
+}
+
+func (n *notifier) signal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	close(n.wake)
+	n.wake = make(chan struct{})
+}
+
+// defaultPollInterval bounds how late a watcher sees a change made through
+// another replica.
+const defaultPollInterval = time.Second
+
+// LastSeq returns the position of the newest change in the change log.
+func (h *Hub) LastSeq(ctx context.Context) (int64, error) {
+	seq, err := h.st.LastSeq(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the change log position: %w", err)
+	}
+	return seq, nil
+}
+
+// Changes returns up to limit changes after position after, oldest first;
+// CodeGone when that position was already pruned.
+func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	cs, err := h.st.Changes(ctx, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the change log after %d: %w", after, err)
+	}
+	return cs, nil
+}
+
+// Watch calls fn for every change after position after, in order, until
+// ctx ends (it then returns nil) or fn or the store fails. A position that
+// was pruned fails with CodeGone.
+func (h *Hub) Watch(ctx context.Context, after int64, fn func(store.Change) error) error {
+	ticker := time.NewTicker(h.pollInterval)
+	defer ticker.Stop()
+	for {
+		wake := h.notify.wait()
+		for {
+			cs, err := h.Changes(ctx, after, 500)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			for _, c := range cs {
+				if err := fn(c); err != nil {
+					return err
+				}
+				after = c.Seq
+			}
+			if len(cs) < 500 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-ticker.C:
+		}
+	}
+}
+
+// PruneChanges forgets all but the newest keep changes of the change log,
+// so it does not grow without bound; watchers further behind get CodeGone
+// and must list again, as Kubernetes clients do on 410 Gone.
+func (h *Hub) PruneChanges(ctx context.Context, keep int64) error {
+	last, err := h.st.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("prune the change log: %w", err)
+	}
+	if last <= keep {
+		return nil
+	}
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.PruneChanges(ctx, last-keep)
+	})
+	if err != nil {
+		return fmt.Errorf("prune the change log: %w", err)
+	}
+	return nil
+}
+
+// write runs fn in one store transaction and wakes this process's watchers
+// when it commits.
+func (h *Hub) write(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	if err := h.st.Update(ctx, fn); err != nil {
+		return err
+	}
+	h.notify.signal()
+	return nil
+}
