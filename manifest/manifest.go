@@ -231,6 +231,16 @@ func decodeRaw(raw json.RawMessage, pos Position) ([]Document, error) {
 		}
 		return decodeItems(items, pos)
 	}
+	if v, _ := str(top["apiVersion"]); v == CupAPIVersion {
+		docs, causes := decodeCup(top)
+		if len(causes) > 0 {
+			return nil, docError(pos, causes)
+		}
+		for i := range docs {
+			docs[i].Pos = pos
+		}
+		return docs, nil
+	}
 	doc, causes := decodeDocument(top)
 	if len(causes) > 0 {
 		return nil, docError(pos, causes)

@@ -1,0 +1,83 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// CupAPIVersion is the apiVersion of flipt cup's ResourceDefinition.
+const CupAPIVersion = "cup.flipt.io/v1alpha1"
+
+// KindResourceDefinition is cup's resource definition kind.
+const KindResourceDefinition = "ResourceDefinition"
+
+// decodeCup decodes a cup ResourceDefinition into one Type per version,
+// named by cairn.PathForGroupKind and cairn.RevisionForVersion:
+//
+//	{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition",
+//	 "metadata": {"name": "flags.flipt.io"},
+//	 "names": {"kind": "Flag", "singular": "flag", "plural": "flags"},
+//	 "spec": {"group": "flipt.io", "versions": {"v1alpha1": <JSON Schema>}}}
+//
+// A version's value is the JSON Schema of spec, or {"schema": <JSON Schema>}
+// as in cup's own examples.
+func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
+	d := &decoder{}
+	d.known("", top, "apiVersion", "kind", "metadata", "names", "spec")
+	if k, _ := str(top["kind"]); k != KindResourceDefinition {
+		d.add("kind", fmt.Sprintf("%q is not supported for apiVersion %s (want %s)", k, CupAPIVersion, KindResourceDefinition))
+		return nil, d.causes
+	}
+	meta := d.object("metadata", top["metadata"], []string{"name", "labels", "annotations"})
+	name := d.reqStr("metadata/name", meta["name"])
+	names := d.object("names", top["names"], []string{"kind", "singular", "plural", "shortNames"})
+	n := cairn.Names{
+		Kind:       d.reqStr("names/kind", names["kind"]),
+		Singular:   d.optStr("names/singular", names["singular"]),
+		Plural:     d.reqStr("names/plural", names["plural"]),
+		ShortNames: d.strList("names/shortNames", names["shortNames"]),
+	}
+	spec := d.object("spec", top["spec"], []string{"group", "versions", "controller"})
+	group := d.reqStr("spec/group", spec["group"])
+	if name != "" && n.Plural != "" && group != "" && name != n.Plural+"."+group {
+		d.add("metadata/name", fmt.Sprintf("%q must be <names.plural>.<spec.group> = %q", name, n.Plural+"."+group))
+	}
+	versions := d.object("spec/versions", spec["versions"], nil)
+	if versions != nil && len(versions) == 0 {
+		d.add("spec/versions", "must list at least one version")
+	}
+	if len(d.causes) > 0 {
+		return nil, d.causes
+	}
+	var docs []Document
+	for _, v := range slices.Sorted(maps.Keys(versions)) {
+		field := "spec/versions/" + v
+		rev, err := cairn.RevisionForVersion(v)
+		if err != nil {
+			d.add(field, err.Error())
+			continue
+		}
+		schema := versions[v]
+		var wrapper map[string]json.RawMessage
+		if json.Unmarshal(schema, &wrapper) == nil && len(wrapper) == 1 && wrapper["schema"] != nil {
+			schema, field = wrapper["schema"], field+"/schema"
+		}
+		t := &cairn.Type{
+			Path:       cairn.PathForGroupKind(group, n.Kind),
+			Revision:   rev,
+			JSONSchema: d.jsonSchema(field, schema),
+			Group:      group,
+			Version:    v,
+			Names:      &n,
+		}
+		docs = append(docs, Document{Kind: KindType, Type: t})
+	}
+	if len(d.causes) > 0 {
+		return nil, d.causes
+	}
+	return docs, nil
+}
