@@ -18,6 +18,12 @@ import (
 // already forgot the instance (NotFound) counts as done, so a delete that
 // failed halfway can simply be retried.
 func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
+	return h.DeleteInstanceIf(ctx, id, ownerID, 0)
+}
+
+// DeleteInstanceIf is DeleteInstance that, when ifSeq is not 0, fails with
+// CodeConflict unless the instance's last change is still ifSeq.
+func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq int64) error {
 	if id == cairn.BuiltinBackendID {
 		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{id},
 			Msg: fmt.Sprintf("TypeInstance %q is the hub's built-in storage backend and cannot be deleted", id)}
@@ -31,6 +37,9 @@ func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
 	}
 	inst := found[0]
 	if err := checkDeletable(inst, ownerID); err != nil {
+		return err
+	}
+	if err := checkSeq(UpdateInstance{ID: id, IfSeq: ifSeq}, inst); err != nil {
 		return err
 	}
 
@@ -54,6 +63,9 @@ func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
 			return notFound(id)
 		}
 		if err := checkDeletable(found[0], ownerID); err != nil {
+			return err
+		}
+		if err := checkSeq(UpdateInstance{ID: id, IfSeq: ifSeq}, found[0]); err != nil {
 			return err
 		}
 		if err := tx.DeleteInstance(ctx, id); err != nil {

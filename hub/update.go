@@ -28,6 +28,10 @@ type UpdateInstance struct {
 	// Labels and Annotations, when not nil, replace the instance's.
 	Labels      map[string]string
 	Annotations map[string]string
+	// IfSeq, when not 0, makes the update conditional: it fails with
+	// CodeConflict unless the instance's last change is still IfSeq
+	// (optimistic concurrency, REST's metadata.resourceVersion).
+	IfSeq int64
 }
 
 // maxUpdateAttempts bounds retries when concurrent updates of the same
@@ -146,6 +150,11 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	for _, f := range found {
 		byID[f.ID] = f
 	}
+	for _, u := range ups {
+		if err := checkSeq(u, byID[u.ID]); err != nil {
+			return nil, err
+		}
+	}
 
 	now := h.now().UTC()
 	actor := cairn.Actor(ctx)
@@ -246,6 +255,9 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		for i, c := range current {
 			s := items[i]
+			if err := checkSeq(s.up, c); err != nil {
+				return err
+			}
 			if !s.inst.Backend.Abstract {
 				// The backend already stored this revision number.
 				if c.Latest.ResourceVersion != s.inst.Latest.ResourceVersion {
@@ -326,11 +338,20 @@ func rebase(ctx context.Context, tx store.Tx, s *staged, cur cairn.Instance) err
 	return nil
 }
 
+// checkSeq enforces UpdateInstance.IfSeq.
+func checkSeq(u UpdateInstance, cur cairn.Instance) error {
+	if u.IfSeq == 0 || cur.Seq == u.IfSeq {
+		return nil
+	}
+	return &cairn.Error{Code: cairn.CodeConflict, IDs: []string{u.ID},
+		Msg: fmt.Sprintf("TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", u.ID, u.IfSeq, cur.Seq)}
+}
+
 // isHubRefusal reports whether err is one of the hub's own not-found or
 // locked refusals, which already carry the operation in their message.
 func isHubRefusal(err error) bool {
 	c := cairn.ErrorCode(err)
-	return c == cairn.CodeNotFound || c == cairn.CodeLocked
+	return c == cairn.CodeNotFound || c == cairn.CodeLocked || c == cairn.CodeConflict
 }
 
 // checkPresentAndOwned returns the errors clients match for an update, lock
