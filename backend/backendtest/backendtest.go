@@ -8,8 +8,10 @@ package backendtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -28,6 +30,10 @@ type Harness struct {
 	AcceptValue bool
 	// Context is a valid context for this backend, nil if it takes none.
 	Context json.RawMessage
+	// ContextValue is, for a backend that does not accept values, the value
+	// it derives from Context: GetPreCreateValue and GetValue must return it.
+	// Nil only checks that they return valid JSON.
+	ContextValue json.RawMessage
 }
 
 // Run runs the conformance suite against h.
@@ -39,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("GetPreCreateValue", func(t *testing.T) { testGetPreCreateValue(t, h) })
 	t.Run("Behaviour", func(t *testing.T) { testBehaviour(t, h) })
 	t.Run("Errors", func(t *testing.T) { testErrors(t, h) })
+	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, h) })
 	t.Run("RoundTrip", func(t *testing.T) {
 		if !h.AcceptValue {
 			t.Skip("backend does not accept values")
@@ -184,8 +191,11 @@ func (f *fixture) wantValue(rv int, want json.RawMessage) {
 	if err != nil {
 		f.t.Fatalf("GetValue(rv %d): %v", rv, err)
 	}
-	if f.h.AcceptValue {
+	switch {
+	case f.h.AcceptValue:
 		assertSameJSON(f.t, got, want)
+	case f.h.ContextValue != nil:
+		assertSameJSON(f.t, got, f.h.ContextValue)
 	}
 }
 
@@ -217,6 +227,45 @@ func testGetPreCreateValue(t *testing.T, h Harness) {
 	if v != nil && !json.Valid(v) {
 		t.Errorf("GetPreCreateValue returned invalid JSON %q", v)
 	}
+	if !h.AcceptValue && h.ContextValue != nil {
+		assertSameJSON(t, v, h.ContextValue)
+	}
+}
+
+// testConcurrency checks what the hub relies on when writers race: of
+// several OnUpdate calls for the same new revision exactly one succeeds and
+// the others get AlreadyExists, and the winner's value is the one kept.
+func testConcurrency(t *testing.T, h Harness) {
+	f := newFixture(t, h)
+	f.must("OnCreate", f.create(value1))
+	const writers = 8
+	errs := make([]error, writers)
+	values := make([]json.RawMessage, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		values[i] = json.RawMessage(fmt.Sprintf(`{"writer":%d}`, i))
+		wg.Go(func() {
+			_, errs[i] = f.b.OnUpdate(f.ctx, cairn.OnUpdateRequest{
+				InstanceID: f.id, NewResourceVersion: 2, NewValue: f.value(values[i]), Context: f.lastContext,
+			})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Errorf("writers %d and %d both stored resource version 2", winner, i)
+		case err == nil:
+			winner = i
+		default:
+			f.wantCode(fmt.Sprintf("writer %d", i), err, cairn.CodeAlreadyExists)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no writer stored resource version 2: %v", errs)
+	}
+	f.wantValue(2, values[winner])
 }
 
 func testBehaviour(t *testing.T, h Harness) {
