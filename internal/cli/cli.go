@@ -136,6 +136,7 @@ The commands work on the embedded SQLite store in --data-dir.`,
 		a.lockCommand(false),
 		a.typesCommand(),
 		a.versionCommand(),
+		a.serveCommand(),
 	)
 	return root
 }

@@ -1,0 +1,228 @@
+package rest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// HubGroup is cairn's own API group.
+const (
+	HubGroup   = "hub.cairn.dev"
+	HubVersion = "v1"
+)
+
+// resource is one served resource: a user Type's instances, or one of the
+// hub's own collections.
+type resource struct {
+	group, version string
+	kind           string
+	plural         string
+	singular       string
+	shortNames     []string
+	namespaced     bool
+	verbs          []string
+	// typ is the Type revision served at group/version; nil for the hub's
+	// own resources.
+	typ *cairn.Type
+	// hubKind names a hub resource: "types", "typeinstances", "backends".
+	hubKind string
+}
+
+func (r *resource) apiVersion() string { return r.group + "/" + r.version }
+
+func (r *resource) target(name string) target { return target{group: r.group, kind: r.kind, name: name} }
+
+var (
+	userVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+)
+
+// hubResources are served in hub.cairn.dev/v1.
+func hubResources() []*resource {
+	return []*resource{
+		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
+			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
+		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
+			shortNames: []string{"ti"}, verbs: []string{"delete", "get", "list", "watch"}, hubKind: "typeinstances"},
+		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
+			verbs: []string{"get", "list"}, hubKind: "backends"},
+	}
+}
+
+// resources returns every served resource: the hub's own and one per Type
+// revision that declares REST names.
+func (s *Server) resources(ctx context.Context) ([]*resource, error) {
+	types, err := s.hub.ListTypes(ctx, store.TypeFilter{})
+	if err != nil {
+		return nil, err
+	}
+	out := hubResources()
+	for i := range types {
+		t := &types[i]
+		if t.Group == "" || t.Names == nil {
+			continue
+		}
+		singular := t.Names.Singular
+		if singular == "" {
+			singular = strings.ToLower(t.Names.Kind)
+		}
+		out = append(out, &resource{
+			group: t.Group, version: t.Version, kind: t.Names.Kind, plural: t.Names.Plural,
+			singular: singular, shortNames: t.Names.ShortNames, namespaced: true, verbs: userVerbs, typ: t,
+		})
+	}
+	return out, nil
+}
+
+// findResource resolves group/version/plural (or singular or short name).
+func (s *Server) findResource(ctx context.Context, group, version, name string) (*resource, error) {
+	all, err := s.resources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range all {
+		if r.group == group && r.version == version && r.plural == name {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// groupVersions groups resources for discovery, versions sorted newest
+// first as Kubernetes prefers (v2 > v1 > v1beta1 > v1alpha1).
+func groupVersions(all []*resource) (groups []string, versions map[string][]string) {
+	versions = map[string][]string{}
+	for _, r := range all {
+		if !slices.Contains(versions[r.group], r.version) {
+			versions[r.group] = append(versions[r.group], r.version)
+		}
+	}
+	for g, vs := range versions {
+		slices.SortFunc(vs, compareAPIVersions)
+		versions[g] = vs
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	return groups, versions
+}
+
+// compareAPIVersions orders v2 before v1 before v1beta2 before v1alpha1.
+func compareAPIVersions(a, b string) int {
+	ka, kb := versionKey(a), versionKey(b)
+	for i := range ka {
+		if ka[i] != kb[i] {
+			if ka[i] > kb[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func versionKey(v string) [3]int {
+	rev, err := cairn.RevisionForVersion(v)
+	if err != nil {
+		return [3]int{}
+	}
+	var major, n int
+	stage := 3
+	fmt.Sscanf(rev, "%d", &major)
+	switch {
+	case strings.Contains(rev, "-alpha."):
+		stage = 1
+		fmt.Sscanf(rev[strings.Index(rev, "-alpha.")+7:], "%d", &n)
+	case strings.Contains(rev, "-beta."):
+		stage = 2
+		fmt.Sscanf(rev[strings.Index(rev, "-beta.")+6:], "%d", &n)
+	}
+	return [3]int{major, stage, n}
+}
+
+type groupVersionForDiscovery struct {
+	GroupVersion string `json:"groupVersion"`
+	Version      string `json:"version"`
+}
+
+type apiGroup struct {
+	Name             string                     `json:"name"`
+	Versions         []groupVersionForDiscovery `json:"versions"`
+	PreferredVersion groupVersionForDiscovery   `json:"preferredVersion"`
+}
+
+func makeGroup(name string, versions []string) apiGroup {
+	g := apiGroup{Name: name}
+	for _, v := range versions {
+		g.Versions = append(g.Versions, groupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
+	}
+	g.PreferredVersion = g.Versions[0]
+	return g
+}
+
+type apiResource struct {
+	Name         string   `json:"name"`
+	SingularName string   `json:"singularName"`
+	Namespaced   bool     `json:"namespaced"`
+	Kind         string   `json:"kind"`
+	Verbs        []string `json:"verbs"`
+	ShortNames   []string `json:"shortNames,omitempty"`
+	Categories   []string `json:"categories,omitempty"`
+}
+
+func (s *Server) discoverGroups(w http.ResponseWriter, r *http.Request) {
+	all, err := s.resources(r.Context())
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return
+	}
+	groups, versions := groupVersions(all)
+	list := make([]apiGroup, 0, len(groups))
+	for _, g := range groups {
+		list = append(list, makeGroup(g, versions[g]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": list})
+}
+
+func (s *Server) discoverGroup(w http.ResponseWriter, r *http.Request, group string) {
+	all, err := s.resources(r.Context())
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return
+	}
+	_, versions := groupVersions(all)
+	vs, ok := versions[group]
+	if !ok {
+		writeStatus(w, notFoundStatus(fmt.Sprintf("the server could not find the requested resource: group %q", group)))
+		return
+	}
+	g := makeGroup(group, vs)
+	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIGroup", "apiVersion": "v1",
+		"name": g.Name, "versions": g.Versions, "preferredVersion": g.PreferredVersion})
+}
+
+func (s *Server) discoverResources(w http.ResponseWriter, r *http.Request, group, version string) {
+	all, err := s.resources(r.Context())
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return
+	}
+	list := []apiResource{}
+	for _, res := range all {
+		if res.group != group || res.version != version {
+			continue
+		}
+		list = append(list, apiResource{Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced,
+			Kind: res.kind, Verbs: res.verbs, ShortNames: res.shortNames, Categories: []string{"cairn"}})
+	}
+	if len(list) == 0 {
+		writeStatus(w, notFoundStatus(fmt.Sprintf("the server could not find the requested resource: %s/%s", group, version)))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1",
+		"groupVersion": group + "/" + version, "resources": list})
+}

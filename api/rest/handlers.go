@@ -1,0 +1,566 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// request is one parsed resource request.
+type request struct {
+	res       *resource
+	namespace string // "" for cluster-scoped resources and all-namespace lists
+	name      string // "" for collections
+}
+
+// routeAPIs serves everything under /apis.
+func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string) string {
+	switch len(seg) {
+	case 0:
+		s.onlyGET(w, r, func() { s.discoverGroups(w, r) })
+		return "/apis"
+	case 1:
+		s.onlyGET(w, r, func() { s.discoverGroup(w, r, seg[0]) })
+		return "/apis/{group}"
+	case 2:
+		s.onlyGET(w, r, func() { s.discoverResources(w, r, seg[0], seg[1]) })
+		return "/apis/{group}/{version}"
+	}
+	group, version, rest := seg[0], seg[1], seg[2:]
+	var req request
+	var plural, route string
+	switch {
+	case rest[0] == "namespaces" && (len(rest) == 3 || len(rest) == 4):
+		req.namespace, plural = rest[1], rest[2]
+		route = "/apis/{group}/{version}/namespaces/{namespace}/{resource}"
+		if len(rest) == 4 {
+			req.name = rest[3]
+			route += "/{name}"
+		}
+	case len(rest) == 1 || len(rest) == 2:
+		plural = rest[0]
+		route = "/apis/{group}/{version}/{resource}"
+		if len(rest) == 2 {
+			req.name = rest[1]
+			route += "/{name}"
+		}
+	default:
+		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
+		return "unknown"
+	}
+	res, err := s.findResource(r.Context(), group, version, plural)
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return route
+	}
+	if res == nil {
+		writeStatus(w, notFoundStatus(fmt.Sprintf("the server could not find the requested resource (%s %s/%s)", plural, group, version)))
+		return route
+	}
+	req.res = res
+	if res.namespaced && req.name != "" && req.namespace == "" || !res.namespaced && req.namespace != "" {
+		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
+		return route
+	}
+	if res.hubKind != "" {
+		s.serveHub(w, r, req)
+		return route
+	}
+	s.serveUser(w, r, req)
+	return route
+}
+
+// serveUser serves the instances of a user Type.
+func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) {
+	var err error
+	switch {
+	case req.name == "" && r.Method == http.MethodGet && isWatch(r):
+		err = s.watch(w, r, req)
+	case req.name == "" && r.Method == http.MethodGet:
+		err = s.list(w, r, req)
+	case req.name == "" && r.Method == http.MethodPost && req.namespace != "":
+		err = s.create(w, r, req)
+	case req.name != "" && r.Method == http.MethodGet:
+		err = s.get(w, r, req)
+	case req.name != "" && r.Method == http.MethodPut:
+		err = s.replace(w, r, req)
+	case req.name != "" && r.Method == http.MethodPatch:
+		err = s.patch(w, r, req)
+	case req.name != "" && r.Method == http.MethodDelete:
+		err = s.delete(w, r, req)
+	default:
+		writeStatus(w, methodNotAllowed(r.Method))
+		return
+	}
+	if err != nil {
+		writeStatus(w, statusOf(err, req.res.target(req.name)))
+	}
+}
+
+func isWatch(r *http.Request) bool {
+	v := r.URL.Query().Get("watch")
+	return v == "true" || v == "1"
+}
+
+func (s *Server) instance(r *http.Request, req request) (cairn.Instance, error) {
+	inst, err := s.hub.GetInstanceByName(r.Context(), req.res.typ.Path, req.namespace, req.name, true)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return inst, errStatus{notFoundObject(req.res, req.name)}
+	}
+	return inst, err
+}
+
+func notFoundObject(res *resource, name string) Status {
+	st := notFoundStatus(fmt.Sprintf("%s.%s %q not found", res.plural, res.group, name))
+	st.Details = &StatusDetails{Name: name, Group: res.group, Kind: res.plural}
+	return st
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
+	inst, err := s.instance(r, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toObject(req.res, inst))
+	return nil
+}
+
+// listOptions are the query parameters of a list or watch.
+type listOptions struct {
+	labels    labels.Selector
+	fieldName string
+	fieldNS   string
+	notName   string
+	limit     int
+	after     *cairn.Instance
+}
+
+func parseListOptions(r *http.Request) (listOptions, error) {
+	q := r.URL.Query()
+	var o listOptions
+	sel, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return o, errStatus{badRequest("unable to parse requirement: %v", err)}
+	}
+	o.labels = sel
+	if fs := q.Get("fieldSelector"); fs != "" {
+		for _, part := range strings.Split(fs, ",") {
+			op := "="
+			k, v, ok := strings.Cut(part, "!=")
+			if ok {
+				op = "!="
+			} else if k, v, ok = strings.Cut(part, "=="); !ok {
+				k, v, ok = strings.Cut(part, "=")
+			}
+			if !ok {
+				return o, errStatus{badRequest("invalid field selector %q: want key=value, key==value or key!=value", part)}
+			}
+			switch {
+			case k == "metadata.name" && op == "=":
+				o.fieldName = v
+			case k == "metadata.name":
+				o.notName = v
+			case k == "metadata.namespace" && op == "=":
+				o.fieldNS = v
+			default:
+				return o, errStatus{badRequest("field label not supported: %s (supported: metadata.name, metadata.namespace with =, ==; metadata.name with !=)", k)}
+			}
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return o, errStatus{badRequest("limit %q must be a non-negative integer", l)}
+		}
+		o.limit = n
+	}
+	if c := q.Get("continue"); c != "" {
+		after, err := decodeContinue(c)
+		if err != nil {
+			return o, errStatus{badRequest("continue token is not valid: %v", err)}
+		}
+		o.after = &after
+	}
+	return o, nil
+}
+
+// The continue token holds the sort key of the last item of the page.
+type continueToken struct {
+	ID        string `json:"i"`
+	Path      string `json:"p"`
+	Revision  string `json:"r"`
+	CreatedAt int64  `json:"c"`
+}
+
+func encodeContinue(inst cairn.Instance) string {
+	b, _ := json.Marshal(continueToken{ID: inst.ID, Path: inst.TypeRef.Path, Revision: inst.TypeRef.Revision, CreatedAt: inst.CreatedAt.UnixNano()})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s string) (cairn.Instance, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	var t continueToken
+	if err := json.Unmarshal(b, &t); err != nil {
+		return cairn.Instance{}, err
+	}
+	return cairn.Instance{ID: t.ID, TypeRef: cairn.TypeRef{Path: t.Path, Revision: t.Revision}, CreatedAt: time.Unix(0, t.CreatedAt).UTC()}, nil
+}
+
+// filter returns the store filter for a list of req with o.
+func (o listOptions) filter(req request) store.InstanceFilter {
+	f := store.InstanceFilter{Namespace: req.namespace, Labels: o.labels, Name: o.fieldName, Limit: o.limit, After: o.after}
+	if req.res.typ != nil {
+		f.TypePath = req.res.typ.Path
+	}
+	if o.fieldNS != "" {
+		if f.Namespace != "" && f.Namespace != o.fieldNS {
+			f.Namespace = "\x00" // matches nothing
+		} else {
+			f.Namespace = o.fieldNS
+		}
+	}
+	return f
+}
+
+// matches applies what the store filter cannot express.
+func (o listOptions) matches(inst cairn.Instance) bool {
+	return o.notName == "" || inst.Name != o.notName
+}
+
+type list struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   listMeta `json:"metadata"`
+	Items      []any    `json:"items"`
+}
+
+type listMeta struct {
+	ResourceVersion string `json:"resourceVersion"`
+	Continue        string `json:"continue,omitempty"`
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error {
+	o, err := parseListOptions(r)
+	if err != nil {
+		return err
+	}
+	// The list's resourceVersion is read first: a watch started from it
+	// may repeat a change the list already shows, but never misses one.
+	seq, err := s.hub.LastSeq(r.Context())
+	if err != nil {
+		return err
+	}
+	insts, err := s.hub.ListInstances(r.Context(), o.filter(req), true)
+	if err != nil {
+		return err
+	}
+	out := list{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
+		Metadata: listMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
+	for _, inst := range insts {
+		if o.matches(inst) {
+			out.Items = append(out.Items, toObject(req.res, inst))
+		}
+	}
+	if o.limit > 0 && len(insts) == o.limit {
+		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		return nil, errStatus{newStatus(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+			fmt.Sprintf("the request body could not be read (limit %d bytes): %v", s.maxBody, err))}
+	}
+	return body, nil
+}
+
+func strictFields(r *http.Request) bool {
+	return r.URL.Query().Get("fieldValidation") == "Strict"
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	o, err := decodeObject(body, strictFields(r))
+	if err != nil {
+		return err
+	}
+	if err := checkObject(req.res, o); err != nil {
+		return err
+	}
+	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
+		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
+	}
+	name := o.Metadata.Name
+	if name == "" && o.Metadata.GenerateName != "" {
+		name = o.Metadata.GenerateName + randomSuffix()
+	}
+	if name == "" {
+		st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("%s is invalid: metadata.name: Required value: name or generateName is required", req.res.kind))
+		st.Details = &StatusDetails{Group: req.res.group, Kind: req.res.kind,
+			Causes: []StatusCause{{Type: "FieldValueRequired", Message: "Required value: name or generateName is required", Field: "metadata.name"}}}
+		return errStatus{st}
+	}
+	in := hub.NewInstance{
+		Alias:       name,
+		Namespace:   req.namespace,
+		Name:        name,
+		TypeRef:     req.res.typ.Ref(),
+		Labels:      o.Metadata.Labels,
+		Annotations: storedAnnotations(o.Metadata.Annotations),
+		Value:       o.Spec,
+	}
+	if in.Value == nil {
+		in.Value = json.RawMessage(`{}`)
+	}
+	if b, c := o.Metadata.Annotations[AnnotationBackend], o.Metadata.Annotations[AnnotationBackendContext]; b != "" || c != "" {
+		in.Backend = &hub.BackendInput{ID: b}
+		if c != "" {
+			in.Backend.Context = json.RawMessage(c)
+		}
+	}
+	if _, err := s.hub.CreateInstances(r.Context(), hub.CreateRequest{Instances: []hub.NewInstance{in}}); err != nil {
+		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			st := newStatus(http.StatusConflict, "AlreadyExists", fmt.Sprintf("%s.%s %q already exists", req.res.plural, req.res.group, name))
+			st.Details = &StatusDetails{Name: name, Group: req.res.group, Kind: req.res.plural}
+			return errStatus{st}
+		}
+		return err
+	}
+	req.name = name
+	inst, err := s.instance(r, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toObject(req.res, inst))
+	return nil
+}
+
+// replace is PUT: the body is the desired object; metadata.resourceVersion,
+// when given, must be the current one.
+func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	o, err := decodeObject(body, strictFields(r))
+	if err != nil {
+		return err
+	}
+	cur, err := s.instance(r, req)
+	if err != nil {
+		return err
+	}
+	inst, err := s.write(r, req, cur, o)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toObject(req.res, inst))
+	return nil
+}
+
+// write applies a desired object to the current instance.
+func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObject) (cairn.Instance, error) {
+	if err := checkObject(req.res, o); err != nil {
+		return cairn.Instance{}, err
+	}
+	if o.Metadata.Name != "" && o.Metadata.Name != req.name {
+		return cairn.Instance{}, errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Metadata.Name, req.name)}
+	}
+	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
+		return cairn.Instance{}, errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
+	}
+	if o.Metadata.UID != "" && o.Metadata.UID != cur.ID {
+		st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.Metadata.UID, cur.ID))
+		return cairn.Instance{}, errStatus{st}
+	}
+	ifSeq, err := parseSeq(o.Metadata.ResourceVersion)
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	value := o.Spec
+	if value == nil {
+		value = json.RawMessage(`{}`)
+	}
+	up := hub.UpdateInstance{
+		ID:          cur.ID,
+		OwnerID:     r.URL.Query().Get("lockOwner"),
+		IfSeq:       ifSeq,
+		Labels:      nonNilMap(o.Metadata.Labels),
+		Annotations: nonNilMap(storedAnnotations(o.Metadata.Annotations)),
+	}
+	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations)
+	if !hub.JSONEqual(value, cur.Latest.Value) {
+		up.Value, changed = value, true
+	}
+	if c, ok := o.Metadata.Annotations[AnnotationBackendContext]; ok && !hub.JSONEqual(json.RawMessage(c), cur.Latest.Context) {
+		up.Context, changed = json.RawMessage(c), true
+	}
+	if !changed {
+		// Nothing to do; Kubernetes keeps the resourceVersion on a no-op.
+		if ifSeq != 0 && ifSeq != cur.Seq {
+			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+		}
+		return cur, nil
+	}
+	if _, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up}); err != nil {
+		if cairn.HasCode(err, cairn.CodeConflict) {
+			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
+			st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
+			return cairn.Instance{}, errStatus{st}
+		}
+		return cairn.Instance{}, err
+	}
+	return s.instance(r, req)
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// patch applies a JSON merge patch (RFC 7386) or JSON patch (RFC 6902) to
+// the object as served and writes the result, retrying when another writer
+// got in between, as the Kubernetes API server does.
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var apply func(doc []byte) ([]byte, error)
+	switch ct {
+	case "application/merge-patch+json":
+		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
+	case "application/json-patch+json":
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return errStatus{badRequest("the JSON patch is not valid: %v", err)}
+		}
+		apply = p.Apply
+	case "application/strategic-merge-patch+json":
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			"strategic merge patch is not supported for cairn resources; use --type merge or --type json")}
+	default:
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got %q)", ct))}
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := s.instance(r, req)
+		if err != nil {
+			return err
+		}
+		doc, err := json.Marshal(toObject(req.res, cur))
+		if err != nil {
+			return err
+		}
+		patched, err := apply(doc)
+		if err != nil {
+			return errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("the patch could not be applied: %v", err))}
+		}
+		o, err := decodeObject(patched, false)
+		if err != nil {
+			return err
+		}
+		// A patch that does not set resourceVersion applies to whatever is
+		// current; it then carries the version read above.
+		explicit := o.Metadata.ResourceVersion != strconv.FormatInt(cur.Seq, 10)
+		inst, err := s.write(r, req, cur, o)
+		if err != nil && !explicit && attempt < 5 && isConflictStatus(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toObject(req.res, inst))
+		return nil
+	}
+}
+
+func isConflictStatus(err error) bool {
+	var es errStatus
+	return (errorsAs(err, &es) && es.st.Code == http.StatusConflict && es.st.Reason == "Conflict") || cairn.HasCode(err, cairn.CodeConflict)
+}
+
+// deleteOptions is the body kubectl sends with DELETE.
+type deleteOptions struct {
+	Preconditions *struct {
+		UID             *string `json:"uid"`
+		ResourceVersion *string `json:"resourceVersion"`
+	} `json:"preconditions"`
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var opts deleteOptions
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return errStatus{badRequest("the DeleteOptions body is not valid: %v", err)}
+		}
+	}
+	cur, err := s.instance(r, req)
+	if err != nil {
+		return err
+	}
+	var ifSeq int64
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != cur.ID {
+			return errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, cur.ID))}
+		}
+		if p.ResourceVersion != nil {
+			if ifSeq, err = parseSeq(*p.ResourceVersion); err != nil {
+				return err
+			}
+		}
+	}
+	if rv := r.URL.Query().Get("resourceVersion"); rv != "" && ifSeq == 0 {
+		if ifSeq, err = parseSeq(rv); err != nil {
+			return err
+		}
+	}
+	if err := s.hub.DeleteInstanceIf(r.Context(), cur.ID, r.URL.Query().Get("lockOwner"), ifSeq); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,
+		Details: &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural, UID: cur.ID}})
+	return nil
+}

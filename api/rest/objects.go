@@ -1,0 +1,178 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// Annotations that select a new instance's backend and carry its context.
+// They are consumed by create (and the context one by updates) and not
+// stored; status.backend shows the result.
+const (
+	AnnotationBackend        = "hub.cairn.dev/backend"
+	AnnotationBackendContext = "hub.cairn.dev/backend-context"
+)
+
+// object is a served instance of a user Type:
+// {apiVersion, kind, metadata, spec (the value), status}.
+type object struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   objectMeta      `json:"metadata"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+	Status     *objectStatus   `json:"status,omitempty"`
+}
+
+type objectMeta struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+}
+
+// objectStatus shows what the hub knows beyond the value.
+type objectStatus struct {
+	TypeRef   cairn.TypeRef   `json:"typeRef"`
+	Alias     string          `json:"alias,omitempty"`
+	Backend   statusBackend   `json:"backend"`
+	LockedBy  string          `json:"lockedBy,omitempty"`
+	CreatedBy string          `json:"createdBy,omitempty"`
+	Uses      []string        `json:"uses,omitempty"`
+	UsedBy    []string        `json:"usedBy,omitempty"`
+	Context   json.RawMessage `json:"-"`
+}
+
+type statusBackend struct {
+	ID       string          `json:"id"`
+	Abstract bool            `json:"abstract,omitempty"`
+	Context  json.RawMessage `json:"context,omitempty"`
+}
+
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// toObject renders an instance as an object of resource r.
+func toObject(r *resource, inst cairn.Instance) object {
+	return object{
+		APIVersion: r.apiVersion(),
+		Kind:       r.kind,
+		Metadata: objectMeta{
+			Name:              inst.Name,
+			Namespace:         inst.Namespace,
+			UID:               inst.ID,
+			ResourceVersion:   strconv.FormatInt(inst.Seq, 10),
+			Generation:        int64(inst.Latest.ResourceVersion),
+			CreationTimestamp: timestamp(inst.CreatedAt),
+			Labels:            inst.Labels,
+			Annotations:       inst.Annotations,
+		},
+		Spec: inst.Latest.Value,
+		Status: &objectStatus{
+			TypeRef:   inst.TypeRef,
+			Alias:     inst.Alias,
+			Backend:   statusBackend{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract, Context: inst.Latest.Context},
+			LockedBy:  inst.LockedBy,
+			CreatedBy: inst.Latest.CreatedBy,
+			Uses:      inst.Uses,
+			UsedBy:    inst.UsedBy,
+		},
+	}
+}
+
+// inObject is an object as clients send it. Fields the server owns
+// (uid, generation, creationTimestamp, status, managedFields, ...) are
+// accepted and ignored, as Kubernetes does.
+type inObject struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   inMeta          `json:"metadata"`
+	Spec       json.RawMessage `json:"spec"`
+	Status     json.RawMessage `json:"status"`
+}
+
+type inMeta struct {
+	Name                       string            `json:"name"`
+	GenerateName               string            `json:"generateName"`
+	Namespace                  string            `json:"namespace"`
+	UID                        string            `json:"uid"`
+	ResourceVersion            string            `json:"resourceVersion"`
+	Generation                 json.RawMessage   `json:"generation"`
+	CreationTimestamp          json.RawMessage   `json:"creationTimestamp"`
+	DeletionTimestamp          json.RawMessage   `json:"deletionTimestamp"`
+	DeletionGracePeriodSeconds json.RawMessage   `json:"deletionGracePeriodSeconds"`
+	Labels                     map[string]string `json:"labels"`
+	Annotations                map[string]string `json:"annotations"`
+	OwnerReferences            json.RawMessage   `json:"ownerReferences"`
+	Finalizers                 json.RawMessage   `json:"finalizers"`
+	ManagedFields              json.RawMessage   `json:"managedFields"`
+	SelfLink                   json.RawMessage   `json:"selfLink"`
+}
+
+// decodeObject reads a request object. strict refuses unknown fields (the
+// fieldValidation=Strict kubectl sends).
+func decodeObject(body []byte, strict bool) (inObject, error) {
+	var o inObject
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&o); err != nil {
+		return o, errStatus{badRequest("the request body is not a valid object: %v", err)}
+	}
+	return o, nil
+}
+
+// checkObject checks apiVersion and kind against the resource.
+func checkObject(r *resource, o inObject) error {
+	var causes []StatusCause
+	if o.APIVersion != "" && o.APIVersion != r.apiVersion() {
+		causes = append(causes, StatusCause{Type: "FieldValueInvalid", Field: "apiVersion",
+			Message: fmt.Sprintf("must be %s, not %s", r.apiVersion(), o.APIVersion)})
+	}
+	if o.Kind != "" && o.Kind != r.kind {
+		causes = append(causes, StatusCause{Type: "FieldValueInvalid", Field: "kind",
+			Message: fmt.Sprintf("must be %s, not %s", r.kind, o.Kind)})
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	st := newStatus(422, "Invalid", fmt.Sprintf("%s %q is invalid: %s %s", r.kind, o.Metadata.Name, causes[0].Field, causes[0].Message))
+	st.Details = &StatusDetails{Name: o.Metadata.Name, Group: r.group, Kind: r.kind, Causes: causes}
+	return errStatus{st}
+}
+
+// storedAnnotations drops the annotations the server consumes.
+func storedAnnotations(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	out := maps.Clone(a)
+	delete(out, AnnotationBackend)
+	delete(out, AnnotationBackendContext)
+	return out
+}
+
+func parseSeq(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errStatus{badRequest("resourceVersion %q is not valid: cairn resource versions are non-negative integers", rv)}
+	}
+	return n, nil
+}

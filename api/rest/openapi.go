@@ -1,0 +1,331 @@
+package rest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// OpenAPI v3, as the Kubernetes API server publishes it: /openapi/v3 lists
+// one document per group-version, each with the kinds' schemas (tagged with
+// x-kubernetes-group-version-kind) built from the Types' JSON Schemas, so
+// kubectl explain works, and with the fieldValidation parameter on writes so
+// kubectl leaves validation to the server (which validates against the
+// Type's full JSON Schema, not the OpenAPI subset).
+
+const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+func (s *Server) openAPIIndex(w http.ResponseWriter, r *http.Request) {
+	all, err := s.resources(r.Context())
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return
+	}
+	groups, versions := groupVersions(all)
+	paths := map[string]any{}
+	for _, g := range groups {
+		for _, v := range versions[g] {
+			doc := openAPIDocument(all, g, v)
+			b, _ := json.Marshal(doc)
+			sum := sha256.Sum256(b)
+			key := "apis/" + g + "/" + v
+			paths[key] = map[string]string{"serverRelativeURL": "/openapi/v3/" + key + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:]))}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"paths": paths})
+}
+
+func (s *Server) openAPIGroupVersion(w http.ResponseWriter, r *http.Request, gv []string) {
+	if len(gv) != 2 {
+		writeStatus(w, notFoundStatus("the server could not find the requested OpenAPI document"))
+		return
+	}
+	all, err := s.resources(r.Context())
+	if err != nil {
+		writeStatus(w, errorStatus(err, target{}))
+		return
+	}
+	doc := openAPIDocument(all, gv[0], gv[1])
+	if doc == nil {
+		writeStatus(w, notFoundStatus(fmt.Sprintf("no OpenAPI document for %s/%s", gv[0], gv[1])))
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// schemaName is the component name Kubernetes uses for a kind:
+// the group's labels reversed, the version, the kind (io.flipt.v1alpha1.Flag).
+func schemaName(group, version, kind string) string {
+	labels := strings.Split(group, ".")
+	slices.Reverse(labels)
+	return strings.Join(labels, ".") + "." + version + "." + kind
+}
+
+func openAPIDocument(all []*resource, group, version string) map[string]any {
+	schemas := map[string]any{objectMetaRef: objectMetaSchema(), "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta": listMetaSchema()}
+	paths := map[string]any{}
+	found := false
+	for _, r := range all {
+		if r.group != group || r.version != version {
+			continue
+		}
+		found = true
+		gvk := []map[string]string{{"group": group, "version": version, "kind": r.kind}}
+		name := schemaName(group, version, r.kind)
+		schemas[name] = kindSchema(r, gvk)
+		schemas[name+"List"] = map[string]any{
+			"type":        "object",
+			"description": r.kind + "List is a list of " + r.kind + ".",
+			"required":    []string{"items"},
+			"properties": map[string]any{
+				"apiVersion": map[string]any{"type": "string"},
+				"kind":       map[string]any{"type": "string"},
+				"metadata":   map[string]any{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"},
+				"items":      map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/" + name}},
+			},
+			"x-kubernetes-group-version-kind": []map[string]string{{"group": group, "version": version, "kind": r.kind + "List"}},
+		}
+		for p, item := range resourcePaths(r, name, gvk) {
+			paths[p] = item
+		}
+	}
+	if !found {
+		return nil
+	}
+	return map[string]any{
+		"openapi":    "3.0.0",
+		"info":       map[string]string{"title": "cairn", "version": group + "/" + version},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas},
+	}
+}
+
+func kindSchema(r *resource, gvk []map[string]string) map[string]any {
+	spec := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	desc := r.kind + " is served by cairn."
+	if r.typ != nil {
+		desc = fmt.Sprintf("%s is an instance of the cairn Type %s:%s.", r.kind, r.typ.Path, r.typ.Revision)
+		if len(r.typ.JSONSchema) > 0 {
+			var js any
+			if json.Unmarshal(r.typ.JSONSchema, &js) == nil {
+				if conv, ok := toOpenAPI(js, js, 0).(map[string]any); ok {
+					spec = conv
+				}
+			}
+		}
+	}
+	if _, ok := spec["description"]; !ok {
+		spec["description"] = "The instance's value, validated against the Type's JSON Schema."
+	}
+	return map[string]any{
+		"type":        "object",
+		"description": desc,
+		"properties": map[string]any{
+			"apiVersion": map[string]any{"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+			"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
+			"spec":       spec,
+			"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				"description": "What the hub knows beyond the value: type, backend, lock, relations. Read-only."},
+		},
+		"x-kubernetes-group-version-kind": gvk,
+	}
+}
+
+func resourcePaths(r *resource, schema string, gvk []map[string]string) map[string]any {
+	ref := map[string]any{"$ref": "#/components/schemas/" + schema}
+	op := func(id, desc string, params ...map[string]any) map[string]any {
+		o := map[string]any{
+			"operationId":                     id + r.kind,
+			"description":                     desc,
+			"x-kubernetes-group-version-kind": gvk[0],
+			"responses": map[string]any{"200": map[string]any{"description": "OK",
+				"content": map[string]any{"application/json": map[string]any{"schema": ref}}}},
+		}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		return o
+	}
+	query := func(name, desc string) map[string]any {
+		return map[string]any{"name": name, "in": "query", "description": desc, "schema": map[string]any{"type": "string"}, "uniqueItems": true}
+	}
+	fieldValidation := query("fieldValidation", "Strict refuses unknown fields; the spec is always validated against the Type's JSON Schema.")
+	body := map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref}}}
+	patchBody := map[string]any{"required": true, "content": map[string]any{
+		"application/merge-patch+json": map[string]any{"schema": map[string]any{"type": "object"}},
+		"application/json-patch+json":  map[string]any{"schema": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}},
+	}}
+	base := "/apis/" + r.group + "/" + r.version + "/"
+	if r.namespaced {
+		base += "namespaces/{namespace}/"
+	}
+	collection := map[string]any{
+		"get": op("list", "list or watch "+r.plural, query("labelSelector", "label selector"), query("fieldSelector", "field selector"),
+			query("limit", "page size"), query("continue", "continue token"), query("watch", "watch for changes"), query("resourceVersion", "watch from here")),
+	}
+	item := map[string]any{
+		"get":    op("read", "read the "+r.singular),
+		"delete": op("delete", "delete the "+r.singular),
+	}
+	if slices.Contains(r.verbs, "create") {
+		post := op("create", "create a "+r.singular, fieldValidation)
+		post["requestBody"] = body
+		collection["post"] = post
+	}
+	if slices.Contains(r.verbs, "update") {
+		put := op("replace", "replace the "+r.singular, fieldValidation)
+		put["requestBody"] = body
+		item["put"] = put
+	}
+	if slices.Contains(r.verbs, "patch") {
+		patch := op("patch", "patch the "+r.singular, fieldValidation)
+		patch["requestBody"] = patchBody
+		item["patch"] = patch
+	}
+	return map[string]any{base + r.plural: collection, base + r.plural + "/{name}": item}
+}
+
+// toOpenAPI converts a JSON Schema (draft 07 or 2020-12) to the OpenAPI 3.0
+// schema subset: nullable instead of null types, enum instead of const,
+// local $refs inlined (to a bounded depth), keywords OpenAPI 3.0 lacks
+// dropped. The result describes the spec for explain; the hub still
+// validates against the full JSON Schema.
+func toOpenAPI(node, root any, depth int) any {
+	m, ok := node.(map[string]any)
+	if !ok {
+		return node
+	}
+	if depth > 32 {
+		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	}
+	if ref, ok := m["$ref"].(string); ok {
+		if target := resolveLocalRef(root, ref); target != nil {
+			return toOpenAPI(target, root, depth+1)
+		}
+		return map[string]any{"x-kubernetes-preserve-unknown-fields": true}
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		switch k {
+		case "type":
+			switch t := v.(type) {
+			case string:
+				if t != "null" {
+					out["type"] = t
+				}
+			case []any:
+				var kinds []string
+				for _, x := range t {
+					if s, ok := x.(string); ok && s != "null" {
+						kinds = append(kinds, s)
+					} else if s == "null" {
+						out["nullable"] = true
+					}
+				}
+				if len(kinds) == 1 {
+					out["type"] = kinds[0]
+				}
+			}
+		case "const":
+			out["enum"] = []any{v}
+		case "examples":
+			if xs, ok := v.([]any); ok && len(xs) > 0 {
+				out["example"] = xs[0]
+			}
+		case "exclusiveMinimum", "exclusiveMaximum":
+			// Draft 6+ gives the bound; OpenAPI 3.0 a flag beside it.
+			if n, ok := v.(float64); ok {
+				bound := map[string]string{"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}[k]
+				out[bound] = n
+				out[k] = true
+			}
+		case "properties":
+			if props, ok := v.(map[string]any); ok {
+				conv := map[string]any{}
+				for name, p := range props {
+					conv[name] = toOpenAPI(p, root, depth+1)
+				}
+				out["properties"] = conv
+			}
+		case "items":
+			if _, isList := v.([]any); !isList {
+				out["items"] = toOpenAPI(v, root, depth+1)
+			}
+		case "additionalProperties", "not":
+			if b, ok := v.(bool); ok {
+				if k == "additionalProperties" {
+					out[k] = b
+				}
+			} else {
+				out[k] = toOpenAPI(v, root, depth+1)
+			}
+		case "allOf", "anyOf", "oneOf":
+			if xs, ok := v.([]any); ok {
+				conv := make([]any, len(xs))
+				for i, x := range xs {
+					conv[i] = toOpenAPI(x, root, depth+1)
+				}
+				out[k] = conv
+			}
+		case "title", "description", "required", "enum", "format", "pattern", "default",
+			"minimum", "maximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
+			"uniqueItems", "minProperties", "maxProperties", "readOnly", "writeOnly", "deprecated":
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// resolveLocalRef follows "#/definitions/x" or "#/$defs/x" style pointers.
+func resolveLocalRef(root any, ref string) any {
+	p, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	cur := root
+	for _, tok := range strings.Split(p, "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[tok]
+	}
+	return cur
+}
+
+func objectMetaSchema() map[string]any {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	return map[string]any{
+		"type":        "object",
+		"description": "ObjectMeta is metadata that all persisted resources must have.",
+		"properties": map[string]any{
+			"name":              str("Name is unique within a namespace and Type. It defaults to the instance id."),
+			"generateName":      str("GenerateName is a prefix the server completes to a unique name when name is empty."),
+			"namespace":         str("Namespace of the instance; default is \"default\"."),
+			"uid":               str("UID is the instance id (a UUID), immutable."),
+			"resourceVersion":   str("ResourceVersion is the hub's change sequence number of the instance's last change; give it back on update for optimistic concurrency."),
+			"generation":        map[string]any{"type": "integer", "format": "int64", "description": "Generation is the instance's resource version: 1, 2, ..."},
+			"creationTimestamp": map[string]any{"type": "string", "format": "date-time", "description": "When the instance was created."},
+			"labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"},
+				"description": "Labels are indexed key/value pairs, usable in label selectors."},
+			"annotations": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"},
+				"description": "Annotations are key/value pairs for tools; hub.cairn.dev/backend and hub.cairn.dev/backend-context choose the backend at create."},
+		},
+	}
+}
+
+func listMetaSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"resourceVersion": map[string]any{"type": "string"},
+			"continue":        map[string]any{"type": "string"},
+		},
+	}
+}

@@ -1,0 +1,165 @@
+// Package rest serves the hub over HTTP following the Kubernetes API
+// conventions closely enough that kubectl and client-go work against it:
+// discovery, typed resources under /apis/<group>/<version>, lists with label
+// and field selectors and paging, optimistic concurrency, merge and JSON
+// patches, watch, Status errors and OpenAPI v3.
+//
+// It translates wire formats to hub calls and hub errors to Status objects;
+// every rule lives in the hub.
+package rest
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// Version is what /version reports; set by main from build information.
+type Version struct {
+	Major      string `json:"major"`
+	Minor      string `json:"minor"`
+	GitVersion string `json:"gitVersion"`
+	GoVersion  string `json:"goVersion"`
+	Platform   string `json:"platform"`
+}
+
+// Config configures a Server.
+type Config struct {
+	Hub     *hub.Hub
+	Logger  *slog.Logger
+	Version Version
+	// Metrics records request counts and latencies; nil records nothing.
+	Metrics Metrics
+	// MaxBodyBytes caps request bodies. Default 8 MiB.
+	MaxBodyBytes int64
+}
+
+// Metrics receives one observation per request.
+type Metrics interface {
+	Observe(route, method string, status int, d time.Duration)
+}
+
+// Server is the REST façade, an http.Handler.
+type Server struct {
+	hub     *hub.Hub
+	log     *slog.Logger
+	version Version
+	metrics Metrics
+	maxBody int64
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	s := &Server{hub: cfg.Hub, log: cfg.Logger, version: cfg.Version, metrics: cfg.Metrics, maxBody: cfg.MaxBodyBytes}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 8 << 20
+	}
+	return s
+}
+
+// ServeHTTP routes a request. Routing is by path segments rather than
+// http.ServeMux patterns because resource paths are only known from the
+// registered Types.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	route := s.route(rec, r)
+	if s.metrics != nil {
+		s.metrics.Observe(route, r.Method, rec.status, time.Since(start))
+	}
+	level := slog.LevelInfo
+	if rec.status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", route,
+		"status", rec.status, "duration", time.Since(start))
+}
+
+// route dispatches and returns the route template for metrics.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
+	r = r.WithContext(cairn.WithActor(r.Context(), actorOf(r)))
+	path := strings.Trim(r.URL.Path, "/")
+	seg := strings.Split(path, "/")
+	if path == "" {
+		seg = nil
+	}
+	switch {
+	case path == "version":
+		s.onlyGET(w, r, func() { writeJSON(w, http.StatusOK, s.version) })
+		return "/version"
+	case path == "api":
+		s.onlyGET(w, r, func() {
+			writeJSON(w, http.StatusOK, map[string]any{"kind": "APIVersions", "versions": []string{}, "serverAddressByClientCIDRs": []any{}})
+		})
+		return "/api"
+	case path == "openapi/v3":
+		s.onlyGET(w, r, func() { s.openAPIIndex(w, r) })
+		return "/openapi/v3"
+	case len(seg) >= 3 && seg[0] == "openapi" && seg[1] == "v3" && seg[2] == "apis":
+		s.onlyGET(w, r, func() { s.openAPIGroupVersion(w, r, seg[3:]) })
+		return "/openapi/v3/apis/{group}/{version}"
+	case len(seg) >= 1 && seg[0] == "apis":
+		return s.routeAPIs(w, r, seg[1:])
+	}
+	writeStatus(w, notFoundStatus("the server could not find the requested resource"))
+	return "unknown"
+}
+
+func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, fn func()) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeStatus(w, methodNotAllowed(r.Method))
+		return
+	}
+	fn()
+}
+
+// actorOf returns the caller's identity. cairn does not authenticate yet;
+// kubectl --as and client-go's impersonation send Impersonate-User, which
+// is recorded as createdBy.
+func actorOf(r *http.Request) string {
+	return r.Header.Get("Impersonate-User")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// statusRecorder remembers the status code for logs and metrics, and
+// passes Flush through for watch streams.
+type statusRecorder struct {
+	http.ResponseWriter
+	status  int
+	written bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.written {
+		r.status, r.written = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.written = true
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

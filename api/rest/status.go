@@ -1,0 +1,151 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// Status is the Kubernetes Status object (meta/v1), the body of every error.
+type Status struct {
+	Kind       string         `json:"kind"`
+	APIVersion string         `json:"apiVersion"`
+	Metadata   map[string]any `json:"metadata"`
+	Status     string         `json:"status"`
+	Message    string         `json:"message,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	Details    *StatusDetails `json:"details,omitempty"`
+	Code       int            `json:"code"`
+}
+
+// StatusDetails names the object and the causes.
+type StatusDetails struct {
+	Name   string        `json:"name,omitempty"`
+	Group  string        `json:"group,omitempty"`
+	Kind   string        `json:"kind,omitempty"`
+	UID    string        `json:"uid,omitempty"`
+	Causes []StatusCause `json:"causes,omitempty"`
+}
+
+// StatusCause is one reason of a failure, e.g. one schema violation.
+type StatusCause struct {
+	Type    string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+}
+
+func newStatus(code int, reason, msg string) Status {
+	return Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Failure",
+		Code: code, Reason: reason, Message: msg}
+}
+
+func notFoundStatus(msg string) Status { return newStatus(http.StatusNotFound, "NotFound", msg) }
+
+func badRequest(format string, args ...any) Status {
+	return newStatus(http.StatusBadRequest, "BadRequest", fmt.Sprintf(format, args...))
+}
+
+func methodNotAllowed(method string) Status {
+	return newStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("the server does not allow this method on the requested resource: %s", method))
+}
+
+func writeStatus(w http.ResponseWriter, st Status) {
+	writeJSON(w, st.Code, st)
+}
+
+// target names the object an error is about, for Status.details.
+type target struct {
+	group, kind, name string
+}
+
+// errorStatus maps a hub error to a Status, once for the whole façade:
+// NotFound 404, AlreadyExists 409, Conflict 409, Locked and UsedBy 409
+// Conflict (the object is held by a lock owner or by its users),
+// Invalid 422 with one cause per violation, Gone 410, Unavailable 503.
+func errorStatus(err error, t target) Status {
+	var code int
+	var reason string
+	switch cairn.ErrorCode(err) {
+	case cairn.CodeNotFound:
+		code, reason = http.StatusNotFound, "NotFound"
+	case cairn.CodeAlreadyExists:
+		code, reason = http.StatusConflict, "AlreadyExists"
+	case cairn.CodeConflict, cairn.CodeLocked, cairn.CodeUsedBy:
+		code, reason = http.StatusConflict, "Conflict"
+	case cairn.CodeInvalid:
+		code, reason = http.StatusUnprocessableEntity, "Invalid"
+	case cairn.CodeGone:
+		code, reason = http.StatusGone, "Expired"
+	case cairn.CodeUnavailable:
+		code, reason = http.StatusServiceUnavailable, "ServiceUnavailable"
+	default:
+		code, reason = http.StatusInternalServerError, "InternalError"
+	}
+	st := newStatus(code, reason, err.Error())
+	st.Details = &StatusDetails{Name: t.name, Group: t.group, Kind: t.kind}
+	for _, e := range cairn.Errors(err) {
+		switch e.Code {
+		case cairn.CodeInvalid:
+			for _, c := range e.Causes {
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "FieldValueInvalid", Message: c.Message, Field: fieldPath(c.Field)})
+			}
+		case cairn.CodeLocked:
+			st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "Locked", Message: e.Msg})
+		case cairn.CodeUsedBy:
+			for _, id := range e.IDs {
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "UsedBy", Message: "used by TypeInstance " + id, Field: "status.usedBy"})
+			}
+		}
+	}
+	if code == http.StatusUnprocessableEntity && t.kind != "" {
+		st.Message = fmt.Sprintf("%s %q is invalid: %s", t.kind, t.name, err.Error())
+	}
+	return st
+}
+
+// fieldPath turns the hub's slash paths ("spec/value/port") into the dotted
+// paths Kubernetes clients show ("spec.port").
+func fieldPath(p string) string {
+	p = strings.Replace(p, "spec/value", "spec", 1)
+	parts := strings.Split(p, "/")
+	var b strings.Builder
+	for i, s := range parts {
+		if s == "" {
+			continue
+		}
+		if isIndex(s) {
+			b.WriteString("[" + s + "]")
+			continue
+		}
+		if i > 0 && b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// errStatus wraps a Status as an error so handlers can return one.
+type errStatus struct{ st Status }
+
+func (e errStatus) Error() string { return e.st.Message }
+
+func statusOf(err error, t target) Status {
+	var es errStatus
+	if errors.As(err, &es) {
+		return es.st
+	}
+	return errorStatus(err, t)
+}

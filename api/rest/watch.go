@@ -1,0 +1,174 @@
+package rest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+type watchEvent struct {
+	Type   string `json:"type"`
+	Object any    `json:"object"`
+}
+
+// watch streams ADDED, MODIFIED and DELETED events as newline-separated
+// JSON, the Kubernetes watch protocol. Without a resourceVersion (or with
+// "0") it first sends the current objects as ADDED; with one it resumes
+// after it, and a position already pruned gets 410 Gone.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) error {
+	o, err := parseListOptions(r)
+	if err != nil {
+		return err
+	}
+	o.limit, o.after = 0, nil
+	q := r.URL.Query()
+	start, err := parseSeq(q.Get("resourceVersion"))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			return errStatus{badRequest("timeoutSeconds %q must be a non-negative integer", t)}
+		}
+		if n > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Second)
+			defer cancel()
+		}
+	}
+
+	var initial []cairn.Instance
+	if start == 0 {
+		if start, err = s.hub.LastSeq(ctx); err != nil {
+			return err
+		}
+		if initial, err = s.hub.ListInstances(ctx, o.filter(req), true); err != nil {
+			return err
+		}
+	} else if _, err := s.hub.Changes(ctx, start, 1); err != nil {
+		if cairn.HasCode(err, cairn.CodeGone) {
+			return errStatus{newStatus(http.StatusGone, "Expired", "too old resource version: "+strconv.FormatInt(start, 10))}
+		}
+		return err
+	}
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(typ string, obj any) error {
+		if err := enc.Encode(watchEvent{Type: typ, Object: obj}); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+
+	// matching remembers, per id, whether the object's last event showed it
+	// matching the selectors, so an object that starts or stops matching
+	// is reported ADDED or DELETED as Kubernetes does. An id not in it is
+	// unknown to this stream (a resumed watch): its events keep their kind.
+	selective := len(o.labels) > 0 || o.fieldName != "" || o.notName != "" || o.fieldNS != ""
+	matching := map[string]bool{}
+	for _, inst := range initial {
+		if o.matches(inst) {
+			matching[inst.ID] = true
+			if err := send("ADDED", req.res.render(inst)); err != nil {
+				return nil
+			}
+		}
+	}
+	err = s.hub.Watch(ctx, start, func(c store.Change) error {
+		if (req.res.typ != nil && c.TypeRef.Path != req.res.typ.Path) || (req.namespace != "" && c.Namespace != req.namespace) {
+			return nil
+		}
+		was, known := matching[c.InstanceID]
+		if c.Kind == store.Deleted {
+			delete(matching, c.InstanceID)
+			if selective && known && !was {
+				return nil
+			}
+			return send("DELETED", req.res.renderDeleted(c))
+		}
+		inst, err := s.hub.GetInstance(ctx, c.InstanceID, true)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return nil // deleted since; its DELETED change follows
+		}
+		if err != nil {
+			return err
+		}
+		match := o.labels.Matches(inst.Labels) && (o.fieldName == "" || inst.Name == o.fieldName) && o.matches(inst) &&
+			(o.fieldNS == "" || inst.Namespace == o.fieldNS)
+		matching[inst.ID] = match
+		switch {
+		case match && known && !was:
+			return send("ADDED", req.res.render(inst))
+		case match:
+			return send(string(c.Kind), req.res.render(inst))
+		case was:
+			return send("DELETED", req.res.render(inst))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		st := errorStatus(err, req.res.target(""))
+		_ = send("ERROR", st)
+	}
+	return nil
+}
+
+// renderDeleted is the last known identity of a deleted instance.
+func (r *resource) renderDeleted(c store.Change) object {
+	o := object{
+		APIVersion: r.apiVersion(),
+		Kind:       r.kind,
+		Metadata: objectMeta{
+			Name:            c.Name,
+			Namespace:       c.Namespace,
+			UID:             c.InstanceID,
+			ResourceVersion: strconv.FormatInt(c.Seq, 10),
+		},
+	}
+	if r.hubKind == "typeinstances" {
+		o.Metadata.Name, o.Metadata.Namespace = c.InstanceID, ""
+	}
+	return o
+}
+
+// render shows an instance as an object of r.
+func (r *resource) render(inst cairn.Instance) any {
+	if r.hubKind == "typeinstances" {
+		return toTypeInstance(inst)
+	}
+	return toObject(r, inst)
+}
+
+const suffixChars = "bcdfghjklmnpqrstvwxz2456789"
+
+// randomSuffix is what generateName appends, as Kubernetes does: five
+// characters that cannot spell words.
+func randomSuffix() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = suffixChars[int(b[i])%len(suffixChars)]
+	}
+	return string(b)
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// EnvAddr is the environment variable for serve's --addr.
+const EnvAddr = "CAIRN_ADDR"
+
+// changeLogKeep is how many change-log entries serve keeps for watchers
+// that reconnect; older positions get 410 Gone and list again.
+const changeLogKeep = 100_000
+
+func (a *app) serveCommand() *cobra.Command {
+	var addr string
+	var shutdownTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
+		Long: `serve runs the hub on the embedded store in --data-dir and serves its
+REST API, which follows the Kubernetes API conventions: kubectl and client-go
+work against it (kubectl --server http://ADDR).
+
+Endpoints: /apis (discovery and resources), /openapi/v3, /version,
+/healthz and /readyz, and Prometheus metrics at /metrics.`,
+		Example: `  cairn serve
+  cairn serve --addr 0.0.0.0:8080 --data-dir /var/lib/cairn
+  kubectl --server http://127.0.0.1:8080 api-resources`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd.Context(), addr, shutdownTimeout)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
+	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration) error {
+	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
+	path := filepath.Join(a.dataDir, "cairn.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("open the store %s: %v", path, err), Err: err}
+	}
+	defer st.Close()
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Logger: log})
+	if err != nil {
+		return fmt.Errorf("start the hub on %s: %w", path, err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := rest.NewPrometheusMetrics(reg)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	api := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, Version: rest.Version{
+		Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn", GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}})
+
+	ready := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ready:
+		default:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		if _, err := h.LastSeq(r.Context()); err != nil {
+			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", api)
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Watches hold requests open; they end with the base context.
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+
+	go pruneChanges(baseCtx, h, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	close(ready)
+	log.Info("serving", "addr", ln.Addr().String(), "dataDir", a.dataDir)
+	fmt.Fprintf(a.env.Stdout, "cairn serving on http://%s (store %s)\n", ln.Addr(), path)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve on %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	cancelBase() // end watch streams so Shutdown does not wait for them
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+func pruneChanges(ctx context.Context, h *hub.Hub, log *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := h.PruneChanges(ctx, changeLogKeep); err != nil && ctx.Err() == nil {
+				log.Error("prune the change log", "err", err)
+			}
+		}
+	}
+}
