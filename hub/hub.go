@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,6 +71,9 @@ type Hub struct {
 
 	notify       *notifier
 	pollInterval time.Duration
+	// typesGen counts Type changes made through this hub, so façades can
+	// cache what they derive from the Types.
+	typesGen atomic.Int64
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance

@@ -27,8 +27,14 @@ func (h *Hub) CreateType(ctx context.Context, t cairn.Type) (cairn.Type, error) 
 	if err != nil {
 		return cairn.Type{}, fmt.Errorf("create Type %s: %w", t.Ref(), err)
 	}
+	h.typesGen.Add(1)
 	return t, nil
 }
+
+// TypesGeneration changes whenever a Type is created or deleted through
+// this hub. Façades cache what they derive from the Types under it (and for
+// a short time only, since other processes may change Types too).
+func (h *Hub) TypesGeneration() int64 { return h.typesGen.Load() }
 
 // ApplyType creates a Type revision, or does nothing when an identical one
 // exists. It reports whether it created the Type. A different definition
@@ -57,6 +63,9 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 	})
 	if err != nil {
 		return cairn.Type{}, false, fmt.Errorf("apply Type %s: %w", t.Ref(), err)
+	}
+	if created {
+		h.typesGen.Add(1)
 	}
 	return out, created, nil
 }
@@ -146,6 +155,7 @@ func (h *Hub) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
 	if err != nil {
 		return fmt.Errorf("delete Type %s: %w", ref, err)
 	}
+	h.typesGen.Add(1)
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -54,9 +56,42 @@ func hubResources() []*resource {
 	}
 }
 
+// resourceTTL bounds how long a Type created or deleted by another process
+// takes to show in discovery; changes made through this process's hub show
+// at once.
+const resourceTTL = 2 * time.Second
+
+// resourceCache holds the served resources derived from the Types.
+type resourceCache struct {
+	mu     sync.Mutex
+	list   []*resource
+	gen    int64
+	loaded time.Time
+}
+
 // resources returns every served resource: the hub's own and one per Type
 // revision that declares REST names.
 func (s *Server) resources(ctx context.Context) ([]*resource, error) {
+	c := &s.cache
+	gen := s.hub.TypesGeneration()
+	c.mu.Lock()
+	if c.list != nil && c.gen == gen && time.Since(c.loaded) < resourceTTL {
+		list := c.list
+		c.mu.Unlock()
+		return list, nil
+	}
+	c.mu.Unlock()
+	list, err := s.loadResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.list, c.gen, c.loaded = list, gen, time.Now()
+	c.mu.Unlock()
+	return list, nil
+}
+
+func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 	types, err := s.hub.ListTypes(ctx, store.TypeFilter{})
 	if err != nil {
 		return nil, err

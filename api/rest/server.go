@@ -51,6 +51,7 @@ type Server struct {
 	version Version
 	metrics Metrics
 	maxBody int64
+	cache   resourceCache
 }
 
 // New returns a Server.

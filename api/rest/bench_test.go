@@ -1,0 +1,122 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+const benchRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition",
+ "metadata": {"name": "flags.flipt.io"},
+ "names": {"kind": "Flag", "singular": "flag", "plural": "flags"},
+ "spec": {"group": "flipt.io", "versions": {"v1alpha1": {"type": "object",
+   "properties": {"enabled": {"type": "boolean"}, "description": {"type": "string"}, "variants": {"type": "array"}}}}}}`
+
+// benchServer serves a hub with n flags over real HTTP on loopback.
+func benchServer(b *testing.B, n int) (*httptest.Server, *http.Client) {
+	b.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(rest.New(rest.Config{Hub: h}))
+	b.Cleanup(srv.Close)
+	c := srv.Client()
+	resp, err := c.Post(srv.URL+"/apis/hub.cairn.dev/v1/types", "application/json", bytes.NewBufferString(benchRD))
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		b.Fatalf("register Type: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	ins := make([]hub.NewInstance, n)
+	for i := range ins {
+		ins[i] = hub.NewInstance{
+			TypeRef: cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0-alpha.1"},
+			Name:    fmt.Sprintf("flag-%04d", i),
+			Labels:  map[string]string{"team": "platform"},
+			Value:   json.RawMessage(`{"enabled":true,"description":"a flag used by the benchmarks of the REST API","variants":["on","off"]}`),
+		}
+	}
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: ins}); err != nil {
+		b.Fatal(err)
+	}
+	return srv, c
+}
+
+func fetch(b *testing.B, c *http.Client, url string) int {
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return int(n)
+}
+
+// fixedServer answers every request with the same bytes: the floor any
+// HTTP JSON API pays on this machine.
+func fixedServer(b *testing.B, body []byte) (*httptest.Server, *http.Client) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	b.Cleanup(srv.Close)
+	return srv, srv.Client()
+}
+
+func benchPair(b *testing.B, n int, path string) {
+	srv, c := benchServer(b, n)
+	url := srv.URL + path
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	b.Run("cairn", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			fetch(b, c, url)
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		fsrv, fc := fixedServer(b, body)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			fetch(b, fc, fsrv.URL)
+		}
+	})
+}
+
+// BenchmarkGet compares a GET of one flag through the whole stack (HTTP,
+// routing, discovery lookup, hub, store, value) with a bare handler
+// returning the same bytes.
+func BenchmarkGet(b *testing.B) {
+	benchPair(b, 1, "/apis/flipt.io/v1alpha1/namespaces/default/flags/flag-0000")
+}
+
+// BenchmarkList100 does the same for a list of 100 flags.
+func BenchmarkList100(b *testing.B) {
+	benchPair(b, 100, "/apis/flipt.io/v1alpha1/namespaces/default/flags")
+}
