@@ -38,7 +38,9 @@ type resource struct {
 
 func (r *resource) apiVersion() string { return r.group + "/" + r.version }
 
-func (r *resource) target(name string) target { return target{group: r.group, kind: r.kind, name: name} }
+func (r *resource) target(name string) target {
+	return target{group: r.group, kind: r.kind, name: name}
+}
 
 var (
 	userVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
