@@ -168,10 +168,16 @@ func externalErr(id, op string, err error) *cairn.Error {
 	if code == cairn.CodeInternal {
 		code = cairn.CodeUnavailable
 	}
+	msg := fmt.Sprintf("External backend %q: %s: %v", id, op, err)
+	if strings.HasPrefix(err.Error(), fmt.Sprintf("External backend %q: ", id)) {
+		// The client already names the backend, the operation and the
+		// instance (the gRPC adapter does): say it once.
+		msg = err.Error()
+	}
 	return &cairn.Error{
 		Code: code,
 		IDs:  []string{id},
-		Msg:  fmt.Sprintf("External backend %q: %s: %v", id, op, err),
+		Msg:  msg,
 		Err:  err,
 	}
 }

@@ -359,7 +359,7 @@ func (h *Hub) rollbackCreated(ctx context.Context, items []*pending, cause error
 		}
 		err := p.backend.client.OnDelete(rctx, cairn.OnDeleteRequest{InstanceID: p.inst.ID, Context: p.inst.Latest.Context})
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			rbErrs = append(rbErrs, fmt.Errorf("External backend %q: delete %q: %w", p.backend.ID, p.inst.ID, err))
+			rbErrs = append(rbErrs, externalErr(p.backend.ID, fmt.Sprintf("delete %q", p.inst.ID), err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", p.backend.ID, "instance", p.inst.ID, "err", err)
 			continue
 		}

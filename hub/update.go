@@ -419,7 +419,7 @@ func (h *Hub) rollbackUpdated(ctx context.Context, items []*staged, cause error)
 			OwnerID:         s.up.OwnerID,
 		})
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			rbErrs = append(rbErrs, fmt.Errorf("External backend %q: delete revision %d of %q: %w", s.backend.ID, s.rv.ResourceVersion, s.inst.ID, err))
+			rbErrs = append(rbErrs, externalErr(s.backend.ID, fmt.Sprintf("delete revision %d of %q", s.rv.ResourceVersion, s.inst.ID), err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored revision failed", "backend", s.backend.ID, "instance", s.inst.ID, "resourceVersion", s.rv.ResourceVersion, "err", err)
 			continue
 		}

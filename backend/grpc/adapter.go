@@ -244,7 +244,7 @@ func (c *Client) describe(method string, err error) string {
 		switch {
 		case c.target.TLS && (strings.Contains(msg, "tls:") || strings.Contains(msg, "handshake")):
 			hint = fmt.Sprintf("; if the backend serves plaintext, register its url as grpc://%s", c.target.Addr)
-		case !c.target.TLS && (strings.Contains(msg, "preface") || strings.Contains(msg, "EOF")):
+		case !c.target.TLS && strings.Contains(msg, "preface"):
 			hint = fmt.Sprintf("; if the backend serves TLS, register its url as grpcs://%s", c.target.Addr)
 		}
 		return fmt.Sprintf("unavailable at %s: %s (gRPC Unavailable)%s", c.target.Addr, msg, hint)

@@ -91,9 +91,12 @@ func TestTLS(t *testing.T) {
 			t.Errorf("error %v gives no hint", err)
 		}
 	})
-	t.Run("plaintext towards a TLS backend fails", func(t *testing.T) {
+	t.Run("plaintext towards a TLS backend says what to do", func(t *testing.T) {
 		err := roundTrip(t, open(t, opener(t, fast), storage("grpc://"+tlsServer.addr, true)))
 		wantCode(t, err, cairn.CodeUnavailable)
+		if err == nil || !strings.Contains(err.Error(), "if the backend serves TLS, register its url as grpcs://") {
+			t.Errorf("error %v gives no hint", err)
+		}
 	})
 }
 
