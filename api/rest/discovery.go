@@ -55,6 +55,10 @@ func hubResources() []*resource {
 			shortNames: []string{"ti"}, verbs: []string{"delete", "get", "list", "watch"}, hubKind: "typeinstances"},
 		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
 			verbs: []string{"get", "list"}, hubKind: "backends"},
+		// Locking is an action on several instances at once, all or
+		// nothing; like Kubernetes' review resources it is create-only.
+		{group: HubGroup, version: HubVersion, kind: "LockRequest", plural: "lockrequests", singular: "lockrequest",
+			verbs: []string{"create"}, hubKind: "lockrequests"},
 	}
 }
 

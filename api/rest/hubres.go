@@ -40,6 +40,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.listBackends(w, r)
 	case "backends GET true":
 		err = s.getBackend(w, r, req)
+	case "lockrequests POST false":
+		err = s.lockRequest(w, r)
 	default:
 		writeStatus(w, methodNotAllowed(r.Method))
 		return
@@ -52,36 +54,39 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 // TypeName is the name of a Type object: "<path>:<revision>".
 func TypeName(ref cairn.TypeRef) string { return ref.Path + ":" + ref.Revision }
 
-type typeObject struct {
+// TypeObject is a Type served in hub.cairn.dev/v1.
+type TypeObject struct {
 	APIVersion string     `json:"apiVersion"`
 	Kind       string     `json:"kind"`
-	Metadata   objectMeta `json:"metadata"`
-	Spec       typeSpec   `json:"spec"`
+	Metadata   ObjectMeta `json:"metadata"`
+	Spec       TypeSpec   `json:"spec"`
 }
 
-type typeSpec struct {
+// TypeSpec is a Type's definition.
+type TypeSpec struct {
 	Path           string          `json:"path"`
 	Revision       string          `json:"revision"`
 	AdditionalRefs []string        `json:"additionalRefs,omitempty"`
 	JSONSchema     json.RawMessage `json:"jsonSchema,omitempty"`
-	REST           *typeREST       `json:"rest,omitempty"`
+	REST           *TypeREST       `json:"rest,omitempty"`
 }
 
-type typeREST struct {
+// TypeREST holds a Type's REST names.
+type TypeREST struct {
 	Group   string       `json:"group"`
 	Version string       `json:"version"`
 	Names   *cairn.Names `json:"names"`
 }
 
-func toTypeObject(t cairn.Type) typeObject {
-	o := typeObject{
+func toTypeObject(t cairn.Type) TypeObject {
+	o := TypeObject{
 		APIVersion: HubGroup + "/" + HubVersion,
 		Kind:       "Type",
-		Metadata:   objectMeta{Name: TypeName(t.Ref()), CreationTimestamp: timestamp(t.CreatedAt)},
-		Spec:       typeSpec{Path: t.Path, Revision: t.Revision, AdditionalRefs: t.AdditionalRefs, JSONSchema: t.JSONSchema},
+		Metadata:   ObjectMeta{Name: TypeName(t.Ref()), CreationTimestamp: timestamp(t.CreatedAt)},
+		Spec:       TypeSpec{Path: t.Path, Revision: t.Revision, AdditionalRefs: t.AdditionalRefs, JSONSchema: t.JSONSchema},
 	}
 	if t.Group != "" {
-		o.Spec.REST = &typeREST{Group: t.Group, Version: t.Version, Names: t.Names}
+		o.Spec.REST = &TypeREST{Group: t.Group, Version: t.Version, Names: t.Names}
 	}
 	return o
 }
@@ -100,7 +105,7 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := list{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeList", Items: []any{}}
+	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeList", Items: []any{}}
 	for _, t := range ts {
 		out.Items = append(out.Items, toTypeObject(t))
 	}
@@ -148,7 +153,7 @@ func (s *Server) createTypes(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusCreated, created[0])
 		return nil
 	}
-	writeJSON(w, http.StatusCreated, list{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeList", Items: created})
+	writeJSON(w, http.StatusCreated, List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeList", Items: created})
 	return nil
 }
 
@@ -165,26 +170,28 @@ func (s *Server) deleteType(w http.ResponseWriter, r *http.Request, req request)
 	return nil
 }
 
-// typeInstanceObject is the Capact view of an instance, named by its id.
-type typeInstanceObject struct {
+// TypeInstanceObject is the Capact view of an instance, named by its id.
+type TypeInstanceObject struct {
 	APIVersion string             `json:"apiVersion"`
 	Kind       string             `json:"kind"`
-	Metadata   objectMeta         `json:"metadata"`
-	Spec       typeInstanceSpec   `json:"spec"`
-	Status     typeInstanceStatus `json:"status"`
+	Metadata   ObjectMeta         `json:"metadata"`
+	Spec       TypeInstanceSpec   `json:"spec"`
+	Status     TypeInstanceStatus `json:"status"`
 }
 
-type typeInstanceSpec struct {
+// TypeInstanceSpec is an instance in the Capact view.
+type TypeInstanceSpec struct {
 	TypeRef    cairn.TypeRef        `json:"typeRef"`
 	Namespace  string               `json:"namespace"`
 	Name       string               `json:"name"`
 	Alias      string               `json:"alias,omitempty"`
 	Attributes []cairn.AttributeRef `json:"attributes,omitempty"`
 	Value      json.RawMessage      `json:"value,omitempty"`
-	Backend    statusBackend        `json:"backend"`
+	Backend    StatusBackend        `json:"backend"`
 }
 
-type typeInstanceStatus struct {
+// TypeInstanceStatus is what the hub tracks beside the value.
+type TypeInstanceStatus struct {
 	LockedBy        string   `json:"lockedBy,omitempty"`
 	CreatedBy       string   `json:"createdBy,omitempty"`
 	ResourceVersion int      `json:"resourceVersion"`
@@ -192,17 +199,17 @@ type typeInstanceStatus struct {
 	UsedBy          []string `json:"usedBy,omitempty"`
 }
 
-func toTypeInstance(inst cairn.Instance) typeInstanceObject {
-	return typeInstanceObject{
+func toTypeInstance(inst cairn.Instance) TypeInstanceObject {
+	return TypeInstanceObject{
 		APIVersion: HubGroup + "/" + HubVersion,
 		Kind:       "TypeInstance",
-		Metadata: objectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
+		Metadata: ObjectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
 			Generation: int64(inst.Latest.ResourceVersion), CreationTimestamp: timestamp(inst.CreatedAt),
 			Labels: inst.Labels, Annotations: inst.Annotations},
-		Spec: typeInstanceSpec{TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name, Alias: inst.Alias,
+		Spec: TypeInstanceSpec{TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name, Alias: inst.Alias,
 			Attributes: inst.Latest.Attributes, Value: inst.Latest.Value,
-			Backend: statusBackend{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract, Context: inst.Latest.Context}},
-		Status: typeInstanceStatus{LockedBy: inst.LockedBy, CreatedBy: inst.Latest.CreatedBy,
+			Backend: StatusBackend{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract, Context: inst.Latest.Context}},
+		Status: TypeInstanceStatus{LockedBy: inst.LockedBy, CreatedBy: inst.Latest.CreatedBy,
 			ResourceVersion: inst.Latest.ResourceVersion, Uses: inst.Uses, UsedBy: inst.UsedBy},
 	}
 }
@@ -224,8 +231,8 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err != nil {
 		return err
 	}
-	out := list{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
-		Metadata: listMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
+	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
+		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
 	for _, inst := range insts {
 		if o.matches(inst) {
 			out.Items = append(out.Items, toTypeInstance(inst))
@@ -256,14 +263,16 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 	return nil
 }
 
-type backendObject struct {
+// BackendObject is a storage backend served in hub.cairn.dev/v1.
+type BackendObject struct {
 	APIVersion string      `json:"apiVersion"`
 	Kind       string      `json:"kind"`
-	Metadata   objectMeta  `json:"metadata"`
-	Spec       backendSpec `json:"spec"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       BackendSpec `json:"spec"`
 }
 
-type backendSpec struct {
+// BackendSpec is a backend's storage description.
+type BackendSpec struct {
 	TypeRef       cairn.TypeRef   `json:"typeRef"`
 	Alias         string          `json:"alias,omitempty"`
 	URL           string          `json:"url,omitempty"`
@@ -272,17 +281,17 @@ type backendSpec struct {
 	Abstract      bool            `json:"abstract,omitempty"`
 }
 
-func toBackend(sb cairn.StorageBackend, inst cairn.Instance) backendObject {
+func toBackend(sb cairn.StorageBackend, inst cairn.Instance) BackendObject {
 	cs := sb.ContextSchema
 	if cs == nil {
 		cs = json.RawMessage("null")
 	}
-	return backendObject{
+	return BackendObject{
 		APIVersion: HubGroup + "/" + HubVersion,
 		Kind:       "Backend",
-		Metadata: objectMeta{Name: sb.ID, UID: sb.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
+		Metadata: ObjectMeta{Name: sb.ID, UID: sb.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
 			CreationTimestamp: timestamp(inst.CreatedAt), Labels: inst.Labels},
-		Spec: backendSpec{TypeRef: sb.TypeRef, Alias: sb.Alias, URL: sb.URL, AcceptValue: sb.AcceptValue, ContextSchema: cs, Abstract: sb.Abstract},
+		Spec: BackendSpec{TypeRef: sb.TypeRef, Alias: sb.Alias, URL: sb.URL, AcceptValue: sb.AcceptValue, ContextSchema: cs, Abstract: sb.Abstract},
 	}
 }
 
@@ -296,7 +305,7 @@ func (s *Server) listBackends(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := list{APIVersion: HubGroup + "/" + HubVersion, Kind: "BackendList", Items: []any{}}
+	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "BackendList", Items: []any{}}
 	for _, inst := range insts {
 		sb, err := s.hub.StorageBackend(r.Context(), inst.ID)
 		if err != nil {
@@ -318,5 +327,61 @@ func (s *Server) getBackend(w http.ResponseWriter, r *http.Request, req request)
 		return err
 	}
 	writeJSON(w, http.StatusOK, toBackend(sb, inst))
+	return nil
+}
+
+// LockRequest locks or unlocks instances, all or nothing:
+//
+//	{"apiVersion": "hub.cairn.dev/v1", "kind": "LockRequest",
+//	 "spec": {"action": "Lock", "ids": ["<id>", ...], "owner": "alice"}}
+//
+// action is Lock (default) or Unlock. The answer echoes the request with
+// status.succeeded; refusals are Status errors (404 naming missing ids, 409
+// naming ids locked by another owner).
+type LockRequest struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   map[string]any    `json:"metadata,omitempty"`
+	Spec       LockRequestSpec   `json:"spec"`
+	Status     LockRequestStatus `json:"status"`
+}
+
+// LockRequestSpec says what to lock or unlock.
+type LockRequestSpec struct {
+	Action string   `json:"action,omitempty"`
+	IDs    []string `json:"ids"`
+	Owner  string   `json:"owner"`
+}
+
+// LockRequestStatus reports the outcome.
+type LockRequestStatus struct {
+	Succeeded bool `json:"succeeded"`
+}
+
+func (s *Server) lockRequest(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var lr LockRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&lr); err != nil {
+		return errStatus{badRequest("the LockRequest is not valid: %v", err)}
+	}
+	switch lr.Spec.Action {
+	case "", "Lock":
+		lr.Spec.Action = "Lock"
+		err = s.hub.LockInstances(r.Context(), lr.Spec.IDs, lr.Spec.Owner)
+	case "Unlock":
+		err = s.hub.UnlockInstances(r.Context(), lr.Spec.IDs, lr.Spec.Owner)
+	default:
+		return errStatus{badRequest("spec.action %q: want Lock or Unlock", lr.Spec.Action)}
+	}
+	if err != nil {
+		return err
+	}
+	lr.APIVersion, lr.Kind, lr.Status.Succeeded = HubGroup+"/"+HubVersion, "LockRequest", true
+	writeJSON(w, http.StatusCreated, lr)
 	return nil
 }

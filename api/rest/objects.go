@@ -19,17 +19,18 @@ const (
 	AnnotationBackendContext = "hub.cairn.dev/backend-context"
 )
 
-// object is a served instance of a user Type:
+// Object is a served instance of a user Type:
 // {apiVersion, kind, metadata, spec (the value), status}.
-type object struct {
+type Object struct {
 	APIVersion string          `json:"apiVersion"`
 	Kind       string          `json:"kind"`
-	Metadata   objectMeta      `json:"metadata"`
+	Metadata   ObjectMeta      `json:"metadata"`
 	Spec       json.RawMessage `json:"spec,omitempty"`
-	Status     *objectStatus   `json:"status,omitempty"`
+	Status     *ObjectStatus   `json:"status,omitempty"`
 }
 
-type objectMeta struct {
+// ObjectMeta is the metadata of a served object.
+type ObjectMeta struct {
 	Name              string            `json:"name"`
 	Namespace         string            `json:"namespace,omitempty"`
 	UID               string            `json:"uid,omitempty"`
@@ -40,11 +41,11 @@ type objectMeta struct {
 	Annotations       map[string]string `json:"annotations,omitempty"`
 }
 
-// objectStatus shows what the hub knows beyond the value.
-type objectStatus struct {
+// ObjectStatus shows what the hub knows beyond the value.
+type ObjectStatus struct {
 	TypeRef   cairn.TypeRef   `json:"typeRef"`
 	Alias     string          `json:"alias,omitempty"`
-	Backend   statusBackend   `json:"backend"`
+	Backend   StatusBackend   `json:"backend"`
 	LockedBy  string          `json:"lockedBy,omitempty"`
 	CreatedBy string          `json:"createdBy,omitempty"`
 	Uses      []string        `json:"uses,omitempty"`
@@ -52,7 +53,8 @@ type objectStatus struct {
 	Context   json.RawMessage `json:"-"`
 }
 
-type statusBackend struct {
+// StatusBackend is the backend of an instance and its context.
+type StatusBackend struct {
 	ID       string          `json:"id"`
 	Abstract bool            `json:"abstract,omitempty"`
 	Context  json.RawMessage `json:"context,omitempty"`
@@ -66,11 +68,11 @@ func timestamp(t time.Time) string {
 }
 
 // toObject renders an instance as an object of resource r.
-func toObject(r *resource, inst cairn.Instance) object {
-	return object{
+func toObject(r *resource, inst cairn.Instance) Object {
+	return Object{
 		APIVersion: r.apiVersion(),
 		Kind:       r.kind,
-		Metadata: objectMeta{
+		Metadata: ObjectMeta{
 			Name:              inst.Name,
 			Namespace:         inst.Namespace,
 			UID:               inst.ID,
@@ -81,10 +83,10 @@ func toObject(r *resource, inst cairn.Instance) object {
 			Annotations:       inst.Annotations,
 		},
 		Spec: inst.Latest.Value,
-		Status: &objectStatus{
+		Status: &ObjectStatus{
 			TypeRef:   inst.TypeRef,
 			Alias:     inst.Alias,
-			Backend:   statusBackend{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract, Context: inst.Latest.Context},
+			Backend:   StatusBackend{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract, Context: inst.Latest.Context},
 			LockedBy:  inst.LockedBy,
 			CreatedBy: inst.Latest.CreatedBy,
 			Uses:      inst.Uses,

@@ -13,7 +13,8 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-type watchEvent struct {
+// WatchEvent is one event of a watch stream.
+type WatchEvent struct {
 	Type   string `json:"type"`
 	Object any    `json:"object"`
 }
@@ -67,7 +68,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	send := func(typ string, obj any) error {
-		if err := enc.Encode(watchEvent{Type: typ, Object: obj}); err != nil {
+		if err := enc.Encode(WatchEvent{Type: typ, Object: obj}); err != nil {
 			return err
 		}
 		if flusher != nil {
@@ -133,11 +134,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 }
 
 // renderDeleted is the last known identity of a deleted instance.
-func (r *resource) renderDeleted(c store.Change) object {
-	o := object{
+func (r *resource) renderDeleted(c store.Change) Object {
+	o := Object{
 		APIVersion: r.apiVersion(),
 		Kind:       r.kind,
-		Metadata: objectMeta{
+		Metadata: ObjectMeta{
 			Name:            c.Name,
 			Namespace:       c.Namespace,
 			UID:             c.InstanceID,
