@@ -200,7 +200,7 @@ func (o ListOptions) query() url.Values {
 
 // List is a page of raw objects.
 type List struct {
-	Metadata rest.ListMeta    `json:"metadata"`
+	Metadata rest.ListMeta     `json:"metadata"`
 	Items    []json.RawMessage `json:"items"`
 }
 
