@@ -44,6 +44,8 @@ type app struct {
 	strict  bool
 	output  string
 	as      string
+	// backends holds the settings for reaching external storage backends.
+	backends backendOptions
 }
 
 // Main runs the cairn command line with args (without the program name) and
@@ -113,6 +115,7 @@ The commands work on the embedded SQLite store in --data-dir.`,
 	f.BoolVar(&a.strict, "strict", strict, "refuse instances of unregistered Types [$"+EnvStrict+"]")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&a.as, "as", cmp.Or(a.env.Getenv("USER"), a.env.Getenv("LOGNAME")), "caller identity recorded as createdBy [$USER]")
+	a.addBackendFlags(root)
 	if strictErr != nil {
 		// Report a malformed environment variable when a command runs, as a
 		// usage error, rather than ignoring it.
@@ -137,6 +140,8 @@ The commands work on the embedded SQLite store in --data-dir.`,
 		a.typesCommand(),
 		a.versionCommand(),
 		a.serveCommand(),
+		a.backendsCommand(),
+		a.backendServeCommand(),
 	)
 	return root
 }
@@ -174,7 +179,12 @@ func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error
 			err = fmt.Errorf("close the store %s: %w", path, cerr)
 		}
 	}()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict})
+	backends, err := a.backendOpener(nil)
+	if err != nil {
+		return err
+	}
+	defer backends.Close()
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Backends: backends})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -63,7 +63,12 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("open the store %s: %v", path, err), Err: err}
 	}
 	defer st.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Logger: log})
+	backends, err := a.backendOpener(log)
+	if err != nil {
+		return err
+	}
+	defer backends.Close()
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Logger: log, Backends: backends})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
