@@ -1,0 +1,216 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/file"
+	"github.com/cairn-dev/cairn/internal/cli"
+	"github.com/cairn-dev/cairn/sdk/storagebackend"
+)
+
+// serveFileBackend serves the file backend in-process on loopback and
+// returns its address and a function that stops it.
+func serveFileBackend(t *testing.T, cfg file.Config) (string, func()) {
+	t.Helper()
+	fb, err := file.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srv *storagebackend.Server
+	if fb.AcceptValue() {
+		srv = storagebackend.NewValueServer(fb, storagebackend.Options{})
+	} else {
+		srv = storagebackend.NewContextServer(fb, storagebackend.Options{})
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, lis); close(done) }()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return lis.Addr().String(), stop
+}
+
+func compact(t *testing.T, doc json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		t.Fatalf("compact %s: %v", doc, err)
+	}
+	return b.String()
+}
+
+func decode[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("decode %s: %v", s, err)
+	}
+	return v
+}
+
+type backendJSON struct {
+	ID            string          `json:"id"`
+	Alias         string          `json:"alias"`
+	Namespace     string          `json:"namespace"`
+	URL           string          `json:"url"`
+	Transport     string          `json:"transport"`
+	AcceptValue   bool            `json:"acceptValue"`
+	ContextSchema json.RawMessage `json:"contextSchema"`
+	TypeRef       cairn.TypeRef   `json:"typeRef"`
+	UsedBy        int             `json:"usedBy"`
+}
+
+func TestBackendsCommands(t *testing.T) {
+	e := newEnv(t)
+	values := t.TempDir()
+	addr, stop := serveFileBackend(t, file.Config{Dir: values})
+
+	b := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
+	if b.Alias != "files" || b.URL != "grpc://"+addr || !b.AcceptValue || b.Transport != "plaintext" ||
+		b.Namespace != "cairn-system" || b.TypeRef != cli.GRPCStorageType || string(b.ContextSchema) != "null" {
+		t.Errorf("registered = %+v", b)
+	}
+	// The default Type is registered with the storage schema.
+	if out := e.ok("types", "get", cli.GRPCStorageType.String(), "-o", "json"); !strings.Contains(out, `"acceptValue"`) {
+		t.Errorf("Type %s: %s", cli.GRPCStorageType, out)
+	}
+	inst, err := e.hub().GetInstance(context.Background(), b.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inst.Latest.Attributes) != 1 || inst.Latest.Attributes[0].Path != cairn.StorageAttributePath {
+		t.Errorf("attributes = %v", inst.Latest.Attributes)
+	}
+
+	list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json"))
+	if len(list) != 2 || list[0].Transport == "" || list[1].Transport == "" {
+		t.Errorf("list = %+v, want the built-in backend and files", list)
+	}
+	table := e.ok("backends", "list")
+	if !strings.Contains(table, "cairn-builtin") || !strings.Contains(table, "grpc://"+addr) {
+		t.Errorf("list table:\n%s", table)
+	}
+	if got := decode[backendJSON](t, e.ok("backends", "get", "files", "-o", "json")); got.ID != b.ID {
+		t.Errorf("get by alias = %+v", got)
+	}
+	check := decode[map[string]any](t, e.ok("backends", "check", "files", "-o", "json"))
+	if check["status"] != "SERVING" || check["service"] != "storage_backend.ValueAndContextStorageBackend" {
+		t.Errorf("check = %v", check)
+	}
+	if out := e.ok("backends", "check", "cairn-builtin"); !strings.Contains(out, "SERVING (built in") {
+		t.Errorf("check of the built-in backend: %s", out)
+	}
+
+	// An instance stored in it, named by the backend's alias.
+	doc := writeFile(t, t.TempDir(), "secret.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: api-token}
+spec:
+  typeRef: {path: cap.type.token, revision: 0.1.0}
+  backend: {id: files}
+  value: {token: t0k3n}
+`)
+	e.ok("apply", "-f", doc)
+	tok := decode[cairn.Instance](t, e.ok("get", "cap.type.token", "api-token", "-o", "json"))
+	var data []byte
+	if tok.Backend.ID != b.ID || compact(t, tok.Latest.Value) != `{"token":"t0k3n"}` {
+		t.Fatalf("instance = %+v", tok)
+	}
+	data, err = os.ReadFile(filepath.Join(values, tok.ID, "1.json"))
+	if err != nil || string(data) != `{"token":"t0k3n"}` {
+		t.Errorf("value file = %s, %v", data, err)
+	}
+	if got := decode[backendJSON](t, e.ok("backends", "get", b.ID, "-o", "json")); got.UsedBy != 1 {
+		t.Errorf("usedBy = %d, want 1", got.UsedBy)
+	}
+
+	// When the backend is down: exit 6 with the backend named.
+	stop()
+	r := e.run("", "backends", "check", "files")
+	if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
+		t.Errorf("check of a stopped backend: exit %d, %s", r.code, r.stderr)
+	}
+	r = e.run("", "get", tok.ID)
+	if r.code != 6 || !strings.Contains(r.stderr, "unavailable at "+addr) {
+		t.Errorf("get from a stopped backend: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+func TestBackendsRegisterRefusals(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	notSchema := writeFile(t, dir, "bad.json", `{"type": 12}`)
+	notObject := writeFile(t, dir, "list.json", `[1]`)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"backends", "register"}, 2, "register needs --url"},
+		{[]string{"backends", "register", "--url", "http://x:1"}, 2, `scheme "http" is not supported`},
+		{[]string{"backends", "register", "--url", "x"}, 2, "want host:port"},
+		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notSchema}, 2, "--context-schema " + notSchema + ": not a valid JSON Schema"},
+		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notObject}, 2, "want a JSON Schema object"},
+		{[]string{"backends", "register", "--url", "x:1", "--context-schema", filepath.Join(dir, "missing.json")}, 2, "missing.json"},
+		{[]string{"backends", "register", "--url", "x:1", "--type", "nopath"}, 2, "want PATH:REVISION"},
+		{[]string{"backends", "get", "nosuch"}, 3, `"nosuch" is neither an id nor the alias of a storage backend`},
+		{[]string{"backends", "check", "nosuch"}, 3, "nosuch"},
+		{[]string{"--backend-timeout", "0s", "list"}, 2, "--backend-timeout 0s: must be positive"},
+	}
+	for _, tt := range tests {
+		r := e.run("", tt.args...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("cairn %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+	// Nothing was registered by the refusals.
+	if list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json")); len(list) != 1 {
+		t.Errorf("backends after refusals = %+v", list)
+	}
+}
+
+// TestContextOnlyBackendFromTheCLI registers the file backend in its
+// context-only mode and creates an instance whose value is a file it names.
+func TestContextOnlyBackendFromTheCLI(t *testing.T) {
+	e := newEnv(t)
+	src := t.TempDir()
+	writeFile(t, src, "nginx/values.json", `{"replicas":2}`)
+	addr, _ := serveFileBackend(t, file.Config{Dir: t.TempDir(), Source: src})
+	schemaFile := writeFile(t, t.TempDir(), "ctx.json", file.ContextSchema)
+	e.ok("backends", "register", "--url", "grpc://"+addr, "--context-schema", schemaFile, "--alias", "files-ro")
+	doc := writeFile(t, t.TempDir(), "release.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: nginx}
+spec:
+  typeRef: {path: cap.type.helm.values, revision: 0.1.0}
+  backend: {id: files-ro, context: {file: nginx/values.json}}
+`)
+	e.ok("apply", "-f", doc)
+	if got := decode[cairn.Instance](t, e.ok("get", "cap.type.helm.values", "nginx", "-o", "json")); compact(t, got.Latest.Value) != `{"replicas":2}` {
+		t.Errorf("value = %s, want the file's content", got.Latest.Value)
+	}
+	// The hub validates the context against the registered schema first.
+	bad := writeFile(t, t.TempDir(), "bad.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: other}
+spec:
+  typeRef: {path: cap.type.helm.values, revision: 0.1.0}
+  backend: {id: files-ro, context: {path: x}}
+`)
+	r := e.run("", "apply", "-f", bad)
+	if r.code != 2 || !strings.Contains(r.stderr, "context must have required property 'file'") {
+		t.Errorf("apply with a bad context: exit %d, %s", r.code, r.stderr)
+	}
+}
