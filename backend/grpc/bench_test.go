@@ -170,3 +170,19 @@ func BenchmarkHub(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOnCreate separates the file backend's durable write (a synced
+// file and two synced directories) from the transport.
+func BenchmarkOnCreate(b *testing.B) {
+	run := func(b *testing.B, be cairn.Backend) {
+		b.ReportAllocs()
+		for b.Loop() {
+			create(b, be)
+		}
+	}
+	b.Run("file-in-process", func(b *testing.B) { run(b, newFile(b)) })
+	b.Run("grpc-file", func(b *testing.B) {
+		s := serve(b, newFile(b), true, storagebackend.Options{})
+		run(b, open(b, opener(b, grpcbackend.Config{}), storage("grpc://"+s.addr, true)))
+	})
+}
