@@ -349,7 +349,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			st.Details = &StatusDetails{Name: name, Group: req.res.group, Kind: req.res.plural}
 			return errStatus{st}
 		}
-		return err
+		return errStatus{errorStatus(err, req.res.target(name))}
 	}
 	req.name = name
 	inst, err := s.instance(r, req)

@@ -115,6 +115,13 @@ func newRestEnv(t *testing.T, opts ...restOption) *restEnv {
 	return &restEnv{t: t, ctx: ctx, h: h, url: srv.URL, client: srv.Client(), metrics: rec}
 }
 
+// with returns e reporting to t, for use in a subtest.
+func (e *restEnv) with(t *testing.T) *restEnv {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // newFlagsEnv is a restEnv with the flags ResourceDefinition registered
 // through the REST API.
 func newFlagsEnv(t *testing.T, opts ...restOption) *restEnv {

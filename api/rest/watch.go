@@ -48,6 +48,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 
 	var initial []cairn.Instance
+	listed := start == 0 // then every instance not listed did not match
 	if start == 0 {
 		if start, err = s.hub.LastSeq(ctx); err != nil {
 			return err
@@ -94,14 +95,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			}
 		}
 	}
+	added := map[string]bool{} // ADDED changes passed over for a later change
 	err = s.hub.Watch(ctx, start, func(c store.Change) error {
 		if (req.res.typ != nil && c.TypeRef.Path != req.res.typ.Path) || (req.namespace != "" && c.Namespace != req.namespace) {
 			return nil
 		}
 		was, known := matching[c.InstanceID]
+		known = known || listed
 		if c.Kind == store.Deleted {
 			delete(matching, c.InstanceID)
-			if selective && known && !was {
+			delete(added, c.InstanceID)
+			if selective && known && !was || o.fieldName != "" && c.Name != o.fieldName || o.notName != "" && c.Name == o.notName ||
+				o.fieldNS != "" && c.Namespace != o.fieldNS {
 				return nil
 			}
 			return send("DELETED", req.res.renderDeleted(c))
@@ -112,6 +117,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 		if err != nil {
 			return err
+		}
+		if inst.Seq > c.Seq {
+			// Changed again since: that later change reports the instance as
+			// it is now, so resourceVersions only grow and none repeats.
+			added[c.InstanceID] = added[c.InstanceID] || c.Kind == store.Added
+			return nil
+		}
+		if added[c.InstanceID] {
+			delete(added, c.InstanceID)
+			c.Kind = store.Added
 		}
 		match := o.labels.Matches(inst.Labels) && (o.fieldName == "" || inst.Name == o.fieldName) && o.matches(inst) &&
 			(o.fieldNS == "" || inst.Namespace == o.fieldNS)

@@ -132,6 +132,7 @@ func closeAll(m map[string]*sql.Stmt) {
 // asks.
 type tx struct {
 	reader
+	recorded map[string]bool // instances with a change in this transaction
 }
 
 var _ store.Tx = (*tx)(nil)

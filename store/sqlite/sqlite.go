@@ -157,7 +157,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx stor
 			sqlTx.Rollback() // fn panicked; the panic goes on
 		}
 	}()
-	if err := fn(ctx, &tx{s.wr.inTx(sqlTx)}); err != nil {
+	if err := fn(ctx, &tx{reader: s.wr.inTx(sqlTx)}); err != nil {
 		done = true
 		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))

@@ -65,8 +65,13 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 }
 
 // recordChange appends to the change log and stamps the instance with the
-// change's Seq, in the transaction of the change itself.
+// change's Seq, in the transaction of the change itself. A transaction
+// records one change per instance (plus its deletion), however many parts
+// of it the transaction writes.
 func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string) error {
+	if kind != store.Deleted && t.recorded[id] {
+		return nil
+	}
 	if _, err := t.exec(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
 	}
@@ -76,6 +81,10 @@ func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string)
 	if _, err := t.exec(ctx, qSetSeq, id); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
 	}
+	if t.recorded == nil {
+		t.recorded = map[string]bool{}
+	}
+	t.recorded[id] = true
 	return nil
 }
 

@@ -120,6 +120,49 @@ func testChanges(t *testing.T, s store.Store) {
 	}
 }
 
+// testOneChangePerTx: a transaction that versions, relabels and locks one
+// instance is one change of it (watchers see one event per write), and an
+// instance created and changed in one transaction is one ADDED.
+func testOneChangePerTx(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := instance(1, "cap.type.a", "0.1.0", "default", "a")
+	b := instance(2, "cap.type.a", "0.1.0", "default", "b")
+	create(t, s, a)
+	start, err := s.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.AddResourceVersion(ctx, a.ID, cairn.ResourceVersion{ResourceVersion: 2, CreatedAt: at(9)}); err != nil {
+			return err
+		}
+		if err := tx.SetMetadata(ctx, a.ID, map[string]string{"x": "y"}, map[string]string{"n": "m"}); err != nil {
+			return err
+		}
+		if err := tx.SetLockedBy(ctx, []string{a.ID}, "owner"); err != nil {
+			return err
+		}
+		if err := tx.CreateInstance(ctx, b); err != nil {
+			return err
+		}
+		return tx.SetMetadata(ctx, b.ID, map[string]string{"x": "z"}, nil)
+	})
+	all := changeLog(t, s, start)
+	wantChanges(t, all, changeWant{store.Modified, a.ID}, changeWant{store.Added, b.ID})
+	if got := get(t, s, a.ID); got.Seq != all[0].Seq || got.Labels["x"] != "y" || got.LockedBy != "owner" || got.Latest.ResourceVersion != 2 {
+		t.Errorf("instance after the transaction = %+v, want Seq %d and every change applied", got, all[0].Seq)
+	}
+	// A delete is always its own change, even after a change in the same
+	// transaction.
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.SetMetadata(ctx, b.ID, nil, nil); err != nil {
+			return err
+		}
+		return tx.DeleteInstance(ctx, b.ID)
+	})
+	wantChanges(t, changeLog(t, s, all[1].Seq), changeWant{store.Modified, b.ID}, changeWant{store.Deleted, b.ID})
+}
+
 func testListPaging(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	var ins []cairn.Instance

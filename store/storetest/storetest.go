@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Concurrency/ResourceVersions", testConcurrentVersions},
 		{"Concurrency/Lock", testConcurrentLock},
 		{"Changes/Log", testChanges},
+		{"Changes/OnePerTransaction", testOneChangePerTx},
 		{"Instances/ListPaging", testListPaging},
 	}
 	for _, tt := range tests {
