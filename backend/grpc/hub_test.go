@@ -378,6 +378,22 @@ func TestUpdateRollbackOverGRPC(t *testing.T) {
 	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`2`)}, {ID: y, Value: json.RawMessage(`2`)}})
 	wantContains(t, err, "quota exceeded", "rollback externally stored values: ", "delete resource version 2 of TypeInstance \""+x+"\"", "read-only file system")
 	e.wantFiles(x+"/1.json", x+"/2.json", y+"/1.json")
+
+	// The known limit (README): the orphaned revision blocks the next
+	// update of x, with an error that says which revision is in the way,
+	// until it is removed from the backend.
+	e.faults.setHook(nil)
+	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}})
+	wantContains(t, err, x, "already has resource version 2")
+	if err := os.Remove(filepath.Join(e.dir, x, "2.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}}); err != nil {
+		t.Fatalf("update after removing the orphan: %v", err)
+	}
+	if got := e.fileContent(x, 2); got != `3` {
+		t.Errorf("2.json = %s", got)
+	}
 }
 
 // TestLockUndoOverGRPC: when a backend refuses a lock or an unlock, the hub
