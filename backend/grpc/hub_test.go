@@ -526,3 +526,27 @@ func TestReadErrorIsClear(t *testing.T) {
 		t.Errorf("error names the backend %d times: %v", n, err)
 	}
 }
+
+// TestBackendMoves: updating the backend instance (a new url) makes the
+// hub's adapter drop the old connection and use the new address.
+func TestBackendMoves(t *testing.T) {
+	e := newHubEnv(t, grpcbackend.Config{Timeout: 2 * time.Second, ReadAttempts: 1})
+	id := e.create(e.newInstance("a", `1`))[0]
+	if _, err := e.h.GetInstance(e.ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	// The same directory served elsewhere; the old server goes away.
+	moved := serve(t, e.faults, true, storagebackend.Options{})
+	e.srv.server.Stop()
+	if _, err := e.h.GetInstance(e.ctx, id, true); !cairn.HasCode(err, cairn.CodeUnavailable) {
+		t.Fatalf("read from the stopped address: %v, want Unavailable", err)
+	}
+	value := fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, moved.addr)
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: e.bid, Value: json.RawMessage(value)}}); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.h.GetInstance(e.ctx, id, true)
+	if err != nil || string(inst.Latest.Value) != `1` {
+		t.Fatalf("read after the move = %s, %v", inst.Latest.Value, err)
+	}
+}

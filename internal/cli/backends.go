@@ -28,11 +28,18 @@ const (
 	EnvBackendTLS     = "CAIRN_BACKEND_TLS"
 )
 
-// GRPCStorageType is the Type `backends register` gives a backend unless
-// told otherwise; it is registered on first use.
-var GRPCStorageType = cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"}
+// The Type `backends register` gives a backend unless told otherwise; it
+// is registered on first use.
+const (
+	GRPCStorageTypePath     = "cap.type.cairn.storage.grpc"
+	GRPCStorageTypeRevision = "0.1.0"
+)
 
-// grpcStorageSchema is GRPCStorageType's JSON Schema: the storage backend
+func grpcStorageType() cairn.TypeRef {
+	return cairn.TypeRef{Path: GRPCStorageTypePath, Revision: GRPCStorageTypeRevision}
+}
+
+// grpcStorageSchema is that Type's JSON Schema: the storage backend
 // value of seed 000, with the url required.
 const grpcStorageSchema = `{
   "$schema": "http://json-schema.org/draft-07/schema",
@@ -130,7 +137,7 @@ has the attribute ` + cairn.StorageAttributePath + `.
 (ValueAndContextStorageBackend); without it the backend takes only a context
 and derives the value (ContextStorageBackend). --context-schema names a JSON
 Schema (YAML or JSON file) that contexts must satisfy; without it the backend
-takes no context. The Type defaults to ` + GRPCStorageType.String() + `, registered
+takes no context. The Type defaults to ` + grpcStorageType().String() + `, registered
 on first use.`,
 		Example: `  cairn backend file --dir ./values --listen 127.0.0.1:5051 &
   cairn backends register --url grpc://127.0.0.1:5051 --accept-value --alias files
@@ -143,7 +150,7 @@ on first use.`,
 			if _, err := grpcbackend.ParseURL(url); err != nil {
 				return cairn.Errorf(cairn.CodeInvalid, "--url: %w", err)
 			}
-			ref := GRPCStorageType
+			ref := grpcStorageType()
 			if typeRef != "" {
 				p, r := splitRef(typeRef)
 				if p == "" || r == "" {
@@ -182,7 +189,7 @@ on first use.`,
 			}
 			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
 				ctx := cmd.Context()
-				if ref == GRPCStorageType {
+				if ref == grpcStorageType() {
 					if err := ensureGRPCStorageType(ctx, h); err != nil {
 						return err
 					}
@@ -219,14 +226,15 @@ on first use.`,
 	fl.StringVar(&alias, "alias", "", "alias to name the backend by (spec.backend.id accepts it)")
 	fl.StringVar(&name, "name", "", "name of the backend's TypeInstance (default: the alias, else the id)")
 	fl.StringVarP(&namespace, "namespace", "n", hub.SystemNamespace, "namespace of the backend's TypeInstance")
-	fl.StringVar(&typeRef, "type", "", "Type PATH:REVISION of the backend's TypeInstance (default "+GRPCStorageType.String()+")")
+	fl.StringVar(&typeRef, "type", "", "Type PATH:REVISION of the backend's TypeInstance (default "+grpcStorageType().String()+")")
 	fl.StringArrayVarP(&labelArgs, "label", "l", nil, "label KEY=VALUE; repeatable")
 	return cmd
 }
 
-// ensureGRPCStorageType registers GRPCStorageType unless it exists.
+// ensureGRPCStorageType registers the default backend Type unless it exists.
 func ensureGRPCStorageType(ctx context.Context, h *hub.Hub) error {
-	_, err := h.GetType(ctx, GRPCStorageType)
+	ref := grpcStorageType()
+	_, err := h.GetType(ctx, ref)
 	if err == nil {
 		return nil
 	}
@@ -234,13 +242,13 @@ func ensureGRPCStorageType(ctx context.Context, h *hub.Hub) error {
 		return err
 	}
 	_, _, err = h.ApplyType(ctx, cairn.Type{
-		Path:           GRPCStorageType.Path,
-		Revision:       GRPCStorageType.Revision,
+		Path:           ref.Path,
+		Revision:       ref.Revision,
 		JSONSchema:     json.RawMessage(grpcStorageSchema),
 		AdditionalRefs: []string{cairn.StorageTypePrefix},
 	})
 	if err != nil {
-		return fmt.Errorf("register Type %s: %w", GRPCStorageType, err)
+		return fmt.Errorf("register Type %s: %w", ref, err)
 	}
 	return nil
 }

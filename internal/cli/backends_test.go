@@ -79,12 +79,12 @@ func TestBackendsCommands(t *testing.T) {
 
 	b := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
 	if b.Alias != "files" || b.URL != "grpc://"+addr || !b.AcceptValue || b.Transport != "plaintext" ||
-		b.Namespace != "cairn-system" || b.TypeRef != cli.GRPCStorageType || string(b.ContextSchema) != "null" {
+		b.Namespace != "cairn-system" || b.TypeRef != (cairn.TypeRef{Path: cli.GRPCStorageTypePath, Revision: cli.GRPCStorageTypeRevision}) || string(b.ContextSchema) != "null" {
 		t.Errorf("registered = %+v", b)
 	}
 	// The default Type is registered with the storage schema.
-	if out := e.ok("types", "get", cli.GRPCStorageType.String(), "-o", "json"); !strings.Contains(out, `"acceptValue"`) {
-		t.Errorf("Type %s: %s", cli.GRPCStorageType, out)
+	if out := e.ok("types", "get", cli.GRPCStorageTypePath+":"+cli.GRPCStorageTypeRevision, "-o", "json"); !strings.Contains(out, `"acceptValue"`) {
+		t.Errorf("Type %s: %s", cli.GRPCStorageTypePath, out)
 	}
 	inst, err := e.hub().GetInstance(context.Background(), b.ID, false)
 	if err != nil {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -289,4 +291,49 @@ func TestShutdownTimeout(t *testing.T) {
 		t.Error("the hanging call succeeded")
 	}
 	r.served <- nil
+}
+
+// TestListenAndServeStopsOnSIGTERM: a backend built on the SDK shuts down
+// gracefully when its process gets SIGTERM.
+func TestListenAndServeStopsOnSIGTERM(t *testing.T) {
+	// Find a free port; the tiny window before ListenAndServe takes it is
+	// acceptable on loopback.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	srv := storagebackend.NewValueServer(&stub{}, storagebackend.Options{})
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe(context.Background(), addr) }()
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// SERVING means Serve runs, so the signal handler is installed.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := healthpb.NewHealthClient(conn).Check(t.Context(), &healthpb.HealthCheckRequest{})
+		if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never SERVING: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ListenAndServe = %v after SIGTERM, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe did not stop on SIGTERM")
+	}
 }
