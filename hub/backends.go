@@ -146,6 +146,25 @@ func decodeStorageValue(raw json.RawMessage, requireURL bool) (cairn.StorageBack
 	return sb, causes
 }
 
+// checkStorageValue refuses a value that breaks the storage schema for an
+// instance marked as a storage backend (the storage attribute), so a
+// backend cannot be created or updated into a state that makes every
+// instance stored in it unusable.
+func checkStorageValue(subject string, attrs []cairn.AttributeRef, value json.RawMessage) error {
+	marked := false
+	for _, a := range attrs {
+		marked = marked || a.Path == cairn.StorageAttributePath
+	}
+	if !marked || value == nil {
+		return nil
+	}
+	if _, causes := decodeStorageValue(value, true); len(causes) > 0 {
+		return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject, Causes: causes,
+			Msg: "a storage backend's value must satisfy the storage schema: " + joinCauses(causes)}
+	}
+	return nil
+}
+
 func joinCauses(causes []cairn.Cause) string {
 	s := make([]string, len(causes))
 	for i, c := range causes {

@@ -3,6 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -172,9 +173,11 @@ func (h *Hub) typeSchema(ctx context.Context, r store.Reader, ref cairn.TypeRef)
 	if len(t.JSONSchema) == 0 {
 		return nil, true, nil
 	}
-	// The creation time is part of the key so a Type deleted and registered
-	// again with another schema is compiled afresh.
-	key := fmt.Sprintf("type:%s:%s:%d", t.Path, t.Revision, t.CreatedAt.UnixNano())
+	// The schema's hash is part of the key so a Type deleted and registered
+	// again with another schema is compiled afresh, whatever the clocks of
+	// this and other replicas say.
+	sum := sha256.Sum256(t.JSONSchema)
+	key := fmt.Sprintf("type:%s:%s:%x", t.Path, t.Revision, sum[:12])
 	s, err := h.schemas.Get(key, t.JSONSchema)
 	if err != nil {
 		return nil, true, fmt.Errorf("compile the JSON Schema of Type %s: %w", ref, err)

@@ -178,6 +178,14 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 				errs = append(errs, err)
 				continue
 			}
+			attrs := inst.Latest.Attributes
+			if u.Attributes != nil {
+				attrs = *u.Attributes
+			}
+			if err := checkStorageValue(subject, attrs, u.Value); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if u.Context != nil {
 			if err := b.checkContext(u.Context); err != nil {
