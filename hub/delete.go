@@ -79,8 +79,11 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return nil
 	})
 	if err != nil {
-		if !inst.Backend.Abstract && !isHubRefusal(err) && !cairn.HasCode(err, cairn.CodeUsedBy) {
-			return fmt.Errorf("delete TypeInstance %q: its value was deleted from backend %q but the metadata was not (retry the delete): %w", id, inst.Backend.ID, err)
+		if !inst.Backend.Abstract {
+			// The backend already deleted the value; say so whatever stopped
+			// the metadata (a racing writer, or the store).
+			return &cairn.Error{Code: cairn.ErrorCode(err), IDs: []string{id}, Err: err,
+				Msg: fmt.Sprintf("delete TypeInstance %q: its value was deleted from backend %q but the metadata was not: %v", id, inst.Backend.ID, err)}
 		}
 		return err
 	}
