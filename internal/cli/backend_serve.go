@@ -51,8 +51,8 @@ SIGTERM, then lets calls in flight finish. Health: grpc.health.v1.`,
 			if dir == "" {
 				return usageErrorf("backend file needs --dir")
 			}
-			if listen == "" {
-				return usageErrorf("backend file needs --listen HOST:PORT")
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usageErrorf("--listen %q: want HOST:PORT: %v", listen, err)
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {

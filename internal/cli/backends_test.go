@@ -168,6 +168,10 @@ func TestBackendsRegisterRefusals(t *testing.T) {
 		{[]string{"backends", "get", "nosuch"}, 3, `"nosuch" is neither an id nor the alias of a storage backend`},
 		{[]string{"backends", "check", "nosuch"}, 3, "nosuch"},
 		{[]string{"--backend-timeout", "0s", "list"}, 2, "--backend-timeout 0s: must be positive"},
+		{[]string{"backend", "file", "--listen", "127.0.0.1:0"}, 2, "backend file needs --dir"},
+		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "nope"}, 2, `--listen "nope": want HOST:PORT`},
+		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--client-ca", "ca.pem"}, 2, "--client-ca needs --tls-cert and --tls-key"},
 	}
 	for _, tt := range tests {
 		r := e.run("", tt.args...)
