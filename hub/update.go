@@ -253,6 +253,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 	}
 
+	var out []cairn.Instance
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		current, err := tx.GetInstancesBrief(ctx, ids)
 		if err != nil {
@@ -307,17 +308,18 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 				}
 			}
 		}
-		return nil
+		// Read back what this transaction wrote: after the commit another
+		// writer's version may already be the latest, and the caller must
+		// get its own (REST serves its Seq as the resourceVersion to
+		// update from).
+		out, err = tx.GetInstancesBrief(ctx, ids)
+		return err
 	})
 	if err != nil {
 		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
 			err = fmt.Errorf("failed to update TypeInstances: %w", err)
 		}
 		return nil, h.rollbackUpdated(ctx, items, err)
-	}
-	out, err := h.st.GetInstancesBrief(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read updated TypeInstances: %w", err)
 	}
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", actor)
 	return out, nil
