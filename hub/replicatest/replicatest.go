@@ -1,0 +1,532 @@
+// Package replicatest checks that several cairn replicas on one database
+// keep the hub's guarantees, with the database as the only thing they share.
+// A replica is simulated in process: its own hub.New on its own store handle
+// (its own connection pool, its own SQLite connections) to the same database
+// or file, so nothing but the store can coordinate them.
+//
+// Every store runs it, SQLite always and PostgreSQL when available:
+//
+//	func TestReplicas(t *testing.T) {
+//		replicatest.Run(t, func(t *testing.T) replicatest.Database { ... })
+//	}
+package replicatest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Database is one fresh, empty database.
+type Database struct {
+	// Kind is the hub's StoreKind for it ("sqlite", "postgresql").
+	Kind string
+	// Open returns a new handle on the database, closed when t ends.
+	Open func(t *testing.T) store.Store
+}
+
+// Run runs every replica test as a subtest, each on a new database.
+func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, db Database)
+	}{
+		{"Updates/ConsecutiveVersionsNoLostUpdate", testConcurrentUpdates},
+		{"Updates/IfSeqOneWinner", testIfSeq},
+		{"Locks/OneOwnerWins", testConcurrentLocks},
+		{"Locks/AllOrNothingAcrossReplicas", testConcurrentBatchLocks},
+		{"Create/UniqueNameOneWinner", testUniqueName},
+		{"ChangeLog/PollerSeesEverySeqOnceInOrder", testChangeLogPolling},
+		{"Watch/SeesOtherReplica", testWatchOtherReplica},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDatabase(t)) })
+	}
+}
+
+// replicas is the number of hubs each test runs on one database.
+const replicas = 3
+
+var typeRef = cairn.TypeRef{Path: "cap.type.replicatest.config", Revision: "0.1.0"}
+
+// startReplicas starts n hubs at once, as replicas starting together do;
+// each registers the built-in backend if nobody has yet.
+func startReplicas(t *testing.T, db Database, n int, opts ...func(*hub.Config)) []*hub.Hub {
+	t.Helper()
+	hubs := make([]*hub.Hub, n)
+	errs := make([]error, n)
+	stores := make([]store.Store, n)
+	for i := range stores {
+		stores[i] = db.Open(t)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cfg := hub.Config{Store: stores[i], StoreKind: db.Kind}
+			for _, o := range opts {
+				o(&cfg)
+			}
+			hubs[i], errs[i] = hub.New(context.Background(), cfg)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("replica %d: hub.New: %v", i, err)
+		}
+	}
+	// One built-in backend, of the store's kind, whoever registered it.
+	for i, h := range hubs {
+		sb, err := h.GetInstance(ctx(), cairn.BuiltinBackendID, false)
+		if err != nil {
+			t.Fatalf("replica %d: built-in backend: %v", i, err)
+		}
+		if want := h.BuiltinTypeRef(); sb.TypeRef != want || want.Path != cairn.StorageTypePrefix+"."+db.Kind {
+			t.Fatalf("replica %d: built-in backend type %s, want %s", i, sb.TypeRef, want)
+		}
+	}
+	return hubs
+}
+
+func ctx() context.Context { return cairn.WithActor(context.Background(), "replicatest") }
+
+// createOne creates one instance through h and returns its id.
+func createOne(t *testing.T, h *hub.Hub, name string, value json.RawMessage) string {
+	t.Helper()
+	out, err := h.CreateInstances(ctx(), hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: typeRef, Name: name, Value: value}}})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return out[0].ID
+}
+
+// race runs fn(i) for i in [0, n) in goroutines released together.
+func race(n int, fn func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// testConcurrentUpdates: writers on every replica update one instance at
+// once. Every acknowledged update gets its own resource version, the
+// versions are 1..N+1 without gaps, and each holds the value of exactly the
+// update that was told it got it.
+func testConcurrentUpdates(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	id := createOne(t, hubs[0], "contended", json.RawMessage(`{"writer":-1,"n":0}`))
+
+	const perReplica, updates = 3, 5
+	type ack struct{ writer, n, rv int }
+	var (
+		mu   sync.Mutex
+		acks []ack
+	)
+	errs := make(chan error, replicas*perReplica)
+	race(replicas*perReplica, func(w int) {
+		h := hubs[w%replicas]
+		for n := range updates {
+			v := json.RawMessage(fmt.Sprintf(`{"writer":%d,"n":%d}`, w, n))
+			out, err := h.UpdateInstances(ctx(), []hub.UpdateInstance{{ID: id, Value: v}})
+			if err != nil {
+				errs <- fmt.Errorf("writer %d update %d: %w", w, n, err)
+				return
+			}
+			mu.Lock()
+			acks = append(acks, ack{w, n, out[0].Latest.ResourceVersion})
+			mu.Unlock()
+		}
+	})
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	total := replicas * perReplica * updates
+	if len(acks) != total {
+		t.Fatalf("%d updates acknowledged, want %d", len(acks), total)
+	}
+	reader := hubs[len(hubs)-1]
+	rvs, err := reader.ResourceVersions(ctx(), id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rvs) != total+1 {
+		t.Fatalf("%d resource versions, want %d (1 + one per acknowledged update)", len(rvs), total+1)
+	}
+	byValue := map[string]int{}
+	for i, rv := range rvs {
+		if rv.ResourceVersion != i+1 {
+			t.Fatalf("resource version %d at position %d: the versions have a gap", rv.ResourceVersion, i+1)
+		}
+		var v struct{ Writer, N int }
+		if err := json.Unmarshal(rv.Value, &v); err != nil {
+			t.Fatalf("version %d value %s: %v", rv.ResourceVersion, rv.Value, err)
+		}
+		key := fmt.Sprint(v.Writer, "/", v.N)
+		if prev, dup := byValue[key]; dup {
+			t.Fatalf("versions %d and %d hold the same update %s", prev, rv.ResourceVersion, key)
+		}
+		byValue[key] = rv.ResourceVersion
+	}
+	for _, a := range acks {
+		got, ok := byValue[fmt.Sprint(a.writer, "/", a.n)]
+		if !ok {
+			t.Fatalf("update %d/%d was acknowledged as version %d but is lost", a.writer, a.n, a.rv)
+		}
+		if got != a.rv {
+			t.Fatalf("update %d/%d was acknowledged as version %d but is stored as version %d", a.writer, a.n, a.rv, got)
+		}
+	}
+	for i, h := range hubs {
+		inst, err := h.GetInstance(ctx(), id, false)
+		if err != nil || inst.Latest.ResourceVersion != total+1 {
+			t.Fatalf("replica %d sees latest %d (%v), want %d", i, inst.Latest.ResourceVersion, err, total+1)
+		}
+	}
+}
+
+// testIfSeq: updates conditional on the same Seq, sent through different
+// replicas at once: exactly one wins (REST's metadata.resourceVersion).
+func testIfSeq(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	id := createOne(t, hubs[0], "optimistic", json.RawMessage(`{"n":0}`))
+	inst, err := hubs[1].GetInstance(ctx(), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 3 * replicas
+	results := make([]error, writers)
+	race(writers, func(w int) {
+		_, results[w] = hubs[w%replicas].UpdateInstances(ctx(), []hub.UpdateInstance{{
+			ID: id, IfSeq: inst.Seq, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, w+1)),
+		}})
+	})
+	won := -1
+	for w, err := range results {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("writers %d and %d both won the update conditional on Seq %d", won, w, inst.Seq)
+		case err == nil:
+			won = w
+		case !cairn.HasCode(err, cairn.CodeConflict):
+			t.Fatalf("writer %d: %v, want Conflict", w, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no conditional update won")
+	}
+	after, err := hubs[2].GetInstance(ctx(), id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Latest.ResourceVersion != 2 || string(after.Latest.Value) != fmt.Sprintf(`{"n":%d}`, won+1) {
+		t.Fatalf("after the race: version %d value %s, want version 2 with the winner's value", after.Latest.ResourceVersion, after.Latest.Value)
+	}
+}
+
+// testConcurrentLocks: owners on every replica lock one instance at once:
+// exactly one succeeds, the others are refused as Locked.
+func testConcurrentLocks(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	id := createOne(t, hubs[0], "lockme", json.RawMessage(`{}`))
+	const owners = 4 * replicas
+	results := make([]error, owners)
+	race(owners, func(o int) {
+		results[o] = hubs[o%replicas].LockInstances(ctx(), []string{id}, fmt.Sprint("owner-", o))
+	})
+	var winners []string
+	for o, err := range results {
+		switch {
+		case err == nil:
+			winners = append(winners, fmt.Sprint("owner-", o))
+		case !cairn.HasCode(err, cairn.CodeLocked):
+			t.Fatalf("owner-%d: %v, want Locked", o, err)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners = %q, want exactly one", winners)
+	}
+	for i, h := range hubs {
+		inst, err := h.GetInstance(ctx(), id, false)
+		if err != nil || inst.LockedBy != winners[0] {
+			t.Fatalf("replica %d sees the lock held by %q (%v), want %q", i, inst.LockedBy, err, winners[0])
+		}
+	}
+	loser := "owner-0"
+	if winners[0] == loser {
+		loser = "owner-1"
+	}
+	if err := hubs[1].UnlockInstances(ctx(), []string{id}, loser); !cairn.HasCode(err, cairn.CodeLocked) {
+		t.Fatalf("unlock by %s: %v, want Locked", loser, err)
+	}
+	if err := hubs[2].UnlockInstances(ctx(), []string{id}, winners[0]); err != nil {
+		t.Fatalf("unlock by the winner: %v", err)
+	}
+}
+
+// testConcurrentBatchLocks: owners lock the same two instances, listed in
+// opposite orders, through different replicas: one owner ends up with both,
+// nobody with one of them, and nothing deadlocks.
+func testConcurrentBatchLocks(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	a := createOne(t, hubs[0], "a", json.RawMessage(`{}`))
+	b := createOne(t, hubs[1], "b", json.RawMessage(`{}`))
+	const owners = 2 * replicas
+	results := make([]error, owners)
+	race(owners, func(o int) {
+		ids := []string{a, b}
+		if o%2 == 1 {
+			ids = []string{b, a}
+		}
+		results[o] = hubs[o%replicas].LockInstances(ctx(), ids, fmt.Sprint("owner-", o))
+	})
+	var winners []string
+	for o, err := range results {
+		switch {
+		case err == nil:
+			winners = append(winners, fmt.Sprint("owner-", o))
+		case !cairn.HasCode(err, cairn.CodeLocked):
+			t.Fatalf("owner-%d: %v, want Locked", o, err)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners = %q, want exactly one", winners)
+	}
+	for _, id := range []string{a, b} {
+		inst, err := hubs[0].GetInstance(ctx(), id, false)
+		if err != nil || inst.LockedBy != winners[0] {
+			t.Fatalf("%s locked by %q (%v), want %q", id, inst.LockedBy, err, winners[0])
+		}
+	}
+}
+
+// testUniqueName: creators on every replica create the same (type,
+// namespace, name) at once: exactly one succeeds, the others get
+// AlreadyExists, and one instance exists with the winner's value.
+func testUniqueName(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	const creators = 4 * replicas
+	results := make([]error, creators)
+	race(creators, func(c int) {
+		_, results[c] = hubs[c%replicas].CreateInstances(ctx(), hub.CreateRequest{Instances: []hub.NewInstance{{
+			TypeRef: typeRef, Namespace: "team", Name: "the-one", Value: json.RawMessage(fmt.Sprintf(`{"creator":%d}`, c)),
+		}}})
+	})
+	won := -1
+	for c, err := range results {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("creators %d and %d both created team/the-one", won, c)
+		case err == nil:
+			won = c
+		case !cairn.HasCode(err, cairn.CodeAlreadyExists):
+			t.Fatalf("creator %d: %v, want AlreadyExists", c, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no creator won")
+	}
+	list, err := hubs[1].ListInstances(ctx(), store.InstanceFilter{TypePath: typeRef.Path, Namespace: "team", Name: "the-one"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || string(list[0].Latest.Value) != fmt.Sprintf(`{"creator":%d}`, won) {
+		t.Fatalf("instances named team/the-one = %d (%v), want one with the winner's value", len(list), list)
+	}
+	// The losers left nothing behind: the built-in backend is used by the
+	// winner only.
+	sb, err := hubs[2].GetInstance(ctx(), cairn.BuiltinBackendID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if users := slices.DeleteFunc(slices.Clone(sb.UsedBy), func(id string) bool { return id == cairn.BuiltinBackendID }); !slices.Equal(users, []string{list[0].ID}) {
+		t.Fatalf("built-in backend used by %q, want only the winner %s", users, list[0].ID)
+	}
+}
+
+// testChangeLogPolling: while writers on every replica create and update
+// instances, a poller on a handle of its own reads the change log by
+// position, as a replica's watchers do. It must see every change exactly
+// once and in Seq order: a change that became visible after a change with
+// a higher Seq would be skipped, since the poller has already moved past
+// it. LastSeq, read in between, never goes backwards.
+func testChangeLogPolling(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, replicas)
+	poller := db.Open(t)
+	start, err := poller.LastSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const writers, rounds = 2 * replicas, 12
+	done := make(chan struct{})
+	type polled struct {
+		seen     []int64
+		err      error
+		lastSeqs int
+	}
+	result := make(chan polled, 1)
+	go func() {
+		var p polled
+		after, last := start, start
+		poll := func() bool {
+			cs, err := poller.Changes(context.Background(), after, 7) // small pages: many reads mid-write
+			if err != nil {
+				p.err = err
+				return false
+			}
+			for _, c := range cs {
+				if c.Seq <= after {
+					p.err = fmt.Errorf("change %d returned after position %d", c.Seq, after)
+					return false
+				}
+				p.seen = append(p.seen, c.Seq)
+				after = c.Seq
+			}
+			seq, err := poller.LastSeq(context.Background())
+			if err != nil {
+				p.err = err
+				return false
+			}
+			if seq < last {
+				p.err = fmt.Errorf("LastSeq went backwards: %d after %d", seq, last)
+				return false
+			}
+			last = seq
+			p.lastSeqs++
+			return true
+		}
+		for {
+			select {
+			case <-done:
+				// Drain what the writers committed last.
+				for p.err == nil {
+					n := len(p.seen)
+					if !poll() || len(p.seen) == n {
+						break
+					}
+				}
+				result <- p
+				return
+			default:
+				if !poll() {
+					result <- p
+					return
+				}
+			}
+		}
+	}()
+
+	errs := make(chan error, writers)
+	race(writers, func(w int) {
+		h := hubs[w%replicas]
+		id := ""
+		for r := range rounds {
+			var err error
+			if r%3 == 0 {
+				var out []hub.Created
+				out, err = h.CreateInstances(ctx(), hub.CreateRequest{Instances: []hub.NewInstance{{
+					TypeRef: typeRef, Name: fmt.Sprintf("w%d-r%d", w, r), Value: json.RawMessage(`{}`),
+				}}})
+				if err == nil {
+					id = out[0].ID
+				}
+			} else {
+				_, err = h.UpdateInstances(ctx(), []hub.UpdateInstance{{ID: id, Value: json.RawMessage(fmt.Sprintf(`{"r":%d}`, r))}})
+			}
+			if err != nil {
+				errs <- fmt.Errorf("writer %d round %d: %w", w, r, err)
+				return
+			}
+		}
+	})
+	close(done)
+	p := <-result
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if p.err != nil {
+		t.Fatalf("poller: %v", p.err)
+	}
+
+	all, err := poller.Changes(context.Background(), start, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One change per write transaction: each create is one ADDED (of the
+	// instance; the built-in backend's new user is not a change of it) and
+	// each update one MODIFIED.
+	if want := writers * rounds; len(all) != want {
+		t.Fatalf("%d changes in the log, want %d (one per write)", len(all), want)
+	}
+	want := make([]int64, len(all))
+	for i, c := range all {
+		want[i] = c.Seq
+	}
+	if !slices.Equal(p.seen, want) {
+		missed := slices.DeleteFunc(slices.Clone(want), func(s int64) bool { return slices.Contains(p.seen, s) })
+		t.Fatalf("the poller saw %d changes, the log has %d; missed %v (seen %v)", len(p.seen), len(want), missed, p.seen)
+	}
+	if p.lastSeqs < 2 {
+		t.Fatalf("the poller read the log %d times: it did not poll while writers wrote", p.lastSeqs)
+	}
+}
+
+// testWatchOtherReplica: a watch on one replica sees a change made through
+// another, found by polling the shared change log.
+func testWatchOtherReplica(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, 2, func(c *hub.Config) { c.PollInterval = 10 * time.Millisecond })
+	from, err := hubs[1].LastSeq(ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx())
+	defer cancel()
+	seen := make(chan store.Change, 16)
+	watchErr := make(chan error, 1)
+	go func() {
+		watchErr <- hubs[1].Watch(wctx, from, func(c store.Change) error {
+			seen <- c
+			return nil
+		})
+	}()
+	id := createOne(t, hubs[0], "watched", json.RawMessage(`{}`))
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case c := <-seen:
+			if c.InstanceID == id {
+				if c.Kind != store.Added || c.Name != "watched" {
+					t.Fatalf("change = %+v, want ADDED of watched", c)
+				}
+				cancel()
+				if err := <-watchErr; err != nil && !errors.Is(err, context.Canceled) {
+					t.Fatalf("Watch: %v", err)
+				}
+				return
+			}
+		case err := <-watchErr:
+			t.Fatalf("Watch ended before the change: %v", err)
+		case <-timeout.C:
+			t.Fatal("the watch on replica 1 did not see the instance created on replica 0 within 30s")
+		}
+	}
+}

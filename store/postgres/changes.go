@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+const (
+	// qRecordChange appends one change of an existing instance to the log,
+	// taking its identity from the row, and stamps the instance with the
+	// change's Seq. The Seq comes from the change_log_head counter; the
+	// UPDATE locks the counter row until the transaction ends (see the
+	// package documentation). Nothing happens when the instance is absent.
+	qRecordChange = `WITH head AS (
+	UPDATE change_log_head SET last_seq = last_seq + 1
+	WHERE id = 1 AND EXISTS (SELECT 1 FROM instances WHERE id = $2)
+	RETURNING last_seq
+), ins AS (
+	INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+	SELECT head.last_seq, $1, i.id, i.type_path, i.type_revision, i.namespace, i.name, $3
+	FROM head, instances i WHERE i.id = $2
+)
+UPDATE instances SET seq = head.last_seq FROM head WHERE id = $2`
+
+	// qChanges reads the pruned point and the changes in one statement, so
+	// both come from one snapshot even while another replica prunes.
+	qChanges = `SELECT p.through, c.seq, c.kind, c.instance_id, c.type_path, c.type_revision, c.namespace, c.name, c.at
+FROM changes_pruned p
+LEFT JOIN LATERAL (SELECT * FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2) c ON true
+WHERE p.id = 1
+ORDER BY c.seq`
+	qLastSeq      = `SELECT last_seq FROM change_log_head WHERE id = 1`
+	qPruneChanges = `WITH d AS (DELETE FROM changes WHERE seq <= $1)
+UPDATE changes_pruned SET through = GREATEST(through, $1) WHERE id = 1`
+)
+
+// record queues the change-log entry of a change to instance id on b,
+// after the statements that make the change (or, for a deletion, before the
+// one that deletes the row). A transaction logs one change per instance, at
+// its first change of it, however many parts of it the transaction writes
+// (an instance created and changed is one ADDED); a deletion is always a
+// change of its own, after which the id may be created and changed again.
+func (t *tx) record(b *pgx.Batch, kind store.ChangeKind, id string) {
+	if kind != store.Deleted && t.recorded[id] {
+		return
+	}
+	b.Queue(qRecordChange, string(kind), id, time.Now().UTC())
+	t.noteRecorded(kind, id)
+}
+
+func (t *tx) noteRecorded(kind store.ChangeKind, id string) {
+	if t.recorded == nil {
+		t.recorded = map[string]bool{}
+	}
+	t.recorded[id] = kind != store.Deleted
+}
+
+func (r reader) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := r.q.Query(ctx, qChanges, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	defer rows.Close()
+	var (
+		out    []store.Change
+		pruned int64
+	)
+	for rows.Next() {
+		var (
+			seq                           *int64
+			kind, id, path, rev, ns, name *string
+			at                            pgtype.Timestamptz
+		)
+		if err := rows.Scan(&pruned, &seq, &kind, &id, &path, &rev, &ns, &name, &at); err != nil {
+			return nil, fmt.Errorf("postgres: changes: %w", classify(err))
+		}
+		if seq == nil { // no change after the position: the pruned point only
+			continue
+		}
+		out = append(out, store.Change{
+			Seq: *seq, Kind: store.ChangeKind(*kind), InstanceID: *id,
+			TypeRef: cairn.TypeRef{Path: *path, Revision: *rev}, Namespace: *ns, Name: *name, At: decodeTime(at),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	if after < pruned {
+		return nil, cairn.Errorf(cairn.CodeGone, "changes after %d are no longer kept (the change log starts after %d)", after, pruned)
+	}
+	return out, nil
+}
+
+func (r reader) LastSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := r.q.QueryRow(ctx, qLastSeq).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("postgres: last change: %w", classify(err))
+	}
+	return seq, nil
+}
+
+func (t *tx) PruneChanges(ctx context.Context, through int64) error {
+	if _, err := t.q.Exec(ctx, qPruneChanges, through); err != nil {
+		return fmt.Errorf("postgres: prune changes: %w", classify(err))
+	}
+	return nil
+}

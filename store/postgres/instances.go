@@ -1,0 +1,592 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// reader implements store.Reader on the pool or, with lock set, inside an
+// Update transaction, where GetInstances locks what it reads.
+type reader struct {
+	q    querier
+	lock bool
+}
+
+// tx implements store.Tx.
+type tx struct {
+	reader
+	recorded map[string]bool // instances this transaction logged a change of (not a deletion)
+}
+
+var _ store.Tx = (*tx)(nil)
+
+const (
+	// instanceSelect reads an instance with its latest resource version and
+	// its labels (as sorted key and value arrays) in one row, so a read is
+	// one statement and one snapshot; callers append the relations columns,
+	// instanceFrom, WHERE and ORDER BY.
+	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
+	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq,
+	v.resource_version, v.created_by, v.created_at, v.attributes, v.context,
+	l.keys, l.vals`
+	// otherOrder sorts uses edges by the instance at the other end, o.
+	otherOrder    = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, COALESCE(o.created_at, '-infinity') DESC, o.id`
+	withRelations = `,
+	ARRAY(SELECT u.to_id FROM uses u JOIN instances o ON o.id = u.to_id WHERE u.from_id = i.id` + otherOrder + `),
+	ARRAY(SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id WHERE u.to_id = i.id` + otherOrder + `)`
+	withoutRelations = `, NULL::text[], NULL::text[]`
+	instanceFrom     = `
+FROM instances i
+JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv
+LEFT JOIN LATERAL (SELECT array_agg(key ORDER BY key) AS keys, array_agg(value ORDER BY key) AS vals
+	FROM instance_labels WHERE instance_id = i.id) l ON true`
+	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, COALESCE(i.created_at, '-infinity') DESC, i.id`
+
+	// qLockInstances locks rows in id order, so that transactions locking
+	// overlapping sets queue instead of deadlocking. FOR NO KEY UPDATE does
+	// not block the key-share locks of foreign key checks (adding a uses
+	// edge to a locked instance).
+	qLockInstances = `SELECT id FROM instances WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+
+	// qCreateInstance inserts an instance, its first resource version,
+	// labels, attributes and its ADDED change in one statement; it returns 0
+	// when the id or the name is taken. The Seq is taken from the counter
+	// first, so a transaction inserting instances always holds the counter
+	// lock: ON CONFLICT never waits for another uncommitted insert while
+	// holding it. A failed insert leaves the counter moved on, which only
+	// skips a Seq.
+	qCreateInstance = `WITH head AS (
+	UPDATE change_log_head SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq
+), i AS (
+	INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, alias,
+		annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv, seq)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8::json, $9, $10::boolean, $11, $12::timestamptz, $13::integer, head.last_seq FROM head
+	ON CONFLICT DO NOTHING RETURNING id, seq
+), v AS (
+	INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
+	SELECT i.id, $13::integer, $14::text, $15::timestamptz, $16::json, $17::json FROM i
+), l AS (
+	INSERT INTO instance_labels (instance_id, key, value)
+	SELECT i.id, x.key, x.value FROM i, unnest($18::text[], $19::text[]) AS x(key, value)
+), a AS (
+	INSERT INTO latest_attributes (instance_id, path, revision)
+	SELECT i.id, x.path, x.revision FROM i, unnest($20::text[], $21::text[]) AS x(path, revision)
+	ON CONFLICT DO NOTHING
+), c AS (
+	INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+	SELECT i.seq, 'ADDED', i.id, $2, $3, $5, $6, $22::timestamptz FROM i
+)
+SELECT count(*) FROM i`
+	qTakenInstance = `SELECT id, type_path, namespace, name FROM instances
+WHERE id = $1 OR (type_path = $2 AND namespace = $3 AND name = $4) ORDER BY id = $1 DESC LIMIT 1`
+
+	// qAddUses key-share locks both ends (so neither can be deleted until
+	// this transaction ends) and inserts the edge only when both exist.
+	qAddUses = `WITH e AS (SELECT id FROM instances WHERE id = ANY($1::text[]) FOR KEY SHARE),
+ins AS (
+	INSERT INTO uses (from_id, to_id) SELECT $2::text, $3::text
+	WHERE (SELECT count(*) FROM e) = cardinality($1::text[]) ON CONFLICT DO NOTHING
+)
+SELECT COALESCE(array_agg(id), '{}') FROM e`
+
+	qSetAnnotations = `UPDATE instances SET annotations = $2 WHERE id = $1`
+	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = $1`
+	qInsertLabels   = `INSERT INTO instance_labels (instance_id, key, value)
+SELECT $1::text, x.key, x.value FROM unnest($2::text[], $3::text[]) AS x(key, value)
+WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1::text)`
+	qSetLockedBy = `UPDATE instances SET locked_by = $2 WHERE id = ANY($1)`
+
+	qLockForDelete = `SELECT 1 FROM instances WHERE id = $1 FOR UPDATE`
+	qUsersOf       = `SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id
+WHERE u.to_id = $1 AND u.from_id <> u.to_id` + otherOrder
+	qDeleteOutgoing = `DELETE FROM uses WHERE from_id = $1`
+	qDeleteInstance = `DELETE FROM instances WHERE id = $1`
+
+	qCountInstances = `SELECT count(*) FROM instances WHERE type_path = $1 AND type_revision = $2`
+)
+
+func scanInstance(row pgx.Row) (cairn.Instance, error) {
+	var (
+		in                            cairn.Instance
+		annotations, attrs, rvContext []byte
+		createdAt, rvCreatedAt        pgtype.Timestamptz
+		keys, vals                    []string
+	)
+	if err := row.Scan(&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
+		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq,
+		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext,
+		&keys, &vals, &in.Uses, &in.UsedBy); err != nil {
+		return cairn.Instance{}, err
+	}
+	in.CreatedAt = decodeTime(createdAt)
+	in.Latest.CreatedAt = decodeTime(rvCreatedAt)
+	in.Latest.Context = decodeRaw(rvContext)
+	if err := decodeJSON("annotations", annotations, &in.Annotations); err != nil {
+		return cairn.Instance{}, err
+	}
+	if err := decodeJSON("attributes", attrs, &in.Latest.Attributes); err != nil {
+		return cairn.Instance{}, err
+	}
+	if len(keys) > 0 {
+		in.Labels = make(map[string]string, len(keys))
+		for i, k := range keys {
+			in.Labels[k] = vals[i]
+		}
+	}
+	return in, nil
+}
+
+// queryInstances runs one instance query (instanceSelect) and scans its rows.
+func (r reader) queryInstances(ctx context.Context, relations bool, query string, a ...any) ([]cairn.Instance, error) {
+	rows, err := r.q.Query(ctx, query, a...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []cairn.Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, classify(err)
+		}
+		if relations {
+			if in.Uses == nil {
+				in.Uses = []string{}
+			}
+			if in.UsedBy == nil {
+				in.UsedBy = []string{}
+			}
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+func relationColumns(relations bool) string {
+	if relations {
+		return withRelations
+	}
+	return withoutRelations
+}
+
+func (r reader) GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	return r.getInstances(ctx, ids, true)
+}
+
+func (r reader) GetInstancesBrief(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	return r.getInstances(ctx, ids, false)
+}
+
+func (r reader) getInstances(ctx context.Context, ids []string, relations bool) ([]cairn.Instance, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if r.lock {
+		// Lock first, read afterwards: the read is a new statement, so in
+		// READ COMMITTED it sees what a writer we waited for committed.
+		if _, err := r.q.Exec(ctx, qLockInstances, ids); err != nil {
+			return nil, fmt.Errorf("postgres: lock instances: %w", classify(err))
+		}
+	}
+	q := instanceSelect + relationColumns(relations) + instanceFrom + ` WHERE i.id = ANY($1)`
+	found, err := r.queryInstances(ctx, relations, q, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get instances: %w", err)
+	}
+	byID := make(map[string]cairn.Instance, len(found))
+	for _, in := range found {
+		byID[in.ID] = in
+	}
+	out := make([]cairn.Instance, 0, len(found))
+	for _, id := range ids {
+		if in, ok := byID[id]; ok {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func (r reader) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error) {
+	q := instanceSelect + withRelations + instanceFrom + ` WHERE i.type_path = $1 AND i.namespace = $2 AND i.name = $3`
+	found, err := r.queryInstances(ctx, true, q, typePath, namespace, name)
+	if err != nil {
+		return cairn.Instance{}, fmt.Errorf("postgres: get instance %s/%s/%s: %w", typePath, namespace, name, err)
+	}
+	if len(found) == 0 {
+		return cairn.Instance{}, cairn.Errorf(cairn.CodeNotFound, "instance %q not found", typePath+"/"+namespace+"/"+name)
+	}
+	return found[0], nil
+}
+
+func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]cairn.Instance, error) {
+	where, a, err := instanceWhere(f)
+	if err != nil {
+		return nil, err
+	}
+	q := instanceSelect + withRelations + instanceFrom
+	if where != "" {
+		q += ` WHERE ` + where
+	}
+	q += instanceOrder
+	if f.Limit > 0 {
+		q += ` LIMIT ` + a.add(f.Limit)
+	}
+	out, err := r.queryInstances(ctx, true, q, a...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list instances: %w", err)
+	}
+	return out, nil
+}
+
+// instanceWhere builds one WHERE clause (without the keyword) for f.
+func instanceWhere(f store.InstanceFilter) (string, args, error) {
+	var (
+		where []string
+		a     args
+	)
+	if f.TypePath != "" {
+		if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok {
+			// prefix "p." as a byte range, see ListTypes
+			where = append(where, `(i.type_path >= `+a.add(p+".")+` AND i.type_path < `+a.add(p+"/")+`)`)
+		} else {
+			where = append(where, `i.type_path = `+a.add(f.TypePath))
+		}
+	}
+	if f.TypeRevision != "" {
+		where = append(where, `i.type_revision = `+a.add(f.TypeRevision))
+	}
+	if f.Namespace != "" {
+		where = append(where, `i.namespace = `+a.add(f.Namespace))
+	}
+	if f.Name != "" {
+		where = append(where, `i.name = `+a.add(f.Name))
+	}
+	if f.CreatedBy != "" {
+		where = append(where, `v.created_by = `+a.add(f.CreatedBy))
+	}
+	if f.BackendID != "" {
+		where = append(where, `i.backend_id = `+a.add(f.BackendID))
+	}
+	for _, at := range f.Attributes {
+		cond := `EXISTS (SELECT 1 FROM latest_attributes a WHERE a.instance_id = i.id AND a.path = ` + a.add(at.Path)
+		if at.Revision != "" {
+			cond += ` AND a.revision = ` + a.add(at.Revision)
+		}
+		cond += `)`
+		if at.Exclude {
+			cond = `NOT ` + cond
+		}
+		where = append(where, cond)
+	}
+	for _, req := range f.Labels {
+		cond, err := labelCond(req, &a)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, cond)
+	}
+	if k := f.After; k != nil {
+		// Rows after k in instanceOrder: path ascending, revision
+		// descending, createdAt descending (NULL oldest), id ascending.
+		created, err := encodeTime(k.CreatedAt)
+		if err != nil {
+			return "", nil, err
+		}
+		p := a.add(k.TypeRef.Path)
+		rk := a.add(store.RevisionKey(k.TypeRef.Revision))
+		r := a.add(k.TypeRef.Revision)
+		c := `COALESCE(` + a.add(created) + `::timestamptz, '-infinity')`
+		ic := `COALESCE(i.created_at, '-infinity')`
+		where = append(where, `(i.type_path > `+p+`
+ OR (i.type_path = `+p+` AND i.type_revision_key < `+rk+`)
+ OR (i.type_path = `+p+` AND i.type_revision_key = `+rk+` AND i.type_revision < `+r+`)
+ OR (i.type_path = `+p+` AND i.type_revision_key = `+rk+` AND i.type_revision = `+r+` AND `+ic+` < `+c+`)
+ OR (i.type_path = `+p+` AND i.type_revision_key = `+rk+` AND i.type_revision = `+r+` AND `+ic+` = `+c+` AND i.id > `+a.add(k.ID)+`))`)
+	}
+	return strings.Join(where, ` AND `), a, nil
+}
+
+// labelCond renders one requirement as an EXISTS or NOT EXISTS subquery,
+// with the Kubernetes semantics of labels.Requirement.Matches.
+func labelCond(r labels.Requirement, a *args) (string, error) {
+	exists := func(valueCond string) string {
+		return `EXISTS (SELECT 1 FROM instance_labels l WHERE l.instance_id = i.id AND l.key = ` + a.add(r.Key) + valueCond + `)`
+	}
+	single := func() (string, error) {
+		if len(r.Values) != 1 {
+			return "", cairn.Errorf(cairn.CodeInvalid, "label selector on key %q: operator %q takes exactly one value", r.Key, r.Operator)
+		}
+		return r.Values[0], nil
+	}
+	switch r.Operator {
+	case labels.Equals, labels.NotEquals:
+		v, err := single()
+		if err != nil {
+			return "", err
+		}
+		cond := exists(` AND l.value = ` + a.add(v))
+		if r.Operator == labels.NotEquals {
+			cond = `NOT ` + cond
+		}
+		return cond, nil
+	case labels.In, labels.NotIn:
+		if len(r.Values) == 0 {
+			// "in ()" matches nothing and "notin ()" everything.
+			return fmt.Sprint(r.Operator == labels.NotIn), nil
+		}
+		cond := exists(` AND l.value = ANY(` + a.add(r.Values) + `::text[])`)
+		if r.Operator == labels.NotIn {
+			cond = `NOT ` + cond
+		}
+		return cond, nil
+	case labels.Exists:
+		return exists(""), nil
+	case labels.DoesNotExist:
+		return `NOT ` + exists(""), nil
+	}
+	return "", cairn.Errorf(cairn.CodeInvalid, "label selector: unknown operator %q for key %q", r.Operator, r.Key)
+}
+
+func (r reader) CountInstances(ctx context.Context, ref cairn.TypeRef) (int, error) {
+	var n int
+	if err := r.q.QueryRow(ctx, qCountInstances, ref.Path, ref.Revision).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count instances of %s: %w", ref, classify(err))
+	}
+	return n, nil
+}
+
+// labelArrays returns a label set as parallel key and value arrays.
+func labelArrays(set map[string]string) (keys, values []string) {
+	keys = slices.Sorted(maps.Keys(set))
+	values = make([]string, len(keys))
+	for i, k := range keys {
+		values[i] = set[k]
+	}
+	return keys, values
+}
+
+// attributeArrays returns attribute references as parallel arrays.
+func attributeArrays(attrs []cairn.AttributeRef) (paths, revisions []string) {
+	paths, revisions = make([]string, len(attrs)), make([]string, len(attrs))
+	for i, a := range attrs {
+		paths[i], revisions[i] = a.Path, a.Revision
+	}
+	return paths, revisions
+}
+
+func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
+	rv := in.Latest
+	if rv.ResourceVersion == 0 { // unset: the first version is 1 anyway
+		rv.ResourceVersion = 1
+	}
+	if rv.ResourceVersion != 1 {
+		return cairn.Errorf(cairn.CodeInvalid, "instance %q: the first resource version must be 1, not %d", in.ID, rv.ResourceVersion)
+	}
+	annotations, err := encodeJSON("annotations", in.Annotations, len(in.Annotations) == 0)
+	if err != nil {
+		return err
+	}
+	createdAt, err := encodeTime(in.CreatedAt)
+	if err != nil {
+		return err
+	}
+	rvCreatedAt, err := encodeTime(rv.CreatedAt)
+	if err != nil {
+		return err
+	}
+	attrs, err := encodeJSON("attributes", rv.Attributes, len(rv.Attributes) == 0)
+	if err != nil {
+		return err
+	}
+	rvContext, err := encodeRaw("context", rv.Context)
+	if err != nil {
+		return err
+	}
+	keys, values := labelArrays(in.Labels)
+	paths, revisions := attributeArrays(rv.Attributes)
+
+	// A conflicting row can vanish between the insert and the lookup (its
+	// transaction deleted it); then the insert is simply tried again.
+	for range 3 {
+		var n int
+		err := t.q.QueryRow(ctx, qCreateInstance,
+			in.ID, in.TypeRef.Path, in.TypeRef.Revision, store.RevisionKey(in.TypeRef.Revision), in.Namespace, in.Name, in.Alias,
+			annotations, in.Backend.ID, in.Backend.Abstract, in.LockedBy, createdAt, rv.ResourceVersion,
+			rv.CreatedBy, rvCreatedAt, attrs, rvContext, keys, values, paths, revisions, time.Now().UTC()).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("postgres: create instance %s: %w", in.ID, classify(err))
+		}
+		if n == 1 {
+			t.noteRecorded(store.Added, in.ID)
+			return nil
+		}
+		var takenID, takenPath, takenNS, takenName string
+		err = t.q.QueryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
+			Scan(&takenID, &takenPath, &takenNS, &takenName)
+		switch {
+		case err == nil && takenID == in.ID:
+			return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
+		case err == nil:
+			return &cairn.Error{
+				Code: cairn.CodeAlreadyExists,
+				Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
+				IDs:  []string{takenID},
+			}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("postgres: create instance %s: %w", in.ID, classify(err))
+		}
+	}
+	return &cairn.Error{Code: cairn.CodeConflict, IDs: []string{in.ID},
+		Msg: fmt.Sprintf("instance %q: its id or name is being taken and released concurrently; retry", in.ID)}
+}
+
+func notFound(id string) error {
+	return &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("instance %q not found", id), IDs: []string{id}}
+}
+
+func notFoundIDs(ids []string) error {
+	if len(ids) == 1 {
+		return notFound(ids[0])
+	}
+	return &cairn.Error{Code: cairn.CodeNotFound, Msg: "instances " + cairn.QuoteIDs(ids) + " not found", IDs: ids}
+}
+
+// missing returns those of ids not in found, in order, without repeats.
+func missing(ids, found []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(found, id) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (t *tx) AddUses(ctx context.Context, from, to string) error {
+	ends := slices.Compact([]string{from, to})
+	var found []string
+	if err := t.q.QueryRow(ctx, qAddUses, ends, from, to).Scan(&found); err != nil {
+		return fmt.Errorf("postgres: add uses %s -> %s: %w", from, to, classify(err))
+	}
+	if m := missing(ends, found); len(m) > 0 {
+		return notFoundIDs(m)
+	}
+	return nil
+}
+
+func (t *tx) SetMetadata(ctx context.Context, id string, lbls, annotations map[string]string) error {
+	ann, err := encodeJSON("annotations", annotations, len(annotations) == 0)
+	if err != nil {
+		return err
+	}
+	keys, values := labelArrays(lbls)
+	b := &pgx.Batch{}
+	b.Queue(qSetAnnotations, id, ann)
+	b.Queue(qDeleteLabels, id)
+	b.Queue(qInsertLabels, id, keys, values)
+	t.record(b, store.Modified, id)
+	br := t.q.SendBatch(ctx, b)
+	defer br.Close()
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("postgres: set metadata of %s: %w", id, classify(err))
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: set metadata of %s: %w", id, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		// The other statements found no row either and did nothing.
+		delete(t.recorded, id)
+		return notFound(id)
+	}
+	return nil
+}
+
+func (t *tx) SetLockedBy(ctx context.Context, ids []string, owner string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := t.lockedIDs(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("postgres: set lock: %w", err)
+	}
+	if m := missing(ids, found); len(m) > 0 {
+		return notFoundIDs(m)
+	}
+	b := &pgx.Batch{}
+	b.Queue(qSetLockedBy, ids, owner)
+	for _, id := range ids {
+		t.record(b, store.Modified, id)
+	}
+	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("postgres: set lock: %w", classify(err))
+	}
+	return nil
+}
+
+// lockedIDs locks the rows of ids (in id order) and returns those that exist.
+func (t *tx) lockedIDs(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := t.q.Query(ctx, qLockInstances, ids)
+	if err != nil {
+		return nil, classify(err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, classify(err)
+	}
+	return found, nil
+}
+
+func (t *tx) DeleteInstance(ctx context.Context, id string) error {
+	// FOR UPDATE conflicts with the key-share locks AddUses takes, so an
+	// edge being added to this instance is committed (and seen below)
+	// before the check, and none can be added after it.
+	var one int
+	err := t.q.QueryRow(ctx, qLockForDelete, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete instance %s: %w", id, classify(err))
+	}
+	rows, err := t.q.Query(ctx, qUsersOf, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete instance %s: %w", id, classify(err))
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: delete instance %s: %w", id, classify(err))
+	}
+	if len(users) > 0 {
+		return &cairn.Error{
+			Code: cairn.CodeUsedBy,
+			Msg:  fmt.Sprintf("instance %q is used by %s", id, cairn.QuoteIDs(users)),
+			IDs:  users,
+		}
+	}
+	// Outgoing edges (a self-edge included) first, then the row; versions,
+	// labels and attributes go by ON DELETE CASCADE.
+	b := &pgx.Batch{}
+	t.record(b, store.Deleted, id) // while the row is there to name it
+	b.Queue(qDeleteOutgoing, id)
+	b.Queue(qDeleteInstance, id)
+	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("postgres: delete instance %s: %w", id, classify(err))
+	}
+	return nil
+}

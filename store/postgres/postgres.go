@@ -1,0 +1,285 @@
+// Package postgres is the metadata store for several cairn replicas:
+// store.Store on one PostgreSQL database through pgx (pgxpool). It keeps the
+// data model of store/sqlite in PostgreSQL types and passes the same contract
+// suite (store/storetest).
+//
+// Every rule that must hold across replicas is enforced by the database, never
+// by process memory:
+//
+//   - uniqueness of (type path, namespace, name) and of ids: unique indexes,
+//     inserts with ON CONFLICT DO NOTHING so a lost race is reported as
+//     CodeAlreadyExists without aborting the transaction;
+//   - Tx.GetInstances and Tx.GetInstancesBrief lock the rows they return
+//     (SELECT ... FOR NO KEY UPDATE, in id order), so the hub's
+//     read-check-write inside one Update is safe against every other replica;
+//   - AddResourceVersion is a compare-and-set on the instance row
+//     (latest_rv = rv-1), and the resource version's primary key catches
+//     anything that slips past;
+//   - SetLockedBy, SetMetadata and DeleteInstance lock the rows they change;
+//     AddUses takes key-share locks on both ends, so an instance cannot be
+//     deleted while an edge to it is being added.
+//
+// # Transactions
+//
+// Update runs fn in one READ COMMITTED transaction. READ COMMITTED is chosen
+// over SERIALIZABLE because of the row locks: a writer that waited for a lock
+// reads the row as the previous holder committed it (each statement takes a
+// new snapshot), so concurrent updates of one instance queue up and each gets
+// the next resource version, instead of failing with serialization errors
+// and retrying. Tx.GetInstances therefore locks first and reads afterwards,
+// in two statements. A deadlock (40P01) or serialization failure (40001) can
+// still happen, for example when two transactions lock the same rows in
+// different calls; Update then rolls back and runs fn again, up to
+// maxAttempts times with a jittered backoff, as store.Store allows.
+//
+// # The change log
+//
+// Pollers on other replicas read the change log by position (Changes after
+// a Seq), so a change must never become visible after a change with a higher
+// Seq: a poller that already moved past would skip it. With a plain sequence
+// that happens whenever two transactions take Seqs in one order and commit in
+// the other. Here Seqs come from a one-row counter, change_log_head, which a
+// transaction increments (UPDATE) at its first change and then holds locked
+// until it ends. The next change-log writer blocks on that row lock until
+// this transaction has committed, and PostgreSQL makes a commit visible
+// before it releases the transaction's locks, so the writer continues from
+// the committed counter: Seq order equals commit order, every snapshot sees
+// a prefix of the log, and LastSeq (the committed counter) never names a
+// change that is not visible yet. The counter is transactional, so a
+// rolled-back transaction gives its Seqs back, and it never decreases, so
+// Seqs are not reused after pruning. Seqs are assigned inside the
+// transaction, so reads through it see the instances' new Seqs.
+//
+// The price is that transactions that log changes are serialized from their
+// first change to their commit (as SQLite serializes all writers); reads and
+// the row-locked reads before the first change run in parallel. A
+// transaction that takes a row lock after its first change can deadlock with
+// one that holds that row and waits for the counter; PostgreSQL aborts one of
+// them and Update runs it again. The hub takes its row locks first (Tx.
+// GetInstances), so this is limited to rare cases such as deleting an
+// instance while another replica creates one that uses it.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	schema   string
+	maxConns int32
+	log      *slog.Logger
+}
+
+// WithSchema makes every connection use the given schema (search_path): the
+// tables are created and read there. It must exist. The default is the
+// database's search_path, normally "public".
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// WithMaxConns caps the connection pool. The default is pgxpool's
+// (max(4, GOMAXPROCS)) unless the DSN sets pool_max_conns.
+func WithMaxConns(n int32) Option {
+	return func(o *options) { o.maxConns = n }
+}
+
+// WithLogger receives the migrations applied at Open.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// maxAttempts bounds how often Update runs fn when PostgreSQL reports a
+// deadlock or a serialization failure.
+const maxAttempts = 8
+
+// Store is a metadata store on one PostgreSQL database. It is safe for
+// concurrent use, also by several processes on the same database.
+type Store struct {
+	pool *pgxpool.Pool
+	desc string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or key=value
+// string, as libpq and pgx accept them) and migrates its schema to the
+// version this binary knows, one step per transaction under an advisory
+// lock, so replicas starting together migrate once. It refuses a database
+// whose schema is newer (ErrSchemaTooNew).
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password in parse errors.
+		return nil, &cairn.Error{Code: cairn.CodeInvalid, Msg: fmt.Sprintf("postgres: parse the connection string: %v", err), Err: err}
+	}
+	if o.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "cairn"
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	s := &Store{desc: describe(cfg.ConnConfig, o.schema)}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, classify(err))
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, classify(err))
+	}
+	if err := migrate(ctx, s.pool, o.log); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, err)
+	}
+	return s, nil
+}
+
+// describe names the database for messages and logs, without the password.
+func describe(c *pgx.ConnConfig, schema string) string {
+	host := c.Host
+	if !strings.HasPrefix(host, "/") {
+		host = net.JoinHostPort(host, fmt.Sprint(c.Port))
+	}
+	d := fmt.Sprintf("postgresql://%s@%s/%s", c.User, host, c.Database)
+	if schema == "" {
+		schema = c.RuntimeParams["search_path"]
+	}
+	if schema != "" {
+		d += " (schema " + schema + ")"
+	}
+	return d
+}
+
+// String names the database without credentials.
+func (s *Store) String() string { return s.desc }
+
+// Close waits for the connections in use to be returned and closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Update runs fn in one READ COMMITTED transaction and commits; see the
+// package documentation for the locking and for why fn may run more than
+// once.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.updateOnce(ctx, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if attempt == maxAttempts {
+			return &cairn.Error{Code: cairn.CodeConflict, Err: err,
+				Msg: fmt.Sprintf("postgres: transaction gave up after %d attempts: %v", attempt, err)}
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) updateOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
+	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("postgres: begin transaction: %w", classify(err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			pgTx.Rollback(context.WithoutCancel(ctx)) // fn panicked; the panic goes on
+		}
+	}()
+	t := &tx{reader: reader{q: pgTx, lock: true}}
+	if err := fn(ctx, t); err != nil {
+		done = true
+		if rbErr := pgTx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+			return errors.Join(err, fmt.Errorf("postgres: rollback: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := pgTx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", classify(err))
+	}
+	return nil
+}
+
+// retryable reports a deadlock or serialization failure anywhere in err.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// backoff waits a jittered, growing delay before another attempt.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(1+rand.IntN(1<<min(attempt, 6))) * time.Millisecond
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// classify gives PostgreSQL errors cairn's codes, keeping the original in
+// the chain: lost connections and an overloaded server are CodeUnavailable
+// (retry later, 503), unique violations CodeAlreadyExists, deadlocks and
+// serialization failures CodeConflict, bad input CodeInvalid.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		code := cairn.Code("")
+		switch {
+		case pe.Code == "23505":
+			code = cairn.CodeAlreadyExists
+		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "23503", pe.Code == "55P03":
+			code = cairn.CodeConflict
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"), strings.HasPrefix(pe.Code, "57P"):
+			code = cairn.CodeUnavailable
+		case strings.HasPrefix(pe.Code, "22"):
+			code = cairn.CodeInvalid
+		}
+		if code != "" {
+			return &cairn.Error{Code: code, Msg: err.Error(), Err: err}
+		}
+		return err
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) {
+		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
+	}
+	return err
+}

@@ -1,0 +1,307 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
+	"github.com/cairn-dev/cairn/store/storetest"
+)
+
+func TestContract(t *testing.T) {
+	pgtest.DSN(t) // skip (or fail in CI) once, not per subtest
+	storetest.Run(t, func(t *testing.T) store.Store { return pgtest.Open(t) })
+}
+
+// schemaVersions lists schema_migrations in the schema.
+func schemaVersions(t *testing.T, sc pgtest.Schema) []int {
+	t.Helper()
+	ctx := t.Context()
+	cfg, err := pgx.ParseConfig(sc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = sc.Name
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func wantAllVersionsOnce(t *testing.T, got []int) {
+	t.Helper()
+	if len(got) != postgres.SchemaVersion() {
+		t.Fatalf("schema_migrations = %v, want 1..%d once each", got, postgres.SchemaVersion())
+	}
+	for i, v := range got {
+		if v != i+1 {
+			t.Fatalf("schema_migrations = %v, want 1..%d once each", got, postgres.SchemaVersion())
+		}
+	}
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	sc := pgtest.NewSchema(t)
+	for range 3 {
+		s := sc.Open(t)
+		v, err := s.Version(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != postgres.SchemaVersion() {
+			t.Fatalf("Version = %d, want %d", v, postgres.SchemaVersion())
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAllVersionsOnce(t, schemaVersions(t, sc))
+}
+
+// Data written before a reopen is there after it: Open migrates nothing
+// twice and drops nothing.
+func TestPersistsAcrossReopen(t *testing.T) {
+	ctx := t.Context()
+	sc := pgtest.NewSchema(t)
+	s := sc.Open(t)
+	in := cairn.Instance{
+		ID: "00000000-0000-4000-8000-000000000001", TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default", Name: "a", Labels: map[string]string{"env": "prod"},
+		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC),
+		Latest:    cairn.ResourceVersion{ResourceVersion: 1},
+	}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, in); err != nil {
+			return err
+		}
+		return tx.PutValue(ctx, in.ID, 1, json.RawMessage(`{"k":"v"}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = sc.Open(t)
+	got, err := s.GetInstances(ctx, []string{in.ID})
+	if err != nil || len(got) != 1 || got[0].Labels["env"] != "prod" || !got[0].CreatedAt.Equal(in.CreatedAt) {
+		t.Fatalf("GetInstances after reopen = %+v, %v", got, err)
+	}
+	if v, err := s.Value(ctx, in.ID, 1); err != nil || string(v) != `{"k":"v"}` {
+		t.Fatalf("Value after reopen = %s, %v", v, err)
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	sc := pgtest.NewSchema(t)
+	if err := sc.Open(t).Close(); err != nil {
+		t.Fatal(err)
+	}
+	newer := postgres.SchemaVersion() + 1
+	sc.Exec(t, `INSERT INTO schema_migrations (version) VALUES ($1)`, newer)
+
+	_, err := postgres.Open(t.Context(), sc.DSN, postgres.WithSchema(sc.Name))
+	if !errors.Is(err, postgres.ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	want := fmt.Sprintf("database schema version %d is newer than this cairn binary supports (%d); upgrade cairn", newer, postgres.SchemaVersion())
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	var tooNew *postgres.SchemaTooNewError
+	if !errors.As(err, &tooNew) || tooNew.Version != newer || tooNew.Supported != postgres.SchemaVersion() {
+		t.Errorf("error %v: SchemaTooNewError = %+v", err, tooNew)
+	}
+	if strings.Contains(err.Error(), "cairn:cairn@") || !strings.Contains(err.Error(), sc.Name) {
+		t.Errorf("error %q shows the password or does not name the schema", err)
+	}
+}
+
+// Replicas starting together on a new database: every Open succeeds and
+// every step is applied once.
+func TestConcurrentMigrations(t *testing.T) {
+	sc := pgtest.NewSchema(t)
+	const n = 6
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			s, err := postgres.Open(t.Context(), sc.DSN, postgres.WithSchema(sc.Name), postgres.WithMaxConns(2))
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+	}
+	wantAllVersionsOnce(t, schemaVersions(t, sc))
+}
+
+func TestMissingSchema(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	_, err := postgres.Open(t.Context(), dsn, postgres.WithSchema("cairn_no_such_schema"))
+	if err == nil || !strings.Contains(err.Error(), "search_path names no existing schema") {
+		t.Fatalf("Open with a missing schema: %v", err)
+	}
+}
+
+func TestBadDSN(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://cairn:secret@127.0.0.1:5432/cairn?sslmode=bogus")
+	if cairn.ErrorCode(err) != cairn.CodeInvalid {
+		t.Fatalf("Open(bad DSN) = %v, want Invalid", err)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %q shows the password", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens, the connection is refused.
+	_, err := postgres.Open(ctx, "postgres://cairn:secret@127.0.0.1:1/cairn?sslmode=disable&connect_timeout=5")
+	if cairn.ErrorCode(err) != cairn.CodeUnavailable {
+		t.Fatalf("Open(unreachable) = %v, want Unavailable", err)
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %q shows the password", err)
+	}
+}
+
+// What PostgreSQL keeps differs from SQLite only in precision: microsecond
+// timestamps. JSON is kept as the compact text the store wrote (key order
+// and \u0000 included), unlike jsonb.
+func TestMicrosecondsAndCompactJSON(t *testing.T) {
+	ctx := t.Context()
+	s := pgtest.Open(t)
+	created := time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
+	in := cairn.Instance{
+		ID: "00000000-0000-4000-8000-000000000001", TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default", Name: "a", CreatedAt: created,
+		Latest: cairn.ResourceVersion{ResourceVersion: 1, CreatedAt: created,
+			Context: json.RawMessage(" {\n \"b\": [1, 2],\t\"a\": \"\\u0000\" }")},
+	}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.CreateInstance(ctx, in) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetInstances(ctx, []string{in.ID})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("GetInstances = %v, %v", got, err)
+	}
+	if want := created.UTC().Truncate(time.Microsecond); got[0].CreatedAt != want || got[0].Latest.CreatedAt != want {
+		t.Errorf("createdAt = %v, %v; want %v", got[0].CreatedAt, got[0].Latest.CreatedAt, want)
+	}
+	if want := `{"b":[1,2],"a":"\u0000"}`; string(got[0].Latest.Context) != want {
+		t.Errorf("context = %s, want %s", got[0].Latest.Context, want)
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	s := pgtest.Open(t)
+	for name, fn := range map[string]func(ctx context.Context, tx store.Tx) error{
+		"invalid JSON": func(ctx context.Context, tx store.Tx) error {
+			return tx.PutValue(ctx, "x", 1, json.RawMessage(`{"a":`))
+		},
+		"time out of range": func(ctx context.Context, tx store.Tx) error {
+			return tx.CreateType(ctx, cairn.Type{Path: "cap.type.a", Revision: "0.1.0", CreatedAt: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)})
+		},
+		"NUL in a name": func(ctx context.Context, tx store.Tx) error {
+			return tx.CreateInstance(ctx, cairn.Instance{ID: "00000000-0000-4000-8000-000000000001",
+				TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}, Namespace: "default", Name: "a\x00b"})
+		},
+	} {
+		err := s.Update(t.Context(), fn)
+		if cairn.ErrorCode(err) != cairn.CodeInvalid {
+			t.Errorf("%s: %v, want Invalid", name, err)
+		}
+	}
+}
+
+// A deadlock between two transactions is resolved by PostgreSQL aborting
+// one; Update runs that one's fn again and both commit.
+func TestDeadlockRetried(t *testing.T) {
+	ctx := t.Context()
+	s := pgtest.Open(t)
+	ids := []string{"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		for i, id := range ids {
+			if err := tx.CreateInstance(ctx, cairn.Instance{ID: id, TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+				Namespace: "default", Name: fmt.Sprint(i), Latest: cairn.ResourceVersion{ResourceVersion: 1}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Each transaction locks one instance, waits until the other has
+	// locked its own, then locks the other's: a guaranteed deadlock.
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		attempts = map[int]int{}
+		locked   = [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+		once     = [2]sync.Once{}
+	)
+	errs := make(chan error, 2)
+	for w := range 2 {
+		wg.Go(func() {
+			errs <- s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+				mu.Lock()
+				attempts[w]++
+				first := attempts[w] == 1
+				mu.Unlock()
+				if _, err := tx.GetInstancesBrief(ctx, []string{ids[w]}); err != nil {
+					return err
+				}
+				if first {
+					once[w].Do(func() { close(locked[w]) })
+					<-locked[1-w]
+				}
+				if _, err := tx.GetInstancesBrief(ctx, []string{ids[1-w]}); err != nil {
+					return err
+				}
+				return tx.SetLockedBy(ctx, ids, fmt.Sprint("owner-", w))
+			})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	}
+	if attempts[0]+attempts[1] < 3 {
+		t.Fatalf("attempts = %v: no transaction was retried, so there was no deadlock", attempts)
+	}
+}

@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+const (
+	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, created_at`
+	typeOrder   = ` ORDER BY path, revision_key DESC, revision DESC`
+
+	qGetType = `SELECT ` + typeColumns + ` FROM types WHERE path = $1 AND revision = $2`
+	// qCreateType inserts a Type and its parents in one statement; it
+	// returns 0 when the revision exists.
+	qCreateType = `WITH t AS (
+	INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING path, revision
+), p AS (
+	INSERT INTO type_parents (path, revision, parent)
+	SELECT t.path, t.revision, x.parent FROM t, unnest($5::text[]) AS x(parent) ON CONFLICT DO NOTHING
+)
+SELECT count(*) FROM t`
+	qDeleteType = `DELETE FROM types WHERE path = $1 AND revision = $2`
+)
+
+func scanType(row pgx.Row) (cairn.Type, error) {
+	var (
+		t             cairn.Type
+		schema, names []byte
+		createdAt     pgtype.Timestamptz
+	)
+	if err := row.Scan(&t.Path, &t.Revision, &schema, &t.AdditionalRefs, &t.Group, &t.Version, &names, &createdAt); err != nil {
+		return cairn.Type{}, err
+	}
+	t.JSONSchema = decodeRaw(schema)
+	t.CreatedAt = decodeTime(createdAt)
+	if len(t.AdditionalRefs) == 0 {
+		t.AdditionalRefs = nil
+	}
+	if names != nil {
+		t.Names = new(cairn.Names)
+		if err := decodeJSON("names", names, t.Names); err != nil {
+			return cairn.Type{}, err
+		}
+	}
+	return t, nil
+}
+
+func (r reader) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error) {
+	t, err := scanType(r.q.QueryRow(ctx, qGetType, ref.Path, ref.Revision))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
+	}
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("postgres: get type %s: %w", ref, classify(err))
+	}
+	return t, nil
+}
+
+func (r reader) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type, error) {
+	var (
+		where []string
+		a     args
+	)
+	if p := strings.TrimSuffix(f.PathPrefix, ".*"); p != "" {
+		// path = p or path starts with "p.": the half-open range ["p.",
+		// "p/") in byte order ('/' follows '.'), which the index serves.
+		where = append(where, `(path = `+a.add(p)+` OR (path >= `+a.add(p+".")+` AND path < `+a.add(p+"/")+`))`)
+	}
+	if f.Parent != "" {
+		where = append(where, `EXISTS (SELECT 1 FROM type_parents p WHERE p.path = types.path AND p.revision = types.revision AND p.parent = `+a.add(f.Parent)+`)`)
+	}
+	if f.Group != "" {
+		where = append(where, `rest_group = `+a.add(f.Group))
+	}
+	if f.Version != "" {
+		where = append(where, `rest_version = `+a.add(f.Version))
+	}
+	q := `SELECT ` + typeColumns + ` FROM types`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += typeOrder
+
+	rows, err := r.q.Query(ctx, q, a...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list types: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []cairn.Type
+	for rows.Next() {
+		t, err := scanType(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list types: %w", classify(err))
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list types: %w", classify(err))
+	}
+	return out, nil
+}
+
+func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
+	schema, err := encodeRaw("jsonSchema", typ.JSONSchema)
+	if err != nil {
+		return err
+	}
+	names, err := encodeJSON("names", typ.Names, typ.Names == nil)
+	if err != nil {
+		return err
+	}
+	createdAt, err := encodeTime(typ.CreatedAt)
+	if err != nil {
+		return err
+	}
+	var refs []string
+	if len(typ.AdditionalRefs) > 0 {
+		refs = typ.AdditionalRefs
+	}
+	var n int
+	err = t.q.QueryRow(ctx, qCreateType,
+		typ.Path, typ.Revision, store.RevisionKey(typ.Revision), schema, refs, typ.Group, typ.Version, names, createdAt).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("postgres: create type %s: %w", typ.Ref(), classify(err))
+	}
+	if n == 0 {
+		return cairn.Errorf(cairn.CodeAlreadyExists, "type %q already exists", typ.Ref())
+	}
+	return nil
+}
+
+func (t *tx) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
+	tag, err := t.q.Exec(ctx, qDeleteType, ref.Path, ref.Revision)
+	if err != nil {
+		return fmt.Errorf("postgres: delete type %s: %w", ref, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
+	}
+	return nil
+}
