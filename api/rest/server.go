@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn"
@@ -52,11 +53,22 @@ type Server struct {
 	metrics Metrics
 	maxBody int64
 	cache   resourceCache
+
+	stopOnce sync.Once
+	stopping chan struct{}
+}
+
+// StopWatches ends every watch stream, now and from now on; in-flight
+// requests of other kinds are not affected. Call it when shutting down
+// (http.Server.RegisterOnShutdown), since a watch never ends by itself.
+func (s *Server) StopWatches() {
+	s.stopOnce.Do(func() { close(s.stopping) })
 }
 
 // New returns a Server.
 func New(cfg Config) *Server {
-	s := &Server{hub: cfg.Hub, log: cfg.Logger, version: cfg.Version, metrics: cfg.Metrics, maxBody: cfg.MaxBodyBytes}
+	s := &Server{hub: cfg.Hub, log: cfg.Logger, version: cfg.Version, metrics: cfg.Metrics, maxBody: cfg.MaxBodyBytes,
+		stopping: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

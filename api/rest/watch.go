@@ -30,11 +30,27 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 	o.limit, o.after = 0, nil
 	q := r.URL.Query()
+	if q.Has("sendInitialEvents") {
+		// Refused as by a Kubernetes API server without the WatchList
+		// feature: client-go's reflector then lists and watches instead.
+		const msg = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+		st := newStatus(http.StatusUnprocessableEntity, "Invalid", `ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: `+msg)
+		st.Details = &StatusDetails{Group: "meta.k8s.io", Kind: "ListOptions", Causes: []StatusCause{{Type: "FieldValueForbidden", Message: "Forbidden: " + msg, Field: "sendInitialEvents"}}}
+		return errStatus{st}
+	}
 	start, err := parseSeq(q.Get("resourceVersion"))
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	go func() {
+		select {
+		case <-s.stopping:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	if t := q.Get("timeoutSeconds"); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n < 0 {
