@@ -17,7 +17,6 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // Env is what the CLI takes from the process it runs in.
@@ -39,11 +38,12 @@ const (
 
 // app holds the global flags and the environment of one invocation.
 type app struct {
-	env     Env
-	dataDir string
-	strict  bool
-	output  string
-	as      string
+	env      Env
+	dataDir  string
+	database string // --database: PostgreSQL URL, empty for SQLite in dataDir
+	strict   bool
+	output   string
+	as       string
 	// backends holds the settings for reaching external storage backends.
 	backends backendOptions
 }
@@ -85,7 +85,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `cairn keeps typed, versioned instances of infrastructure and configuration state
 (Types and TypeInstances) and delegates where each value lives to a storage backend.
 
-The commands work on the embedded SQLite store in --data-dir.`,
+The commands work on the embedded SQLite store in --data-dir, or on the
+PostgreSQL database of --database (several cairn serve replicas can share one).`,
 		Example: `  cairn apply -f examples/quickstart
   cairn list --type 'cap.type.database.*'
   cairn describe 3f8a3c2e-...`,
@@ -116,6 +117,7 @@ The commands work on the embedded SQLite store in --data-dir.`,
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	f.StringVar(&a.as, "as", cmp.Or(a.env.Getenv("USER"), a.env.Getenv("LOGNAME")), "caller identity recorded as createdBy [$USER]")
 	a.addBackendFlags(root)
+	a.addStoreFlags(root)
 	if strictErr != nil {
 		// Report a malformed environment variable when a command runs, as a
 		// usage error, rather than ignoring it.
@@ -140,6 +142,7 @@ The commands work on the embedded SQLite store in --data-dir.`,
 		a.typesCommand(),
 		a.versionCommand(),
 		a.serveCommand(),
+		a.migrateCommand(),
 		a.backendsCommand(),
 		a.backendServeCommand(),
 	)
@@ -167,13 +170,14 @@ func (a *app) defaultDataDir() string {
 	return ""
 }
 
-// withHub opens the embedded store and a hub on it for the duration of fn.
+// withHub opens the store (see openStore) and a hub on it for the duration
+// of fn.
 func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error) {
-	path := filepath.Join(a.dataDir, "cairn.db")
-	st, err := sqlite.Open(ctx, path)
+	st, err := a.openStore(ctx, nil)
 	if err != nil {
-		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("open the store %s: %v", path, err), Err: err}
+		return err
 	}
+	path := st.Where
 	defer func() {
 		if cerr := st.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close the store %s: %w", path, cerr)
@@ -184,7 +188,7 @@ func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Backends: backends})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: backends})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // EnvAddr is the environment variable for serve's --addr.
@@ -36,14 +34,17 @@ func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
-		Long: `serve runs the hub on the embedded store in --data-dir and serves its
-REST API, which follows the Kubernetes API conventions: kubectl and client-go
-work against it (kubectl --server http://ADDR).
+		Long: `serve runs the hub on the embedded store in --data-dir, or on the
+PostgreSQL database of --database (migrated at start-up, see cairn migrate;
+replicas on one database share everything), and serves its REST API, which
+follows the Kubernetes API conventions: kubectl and client-go work against it
+(kubectl --server http://ADDR).
 
 Endpoints: /apis (discovery and resources), /openapi/v3, /version,
 /healthz and /readyz, and Prometheus metrics at /metrics.`,
 		Example: `  cairn serve
   cairn serve --addr 0.0.0.0:8080 --data-dir /var/lib/cairn
+  cairn serve --addr 0.0.0.0:8080 --database 'postgres://cairn:secret@db:5432/cairn'
   kubectl --server http://127.0.0.1:8080 api-resources`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,18 +58,18 @@ Endpoints: /apis (discovery and resources), /openapi/v3, /version,
 
 func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
-	path := filepath.Join(a.dataDir, "cairn.db")
-	st, err := sqlite.Open(ctx, path)
+	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
-		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("open the store %s: %v", path, err), Err: err}
+		return err
 	}
 	defer st.Close()
+	path := st.Where
 	backends, err := a.backendOpener(log)
 	if err != nil {
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "sqlite", Strict: a.strict, Logger: log, Backends: backends})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: backends})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -194,3 +194,7 @@ func schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
 	}
 	return int(v.Int64), nil
 }
+
+// SchemaVersion is the schema version this binary migrates a database to;
+// after a successful Open the database is at exactly this version.
+func SchemaVersion() int { return len(migrations) }

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// EnvDatabase is the environment variable for --database.
+const EnvDatabase = "CAIRN_DATABASE"
+
+// addStoreFlags adds --database, which chooses the metadata store for every
+// command: empty for the embedded SQLite file in --data-dir (the default),
+// a postgres:// URL for PostgreSQL, which several replicas can share.
+func (a *app) addStoreFlags(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&a.database, "database", a.env.Getenv(EnvDatabase),
+		"PostgreSQL URL of the metadata store, postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...; empty: the embedded SQLite store in --data-dir [$"+EnvDatabase+"]")
+}
+
+// openedStore is the metadata store the flags select, migrated to the
+// schema this binary knows.
+type openedStore struct {
+	store.Store
+	// Kind is the hub's StoreKind: "sqlite" or "postgresql".
+	Kind string
+	// Where names the file, or the database without credentials.
+	Where string
+	// Version is the schema version.
+	Version int
+}
+
+// openStore opens the metadata store the flags select and applies the
+// schema migrations this binary has (on PostgreSQL under an advisory lock,
+// so replicas starting together migrate once). A database migrated by a
+// newer cairn is refused.
+func (a *app) openStore(ctx context.Context, log *slog.Logger) (*openedStore, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	switch db := a.database; {
+	case db == "":
+		path := filepath.Join(a.dataDir, "cairn.db")
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, storeError(fmt.Sprintf("open the store %s", path), err)
+		}
+		return &openedStore{Store: st, Kind: "sqlite", Where: path, Version: sqlite.SchemaVersion()}, nil
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		st, err := postgres.Open(ctx, db, postgres.WithLogger(log))
+		if err != nil {
+			return nil, storeError("open the PostgreSQL store", err)
+		}
+		return &openedStore{Store: st, Kind: "postgresql", Where: st.String(), Version: postgres.SchemaVersion()}, nil
+	default:
+		return nil, usageErrorf("--database: want a postgres:// or postgresql:// URL (leave it empty for the embedded SQLite store in --data-dir)")
+	}
+}
+
+// storeError keeps a classified error's code (a malformed URL is Invalid)
+// and makes anything else Unavailable.
+func storeError(what string, err error) error {
+	code := cairn.ErrorCode(err)
+	if code == cairn.CodeInternal || errors.Is(err, postgres.ErrSchemaTooNew) || errors.Is(err, sqlite.ErrSchemaTooNew) {
+		code = cairn.CodeUnavailable
+	}
+	return &cairn.Error{Code: code, Msg: fmt.Sprintf("%s: %v", what, err), Err: err}
+}
