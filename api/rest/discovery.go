@@ -52,7 +52,7 @@ func hubResources() []*resource {
 		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
 			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
 		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
-			shortNames: []string{"ti"}, verbs: []string{"delete", "get", "list", "watch"}, hubKind: "typeinstances"},
+			shortNames: []string{"ti"}, verbs: []string{"create", "delete", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
 		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
 			verbs: []string{"get", "list"}, hubKind: "backends"},
 		// Locking is an action on several instances at once, all or

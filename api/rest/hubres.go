@@ -34,6 +34,10 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		}
 	case "typeinstances GET true":
 		err = s.getTypeInstance(w, r, req)
+	case "typeinstances POST false":
+		err = s.createTypeInstances(w, r)
+	case "typeinstances PUT true":
+		err = s.replaceTypeInstance(w, r, req)
 	case "typeinstances DELETE true":
 		err = s.deleteTypeInstance(w, r, req)
 	case "backends GET false":

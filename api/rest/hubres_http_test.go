@@ -254,7 +254,7 @@ func TestTypeInstancesAndBackends(t *testing.T) {
 		{"an instance that is not a backend", "GET", "/backends/" + a.Metadata.UID, 422, "Invalid", []string{"url"}},
 		{"missing backend", "GET", "/backends/00000000-0000-0000-0000-000000000000", 404, "NotFound", nil},
 		{"cluster-scoped resource under a namespace", "GET", "/namespaces/default/typeinstances", 404, "NotFound", nil},
-		{"create a typeinstance", "POST", "/typeinstances", 405, "MethodNotAllowed", nil},
+		{"create a typeinstance without a document", "POST", "/typeinstances", 400, "BadRequest", []string{"no TypeInstance document"}},
 		{"write a backend", "PUT", "/backends/" + cairn.BuiltinBackendID, 405, "MethodNotAllowed", nil},
 		{"delete the built-in backend", "DELETE", "/typeinstances/" + cairn.BuiltinBackendID, 422, "Invalid", []string{"built-in"}},
 	}

@@ -1,0 +1,333 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/manifest"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// createTypeInstances is POST typeinstances. The body is one TypeInstance
+// document in cairn's manifest form (what cairn apply reads:
+// metadata {name, namespace, alias, labels, annotations}, spec {typeRef,
+// value, attributes, backend, uses}) or a List of them. Every document is
+// created in one atomic hub batch, so spec.uses may name another document
+// of the same request: by its metadata.alias, or by a metadata.name no other
+// document of the request shares (the rule of cairn apply); other entries
+// are ids of existing instances. spec.backend.id may be a storage backend's
+// alias. The answer is 201 with the created TypeInstance, or a
+// TypeInstanceList when the body held several.
+func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	docs, err := manifest.Decode(bytes.NewReader(body), "request body")
+	if err != nil {
+		return hubInvalid(err)
+	}
+	if len(docs) == 0 {
+		return errStatus{badRequest("the request body holds no TypeInstance document")}
+	}
+	ins := make([]*manifest.Instance, 0, len(docs))
+	var errs []error
+	for _, d := range docs {
+		switch {
+		case d.Kind != manifest.KindTypeInstance:
+			return errStatus{badRequest("%s: only TypeInstance documents can be created here, not %s (Types are created at %s/%s/types)", d.Pos, d.Kind, HubGroup, HubVersion)}
+		case d.Instance.ID != "":
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
+				Causes: []cairn.Cause{{Field: "metadata/id", Message: "must not be set: it names an existing TypeInstance, which is replaced with PUT typeinstances/{id}"}},
+				Msg:    "metadata.id names an existing TypeInstance; replace it with PUT typeinstances/{id}"})
+		}
+		ins = append(ins, d.Instance)
+	}
+	aliases, err := batchAliases(docs)
+	errs = append(errs, err)
+	errs = append(errs, s.resolveBackendAliases(r, docs))
+	if err := errors.Join(errs...); err != nil {
+		return hubInvalid(err)
+	}
+
+	var req hub.CreateRequest
+	for i, in := range ins {
+		n := in.NewInstance()
+		n.Alias = aliases[i]
+		if len(in.Uses) > 0 && n.Alias == "" {
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: docs[i].Pos.String(),
+				Msg: "spec.uses needs the document to have an alias within the request: set metadata.alias (metadata.name is shared with another document)"})
+		}
+		req.Instances = append(req.Instances, n)
+		req.UsesRelations = append(req.UsesRelations, in.UsesRelations(n.Alias)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return hubInvalid(err)
+	}
+	created, err := s.hub.CreateInstances(r.Context(), req)
+	if err != nil {
+		return hubInvalid(err)
+	}
+	items := make([]any, 0, len(created))
+	for _, c := range created {
+		inst, err := s.hub.GetInstance(r.Context(), c.ID, true)
+		if err != nil {
+			return fmt.Errorf("read the created TypeInstance %s: %w", c.ID, err)
+		}
+		items = append(items, toTypeInstance(inst))
+	}
+	if len(items) == 1 {
+		writeJSON(w, http.StatusCreated, items[0])
+		return nil
+	}
+	writeJSON(w, http.StatusCreated, List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: items})
+	return nil
+}
+
+// hubInvalid renders a hub error about a batch without naming one object:
+// the error's subjects (document positions, aliases) already say which.
+func hubInvalid(err error) error {
+	return errStatus{errorStatus(err, target{group: HubGroup})}
+}
+
+// batchAliases gives each document its alias within the request: its
+// metadata.alias, else a metadata.name no other document shares and no
+// document has as its alias. Explicit aliases must be unique.
+func batchAliases(docs []manifest.Document) ([]string, error) {
+	aliases := make([]string, len(docs))
+	taken := map[string]int{}
+	var errs []error
+	for i, d := range docs {
+		a := d.Instance.Alias
+		if a == "" {
+			continue
+		}
+		if j, dup := taken[a]; dup {
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
+				Msg: fmt.Sprintf("metadata.alias %q is also the alias of %s; aliases must be unique within a request", a, docs[j].Pos)})
+			continue
+		}
+		aliases[i], taken[a] = a, i
+	}
+	names := map[string]int{}
+	for _, d := range docs {
+		if d.Instance.Alias == "" && d.Instance.Name != "" {
+			names[d.Instance.Name]++
+		}
+	}
+	for i, d := range docs {
+		n := d.Instance.Name
+		if d.Instance.Alias != "" || n == "" || names[n] > 1 {
+			continue
+		}
+		if _, dup := taken[n]; dup {
+			continue
+		}
+		aliases[i], taken[n] = n, i
+	}
+	return aliases, errors.Join(errs...)
+}
+
+// resolveBackendAliases replaces a spec.backend.id that is not a UUID with
+// the id of the storage backend that has that alias.
+func (s *Server) resolveBackendAliases(r *http.Request, docs []manifest.Document) error {
+	var byAlias map[string][]string
+	var errs []error
+	for _, d := range docs {
+		b := d.Instance.Backend
+		if b == nil || b.ID == "" || uuid.Validate(b.ID) == nil {
+			continue
+		}
+		if byAlias == nil {
+			insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
+				Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
+			}, false)
+			if err != nil {
+				return fmt.Errorf("list storage backends: %w", err)
+			}
+			byAlias = map[string][]string{}
+			for _, inst := range insts {
+				if inst.Alias != "" {
+					byAlias[inst.Alias] = append(byAlias[inst.Alias], inst.ID)
+				}
+			}
+		}
+		switch ids := byAlias[b.ID]; len(ids) {
+		case 1:
+			b.ID = ids[0]
+		case 0:
+			errs = append(errs, &cairn.Error{Code: cairn.CodeNotFound, Subject: d.Pos.String(),
+				Msg: fmt.Sprintf("spec.backend.id %q is neither an id nor the alias of a storage backend", b.ID)})
+		default:
+			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
+				Msg: fmt.Sprintf("spec.backend.id %q is the alias of several storage backends (%s); use an id", b.ID, cairn.QuoteIDs(ids))})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inTypeInstance is a TypeInstance as clients PUT it: the object GET
+// returns, edited.
+type inTypeInstance struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   inMeta `json:"metadata"`
+	Spec       struct {
+		TypeRef    *cairn.TypeRef         `json:"typeRef"`
+		Namespace  string                 `json:"namespace"`
+		Name       string                 `json:"name"`
+		Alias      string                 `json:"alias"`
+		Attributes []cairn.AttributeRef   `json:"attributes"`
+		Value      json.RawMessage        `json:"value"`
+		Backend    *inTypeInstanceBackend `json:"backend"`
+	} `json:"spec"`
+	Status json.RawMessage `json:"status"`
+}
+
+type inTypeInstanceBackend struct {
+	ID       string          `json:"id"`
+	Abstract *bool           `json:"abstract"`
+	Context  json.RawMessage `json:"context"`
+}
+
+// replaceTypeInstance is PUT typeinstances/{id}: the body is the desired
+// TypeInstance object. Labels, annotations and spec.attributes are replaced
+// (left out: cleared); spec.value and spec.backend.context left out or null
+// are carried over, since a context-only backend owns its value and a
+// backend may rewrite the context it was given. What identifies the
+// instance (spec.typeRef, namespace, name, alias, backend) cannot change.
+// metadata.resourceVersion, when given, must be current (409 otherwise);
+// a locked instance needs ?lockOwner. A body that changes nothing adds no
+// resource version.
+func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var o inTypeInstance
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strictFields(r) {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&o); err != nil {
+		return errStatus{badRequest("the request body is not a valid TypeInstance: %v", err)}
+	}
+	cur, err := s.hub.GetInstance(r.Context(), req.name, true)
+	if err != nil {
+		return err
+	}
+	if err := checkTypeInstance(o, cur); err != nil {
+		return err
+	}
+	ifSeq, err := parseSeq(o.Metadata.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	attrs := o.Spec.Attributes
+	if attrs == nil {
+		attrs = []cairn.AttributeRef{}
+	}
+	up := hub.UpdateInstance{
+		ID:          cur.ID,
+		OwnerID:     r.URL.Query().Get("lockOwner"),
+		IfSeq:       ifSeq,
+		Labels:      nonNilMap(o.Metadata.Labels),
+		Annotations: nonNilMap(o.Metadata.Annotations),
+		Attributes:  &attrs,
+	}
+	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations) || !sameAttributes(attrs, cur.Latest.Attributes)
+	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" && !hub.JSONEqual(o.Spec.Value, cur.Latest.Value) {
+		up.Value, changed = o.Spec.Value, true
+	}
+	if b := o.Spec.Backend; b != nil && len(b.Context) > 0 && string(b.Context) != "null" && !hub.JSONEqual(b.Context, cur.Latest.Context) {
+		up.Context, changed = b.Context, true
+	}
+	if !changed {
+		if ifSeq != 0 && ifSeq != cur.Seq {
+			return cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+		}
+		writeJSON(w, http.StatusOK, toTypeInstance(cur))
+		return nil
+	}
+	if _, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up}); err != nil {
+		if cairn.HasCode(err, cairn.CodeConflict) {
+			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, cur.ID))
+			st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "typeinstances", UID: cur.ID}
+			return errStatus{st}
+		}
+		return err
+	}
+	inst, err := s.hub.GetInstance(r.Context(), cur.ID, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toTypeInstance(inst))
+	return nil
+}
+
+// checkTypeInstance refuses a body that is not this TypeInstance or that
+// changes what cannot change, with one cause per field as Kubernetes
+// reports immutable fields.
+func checkTypeInstance(o inTypeInstance, cur cairn.Instance) error {
+	if o.Metadata.Name != "" && o.Metadata.Name != cur.ID {
+		return errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Metadata.Name, cur.ID)}
+	}
+	if o.Metadata.UID != "" && o.Metadata.UID != cur.ID {
+		return errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in Object meta: %s", o.Metadata.UID, cur.ID))}
+	}
+	var causes []StatusCause
+	invalid := func(field, msg string) {
+		causes = append(causes, StatusCause{Type: "FieldValueInvalid", Field: field, Message: msg})
+	}
+	if o.APIVersion != "" && o.APIVersion != HubGroup+"/"+HubVersion {
+		invalid("apiVersion", fmt.Sprintf("must be %s/%s, not %s", HubGroup, HubVersion, o.APIVersion))
+	}
+	if o.Kind != "" && o.Kind != "TypeInstance" {
+		invalid("kind", "must be TypeInstance, not "+o.Kind)
+	}
+	immutable := func(field, got, want string) {
+		if got != "" && got != want {
+			invalid(field, fmt.Sprintf("Invalid value: %q: field is immutable (it is %q)", got, want))
+		}
+	}
+	if o.Spec.TypeRef != nil {
+		immutable("spec.typeRef", o.Spec.TypeRef.String(), cur.TypeRef.String())
+	}
+	immutable("spec.namespace", o.Spec.Namespace, cur.Namespace)
+	immutable("spec.name", o.Spec.Name, cur.Name)
+	immutable("spec.alias", o.Spec.Alias, cur.Alias)
+	if b := o.Spec.Backend; b != nil {
+		immutable("spec.backend.id", b.ID, cur.Backend.ID)
+		if b.Abstract != nil && *b.Abstract != cur.Backend.Abstract {
+			invalid("spec.backend.abstract", fmt.Sprintf("Invalid value: %t: field is immutable", *b.Abstract))
+		}
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("TypeInstance %q is invalid: %s: %s", cur.ID, causes[0].Field, causes[0].Message))
+	st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "TypeInstance", UID: cur.ID, Causes: causes}
+	return errStatus{st}
+}
+
+func sameAttributes(a, b []cairn.AttributeRef) bool {
+	key := func(r cairn.AttributeRef) string { return r.Path + ":" + r.Revision }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i, r := range a {
+		ka[i] = key(r)
+	}
+	for i, r := range b {
+		kb[i] = key(r)
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}

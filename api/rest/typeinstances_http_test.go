@@ -1,0 +1,204 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest"
+)
+
+// pgDoc is a TypeInstance document of pgType in cairn's manifest form.
+func pgDoc(name, extra string) string {
+	return `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata:
+  name: ` + name + `
+  labels: {env: dev}
+spec:
+  typeRef: {path: cap.type.database.postgresql.config, revision: 0.1.0}
+  value: {host: db.local, port: 5432}
+` + extra
+}
+
+func decodeTI(t *testing.T, r response) rest.TypeInstanceObject {
+	t.Helper()
+	var o rest.TypeInstanceObject
+	if err := json.Unmarshal(r.body, &o); err != nil {
+		t.Fatalf("decode %s: %v", r, err)
+	}
+	return o
+}
+
+func TestCreateTypeInstances(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", pgType, http.StatusCreated)
+	tis := hubGV + "/typeinstances"
+
+	var first rest.TypeInstanceObject
+	t.Run("one document", func(t *testing.T) {
+		e := e.with(t)
+		first = decodeTI(t, e.mustDo("POST", tis, "application/yaml", pgDoc("one", ""), http.StatusCreated))
+		if first.Kind != "TypeInstance" || first.Metadata.Name == "" || first.Metadata.Name != first.Metadata.UID ||
+			first.Spec.Name != "one" || first.Spec.Namespace != "default" || first.Spec.Alias != "one" ||
+			first.Metadata.Labels["env"] != "dev" || !strings.Contains(string(first.Spec.Value), `"port":5432`) ||
+			first.Status.ResourceVersion != 1 || first.Spec.Backend.ID != cairn.BuiltinBackendID {
+			t.Errorf("created = %+v", first)
+		}
+	})
+
+	t.Run("a List in one batch, uses by name, by id and a backend alias", func(t *testing.T) {
+		e := e.with(t)
+		body := pgDoc("server", "") + "---\n" +
+			pgDoc("config", "  uses: [server, "+first.Metadata.UID+"]\n  backend: {id: "+cairn.BuiltinBackendAlias+"}\n")
+		var l struct {
+			Kind  string                    `json:"kind"`
+			Items []rest.TypeInstanceObject `json:"items"`
+		}
+		r := e.mustDo("POST", tis, "application/yaml", body, http.StatusCreated)
+		if err := json.Unmarshal(r.body, &l); err != nil || l.Kind != "TypeInstanceList" || len(l.Items) != 2 {
+			t.Fatalf("created = %s (%v), want a TypeInstanceList of 2", r, err)
+		}
+		server, config := l.Items[0], l.Items[1]
+		if server.Spec.Name != "server" || config.Spec.Name != "config" {
+			t.Fatalf("items out of request order: %s, %s", server.Spec.Name, config.Spec.Name)
+		}
+		for _, id := range []string{server.Metadata.UID, first.Metadata.UID, cairn.BuiltinBackendID} {
+			if !slices.Contains(config.Status.Uses, id) {
+				t.Errorf("config uses %v, want %s", config.Status.Uses, id)
+			}
+		}
+	})
+
+	errs := []struct {
+		name   string
+		body   string
+		code   int
+		reason string
+		msgs   []string
+	}{
+		{"empty body", "", 400, "BadRequest", []string{"no TypeInstance document"}},
+		{"a Type document", pgType, 400, "BadRequest", []string{"only TypeInstance documents", "not Type"}},
+		{"metadata.id", strings.Replace(pgDoc("x", ""), "name: x", "name: x\n  id: "+cairn.BuiltinBackendID, 1), 422, "Invalid", []string{"metadata.id"}},
+		{"unknown field", pgDoc("x", "  colour: red\n"), 422, "Invalid", []string{"colour", "is not a known field"}},
+		{"duplicate aliases", strings.Replace(pgDoc("x", ""), "name: x", "name: x\n  alias: a", 1) + "---\n" +
+			strings.Replace(pgDoc("z", ""), "name: z", "name: z\n  alias: a", 1), 422, "Invalid", []string{`alias "a"`, "unique"}},
+		{"uses without an alias", pgDoc("x", "") + "---\n" + pgDoc("x", "  uses: [x]\n"), 422, "Invalid", []string{"spec.uses needs", "alias"}},
+		{"unknown backend alias", pgDoc("x", "  backend: {id: nowhere}\n"), 404, "NotFound", []string{`"nowhere"`}},
+		{"value against the schema", strings.Replace(pgDoc("x", ""), "port: 5432", "port: 0", 1), 422, "Invalid", []string{"port"}},
+		{"name taken", pgDoc("one", ""), 409, "AlreadyExists", []string{"one"}},
+		{"missing uses target", pgDoc("x", "  uses: [00000000-0000-4000-8000-000000000001]\n"), 404, "NotFound", []string{"00000000-0000-4000-8000-000000000001"}},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.with(t)
+			wantStatus(t, e.do("POST", tis, "application/yaml", tt.body), tt.code, tt.reason, tt.msgs...)
+		})
+	}
+	t.Run("a failing batch creates nothing", func(t *testing.T) {
+		e := e.with(t)
+		body := pgDoc("fine", "") + "---\n" + strings.Replace(pgDoc("broken", ""), "port: 5432", "port: 0", 1)
+		wantStatus(t, e.do("POST", tis, "application/yaml", body), 422, "Invalid")
+		wantStatus(t, e.get("/apis/database.cairn.dev/v1/namespaces/default/postgresconfigs/fine"), 404, "NotFound")
+	})
+}
+
+func TestReplaceTypeInstance(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", pgType, http.StatusCreated)
+	created := decodeTI(t, e.mustDo("POST", hubGV+"/typeinstances", "application/yaml", pgDoc("db", ""), http.StatusCreated))
+	path := hubGV + "/typeinstances/" + created.Metadata.UID
+
+	// edit returns the current object changed by fn, as a client would PUT it.
+	edit := func(t *testing.T, fn func(o map[string]any)) map[string]any {
+		t.Helper()
+		var o map[string]any
+		if err := json.Unmarshal(e.with(t).get(path).body, &o); err != nil {
+			t.Fatal(err)
+		}
+		fn(o)
+		return o
+	}
+	spec := func(o map[string]any) map[string]any { return o["spec"].(map[string]any) }
+	meta := func(o map[string]any) map[string]any { return o["metadata"].(map[string]any) }
+
+	t.Run("a new value and labels make a new resource version", func(t *testing.T) {
+		e := e.with(t)
+		body := edit(t, func(o map[string]any) {
+			spec(o)["value"] = map[string]any{"host": "db.local", "port": 5433}
+			meta(o)["labels"] = map[string]any{"env": "prod"}
+		})
+		got := decodeTI(t, e.mustDo("PUT", path, "application/json", body, 200))
+		if got.Status.ResourceVersion != 2 || !strings.Contains(string(got.Spec.Value), `"port":5433`) || got.Metadata.Labels["env"] != "prod" {
+			t.Errorf("replaced = %+v", got)
+		}
+	})
+	t.Run("nothing changed: no new resource version", func(t *testing.T) {
+		e := e.with(t)
+		before := decodeTI(t, e.get(path))
+		got := decodeTI(t, e.mustDo("PUT", path, "application/json", edit(t, func(map[string]any) {}), 200))
+		if got.Status.ResourceVersion != 2 || got.Metadata.ResourceVersion != before.Metadata.ResourceVersion {
+			t.Errorf("no-op replace = version %d rv %s, want 2 and %s", got.Status.ResourceVersion, got.Metadata.ResourceVersion, before.Metadata.ResourceVersion)
+		}
+	})
+	t.Run("a value left out is carried over", func(t *testing.T) {
+		e := e.with(t)
+		got := decodeTI(t, e.mustDo("PUT", path, "application/json", edit(t, func(o map[string]any) {
+			delete(spec(o), "value")
+			meta(o)["annotations"] = map[string]any{"note": "x"}
+		}), 200))
+		if got.Status.ResourceVersion != 3 || !strings.Contains(string(got.Spec.Value), `"port":5433`) || got.Metadata.Annotations["note"] != "x" {
+			t.Errorf("replaced = %+v", got)
+		}
+	})
+
+	stale := edit(t, func(o map[string]any) { spec(o)["value"] = map[string]any{"host": "stale", "port": 1} })
+	e.mustDo("PUT", path, "application/json", edit(t, func(o map[string]any) { meta(o)["labels"] = map[string]any{"env": "qa"} }), 200)
+	if err := e.h.LockInstances(e.ctx, []string{created.Metadata.UID}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	locked := edit(t, func(o map[string]any) { meta(o)["labels"] = map[string]any{"env": "locked"} })
+	errs := []struct {
+		name   string
+		path   string
+		body   any
+		code   int
+		reason string
+		msgs   []string
+	}{
+		{"stale resourceVersion", path + "?lockOwner=alice", stale, 409, "Conflict", []string{"has been modified"}},
+		{"locked, no owner", path, locked, 409, "Conflict", []string{"locked"}},
+		{"locked, wrong owner", path + "?lockOwner=bob", locked, 409, "Conflict", []string{"locked"}},
+		{"typeRef is immutable", path, edit(t, func(o map[string]any) {
+			spec(o)["typeRef"] = map[string]any{"path": "cap.type.other", "revision": "0.1.0"}
+			spec(o)["name"] = "renamed"
+		}), 422, "Invalid", []string{"spec.typeRef", "immutable"}},
+		{"backend is immutable", path, edit(t, func(o map[string]any) {
+			spec(o)["backend"] = map[string]any{"id": "00000000-0000-4000-8000-000000000001"}
+		}), 422, "Invalid", []string{"spec.backend.id"}},
+		{"name does not match", path, edit(t, func(o map[string]any) { meta(o)["name"] = "other" }), 400, "BadRequest", []string{"does not match"}},
+		{"wrong kind", path, edit(t, func(o map[string]any) { o["kind"] = "Flag" }), 422, "Invalid", []string{"kind"}},
+		{"invalid value", path + "?lockOwner=alice", edit(t, func(o map[string]any) { spec(o)["value"] = map[string]any{"host": "h", "port": 0} }), 422, "Invalid", []string{"port"}},
+		{"not JSON", path, "{", 400, "BadRequest", []string{"not a valid TypeInstance"}},
+		{"missing", hubGV + "/typeinstances/00000000-0000-4000-8000-000000000001", locked, 404, "NotFound", nil},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.with(t)
+			st := wantStatus(t, e.do("PUT", tt.path, "application/json", tt.body), tt.code, tt.reason, tt.msgs...)
+			if tt.name == "typeRef is immutable" && (st.Details == nil || len(st.Details.Causes) != 2) {
+				t.Errorf("details = %+v, want a cause for typeRef and one for name", st.Details)
+			}
+		})
+	}
+	t.Run("the lock owner may write", func(t *testing.T) {
+		e := e.with(t)
+		got := decodeTI(t, e.mustDo("PUT", path+"?lockOwner=alice", "application/json", locked, 200))
+		if got.Metadata.Labels["env"] != "locked" || got.Status.LockedBy != "alice" {
+			t.Errorf("replaced = %+v", got)
+		}
+	})
+}
