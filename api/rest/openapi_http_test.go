@@ -126,13 +126,13 @@ func TestOpenAPIV3(t *testing.T) {
 	})
 }
 
-type schema struct {
+type oaSchema struct {
 	Type        string              `json:"type"`
 	Ref         string              `json:"$ref"`
 	Description string              `json:"description"`
 	Required    []string            `json:"required"`
-	Properties  map[string]schema   `json:"properties"`
-	Items       *schema             `json:"items"`
+	Properties  map[string]oaSchema `json:"properties"`
+	Items       *oaSchema           `json:"items"`
 	Minimum     *float64            `json:"minimum"`
 	Maximum     *float64            `json:"maximum"`
 	GVK         []map[string]string `json:"x-kubernetes-group-version-kind"`
@@ -155,7 +155,7 @@ type openAPI struct {
 	OpenAPI    string                          `json:"openapi"`
 	Paths      map[string]map[string]operation `json:"paths"`
 	Components struct {
-		Schemas map[string]schema `json:"schemas"`
+		Schemas map[string]oaSchema `json:"schemas"`
 	} `json:"components"`
 }
 

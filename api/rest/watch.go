@@ -44,13 +44,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
-	go func() {
+	go func(done <-chan struct{}) { // not ctx: it is reassigned below
 		select {
 		case <-s.stopping:
 			stop()
-		case <-ctx.Done():
+		case <-done:
 		}
-	}()
+	}(ctx.Done())
 	if t := q.Get("timeoutSeconds"); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n < 0 {

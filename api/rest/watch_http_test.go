@@ -232,6 +232,13 @@ func TestWatchGone(t *testing.T) {
 		wantStatus(t, e.get(flagsIn("default")+"?watch=true&resourceVersion=abc"), 400, "BadRequest", "abc")
 		wantStatus(t, e.get(flagsIn("default")+"?watch=true&timeoutSeconds=-1"), 400, "BadRequest", "timeoutSeconds")
 		wantStatus(t, e.get(flagsIn("default")+"?watch=true&labelSelector=a%20in%20b"), 400, "BadRequest")
+		// Streamed initial events (watch-list) are not served; client-go
+		// falls back to list and watch on this refusal (TestClientGoInformer).
+		st := wantStatus(t, e.get(flagsIn("default")+"?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+			422, "Invalid", "sendInitialEvents")
+		if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "sendInitialEvents" {
+			t.Errorf("details = %+v", st.Details)
+		}
 	})
 }
 
