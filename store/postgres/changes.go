@@ -13,21 +13,25 @@ import (
 )
 
 const (
+	// lockChangeLog is the CTE every change-log write starts with: it
+	// locks the one row of change_log_lock until the transaction ends (a
+	// no-op when the transaction already holds it). Seqs are taken with
+	// nextval only in rows joined with it, that is after the lock is held;
+	// see the package documentation.
+	lockChangeLog = `lock AS (SELECT id FROM change_log_lock WHERE id = 1 FOR UPDATE)`
+
 	// qRecordChange appends one change of an existing instance to the log,
 	// taking its identity from the row, and stamps the instance with the
-	// change's Seq. The Seq comes from the change_log_head counter; the
-	// UPDATE locks the counter row until the transaction ends (see the
-	// package documentation). Nothing happens when the instance is absent.
-	qRecordChange = `WITH head AS (
-	UPDATE change_log_head SET last_seq = last_seq + 1
-	WHERE id = 1 AND EXISTS (SELECT 1 FROM instances WHERE id = $2)
-	RETURNING last_seq
+	// change's Seq. Nothing happens when the instance is absent.
+	qRecordChange = `WITH ` + lockChangeLog + `,
+c AS (
+	SELECT nextval('changes_seq') AS seq, i.id, i.type_path, i.type_revision, i.namespace, i.name
+	FROM lock, instances i WHERE i.id = $2
 ), ins AS (
 	INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
-	SELECT head.last_seq, $1, i.id, i.type_path, i.type_revision, i.namespace, i.name, $3
-	FROM head, instances i WHERE i.id = $2
+	SELECT c.seq, $1, c.id, c.type_path, c.type_revision, c.namespace, c.name, $3 FROM c
 )
-UPDATE instances SET seq = head.last_seq FROM head WHERE id = $2`
+UPDATE instances i SET seq = c.seq FROM c WHERE i.id = c.id`
 
 	// qChanges reads the pruned point and the changes in one statement, so
 	// both come from one snapshot even while another replica prunes.
@@ -36,9 +40,17 @@ FROM changes_pruned p
 LEFT JOIN LATERAL (SELECT * FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2) c ON true
 WHERE p.id = 1
 ORDER BY c.seq`
-	qLastSeq      = `SELECT last_seq FROM change_log_head WHERE id = 1`
+	// qLastSeq is the newest committed change, or the pruned point when
+	// every change was pruned. Both only grow: changes become visible in
+	// Seq order, and a prune moves the pruned point in the transaction
+	// that deletes.
+	qLastSeq = `SELECT GREATEST((SELECT COALESCE(max(seq), 0) FROM changes), (SELECT through FROM changes_pruned WHERE id = 1))`
+	// qPruneChanges never moves the pruned point past the newest change:
+	// Seqs handed out later are higher than every existing one, but not
+	// necessarily higher than an arbitrary number, so a pruned point beyond
+	// the newest change could hide them.
 	qPruneChanges = `WITH d AS (DELETE FROM changes WHERE seq <= $1)
-UPDATE changes_pruned SET through = GREATEST(through, $1) WHERE id = 1`
+UPDATE changes_pruned SET through = GREATEST(through, LEAST($1, (SELECT COALESCE(max(seq), 0) FROM changes))) WHERE id = 1`
 )
 
 // record queues the change-log entry of a change to instance id on b,

@@ -62,17 +62,15 @@ LEFT JOIN LATERAL (SELECT array_agg(key ORDER BY key) AS keys, array_agg(value O
 
 	// qCreateInstance inserts an instance, its first resource version,
 	// labels, attributes and its ADDED change in one statement; it returns 0
-	// when the id or the name is taken. The Seq is taken from the counter
-	// first, so a transaction inserting instances always holds the counter
-	// lock: ON CONFLICT never waits for another uncommitted insert while
-	// holding it. A failed insert leaves the counter moved on, which only
-	// skips a Seq.
-	qCreateInstance = `WITH head AS (
-	UPDATE change_log_head SET last_seq = last_seq + 1 WHERE id = 1 RETURNING last_seq
-), i AS (
+	// when the id or the name is taken. The change-log lock is taken before
+	// the insert, so a transaction with an uncommitted instance always
+	// holds it: ON CONFLICT never waits for another transaction's insert
+	// while holding the lock. A failed insert skips a Seq, nothing more.
+	qCreateInstance = `WITH ` + lockChangeLog + `,
+i AS (
 	INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, alias,
 		annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv, seq)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8::json, $9, $10::boolean, $11, $12::timestamptz, $13::integer, head.last_seq FROM head
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8::json, $9, $10::boolean, $11, $12::timestamptz, $13::integer, nextval('changes_seq') FROM lock
 	ON CONFLICT DO NOTHING RETURNING id, seq
 ), v AS (
 	INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
@@ -154,6 +152,10 @@ func (r reader) queryInstances(ctx context.Context, relations bool, query string
 	if err != nil {
 		return nil, classify(err)
 	}
+	return scanInstances(rows, relations)
+}
+
+func scanInstances(rows pgx.Rows, relations bool) ([]cairn.Instance, error) {
 	defer rows.Close()
 	var out []cairn.Instance
 	for rows.Next() {
@@ -196,16 +198,34 @@ func (r reader) getInstances(ctx context.Context, ids []string, relations bool) 
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	q := instanceSelect + relationColumns(relations) + instanceFrom + ` WHERE i.id = ANY($1)`
+	var (
+		found []cairn.Instance
+		err   error
+	)
 	if r.lock {
-		// Lock first, read afterwards: the read is a new statement, so in
-		// READ COMMITTED it sees what a writer we waited for committed.
-		if _, err := r.q.Exec(ctx, qLockInstances, ids); err != nil {
+		// Lock first, read afterwards: the read is a statement of its own,
+		// so in READ COMMITTED it sees what a writer we waited for
+		// committed. Both go in one round trip.
+		b := &pgx.Batch{}
+		b.Queue(qLockInstances, ids)
+		b.Queue(q, ids)
+		br := r.q.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return nil, fmt.Errorf("postgres: lock instances: %w", classify(err))
 		}
-	}
-	q := instanceSelect + relationColumns(relations) + instanceFrom + ` WHERE i.id = ANY($1)`
-	found, err := r.queryInstances(ctx, relations, q, ids)
-	if err != nil {
+		rows, err := br.Query()
+		if err == nil {
+			found, err = scanInstances(rows, relations)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("postgres: get instances: %w", classify(err))
+		}
+	} else if found, err = r.queryInstances(ctx, relations, q, ids); err != nil {
 		return nil, fmt.Errorf("postgres: get instances: %w", err)
 	}
 	byID := make(map[string]cairn.Instance, len(found))

@@ -78,7 +78,7 @@ CREATE TABLE instances (
 	locked_by         text NOT NULL DEFAULT '',
 	created_at        timestamptz,
 	latest_rv         integer NOT NULL,
-	-- the Seq of the instance's last change (see change_log_head)
+	-- the Seq of the instance's last change (see changes)
 	seq               bigint NOT NULL DEFAULT 0,
 	CONSTRAINT instances_name_key UNIQUE (type_path, namespace, name)
 );
@@ -137,9 +137,11 @@ CREATE TABLE builtin_locks (
 	locked_by   text NOT NULL
 );
 
--- The change log. Seqs are assigned at commit under the row lock of
--- change_log_head (see the package documentation), so they follow commit
--- order, and are never reused: the counter only grows.
+-- The change log. Seqs come from changes_seq, and only while the
+-- transaction holds the row lock of change_log_lock (see the package
+-- documentation), so they follow commit order; a sequence never hands out a
+-- value twice, so Seqs are not reused after pruning.
+CREATE SEQUENCE changes_seq;
 CREATE TABLE changes (
 	seq           bigint NOT NULL PRIMARY KEY,
 	kind          text NOT NULL,
@@ -151,12 +153,12 @@ CREATE TABLE changes (
 	at            timestamptz NOT NULL
 );
 
--- One row: the Seq of the newest committed change.
-CREATE TABLE change_log_head (
-	id       integer NOT NULL PRIMARY KEY CHECK (id = 1),
-	last_seq bigint NOT NULL
+-- One row, whose lock change-log writers hold from their first change to
+-- their commit.
+CREATE TABLE change_log_lock (
+	id integer NOT NULL PRIMARY KEY CHECK (id = 1)
 );
-INSERT INTO change_log_head (id, last_seq) VALUES (1, 0);
+INSERT INTO change_log_lock (id) VALUES (1);
 
 -- One row: the Seq through which changes were pruned.
 CREATE TABLE changes_pruned (

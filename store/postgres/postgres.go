@@ -38,26 +38,28 @@
 // a Seq), so a change must never become visible after a change with a higher
 // Seq: a poller that already moved past would skip it. With a plain sequence
 // that happens whenever two transactions take Seqs in one order and commit in
-// the other. Here Seqs come from a one-row counter, change_log_head, which a
-// transaction increments (UPDATE) at its first change and then holds locked
-// until it ends. The next change-log writer blocks on that row lock until
-// this transaction has committed, and PostgreSQL makes a commit visible
-// before it releases the transaction's locks, so the writer continues from
-// the committed counter: Seq order equals commit order, every snapshot sees
-// a prefix of the log, and LastSeq (the committed counter) never names a
-// change that is not visible yet. The counter is transactional, so a
-// rolled-back transaction gives its Seqs back, and it never decreases, so
-// Seqs are not reused after pruning. Seqs are assigned inside the
-// transaction, so reads through it see the instances' new Seqs.
+// the other. Here every statement that logs a change first locks the one row
+// of change_log_lock (SELECT ... FOR UPDATE, in the same statement) and takes
+// Seqs from the sequence changes_seq only after that; the lock is held until
+// the transaction ends. The next change-log writer blocks on it until this
+// transaction has committed, and PostgreSQL makes a commit visible before it
+// releases the transaction's locks, so that writer's Seqs are higher than
+// every Seq of a visible change: Seq order equals commit order and every
+// snapshot sees a prefix of the log. LastSeq, the highest committed Seq (or
+// the pruned point once everything was pruned), never goes backwards, and a
+// sequence never hands out a value twice, so Seqs are not reused after
+// pruning. A rolled-back transaction leaves a gap, which pollers skip over.
+// Seqs are assigned inside the transaction, so reads through it see the
+// instances' new Seqs.
 //
 // The price is that transactions that log changes are serialized from their
-// first change to their commit (as SQLite serializes all writers); reads and
-// the row-locked reads before the first change run in parallel. A
+// first change to their commit (SQLite serializes all writers); reads, and
+// the row-locked reads before the first change, run in parallel. A
 // transaction that takes a row lock after its first change can deadlock with
-// one that holds that row and waits for the counter; PostgreSQL aborts one of
-// them and Update runs it again. The hub takes its row locks first (Tx.
-// GetInstances), so this is limited to rare cases such as deleting an
-// instance while another replica creates one that uses it.
+// one that holds that row and waits for the change-log lock; PostgreSQL
+// aborts one of them and Update runs it again. The hub takes its row locks
+// first (Tx.GetInstances), so this is limited to rare cases such as deleting
+// an instance while another replica creates one that uses it.
 package postgres
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -17,16 +18,38 @@ const (
 	qVersions      = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = $1 ORDER BY resource_version`
 	qVersion       = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = $1 AND resource_version = $2`
 
-	// qAdvanceLatest is the compare-and-set that keeps resource versions
-	// gapless: it moves latest_rv to $2 only from $2-1, under the row lock
-	// UPDATE takes (a concurrent writer's committed change is re-checked).
-	qAdvanceLatest = `UPDATE instances SET latest_rv = $2 WHERE id = $1 AND latest_rv = $2 - 1`
-	qLatest        = `SELECT latest_rv FROM instances WHERE id = $1`
-	qInsertVersion = `INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
-VALUES ($1, $2, $3, $4, $5, $6)`
-	qDeleteLatestAttrs = `DELETE FROM latest_attributes WHERE instance_id = $1`
-	qInsertLatestAttrs = `INSERT INTO latest_attributes (instance_id, path, revision)
-SELECT $1::text, x.path, x.revision FROM unnest($2::text[], $3::text[]) AS x(path, revision) ON CONFLICT DO NOTHING`
+	// qAddVersion appends a resource version in one statement. Its core is
+	// the compare-and-set that keeps versions gapless: latest_rv moves to
+	// $2 only from $2-1, under the row lock UPDATE takes (a concurrent
+	// writer's committed change is re-checked), and everything else
+	// happens only when it matched. The latest attributes are replaced by
+	// deleting those not in the new set and inserting the new ones (ON
+	// CONFLICT DO NOTHING keeps those in both). With $9 the statement also
+	// logs the change: it takes the change-log lock first and the Seq
+	// (nextval) only when the compare-and-set matched.
+	qAddVersion = `WITH ` + lockChangeLog + `,
+cas AS (
+	UPDATE instances i SET latest_rv = $2, seq = CASE WHEN $9::boolean THEN nextval('changes_seq') ELSE i.seq END
+	FROM lock WHERE i.id = $1 AND i.latest_rv = $2 - 1
+	RETURNING i.id, i.type_path, i.type_revision, i.namespace, i.name, i.seq
+), v AS (
+	INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
+	SELECT cas.id, $2::integer, $3::text, $4::timestamptz, $5::json, $6::json FROM cas
+), d AS (
+	DELETE FROM latest_attributes a USING cas
+	WHERE a.instance_id = cas.id
+	AND (a.path, a.revision) NOT IN (SELECT x.path, x.revision FROM unnest($7::text[], $8::text[]) AS x(path, revision))
+), n AS (
+	INSERT INTO latest_attributes (instance_id, path, revision)
+	SELECT cas.id, x.path, x.revision FROM cas, unnest($7::text[], $8::text[]) AS x(path, revision)
+	ON CONFLICT DO NOTHING
+), c AS (
+	INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+	SELECT cas.seq, 'MODIFIED', cas.id, cas.type_path, cas.type_revision, cas.namespace, cas.name, $10::timestamptz
+	FROM cas WHERE $9::boolean
+)
+SELECT count(*) FROM cas`
+	qLatest = `SELECT latest_rv FROM instances WHERE id = $1`
 )
 
 func scanVersion(row pgx.Row) (cairn.ResourceVersion, error) {
@@ -95,21 +118,12 @@ func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.Resourc
 		return err
 	}
 
-	tag, err := t.q.Exec(ctx, qAdvanceLatest, id, rv.ResourceVersion)
-	if err != nil {
-		return fmt.Errorf("postgres: add resource version to %s: %w", id, classify(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return t.notNext(ctx, id, rv.ResourceVersion)
-	}
-
 	paths, revisions := attributeArrays(rv.Attributes)
-	b := &pgx.Batch{}
-	b.Queue(qInsertVersion, id, rv.ResourceVersion, rv.CreatedBy, createdAt, attrs, rvContext)
-	b.Queue(qDeleteLatestAttrs, id)
-	b.Queue(qInsertLatestAttrs, id, paths, revisions)
-	t.record(b, store.Modified, id)
-	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
+	log := !t.recorded[id]
+	var n int
+	err = t.q.QueryRow(ctx, qAddVersion, id, rv.ResourceVersion, rv.CreatedBy, createdAt, attrs, rvContext,
+		paths, revisions, log, time.Now().UTC()).Scan(&n)
+	if err != nil {
 		err = classify(err)
 		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
 			// The primary key caught a version the compare-and-set let by.
@@ -117,6 +131,12 @@ func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.Resourc
 				Msg: fmt.Sprintf("instance %q: resource version %d already exists", id, rv.ResourceVersion)}
 		}
 		return fmt.Errorf("postgres: add resource version to %s: %w", id, err)
+	}
+	if n == 0 {
+		return t.notNext(ctx, id, rv.ResourceVersion)
+	}
+	if log {
+		t.noteRecorded(store.Modified, id)
 	}
 	return nil
 }
