@@ -313,7 +313,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		return err
 	}
 	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
-		return errStatus{badRequest("the namespace of the Object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
+		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
 	}
 	name := o.Metadata.Name
 	if name == "" && o.Metadata.GenerateName != "" {
@@ -389,13 +389,13 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		return cairn.Instance{}, err
 	}
 	if o.Metadata.Name != "" && o.Metadata.Name != req.name {
-		return cairn.Instance{}, errStatus{badRequest("the name of the Object (%s) does not match the name on the URL (%s)", o.Metadata.Name, req.name)}
+		return cairn.Instance{}, errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Metadata.Name, req.name)}
 	}
 	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
-		return cairn.Instance{}, errStatus{badRequest("the namespace of the Object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
+		return cairn.Instance{}, errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
 	}
 	if o.Metadata.UID != "" && o.Metadata.UID != cur.ID {
-		st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in Object meta: %s", o.Metadata.UID, cur.ID))
+		st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", o.Metadata.UID, cur.ID))
 		return cairn.Instance{}, errStatus{st}
 	}
 	ifSeq, err := parseSeq(o.Metadata.ResourceVersion)
@@ -429,7 +429,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	}
 	if _, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up}); err != nil {
 		if cairn.HasCode(err, cairn.CodeConflict) {
-			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the Object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
+			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
 			st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
 			return cairn.Instance{}, errStatus{st}
 		}
@@ -546,7 +546,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	var ifSeq int64
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != cur.ID {
-			return errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in Object meta: %s", *p.UID, cur.ID))}
+			return errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, cur.ID))}
 		}
 		if p.ResourceVersion != nil {
 			if ifSeq, err = parseSeq(*p.ResourceVersion); err != nil {

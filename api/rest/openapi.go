@@ -126,7 +126,7 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 		"description": desc,
 		"properties": map[string]any{
 			"apiVersion": map[string]any{"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
-			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this Object represents."},
+			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
 			"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
 			"spec":       spec,
 			"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
