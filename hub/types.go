@@ -48,6 +48,7 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 	var created bool
 	var out cairn.Type
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		created = false
 		old, err := tx.GetType(ctx, t.Ref())
 		switch {
 		case err == nil:
@@ -62,6 +63,19 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 		created, out = true, t
 		return tx.CreateType(ctx, t)
 	})
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		// Another replica created it between our read and our insert: what
+		// it created decides, as if it had come first.
+		old, gerr := h.st.GetType(ctx, t.Ref())
+		switch {
+		case gerr != nil:
+			err = gerr
+		case !sameType(old, t):
+			err = cairn.Errorf(cairn.CodeConflict, "Type %s already exists with a different definition; Type revisions are immutable, publish a new revision", t.Ref())
+		default:
+			return old, false, nil
+		}
+	}
 	if err != nil {
 		return cairn.Type{}, false, fmt.Errorf("apply Type %s: %w", t.Ref(), err)
 	}

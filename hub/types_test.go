@@ -67,3 +67,42 @@ func TestStorageBackendValueChecked(t *testing.T) {
 		t.Errorf("backend unusable after a refused update: %v", err)
 	}
 }
+
+// ApplyType of the same Type by several replicas at once: one creates it,
+// the others find it unchanged; nobody gets an error.
+func TestApplyTypeConcurrently(t *testing.T) {
+	e := newEnv(t)
+	others := make([]*hub.Hub, 4)
+	for i := range others {
+		h, err := hub.New(e.ctx, hub.Config{Store: e.st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		others[i] = h
+	}
+	ty := cairn.Type{Path: "cap.type.race", Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object"}`)}
+	type result struct {
+		created bool
+		err     error
+	}
+	results := make(chan result, len(others))
+	for _, h := range others {
+		go func() {
+			_, created, err := h.ApplyType(e.ctx, ty)
+			results <- result{created, err}
+		}()
+	}
+	created := 0
+	for range others {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("concurrent ApplyType: %v", r.err)
+		}
+		if r.created {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d replicas created the Type, want exactly 1", created)
+	}
+}
