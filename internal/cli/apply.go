@@ -72,6 +72,26 @@ in it, in name order; "-" reads standard input.`,
 
 // readDocuments decodes every file named by the -f flags.
 func (a *app) readDocuments(args []string) ([]manifest.Document, error) {
+	paths, err := expandFiles(args)
+	if err != nil {
+		return nil, err
+	}
+	var docs []manifest.Document
+	var errs []error
+	for _, p := range paths {
+		ds, err := a.decodeFile(p)
+		docs = append(docs, ds...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return docs, errors.Join(errs...)
+}
+
+// expandFiles turns the -f arguments into the files to read: a directory
+// means its *.yaml, *.yml and *.json files in name order, "-" standard
+// input (once).
+func expandFiles(args []string) ([]string, error) {
 	var paths []string
 	stdin := false
 	for _, arg := range args {
@@ -108,17 +128,7 @@ func (a *app) readDocuments(args []string) ([]manifest.Document, error) {
 			return nil, cairn.Errorf(cairn.CodeInvalid, "directory %s holds no *.yaml, *.yml or *.json file", arg)
 		}
 	}
-
-	var docs []manifest.Document
-	var errs []error
-	for _, p := range paths {
-		ds, err := a.decodeFile(p)
-		docs = append(docs, ds...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return docs, errors.Join(errs...)
+	return paths, nil
 }
 
 func (a *app) decodeFile(path string) ([]manifest.Document, error) {
@@ -450,6 +460,15 @@ func (p *plan) match(ctx context.Context, h *hub.Hub, owner string) error {
 	default:
 		return nil
 	}
+	return p.decide(inst, owner)
+}
+
+// decide records inst as the instance the document refers to and whether
+// it needs a new resource version; it refuses a document that would change
+// what identifies the instance. Both modes decide alike: client mode reads
+// inst from the server.
+func (p *plan) decide(inst cairn.Instance, owner string) error {
+	in := p.in
 	p.existing = &inst
 
 	// What identifies an instance cannot change; say so rather than ignore it.

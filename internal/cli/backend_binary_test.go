@@ -49,7 +49,8 @@ func TestExternalBackendWalkthrough(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	dataDir, values := filepath.Join(tmp, "data"), filepath.Join(tmp, "values")
-	env := append(os.Environ(), "CAIRN_DATA_DIR="+dataDir, "USER=walkthrough")
+	// Local mode whatever the environment of the test says.
+	env := append(os.Environ(), "CAIRN_DATA_DIR="+dataDir, "USER=walkthrough", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dataDir, "no-config.yaml"))
 
 	// 1. Start the file backend on a free port.
 	backend := exec.Command(bin, "backend", "file", "--dir", values, "--listen", "127.0.0.1:0")

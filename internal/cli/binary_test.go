@@ -24,7 +24,8 @@ func TestBinary(t *testing.T) {
 	dataDir := t.TempDir()
 	run := func(args ...string) ([]byte, []byte, int) {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "CAIRN_DATA_DIR="+dataDir, "USER=binary-test")
+		// Local mode whatever the environment of the test says.
+		cmd.Env = append(os.Environ(), "CAIRN_DATA_DIR="+dataDir, "USER=binary-test", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dataDir, "no-config.yaml"))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

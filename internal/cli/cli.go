@@ -60,13 +60,16 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if env.Stdin == nil {
 		env.Stdin = eofReader{}
 	}
-	a := &app{env: env}
-	root := a.rootCommand()
+	root, err := newRoot(env, args)
+	if err != nil {
+		printError(env.Stderr, err)
+		return ExitCode(err)
+	}
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
