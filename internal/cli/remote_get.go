@@ -452,7 +452,7 @@ func (r *remote) watch(ctx context.Context, w io.Writer, g resourceNames, o getO
 		case "json", "yaml":
 			var v any = obj.raw
 			if o.watchEvents {
-				v = map[string]any{"type": event, "object": obj.raw}
+				v = rest.WatchEvent{Type: event, Object: obj.raw}
 			}
 			if o.output == "yaml" && !first {
 				if _, err := io.WriteString(w, "---\n"); err != nil {

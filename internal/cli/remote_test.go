@@ -378,6 +378,58 @@ func TestClientGet(t *testing.T) {
 	})
 }
 
+func TestClientCreate(t *testing.T) {
+	s := newServer(t)
+	rd := s.file("flags.json", flagsRD)
+	tis := s.file("tis.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: base}
+spec: {typeRef: {path: cap.type.base, revision: 0.1.0}, value: {a: 1}}
+---
+apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: top}
+spec: {typeRef: {path: cap.type.top, revision: 0.1.0}, value: {b: 2}, uses: [base]}
+`)
+	steps := []struct {
+		name string
+		args []string
+		code int
+		out  []string // stdout lines, regular expressions
+		err  string   // contained in stderr
+	}{
+		{"a Type and an object", []string{"create", "-f", rd, "-f", s.file("a.yaml", flagDoc("a", "", "", "{enabled: true}"))}, 0,
+			[]string{`type\.hub\.cairn\.dev/io\.flipt\.flag:1\.0\.0-alpha\.1 created`, `flag\.flipt\.io/a created`}, ""},
+		{"the Type again", []string{"create", "-f", rd}, cli.ExitConflict, []string{``}, "already exists"},
+		{"the object again", []string{"create", "-f", s.file("a.yaml", flagDoc("a", "", "", "{}"))}, cli.ExitConflict, []string{``}, `flags.flipt.io "a" already exists`},
+		{"TypeInstances in one batch", []string{"create", "-f", tis}, 0, []string{
+			`typeinstance\.hub\.cairn\.dev/` + idRE + ` \(default/base\) created`,
+			`typeinstance\.hub\.cairn\.dev/` + idRE + ` \(default/top\) created`}, ""},
+		{"TypeInstances again: nothing created", []string{"create", "-f", tis}, cli.ExitConflict, []string{``}, "already exists"},
+		{"an invalid object", []string{"create", "-f", s.file("b.yaml", flagDoc("b", "", "", "{colour: red}"))}, cli.ExitInvalid, []string{``}, "  spec"},
+		{"no -f", []string{"create"}, cli.ExitInvalid, []string{``}, "give at least one -f"},
+		{"a missing file", []string{"create", "-f", filepath.Join(s.dir, "nope.yaml")}, cli.ExitInvalid, []string{``}, "nope.yaml"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			r := s.run("", st.args...)
+			if r.code != st.code || !strings.Contains(r.stderr, st.err) {
+				t.Fatalf("exit %d stderr %q; want %d and %q", r.code, r.stderr, st.code, st.err)
+			}
+			matchLines(t, r.stdout, st.out...)
+		})
+	}
+	ctx := context.Background()
+	base, err := s.h.GetInstanceByName(ctx, "cap.type.base", "default", "base", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := s.h.GetInstanceByName(ctx, "cap.type.top", "default", "top", false)
+	if err != nil || !slices.Contains(top.Uses, base.ID) {
+		t.Errorf("top = %+v, %v; want it to use base %s", top, err, base.ID)
+	}
+}
+
 func TestClientDescribe(t *testing.T) {
 	s := newServer(t)
 	s.ok("apply", "-f", quickstart)
@@ -600,6 +652,10 @@ func TestClientWatch(t *testing.T) {
 				}
 			},
 			`(?m)^ADDED +new +io\.flipt\.flag:1\.0\.0-alpha\.1 `},
+		{"json events", []string{"get", "flags", "b", "-w", "-o", "json", "--output-watch-events"},
+			`(?s)"type": "ADDED",.*"name": "b"`,
+			func() { s.ok("apply", "-f", s.file("b.yaml", flagDoc("b", "", "{team: moon}", "{enabled: true}"))) },
+			`(?s)"type": "MODIFIED",.*"name": "b".*"enabled": true`},
 		{"names of a selection", []string{"get", "flags", "-w", "-o", "name", "-l", "team=x"},
 			`(?m)^flags\.flipt\.io/a$`,
 			func() { s.ok("delete", "flag", "a") },
