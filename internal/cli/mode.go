@@ -72,6 +72,10 @@ func newRoot(env Env, args []string) (*cobra.Command, error) {
 		lroot.PersistentFlags().String("server", "", "server URL: run as a client of that cairn server (client mode) [$"+EnvServer+"]")
 		lroot.PersistentFlags().String("context", "", "context of the configuration file whose server to use (client mode)")
 		lroot.AddCommand(configCommand(env))
+		lroot.Long += `
+
+This is local mode. With a server (--server URL, $` + EnvServer + ` or the current context of
+'cairn config') the CLI is a client of that server instead: see 'cairn --server URL --help'.`
 		return lroot, nil
 	}
 
