@@ -59,7 +59,8 @@ object unchanged cancels the edit.`,
 			if err != nil {
 				return err
 			}
-			f, err := os.CreateTemp("", "cairn-edit-*."+output)
+			// $TMPDIR through Env, like every other input of a command.
+			f, err := os.CreateTemp(r.env.Getenv("TMPDIR"), "cairn-edit-*."+output)
 			if err != nil {
 				return fmt.Errorf("create the file to edit: %w", err)
 			}

@@ -74,7 +74,7 @@ func newServer(t *testing.T) *server {
 	t.Cleanup(srv.Close)
 	t.Cleanup(cancel)
 	// HOME is the test's, so no configuration file of the machine counts.
-	vars := map[string]string{"USER": "tester", "HOME": dir, cli.EnvDataDir: filepath.Join(dir, "local")}
+	vars := map[string]string{"USER": "tester", "HOME": dir, "TMPDIR": dir, cli.EnvDataDir: filepath.Join(dir, "local")}
 	return &server{t: t, url: srv.URL, h: h, dir: dir, vars: vars}
 }
 
@@ -323,17 +323,19 @@ func TestClientGet(t *testing.T) {
 		{"resource/name", []string{"get", "flag/a", "Flag/b", "-o", "name"}, 0, []string{`flags\.flipt\.io/a`, `flags\.flipt\.io/b`}, ""},
 		{"by kind and namespace", []string{"get", "Flag", "c", "-n", "other", "-o", "name"}, 0, []string{`flags\.flipt\.io/c`}, ""},
 		{"typeinstances", []string{"get", "ti"}, 0, []string{
-			`ID +NAMESPACE +NAME +TYPE +VERSION +BACKEND +LOCKED BY +AGE`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`}, ""},
+			`ID +NAMESPACE +NAME +TYPE +VERSION +BACKEND +LOCKED BY +AGE`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`}, ""},
 		{"a typeinstance by id", []string{"get", "typeinstance", a.ID}, 0, []string{
 			`ID .*`, a.ID + ` +default +a +io\.flipt\.flag:1\.0\.0-alpha\.1 +1 +cairn-builtin +<none> +\d+s`}, ""},
 		{"types", []string{"get", "types"}, 0, []string{
 			`NAME +PATH +REVISION +REST +AGE`,
+			`cap\.core\.type\.hub\.storage\.gotemplate:0\.1\.0 .*`,
 			`cap\.core\.type\.hub\.storage\.sqlite:0\.1\.0 .*`,
 			`cap\.type\.database\.postgresql\.config:0\.1\.0 +cap\.type\.database\.postgresql\.config +0\.1\.0 +database\.cairn\.dev/v1 PostgresConfig +\d+s`,
 			`cap\.type\.database\.postgresql\.server:0\.1\.0 .* <none> .*`,
 			`io\.flipt\.flag:1\.0\.0-alpha\.1 +io\.flipt\.flag +1\.0\.0-alpha\.1 +flipt\.io/v1alpha1 Flag +\d+s`}, ""},
 		{"backends", []string{"get", "backends"}, 0, []string{
-			`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`}, ""},
+			`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`,
+			gotemplate.BackendID + ` +gotemplate +inprocess://gotemplate +false +false`}, ""},
 		{"a backend by alias", []string{"get", "backend", "cairn-builtin", "-o", "name"}, 0, []string{`backends\.hub\.cairn\.dev/` + cairn.BuiltinBackendID}, ""},
 		{"a served cairn Type", []string{"get", "pgc", "-o", "name"}, 0, []string{`postgresconfigs\.database\.cairn\.dev/db-config`}, ""},
 		{"nothing found", []string{"get", "flags", "-n", "empty"}, 0, []string{``}, "No resources found in empty namespace."},
@@ -501,6 +503,13 @@ func TestClientReplaceEditDelete(t *testing.T) {
 	if err := os.Chmod(portEditor, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	jsonEditor := s.file("json.sh", "#!/bin/sh\nsed -i 's/\"enabled\": false/\"enabled\": true/' \"$1\"\n")
+	breaking := s.file("breaking.sh", "#!/bin/sh\necho 'spec: [' >> \"$1\"\n")
+	for _, f := range []string{jsonEditor, breaking} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	edits := []struct {
 		name   string
 		editor string
@@ -511,6 +520,9 @@ func TestClientReplaceEditDelete(t *testing.T) {
 	}{
 		{"a change", editor, []string{"edit", "flag", "a"}, 0, "flag.flipt.io/a edited\n", ""},
 		{"no change", "true", []string{"edit", "flag/a"}, 0, "Edit cancelled, no changes made.\n", ""},
+		{"as JSON", jsonEditor, []string{"edit", "flag", "a", "-o", "json"}, 0, "flag.flipt.io/a edited\n", ""},
+		{"back", editor, []string{"edit", "flag", "a"}, 0, "flag.flipt.io/a edited\n", ""},
+		{"a file that no longer parses", breaking, []string{"edit", "flag", "a"}, cli.ExitInvalid, "", "not valid YAML or JSON (kept in "},
 		{"a typeinstance", portEditor, []string{"edit", "ti", server.ID}, 0, "typeinstance.hub.cairn.dev/" + server.ID + " edited\n", ""},
 		{"the editor fails", failing, []string{"edit", "flag", "a"}, cli.ExitInternal, "", "failing.sh"},
 		{"a resource without update", "true", []string{"edit", "type", "io.flipt.flag:1.0.0-alpha.1"}, cli.ExitInvalid, "", "does not support update"},
@@ -569,8 +581,8 @@ func TestClientReplaceEditDelete(t *testing.T) {
 			}
 		})
 	}
-	if n, err := s.h.ListInstances(context.Background(), store.InstanceFilter{}, false); err != nil || len(n) != 2 {
-		t.Errorf("after the deletes: %d instances (%v), want the built-in backend and flag c", len(n), err)
+	if n, err := s.h.ListInstances(context.Background(), store.InstanceFilter{}, false); err != nil || len(n) != 3 {
+		t.Errorf("after the deletes: %d instances (%v), want the built-in and gotemplate backends and flag c", len(n), err)
 	}
 	if _, err := s.h.GetType(context.Background(), cairn.TypeRef{Path: configType, Revision: "0.1.0"}); !cairn.HasCode(err, cairn.CodeNotFound) {
 		t.Errorf("delete -f left the Type: %v", err)
