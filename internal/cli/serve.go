@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/graphql"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/hub"
 )
@@ -31,6 +32,7 @@ const changeLogKeep = 100_000
 func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
+	var introspection bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
@@ -41,22 +43,24 @@ follows the Kubernetes API conventions: kubectl and client-go work against it
 (kubectl --server http://ADDR).
 
 Endpoints: /apis (discovery and resources), /openapi/v3, /version,
-/healthz and /readyz, and Prometheus metrics at /metrics.`,
+/healthz and /readyz, and Prometheus metrics at /metrics. /graphql serves the
+Capact Local Hub GraphQL API (and a query page to browsers).`,
 		Example: `  cairn serve
   cairn serve --addr 0.0.0.0:8080 --data-dir /var/lib/cairn
   cairn serve --addr 0.0.0.0:8080 --database 'postgres://cairn:secret@db:5432/cairn'
   kubectl --server http://127.0.0.1:8080 api-resources`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.serve(cmd.Context(), addr, shutdownTimeout)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
+	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
@@ -102,6 +106,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection}))
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", addr)

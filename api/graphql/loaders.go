@@ -1,0 +1,134 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// loaderWait is how long a loader waits for more keys before fetching. The
+// elements of a list are resolved concurrently and ask within microseconds
+// of each other; a millisecond more per level of nesting costs less than one
+// store round trip per element.
+const loaderWait = time.Millisecond
+
+// loaderMaxBatch bounds one fetch, keeping its SQL well under SQLite's and
+// PostgreSQL's parameter limits.
+const loaderMaxBatch = 500
+
+// valueKey names one resource version's value.
+type valueKey struct {
+	id string
+	rv int
+}
+
+// loaders are the per-request dataloaders. They make a list's cost a bounded
+// number of hub calls instead of a few per element (N+1):
+//   - instances: the instances of uses and usedBy, one hub.GetInstances per batch;
+//   - values: spec.value, one hub.Values per batch (each backend resolved once);
+//   - versions: an instance's resource versions, fetched once per instance
+//     and request (first, previous, resourceVersion(n) and resourceVersions
+//     share it);
+//   - backends: a backend's details, resolved once per backend and request.
+type loaders struct {
+	instances *loader[string, cairn.Instance]
+	values    *loader[valueKey, json.RawMessage]
+	versions  *loader[string, []cairn.ResourceVersion]
+	backends  *loader[string, cairn.StorageBackend]
+
+	// refs holds what the hub needs to read a value (the instance's
+	// backend and the version's context) for each value key asked for.
+	mu   sync.Mutex
+	refs map[valueKey]hub.ValueRef
+}
+
+func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
+	l := &loaders{refs: map[valueKey]hub.ValueRef{}}
+	l.instances = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string]cairn.Instance, error) {
+		found, err := h.GetInstances(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]cairn.Instance, len(found))
+		for _, inst := range found {
+			out[inst.ID] = inst
+		}
+		return out, nil
+	})
+	l.values = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, keys []valueKey) (map[valueKey]json.RawMessage, error) {
+		refs := make([]hub.ValueRef, len(keys))
+		l.mu.Lock()
+		for i, k := range keys {
+			refs[i] = l.refs[k]
+		}
+		l.mu.Unlock()
+		vals, err := h.Values(ctx, refs)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[valueKey]json.RawMessage, len(keys))
+		for i, k := range keys {
+			out[k] = vals[i]
+		}
+		return out, nil
+	})
+	l.versions = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
+		// The hub reads one instance's versions at a time; the loader still
+		// makes that once per instance and request.
+		out := make(map[string][]cairn.ResourceVersion, len(ids))
+		for _, id := range ids {
+			rvs, err := h.ResourceVersions(ctx, id, false)
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				continue // deleted meanwhile: no versions
+			}
+			if err != nil {
+				return nil, err
+			}
+			out[id] = rvs
+		}
+		return out, nil
+	})
+	l.backends = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string]cairn.StorageBackend, error) {
+		out := make(map[string]cairn.StorageBackend, len(ids))
+		for _, id := range ids {
+			sb, err := h.StorageBackend(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out[id] = sb
+		}
+		return out, nil
+	})
+	return l
+}
+
+// value loads the value of one resource version of inst.
+func (l *loaders) value(ctx context.Context, inst cairn.Instance, rv cairn.ResourceVersion) (json.RawMessage, error) {
+	k := valueKey{id: inst.ID, rv: rv.ResourceVersion}
+	l.mu.Lock()
+	l.refs[k] = hub.ValueRef{Instance: inst, Version: rv}
+	l.mu.Unlock()
+	v, _, err := l.values.load(ctx, k)
+	return v, err
+}
+
+type loadersKey struct{}
+
+func withLoaders(ctx context.Context, l *loaders) context.Context {
+	return context.WithValue(ctx, loadersKey{}, l)
+}
+
+var errNoLoaders = errors.New("graphql: request context has no loaders (serve through Handler)")
+
+func loadersFrom(ctx context.Context) (*loaders, error) {
+	l, ok := ctx.Value(loadersKey{}).(*loaders)
+	if !ok {
+		return nil, errNoLoaders
+	}
+	return l, nil
+}

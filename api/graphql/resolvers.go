@@ -1,0 +1,533 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/graphql/exec"
+	"github.com/cairn-dev/cairn/api/graphql/model"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// resolver implements the schema by calling the hub; it holds no rules of
+// its own beyond translating shapes and errors.
+type resolver struct {
+	hub *hub.Hub
+}
+
+func (r *resolver) Mutation() exec.MutationResolver         { return (*mutation)(r) }
+func (r *resolver) Query() exec.QueryResolver               { return (*query)(r) }
+func (r *resolver) TypeInstance() exec.TypeInstanceResolver { return (*typeInstance)(r) }
+func (r *resolver) TypeInstanceBackendReference() exec.TypeInstanceBackendReferenceResolver {
+	return (*backendRef)(r)
+}
+func (r *resolver) TypeInstanceResourceVersionSpec() exec.TypeInstanceResourceVersionSpecResolver {
+	return (*spec)(r)
+}
+
+type (
+	mutation     resolver
+	query        resolver
+	typeInstance resolver
+	backendRef   resolver
+	spec         resolver
+)
+
+// fail turns a hub error into the GraphQL error clients match.
+func fail(op operation, id string, err error) error {
+	return &gqlerror.Error{Message: message(op, id, err)}
+}
+
+// ---- conversions
+
+func toInstance(inst cairn.Instance) model.TypeInstance {
+	out := model.TypeInstance{
+		ID:        inst.ID,
+		TypeRef:   model.TypeInstanceTypeReference{Path: inst.TypeRef.Path, Revision: inst.TypeRef.Revision},
+		Backend:   model.TypeInstanceBackendReference{ID: inst.Backend.ID, Abstract: inst.Backend.Abstract},
+		Namespace: inst.Namespace,
+		Name:      inst.Name,
+		Labels:    []model.Label{},
+		Instance:  inst,
+	}
+	if !inst.CreatedAt.IsZero() {
+		t := inst.CreatedAt
+		out.CreatedAt = &t
+	}
+	if inst.LockedBy != "" {
+		s := inst.LockedBy
+		out.LockedBy = &s
+	}
+	for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
+		out.Labels = append(out.Labels, model.Label{Key: k, Value: inst.Labels[k]})
+	}
+	return out
+}
+
+func toVersion(inst cairn.Instance, rv cairn.ResourceVersion) *model.TypeInstanceResourceVersion {
+	out := &model.TypeInstanceResourceVersion{
+		ResourceVersion: rv.ResourceVersion,
+		Spec: model.TypeInstanceResourceVersionSpec{
+			Backend:  model.TypeInstanceResourceVersionSpecBackend{Context: model.RawJSON(rv.Context)},
+			Instance: inst,
+			Version:  rv,
+		},
+	}
+	if rv.CreatedBy != "" {
+		s := rv.CreatedBy
+		out.CreatedBy = &s
+	}
+	if !rv.CreatedAt.IsZero() {
+		t := rv.CreatedAt
+		out.CreatedAt = &t
+	}
+	if rv.Attributes != nil {
+		out.Metadata.Attributes = make([]model.AttributeReference, len(rv.Attributes))
+		for i, a := range rv.Attributes {
+			out.Metadata.Attributes[i] = model.AttributeReference{Path: a.Path, Revision: a.Revision}
+		}
+	}
+	return out
+}
+
+func attributes(in []model.AttributeReferenceInput) []cairn.AttributeRef {
+	if in == nil {
+		return nil
+	}
+	out := make([]cairn.AttributeRef, len(in))
+	for i, a := range in {
+		out[i] = cairn.AttributeRef{Path: a.Path, Revision: a.Revision}
+	}
+	return out
+}
+
+// raw returns nil for an absent or null Any, so the hub sees "not given".
+func raw(j model.RawJSON) json.RawMessage {
+	if len(j) == 0 || string(j) == "null" {
+		return nil
+	}
+	return json.RawMessage(j)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ---- queries
+
+func (q *query) TypeInstances(ctx context.Context, filter *model.TypeInstanceFilter) ([]model.TypeInstance, error) {
+	var f store.InstanceFilter
+	if filter != nil {
+		if filter.TypeRef != nil {
+			f.TypePath = filter.TypeRef.Path
+			f.TypeRevision = deref(filter.TypeRef.Revision)
+		}
+		f.CreatedBy = deref(filter.CreatedBy)
+		for _, a := range filter.Attributes {
+			if a == nil {
+				continue
+			}
+			f.Attributes = append(f.Attributes, store.AttributeFilter{
+				Path: a.Path, Revision: deref(a.Revision),
+				Exclude: a.Rule != nil && *a.Rule == model.FilterRuleExclude,
+			})
+		}
+	}
+	list, err := q.hub.ListInstances(ctx, f, false)
+	if err != nil {
+		return nil, fail(opRead, "", err)
+	}
+	out := make([]model.TypeInstance, len(list))
+	for i, inst := range list {
+		out[i] = toInstance(inst)
+	}
+	return out, nil
+}
+
+func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstance, error) {
+	inst, err := q.hub.GetInstance(ctx, id, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, nil // Local Hub answers null for a missing id
+	}
+	if err != nil {
+		return nil, fail(opRead, id, err)
+	}
+	out := toInstance(inst)
+	return &out, nil
+}
+
+func (q *query) Types(ctx context.Context, filter *model.TypeFilter) ([]model.HubType, error) {
+	var f store.TypeFilter
+	if filter != nil {
+		f.PathPrefix = deref(filter.PathPattern)
+	}
+	ts, err := q.hub.ListTypes(ctx, f)
+	if err != nil {
+		return nil, fail(opRead, "", err)
+	}
+	out := make([]model.HubType, len(ts))
+	for i, t := range ts {
+		prefix, name := "", t.Path
+		if i := strings.LastIndexByte(t.Path, '.'); i >= 0 {
+			prefix, name = t.Path[:i], t.Path[i+1:]
+		}
+		out[i] = model.HubType{
+			Path: t.Path, Revision: t.Revision, Name: name, Prefix: prefix,
+			JSONSchema:     model.RawJSON(t.JSONSchema),
+			AdditionalRefs: append([]string{}, t.AdditionalRefs...),
+		}
+		if !t.CreatedAt.IsZero() {
+			c := t.CreatedAt
+			out[i].CreatedAt = &c
+		}
+	}
+	return out, nil
+}
+
+func (q *query) StorageBackends(ctx context.Context) ([]model.StorageBackend, error) {
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := q.hub.ListInstances(ctx, store.InstanceFilter{
+		Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
+	}, false)
+	if err != nil {
+		return nil, fail(opRead, "", err)
+	}
+	out := make([]model.StorageBackend, 0, len(list))
+	for _, inst := range list {
+		sb, _, err := l.backends.load(ctx, inst.ID)
+		if err != nil {
+			return nil, fail(opRead, inst.ID, err)
+		}
+		b := model.StorageBackend{
+			ID:            sb.ID,
+			TypeRef:       model.TypeInstanceTypeReference{Path: sb.TypeRef.Path, Revision: sb.TypeRef.Revision},
+			Abstract:      sb.Abstract,
+			AcceptValue:   sb.AcceptValue,
+			ContextSchema: model.RawJSON(sb.ContextSchema),
+			TypeInstance:  toInstance(inst),
+		}
+		if sb.Alias != "" {
+			b.Alias = &sb.Alias
+		}
+		if sb.URL != "" {
+			b.URL = &sb.URL
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// ---- TypeInstance fields
+
+// related loads instances by id, in the order given (the hub's: type path
+// ascending, revision descending, createdAt descending). Ids deleted since
+// the parent was read are left out.
+func related(ctx context.Context, ids []string) ([]model.TypeInstance, error) {
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.TypeInstance, 0, len(ids))
+	for _, id := range ids {
+		inst, found, err := l.instances.load(ctx, id)
+		if err != nil {
+			return nil, fail(opRead, id, err)
+		}
+		if found {
+			out = append(out, toInstance(inst))
+		}
+	}
+	return out, nil
+}
+
+// withRelations returns obj's instance with its relations: instances that an
+// update returned come without them (see hub.UpdateInstances).
+func withRelations(ctx context.Context, obj *model.TypeInstance) (cairn.Instance, error) {
+	if obj.Instance.Uses != nil && obj.Instance.UsedBy != nil {
+		return obj.Instance, nil
+	}
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	inst, found, err := l.instances.load(ctx, obj.ID)
+	if err != nil {
+		return cairn.Instance{}, fail(opRead, obj.ID, err)
+	}
+	if !found {
+		return obj.Instance, nil
+	}
+	return inst, nil
+}
+
+func (t *typeInstance) Uses(ctx context.Context, obj *model.TypeInstance) ([]model.TypeInstance, error) {
+	inst, err := withRelations(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return related(ctx, inst.Uses)
+}
+
+func (t *typeInstance) UsedBy(ctx context.Context, obj *model.TypeInstance) ([]model.TypeInstance, error) {
+	inst, err := withRelations(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return related(ctx, inst.UsedBy)
+}
+
+func (t *typeInstance) LatestResourceVersion(ctx context.Context, obj *model.TypeInstance) (*model.TypeInstanceResourceVersion, error) {
+	return toVersion(obj.Instance, obj.Instance.Latest), nil
+}
+
+// version returns resource version n of obj, nil when it has none. The
+// latest comes with the instance; others are loaded once per request.
+func version(ctx context.Context, obj *model.TypeInstance, n int) (*model.TypeInstanceResourceVersion, error) {
+	if n == obj.Instance.Latest.ResourceVersion {
+		return toVersion(obj.Instance, obj.Instance.Latest), nil
+	}
+	if n < 1 || n > obj.Instance.Latest.ResourceVersion {
+		return nil, nil
+	}
+	rvs, err := versions(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, rv := range rvs {
+		if rv.ResourceVersion == n {
+			return toVersion(obj.Instance, rv), nil
+		}
+	}
+	return nil, nil
+}
+
+func versions(ctx context.Context, obj *model.TypeInstance) ([]cairn.ResourceVersion, error) {
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rvs, _, err := l.versions.load(ctx, obj.ID)
+	if err != nil {
+		return nil, fail(opRead, obj.ID, err)
+	}
+	return rvs, nil
+}
+
+func (t *typeInstance) FirstResourceVersion(ctx context.Context, obj *model.TypeInstance) (*model.TypeInstanceResourceVersion, error) {
+	return version(ctx, obj, 1)
+}
+
+func (t *typeInstance) PreviousResourceVersion(ctx context.Context, obj *model.TypeInstance) (*model.TypeInstanceResourceVersion, error) {
+	return version(ctx, obj, obj.Instance.Latest.ResourceVersion-1)
+}
+
+func (t *typeInstance) ResourceVersion(ctx context.Context, obj *model.TypeInstance, resourceVersion int) (*model.TypeInstanceResourceVersion, error) {
+	return version(ctx, obj, resourceVersion)
+}
+
+func (t *typeInstance) ResourceVersions(ctx context.Context, obj *model.TypeInstance) ([]model.TypeInstanceResourceVersion, error) {
+	if obj.Instance.Latest.ResourceVersion == 1 {
+		return []model.TypeInstanceResourceVersion{*toVersion(obj.Instance, obj.Instance.Latest)}, nil
+	}
+	rvs, err := versions(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.TypeInstanceResourceVersion, len(rvs))
+	for i, rv := range rvs {
+		out[i] = *toVersion(obj.Instance, rv)
+	}
+	return out, nil
+}
+
+// ---- spec and backend details
+
+func (s *spec) Value(ctx context.Context, obj *model.TypeInstanceResourceVersionSpec) (model.RawJSON, error) {
+	if obj.Version.Value != nil {
+		return model.RawJSON(obj.Version.Value), nil
+	}
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := l.value(ctx, obj.Instance, obj.Version)
+	if err != nil {
+		return nil, fail(opRead, obj.Instance.ID, err)
+	}
+	if v == nil {
+		// value is Any!: an instance created without a value has null, which
+		// the non-null field cannot carry; Local Hub stores it as null too and
+		// its clients read it as JSON null.
+		return model.RawJSON("null"), nil
+	}
+	return model.RawJSON(v), nil
+}
+
+func (s *spec) Instrumentation(ctx context.Context, obj *model.TypeInstanceResourceVersionSpec) (*model.TypeInstanceInstrumentation, error) {
+	return nil, nil // not implemented, as in Local Hub
+}
+
+func (b *backendRef) details(ctx context.Context, obj *model.TypeInstanceBackendReference) (cairn.StorageBackend, error) {
+	l, err := loadersFrom(ctx)
+	if err != nil {
+		return cairn.StorageBackend{}, err
+	}
+	sb, _, err := l.backends.load(ctx, obj.ID)
+	if err != nil {
+		return cairn.StorageBackend{}, fail(opRead, obj.ID, err)
+	}
+	return sb, nil
+}
+
+func (b *backendRef) Alias(ctx context.Context, obj *model.TypeInstanceBackendReference) (*string, error) {
+	sb, err := b.details(ctx, obj)
+	if err != nil || sb.Alias == "" {
+		return nil, err
+	}
+	return &sb.Alias, nil
+}
+
+func (b *backendRef) URL(ctx context.Context, obj *model.TypeInstanceBackendReference) (*string, error) {
+	sb, err := b.details(ctx, obj)
+	if err != nil || sb.URL == "" {
+		return nil, err
+	}
+	return &sb.URL, nil
+}
+
+func (b *backendRef) AcceptValue(ctx context.Context, obj *model.TypeInstanceBackendReference) (*bool, error) {
+	sb, err := b.details(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return &sb.AcceptValue, nil
+}
+
+func (b *backendRef) ContextSchema(ctx context.Context, obj *model.TypeInstanceBackendReference) (model.RawJSON, error) {
+	sb, err := b.details(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return model.RawJSON(sb.ContextSchema), nil
+}
+
+// ---- mutations
+
+func newInstance(in model.CreateTypeInstanceInput) hub.NewInstance {
+	ni := hub.NewInstance{
+		Alias:      deref(in.Alias),
+		CreatedBy:  deref(in.CreatedBy),
+		Attributes: attributes(in.Attributes),
+		Value:      raw(in.Value),
+		Namespace:  deref(in.Namespace),
+		Name:       deref(in.Name),
+	}
+	if in.TypeRef != nil {
+		ni.TypeRef = cairn.TypeRef{Path: in.TypeRef.Path, Revision: in.TypeRef.Revision}
+	}
+	if in.Backend != nil {
+		ni.Backend = &hub.BackendInput{ID: in.Backend.ID, Context: raw(in.Backend.Context)}
+	}
+	if len(in.Labels) > 0 {
+		ni.Labels = make(map[string]string, len(in.Labels))
+		for _, l := range in.Labels {
+			ni.Labels[l.Key] = l.Value
+		}
+	}
+	return ni
+}
+
+func (m *mutation) create(ctx context.Context, in model.CreateTypeInstancesInput) ([]hub.Created, error) {
+	req := hub.CreateRequest{Instances: make([]hub.NewInstance, len(in.TypeInstances))}
+	for i, ti := range in.TypeInstances {
+		req.Instances[i] = newInstance(ti)
+	}
+	for _, r := range in.UsesRelations {
+		req.UsesRelations = append(req.UsesRelations, hub.UsesRelation{From: r.From, To: r.To})
+	}
+	return m.hub.CreateInstances(ctx, req)
+}
+
+func (m *mutation) CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput) ([]model.CreateTypeInstanceOutput, error) {
+	created, err := m.create(ctx, in)
+	if err != nil {
+		return nil, fail(opCreateMany, "", err)
+	}
+	out := make([]model.CreateTypeInstanceOutput, len(created))
+	for i, c := range created {
+		out[i] = model.CreateTypeInstanceOutput{ID: c.ID, Alias: c.Alias}
+	}
+	return out, nil
+}
+
+func (m *mutation) CreateTypeInstance(ctx context.Context, in model.CreateTypeInstanceInput) (string, error) {
+	created, err := m.create(ctx, model.CreateTypeInstancesInput{TypeInstances: []model.CreateTypeInstanceInput{in}})
+	if err != nil {
+		return "", fail(opCreateOne, "", err)
+	}
+	return created[0].ID, nil
+}
+
+func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput) ([]model.TypeInstance, error) {
+	ups := make([]hub.UpdateInstance, 0, len(in))
+	for _, u := range in {
+		if u == nil {
+			continue
+		}
+		up := hub.UpdateInstance{ID: u.ID, OwnerID: deref(u.OwnerID), CreatedBy: deref(u.CreatedBy)}
+		if ti := u.TypeInstance; ti != nil {
+			up.Value = raw(ti.Value)
+			if ti.Attributes != nil {
+				a := attributes(ti.Attributes)
+				up.Attributes = &a
+			}
+			if ti.Backend != nil {
+				up.Context = raw(ti.Backend.Context)
+			}
+		}
+		ups = append(ups, up)
+	}
+	updated, err := m.hub.UpdateInstances(ctx, ups)
+	if err != nil {
+		return nil, fail(opUpdate, "", err)
+	}
+	out := make([]model.TypeInstance, len(updated))
+	for i, inst := range updated {
+		out[i] = toInstance(inst)
+	}
+	return out, nil
+}
+
+func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *string) (string, error) {
+	if err := m.hub.DeleteInstance(ctx, id, deref(ownerID)); err != nil {
+		return "", fail(opDelete, id, err)
+	}
+	return id, nil
+}
+
+func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput) ([]string, error) {
+	if err := m.hub.LockInstances(ctx, in.Ids, in.OwnerID); err != nil {
+		return nil, fail(opLock, "", err)
+	}
+	return in.Ids, nil
+}
+
+func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput) ([]string, error) {
+	if err := m.hub.UnlockInstances(ctx, in.Ids, in.OwnerID); err != nil {
+		return nil, fail(opUnlock, "", err)
+	}
+	return in.Ids, nil
+}
