@@ -94,6 +94,10 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 		b.client = h.builtin
 		return b, nil
 	}
+	if c := h.inProcessBackend(sb); c != nil {
+		b.client = c
+		return b, nil
+	}
 	if !connect {
 		return b, nil
 	}

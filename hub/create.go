@@ -86,6 +86,9 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err != nil {
 		return nil, err
 	}
+	if edges, err = h.prepareProjections(ctx, items, edges); err != nil {
+		return nil, err
+	}
 
 	if err := h.storeExternal(ctx, items); err != nil {
 		return nil, err
@@ -132,6 +135,7 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 	items := make([]*pending, len(req.Instances))
 	aliases := map[string]int{}
 	bs := h.newBackendSet()
+	picker := h.newPolicyPicker()
 	actor := cairn.Actor(ctx)
 
 	for i, in := range req.Instances {
@@ -196,17 +200,23 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			continue
 		}
 
-		backendID := cairn.BuiltinBackendID
+		var backendID string
 		var ctxDoc json.RawMessage
 		if in.Backend != nil {
-			if in.Backend.ID != "" {
-				backendID = in.Backend.ID
+			backendID, ctxDoc = in.Backend.ID, in.Backend.Context
+		}
+		if backendID == "" {
+			// No backend named: the policy's rule for the Type, else the
+			// built-in backend (policy.go).
+			id, err := picker.backendFor(ctx, in.TypeRef)
+			if err != nil {
+				return nil, err
 			}
-			ctxDoc = in.Backend.Context
+			backendID = id
 		}
 		b, err := bs.get(ctx, backendID)
 		if err != nil {
-			errs = append(errs, withSubject(err, subject))
+			errs = append(errs, withSubject(picker.explain(err, in.TypeRef, backendID), subject))
 			continue
 		}
 		if err := b.checkInput(in.Value, ctxDoc); err != nil {
@@ -214,8 +224,10 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			continue
 		}
 		value := in.Value
-		if !b.AcceptValue && value == nil {
+		if !b.AcceptValue && value == nil && !isProjection(b) {
 			// A context-only backend may derive the value from the context.
+			// A projection renders once its aliases are resolved
+			// (prepareProjections).
 			v, err := b.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: ctxDoc})
 			if err != nil {
 				errs = append(errs, withSubject(externalErr(b.ID, "get pre-create value", err), subject))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/builtin"
+	"github.com/cairn-dev/cairn/backend/gotemplate"
 	"github.com/cairn-dev/cairn/schema"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -74,6 +75,11 @@ type Hub struct {
 	// typesGen counts Type changes made through this hub, so façades can
 	// cache what they derive from the Types.
 	typesGen atomic.Int64
+
+	// policy caches the parsed policy (policy.go); gotemplate is the
+	// in-process projection backend (projection.go).
+	policy     policyCache
+	gotemplate *gotemplate.Backend
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance
@@ -111,8 +117,12 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		size = 1024
 	}
 	h.schemas = schema.NewCache(size)
+	h.gotemplate = gotemplate.New(hubSource{h})
 	if err := h.bootstrap(ctx); err != nil {
 		return nil, fmt.Errorf("hub: register the built-in backend: %w", err)
+	}
+	if err := h.bootstrapGotemplate(ctx); err != nil {
+		return nil, fmt.Errorf("hub: register the gotemplate backend: %w", err)
 	}
 	return h, nil
 }

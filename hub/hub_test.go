@@ -263,8 +263,9 @@ func TestBuiltinBackendRegistered(t *testing.T) {
 	if _, err := hub.New(e.ctx, hub.Config{Store: e.st}); err != nil {
 		t.Fatalf("second hub.New: %v", err)
 	}
-	if n := e.count(); n != 1 {
-		t.Errorf("instances after restart = %d, want 1", n)
+	// The built-in backend and the in-process gotemplate backend.
+	if n := e.count(); n != 2 {
+		t.Errorf("instances after restart = %d, want 2", n)
 	}
 	sb, err := e.h.StorageBackend(e.ctx, cairn.BuiltinBackendID)
 	if err != nil || !sb.Abstract || !sb.AcceptValue || sb.ContextSchema != nil {
@@ -288,8 +289,8 @@ func TestNoOtherAbstractBackend(t *testing.T) {
 	}}})
 	wantCode(t, err, cairn.CodeInvalid)
 	wantContains(t, err, "abstract")
-	if n := e.count(); n != 1 {
-		t.Errorf("instances = %d, want 1", n)
+	if n := e.count(); n != 2 { // the two backends of a fresh hub
+		t.Errorf("instances = %d, want 2", n)
 	}
 }
 

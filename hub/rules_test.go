@@ -911,7 +911,7 @@ func TestRuleFindTypes(t *testing.T) {
 		{"path prefix pattern", store.TypeFilter{PathPrefix: "cap.type.aws.*"}, []string{"cap.type.aws.rds:0.10.0", "cap.type.aws.rds:0.9.0", "cap.type.aws.s3:0.1.0"}},
 		{"path prefix", store.TypeFilter{PathPrefix: "cap.type.aws"}, []string{"cap.type.aws.rds:0.10.0", "cap.type.aws.rds:0.9.0", "cap.type.aws.s3:0.1.0"}},
 		{"exact path", store.TypeFilter{PathPrefix: "cap.type.aws.rds"}, []string{"cap.type.aws.rds:0.10.0", "cap.type.aws.rds:0.9.0"}},
-		{"storage parent", store.TypeFilter{Parent: cairn.StorageTypePrefix}, []string{builtin, "cap.type.vault.storage:0.1.0"}},
+		{"storage parent", store.TypeFilter{Parent: cairn.StorageTypePrefix}, []string{hub.GotemplateTypeRef().String(), builtin, "cap.type.vault.storage:0.1.0"}},
 		{"another parent", store.TypeFilter{Parent: "cap.core.type.generic.value"}, []string{"cap.type.aws.s3:0.1.0"}},
 		{"prefix and parent", store.TypeFilter{PathPrefix: "cap.type.*", Parent: cairn.StorageTypePrefix}, []string{"cap.type.vault.storage:0.1.0"}},
 	}

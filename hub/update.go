@@ -192,6 +192,10 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 				errs = append(errs, withSubject(err, subject))
 				continue
 			}
+			if err := h.checkProjectionUpdate(ctx, b, inst, u.Context); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
 		}
 		s := &staged{up: u, inst: inst, backend: b, value: u.Value}
 		// Abstract values are carried over inside the transaction, from the

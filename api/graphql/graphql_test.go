@@ -195,11 +195,11 @@ func TestTypeInstancesFilter(t *testing.T) {
 			}
 		})
 	}
-	// No filter lists everything, the built-in backend included.
+	// No filter lists everything, the built-in and gotemplate backends included.
 	var all struct{ TypeInstances []struct{ ID string } }
 	e.ok(`{ typeInstances { id } }`, nil, &all)
-	if len(all.TypeInstances) != 5 {
-		t.Errorf("unfiltered: %d instances, want 5", len(all.TypeInstances))
+	if len(all.TypeInstances) != 6 {
+		t.Errorf("unfiltered: %d instances, want 6", len(all.TypeInstances))
 	}
 }
 
@@ -344,10 +344,10 @@ func TestTypesAndStorageBackends(t *testing.T) {
 	for _, ty := range types.Types {
 		paths = append(paths, ty.Path)
 	}
-	if !slices.Equal(paths, []string{"cap.core.type.hub.storage.sqlite", "cap.core.type.hub.storage.vault"}) {
+	if !slices.Equal(paths, []string{"cap.core.type.hub.storage.gotemplate", "cap.core.type.hub.storage.sqlite", "cap.core.type.hub.storage.vault"}) {
 		t.Fatalf("types: %v", paths)
 	}
-	if v := types.Types[1]; v.Name != "vault" || v.Prefix != "cap.core.type.hub.storage" || string(v.JSONSchema) != `{"type":"object"}` {
+	if v := types.Types[2]; v.Name != "vault" || v.Prefix != "cap.core.type.hub.storage" || string(v.JSONSchema) != `{"type":"object"}` {
 		t.Errorf("vault type: %+v", v)
 	}
 
@@ -365,7 +365,7 @@ func TestTypesAndStorageBackends(t *testing.T) {
 		}
 	}
 	e.ok(`{ storageBackends { id alias abstract url acceptValue contextSchema typeInstance { id } } }`, nil, &sbs)
-	if len(sbs.StorageBackends) != 2 {
+	if len(sbs.StorageBackends) != 3 { // built-in, gotemplate and vault
 		t.Fatalf("storage backends: %+v", sbs)
 	}
 	found := false

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/gotemplate"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -196,7 +197,7 @@ func TestTypeInstancesAndBackends(t *testing.T) {
 		query string
 		want  []string // spec.name of each item
 	}{
-		{"", []string{"a", "b", "builtin"}},
+		{"", []string{"a", "b", "builtin", "gotemplate"}},
 		{"?typePath=io.flipt.flag", []string{"a", "b"}},
 		{"?labelSelector=team%3Dx", []string{"a"}},
 		{"?fieldSelector=metadata.namespace%3Dother", []string{"b"}},
@@ -231,10 +232,11 @@ func TestTypeInstancesAndBackends(t *testing.T) {
 			} `json:"items"`
 		}
 		decode(e.mustDo("GET", hubGV+"/backends", "", nil, 200), &l)
-		if l.Kind != "BackendList" || len(l.Items) != 1 {
+		// The built-in and the in-process gotemplate backends, by id.
+		if l.Kind != "BackendList" || len(l.Items) != 2 || l.Items[0].Metadata.Name != gotemplate.BackendID || l.Items[0].Spec.AcceptValue {
 			t.Fatalf("backends = %+v", l)
 		}
-		b := l.Items[0]
+		b := l.Items[1]
 		if b.Metadata.Name != cairn.BuiltinBackendID || b.Spec.Alias != cairn.BuiltinBackendAlias || !b.Spec.AcceptValue || !b.Spec.Abstract || string(b.Spec.Context) != "null" {
 			t.Errorf("built-in backend = %+v", b)
 		}

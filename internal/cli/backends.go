@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/gotemplate"
 	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/labels"
@@ -312,6 +313,9 @@ func describeBackend(ctx context.Context, h *hub.Hub, inst cairn.Instance) stora
 	switch {
 	case sb.Abstract:
 		v.Transport = "built-in"
+	case sb.URL == gotemplate.InProcessURL:
+		// The hub runs it itself (hub/projection.go): no network.
+		v.Transport = "in-process"
 	default:
 		t, err := grpcbackend.ParseURL(sb.URL)
 		switch {

@@ -95,8 +95,9 @@ func TestBackendsCommands(t *testing.T) {
 	}
 
 	list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json"))
-	if len(list) != 2 || list[0].Transport == "" || list[1].Transport == "" {
-		t.Errorf("list = %+v, want the built-in backend and files", list)
+	// A fresh hub has the built-in and the in-process gotemplate backends.
+	if len(list) != 3 || list[0].Transport == "" || list[1].Transport == "" || list[2].Transport == "" {
+		t.Errorf("list = %+v, want the gotemplate, built-in and files backends", list)
 	}
 	table := e.ok("backends", "list")
 	if !strings.Contains(table, "cairn-builtin") || !strings.Contains(table, "grpc://"+addr) {
@@ -180,8 +181,8 @@ func TestBackendsRegisterRefusals(t *testing.T) {
 		}
 	}
 	// Nothing was registered by the refusals.
-	if list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json")); len(list) != 1 {
-		t.Errorf("backends after refusals = %+v", list)
+	if list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json")); len(list) != 2 {
+		t.Errorf("backends after refusals = %+v, want the built-in and gotemplate ones", list)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/backend/gotemplate"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/internal/cli"
 	"github.com/cairn-dev/cairn/store"
@@ -323,17 +324,19 @@ func TestClientGet(t *testing.T) {
 		{"resource/name", []string{"get", "flag/a", "Flag/b", "-o", "name"}, 0, []string{`flags\.flipt\.io/a`, `flags\.flipt\.io/b`}, ""},
 		{"by kind and namespace", []string{"get", "Flag", "c", "-n", "other", "-o", "name"}, 0, []string{`flags\.flipt\.io/c`}, ""},
 		{"typeinstances", []string{"get", "ti"}, 0, []string{
-			`ID +NAMESPACE +NAME +TYPE +VERSION +BACKEND +LOCKED BY +AGE`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`}, ""},
+			`ID +NAMESPACE +NAME +TYPE +VERSION +BACKEND +LOCKED BY +AGE`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`}, ""},
 		{"a typeinstance by id", []string{"get", "typeinstance", a.ID}, 0, []string{
 			`ID .*`, a.ID + ` +default +a +io\.flipt\.flag:1\.0\.0-alpha\.1 +1 +cairn-builtin +<none> +\d+s`}, ""},
 		{"types", []string{"get", "types"}, 0, []string{
 			`NAME +PATH +REVISION +REST +AGE`,
+			`cap\.core\.type\.hub\.storage\.gotemplate:0\.1\.0 .*`,
 			`cap\.core\.type\.hub\.storage\.sqlite:0\.1\.0 .*`,
 			`cap\.type\.database\.postgresql\.config:0\.1\.0 +cap\.type\.database\.postgresql\.config +0\.1\.0 +database\.cairn\.dev/v1 PostgresConfig +\d+s`,
 			`cap\.type\.database\.postgresql\.server:0\.1\.0 .* <none> .*`,
 			`io\.flipt\.flag:1\.0\.0-alpha\.1 +io\.flipt\.flag +1\.0\.0-alpha\.1 +flipt\.io/v1alpha1 Flag +\d+s`}, ""},
 		{"backends", []string{"get", "backends"}, 0, []string{
-			`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`}, ""},
+			`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`,
+			gotemplate.BackendID + ` +gotemplate +inprocess://gotemplate +false +false`}, ""},
 		{"a backend by alias", []string{"get", "backend", "cairn-builtin", "-o", "name"}, 0, []string{`backends\.hub\.cairn\.dev/` + cairn.BuiltinBackendID}, ""},
 		{"a served cairn Type", []string{"get", "pgc", "-o", "name"}, 0, []string{`postgresconfigs\.database\.cairn\.dev/db-config`}, ""},
 		{"nothing found", []string{"get", "flags", "-n", "empty"}, 0, []string{``}, "No resources found in empty namespace."},
@@ -579,8 +582,8 @@ func TestClientReplaceEditDelete(t *testing.T) {
 			}
 		})
 	}
-	if n, err := s.h.ListInstances(context.Background(), store.InstanceFilter{}, false); err != nil || len(n) != 2 {
-		t.Errorf("after the deletes: %d instances (%v), want the built-in backend and flag c", len(n), err)
+	if n, err := s.h.ListInstances(context.Background(), store.InstanceFilter{}, false); err != nil || len(n) != 3 {
+		t.Errorf("after the deletes: %d instances (%v), want the built-in and gotemplate backends and flag c", len(n), err)
 	}
 	if _, err := s.h.GetType(context.Background(), cairn.TypeRef{Path: configType, Revision: "0.1.0"}); !cairn.HasCode(err, cairn.CodeNotFound) {
 		t.Errorf("delete -f left the Type: %v", err)
