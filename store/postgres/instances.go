@@ -515,13 +515,21 @@ func (t *tx) SetMetadata(ctx context.Context, id string, lbls, annotations map[s
 		return err
 	}
 	keys, values := labelArrays(lbls)
+	// The change is logged first, so the change-log lock is held before
+	// the row changes (see the package documentation).
 	b := &pgx.Batch{}
+	t.record(b, store.Modified, id)
+	logged := b.Len() > 0
 	b.Queue(qSetAnnotations, id, ann)
 	b.Queue(qDeleteLabels, id)
 	b.Queue(qInsertLabels, id, keys, values)
-	t.record(b, store.Modified, id)
 	br := t.q.SendBatch(ctx, b)
 	defer br.Close()
+	if logged {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres: set metadata of %s: %w", id, classify(err))
+		}
+	}
 	tag, err := br.Exec()
 	if err != nil {
 		return fmt.Errorf("postgres: set metadata of %s: %w", id, classify(err))
@@ -548,11 +556,13 @@ func (t *tx) SetLockedBy(ctx context.Context, ids []string, owner string) error 
 	if m := missing(ids, found); len(m) > 0 {
 		return notFoundIDs(m)
 	}
+	// The changes are logged first, so the change-log lock is held before
+	// the rows change (see the package documentation).
 	b := &pgx.Batch{}
-	b.Queue(qSetLockedBy, ids, owner)
 	for _, id := range ids {
 		t.record(b, store.Modified, id)
 	}
+	b.Queue(qSetLockedBy, ids, owner)
 	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("postgres: set lock: %w", classify(err))
 	}

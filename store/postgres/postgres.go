@@ -60,6 +60,15 @@
 // aborts one of them and Update runs it again. The hub takes its row locks
 // first (Tx.GetInstances), so this is limited to rare cases such as deleting
 // an instance while another replica creates one that uses it.
+//
+// For the same reason no statement changes an instance row before its
+// transaction holds the change-log lock (changes are logged first, or in the
+// same statement): a create checks its name in the unique index, which waits
+// for any transaction that changed the row holding that name, and a create
+// holds the change-log lock from its insert on. A lock taken after the row
+// change would make a create of a taken name and a lock or unlock of the
+// instance holding it wait for each other until the deadlock detector
+// (deadlock_timeout, 1s by default) aborted one.
 package postgres
 
 import (
