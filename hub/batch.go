@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // Batched reads for façades that resolve many instances at once (GraphQL's
@@ -35,18 +36,34 @@ type ValueRef struct {
 	Version  cairn.ResourceVersion
 }
 
-// Values reads the value of every ref, in order, from each instance's
-// backend, resolving each backend once for the whole batch. It fails on the
-// first value that cannot be read.
+// Values reads the value of every ref, in order: the built-in backend's in
+// one store read, the others from their backends, resolving each backend
+// once for the whole batch. It fails on the first value that cannot be read.
 func (h *Hub) Values(ctx context.Context, refs []ValueRef) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(refs))
+	var keys []store.ValueKey
+	var at []int
 	bs := h.newBackendSet()
 	for i, r := range refs {
+		if r.Instance.Backend.Abstract {
+			keys = append(keys, store.ValueKey{InstanceID: r.Instance.ID, ResourceVersion: r.Version.ResourceVersion})
+			at = append(at, i)
+			continue
+		}
 		v, err := h.readValue(ctx, bs, r.Instance, r.Version)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = v
+	}
+	if len(keys) > 0 {
+		vs, err := h.st.Values(ctx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read %d values: %w", len(keys), err)
+		}
+		for j, i := range at {
+			out[i] = vs[j]
+		}
 	}
 	return out, nil
 }

@@ -60,16 +60,18 @@ func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withVal
 	return list, nil
 }
 
-// fillValues reads the latest value of every instance in place, resolving
-// each backend once.
+// fillValues reads the latest value of every instance in place.
 func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
-	bs := h.newBackendSet()
+	refs := make([]ValueRef, len(list))
 	for i := range list {
-		v, err := h.readValue(ctx, bs, list[i], list[i].Latest)
-		if err != nil {
-			return err
-		}
-		list[i].Latest.Value = v
+		refs[i] = ValueRef{Instance: list[i], Version: list[i].Latest}
+	}
+	vs, err := h.Values(ctx, refs)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		list[i].Latest.Value = vs[i]
 	}
 	return nil
 }

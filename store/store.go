@@ -65,6 +65,9 @@ type Reader interface {
 	// Value returns a value kept in the built-in value table; CodeNotFound
 	// when absent.
 	Value(ctx context.Context, id string, rv int) (json.RawMessage, error)
+	// Values reads many values of the built-in value table in one query,
+	// in the order of keys; CodeNotFound naming the first missing key.
+	Values(ctx context.Context, keys []ValueKey) ([]json.RawMessage, error)
 	// HasValues reports whether the built-in value table holds any value of id.
 	HasValues(ctx context.Context, id string) (bool, error)
 	// Changes returns up to limit changes with Seq > after, oldest first.
@@ -154,6 +157,12 @@ type InstanceFilter struct {
 	// one (in the list order) are returned. Pass the last instance of the
 	// previous page.
 	After *cairn.Instance
+}
+
+// ValueKey names one resource version's value in the built-in value table.
+type ValueKey struct {
+	InstanceID      string
+	ResourceVersion int
 }
 
 // ChangeKind says what happened to an instance.

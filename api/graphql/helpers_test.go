@@ -290,3 +290,8 @@ func (c *countingStore) Value(ctx context.Context, id string, rv int) (json.RawM
 	c.count("Value")
 	return c.Store.Value(ctx, id, rv)
 }
+
+func (c *countingStore) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	c.count("Values")
+	return c.Store.Values(ctx, keys)
+}

@@ -114,10 +114,12 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	// Watches hold requests open; they end with the base context.
+	// Requests outlive the signal: in-flight writes finish during Shutdown;
+	// watch streams, which never finish, are ended by StopWatches.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	srv.RegisterOnShutdown(api.StopWatches)
 
 	go pruneChanges(baseCtx, h, log)
 	errc := make(chan error, 1)
@@ -132,7 +134,6 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	cancelBase() // end watch streams so Shutdown does not wait for them
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -53,6 +53,10 @@ func (s *Store) Value(ctx context.Context, id string, rv int) (json.RawMessage, 
 	return s.rd().Value(ctx, id, rv)
 }
 
+func (s *Store) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	return s.rd().Values(ctx, keys)
+}
+
 func (s *Store) HasValues(ctx context.Context, id string) (bool, error) {
 	return s.rd().HasValues(ctx, id)
 }

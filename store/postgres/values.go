@@ -9,10 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
 )
 
 const (
-	qValue        = `SELECT value FROM builtin_values WHERE instance_id = $1 AND resource_version = $2`
+	qValue  = `SELECT value FROM builtin_values WHERE instance_id = $1 AND resource_version = $2`
+	qValues = `SELECT k.ord, v.value FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS k(id, rv, ord)
+JOIN builtin_values v ON v.instance_id = k.id AND v.resource_version = k.rv`
 	qHasValues    = `SELECT EXISTS (SELECT 1 FROM builtin_values WHERE instance_id = $1)`
 	qValueLock    = `SELECT locked_by FROM builtin_locks WHERE instance_id = $1`
 	qPutValue     = `INSERT INTO builtin_values (instance_id, resource_version, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
@@ -33,6 +36,41 @@ func (r reader) Value(ctx context.Context, id string, rv int) (json.RawMessage, 
 		return nil, fmt.Errorf("postgres: value %s/%d: %w", id, rv, classify(err))
 	}
 	return decodeRaw(v), nil
+}
+
+func (r reader) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(keys))
+	rvs := make([]int32, len(keys))
+	for i, k := range keys {
+		ids[i], rvs[i] = k.InstanceID, int32(k.ResourceVersion)
+	}
+	rows, err := r.q.Query(ctx, qValues, ids, rvs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: values: %w", classify(err))
+	}
+	defer rows.Close()
+	out := make([]json.RawMessage, len(keys))
+	found := make([]bool, len(keys))
+	for rows.Next() {
+		var ord int64
+		var v []byte
+		if err := rows.Scan(&ord, &v); err != nil {
+			return nil, fmt.Errorf("postgres: values: %w", classify(err))
+		}
+		out[ord-1], found[ord-1] = decodeRaw(v), true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: values: %w", classify(err))
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, cairn.Errorf(cairn.CodeNotFound, "value of instance %q resource version %d not found", keys[i].InstanceID, keys[i].ResourceVersion)
+		}
+	}
+	return out, nil
 }
 
 func (r reader) HasValues(ctx context.Context, id string) (bool, error) {

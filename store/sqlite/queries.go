@@ -67,7 +67,9 @@ SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE 
 	qPruneChanges  = `DELETE FROM changes WHERE seq <= ?`
 	qSetPruned     = `UPDATE changes_pruned SET through = MAX(through, ?) WHERE id = 1`
 
-	qValue        = `SELECT value FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
+	qValue  = `SELECT value FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
+	qValues = `SELECT j.key, v.value FROM json_each(?) j
+JOIN builtin_values v ON v.instance_id = json_extract(j.value, '$[0]') AND v.resource_version = json_extract(j.value, '$[1]')`
 	qHasValues    = `SELECT EXISTS (SELECT 1 FROM builtin_values WHERE instance_id = ?)`
 	qValueLock    = `SELECT locked_by FROM builtin_locks WHERE instance_id = ?`
 	qPutValue     = `INSERT INTO builtin_values (instance_id, resource_version, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
@@ -84,7 +86,7 @@ func readQueries() []string {
 		qGetType, qListTypesAll, qCountInstance,
 		qInstancesByID, qInstanceByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
 		qVersions, qVersion,
-		qValue, qHasValues, qValueLock,
+		qValue, qValues, qHasValues, qValueLock,
 		qChanges, qPrunedThrough, qLastSeq,
 	}
 }

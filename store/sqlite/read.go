@@ -57,6 +57,10 @@ func (s *Store) Value(ctx context.Context, id string, rv int) (json.RawMessage, 
 	return s.pool().Value(ctx, id, rv)
 }
 
+func (s *Store) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	return s.pool().Values(ctx, keys)
+}
+
 func (s *Store) HasValues(ctx context.Context, id string) (bool, error) {
 	return s.pool().HasValues(ctx, id)
 }

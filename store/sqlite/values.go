@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
 )
 
 func (r reader) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {
@@ -20,6 +21,44 @@ func (r reader) Value(ctx context.Context, id string, rv int) (json.RawMessage, 
 		return nil, fmt.Errorf("sqlite: value %s/%d: %w", id, rv, err)
 	}
 	return decodeRaw(v), nil
+}
+
+func (r reader) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k.InstanceID, k.ResourceVersion}
+	}
+	arg, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: values: %w", err)
+	}
+	rows, err := r.query(ctx, qValues, string(arg))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: values: %w", err)
+	}
+	defer rows.Close()
+	out := make([]json.RawMessage, len(keys))
+	found := make([]bool, len(keys))
+	for rows.Next() {
+		var i int
+		var v sql.NullString
+		if err := rows.Scan(&i, &v); err != nil {
+			return nil, fmt.Errorf("sqlite: values: %w", err)
+		}
+		out[i], found[i] = decodeRaw(v), true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: values: %w", err)
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, cairn.Errorf(cairn.CodeNotFound, "value of instance %q resource version %d not found", keys[i].InstanceID, keys[i].ResourceVersion)
+		}
+	}
+	return out, nil
 }
 
 func (r reader) HasValues(ctx context.Context, id string) (bool, error) {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Delete/Instance", testDeleteInstance},
 		{"Delete/UsedBy", testDeleteUsedBy},
 		{"Values/PutGet", testValues},
+		{"Values/Batch", testValuesBatch},
 		{"Values/Delete", testDeleteValues},
 		{"Values/Lock", testValueLock},
 		{"Tx/Rollback", testRollback},

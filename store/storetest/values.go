@@ -148,3 +148,39 @@ func testValueLock(t *testing.T, s store.Store) {
 	lock(b, "") // clearing an absent lock is fine
 	want(b, "")
 }
+
+func testValuesBatch(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a, b := id(1), id(2)
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		for _, put := range []struct {
+			id string
+			rv int
+			v  string
+		}{{a, 1, `{"n":1}`}, {a, 2, `null`}, {b, 1, `"b1"`}} {
+			if err := tx.PutValue(ctx, put.id, put.rv, json.RawMessage(put.v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	keys := []store.ValueKey{{InstanceID: b, ResourceVersion: 1}, {InstanceID: a, ResourceVersion: 2}, {InstanceID: a, ResourceVersion: 1}, {InstanceID: b, ResourceVersion: 1}}
+	got, err := s.Values(ctx, keys)
+	if err != nil {
+		t.Fatalf("Values: %v", err)
+	}
+	want := []string{`"b1"`, `null`, `{"n":1}`, `"b1"`}
+	if len(got) != len(want) {
+		t.Fatalf("Values returned %d values, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !jsonEqual(got[i], json.RawMessage(want[i])) {
+			t.Errorf("Values[%d] = %s, want %s (order of keys kept)", i, got[i], want[i])
+		}
+	}
+	if got, err := s.Values(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("Values(nil) = %v, %v", got, err)
+	}
+	_, err = s.Values(ctx, []store.ValueKey{{InstanceID: a, ResourceVersion: 1}, {InstanceID: a, ResourceVersion: 9}})
+	wantCode(t, err, cairn.CodeNotFound)
+}
