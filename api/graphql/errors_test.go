@@ -41,7 +41,9 @@ func TestErrorTexts(t *testing.T) {
 	update := func(ups ...map[string]any) (string, map[string]any) {
 		return `mutation($in: [UpdateTypeInstancesInput]!) { updateTypeInstances(in: $in) { id } }`, map[string]any{"in": ups}
 	}
-	up := func(id string) map[string]any { return map[string]any{"id": id, "typeInstance": map[string]any{"value": 5}} }
+	up := func(id string) map[string]any {
+		return map[string]any{"id": id, "typeInstance": map[string]any{"value": 5}}
+	}
 	lock := func(op, owner string, ids ...string) (string, map[string]any) {
 		return fmt.Sprintf(`mutation($ids: [ID!]!, $o: LockOwnerID!) { %s(in: {ids: $ids, ownerID: $o}) }`, op), map[string]any{"ids": ids, "o": owner}
 	}
