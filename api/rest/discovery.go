@@ -59,6 +59,9 @@ func hubResources() []*resource {
 		// nothing; like Kubernetes' review resources it is create-only.
 		{group: HubGroup, version: HubVersion, kind: "LockRequest", plural: "lockrequests", singular: "lockrequest",
 			verbs: []string{"create"}, hubKind: "lockrequests"},
+		// The hub's one policy, a singleton named "default" (policy.go).
+		{group: HubGroup, version: HubVersion, kind: "Policy", plural: "policies", singular: "policy",
+			verbs: []string{"get", "update"}, hubKind: "policies"},
 	}
 }
 

@@ -46,6 +46,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.getBackend(w, r, req)
 	case "lockrequests POST false":
 		err = s.lockRequest(w, r)
+	case "policies GET true", "policies PUT true":
+		err = s.servePolicy(w, r, req)
 	default:
 		writeStatus(w, methodNotAllowed(r.Method))
 		return

@@ -148,6 +148,7 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		a.migrateCommand(),
 		a.backendsCommand(),
 		a.backendServeCommand(),
+		a.policyCommand(),
 	)
 	return root
 }

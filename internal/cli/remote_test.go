@@ -598,6 +598,7 @@ func TestClientAPIResources(t *testing.T) {
 		`flags +fl +flipt\.io/v1alpha1 +true +Flag`,
 		`backends +hub\.cairn\.dev/v1 +false +Backend`,
 		`lockrequests +hub\.cairn\.dev/v1 +false +LockRequest`,
+		`policies +hub\.cairn\.dev/v1 +false +Policy`,
 		`typeinstances +ti +hub\.cairn\.dev/v1 +false +TypeInstance`,
 		`types +hub\.cairn\.dev/v1 +false +Type`,
 	)
