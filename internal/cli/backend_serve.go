@@ -24,7 +24,7 @@ speaks the storage_backend protocol. Register it with 'cairn backends register'.
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.backendFileCommand())
+	cmd.AddCommand(a.backendFileCommand(), a.backendGotemplateCommand())
 	return cmd
 }
 

@@ -100,3 +100,22 @@ spec:
 		t.Errorf("policy history: %d versions, %v", len(vs), err)
 	}
 }
+
+func TestBackendGotemplateCommand(t *testing.T) {
+	e := newEnv(t)
+	if out := e.ok("backend", "gotemplate", "--print-context-schema"); !strings.Contains(out, "relatedTypeInstanceAlias") {
+		t.Errorf("--print-context-schema: %q", out)
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backend", "gotemplate"}, "needs --server"},
+		{[]string{"backend", "gotemplate", "--server", "http://127.0.0.1:1", "--listen", "nope"}, "--listen"},
+	}
+	for _, tt := range tests {
+		if r := e.run("", tt.args...); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("cairn %s: exit %d stderr %q, want %d and %q", strings.Join(tt.args, " "), r.code, r.stderr, cli.ExitInvalid, tt.want)
+		}
+	}
+}
