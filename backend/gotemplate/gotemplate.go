@@ -33,6 +33,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	sprig "github.com/go-task/slim-sprig/v3"
@@ -140,14 +141,52 @@ type Source interface {
 	Value(ctx context.Context, id string) (json.RawMessage, error)
 }
 
+// BatchSource is a Source that reads several values at once; Render uses it
+// when the Source implements it, so a projection with many variables costs
+// one read, not one per variable.
+type BatchSource interface {
+	// Values returns the latest value of each id; cairn.CodeNotFound when
+	// one does not exist.
+	Values(ctx context.Context, ids []string) (map[string]json.RawMessage, error)
+}
+
 // Backend renders projections. It implements cairn.Backend and the SDK's
 // ContextBackend.
 type Backend struct {
 	src Source
+
+	// parsed caches parsed templates by text: every read of a projection
+	// renders, and parsing with sprig's function map costs more than
+	// executing. A parsed template is safe for concurrent Execute.
+	mu     sync.Mutex
+	parsed map[string]*template.Template
 }
 
+// maxParsed bounds the template cache; it is emptied when full.
+const maxParsed = 1024
+
 // New returns a backend reading instances from src.
-func New(src Source) *Backend { return &Backend{src: src} }
+func New(src Source) *Backend { return &Backend{src: src, parsed: map[string]*template.Template{}} }
+
+func (b *Backend) parse(text string) (*template.Template, error) {
+	b.mu.Lock()
+	t, ok := b.parsed[text]
+	b.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if len(b.parsed) >= maxParsed {
+		clear(b.parsed)
+	}
+	b.parsed[text] = t
+	b.mu.Unlock()
+	return t, nil
+}
 
 // Parse parses a template with the backend's functions and missingkey=error.
 func Parse(text string) (*template.Template, error) {
@@ -175,17 +214,34 @@ func funcs() template.FuncMap {
 // c.BatchValues first) and returns the output as a JSON value: the output
 // must be a YAML or JSON document.
 func (b *Backend) Render(ctx context.Context, c Context) (json.RawMessage, error) {
-	t, err := Parse(c.Template)
+	t, err := b.parse(c.Template)
 	if err != nil {
 		return nil, err
 	}
 	data := make(map[string]any, len(c.Variables))
+	var fetched map[string]json.RawMessage
+	if bsrc, ok := b.src.(BatchSource); ok {
+		var ids []string
+		for _, v := range c.Variables {
+			if _, given := c.BatchValues[v.TypeInstanceID]; !given && v.TypeInstanceID != "" {
+				ids = append(ids, v.TypeInstanceID)
+			}
+		}
+		if len(ids) > 0 {
+			if fetched, err = bsrc.Values(ctx, ids); err != nil {
+				return nil, fmt.Errorf("gotemplate: read the referenced TypeInstances: %w", err)
+			}
+		}
+	}
 	for _, name := range sortedKeys(c.Variables) {
 		v := c.Variables[name]
 		if v.TypeInstanceID == "" {
 			return nil, cairn.Errorf(cairn.CodeInvalid, "gotemplate: variable %q has no typeInstanceID (an alias must be resolved by the hub at create)", name)
 		}
 		raw, ok := c.BatchValues[v.TypeInstanceID]
+		if !ok {
+			raw, ok = fetched[v.TypeInstanceID]
+		}
 		if !ok {
 			if raw, err = b.src.Value(ctx, v.TypeInstanceID); err != nil {
 				return nil, fmt.Errorf("gotemplate: variable %q: read TypeInstance %q: %w", name, v.TypeInstanceID, err)
