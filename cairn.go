@@ -129,3 +129,19 @@ type StorageBackend struct {
 	// client cached for a backend is dropped when it changes.
 	ResourceVersion int
 }
+
+// BackendHealth is what a health check of a storage backend found.
+type BackendHealth struct {
+	// Service is the service asked about: the storage service the hub
+	// calls, or "" (the server as a whole).
+	Service string `json:"service,omitempty"`
+	// Status is SERVING, NOT_SERVING, ... (grpc.health.v1); SERVING for the
+	// built-in backend.
+	Status string `json:"status"`
+	// Connect is the time of the first check, connection set-up included.
+	Connect time.Duration `json:"connect"`
+	// RoundTrip is the time of a second check on the open connection.
+	RoundTrip time.Duration `json:"roundTrip"`
+	// TLS says whether the connection is encrypted.
+	TLS bool `json:"tls"`
+}

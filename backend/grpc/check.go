@@ -72,3 +72,9 @@ func (c *Client) checkErr(err error) error {
 	}
 	return backendErr(c.id, codeOf(status.Code(err)), "health check: "+c.describe("/grpc.health.v1.Health/Check", err), err)
 }
+
+// CheckBackend is Check in the hub's terms (hub.HealthChecker).
+func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.BackendHealth, error) {
+	h, err := o.Check(ctx, sb)
+	return cairn.BackendHealth{Service: h.Service, Status: h.Status, Connect: h.Connect, RoundTrip: h.RoundTrip, TLS: h.TLS}, err
+}

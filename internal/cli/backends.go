@@ -455,33 +455,19 @@ cannot be reached or is not SERVING.`,
 		Example: "  cairn backends check files",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opener, err := a.backendOpener(nil)
-			if err != nil {
-				return err
-			}
-			defer opener.Close()
 			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
 				ctx := cmd.Context()
 				id, err := resolveBackendRef(ctx, h, args[0])
 				if err != nil {
 					return err
 				}
-				sb, err := h.StorageBackend(ctx, id)
+				sb, health, err := h.CheckBackend(ctx, id)
 				if err != nil {
 					return err
 				}
-				r := checkResult{ID: sb.ID, Alias: sb.Alias, URL: sb.URL}
-				if sb.Abstract {
-					r.Status = "SERVING"
-				} else {
-					health, err := opener.Check(ctx, sb)
-					if err != nil {
-						return err
-					}
-					r.Service, r.Status, r.TLS = health.Service, health.Status, health.TLS
-					r.ConnectMS = ms(health.Connect)
-					r.RoundTrip = ms(health.RoundTrip)
-				}
+				r := checkResult{ID: sb.ID, Alias: sb.Alias, URL: sb.URL,
+					Service: health.Service, Status: health.Status, TLS: health.TLS,
+					ConnectMS: ms(health.Connect), RoundTrip: ms(health.RoundTrip)}
 				if printed, err := a.printData(cmd.OutOrStdout(), r); !printed {
 					err = printCheck(cmd.OutOrStdout(), r, sb.Abstract)
 					if err != nil {
