@@ -427,7 +427,8 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		}
 		return cur, nil
 	}
-	if _, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up}); err != nil {
+	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
+	if err != nil {
 		if cairn.HasCode(err, cairn.CodeConflict) {
 			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
 			st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
@@ -435,7 +436,31 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		}
 		return cairn.Instance{}, err
 	}
-	return s.instance(r, req)
+	return s.written(r, cur, out[0], up.Value)
+}
+
+// written is the answer to an update: the instance as the update's own
+// transaction left it, with the value of the resource version it wrote and
+// the relations read before it. Reading the instance again instead could
+// show another writer's later change (another replica's, or a concurrent
+// request's), whose resourceVersion a client would then send with its next
+// conditional update, overwriting that change unseen.
+func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.RawMessage) (cairn.Instance, error) {
+	inst.Uses, inst.UsedBy = cur.Uses, cur.UsedBy
+	rv, err := s.hub.ResourceVersion(r.Context(), inst.ID, inst.Latest.ResourceVersion, true)
+	switch {
+	case err == nil:
+		inst.Latest = rv
+	case cairn.HasCode(err, cairn.CodeNotFound):
+		// Deleted since: the value as written.
+		if value == nil {
+			value = cur.Latest.Value
+		}
+		inst.Latest.Value = value
+	default:
+		return cairn.Instance{}, err
+	}
+	return inst, nil
 }
 
 func nonNilMap(m map[string]string) map[string]string {

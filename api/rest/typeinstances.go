@@ -257,7 +257,8 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 		writeJSON(w, http.StatusOK, toTypeInstance(cur))
 		return nil
 	}
-	if _, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up}); err != nil {
+	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
+	if err != nil {
 		if cairn.HasCode(err, cairn.CodeConflict) {
 			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, cur.ID))
 			st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "typeinstances", UID: cur.ID}
@@ -265,7 +266,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 		}
 		return err
 	}
-	inst, err := s.hub.GetInstance(r.Context(), cur.ID, true)
+	inst, err := s.written(r, cur, out[0], up.Value)
 	if err != nil {
 		return err
 	}
