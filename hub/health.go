@@ -14,14 +14,16 @@ type HealthChecker interface {
 }
 
 // CheckBackend reports the health of a storage backend instance. The
-// built-in backend is the hub's own store and always SERVING; others are
-// asked through the backend opener when it can check health.
+// built-in backend and the backends the hub runs in-process (gotemplate)
+// are SERVING while the hub runs; others are asked through the backend
+// opener when it can check health.
 func (h *Hub) CheckBackend(ctx context.Context, id string) (cairn.StorageBackend, cairn.BackendHealth, error) {
 	sb, err := h.StorageBackend(ctx, id)
 	if err != nil {
 		return sb, cairn.BackendHealth{}, err
 	}
-	if sb.Abstract {
+	if sb.Abstract || h.inProcessBackend(sb) != nil {
+		// The hub's own store, or a backend running inside the hub.
 		return sb, cairn.BackendHealth{Status: "SERVING"}, nil
 	}
 	hc, ok := h.opener.(HealthChecker)

@@ -495,6 +495,10 @@ func printCheck(w io.Writer, r checkResult, builtin bool) error {
 		_, err := fmt.Fprintf(w, "backend %s: SERVING (built in: the hub keeps these values in its own store)\n", name)
 		return err
 	}
+	if strings.HasPrefix(r.URL, "inprocess://") {
+		_, err := fmt.Fprintf(w, "backend %s: %s (runs inside the hub)\n", name, r.Status)
+		return err
+	}
 	transport := "plaintext"
 	if r.TLS {
 		transport = "TLS"
