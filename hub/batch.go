@@ -67,3 +67,13 @@ func (h *Hub) Values(ctx context.Context, refs []ValueRef) ([]json.RawMessage, e
 	}
 	return out, nil
 }
+
+// ResourceVersionsOf returns every resource version (without values) of
+// each instance in one store read; instances that do not exist are absent.
+func (h *Hub) ResourceVersionsOf(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
+	out, err := h.st.ResourceVersionsOf(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list resource versions of %d TypeInstances: %w", len(ids), err)
+	}
+	return out, nil
+}

@@ -59,6 +59,10 @@ type Reader interface {
 	// ResourceVersions returns every resource version of an instance in
 	// ascending order, without values; CodeNotFound for an unknown instance.
 	ResourceVersions(ctx context.Context, id string) ([]cairn.ResourceVersion, error)
+	// ResourceVersionsOf returns every resource version of each instance
+	// (ascending, without values) in one query, for lists that show
+	// history; instances that do not exist are absent from the map.
+	ResourceVersionsOf(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error)
 	// ResourceVersion returns one resource version without its value;
 	// CodeNotFound when the instance or the revision is absent.
 	ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error)

@@ -78,20 +78,9 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 		return out, nil
 	})
 	l.versions = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
-		// The hub reads one instance's versions at a time; the loader still
-		// makes that once per instance and request.
-		out := make(map[string][]cairn.ResourceVersion, len(ids))
-		for _, id := range ids {
-			rvs, err := h.ResourceVersions(ctx, id, false)
-			if cairn.HasCode(err, cairn.CodeNotFound) {
-				continue // deleted meanwhile: no versions
-			}
-			if err != nil {
-				return nil, err
-			}
-			out[id] = rvs
-		}
-		return out, nil
+		// One store read for the whole batch; an instance deleted meanwhile
+		// is absent and has no versions.
+		return h.ResourceVersionsOf(ctx, ids)
 	})
 	l.backends = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string]cairn.StorageBackend, error) {
 		out := make(map[string]cairn.StorageBackend, len(ids))

@@ -16,6 +16,7 @@ import (
 const (
 	versionColumns = `resource_version, created_by, created_at, attributes, context`
 	qVersions      = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = $1 ORDER BY resource_version`
+	qVersionsOf    = `SELECT instance_id, ` + versionColumns + ` FROM resource_versions WHERE instance_id = ANY($1) ORDER BY instance_id, resource_version`
 	qVersion       = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = $1 AND resource_version = $2`
 
 	// qAddVersion appends a resource version in one statement. Its core is
@@ -89,6 +90,38 @@ func (r reader) ResourceVersions(ctx context.Context, id string) ([]cairn.Resour
 	// Every instance has version 1, so no rows means no instance.
 	if len(out) == 0 {
 		return nil, notFound(id)
+	}
+	return out, nil
+}
+
+// idRow reads an instance id before the columns scanVersion reads.
+type idRow struct {
+	row pgx.Row
+	id  *string
+}
+
+func (r idRow) Scan(dest ...any) error { return r.row.Scan(append([]any{r.id}, dest...)...) }
+
+func (r reader) ResourceVersionsOf(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
+	out := make(map[string][]cairn.ResourceVersion, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := r.q.Query(ctx, qVersionsOf, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: resource versions of %d instances: %w", len(ids), classify(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		v, err := scanVersion(idRow{row: rows, id: &id})
+		if err != nil {
+			return nil, fmt.Errorf("postgres: resource versions of %d instances: %w", len(ids), classify(err))
+		}
+		out[id] = append(out[id], v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: resource versions of %d instances: %w", len(ids), classify(err))
 	}
 	return out, nil
 }

@@ -51,6 +51,7 @@ WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
 
 	versionColumns     = `resource_version, created_by, created_at, attributes, context`
 	qVersions          = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = ? ORDER BY resource_version`
+	qVersionsOf        = `SELECT instance_id, ` + versionColumns + ` FROM resource_versions WHERE instance_id IN (SELECT value FROM json_each(?)) ORDER BY instance_id, resource_version`
 	qVersion           = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = ? AND resource_version = ?`
 	qLatestVersion     = `SELECT latest_rv FROM instances WHERE id = ?`
 	qInsertVersion     = `INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context) VALUES (?, ?, ?, ?, ?, ?)`
@@ -85,7 +86,7 @@ func readQueries() []string {
 	return []string{
 		qGetType, qListTypesAll, qCountInstance,
 		qInstancesByID, qInstanceByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
-		qVersions, qVersion,
+		qVersions, qVersionsOf, qVersion,
 		qValue, qValues, qHasValues, qValueLock,
 		qChanges, qPrunedThrough, qLastSeq,
 	}

@@ -49,6 +49,10 @@ func (s *Store) ResourceVersions(ctx context.Context, id string) ([]cairn.Resour
 	return s.pool().ResourceVersions(ctx, id)
 }
 
+func (s *Store) ResourceVersionsOf(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
+	return s.pool().ResourceVersionsOf(ctx, ids)
+}
+
 func (s *Store) ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error) {
 	return s.pool().ResourceVersion(ctx, id, rv)
 }

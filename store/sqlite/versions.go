@@ -51,6 +51,38 @@ func (r reader) ResourceVersions(ctx context.Context, id string) ([]cairn.Resour
 	return out, nil
 }
 
+// idRow reads an instance id before the columns scanVersion reads.
+type idRow struct {
+	row interface{ Scan(...any) error }
+	id  *string
+}
+
+func (r idRow) Scan(dest ...any) error { return r.row.Scan(append([]any{r.id}, dest...)...) }
+
+func (r reader) ResourceVersionsOf(ctx context.Context, ids []string) (map[string][]cairn.ResourceVersion, error) {
+	out := make(map[string][]cairn.ResourceVersion, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := r.query(ctx, qVersionsOf, idList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: resource versions of %d instances: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		v, err := scanVersion(idRow{row: rows, id: &id})
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: resource versions of %d instances: %w", len(ids), err)
+		}
+		out[id] = append(out[id], v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: resource versions of %d instances: %w", len(ids), err)
+	}
+	return out, nil
+}
+
 func (r reader) ResourceVersion(ctx context.Context, id string, rv int) (cairn.ResourceVersion, error) {
 	v, err := scanVersion(r.queryRow(ctx, qVersion, id, rv))
 	if errors.Is(err, sql.ErrNoRows) {

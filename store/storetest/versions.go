@@ -50,6 +50,25 @@ func testAddResourceVersion(t *testing.T, s store.Store) {
 		}
 	}
 
+	// Several instances' histories in one read; missing ids are absent.
+	other := instance(2, "cap.type.other", "0.1.0", "default", "other")
+	create(t, s, other)
+	many, err := s.ResourceVersionsOf(ctx, []string{other.ID, in.ID, id(99)})
+	if err != nil {
+		t.Fatalf("ResourceVersionsOf: %v", err)
+	}
+	if len(many) != 2 || len(many[in.ID]) != 3 || len(many[other.ID]) != 1 {
+		t.Fatalf("ResourceVersionsOf = %d instances (%d, %d versions), want 2 (3, 1)", len(many), len(many[in.ID]), len(many[other.ID]))
+	}
+	for i := range want {
+		if d := diffVersion(many[in.ID][i], want[i]); len(d) > 0 {
+			t.Errorf("ResourceVersionsOf version %d: %s", i+1, strings.Join(d, "; "))
+		}
+	}
+	if got, err := s.ResourceVersionsOf(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("ResourceVersionsOf(nil) = %v, %v", got, err)
+	}
+
 	t.Run("not latest+1", func(t *testing.T) {
 		for _, rv := range []int{0, 1, 3, 5, -1} {
 			err := try(t, s, func(ctx context.Context, tx store.Tx) error {
