@@ -531,3 +531,24 @@ func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeI
 	}
 	return in.Ids, nil
 }
+
+// Policy returns the current policy document.
+func (q *query) Policy(ctx context.Context) (*model.Policy, error) {
+	doc, err := q.hub.GetPolicy(ctx)
+	if err != nil {
+		return nil, fail(opRead, "", err)
+	}
+	raw, err := json.Marshal(doc.Policy)
+	if err != nil {
+		return nil, fail(opRead, "", err)
+	}
+	p := &model.Policy{ResourceVersion: doc.ResourceVersion, Document: model.RawJSON(raw)}
+	if doc.CreatedBy != "" {
+		p.CreatedBy = &doc.CreatedBy
+	}
+	if !doc.CreatedAt.IsZero() {
+		t := doc.CreatedAt
+		p.CreatedAt = &t
+	}
+	return p, nil
+}

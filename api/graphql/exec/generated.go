@@ -63,7 +63,15 @@ type ComplexityRoot struct {
 		UpdateTypeInstances func(childComplexity int, in []*model.UpdateTypeInstancesInput) int
 	}
 
+	Policy struct {
+		CreatedAt       func(childComplexity int) int
+		CreatedBy       func(childComplexity int) int
+		Document        func(childComplexity int) int
+		ResourceVersion func(childComplexity int) int
+	}
+
 	Query struct {
+		Policy          func(childComplexity int) int
 		StorageBackends func(childComplexity int) int
 		TypeInstance    func(childComplexity int, id string) int
 		TypeInstances   func(childComplexity int, filter *model.TypeInstanceFilter) int
@@ -180,6 +188,7 @@ type QueryResolver interface {
 	TypeInstance(ctx context.Context, id string) (*model.TypeInstance, error)
 	Types(ctx context.Context, filter *model.TypeFilter) ([]model.HubType, error)
 	StorageBackends(ctx context.Context) ([]model.StorageBackend, error)
+	Policy(ctx context.Context) (*model.Policy, error)
 }
 type TypeInstanceResolver interface {
 	Uses(ctx context.Context, obj *model.TypeInstance) ([]model.TypeInstance, error)
@@ -323,6 +332,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.UpdateTypeInstances(childComplexity, args["in"].([]*model.UpdateTypeInstancesInput)), true
 
+	case "Policy.createdAt":
+		if e.ComplexityRoot.Policy.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Policy.CreatedAt(childComplexity), true
+	case "Policy.createdBy":
+		if e.ComplexityRoot.Policy.CreatedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Policy.CreatedBy(childComplexity), true
+	case "Policy.document":
+		if e.ComplexityRoot.Policy.Document == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Policy.Document(childComplexity), true
+	case "Policy.resourceVersion":
+		if e.ComplexityRoot.Policy.ResourceVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Policy.ResourceVersion(childComplexity), true
+
+	case "Query.policy":
+		if e.ComplexityRoot.Query.Policy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Policy(childComplexity), true
 	case "Query.storageBackends":
 		if e.ComplexityRoot.Query.StorageBackends == nil {
 			break
@@ -1177,6 +1217,16 @@ type StorageBackend {
   typeInstance: TypeInstance!
 }
 
+"cairn: the policy that picks the backend of a new TypeInstance given none (seed 000 \"Configuring storage backends\"). Read-only here: apply it with the CLI or REST."
+type Policy {
+  "The policy instance's resource version; 0 when no policy was applied."
+  resourceVersion: Int!
+  createdBy: String
+  createdAt: DateTime
+  "The policy document: {interface: {rules, default: {inject}}, typeInstance: {rules}}."
+  document: Any!
+}
+
 type Query {
   typeInstances(filter: TypeInstanceFilter = {}): [TypeInstance!]!
   typeInstance(id: ID!): TypeInstance
@@ -1185,6 +1235,8 @@ type Query {
   types(filter: TypeFilter = {}): [Type!]!
   "cairn: every registered storage backend."
   storageBackends: [StorageBackend!]!
+  "cairn: the current policy."
+  policy: Policy!
 }
 
 type Mutation {
@@ -1852,6 +1904,122 @@ func (ec *executionContext) fieldContext_Mutation_unlockTypeInstances(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Policy_resourceVersion(ctx context.Context, field graphql.CollectedField, obj *model.Policy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_Policy_resourceVersion,
+		func(ctx context.Context) (any, error) {
+			return obj.ResourceVersion, nil
+		},
+		nil,
+		ec.marshalNInt2int,
+		true,
+		true,
+	)
+}
+
+func (ec *executionContext) fieldContext_Policy_resourceVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Policy",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int does not have child fields")
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Policy_createdBy(ctx context.Context, field graphql.CollectedField, obj *model.Policy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_Policy_createdBy,
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedBy, nil
+		},
+		nil,
+		ec.marshalOString2ᚖstring,
+		true,
+		false,
+	)
+}
+
+func (ec *executionContext) fieldContext_Policy_createdBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Policy",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Policy_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Policy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_Policy_createdAt,
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		ec.marshalODateTime2ᚖtimeᚐTime,
+		true,
+		false,
+	)
+}
+
+func (ec *executionContext) fieldContext_Policy_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Policy",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type DateTime does not have child fields")
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Policy_document(ctx context.Context, field graphql.CollectedField, obj *model.Policy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_Policy_document,
+		func(ctx context.Context) (any, error) {
+			return obj.Document, nil
+		},
+		nil,
+		ec.marshalNAny2githubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐRawJSON,
+		true,
+		true,
+	)
+}
+
+func (ec *executionContext) fieldContext_Policy_document(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Policy",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Any does not have child fields")
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_typeInstances(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2097,6 +2265,45 @@ func (ec *executionContext) fieldContext_Query_storageBackends(_ context.Context
 				return ec.fieldContext_StorageBackend_typeInstance(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type StorageBackend", field.Name)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_policy(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_Query_policy,
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Policy(ctx)
+		},
+		nil,
+		ec.marshalNPolicy2ᚖgithubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐPolicy,
+		true,
+		true,
+	)
+}
+
+func (ec *executionContext) fieldContext_Query_policy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			switch field.Name {
+			case "resourceVersion":
+				return ec.fieldContext_Policy_resourceVersion(ctx, field)
+			case "createdBy":
+				return ec.fieldContext_Policy_createdBy(ctx, field)
+			case "createdAt":
+				return ec.fieldContext_Policy_createdAt(ctx, field)
+			case "document":
+				return ec.fieldContext_Policy_document(ctx, field)
+			}
+			return nil, fmt.Errorf("no field named %q was found under type Policy", field.Name)
 		},
 	}
 	return fc, nil
@@ -6447,6 +6654,54 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
+var policyImplementors = []string{"Policy"}
+
+func (ec *executionContext) _Policy(ctx context.Context, sel ast.SelectionSet, obj *model.Policy) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, policyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := make(map[string]*graphql.FieldSet)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Policy")
+		case "resourceVersion":
+			out.Values[i] = ec._Policy_resourceVersion(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdBy":
+			out.Values[i] = ec._Policy_createdBy(ctx, field, obj)
+		case "createdAt":
+			out.Values[i] = ec._Policy_createdAt(ctx, field, obj)
+		case "document":
+			out.Values[i] = ec._Policy_document(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(len(deferred)))
+
+	for label, dfs := range deferred {
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Label:    label,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: dfs,
+			Context:  ctx,
+		})
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -6539,6 +6794,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_storageBackends(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "policy":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_policy(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -8204,6 +8481,20 @@ func (ec *executionContext) marshalNNodePath2ᚕstringᚄ(ctx context.Context, s
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNPolicy2githubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐPolicy(ctx context.Context, sel ast.SelectionSet, v model.Policy) graphql.Marshaler {
+	return ec._Policy(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPolicy2ᚖgithubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐPolicy(ctx context.Context, sel ast.SelectionSet, v *model.Policy) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Policy(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNStorageBackend2githubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐStorageBackend(ctx context.Context, sel ast.SelectionSet, v model.StorageBackend) graphql.Marshaler {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 type AttributeFilterInput struct {
@@ -60,6 +61,16 @@ type LockTypeInstancesInput struct {
 }
 
 type Mutation struct {
+}
+
+// cairn: the policy that picks the backend of a new TypeInstance given none (seed 000 "Configuring storage backends"). Read-only here: apply it with the CLI or REST.
+type Policy struct {
+	// The policy instance's resource version; 0 when no policy was applied.
+	ResourceVersion int        `json:"resourceVersion"`
+	CreatedBy       *string    `json:"createdBy,omitempty"`
+	CreatedAt       *time.Time `json:"createdAt,omitempty"`
+	// The policy document: {interface: {rules, default: {inject}}, typeInstance: {rules}}.
+	Document RawJSON `json:"document"`
 }
 
 type Query struct {
