@@ -128,6 +128,10 @@ type StorageBackend struct {
 	// ResourceVersion is the backend instance's latest resource version; a
 	// client cached for a backend is dropped when it changes.
 	ResourceVersion int
+	// Value is the backend instance's whole latest value: a backend may
+	// keep its own settings beside url, acceptValue and contextSchema (the
+	// Git backend's branch, paths, author, ...), read by its opener.
+	Value json.RawMessage
 }
 
 // BackendHealth is what a health check of a storage backend found.

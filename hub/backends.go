@@ -79,6 +79,7 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 	sb.Alias = inst.Alias
 	sb.TypeRef = inst.TypeRef
 	sb.ResourceVersion = inst.Latest.ResourceVersion
+	sb.Value = raw
 	sb.Abstract = builtinID
 	b := &resolvedBackend{StorageBackend: sb}
 	if sb.ContextSchema != nil {
@@ -275,4 +276,20 @@ func (b *resolvedBackend) validateContext(doc json.RawMessage) error {
 			Msg: fmt.Sprintf("External backend %q: invalid input: %s", b.ID, joinCauses(causes))}
 	}
 	return nil
+}
+
+// withResourceMeta returns ctx carrying inst's identity (cairn.ResourceMeta)
+// when b's client names what it stores after the instance; ctx unchanged
+// otherwise. A Type that cannot be read leaves the REST names empty: the
+// backend then says what it misses.
+func (h *Hub) withResourceMeta(ctx context.Context, b *resolvedBackend, inst cairn.Instance) context.Context {
+	n, ok := b.client.(cairn.ResourceNamer)
+	if !ok || !n.NamesResources() {
+		return ctx
+	}
+	m := cairn.ResourceMeta{TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name, Labels: inst.Labels}
+	if t, err := h.st.GetType(ctx, inst.TypeRef); err == nil && t.Names != nil {
+		m.Group, m.Version, m.Kind = t.Group, t.Version, t.Names.Kind
+	}
+	return cairn.WithResourceMeta(ctx, m)
 }

@@ -346,7 +346,7 @@ func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
 		if p.inst.Backend.Abstract {
 			continue
 		}
-		newCtx, err := p.backend.client.OnCreate(ctx, cairn.OnCreateRequest{
+		newCtx, err := p.backend.client.OnCreate(h.withResourceMeta(ctx, p.backend, p.inst), cairn.OnCreateRequest{
 			InstanceID: p.inst.ID,
 			Value:      p.value,
 			Context:    p.inst.Latest.Context,

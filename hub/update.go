@@ -242,7 +242,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		if s.backend.AcceptValue {
 			req.NewValue = s.value
 		}
-		newCtx, err := s.backend.client.OnUpdate(ctx, req)
+		newCtx, err := s.backend.client.OnUpdate(h.withResourceMeta(ctx, s.backend, s.inst), req)
 		if err != nil {
 			err = withSubject(externalErr(s.backend.ID, "update", err), subjectOf(s.inst.ID))
 			if cairn.HasCode(err, cairn.CodeAlreadyExists) {

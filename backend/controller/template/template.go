@@ -1,0 +1,292 @@
+// Package template is cup's template controller (seed 003): Go text/template
+// path templates decide where each resource lives in the repository tree,
+// one file per resource, JSON or YAML by the file's extension. The Git
+// backend uses it unless a backend names another controller.
+package template
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
+)
+
+// Defaults are cup's: one JSON file per resource, under its namespace.
+const (
+	DefaultResource = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-{{ .Name }}.json`
+	DefaultList     = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-*.json`
+)
+
+// Paths are the path templates, over Data.
+type Paths struct {
+	// Resource is where one resource lives. Default DefaultResource.
+	Resource string `json:"resource,omitempty"`
+	// List is a glob (path.Match syntax) matching every file of a kind in
+	// a namespace; Namespace is "*" when listing across namespaces.
+	// Default DefaultList.
+	List string `json:"list,omitempty"`
+}
+
+// Data is what the path templates see.
+type Data struct {
+	Group, Version, Kind string
+	Namespace, Name      string
+	Labels               map[string]string
+}
+
+// Controller is the template controller. It implements
+// controller.Controller and is safe for concurrent use.
+type Controller struct {
+	resource *template.Template
+	list     *template.Template
+}
+
+var _ controller.Controller = (*Controller)(nil)
+
+// New parses p; empty templates take cup's defaults.
+func New(p Paths) (*Controller, error) {
+	if p.Resource == "" {
+		p.Resource = DefaultResource
+	}
+	if p.List == "" {
+		p.List = DefaultList
+	}
+	r, err := template.New("resource").Option("missingkey=error").Parse(p.Resource)
+	if err != nil {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.resource: %w", err)
+	}
+	l, err := template.New("list").Option("missingkey=error").Parse(p.List)
+	if err != nil {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.list: %w", err)
+	}
+	return &Controller{resource: r, list: l}, nil
+}
+
+// Resource is the cup/Kubernetes shape of a stored resource.
+type Resource struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   Metadata        `json:"metadata"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+}
+
+// Metadata identifies a resource.
+type Metadata struct {
+	Namespace   string            `json:"namespace"`
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// APIVersion renders group and version as Kubernetes does ("v1" alone for
+// the empty group).
+func APIVersion(k controller.Kind) string {
+	if k.Group == "" {
+		return k.Version
+	}
+	return k.Group + "/" + k.Version
+}
+
+// Path renders where the resource of kind, namespace and name lives,
+// relative to the tree's root. The Git backend reads the file at any
+// commit through it without checking the tree out.
+func (c *Controller) Path(kind controller.Kind, namespace, name string, labels map[string]string) (string, error) {
+	return render(c.resource, Data{Group: kind.Group, Version: kind.Version, Kind: kind.Kind,
+		Namespace: namespace, Name: name, Labels: labels})
+}
+
+func render(t *template.Template, d Data) (string, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", cairn.Errorf(cairn.CodeInvalid, "path template: %w", err)
+	}
+	p := strings.TrimPrefix(b.String(), "/")
+	// The template is configuration, the data comes from requests: a name
+	// must never steer a write outside the tree.
+	if !filepath.IsLocal(filepath.FromSlash(p)) || strings.HasPrefix(p, ".git/") || p == ".git" {
+		return "", cairn.Errorf(cairn.CodeInvalid, "path template: %q is not a path inside the repository", b.String())
+	}
+	return p, nil
+}
+
+// Decode parses a resource file by its extension (.yaml, .yml: YAML;
+// anything else: JSON) into JSON.
+func Decode(name string, data []byte) (json.RawMessage, error) {
+	if isYAML(name) {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return j, nil
+	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("%s: not valid JSON", name)
+	}
+	return json.RawMessage(bytes.TrimSpace(data)), nil
+}
+
+// encode renders a resource for a file: indented JSON, or YAML, with a
+// final newline, so diffs in the repository read well.
+func encode(name string, resource json.RawMessage) ([]byte, error) {
+	if isYAML(name) {
+		return yaml.JSONToYAML(resource)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, resource, "", "  "); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+func isYAML(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func notFound(kind controller.Kind, namespace, name string) error {
+	return cairn.Errorf(cairn.CodeNotFound, "%s %s/%s not found", kind.Kind, namespace, name)
+}
+
+// Get reads one resource.
+func (c *Controller) Get(ctx context.Context, root string, kind controller.Kind, namespace, name string) (json.RawMessage, error) {
+	p, err := c.Path(kind, namespace, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("template controller: %w", err)
+	}
+	defer r.Close()
+	data, err := r.ReadFile(filepath.FromSlash(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, notFound(kind, namespace, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("template controller: read %s: %w", p, err)
+	}
+	return Decode(p, data)
+}
+
+// List reads every resource of kind in namespace ("" for all) whose labels
+// include labels.
+func (c *Controller) List(ctx context.Context, root string, kind controller.Kind, namespace string, labels map[string]string) ([]json.RawMessage, error) {
+	ns := namespace
+	if ns == "" {
+		ns = "*"
+	}
+	glob, err := render(c.list, Data{Group: kind.Group, Version: kind.Version, Kind: kind.Kind, Namespace: ns, Name: "*"})
+	if err != nil {
+		return nil, err
+	}
+	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(glob)))
+	if err != nil {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.list %q: %w", glob, err)
+	}
+	slices.Sort(matches)
+	var out []json.RawMessage
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			return nil, fmt.Errorf("template controller: %w", err)
+		}
+		doc, err := Decode(m, data)
+		if err != nil {
+			return nil, fmt.Errorf("template controller: %w", err)
+		}
+		var r Resource
+		if json.Unmarshal(doc, &r) != nil || r.Kind != kind.Kind || r.APIVersion != APIVersion(kind) {
+			continue // another kind sharing the glob, or not a resource
+		}
+		if namespace != "" && r.Metadata.Namespace != namespace {
+			continue
+		}
+		if !hasLabels(r.Metadata.Labels, labels) {
+			continue
+		}
+		out = append(out, doc)
+	}
+	return out, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Put writes the resource to the file its identity renders to.
+func (c *Controller) Put(ctx context.Context, root string, kind controller.Kind, resource json.RawMessage) error {
+	var r Resource
+	if err := json.Unmarshal(resource, &r); err != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "template controller: resource: %w", err)
+	}
+	if r.Metadata.Name == "" || r.Metadata.Namespace == "" {
+		return cairn.Errorf(cairn.CodeInvalid, "template controller: resource: metadata.namespace and metadata.name are required")
+	}
+	p, err := c.Path(kind, r.Metadata.Namespace, r.Metadata.Name, r.Metadata.Labels)
+	if err != nil {
+		return err
+	}
+	data, err := encode(p, resource)
+	if err != nil {
+		return fmt.Errorf("template controller: encode %s: %w", p, err)
+	}
+	rt, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("template controller: %w", err)
+	}
+	defer rt.Close()
+	if dir := path.Dir(p); dir != "." {
+		if err := rt.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+			return fmt.Errorf("template controller: %w", err)
+		}
+	}
+	if err := rt.WriteFile(filepath.FromSlash(p), data, 0o644); err != nil {
+		return fmt.Errorf("template controller: write %s: %w", p, err)
+	}
+	return nil
+}
+
+// Delete removes the resource's file, and the directories it leaves empty.
+func (c *Controller) Delete(ctx context.Context, root string, kind controller.Kind, namespace, name string) error {
+	p, err := c.Path(kind, namespace, name, nil)
+	if err != nil {
+		return err
+	}
+	rt, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("template controller: %w", err)
+	}
+	defer rt.Close()
+	err = rt.Remove(filepath.FromSlash(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return notFound(kind, namespace, name)
+	}
+	if err != nil {
+		return fmt.Errorf("template controller: delete %s: %w", p, err)
+	}
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if rt.Remove(filepath.FromSlash(dir)) != nil {
+			break // not empty
+		}
+	}
+	return nil
+}

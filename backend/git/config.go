@@ -1,0 +1,186 @@
+package git
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller/template"
+)
+
+// TypePath is the Type of Git backend instances: the hub's opener runs every
+// backend instance of this Type in-process (Opener).
+const TypePath = cairn.StorageTypePrefix + ".git"
+
+// Modes of a Git backend.
+const (
+	ModeCommit  = "commit"
+	ModePropose = "propose"
+)
+
+// ContextSchema is the contextSchema a Git backend instance declares. The
+// hub passes the instance's identity itself (cairn.ResourceMeta), so a
+// caller gives no context; what the backend returns per resource version
+// (the resource's identity, its file and the commit that made it) is kept
+// by the hub as that version's context, which `cairn describe` shows.
+const ContextSchema = `{
+  "type": "object",
+  "properties": {
+    "apiVersion": {"type": "string"},
+    "kind": {"type": "string"},
+    "namespace": {"type": "string"},
+    "name": {"type": "string"},
+    "path": {"type": "string"},
+    "resourceVersion": {"type": "integer"},
+    "commit": {"type": "string"}
+  }
+}`
+
+// Config is a Git backend instance's value, beside the storage schema's
+// url, acceptValue (true) and contextSchema (ContextSchema).
+type Config struct {
+	// URL is the repository: file://, http(s):// or ssh://.
+	URL string `json:"url"`
+	// Branch receives the commits. Default "main".
+	Branch string `json:"branch,omitempty"`
+	// Mode is "commit" (default): push to Branch. "propose" (a branch and a
+	// pull request per change) is not implemented yet.
+	Mode string `json:"mode,omitempty"`
+	// Paths are the template controller's path templates (cup's defaults).
+	Paths template.Paths `json:"paths,omitempty"`
+	// Author signs the commits. Default cairn <cairn@localhost>.
+	Author Author `json:"author,omitempty"`
+	// Credentials name where secrets are, never the secrets themselves.
+	Credentials Credentials `json:"credentials,omitempty"`
+}
+
+// Author is a commit signature.
+type Author struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
+}
+
+// Credentials reference a token (HTTP basic auth, as GitHub, GitLab and
+// Gitea take it) or an SSH key by environment variable or file name.
+type Credentials struct {
+	// Username goes with the token. Default "git".
+	Username  string `json:"username,omitempty"`
+	TokenEnv  string `json:"tokenEnv,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	// SSHKeyEnv or SSHKeyFile hold a PEM private key; SSHUser defaults to
+	// the URL's user, else "git". SSHKnownHostsFile defaults to
+	// ~/.ssh/known_hosts; host keys are always checked.
+	SSHKeyEnv         string `json:"sshKeyEnv,omitempty"`
+	SSHKeyFile        string `json:"sshKeyFile,omitempty"`
+	SSHUser           string `json:"sshUser,omitempty"`
+	SSHKnownHostsFile string `json:"sshKnownHostsFile,omitempty"`
+}
+
+// ParseConfig decodes and checks a backend instance's value.
+func ParseConfig(value json.RawMessage) (Config, error) {
+	var c Config
+	if err := json.Unmarshal(value, &c); err != nil {
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: value: %w", err)
+	}
+	if c.Branch == "" {
+		c.Branch = "main"
+	}
+	if c.Mode == "" {
+		c.Mode = ModeCommit
+	}
+	if c.Author.Name == "" {
+		c.Author.Name = "cairn"
+	}
+	if c.Author.Email == "" {
+		c.Author.Email = "cairn@localhost"
+	}
+	switch c.Mode {
+	case ModeCommit:
+	case ModePropose:
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: mode %q is not implemented yet; use %q", c.Mode, ModeCommit)
+	default:
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: mode %q: want %q or %q", c.Mode, ModeCommit, ModePropose)
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || c.URL == "" {
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", c.URL)
+	}
+	switch u.Scheme {
+	case "file", "http", "https", "ssh":
+	default:
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", c.URL)
+	}
+	if strings.ContainsAny(c.Branch, " ~^:?*[\\") || strings.Contains(c.Branch, "..") {
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: branch %q is not a valid branch name", c.Branch)
+	}
+	return c, nil
+}
+
+// auth resolves the credentials. Errors name the variable or file, never
+// its content.
+func (c Config) auth(getenv func(string) string) (transport.AuthMethod, error) {
+	cr := c.Credentials
+	u, _ := url.Parse(c.URL)
+	secret := func(env, file, what string) (string, error) {
+		if env != "" {
+			v := getenv(env)
+			if v == "" {
+				return "", fmt.Errorf("git backend: %s: environment variable %s is empty or unset", what, env)
+			}
+			return v, nil
+		}
+		if file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return "", fmt.Errorf("git backend: %s: %w", what, err)
+			}
+			return strings.TrimRight(string(b), "\r\n"), nil
+		}
+		return "", nil
+	}
+	switch u.Scheme {
+	case "http", "https":
+		tok, err := secret(cr.TokenEnv, cr.TokenFile, "token")
+		if err != nil || tok == "" {
+			return nil, err
+		}
+		user := cr.Username
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: tok}, nil
+	case "ssh":
+		key, err := secret(cr.SSHKeyEnv, cr.SSHKeyFile, "SSH key")
+		if err != nil || key == "" {
+			return nil, err
+		}
+		user := cr.SSHUser
+		if user == "" && u.User != nil {
+			user = u.User.Username()
+		}
+		if user == "" {
+			user = "git"
+		}
+		pk, err := gitssh.NewPublicKeys(user, []byte(key), "")
+		if err != nil {
+			return nil, fmt.Errorf("git backend: SSH key: %w", err)
+		}
+		if cr.SSHKnownHostsFile != "" {
+			cb, err := knownhosts.New(cr.SSHKnownHostsFile)
+			if err != nil {
+				return nil, fmt.Errorf("git backend: known hosts: %w", err)
+			}
+			pk.HostKeyCallback = cb
+		}
+		return pk, nil
+	}
+	return nil, nil
+}

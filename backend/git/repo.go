@@ -1,0 +1,533 @@
+package git
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
+	"github.com/cairn-dev/cairn/backend/controller/template"
+)
+
+// Operations, as named in commit messages and the Cairn-Operation trailer.
+const (
+	opCreate         = "create"
+	opUpdate         = "update"
+	opDelete         = "delete"
+	opDeleteRevision = "delete-revision"
+)
+
+// Trailers of the backend's commits: the index is rebuilt from them.
+const (
+	trInstance  = "Cairn-Instance"
+	trVersion   = "Cairn-Resource-Version"
+	trOperation = "Cairn-Operation"
+	trResource  = "Cairn-Resource"
+	trActor     = "Cairn-Actor"
+)
+
+// change is one write: preconditions checked against the index (again
+// after every fetch) and the controller calls that make it.
+type change struct {
+	op    string
+	id    string
+	rv    int
+	ident identity
+	check func(e *entry) error
+	apply func(ctx context.Context, root string) error
+}
+
+func (b *Backend) remoteRef() plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName("origin", b.cfg.Branch)
+}
+
+func (b *Backend) localRef() plumbing.ReferenceName {
+	return plumbing.NewBranchReferenceName(b.cfg.Branch)
+}
+
+// openLocked opens the cache clone, making it (and fetching) on first use.
+func (b *Backend) openLocked(ctx context.Context) error {
+	if b.repo != nil {
+		return nil
+	}
+	repo, err := gogit.PlainOpen(b.dir)
+	if errors.Is(err, gogit.ErrRepositoryNotExists) {
+		if err := os.MkdirAll(b.dir, 0o700); err != nil {
+			return fmt.Errorf("git backend: cache directory: %w", err)
+		}
+		repo, err = gogit.PlainInit(b.dir, false)
+		if err != nil {
+			return fmt.Errorf("git backend: init the cache %s: %w", b.dir, err)
+		}
+		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{b.cfg.URL}}); err != nil {
+			return fmt.Errorf("git backend: init the cache %s: %w", b.dir, err)
+		}
+		head := plumbing.NewSymbolicReference(plumbing.HEAD, b.localRef())
+		if err := repo.Storer.SetReference(head); err != nil {
+			return fmt.Errorf("git backend: init the cache %s: %w", b.dir, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("git backend: open the cache %s: %w", b.dir, err)
+	}
+	b.repo = repo
+	if err := b.fetchLocked(ctx); err != nil {
+		b.repo = nil
+		return err
+	}
+	return nil
+}
+
+// fetchLocked brings the remote branch into the cache and indexes the new
+// commits.
+func (b *Backend) fetchLocked(ctx context.Context) error {
+	spec := config.RefSpec("+" + b.localRef().String() + ":" + b.remoteRef().String())
+	err := b.repo.FetchContext(ctx, &gogit.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{spec},
+		Auth:       b.auth,
+		Tags:       gogit.NoTags,
+	})
+	switch {
+	case err == nil, errors.Is(err, gogit.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, gogit.NoMatchingRefSpecError{}):
+		// No branch yet: the first commit creates it.
+		b.tip = plumbing.ZeroHash
+		return nil
+	default:
+		// The URL may carry a user name; credentials are never in it (they
+		// are referenced from the environment or files), so it is safe.
+		return cairn.Errorf(cairn.CodeUnavailable, "git backend: fetch %s from %s: %w", b.cfg.Branch, b.cfg.URL, err)
+	}
+	ref, err := b.repo.Reference(b.remoteRef(), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		b.tip = plumbing.ZeroHash
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("git backend: %w", err)
+	}
+	b.tip = ref.Hash()
+	return b.scanLocked()
+}
+
+// refresh fetches, under the repository lock.
+func (b *Backend) refresh(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return err
+	}
+	return b.fetchLocked(ctx)
+}
+
+// scanLocked reads the trailers of the commits between scanned and tip,
+// oldest first, into the index.
+func (b *Backend) scanLocked() error {
+	if b.tip.IsZero() || b.tip == b.scanned {
+		return nil
+	}
+	iter, err := b.repo.Log(&gogit.LogOptions{From: b.tip})
+	if err != nil {
+		return fmt.Errorf("git backend: read history: %w", err)
+	}
+	var commits []*object.Commit
+	err = iter.ForEach(func(c *object.Commit) error {
+		if c.Hash == b.scanned {
+			return storer.ErrStop
+		}
+		commits = append(commits, c)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("git backend: read history: %w", err)
+	}
+	slices.Reverse(commits)
+	b.imu.Lock()
+	defer b.imu.Unlock()
+	for _, c := range commits {
+		b.indexCommit(c.Hash, c.Message)
+	}
+	b.scanned = b.tip
+	return nil
+}
+
+// trailers parses "Key: value" lines of a commit message's last paragraph.
+func trailers(msg string) map[string]string {
+	paras := strings.Split(strings.TrimSpace(msg), "\n\n")
+	out := map[string]string{}
+	for line := range strings.SplitSeq(paras[len(paras)-1], "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && strings.HasPrefix(k, "Cairn-") {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// indexCommit applies one commit's trailers; imu is held.
+func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
+	t := trailers(msg)
+	id, op := t[trInstance], t[trOperation]
+	if id == "" {
+		return // not cairn's: sync's business
+	}
+	rv, _ := strconv.Atoi(t[trVersion])
+	b.applyIndex(id, op, rv, hash, parseResource(t[trResource]))
+}
+
+// applyIndex records a write in the index; imu is held.
+func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident identity) {
+	e := b.idx[id]
+	switch op {
+	case opCreate:
+		e = &entry{id: ident, versions: map[int]plumbing.Hash{}, dropped: map[int]bool{}}
+		if old := b.idx[id]; old != nil {
+			e.lockedBy = old.lockedBy
+		}
+		e.versions[rv] = commit
+		b.idx[id] = e
+	case opUpdate:
+		if e == nil {
+			return
+		}
+		if ident.Kind.Kind != "" {
+			e.id = ident
+		}
+		e.versions[rv] = commit
+		delete(e.dropped, rv)
+	case opDeleteRevision:
+		if e == nil {
+			return
+		}
+		delete(e.versions, rv)
+		e.dropped[rv] = true
+	case opDelete:
+		delete(b.idx, id)
+	}
+}
+
+// resourceTrailer renders an identity as "apiVersion Kind namespace/name".
+func resourceTrailer(i identity) string {
+	return fmt.Sprintf("%s %s %s/%s", template.APIVersion(i.Kind), i.Kind.Kind, i.Namespace, i.Name)
+}
+
+func parseResource(s string) identity {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return identity{}
+	}
+	g, v := splitAPIVersion(f[0])
+	ns, name, _ := strings.Cut(f[2], "/")
+	return identity{Kind: controller.Kind{Group: g, Version: v, Kind: f[1]}, Namespace: ns, Name: name}
+}
+
+// message is the commit message: a summary naming the operation, the
+// resource and who asked, then the trailers.
+func message(ctx context.Context, ch change) string {
+	actor := cairn.Actor(ctx)
+	if actor == "" {
+		actor = "unknown"
+	}
+	summary := fmt.Sprintf("cairn: %s %s %s/%s", ch.op, ch.ident.Kind.Kind, ch.ident.Namespace, ch.ident.Name)
+	if ch.rv > 0 {
+		summary += fmt.Sprintf(" (resource version %d)", ch.rv)
+	}
+	summary += " by " + actor
+	var t strings.Builder
+	fmt.Fprintf(&t, "%s: %s\n", trInstance, ch.id)
+	if ch.rv > 0 {
+		fmt.Fprintf(&t, "%s: %d\n", trVersion, ch.rv)
+	}
+	fmt.Fprintf(&t, "%s: %s\n%s: %s\n%s: %s\n", trOperation, ch.op, trResource, resourceTrailer(ch.ident), trActor, oneLine(actor))
+	return summary + "\n\n" + t.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// write applies ch on the branch tip, commits and pushes, retrying on a
+// moved branch. It returns the commit that holds the change: the new one,
+// or the tip when the change altered no file.
+func (b *Backend) write(ctx context.Context, ch change) (plumbing.Hash, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	fresh := false // whether tip was fetched during this write
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("git backend: %s %s: %w", ch.op, ch.ident, err)
+		}
+		b.imu.RLock()
+		err := ch.check(b.idx[ch.id])
+		b.imu.RUnlock()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		commit, changed, err := b.commitLocked(ctx, ch)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if !changed && !fresh {
+			// Unchanged on what may be a stale tip: make sure before
+			// saying so, or a newer remote change would be hidden.
+			if err := b.fetchLocked(ctx); err != nil {
+				return plumbing.ZeroHash, err
+			}
+			fresh = true
+			continue
+		}
+		if !changed {
+			b.imu.Lock()
+			b.applyIndex(ch.id, ch.op, ch.rv, b.tip, ch.ident)
+			b.imu.Unlock()
+			b.log.DebugContext(ctx, "git backend: unchanged, no commit", "op", ch.op, "instance", ch.id, "resource", ch.ident.String())
+			return b.tip, nil
+		}
+		pushErr := b.pushLocked(ctx)
+		if pushErr == nil {
+			b.tip = commit
+			if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.remoteRef(), commit)); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("git backend: %w", err)
+			}
+			if err := b.scanLocked(); err != nil {
+				return plumbing.ZeroHash, err
+			}
+			b.log.InfoContext(ctx, "git backend: pushed", "op", ch.op, "instance", ch.id, "resource", ch.ident.String(), "commit", commit.String(), "attempt", attempt)
+			return commit, nil
+		}
+		old := b.tip
+		if err := b.fetchLocked(ctx); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err)
+		}
+		fresh = true
+		if b.tip == commit {
+			// The push went through but its answer was lost.
+			return commit, nil
+		}
+		if b.tip == old {
+			return plumbing.ZeroHash, cairn.Errorf(cairn.CodeUnavailable, "git backend: push to %s of %s: %w", b.cfg.Branch, b.cfg.URL, pushErr)
+		}
+		if attempt >= b.maxAttempts {
+			return plumbing.ZeroHash, cairn.Errorf(cairn.CodeUnavailable, "git backend: %s %s: the branch %s kept moving; gave up after %d attempts", ch.op, ch.ident, b.cfg.Branch, attempt)
+		}
+		b.log.DebugContext(ctx, "git backend: branch moved, re-applying", "op", ch.op, "instance", ch.id, "attempt", attempt)
+		// A little jitter keeps two writers racing each other from
+		// colliding in lockstep; it is back-off, not synchronisation.
+		select {
+		case <-time.After(time.Duration(rand.IntN(5*attempt)) * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// resetLocked makes the work tree and index exactly the tip's tree.
+func (b *Backend) resetLocked(wt *gogit.Worktree) error {
+	if b.tip.IsZero() {
+		if err := b.repo.Storer.RemoveReference(b.localRef()); err != nil {
+			return err
+		}
+		if err := b.repo.Storer.SetIndex(&index.Index{Version: 2}); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(b.dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Name() != ".git" {
+				if err := os.RemoveAll(filepath.Join(b.dir, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := wt.Reset(&gogit.ResetOptions{Commit: b.tip, Mode: gogit.HardReset}); err != nil {
+		return err
+	}
+	return wt.Clean(&gogit.CleanOptions{Dir: true})
+}
+
+// commitLocked resets the work tree to tip, applies ch and commits; changed
+// is false when no file changed.
+func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, bool, error) {
+	wt, err := b.repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: %w", err)
+	}
+	if err := b.resetLocked(wt); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: reset the work tree to %s: %w", b.tip, err)
+	}
+	if err := ch.apply(ctx, b.dir); err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	if err := wt.AddWithOptions(&gogit.AddOptions{All: true}); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: stage: %w", err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: status: %w", err)
+	}
+	if st.IsClean() {
+		return b.tip, false, nil
+	}
+	now := time.Now()
+	sig := &object.Signature{Name: b.cfg.Author.Name, Email: b.cfg.Author.Email, When: now}
+	var parents []plumbing.Hash
+	if !b.tip.IsZero() {
+		parents = []plumbing.Hash{b.tip}
+	}
+	commit, err := wt.Commit(message(ctx, ch), &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents})
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
+	}
+	return commit, true, nil
+}
+
+func (b *Backend) pushLocked(ctx context.Context) error {
+	spec := config.RefSpec(b.localRef().String() + ":" + b.localRef().String())
+	return b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth})
+}
+
+// readAt returns the resource's spec in commit's tree, from the value
+// cache when it was read before: a commit never changes.
+func (b *Backend) readAt(ctx context.Context, commit plumbing.Hash, ident identity) (json.RawMessage, error) {
+	key := commit.String() + "\x00" + resourceTrailer(ident)
+	if v, ok := b.values.get(key); ok {
+		return v, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return nil, err
+	}
+	c, err := b.repo.CommitObject(commit)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// Made by another process: fetch it.
+		if err := b.fetchLocked(ctx); err != nil {
+			return nil, err
+		}
+		c, err = b.repo.CommitObject(commit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("git backend: commit %s of %s: %w", commit, ident, err)
+	}
+	doc, err := b.getAt(ctx, c, ident)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specOf(doc)
+	if err != nil {
+		return nil, fmt.Errorf("git backend: %s at %s: %w", ident, commit, err)
+	}
+	b.values.put(key, spec)
+	return spec, nil
+}
+
+// getAt reads the resource document in c's tree: straight from the object
+// store when the controller can locate the file, else through the
+// controller on a checkout of the tree.
+func (b *Backend) getAt(ctx context.Context, c *object.Commit, ident identity) (json.RawMessage, error) {
+	notFound := cairn.Errorf(cairn.CodeNotFound, "git backend: %s not found at commit %s", ident, c.Hash)
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("git backend: %w", err)
+	}
+	if b.loc != nil {
+		p, err := b.loc.Path(ident.Kind, ident.Namespace, ident.Name, ident.Labels)
+		if err != nil {
+			return nil, err
+		}
+		f, err := tree.File(p)
+		if errors.Is(err, object.ErrFileNotFound) {
+			return nil, notFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("git backend: %s: %w", p, err)
+		}
+		data, err := f.Contents()
+		if err != nil {
+			return nil, fmt.Errorf("git backend: %s: %w", p, err)
+		}
+		return template.Decode(p, []byte(data))
+	}
+	root, err := os.MkdirTemp("", "cairn-git-read-")
+	if err != nil {
+		return nil, fmt.Errorf("git backend: %w", err)
+	}
+	defer os.RemoveAll(root)
+	if err := checkout(tree, root); err != nil {
+		return nil, fmt.Errorf("git backend: check out %s: %w", c.Hash, err)
+	}
+	return b.ctl.Get(ctx, root, ident.Kind, ident.Namespace, ident.Name)
+}
+
+// checkout writes tree's files under dir.
+func checkout(tree *object.Tree, dir string) error {
+	return tree.Files().ForEach(func(f *object.File) error {
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		r, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		out, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, r); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// valueCache keeps specs by (commit, resource): immutable, so never stale.
+// It is emptied when full rather than tracking recency: cheap, and a warm
+// working set refills it at once.
+type valueCache struct {
+	mu sync.RWMutex
+	m  map[string]json.RawMessage
+}
+
+const maxCachedValues = 4096
+
+func (c *valueCache) get(k string) (json.RawMessage, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *valueCache) put(k string, v json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCachedValues {
+		clear(c.m)
+	}
+	c.m[k] = v
+}

@@ -1,0 +1,42 @@
+package cairn
+
+import "context"
+
+// ResourceMeta is an instance's identity beyond its id: its Type, the Type's
+// REST names and the instance's namespace, name and labels. The hub passes
+// it in the Go context of OnCreate and OnUpdate to backends that implement
+// ResourceNamer, so a backend that stores each instance as a named resource
+// (the Git backend writes one file per resource, seed 003) learns what to
+// call it without keeping an id→name map of its own. It stays in the
+// process: the storage-backend gRPC protocol has no field for it.
+type ResourceMeta struct {
+	TypeRef TypeRef
+	// Group, Version and Kind are empty when the Type is not registered or
+	// declares no REST names.
+	Group     string
+	Version   string
+	Kind      string
+	Namespace string
+	Name      string
+	Labels    map[string]string
+}
+
+// ResourceNamer is implemented by backends that name what they store after
+// the instance (ResourceMeta). The hub reads the instance's Type for them
+// only, so other backends cost no extra store read.
+type ResourceNamer interface {
+	NamesResources() bool
+}
+
+type resourceMetaKey struct{}
+
+// WithResourceMeta returns a context carrying m to a backend call.
+func WithResourceMeta(ctx context.Context, m ResourceMeta) context.Context {
+	return context.WithValue(ctx, resourceMetaKey{}, m)
+}
+
+// ResourceMetaFrom returns the ResourceMeta ctx carries, if any.
+func ResourceMetaFrom(ctx context.Context) (ResourceMeta, bool) {
+	m, ok := ctx.Value(resourceMetaKey{}).(ResourceMeta)
+	return m, ok
+}
