@@ -42,6 +42,9 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 	if err := checkSeq(UpdateInstance{ID: id, IfSeq: ifSeq}, inst); err != nil {
 		return err
 	}
+	if err := h.checkNotInPolicy(ctx, id); err != nil {
+		return err
+	}
 
 	if !inst.Backend.Abstract {
 		b, err := h.newBackendSet().get(ctx, inst.Backend.ID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -411,4 +412,30 @@ func (pp *policyPicker) explain(err error, ref cairn.TypeRef, backendID string) 
 		return &c
 	}
 	return fmt.Errorf("the policy's rule %d (typeRef %s) picks backend %q: %w", sel.Index, sel.Rule.TypeRef, backendID, err)
+}
+
+// checkNotInPolicy refuses to delete a backend that a policy rule or an
+// injection names: creates the rule picks would fail, and injections would
+// point nowhere. The policy has to be changed first.
+func (h *Hub) checkNotInPolicy(ctx context.Context, id string) error {
+	cp, err := h.currentPolicy(ctx)
+	if err != nil || cp == nil {
+		return err
+	}
+	var where []string
+	for i, r := range cp.doc.Policy.TypeInstance.Rules {
+		if r.Backend.ID == id {
+			where = append(where, fmt.Sprintf("typeInstance.rules[%d] (typeRef %s)", i, r.TypeRef))
+		}
+	}
+	for _, inj := range cp.doc.Policy.Injections() {
+		if inj.ID == id {
+			where = append(where, inj.Field)
+		}
+	}
+	if len(where) == 0 {
+		return nil
+	}
+	return &cairn.Error{Code: cairn.CodeUsedBy, IDs: []string{PolicyID},
+		Msg: fmt.Sprintf("TypeInstance %q is named by the policy (%s); change the policy first", id, strings.Join(where, ", "))}
 }
