@@ -158,3 +158,84 @@ func waitForLockWait(t *testing.T, dsn, app string) {
 		<-tick.C
 	}
 }
+
+// Deleting an instance while another transaction creates one that uses it:
+// the create holds the change-log lock and key-share locks the used
+// instance for its edge, which the delete's FOR UPDATE blocks. The delete
+// therefore takes the change-log lock before it locks the row; otherwise
+// each would wait for the other until the deadlock detector aborted one.
+// Found by internal/replicas (creates of a root using a leaf racing deletes
+// of the leaf).
+func TestDeleteOfUsedInstanceDoesNotDeadlock(t *testing.T) {
+	pgtest.DSN(t)
+	const (
+		leafID = "00000000-0000-4000-8000-000000000001"
+		rootID = "00000000-0000-4000-8000-000000000002"
+	)
+	ctx := t.Context()
+	ref := cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}
+	sc := pgtest.NewSchema(t)
+	creator := sc.Open(t)
+	app := "cairn-delete-test-" + sc.Name
+	deleterSchema := sc
+	deleterSchema.DSN = withParam(t, sc.DSN, "application_name", app)
+	deleter := deleterSchema.Open(t)
+	if err := creator.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.CreateInstance(ctx, cairn.Instance{ID: leafID, TypeRef: ref, Namespace: "default", Name: "leaf", Latest: cairn.ResourceVersion{ResourceVersion: 1}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu                 sync.Mutex
+		creates, deletes   int
+		holding, blocked   = make(chan struct{}), make(chan struct{})
+		holdOnce, waitOnce sync.Once
+		wg                 sync.WaitGroup
+		createErr, delErr  error
+	)
+	// The creator creates the root (taking the change-log lock), waits
+	// until the deleter is blocked, then adds the edge to the leaf.
+	wg.Go(func() {
+		createErr = creator.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			mu.Lock()
+			creates++
+			mu.Unlock()
+			if err := tx.CreateInstance(ctx, cairn.Instance{ID: rootID, TypeRef: ref, Namespace: "default", Name: "root", Latest: cairn.ResourceVersion{ResourceVersion: 1}}); err != nil {
+				return err
+			}
+			holdOnce.Do(func() { close(holding) })
+			<-blocked
+			return tx.AddUses(ctx, rootID, leafID)
+		})
+	})
+	// The deleter locks the leaf as the hub does, then deletes it.
+	wg.Go(func() {
+		<-holding
+		delErr = deleter.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			mu.Lock()
+			deletes++
+			mu.Unlock()
+			if _, err := tx.GetInstances(ctx, []string{leafID}); err != nil {
+				return err
+			}
+			return tx.DeleteInstance(ctx, leafID)
+		})
+	})
+	waitForLockWait(t, sc.DSN, app)
+	waitOnce.Do(func() { close(blocked) })
+	wg.Wait()
+	if createErr != nil {
+		t.Fatalf("create of the root: %v", createErr)
+	}
+	if !cairn.HasCode(delErr, cairn.CodeUsedBy) {
+		t.Errorf("delete of the leaf: %v, want UsedBy (the root was committed first)", delErr)
+	}
+	if creates != 1 || deletes != 1 {
+		t.Errorf("the creator ran %d times, the deleter %d times; want once each (a deadlock made PostgreSQL abort one)", creates, deletes)
+	}
+	got, err := creator.GetInstances(ctx, []string{leafID})
+	if err != nil || len(got) != 1 || len(got[0].UsedBy) != 1 || got[0].UsedBy[0] != rootID {
+		t.Fatalf("leaf = %+v, %v; want it used by the root", got, err)
+	}
+}

@@ -106,7 +106,10 @@ SELECT $1::text, x.key, x.value FROM unnest($2::text[], $3::text[]) AS x(key, va
 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1::text)`
 	qSetLockedBy = `UPDATE instances SET locked_by = $2 WHERE id = ANY($1)`
 
-	qLockForDelete = `SELECT 1 FROM instances WHERE id = $1 FOR UPDATE`
+	// qLockForDelete takes the change-log lock before the row's FOR UPDATE
+	// lock (see DeleteInstance).
+	qLockForDelete = `WITH ` + lockChangeLog + `
+SELECT 1 FROM lock, instances i WHERE i.id = $1 FOR UPDATE OF i`
 	qUsersOf       = `SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id
 WHERE u.to_id = $1 AND u.from_id <> u.to_id` + otherOrder
 	qDeleteOutgoing = `DELETE FROM uses WHERE from_id = $1`
@@ -585,7 +588,10 @@ func (t *tx) lockedIDs(ctx context.Context, ids []string) ([]string, error) {
 func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	// FOR UPDATE conflicts with the key-share locks AddUses takes, so an
 	// edge being added to this instance is committed (and seen below)
-	// before the check, and none can be added after it.
+	// before the check, and none can be added after it. The change-log lock
+	// comes first: a transaction adding such an edge holds it already (it
+	// created the instance the edge starts from), and would otherwise wait
+	// for our row lock while we waited for the change-log lock.
 	var one int
 	err := t.q.QueryRow(ctx, qLockForDelete, id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {

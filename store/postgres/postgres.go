@@ -58,8 +58,9 @@
 // transaction that takes a row lock after its first change can deadlock with
 // one that holds that row and waits for the change-log lock; PostgreSQL
 // aborts one of them and Update runs it again. The hub takes its row locks
-// first (Tx.GetInstances), so this is limited to rare cases such as deleting
-// an instance while another replica creates one that uses it.
+// first (Tx.GetInstances), and a delete takes the change-log lock before its
+// FOR UPDATE lock of the row (which blocks the key-share lock of a create
+// adding an edge to it), so this is limited to rare cases.
 //
 // For the same reason no statement changes an instance row before its
 // transaction holds the change-log lock (changes are logged first, or in the
