@@ -1,0 +1,142 @@
+// Command probe is a test module for backend/wasm: a WASI command that
+// misbehaves on request, chosen by its kind argument, to check the sandbox
+// and the limits. It does not use sdk/controller on purpose, so that it
+// can crash the way an arbitrary module would (a Go panic exits 2).
+//
+//	GOOS=wasip1 GOARCH=wasm go build -o probe.wasm ./backend/wasm/testdata/probe
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 3 {
+		fail(1, "usage: probe <op> <behaviour> ...")
+	}
+	op, behaviour := os.Args[1], os.Args[2]
+	switch behaviour {
+	case "env":
+		// What the host passed: arguments and the kind's group and version.
+		env := map[string]any{"args": os.Args, "group": os.Getenv("CUP_GROUP"), "version": os.Getenv("CUP_VERSION"), "environ": os.Environ()}
+		if op == "list" {
+			answer([]any{env})
+			return
+		}
+		answer(env)
+	case "escape":
+		// Everything a module might try to reach outside its mount.
+		seen := map[string]string{}
+		for _, p := range []string{"/inside.txt", "../secret.txt", "/../secret.txt", "/../outside/secret.txt", "/etc/passwd", "/etc/hostname", "/link", "/dirlink/secret.txt", "/proc/self/environ"} {
+			seen[p] = read(p)
+		}
+		for _, d := range []string{"/", "/..", "../.."} {
+			seen["ls "+d] = list(d)
+		}
+		answer(seen)
+	case "write":
+		// Whether the mount takes writes: a file, a directory, a removal.
+		answer(map[string]string{
+			"write":  result(os.WriteFile("/probe.txt", []byte(op), 0o644)),
+			"mkdir":  result(os.Mkdir("/probe-dir", 0o755)),
+			"remove": result(os.Remove("/inside.txt")),
+			"link":   result(os.Symlink("../outside/secret.txt", "/made-link")),
+		})
+	case "net":
+		// WASI preview 1 has no way to open a socket; Dial must fail.
+		conn, err := net.Dial("tcp", os.Args[3])
+		if err == nil {
+			conn.Close()
+		}
+		answer(map[string]string{"dial": result(err)})
+	case "loop":
+		for {
+		}
+	case "sleep":
+		time.Sleep(time.Hour)
+		answer(map[string]string{})
+	case "hog":
+		// Hold on to ever more memory until the runtime gives up.
+		var keep [][]byte
+		for i := 0; ; i++ {
+			b := make([]byte, 1<<20)
+			b[len(b)-1] = byte(i)
+			keep = append(keep, b)
+		}
+	case "flood":
+		chunk := []byte(strings.Repeat("x", 1<<16))
+		for {
+			if _, err := os.Stdout.Write(chunk); err != nil {
+				// The host refuses; a stubborn module keeps trying.
+				continue
+			}
+		}
+	case "panic":
+		panic("probe panics on purpose")
+	case "exit2-silent":
+		os.Exit(2)
+	case "exit7":
+		fmt.Fprintln(os.Stderr, "probe exits 7")
+		os.Exit(7)
+	case "notfound":
+		fail(2, "no such probe resource")
+	case "invalid":
+		out, _ := json.Marshal(map[string]string{"message": "probe refuses", "code": "Invalid"})
+		os.Stdout.Write(out)
+		os.Exit(1)
+	case "error":
+		fail(1, "probe failed on purpose")
+	case "garbage":
+		fmt.Print("this is not JSON")
+	case "stream":
+		// list may answer a stream of objects instead of an array.
+		fmt.Println(`{"metadata":{"name":"a"}}`)
+		fmt.Println(`{"metadata":{"name":"b"}}`)
+	default:
+		fail(1, "unknown behaviour "+behaviour)
+	}
+}
+
+func read(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "read: " + string(b)
+}
+
+func list(d string) string {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return "entries: " + strings.Join(names, ",")
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "ok"
+}
+
+func answer(v any) {
+	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
+		os.Exit(1)
+	}
+}
+
+func fail(code int, msg string) {
+	out, _ := json.Marshal(map[string]string{"message": msg})
+	os.Stdout.Write(out)
+	os.Exit(code)
+}
