@@ -362,6 +362,11 @@ func (b *Backend) resetLocked(wt *gogit.Worktree) error {
 		}
 		return nil
 	}
+	// HEAD names the local branch, which a fresh cache has not made yet
+	// and a rejected attempt left on its own commit: point it at tip.
+	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.localRef(), b.tip)); err != nil {
+		return err
+	}
 	if err := wt.Reset(&gogit.ResetOptions{Commit: b.tip, Mode: gogit.HardReset}); err != nil {
 		return err
 	}

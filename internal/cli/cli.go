@@ -192,7 +192,7 @@ func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: backends})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withGit(backends, nil)})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

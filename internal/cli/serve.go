@@ -73,7 +73,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: backends})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: a.withGit(backends, log)})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -1,0 +1,277 @@
+package git_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
+)
+
+// flagMeta is what the hub passes for an instance of a cup Flag.
+func flagMeta(name string, labels map[string]string) cairn.ResourceMeta {
+	return cairn.ResourceMeta{TypeRef: cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"},
+		Group: "flipt.io", Version: "v1", Kind: "Flag", Namespace: "production", Name: name, Labels: labels}
+}
+
+func flagPath(name string) string { return "production/flipt.io-v1-Flag-" + name + ".json" }
+
+func create(t testing.TB, ctx context.Context, b *git.Backend, id, name string, value string) json.RawMessage {
+	t.Helper()
+	out, err := b.OnCreate(cairn.WithResourceMeta(ctx, flagMeta(name, nil)), cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(value)})
+	if err != nil {
+		t.Fatalf("OnCreate %s: %v", name, err)
+	}
+	return out
+}
+
+func TestResourceFileAndCommit(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.serveHTTP(t))
+	ctx := cairn.WithActor(t.Context(), "jane")
+	id := uuid.NewString()
+	meta := flagMeta("new-project-cup", map[string]string{"project-type": "moonshots"})
+	out, err := b.OnCreate(cairn.WithResourceMeta(ctx, meta), cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(`{"enabled":true}`)})
+	if err != nil {
+		t.Fatalf("OnCreate: %v", err)
+	}
+	// cup's resource payload, in cup's default place.
+	var file map[string]any
+	if err := json.Unmarshal([]byte(r.show(t, "", flagPath("new-project-cup"))), &file); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"apiVersion": "flipt.io/v1", "kind": "Flag",
+		"metadata": map[string]any{"namespace": "production", "name": "new-project-cup", "labels": map[string]any{"project-type": "moonshots"}},
+		"spec":     map[string]any{"enabled": true}}
+	if fmt.Sprint(file) != fmt.Sprint(want) {
+		t.Errorf("file = %v, want %v", file, want)
+	}
+	msg := gitCmd(t, r.path, "log", "-1", "--format=%an <%ae>%n%B", "main")
+	for _, s := range []string{"cairn test <test@cairn.dev>", "cairn: create Flag production/new-project-cup (resource version 1) by jane",
+		"Cairn-Instance: " + id, "Cairn-Resource-Version: 1", "Cairn-Operation: create", "Cairn-Resource: flipt.io/v1 Flag production/new-project-cup"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("commit message lacks %q:\n%s", s, msg)
+		}
+	}
+	// The returned context names the file and the commit, as describe shows.
+	var c map[string]any
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c["commit"] != gitCmd(t, r.path, "rev-parse", "main") || c["path"] != flagPath("new-project-cup") || c["resourceVersion"] != 1.0 {
+		t.Errorf("context = %s, want the commit on main, the path and resource version 1", out)
+	}
+}
+
+func TestOldVersionReadsTheFileAtItsCommit(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "f", `{"enabled":false}`)
+	c2, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: c1})
+	if err != nil {
+		t.Fatalf("OnUpdate: %v", err)
+	}
+	// A fresh process (another cache) reads both versions from history.
+	other := newBackend(t, r.fileURL())
+	for rv, want := range map[int]string{1: `{"enabled":false}`, 2: `{"enabled":true}`} {
+		c := map[int]json.RawMessage{1: c1, 2: c2}[rv]
+		for name, bk := range map[string]*git.Backend{"writer": b, "other cache": other} {
+			got, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: rv, Context: c})
+			if err != nil || string(got) != want {
+				t.Errorf("%s: GetValue(rv %d) = %s, %v; want %s", name, rv, got, err, want)
+			}
+		}
+	}
+	if got := specOf(t, r.show(t, "", flagPath("f"))); string(got) != "{\n    \"enabled\": true\n  }" && !strings.Contains(string(got), "true") {
+		t.Errorf("file on main has spec %s, want enabled true", got)
+	}
+}
+
+func TestUnchangedWriteMakesNoCommit(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "same", `{"enabled":true}`)
+	before := r.commits(t)
+	c2, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled": true}`), Context: c1})
+	if err != nil {
+		t.Fatalf("OnUpdate: %v", err)
+	}
+	if after := r.commits(t); after != before {
+		t.Errorf("an unchanged write made %d commit(s)", after-before)
+	}
+	got, err := b.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 2, Context: c2})
+	if err != nil || string(got) != `{"enabled":true}` {
+		t.Errorf("GetValue(rv 2) = %s, %v", got, err)
+	}
+	// A changed value commits.
+	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 3, NewValue: json.RawMessage(`{"enabled":false}`), Context: c2}); err != nil {
+		t.Fatal(err)
+	}
+	if after := r.commits(t); after != before+1 {
+		t.Errorf("a changed write made %d commits, want 1", after-before)
+	}
+}
+
+// TestConcurrentWritersLoseNothing: goroutines on one backend and on two
+// backends with caches of their own (as two cairn processes) write to one
+// remote at once; every change is on main afterwards, one commit each.
+func TestConcurrentWritersLoseNothing(t *testing.T) {
+	r := newRemote(t)
+	url := r.serveHTTP(t)
+	backends := []*git.Backend{newBackend(t, url), newBackend(t, url)}
+	ctx := t.Context()
+	const perBackend, writers = 6, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, len(backends)*writers*perBackend)
+	for bi, b := range backends {
+		for w := range writers {
+			wg.Go(func() {
+				for i := range perBackend / writers * 2 {
+					name := fmt.Sprintf("b%d-w%d-%d", bi, w, i)
+					mctx := cairn.WithResourceMeta(ctx, flagMeta(name, nil))
+					if _, err := b.OnCreate(mctx, cairn.OnCreateRequest{InstanceID: name, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+						errs <- fmt.Errorf("%s: %w", name, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	total := len(backends) * writers * (perBackend / writers * 2)
+	if got := r.commits(t); got != total {
+		t.Errorf("%d commits on main, want %d", got, total)
+	}
+	files := strings.Fields(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"))
+	if len(files) != total {
+		t.Errorf("%d files on main, want %d: %v", len(files), total, files)
+	}
+	for bi := range backends {
+		for w := range writers {
+			for i := range perBackend / writers * 2 {
+				name := fmt.Sprintf("b%d-w%d-%d", bi, w, i)
+				if got := specOf(t, r.show(t, "", flagPath(name))); !strings.Contains(string(got), fmt.Sprintf(`"n": %d`, i)) {
+					t.Errorf("%s: spec %s", name, got)
+				}
+			}
+		}
+	}
+}
+
+// TestSameVersionFromTwoProcesses: two caches write resource version 2 of
+// one instance; the remote orders them and exactly one wins, the other
+// gets AlreadyExists after fetching, as the hub needs to retry.
+func TestSameVersionFromTwoProcesses(t *testing.T) {
+	r := newRemote(t)
+	a, b := newBackend(t, r.fileURL()), newBackend(t, r.fileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, a, id, "contended", `{"v":1}`)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, bk := range []*git.Backend{a, b} {
+		wg.Go(func() {
+			_, errs[i] = bk.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2,
+				NewValue: json.RawMessage(fmt.Sprintf(`{"v":2,"by":%d}`, i)), Context: c1})
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !cairn.HasCode(err, cairn.CodeAlreadyExists):
+			t.Errorf("writer %d: %v, want AlreadyExists or success", i, err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d writers stored resource version 2, want exactly 1: %v", ok, errs)
+	}
+	if n := r.commits(t); n != 2 {
+		t.Errorf("%d commits, want 2 (create, one update)", n)
+	}
+}
+
+func TestDeleteRemovesTheFile(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	ctx := cairn.WithActor(t.Context(), "bob")
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "gone", `{}`)
+	create(t, ctx, b, uuid.NewString(), "stays", `{}`)
+	if err := b.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: id, Context: c1}); err != nil {
+		t.Fatalf("OnDelete: %v", err)
+	}
+	files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main")
+	if files != flagPath("stays") {
+		t.Errorf("files on main = %q, want only %s", files, flagPath("stays"))
+	}
+	if msg := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); msg != "cairn: delete Flag production/gone by bob" {
+		t.Errorf("last commit = %q", msg)
+	}
+}
+
+func TestYAMLByExtension(t *testing.T) {
+	r := newRemote(t)
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.fileURL()) + `,"paths":{"resource":"{{ .Kind }}s/{{ .Namespace }}/{{ .Name }}.yaml"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := git.New(git.Options{Config: cfg, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	c := create(t, t.Context(), b, id, "y", `{"enabled":true,"description":"in YAML"}`)
+	if got := r.show(t, "", "Flags/production/y.yaml"); !strings.Contains(got, "description: in YAML") || !strings.Contains(got, "kind: Flag") {
+		t.Errorf("YAML file:\n%s", got)
+	}
+	v, err := b.GetValue(t.Context(), cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1, Context: c})
+	if err != nil || string(v) != `{"description":"in YAML","enabled":true}` {
+		t.Errorf("GetValue = %s, %v", v, err)
+	}
+}
+
+func TestTypeWithoutRESTNamesIsRefused(t *testing.T) {
+	b := newBackend(t, newRemote(t).fileURL())
+	ctx := cairn.WithResourceMeta(t.Context(), cairn.ResourceMeta{TypeRef: cairn.TypeRef{Path: "cap.type.x", Revision: "0.1.0"}, Namespace: "default", Name: "x"})
+	_, err := b.OnCreate(ctx, cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{}`)})
+	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "declares no REST names") {
+		t.Errorf("OnCreate = %v, want Invalid naming the missing REST names", err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	for _, tt := range []struct{ value, want string }{
+		{`{"url":"ftp://x"}`, "want file://, http(s):// or ssh://"},
+		{`{"url":"file:///r","mode":"propose"}`, "not implemented yet"},
+		{`{"url":"file:///r","mode":"push"}`, `mode "push"`},
+		{`{"url":"file:///r","branch":"a..b"}`, "not a valid branch name"},
+	} {
+		_, err := git.ParseConfig(json.RawMessage(tt.value))
+		if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseConfig(%s) = %v, want Invalid with %q", tt.value, err, tt.want)
+		}
+	}
+	// A token referenced from the environment: a missing one is named,
+	// never a value.
+	cfg, _ := git.ParseConfig(json.RawMessage(`{"url":"https://example.com/r.git","credentials":{"tokenEnv":"CAIRN_TEST_TOKEN"}}`))
+	_, err := git.New(git.Options{Config: cfg, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "CAIRN_TEST_TOKEN is empty or unset") {
+		t.Errorf("New without the token = %v", err)
+	}
+}

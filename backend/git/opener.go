@@ -1,0 +1,136 @@
+package git
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
+)
+
+// BackendOpener is the hub's opener contract (hub.BackendOpener), repeated
+// here so this package does not import the hub.
+type BackendOpener interface {
+	OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error)
+}
+
+// OpenerConfig configures an Opener.
+type OpenerConfig struct {
+	// CacheDir holds one clone per Git backend instance. Required.
+	CacheDir string
+	// Fallback opens every backend that is not a Git backend (the gRPC
+	// adapter). Nil: those fail.
+	Fallback BackendOpener
+	// Controller returns the controller of a Git backend whose value names
+	// one ("controller": {...}); nil, or a nil result, means the template
+	// controller. Part B's WASM controllers plug in here.
+	Controller func(ctx context.Context, sb cairn.StorageBackend) (controller.Controller, error)
+	// Logger receives operational logs. Nil discards.
+	Logger *slog.Logger
+	// Getenv reads credentials' environment variables. Default os.Getenv.
+	Getenv func(string) string
+}
+
+// Opener runs Git backends (instances of Type TypePath) in-process and
+// hands every other backend to its fallback. It implements
+// hub.BackendOpener and hub.HealthChecker and is safe for concurrent use.
+type Opener struct {
+	cfg OpenerConfig
+
+	mu       sync.Mutex
+	backends map[string]*openedBackend // by backend id
+}
+
+type openedBackend struct {
+	rv int
+	b  *Backend
+}
+
+// NewOpener returns an Opener.
+func NewOpener(cfg OpenerConfig) *Opener {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Opener{cfg: cfg, backends: map[string]*openedBackend{}}
+}
+
+// IsGit reports whether sb is a Git backend instance.
+func IsGit(sb cairn.StorageBackend) bool { return sb.TypeRef.Path == TypePath }
+
+// OpenBackend returns the Git backend for a Git backend instance (the same
+// one until the instance gets a new resource version), else what the
+// fallback opens.
+func (o *Opener) OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error) {
+	if !IsGit(sb) {
+		if o.cfg.Fallback == nil {
+			return nil, cairn.Errorf(cairn.CodeUnavailable, "backend %q (%s): no client is configured for url %q", sb.ID, sb.TypeRef, sb.URL)
+		}
+		return o.cfg.Fallback.OpenBackend(ctx, sb)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ob, ok := o.backends[sb.ID]; ok && ob.rv == sb.ResourceVersion {
+		return ob.b, nil
+	}
+	if o.cfg.CacheDir == "" {
+		return nil, cairn.Errorf(cairn.CodeUnavailable, "git backend %q: no cache directory is configured", sb.ID)
+	}
+	cfg, err := ParseConfig(sb.Value)
+	if err != nil {
+		return nil, err
+	}
+	var ctl controller.Controller
+	if o.cfg.Controller != nil {
+		if ctl, err = o.cfg.Controller(ctx, sb); err != nil {
+			return nil, err
+		}
+	}
+	// One clone per backend and remote: a backend pointed at another
+	// repository or branch starts a fresh cache rather than mixing two.
+	sum := sha256.Sum256([]byte(cfg.URL + "\x00" + cfg.Branch))
+	dir := filepath.Join(o.cfg.CacheDir, sb.ID+"-"+hex.EncodeToString(sum[:6]))
+	b, err := New(Options{Config: cfg, CacheDir: dir, Controller: ctl,
+		Logger: o.cfg.Logger.With("backend", sb.ID), Getenv: o.cfg.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	o.backends[sb.ID] = &openedBackend{rv: sb.ResourceVersion, b: b}
+	return b, nil
+}
+
+// CheckBackend fetches a Git backend's branch (SERVING when the remote
+// answers) and asks the fallback about other backends.
+func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.BackendHealth, error) {
+	if !IsGit(sb) {
+		hc, ok := o.cfg.Fallback.(interface {
+			CheckBackend(context.Context, cairn.StorageBackend) (cairn.BackendHealth, error)
+		})
+		if !ok {
+			return cairn.BackendHealth{}, cairn.Errorf(cairn.CodeUnavailable, "no health check is available for url %q", sb.URL)
+		}
+		return hc.CheckBackend(ctx, sb)
+	}
+	c, err := o.OpenBackend(ctx, sb)
+	if err != nil {
+		return cairn.BackendHealth{}, err
+	}
+	b := c.(*Backend)
+	start := time.Now()
+	if err := b.refresh(ctx); err != nil {
+		return cairn.BackendHealth{Status: "NOT_SERVING"}, fmt.Errorf("git backend %q: %w", sb.ID, err)
+	}
+	connect := time.Since(start)
+	start = time.Now()
+	if err := b.refresh(ctx); err != nil {
+		return cairn.BackendHealth{Status: "NOT_SERVING"}, fmt.Errorf("git backend %q: %w", sb.ID, err)
+	}
+	return cairn.BackendHealth{Service: "git", Status: "SERVING", Connect: connect, RoundTrip: time.Since(start),
+		TLS: strings.HasPrefix(b.cfg.URL, "https://") || strings.HasPrefix(b.cfg.URL, "ssh://")}, nil
+}
