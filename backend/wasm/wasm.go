@@ -209,6 +209,14 @@ func (r *Runtime) compile(ctx context.Context, module []byte) (wazero.CompiledMo
 		_ = mod.Close(ctx)
 		return nil, fmt.Errorf("%w: not a WASI command (no _start export); build it as a program (package main)", ErrProtocol)
 	}
+	// Refuse other imports here rather than on every call: WASI preview 1
+	// is all a controller gets (no sockets, no host functions).
+	for _, fn := range mod.ImportedFunctions() {
+		if module, name, _ := fn.Import(); module != wasi_snapshot_preview1.ModuleName {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("%w: imports %s.%s; a controller may import only %s", ErrProtocol, module, name, wasi_snapshot_preview1.ModuleName)
+		}
+	}
 	return mod, nil
 }
 

@@ -509,6 +509,14 @@ func TestLoadRejects(t *testing.T) {
 		{"not wasm", "hello", `wasm controller "bad": load: compile:`},
 		// The smallest valid module: no _start, so not a command.
 		{"no _start", "\x00asm\x01\x00\x00\x00", "not a WASI command"},
+		// A command importing env.f besides WASI: a host function cairn does not give.
+		{"foreign import", "\x00asm\x01\x00\x00\x00" +
+			"\x01\x04\x01\x60\x00\x00" + // type 0: () -> ()
+			"\x02\x09\x01\x03env\x01f\x00\x00" + // import env.f: type 0
+			"\x03\x02\x01\x00" + // function 1: type 0
+			"\x07\x0a\x01\x06_start\x00\x01" + // export _start = function 1
+			"\x0a\x04\x01\x02\x00\x0b", // its body: end
+			"imports env.f; a controller may import only wasi_snapshot_preview1"},
 	} {
 		_, err := r.Load(context.Background(), "bad", []byte(tc.module))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

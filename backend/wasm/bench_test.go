@@ -1,0 +1,69 @@
+package wasm
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// BenchmarkGet compares a get through the example WASM controller (module
+// compiled and cached, so each call is instantiate + run + collect) with
+// reading the same file directly, with and without the YAML-to-JSON
+// conversion the controller does.
+func BenchmarkGet(b *testing.B) {
+	m := modules(b)
+	ctl := load(b, newRuntime(b, Options{}), "yaml-tree", m.example)
+	ctx := context.Background()
+	root := b.TempDir()
+	if err := ctl.Put(ctx, root, widget, resource("team-a", "blue", map[string]string{"tier": "web"})); err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(root, "team-a", "widget.example.com", "blue.yaml")
+
+	b.Run("wasm", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ctl.Get(ctx, root, widget, "team-a", "blue"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct/read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile(file); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct/read+yaml", func(b *testing.B) {
+		for b.Loop() {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := yaml.YAMLToJSON(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLoadCold is what the cache saves: compiling the example module
+// in a fresh runtime with an empty in-memory compilation cache.
+func BenchmarkLoadCold(b *testing.B) {
+	m := modules(b)
+	for b.Loop() {
+		r, err := NewRuntime(context.Background(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Load(context.Background(), "yaml-tree", m.example); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
