@@ -60,6 +60,21 @@ type Config struct {
 	Author Author `json:"author,omitempty"`
 	// Credentials name where secrets are, never the secrets themselves.
 	Credentials Credentials `json:"credentials,omitempty"`
+	// Controller chooses a WASM controller instead of the template
+	// controller (OpenerConfig.Controller loads it).
+	Controller *ControllerRef `json:"controller,omitempty"`
+}
+
+// ControllerRef names the controller of a Git backend.
+type ControllerRef struct {
+	WASM *WASMRef `json:"wasm,omitempty"`
+}
+
+// WASMRef is a WASI module speaking cup's controller protocol: a file on
+// the hub's machine, pinned by its SHA-256 when given.
+type WASMRef struct {
+	Module string `json:"module"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Author is a commit signature.

@@ -35,10 +35,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +200,23 @@ func (r *Runtime) Load(ctx context.Context, name string, module []byte) (*Contro
 		return nil, fmt.Errorf("wasm controller %q: load: %w", name, res.err)
 	}
 	return &Controller{r: r, name: name, mod: res.mod, digest: fmt.Sprintf("sha256:%x", digest)}, nil
+}
+
+// LoadFile loads the module at path; when wantSHA256 is not empty the
+// file's digest must match it (hex), so a backend's configuration pins the
+// exact controller it runs.
+func (r *Runtime) LoadFile(ctx context.Context, path, wantSHA256 string) (*Controller, error) {
+	module, err := os.ReadFile(path)
+	if err != nil {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "wasm: read controller module: %w", err)
+	}
+	if wantSHA256 != "" {
+		sum := sha256.Sum256(module)
+		if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, wantSHA256) {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "wasm: controller module %s has SHA-256 %s, the configuration pins %s", path, got, wantSHA256)
+		}
+	}
+	return r.Load(ctx, filepath.Base(path), module)
 }
 
 func (r *Runtime) compile(ctx context.Context, module []byte) (wazero.CompiledModule, error) {

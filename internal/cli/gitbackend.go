@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/wasm"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -13,10 +18,49 @@ import (
 // this process, with their clones under the data directory; every other
 // backend goes to next.
 func (a *app) withGit(next hub.BackendOpener, log *slog.Logger) hub.BackendOpener {
+	w := &wasmControllers{cacheDir: filepath.Join(a.dataDir, "wasm-cache"), baseDir: a.dataDir}
 	return gitbackend.NewOpener(gitbackend.OpenerConfig{
-		CacheDir: filepath.Join(a.dataDir, "git-cache"),
-		Fallback: next,
-		Logger:   log,
-		Getenv:   a.env.Getenv,
+		CacheDir:   filepath.Join(a.dataDir, "git-cache"),
+		Fallback:   next,
+		Controller: w.controller,
+		Logger:     log,
+		Getenv:     a.env.Getenv,
 	})
+}
+
+// wasmControllers loads the WASM controllers Git backends name
+// ("controller": {"wasm": {"module": PATH, "sha256": HEX}}), on one wazero
+// runtime started on first use; compiled code is cached on disk.
+type wasmControllers struct {
+	cacheDir string
+	baseDir  string // relative module paths are under the data directory
+
+	once sync.Once
+	rt   *wasm.Runtime
+	err  error
+}
+
+func (w *wasmControllers) controller(ctx context.Context, sb cairn.StorageBackend) (controller.Controller, error) {
+	cfg, err := gitbackend.ParseConfig(sb.Value)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Controller == nil || cfg.Controller.WASM == nil {
+		return nil, nil // the template controller
+	}
+	w.once.Do(func() {
+		w.rt, w.err = wasm.NewRuntime(context.WithoutCancel(ctx), wasm.Options{CacheDir: w.cacheDir})
+	})
+	if w.err != nil {
+		return nil, w.err
+	}
+	path := cfg.Controller.WASM.Module
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(w.baseDir, path)
+	}
+	c, err := w.rt.LoadFile(ctx, path, cfg.Controller.WASM.SHA256)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return c, nil
 }
