@@ -110,7 +110,7 @@ WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1::text)`
 	// lock (see DeleteInstance).
 	qLockForDelete = `WITH ` + lockChangeLog + `
 SELECT 1 FROM lock, instances i WHERE i.id = $1 FOR UPDATE OF i`
-	qUsersOf       = `SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id
+	qUsersOf = `SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id
 WHERE u.to_id = $1 AND u.from_id <> u.to_id` + otherOrder
 	qDeleteOutgoing = `DELETE FROM uses WHERE from_id = $1`
 	qDeleteInstance = `DELETE FROM instances WHERE id = $1`
