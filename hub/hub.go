@@ -148,33 +148,59 @@ const storageTypeSchema = `{
 // bootstrap registers the built-in backend instance and its Type once. It is
 // safe when several replicas start at the same time.
 func (h *Hub) bootstrap(ctx context.Context) error {
-	ref := h.BuiltinTypeRef()
+	return h.registerSystemBackend(ctx, systemBackend{
+		typeRef: h.BuiltinTypeRef(),
+		schema:  json.RawMessage(storageTypeSchema),
+		id:      cairn.BuiltinBackendID,
+		name:    "builtin",
+		alias:   cairn.BuiltinBackendAlias,
+		value:   json.RawMessage(`{"acceptValue":true,"contextSchema":null}`),
+	})
+}
+
+// systemBackend is a storage backend the hub registers itself, in
+// SystemNamespace, with its value in the built-in backend.
+type systemBackend struct {
+	typeRef cairn.TypeRef
+	schema  json.RawMessage // of the backend's Type
+	id      string
+	name    string
+	alias   string
+	value   json.RawMessage
+}
+
+// registerSystemBackend creates the backend's Type and instance unless they
+// exist, in one transaction; safe when replicas start together.
+func (h *Hub) registerSystemBackend(ctx context.Context, sb systemBackend) error {
 	now := h.now().UTC()
-	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetType(ctx, ref); cairn.HasCode(err, cairn.CodeNotFound) {
-			t := cairn.Type{
-				Path:           ref.Path,
-				Revision:       ref.Revision,
-				JSONSchema:     json.RawMessage(storageTypeSchema),
-				AdditionalRefs: []string{cairn.StorageTypePrefix},
-				CreatedAt:      now,
-			}
+	schema, err := compactJSON(sb.schema)
+	if err != nil {
+		return fmt.Errorf("the schema of %s: %w", sb.typeRef, err)
+	}
+	value, err := compactJSON(sb.value)
+	if err != nil {
+		return fmt.Errorf("the value of %s: %w", sb.name, err)
+	}
+	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetType(ctx, sb.typeRef); cairn.HasCode(err, cairn.CodeNotFound) {
+			t := cairn.Type{Path: sb.typeRef.Path, Revision: sb.typeRef.Revision, JSONSchema: schema,
+				AdditionalRefs: []string{cairn.StorageTypePrefix}, CreatedAt: now}
 			if err := tx.CreateType(ctx, t); err != nil {
 				return err
 			}
 		} else if err != nil {
 			return err
 		}
-		found, err := tx.GetInstancesBrief(ctx, []string{cairn.BuiltinBackendID})
+		found, err := tx.GetInstancesBrief(ctx, []string{sb.id})
 		if err != nil || len(found) == 1 {
 			return err
 		}
 		inst := cairn.Instance{
-			ID:        cairn.BuiltinBackendID,
-			TypeRef:   ref,
+			ID:        sb.id,
+			TypeRef:   sb.typeRef,
 			Namespace: SystemNamespace,
-			Name:      "builtin",
-			Alias:     cairn.BuiltinBackendAlias,
+			Name:      sb.name,
+			Alias:     sb.alias,
 			Labels:    map[string]string{"hub.cairn.dev/storage-backend": "true"},
 			Backend:   cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true},
 			CreatedAt: now,
@@ -188,7 +214,13 @@ func (h *Hub) bootstrap(ctx context.Context) error {
 		if err := tx.CreateInstance(ctx, inst); err != nil {
 			return err
 		}
-		return tx.PutValue(ctx, inst.ID, 1, json.RawMessage(`{"acceptValue":true,"contextSchema":null}`))
+		if err := tx.PutValue(ctx, inst.ID, 1, value); err != nil {
+			return err
+		}
+		if sb.id == cairn.BuiltinBackendID {
+			return nil // the built-in backend does not use itself
+		}
+		return tx.AddUses(ctx, inst.ID, cairn.BuiltinBackendID)
 	})
 	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
 		// Another replica registered it between our read and write.

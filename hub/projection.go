@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
-	"github.com/cairn-dev/cairn/store"
 )
 
 // Projections (seed 000 "Dynamic TypeInstance projections").
@@ -102,8 +101,6 @@ func GotemplateTypeRef() cairn.TypeRef {
 // bootstrapGotemplate registers the gotemplate backend Type and the hub's
 // in-process instance of it once; safe when replicas start together.
 func (h *Hub) bootstrapGotemplate(ctx context.Context) error {
-	ref := GotemplateTypeRef()
-	now := h.now().UTC()
 	value, err := json.Marshal(map[string]any{
 		"url":           gotemplate.InProcessURL,
 		"acceptValue":   false,
@@ -112,55 +109,14 @@ func (h *Hub) bootstrapGotemplate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	value, err = compactJSON(value)
-	if err != nil {
-		return err
-	}
-	err = h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.GetType(ctx, ref); cairn.HasCode(err, cairn.CodeNotFound) {
-			t := cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(gotemplate.TypeSchema),
-				AdditionalRefs: []string{cairn.StorageTypePrefix}, CreatedAt: now}
-			if t.JSONSchema, err = compactJSON(t.JSONSchema); err != nil {
-				return err
-			}
-			if err := tx.CreateType(ctx, t); err != nil {
-				return err
-			}
-		} else if err != nil {
-			return err
-		}
-		found, err := tx.GetInstancesBrief(ctx, []string{gotemplate.BackendID})
-		if err != nil || len(found) == 1 {
-			return err
-		}
-		inst := cairn.Instance{
-			ID:        gotemplate.BackendID,
-			TypeRef:   ref,
-			Namespace: SystemNamespace,
-			Name:      "gotemplate",
-			Alias:     gotemplate.Alias,
-			Labels:    map[string]string{"hub.cairn.dev/storage-backend": "true"},
-			Backend:   cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true},
-			CreatedAt: now,
-			Latest: cairn.ResourceVersion{
-				ResourceVersion: 1,
-				CreatedBy:       SystemActor,
-				CreatedAt:       now,
-				Attributes:      []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
-			},
-		}
-		if err := tx.CreateInstance(ctx, inst); err != nil {
-			return err
-		}
-		if err := tx.PutValue(ctx, inst.ID, 1, value); err != nil {
-			return err
-		}
-		return tx.AddUses(ctx, inst.ID, cairn.BuiltinBackendID)
+	return h.registerSystemBackend(ctx, systemBackend{
+		typeRef: GotemplateTypeRef(),
+		schema:  json.RawMessage(gotemplate.TypeSchema),
+		id:      gotemplate.BackendID,
+		name:    "gotemplate",
+		alias:   gotemplate.Alias,
+		value:   value,
 	})
-	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
-		return nil
-	}
-	return err
 }
 
 // projector prepares the projections of one create batch.
