@@ -174,6 +174,7 @@ func nonNil(m map[string]string) map[string]string {
 // or "-" for standard input). It decodes every document it can and returns
 // the documents that decoded with the errors of the others joined, so a user
 // sees every mistake at once; callers should not act on a partial result.
+// Lists and JSON arrays are flattened into their items (see Split).
 func Decode(r io.Reader, source string) ([]Document, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -181,55 +182,32 @@ func Decode(r io.Reader, source string) ([]Document, error) {
 	}
 	var docs []Document
 	var errs []error
+	// Document by document, so errors come in the order of the source.
 	for i, raw := range splitSource(data) {
 		pos := Position{Source: source, Index: i, Item: -1, Line: raw.line}
 		if raw.err != nil {
 			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: pos.String(), Msg: raw.err.Error(), Err: raw.err})
 			continue
 		}
-		ds, err := decodeRaw(raw.json, pos)
-		docs = append(docs, ds...)
-		if err != nil {
+		raws, err := splitRaw(raw.json, pos)
+		errs = append(errs, err)
+		for _, r := range raws {
+			ds, err := decodeOne(r.JSON, r.Pos)
+			docs = append(docs, ds...)
 			errs = append(errs, err)
 		}
 	}
 	return docs, errors.Join(errs...)
 }
 
-// decodeRaw decodes one document, flattening a JSON array or a List.
-func decodeRaw(raw json.RawMessage, pos Position) ([]Document, error) {
-	if first(raw) == '[' {
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, docError(pos, []cairn.Cause{{Message: "must be an object or an array of objects: " + err.Error()}})
-		}
-		return decodeItems(items, pos)
-	}
+// decodeOne decodes one document that is not a List: a cup
+// ResourceDefinition (one Type per version), a cairn Type or TypeInstance,
+// or a Capact OCF Type.
+func decodeOne(raw json.RawMessage, pos Position) ([]Document, error) {
 	d := &decoder{}
 	top := d.object("", raw, nil)
 	if top == nil {
 		return nil, docError(pos, d.causes)
-	}
-	if kind, _ := str(top["kind"]); kind == string(KindList) {
-		if pos.Item >= 0 {
-			return nil, docError(pos, []cairn.Cause{{Field: "kind", Message: "a List cannot hold another List"}})
-		}
-		d.object("", raw, []string{"apiVersion", "kind", "metadata", "items"})
-		if top["apiVersion"] == nil {
-			d.add("apiVersion", "is required (want v1 or "+APIVersion+")")
-		} else if v := d.optStr("apiVersion", top["apiVersion"]); v != "v1" && v != APIVersion {
-			d.add("apiVersion", fmt.Sprintf("%q is not supported for kind List (want v1 or %s)", v, APIVersion))
-		}
-		var items []json.RawMessage
-		if it, ok := top["items"]; !ok {
-			d.add("items", "is required")
-		} else if err := json.Unmarshal(it, &items); err != nil || first(it) != '[' {
-			d.add("items", "must be an array of documents")
-		}
-		if len(d.causes) > 0 {
-			return nil, docError(pos, d.causes)
-		}
-		return decodeItems(items, pos)
 	}
 	if v, _ := str(top["apiVersion"]); v == CupAPIVersion {
 		docs, causes := decodeCup(top)
@@ -247,25 +225,6 @@ func decodeRaw(raw json.RawMessage, pos Position) ([]Document, error) {
 	}
 	doc.Pos = pos
 	return []Document{doc}, nil
-}
-
-func decodeItems(items []json.RawMessage, pos Position) ([]Document, error) {
-	var docs []Document
-	var errs []error
-	for i, it := range items {
-		p := pos
-		p.Item = i
-		if first(it) == '[' {
-			errs = append(errs, docError(p, []cairn.Cause{{Message: "must be an object; lists do not nest"}}))
-			continue
-		}
-		ds, err := decodeRaw(it, p)
-		docs = append(docs, ds...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return docs, errors.Join(errs...)
 }
 
 func docError(pos Position, causes []cairn.Cause) error {

@@ -74,12 +74,20 @@ func splitRaw(raw json.RawMessage, pos Position) ([]Raw, error) {
 	if pos.Item >= 0 {
 		return nil, docError(pos, []cairn.Cause{{Field: "kind", Message: "a List cannot hold another List"}})
 	}
-	if doc.APIVersion != "v1" && doc.APIVersion != APIVersion {
-		return nil, docError(pos, []cairn.Cause{{Field: "apiVersion", Message: fmt.Sprintf("%q is not supported for kind List (want v1 or %s)", doc.APIVersion, APIVersion)}})
+	d.object("", raw, []string{"apiVersion", "kind", "metadata", "items"})
+	if top["apiVersion"] == nil {
+		d.add("apiVersion", "is required (want v1 or "+APIVersion+")")
+	} else if v := d.optStr("apiVersion", top["apiVersion"]); v != "v1" && v != APIVersion {
+		d.add("apiVersion", fmt.Sprintf("%q is not supported for kind List (want v1 or %s)", v, APIVersion))
 	}
 	var items []json.RawMessage
-	if it, ok := top["items"]; !ok || first(it) != '[' || json.Unmarshal(it, &items) != nil {
-		return nil, docError(pos, []cairn.Cause{{Field: "items", Message: "must be an array of documents"}})
+	if it, ok := top["items"]; !ok {
+		d.add("items", "is required")
+	} else if err := json.Unmarshal(it, &items); err != nil || first(it) != '[' {
+		d.add("items", "must be an array of documents")
+	}
+	if len(d.causes) > 0 {
+		return nil, docError(pos, d.causes)
 	}
 	return splitItems(items, pos)
 }
@@ -106,5 +114,5 @@ func splitItems(items []json.RawMessage, pos Position) ([]Raw, error) {
 // DecodeRaw decodes one document read by Split as Decode would, keeping its
 // position.
 func DecodeRaw(r Raw) ([]Document, error) {
-	return decodeRaw(r.JSON, r.Pos)
+	return decodeOne(r.JSON, r.Pos)
 }
