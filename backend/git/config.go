@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/controller/template"
+	"github.com/cairn-dev/cairn/backend/scm"
 )
 
 // TypePath is the Type of Git backend instances: the hub's opener runs every
@@ -40,7 +41,18 @@ const ContextSchema = `{
     "name": {"type": "string"},
     "path": {"type": "string"},
     "resourceVersion": {"type": "integer"},
-    "commit": {"type": "string"}
+    "commit": {"type": "string"},
+    "proposal": {
+      "type": "object",
+      "properties": {
+        "id": {"type": "string"},
+        "provider": {"type": "string"},
+        "number": {"type": "integer"},
+        "url": {"type": "string"},
+        "branch": {"type": "string"},
+        "base": {"type": "string"}
+      }
+    }
   }
 }`
 
@@ -51,9 +63,12 @@ type Config struct {
 	URL string `json:"url"`
 	// Branch receives the commits. Default "main".
 	Branch string `json:"branch,omitempty"`
-	// Mode is "commit" (default): push to Branch. "propose" (a branch and a
-	// pull request per change) is not implemented yet.
+	// Mode is "commit" (default): push to Branch; or "propose": push each
+	// change to a branch cairn/proposal/<id> and open a pull request into
+	// Branch through SCM (see propose.go).
 	Mode string `json:"mode,omitempty"`
+	// SCM is the provider that opens pull requests; required by propose.
+	SCM *scm.Config `json:"scm,omitempty"`
 	// Paths are the template controller's path templates (cup's defaults).
 	Paths template.Paths `json:"paths,omitempty"`
 	// Author signs the commits. Default cairn <cairn@localhost>.
@@ -120,7 +135,12 @@ func ParseConfig(value json.RawMessage) (Config, error) {
 	switch c.Mode {
 	case ModeCommit:
 	case ModePropose:
-		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: mode %q is not implemented yet; use %q", c.Mode, ModeCommit)
+		if c.SCM == nil {
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: mode %q needs scm: {provider: github|gitlab|gitea, apiURL, repository, tokenEnv}", c.Mode)
+		}
+		if err := c.SCM.Check(); err != nil {
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+		}
 	default:
 		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: mode %q: want %q or %q", c.Mode, ModeCommit, ModePropose)
 	}

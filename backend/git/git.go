@@ -47,6 +47,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/controller"
 	"github.com/cairn-dev/cairn/backend/controller/template"
+	"github.com/cairn-dev/cairn/backend/scm"
 )
 
 // DefaultMaxAttempts bounds the push attempts of one write.
@@ -88,6 +89,8 @@ type Backend struct {
 	log         *slog.Logger
 	auth        transport.AuthMethod
 	maxAttempts int
+	// scm opens pull requests in propose mode; nil in commit mode.
+	scm scm.Provider
 
 	// mu serialises everything touching the repository: the go-git
 	// repository and work tree are not safe for concurrent use.
@@ -168,6 +171,11 @@ func New(opts Options) (*Backend, error) {
 		maxAttempts: opts.MaxAttempts,
 		idx:         map[string]*entry{},
 		values:      valueCache{m: map[string]json.RawMessage{}},
+	}
+	if cfg.Mode == ModePropose {
+		if b.scm, err = scm.New(*cfg.SCM, scm.Options{Getenv: getenv}); err != nil {
+			return nil, fmt.Errorf("git backend: %w", err)
+		}
 	}
 	b.loc, _ = ctl.(locator)
 	if b.log == nil {
@@ -358,7 +366,7 @@ func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json
 	if err != nil {
 		return nil, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
-	commit, err := b.write(ctx, change{
+	ch := change{
 		op: opCreate, id: id, rv: 1, ident: ident,
 		check: func(e *entry) error {
 			if e != nil {
@@ -369,7 +377,11 @@ func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json
 		apply: func(ctx context.Context, root string) error {
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
-	})
+	}
+	if b.scm != nil {
+		return b.propose(ctx, ch, nil)
+	}
+	commit, err := b.write(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -383,8 +395,8 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 		return nil, errorf(cairn.CodeInvalid, id, "TypeInstance %q: resource version %d: must be 1 or more", id, rv)
 	}
 	e, err := b.entryFresh(ctx, id)
-	if err != nil {
-		return nil, err
+	if err != nil && !(b.scm != nil && cairn.HasCode(err, cairn.CodeNotFound) && proposalOf(req.Context) != nil) {
+		return nil, err // an instance whose creation is still a proposal is on no branch yet
 	}
 	ident, err := resolveIdentity(ctx, id, req.Context, e)
 	if err != nil {
@@ -394,7 +406,7 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 	if err != nil {
 		return nil, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
-	commit, err := b.write(ctx, change{
+	ch := change{
 		op: opUpdate, id: id, rv: rv, ident: ident,
 		check: func(e *entry) error {
 			if e == nil {
@@ -408,7 +420,11 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 		apply: func(ctx context.Context, root string) error {
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
-	})
+	}
+	if b.scm != nil {
+		return b.propose(ctx, ch, req.Context)
+	}
+	commit, err := b.write(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +441,9 @@ func checkLock(e *entry, id, owner, op string) error {
 // OnDelete removes the resource's file.
 func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
 	id := req.InstanceID
+	if b.scm != nil {
+		return b.proposeDelete(ctx, req)
+	}
 	e, err := b.entryFresh(ctx, id)
 	if err != nil {
 		return err
@@ -455,6 +474,9 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 // version is forgotten, so the rollback never undoes another's change.
 func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisionRequest) error {
 	id, rv := req.InstanceID, req.ResourceVersion
+	if b.scm != nil {
+		return b.withdraw(ctx, req)
+	}
 	e, err := b.entryFresh(ctx, id)
 	if err != nil {
 		return err
@@ -526,6 +548,9 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 // the resource version.
 func (b *Backend) GetValue(ctx context.Context, req cairn.GetValueRequest) (json.RawMessage, error) {
 	id, rv := req.InstanceID, req.ResourceVersion
+	if v, ok, err := b.proposalValue(ctx, req); ok {
+		return v, err
+	}
 	e, err := b.entryFresh(ctx, id)
 	if err != nil {
 		return nil, err

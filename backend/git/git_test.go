@@ -258,7 +258,7 @@ func TestTypeWithoutRESTNamesIsRefused(t *testing.T) {
 func TestConfig(t *testing.T) {
 	for _, tt := range []struct{ value, want string }{
 		{`{"url":"ftp://x"}`, "want file://, http(s):// or ssh://"},
-		{`{"url":"file:///r","mode":"propose"}`, "not implemented yet"},
+		{`{"url":"file:///r","mode":"propose"}`, "needs scm"},
 		{`{"url":"file:///r","mode":"push"}`, `mode "push"`},
 		{`{"url":"file:///r","branch":"a..b"}`, "not a valid branch name"},
 	} {

@@ -1,0 +1,335 @@
+package git
+
+// Propose mode (issue 8 item 3).
+//
+// With mode: propose, a write does not push to the target branch. The
+// change is committed exactly as in commit mode (same file, same message
+// and Cairn-* trailers) on top of the target branch's tip, pushed to a
+// branch of its own, cairn/proposal/<id> (<id>: 12 random hex digits), and
+// a pull request (merge request) from that branch into the target branch is
+// opened through the backend's SCM provider.
+//
+// What the hub holds while a proposal is open. OnCreate and OnUpdate
+// succeed once the branch is pushed and the pull request opened: the hub
+// stores the new resource version as for any write, and the context the
+// backend returns for it is the commit-mode context plus
+//
+//	proposal: {id, provider, number, url, branch, base}
+//
+// with commit naming the commit on the proposal branch. The version's
+// value is the file at that commit (GetValue reads it from the proposal
+// branch, fetching it when another process made it), so cairn shows the
+// proposed value at once, marked by its context as proposed, not merged;
+// the target branch is unchanged until someone merges the pull request.
+// Merging upstream needs nothing more from cairn: the commit (and its
+// trailers) becomes part of the target branch's history, where the index
+// finds it on the next fetch, and the version's value stays the same
+// commit's file. The REST API answers such a write 202 Accepted with the
+// proposal; `cairn proposals` lists, shows, merges and closes them.
+//
+// A later write to an instance whose previous version's proposal is still
+// open is stacked on it (its branch starts at that proposal's commit), so
+// the newer pull request carries every change cairn shows and merging it
+// merges both; once the previous proposal is merged or closed, a new one
+// starts at the target branch's tip again.
+//
+// Limits, stated plainly: closing a pull request without merging does not
+// roll the hub back; the instance keeps showing the proposed value until it
+// is written again (or deleted: deleting an instance whose creation was
+// never merged closes that pull request). A delete of an instance that is
+// on the target branch opens a pull request removing its file, which is
+// logged (the hub deletes the instance at once, so nothing records it).
+// Locks (OnLock, GetLockedBy) work only once the instance is on the target
+// branch. The target branch must exist before the first proposal.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
+	"github.com/cairn-dev/cairn/backend/scm"
+)
+
+// ProposalBranchPrefix starts every proposal branch's name.
+const ProposalBranchPrefix = "cairn/proposal/"
+
+// Proposal is a change waiting in a pull request, as a resource version's
+// context carries it ("proposal").
+type Proposal struct {
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	Number   int    `json:"number"`
+	URL      string `json:"url"`
+	Branch   string `json:"branch"`
+	Base     string `json:"base,omitempty"`
+}
+
+// ProposalOf returns the proposal a resource version's context carries,
+// nil when it carries none.
+func ProposalOf(context json.RawMessage) *Proposal { return proposalOf(context) }
+
+func proposalOf(raw json.RawMessage) *Proposal {
+	var c struct {
+		Proposal *Proposal `json:"proposal"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil || c.Proposal == nil || c.Proposal.ID == "" {
+		return nil
+	}
+	return c.Proposal
+}
+
+// Provider returns the SCM provider of a propose-mode backend; tokens are
+// read with getenv.
+func (c Config) Provider(getenv func(string) string) (scm.Provider, error) {
+	if c.SCM == nil {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "git backend: no scm provider is configured (mode %q)", c.Mode)
+	}
+	return scm.New(*c.SCM, scm.Options{Getenv: getenv})
+}
+
+func newProposalID() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("git backend: proposal id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// proposalContext is a version's context with its proposal.
+func (b *Backend) proposalContext(ident identity, rv int, commit plumbing.Hash, p *Proposal) json.RawMessage {
+	raw := b.versionContext(ident, rv, commit)
+	if p == nil {
+		return raw
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m) // our own JSON object
+	m["proposal"] = p
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// propose commits ch on a proposal branch and opens a pull request for it.
+// prev is the previous version's context: when it carries a proposal that
+// is still open, the new one is stacked on it.
+func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) (json.RawMessage, error) {
+	prevProp := proposalOf(prev)
+	stack := plumbing.ZeroHash
+	if prevProp != nil && prevProp.Number > 0 {
+		pr, err := b.scm.Get(ctx, prevProp.Number)
+		if err != nil {
+			return nil, fmt.Errorf("git backend: state of proposal %s: %w", prevProp.ID, err)
+		}
+		if pr.State == scm.StateOpen {
+			if c := parseContext(prev).Commit; c != "" {
+				stack = plumbing.NewHash(c)
+			}
+		}
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.fetchLocked(ctx); err != nil {
+		return nil, err
+	}
+	if b.tip.IsZero() {
+		return nil, errorf(cairn.CodeInvalid, ch.id, "propose mode: branch %s does not exist on %s yet; a pull request needs a branch to merge into", b.cfg.Branch, b.cfg.URL)
+	}
+	b.imu.RLock()
+	e := b.idx[ch.id]
+	b.imu.RUnlock()
+	switch {
+	case e != nil || ch.op == opCreate:
+		if err := ch.check(e); err != nil {
+			return nil, err
+		}
+	case stack.IsZero() && prevProp == nil:
+		return nil, errorf(cairn.CodeNotFound, ch.id, "TypeInstance %q not found", ch.id)
+	}
+	base, carried := b.tip, (*Proposal)(nil)
+	if !stack.IsZero() {
+		if err := b.haveCommitLocked(ctx, stack, prevProp.Branch); err != nil {
+			return nil, err
+		}
+		carried = prevProp
+		base = stack
+	}
+	if e == nil && base == b.tip && ch.op == opUpdate {
+		// Not on the branch (its creation was closed unmerged): this
+		// proposal creates it, and says so in its trailers.
+		ch.op = opCreate
+	}
+
+	// commitLocked works on b.tip; point it at the base for this commit
+	// (the lock is held, and tip is restored before anything reads it).
+	tip := b.tip
+	b.tip = base
+	commit, changed, err := b.commitLocked(ctx, ch)
+	b.tip = tip
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		// Nothing to propose: the version is the base's file.
+		return b.proposalContext(ch.ident, ch.rv, base, carried), nil
+	}
+	pid, err := newProposalID()
+	if err != nil {
+		return nil, err
+	}
+	branch := plumbing.NewBranchReferenceName(ProposalBranchPrefix + pid)
+	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(branch, commit)); err != nil {
+		return nil, fmt.Errorf("git backend: %w", err)
+	}
+	spec := config.RefSpec(branch.String() + ":" + branch.String())
+	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth}); err != nil {
+		return nil, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)
+	}
+	msg := message(ctx, ch)
+	title, trailerText, _ := strings.Cut(msg, "\n\n")
+	body := fmt.Sprintf("Proposed through cairn: %s.\n\nMerging this pull request applies the change to `%s`; until then cairn shows the proposed value as resource version %d of TypeInstance `%s`.\n\n```\n%s```\n",
+		title, b.cfg.Branch, ch.rv, ch.id, trailerText)
+	pr, err := b.scm.Open(ctx, scm.NewPullRequest{Title: title, Body: body, Head: branch.Short(), Base: b.cfg.Branch})
+	if err != nil {
+		// Leave no orphan branch behind when possible.
+		del := config.RefSpec(":" + branch.String())
+		if derr := b.repo.PushContext(context.WithoutCancel(ctx), &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{del}, Auth: b.auth}); derr != nil {
+			b.log.WarnContext(ctx, "git backend: could not delete the proposal branch", "branch", branch.Short(), "error", derr)
+		}
+		return nil, fmt.Errorf("git backend: open a pull request for %s: %w", branch.Short(), err)
+	}
+	p := &Proposal{ID: pid, Provider: b.scm.Name(), Number: pr.Number, URL: pr.URL, Branch: branch.Short(), Base: b.cfg.Branch}
+	b.log.InfoContext(ctx, "git backend: proposed", "op", ch.op, "instance", ch.id, "resource", ch.ident.String(),
+		"commit", commit.String(), "branch", p.Branch, "url", p.URL)
+	return b.proposalContext(ch.ident, ch.rv, commit, p), nil
+}
+
+// haveCommitLocked makes sure commit is in the cache, fetching the
+// proposal branch (another process may have made it), else the target
+// branch (the proposal may be merged and its branch deleted).
+func (b *Backend) haveCommitLocked(ctx context.Context, commit plumbing.Hash, branch string) error {
+	if _, err := b.repo.CommitObject(commit); err == nil {
+		return nil
+	} else if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return fmt.Errorf("git backend: commit %s: %w", commit, err)
+	}
+	if branch != "" {
+		ref := plumbing.NewBranchReferenceName(branch)
+		spec := config.RefSpec("+" + ref.String() + ":" + plumbing.NewRemoteReferenceName("origin", branch).String())
+		err := b.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth, Tags: gogit.NoTags})
+		if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+			b.log.DebugContext(ctx, "git backend: fetch proposal branch", "branch", branch, "error", err)
+		}
+		if _, err := b.repo.CommitObject(commit); err == nil {
+			return nil
+		}
+	}
+	if err := b.fetchLocked(ctx); err != nil {
+		return err
+	}
+	if _, err := b.repo.CommitObject(commit); err != nil {
+		return cairn.Errorf(cairn.CodeNotFound, "git backend: commit %s (proposal branch %s) is neither on that branch nor on %s: %w", commit, branch, b.cfg.Branch, err)
+	}
+	return nil
+}
+
+// proposalValue reads a version whose context carries a proposal: the file
+// at the context's commit. ok is false for other versions.
+func (b *Backend) proposalValue(ctx context.Context, req cairn.GetValueRequest) (json.RawMessage, bool, error) {
+	p := proposalOf(req.Context)
+	c := parseContext(req.Context)
+	if p == nil || c.ResourceVersion != req.ResourceVersion || c.Commit == "" || c.Kind == "" {
+		return nil, false, nil
+	}
+	g, v := splitAPIVersion(c.APIVersion)
+	ident := identity{Kind: controller.Kind{Group: g, Version: v, Kind: c.Kind}, Namespace: c.Namespace, Name: c.Name}
+	commit := plumbing.NewHash(c.Commit)
+	b.mu.Lock()
+	err := b.openLocked(ctx)
+	if err == nil {
+		err = b.haveCommitLocked(ctx, commit, p.Branch)
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return nil, true, err
+	}
+	val, err := b.readAt(ctx, commit, ident)
+	return val, true, err
+}
+
+// proposeDelete: an instance on the target branch gets a pull request
+// removing its file (logged); one whose creation is still a proposal has
+// that proposal closed.
+func (b *Backend) proposeDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
+	id := req.InstanceID
+	p := proposalOf(req.Context)
+	e, err := b.entryFresh(ctx, id)
+	if cairn.HasCode(err, cairn.CodeNotFound) && p != nil {
+		return b.closeProposal(ctx, p)
+	}
+	if err != nil {
+		return err
+	}
+	ident := e.id
+	raw, err := b.propose(ctx, change{
+		op: opDelete, id: id, ident: ident,
+		check: func(e *entry) error {
+			if e == nil {
+				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
+			}
+			return checkLock(e, id, req.OwnerID, "delete")
+		},
+		apply: func(ctx context.Context, root string) error {
+			err := b.ctl.Delete(ctx, root, ident.Kind, ident.Namespace, ident.Name)
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				return nil
+			}
+			return err
+		},
+	}, req.Context)
+	if err != nil {
+		return err
+	}
+	if dp := proposalOf(raw); dp != nil {
+		b.log.InfoContext(ctx, "git backend: deletion proposed; the hub deletes the instance now", "instance", id, "url", dp.URL, "branch", dp.Branch)
+	}
+	return nil
+}
+
+// withdraw is OnDeleteRevision in propose mode (the hub rolling back a
+// failed update): the version's pull request is closed.
+func (b *Backend) withdraw(ctx context.Context, req cairn.OnDeleteRevisionRequest) error {
+	p := proposalOf(req.Context)
+	if p == nil || parseContext(req.Context).ResourceVersion != req.ResourceVersion {
+		return nil // the version made no proposal of its own
+	}
+	return b.closeProposal(ctx, p)
+}
+
+// closeProposal closes p unless it is no longer open.
+func (b *Backend) closeProposal(ctx context.Context, p *Proposal) error {
+	pr, err := b.scm.Get(ctx, p.Number)
+	if err != nil {
+		return fmt.Errorf("git backend: proposal %s: %w", p.ID, err)
+	}
+	if pr.State != scm.StateOpen {
+		return nil
+	}
+	if err := b.scm.Close(ctx, p.Number); err != nil {
+		return fmt.Errorf("git backend: close proposal %s: %w", p.ID, err)
+	}
+	b.log.InfoContext(ctx, "git backend: proposal closed", "proposal", p.ID, "url", p.URL)
+	return nil
+}

@@ -1,0 +1,193 @@
+package git_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/scm/scmtest"
+)
+
+const ghToken = "gh-test-token"
+
+// seedMain gives the bare repository a main branch with one commit, as a
+// repository a pull request can target.
+func (r *remote) seedMain(t testing.TB) string {
+	t.Helper()
+	work := t.TempDir()
+	gitCmd(t, "", "clone", "--quiet", r.fileURL(), work)
+	gitCmd(t, work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
+	gitCmd(t, work, "push", "--quiet", "origin", "HEAD:main")
+	return gitCmd(t, r.path, "rev-parse", "main")
+}
+
+// fastForward is the fake GitHub's merge: main moves to the pull
+// request's head, refused unless that is a fast-forward.
+func (r *remote) fastForward(p scmtest.Pull) error {
+	if err := exec.Command("git", "-C", r.path, "merge-base", "--is-ancestor", p.Base, p.Head).Run(); err != nil {
+		return fmt.Errorf("%s is not a fast-forward of %s", p.Head, p.Base)
+	}
+	out, err := exec.Command("git", "-C", r.path, "update-ref", "refs/heads/"+p.Base, "refs/heads/"+p.Head).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("update-ref: %v: %s", err, out)
+	}
+	return nil
+}
+
+func proposeBackend(t testing.TB, url, apiURL string) *git.Backend {
+	t.Helper()
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(url) + `,"mode":"propose","author":{"name":"cairn test","email":"test@cairn.dev"},` +
+		`"scm":{"provider":"github","apiURL":` + quote(apiURL) + `,"repository":"acme/flags","tokenEnv":"GH_TOKEN"}}`))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	b, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache"),
+		Getenv: func(k string) string {
+			if k == "GH_TOKEN" {
+				return ghToken
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatalf("git.New: %v", err)
+	}
+	return b
+}
+
+func TestProposeConfig(t *testing.T) {
+	for _, v := range []string{
+		`{"url":"file:///x","mode":"propose"}`,
+		`{"url":"file:///x","mode":"propose","scm":{"provider":"bitbucket","repository":"a/b"}}`,
+		`{"url":"file:///x","mode":"propose","scm":{"provider":"gitea","repository":"a/b"}}`,
+	} {
+		if _, err := git.ParseConfig(json.RawMessage(v)); !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("ParseConfig(%s) = %v, want Invalid", v, err)
+		}
+	}
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":"file:///x","mode":"propose","scm":{"provider":"github","repository":"a/b","tokenEnv":"UNSET_TOKEN"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = git.New(git.Options{Config: cfg, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "UNSET_TOKEN") {
+		t.Errorf("New without the token = %v, want an error naming the variable", err)
+	}
+}
+
+func TestProposeOpensPullRequests(t *testing.T) {
+	r := newRemote(t)
+	mainBefore := r.seedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
+	b := proposeBackend(t, r.serveHTTP(t), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "jane")
+	id := uuid.NewString()
+
+	out := create(t, ctx, b, id, "new-project", `{"enabled":true}`)
+	p := git.ProposalOf(out)
+	if p == nil || p.Provider != "github" || p.Number != 1 || !strings.HasPrefix(p.Branch, git.ProposalBranchPrefix) || p.URL == "" || p.Base != "main" {
+		t.Fatalf("context %s: proposal = %+v", out, p)
+	}
+	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("main moved to %s; a proposal must leave it alone", got)
+	}
+	var vc struct {
+		Commit          string `json:"commit"`
+		ResourceVersion int    `json:"resourceVersion"`
+	}
+	_ = json.Unmarshal(out, &vc)
+	if got := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p.Branch); got != vc.Commit {
+		t.Errorf("branch %s is at %s, the context says %s", p.Branch, got, vc.Commit)
+	}
+	if got := specOf(t, r.show(t, p.Branch, flagPath("new-project"))); !strings.Contains(string(got), `"enabled": true`) {
+		t.Errorf("file on the proposal branch: spec %s", got)
+	}
+	pull, _ := gh.Pull(1)
+	if pull.Head != p.Branch || pull.Base != "main" || pull.Title != "cairn: create Flag production/new-project (resource version 1) by jane" ||
+		!strings.Contains(pull.Body, "Cairn-Instance: "+id) {
+		t.Errorf("pull request = %+v", pull)
+	}
+
+	// The version's value is the proposal's file, also for another
+	// process, which has to fetch the proposal branch.
+	other := proposeBackend(t, r.fileURL(), gh.URL)
+	for _, bk := range []*git.Backend{b, other} {
+		v, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1, Context: out})
+		if err != nil || string(v) != `{"enabled":true}` {
+			t.Errorf("GetValue of the proposed version = %s, %v", v, err)
+		}
+	}
+
+	// An update while the creation is open stacks on it.
+	out2, err := b.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("new-project", nil)),
+		cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":false}`), Context: out})
+	if err != nil {
+		t.Fatalf("OnUpdate: %v", err)
+	}
+	p2 := git.ProposalOf(out2)
+	if p2 == nil || p2.ID == p.ID || p2.Number != 2 {
+		t.Fatalf("second proposal = %+v", p2)
+	}
+	if parent := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p2.Branch+"^"); parent != vc.Commit {
+		t.Errorf("the update's commit has parent %s, want the open proposal's %s", parent, vc.Commit)
+	}
+
+	// Merging the newer one brings both commits to main.
+	if err := r.fastForward(mustPull(t, gh, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := specOf(t, r.show(t, "main", flagPath("new-project"))); !strings.Contains(string(got), `"enabled": false`) {
+		t.Errorf("main after the merge: spec %s", got)
+	}
+	// Once merged, the instance is known from main's trailers: a third
+	// write starts at main's tip and is not stacked.
+	out3, err := b.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("new-project", nil)),
+		cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 3, NewValue: json.RawMessage(`{"enabled":true}`), Context: out2})
+	if err != nil {
+		t.Fatalf("third OnUpdate: %v", err)
+	}
+	p3 := git.ProposalOf(out3)
+	if p3 == nil {
+		t.Fatalf("third write: no proposal in %s", out3)
+	}
+	if parent, mainNow := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p3.Branch+"^"), gitCmd(t, r.path, "rev-parse", "main"); parent != mainNow {
+		t.Errorf("third proposal's parent %s, want main %s", parent, mainNow)
+	}
+	// The hub rolling that version back closes its pull request.
+	if err := b.OnDeleteRevision(ctx, cairn.OnDeleteRevisionRequest{InstanceID: id, ResourceVersion: 3, Context: out3}); err != nil {
+		t.Fatalf("OnDeleteRevision: %v", err)
+	}
+	if pull, _ := gh.Pull(p3.Number); pull.State != "closed" || pull.Merged {
+		t.Errorf("rolled-back proposal = %+v, want closed unmerged", pull)
+	}
+}
+
+func mustPull(t *testing.T, gh *scmtest.GitHub, n int) scmtest.Pull {
+	t.Helper()
+	p, ok := gh.Pull(n)
+	if !ok {
+		t.Fatalf("no pull request %d", n)
+	}
+	return p
+}
+
+// A proposal whose pull request cannot be opened leaves no branch.
+func TestProposeWithoutPullRequestLeavesNoBranch(t *testing.T) {
+	r := newRemote(t)
+	r.seedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/other", ghToken, nil) // a repository the backend does not name: 404
+	b := proposeBackend(t, r.fileURL(), gh.URL)
+	_, err := b.OnCreate(cairn.WithResourceMeta(t.Context(), flagMeta("x", nil)), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{}`)})
+	if !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("OnCreate = %v, want the provider's NotFound", err)
+	}
+	if refs := gitCmd(t, r.path, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/"); refs != "" {
+		t.Errorf("branches left: %s", refs)
+	}
+}
