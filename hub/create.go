@@ -58,6 +58,10 @@ type UsesRelation struct {
 type Created struct {
 	Alias string
 	ID    string
+	// Instance is the instance as the create's own transaction stored it
+	// (relations and Seq included, no value): an answer built from it never
+	// shows another writer's later change.
+	Instance cairn.Instance
 }
 
 // pending is one instance of a batch being created.
@@ -93,7 +97,9 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err := h.storeExternal(ctx, items); err != nil {
 		return nil, err
 	}
+	var stored []cairn.Instance
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		stored = nil
 		for _, p := range items {
 			if err := tx.CreateInstance(ctx, p.inst); err != nil {
 				return &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}
@@ -112,7 +118,13 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 				return fmt.Errorf("add uses relation %s -> %s: %w", e.From, e.To, err)
 			}
 		}
-		return nil
+		ids := make([]string, len(items))
+		for i, p := range items {
+			ids[i] = p.inst.ID
+		}
+		var err error
+		stored, err = tx.GetInstances(ctx, ids)
+		return err
 	})
 	if err != nil {
 		return nil, h.rollbackCreated(ctx, items, err)
@@ -120,7 +132,7 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 
 	out := make([]Created, len(items))
 	for i, p := range items {
-		out[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID}
+		out[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID, Instance: stored[i]}
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
 	return out, nil

@@ -343,7 +343,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			in.Backend.Context = json.RawMessage(c)
 		}
 	}
-	if _, err := s.hub.CreateInstances(r.Context(), hub.CreateRequest{Instances: []hub.NewInstance{in}}); err != nil {
+	created, err := s.hub.CreateInstances(r.Context(), hub.CreateRequest{Instances: []hub.NewInstance{in}})
+	if err != nil {
 		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
 			st := newStatus(http.StatusConflict, "AlreadyExists", fmt.Sprintf("%s.%s %q already exists", req.res.plural, req.res.group, name))
 			st.Details = &StatusDetails{Name: name, Group: req.res.group, Kind: req.res.plural}
@@ -351,13 +352,27 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		}
 		return errStatus{errorStatus(err, req.res.target(name))}
 	}
-	req.name = name
-	inst, err := s.instance(r, req)
+	inst, err := s.withValue(r, created[0].Instance)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toObject(req.res, inst))
+	writeWrite(w, http.StatusCreated, req.res, inst, true)
 	return nil
+}
+
+// withValue fills in the value of the instance's latest resource version,
+// from its backend; the version is immutable, so this reads what the write
+// that made it stored, whatever happened since.
+func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance, error) {
+	vs, err := s.hub.Values(r.Context(), []hub.ValueRef{{Instance: inst, Version: inst.Latest}})
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return inst, nil // deleted since by another writer: the metadata as created
+	}
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	inst.Latest.Value = vs[0]
+	return inst, nil
 }
 
 // replace is PUT: the body is the desired object; metadata.resourceVersion,
@@ -379,7 +394,7 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toObject(req.res, inst))
+	writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 	return nil
 }
 
@@ -535,7 +550,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, toObject(req.res, inst))
+		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
 }

@@ -78,9 +78,9 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 	}
 	items := make([]any, 0, len(created))
 	for _, c := range created {
-		inst, err := s.hub.GetInstance(r.Context(), c.ID, true)
+		inst, err := s.withValue(r, c.Instance)
 		if err != nil {
-			return fmt.Errorf("read the created TypeInstance %s: %w", c.ID, err)
+			return fmt.Errorf("read the value of the created TypeInstance %s: %w", c.ID, err)
 		}
 		items = append(items, toTypeInstance(inst))
 	}

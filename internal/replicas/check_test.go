@@ -132,36 +132,31 @@ func (c *checker) load() {
 	c.resolveCreates()
 }
 
-// resolveCreates takes each acknowledged create's instance from the
-// database (the instance whose version 1 holds its value) rather than from
-// the answer: a create's answer is the object read back after the commit,
-// which may show a later change by another client, or, if the instance was
-// deleted and its name taken again in between, the other instance. Such
-// answers are counted, not failed: the hub does not return the creating
-// transaction's state (see the README on replicas).
+// resolveCreates checks each acknowledged create's answer against the
+// database: the answer is the object as the create's own transaction stored
+// it (hub.Created.Instance), so it must show the value the client wrote and
+// name the instance whose version 1 holds that value — never a later change
+// by another client, nor another instance that took the name after a delete.
 func (c *checker) resolveCreates() {
+	const check = "a create's answer is what that create stored"
 	for _, o := range c.w.log {
 		if !isCreate(o.Kind) || o.Outcome != acked {
 			continue
 		}
 		if o.RespToken != o.Token {
 			c.laterCreateAnswers++
+			c.fail(check, "%s: the answer shows value %q, not the one written", o, o.RespToken)
 		}
 		at, found := c.tokenAt[o.Token]
 		switch {
 		case found && at.rv == 1:
 			if at.uid != o.UID {
 				c.otherCreateAnswers++
+				c.fail(check, "%s: the answer names %s, the value is version 1 of %s", o, o.UID, at.uid)
 			}
 			o.UID = at.uid
 		case found:
 			c.fail("nothing refused was written, nothing appeared that no client wrote", "%s: its value is version %d of %s", o, at.rv, at.uid)
-		case o.RespToken != o.Token:
-			// Gone, and the answer may have named another instance.
-			if in, ok := c.insts[o.RespUID]; ok && len(c.tokens[in.ID]) > 0 && c.tokens[in.ID][0] != o.Token {
-				c.otherCreateAnswers++
-			}
-			o.UID = ""
 		}
 	}
 }
@@ -424,7 +419,7 @@ func (c *checker) creates() {
 			c.fail(check, "%s: ADDED at %d, after the answer's resourceVersion %d", o, cs[0].Seq, o.RespSeq)
 		}
 	}
-	c.done(check, n, fmt.Sprintf("acknowledged creates; %d answers showed a later change, %d another instance", c.laterCreateAnswers, c.otherCreateAnswers))
+	c.done(check, n, fmt.Sprintf("acknowledged creates (answers showing a later change: %d, another instance: %d)", c.laterCreateAnswers, c.otherCreateAnswers))
 }
 
 // updates: every acknowledged PUT and PATCH is present in exactly one
