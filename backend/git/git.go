@@ -378,7 +378,7 @@ func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
 	}
-	if b.scm != nil {
+	if b.proposing(ctx) {
 		return b.propose(ctx, ch, nil)
 	}
 	commit, err := b.write(ctx, ch)
@@ -421,7 +421,7 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
 	}
-	if b.scm != nil {
+	if b.proposing(ctx) {
 		return b.propose(ctx, ch, req.Context)
 	}
 	commit, err := b.write(ctx, ch)
@@ -441,7 +441,7 @@ func checkLock(e *entry, id, owner, op string) error {
 // OnDelete removes the resource's file.
 func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
 	id := req.InstanceID
-	if b.scm != nil {
+	if b.proposing(ctx) {
 		return b.proposeDelete(ctx, req)
 	}
 	e, err := b.entryFresh(ctx, id)
@@ -474,7 +474,7 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 // version is forgotten, so the rollback never undoes another's change.
 func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisionRequest) error {
 	id, rv := req.InstanceID, req.ResourceVersion
-	if b.scm != nil {
+	if b.proposing(ctx) {
 		return b.withdraw(ctx, req)
 	}
 	e, err := b.entryFresh(ctx, id)

@@ -43,6 +43,9 @@ const (
 	trOperation = "Cairn-Operation"
 	trResource  = "Cairn-Resource"
 	trActor     = "Cairn-Actor"
+	// trSource names the commit of a change made outside cairn that a
+	// sync imported (sync.go): the resource version's file is there.
+	trSource = "Cairn-Source"
 )
 
 // change is one write: preconditions checked against the index (again
@@ -54,6 +57,9 @@ type change struct {
 	ident identity
 	check func(e *entry) error
 	apply func(ctx context.Context, root string) error
+	// source, when set, is the outside commit a sync imports: the tree is
+	// left alone and an empty commit records the change (sync.go).
+	source plumbing.Hash
 }
 
 func (b *Backend) remoteRef() plumbing.ReferenceName {
@@ -191,6 +197,9 @@ func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
 		return // not cairn's: sync's business
 	}
 	rv, _ := strconv.Atoi(t[trVersion])
+	if src := t[trSource]; src != "" {
+		hash = plumbing.NewHash(src)
+	}
 	b.applyIndex(id, op, rv, hash, parseResource(t[trResource]))
 }
 
@@ -247,7 +256,11 @@ func message(ctx context.Context, ch change) string {
 	if actor == "" {
 		actor = "unknown"
 	}
-	summary := fmt.Sprintf("cairn: %s %s %s/%s", ch.op, ch.ident.Kind.Kind, ch.ident.Namespace, ch.ident.Name)
+	verb := "cairn:"
+	if !ch.source.IsZero() {
+		verb = "cairn: sync"
+	}
+	summary := fmt.Sprintf("%s %s %s %s/%s", verb, ch.op, ch.ident.Kind.Kind, ch.ident.Namespace, ch.ident.Name)
 	if ch.rv > 0 {
 		summary += fmt.Sprintf(" (resource version %d)", ch.rv)
 	}
@@ -258,6 +271,9 @@ func message(ctx context.Context, ch change) string {
 		fmt.Fprintf(&t, "%s: %d\n", trVersion, ch.rv)
 	}
 	fmt.Fprintf(&t, "%s: %s\n%s: %s\n%s: %s\n", trOperation, ch.op, trResource, resourceTrailer(ch.ident), trActor, oneLine(actor))
+	if !ch.source.IsZero() {
+		fmt.Fprintf(&t, "%s: %s\n", trSource, ch.source)
+	}
 	return summary + "\n\n" + t.String()
 }
 
@@ -266,7 +282,16 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // write applies ch on the branch tip, commits and pushes, retrying on a
 // moved branch. It returns the commit that holds the change: the new one,
 // or the tip when the change altered no file.
-func (b *Backend) write(ctx context.Context, ch change) (plumbing.Hash, error) {
+func (b *Backend) write(ctx context.Context, ch change) (made plumbing.Hash, err error) {
+	if src, ok := b.importing(ctx); ok {
+		// A sync's import: the version's file is in the outside commit.
+		ch = importChange(ch, src)
+		defer func() {
+			if err == nil {
+				made = src
+			}
+		}()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.openLocked(ctx); err != nil {
@@ -393,7 +418,7 @@ func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, b
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: status: %w", err)
 	}
-	if st.IsClean() {
+	if st.IsClean() && ch.source.IsZero() {
 		return b.tip, false, nil
 	}
 	now := time.Now()
@@ -402,7 +427,7 @@ func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, b
 	if !b.tip.IsZero() {
 		parents = []plumbing.Hash{b.tip}
 	}
-	commit, err := wt.Commit(message(ctx, ch), &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents})
+	commit, err := wt.Commit(message(ctx, ch), &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}

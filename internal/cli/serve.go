@@ -33,6 +33,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
 	var introspection bool
+	var gitSyncInterval time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
@@ -51,16 +52,17 @@ Capact Local Hub GraphQL API (and a query page to browsers).`,
   kubectl --server http://127.0.0.1:8080 api-resources`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, gitSyncInterval)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
 	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
+	addGitSyncFlags(cmd, &gitSyncInterval)
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool, gitSyncInterval time.Duration) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
@@ -73,7 +75,8 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: a.withGit(backends, log)})
+	opener := a.withGit(backends, log)
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
@@ -107,6 +110,11 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection}))
+	stopSync, err := a.gitSync(ctx, h, opener, gitSyncInterval, mux, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopSync()
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", addr)

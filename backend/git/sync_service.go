@@ -1,0 +1,184 @@
+package git
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// DefaultSyncInterval is how often `cairn serve` syncs every Git backend.
+const DefaultSyncInterval = time.Minute
+
+// webhookSyncTimeout bounds a sync a webhook triggers; it outlives the
+// request, so a sender that hangs up does not cut an import short.
+const webhookSyncTimeout = 5 * time.Minute
+
+// SyncServiceConfig configures a SyncService.
+type SyncServiceConfig struct {
+	// Hub and Opener are as in SyncConfig. Required.
+	Hub    *hub.Hub
+	Opener BackendOpener
+	// Interval between syncs of every Git backend in Run; 0 or less: Run
+	// returns at once (webhooks still sync).
+	Interval time.Duration
+	// Logger receives the log. Nil discards.
+	Logger *slog.Logger
+}
+
+// SyncService keeps one Syncer per Git backend instance: Run polls them
+// all, Handler serves the webhook that syncs one at once. It is safe for
+// concurrent use.
+type SyncService struct {
+	cfg SyncServiceConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	syncers map[string]*Syncer // by backend id
+}
+
+// NewSyncService returns a SyncService.
+func NewSyncService(cfg SyncServiceConfig) (*SyncService, error) {
+	if cfg.Hub == nil || cfg.Opener == nil {
+		return nil, errors.New("git sync: Hub and Opener are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}}, nil
+}
+
+// backends lists the Git backend instances.
+func (s *SyncService) backends(ctx context.Context) ([]cairn.Instance, error) {
+	list, err := s.cfg.Hub.ListInstances(ctx, store.InstanceFilter{TypePath: TypePath}, false)
+	if err != nil {
+		return nil, fmt.Errorf("git sync: list Git backends: %w", err)
+	}
+	return list, nil
+}
+
+func (s *SyncService) syncer(id string) (*Syncer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sy, ok := s.syncers[id]; ok {
+		return sy, nil
+	}
+	sy, err := NewSyncer(SyncConfig{Hub: s.cfg.Hub, Opener: s.cfg.Opener, BackendID: id, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.syncers[id] = sy
+	return sy, nil
+}
+
+// Syncer returns the Syncer of the Git backend whose id, alias or name is
+// ref; NotFound when there is none.
+func (s *SyncService) Syncer(ctx context.Context, ref string) (*Syncer, error) {
+	list, err := s.backends(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, inst := range list {
+		if inst.ID == ref || (inst.Alias != "" && inst.Alias == ref) || inst.Name == ref {
+			return s.syncer(inst.ID)
+		}
+	}
+	return nil, cairn.Errorf(cairn.CodeNotFound, "git sync: no Git backend has the id, alias or name %q", ref)
+}
+
+// Syncers returns the Syncers made so far, by backend id.
+func (s *SyncService) Syncers() []*Syncer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Syncer, 0, len(s.syncers))
+	for _, sy := range s.syncers {
+		out = append(out, sy)
+	}
+	slices.SortFunc(out, func(a, b *Syncer) int { return strings.Compare(a.BackendID(), b.BackendID()) })
+	return out
+}
+
+// SyncAll syncs every Git backend, one after another; a failing backend
+// does not keep the others from syncing.
+func (s *SyncService) SyncAll(ctx context.Context) error {
+	list, err := s.backends(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, inst := range list {
+		sy, err := s.syncer(inst.ID)
+		if err == nil {
+			_, err = sy.Sync(ctx)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run syncs every Git backend every Interval until ctx ends.
+func (s *SyncService) Run(ctx context.Context) {
+	if s.cfg.Interval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := s.SyncAll(ctx); err != nil && ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "git sync", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// WebhookPattern is where Handler is mounted.
+const WebhookPattern = "POST /hooks/git/{backend}"
+
+// Handler serves POST /hooks/git/{backend id, alias or name}: a push
+// notification (GitHub, GitLab, Gitea or anything else; the payload is
+// read and ignored, since the sync fetches the branch itself) syncs that
+// backend at once and answers with what the sync did.
+func (s *SyncService) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(WebhookPattern, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 25<<20))
+		ref := r.PathValue("backend")
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookSyncTimeout)
+		defer cancel()
+		sy, err := s.Syncer(ctx, ref)
+		var res SyncResult
+		if err == nil {
+			res, err = sy.Sync(ctx)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			code := http.StatusBadGateway
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				code = http.StatusNotFound
+			}
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "sync": res})
+	})
+	return mux
+}

@@ -1,0 +1,336 @@
+package git_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+const flagType = "io.flipt.flag"
+
+// syncEnv is a hub whose Flag Type (a schema requiring a boolean "enabled")
+// is stored in a Git backend on a bare repository, and a person's clone.
+type syncEnv struct {
+	t      *testing.T
+	remote *remote
+	dbPath string
+	cache  string
+	h      *hub.Hub
+	opener *git.Opener
+	id     string // the Git backend instance
+	clone  string
+}
+
+func newSyncEnv(t *testing.T) *syncEnv {
+	t.Helper()
+	e := &syncEnv{t: t, remote: newRemote(t), dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir()}
+	ctx := cairn.WithActor(context.Background(), "admin")
+	e.open(e.cache)
+	if _, err := e.h.CreateType(ctx, cairn.Type{Path: flagType, Revision: "1.0.0", Group: "flipt.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"},
+		JSONSchema: json.RawMessage(`{"type":"object","required":["enabled"],"properties":{"enabled":{"type":"boolean"}},
+		  "additionalProperties":false}`)}); err != nil {
+		t.Fatalf("CreateType: %v", err)
+	}
+	value, _ := json.Marshal(map[string]any{"url": e.remote.fileURL(), "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
+		"author": map[string]string{"name": "cairn", "email": "cairn@example.com"}})
+	reg, err := e.h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "flags-repo", Name: "flags-repo", Namespace: hub.SystemNamespace,
+		TypeRef: cairn.TypeRef{Path: git.TypePath, Revision: cairn.CoreRevision}, Value: value,
+		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}}}})
+	if err != nil {
+		t.Fatalf("register the Git backend: %v", err)
+	}
+	e.id = reg[0].ID
+	return e
+}
+
+// open (re)starts the hub on the same store with a Git opener on cache, as
+// a restarted process would.
+func (e *syncEnv) open(cache string) {
+	e.t.Helper()
+	st, err := sqlite.Open(context.Background(), e.dbPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	e.opener = git.NewOpener(git.OpenerConfig{CacheDir: cache})
+	if e.h, err = hub.New(context.Background(), hub.Config{Store: st, Backends: e.opener}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *syncEnv) syncer() *git.Syncer {
+	e.t.Helper()
+	s, err := git.NewSyncer(git.SyncConfig{Hub: e.h, Opener: e.opener, BackendID: e.id})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// create makes a Flag through the hub (a cairn commit).
+func (e *syncEnv) create(name string, enabled bool) string {
+	e.t.Helper()
+	ctx := cairn.WithActor(context.Background(), "admin")
+	v, _ := json.Marshal(map[string]bool{"enabled": enabled})
+	out, err := e.h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: name,
+		TypeRef: cairn.TypeRef{Path: flagType, Revision: "1.0.0"}, Value: v, Backend: &hub.BackendInput{ID: e.id}}}})
+	if err != nil {
+		e.t.Fatalf("create %s: %v", name, err)
+	}
+	return out[0].ID
+}
+
+// person runs git as Jane Doe in her clone.
+func (e *syncEnv) person(args ...string) string {
+	e.t.Helper()
+	if e.clone == "" {
+		e.clone = filepath.Join(e.t.TempDir(), "clone")
+		gitCmd(e.t, "", "clone", "--quiet", "--branch", "main", e.remote.fileURL(), e.clone)
+	}
+	return gitCmd(e.t, e.clone, append([]string{"-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com"}, args...)...)
+}
+
+func (e *syncEnv) write(name, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.clone, "default", "flipt.io-v1-Flag-"+name+".json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func flagFile(name string, enabled any) string {
+	v, _ := json.Marshal(enabled)
+	return `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"namespace":"default","name":"` + name + `"},"spec":{"enabled":` + string(v) + "}}\n"
+}
+
+func (e *syncEnv) get(name string) (cairn.Instance, error) {
+	return e.h.GetInstanceByName(context.Background(), flagType, "default", name, true)
+}
+
+const jane = "Jane Doe <jane@example.com>"
+
+// TestSyncImportsChangesMadeOutsideCairn: Jane adds a Flag, changes one
+// cairn made, removes another and pushes a file breaking the schema; a
+// sync makes the hub show the new instance (created by her), the new
+// resource version and the deletion, and reports the broken file.
+func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	changed := e.create("change-me", false)
+	e.create("remove-me", true)
+	s := e.syncer()
+
+	// First sync: only cairn's own commits, nothing to import.
+	before := e.remote.commits(t)
+	res, err := s.Sync(ctx)
+	if err != nil {
+		t.Fatalf("first Sync: %v", err)
+	}
+	if res.Created+res.Updated+res.Deleted+res.Skipped != 0 || e.remote.commits(t) != before {
+		t.Fatalf("first sync imported cairn's own commits: %+v, %d commits (was %d)", res, e.remote.commits(t), before)
+	}
+
+	e.person("status") // clones
+	e.write("new-flag", flagFile("new-flag", true))
+	e.write("change-me", "{\n  \"apiVersion\": \"flipt.io/v1\",\n  \"kind\": \"Flag\",\n  \"metadata\": {\"name\": \"change-me\"},\n  \"spec\": {\"enabled\": true}\n}\n")
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add new-flag, enable change-me")
+	e.person("rm", "--quiet", "default/flipt.io-v1-Flag-remove-me.json")
+	e.write("broken", flagFile("broken", "yes"))
+	if err := os.WriteFile(filepath.Join(e.clone, "README.md"), []byte("flags\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "remove remove-me, add broken")
+	badCommit := e.person("rev-parse", "HEAD")
+	e.person("push", "--quiet", "origin", "main")
+	changedFile := e.remote.show(t, "", "default/flipt.io-v1-Flag-change-me.json")
+
+	res, err = s.Sync(ctx)
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if res.Created != 1 || res.Updated != 1 || res.Deleted != 1 || res.Skipped != 1 {
+		t.Errorf("Sync = %+v, want 1 created, 1 updated, 1 deleted, 1 skipped", res)
+	}
+
+	inst, err := e.get("new-flag")
+	if err != nil {
+		t.Fatalf("new-flag is not in the hub: %v", err)
+	}
+	if inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` || inst.Backend.ID != e.id {
+		t.Errorf("new-flag: createdBy %q, value %s, backend %s; want %q, enabled, %s", inst.Latest.CreatedBy, inst.Latest.Value, inst.Backend.ID, jane, e.id)
+	}
+	inst, err = e.get("change-me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.ID != changed || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
+		t.Errorf("change-me: id %s rv %d by %q value %s; want %s rv 2 by %q enabled", inst.ID, inst.Latest.ResourceVersion, inst.Latest.CreatedBy, inst.Latest.Value, changed, jane)
+	}
+	if v1, err := e.h.ResourceVersion(ctx, changed, 1, true); err != nil || string(v1.Value) != `{"enabled":false}` {
+		t.Errorf("change-me version 1 = %s, %v; want cairn's value", v1.Value, err)
+	}
+	if _, err := e.get("remove-me"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("remove-me after its file was removed: %v, want NotFound", err)
+	}
+	if _, err := e.get("broken"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("broken (fails the schema) was imported: %v", err)
+	}
+	// The broken file is reported with its path and commit.
+	var skipped *git.SyncEvent
+	for _, ev := range s.Events() {
+		if ev.Type == "Skipped" {
+			skipped = &ev
+		}
+	}
+	if skipped == nil || skipped.Path != "default/flipt.io-v1-Flag-broken.json" || skipped.Commit != badCommit || !strings.Contains(skipped.Reason, "enabled") {
+		t.Errorf("skipped event = %+v, want the broken file at %s with the schema error", skipped, badCommit)
+	}
+	if st := s.Stats(); st.Skipped != 1 || st.Created != 1 || st.Updated != 1 || st.Deleted != 1 {
+		t.Errorf("Stats = %+v", st)
+	}
+	// Jane's file is as she wrote it: the import did not rewrite it.
+	if got := e.remote.show(t, "", "default/flipt.io-v1-Flag-change-me.json"); got != changedFile {
+		t.Errorf("change-me was rewritten by the import:\n%s\nwant\n%s", got, changedFile)
+	}
+	if log := gitCmd(t, e.remote.path, "log", "-1", "--format=%B", "main"); !strings.Contains(log, "Cairn-Source: ") {
+		t.Errorf("the last commit records no import:\n%s", log)
+	}
+
+	// Twice: nothing is imported again, no commit is made.
+	after := e.remote.commits(t)
+	if res, err := s.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+		t.Errorf("second Sync = %+v, %v; want nothing", res, err)
+	}
+	if n := e.remote.commits(t); n != after {
+		t.Errorf("second sync made %d commits", n-after)
+	}
+
+	// cairn's own writes are not imported back.
+	ctxA := cairn.WithActor(ctx, "admin")
+	if _, err := e.h.UpdateInstances(ctxA, []hub.UpdateInstance{{ID: inst.ID, Value: json.RawMessage(`{"enabled":false}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+		t.Errorf("Sync after cairn's update = %+v, %v; want nothing", res, err)
+	}
+	if inst, _ := e.get("change-me"); inst.Latest.ResourceVersion != 3 {
+		t.Errorf("change-me has resource version %d, want 3", inst.Latest.ResourceVersion)
+	}
+
+	// A restart (same cache) and a lost cache import nothing twice, and the
+	// imported instance's values are still read from the repository.
+	for _, cache := range []string{e.cache, t.TempDir()} {
+		e.open(cache)
+		res, err := e.syncer().Sync(ctx)
+		if err != nil {
+			t.Fatalf("Sync after reopening: %v", err)
+		}
+		if res.Created+res.Updated+res.Deleted != 0 {
+			t.Errorf("Sync after reopening on %s imported again: %+v", cache, res)
+		}
+		// The same cache resumes after the last synced commit; a fresh one
+		// reconciles the tip and reports the broken file, still there, again.
+		if wantSkipped := map[bool]int{true: 0, false: 1}[cache == e.cache]; res.Skipped != wantSkipped {
+			t.Errorf("Sync after reopening: %d skipped, want %d", res.Skipped, wantSkipped)
+		}
+		inst, err := e.get("new-flag")
+		if err != nil || string(inst.Latest.Value) != `{"enabled":true}` {
+			t.Errorf("new-flag after reopening: %s, %v", inst.Latest.Value, err)
+		}
+		if n := e.remote.commits(t); n != after+1 {
+			t.Errorf("%d commits after reopening, want %d", n, after+1)
+		}
+	}
+}
+
+// TestSyncWebhookAndPoll: a push notification on POST /hooks/git/{alias}
+// syncs at once; Run polls on its interval.
+func TestSyncWebhookAndPoll(t *testing.T) {
+	e := newSyncEnv(t)
+	e.create("seed", true)
+	svc, err := git.NewSyncService(git.SyncServiceConfig{Hub: e.h, Opener: e.opener})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	hook := func(ref string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/hooks/git/"+ref, strings.NewReader(`{"ref":"refs/heads/main","after":"0000"}`))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := hook("flags-repo"); code != http.StatusOK {
+		t.Fatalf("first hook: %d %s", code, body)
+	}
+
+	e.person("status")
+	e.write("hooked", flagFile("hooked", false))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add hooked")
+	e.person("push", "--quiet", "origin", "main")
+	code, body := hook("flags-repo")
+	if code != http.StatusOK || !strings.Contains(body, `"created":1`) {
+		t.Fatalf("hook after the push: %d %s, want 200 with one creation", code, body)
+	}
+	if inst, err := e.get("hooked"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("hooked after the webhook: %+v, %v", inst.Latest, err)
+	}
+	if code, _ := hook(e.id); code != http.StatusOK {
+		t.Errorf("hook by id: %d", code)
+	}
+	if code, _ := hook("no-such-backend"); code != http.StatusNotFound {
+		t.Errorf("hook for an unknown backend: %d, want 404", code)
+	}
+
+	// Polling.
+	poll, err := git.NewSyncService(git.SyncServiceConfig{Hub: e.h, Opener: e.opener, Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); poll.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.person("rm", "--quiet", "default/flipt.io-v1-Flag-hooked.json")
+	e.person("commit", "--quiet", "-m", "remove hooked")
+	e.person("pull", "--quiet", "--rebase", "origin", "main") // the sync's bookkeeping commit
+	e.person("push", "--quiet", "origin", "main")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := e.get("hooked")
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("polling did not delete hooked: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the hub, bounded by the deadline
+	}
+}
+

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// addGitSyncFlags adds serve's --git-sync-interval.
+func addGitSyncFlags(cmd *cobra.Command, interval *time.Duration) {
+	cmd.Flags().DurationVar(interval, "git-sync-interval", gitbackend.DefaultSyncInterval,
+		"how often to import changes pushed to Git backends' repositories outside cairn (0: only on POST /hooks/git/{backend})")
+}
+
+// gitSync imports changes made outside cairn in the repositories of Git
+// backends: every interval (0 disables polling) and at once on
+// POST /hooks/git/{backend id, alias or name} (push webhooks of GitHub,
+// GitLab, Gitea, ...). Its counters are metrics on reg. The returned
+// function stops the polling and waits for it.
+func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, interval time.Duration,
+	mux *http.ServeMux, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+	svc, err := gitbackend.NewSyncService(gitbackend.SyncServiceConfig{Hub: h, Opener: opener, Interval: interval, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(gitSyncCollector{svc}); err != nil {
+		return nil, fmt.Errorf("register Git sync metrics: %w", err)
+	}
+	mux.Handle(gitbackend.WebhookPattern, svc.Handler())
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { svc.Run(ctx) })
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+var (
+	gitSyncChanges = prometheus.NewDesc("cairn_git_sync_changes_total",
+		"Files changed outside cairn that Git sync imported (created, updated, deleted) or reported and skipped (skipped).",
+		[]string{"backend", "result"}, nil)
+	gitSyncRuns = prometheus.NewDesc("cairn_git_sync_runs_total",
+		"Syncs of a Git backend, by outcome (ok, failed).", []string{"backend", "outcome"}, nil)
+)
+
+// gitSyncCollector reads the Syncers' counters at scrape time.
+type gitSyncCollector struct{ svc *gitbackend.SyncService }
+
+func (gitSyncCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- gitSyncChanges
+	ch <- gitSyncRuns
+}
+
+func (c gitSyncCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.svc.Syncers() {
+		st, id := s.Stats(), s.BackendID()
+		for result, n := range map[string]int64{"created": st.Created, "updated": st.Updated, "deleted": st.Deleted, "skipped": st.Skipped} {
+			ch <- prometheus.MustNewConstMetric(gitSyncChanges, prometheus.CounterValue, float64(n), id, result)
+		}
+		ch <- prometheus.MustNewConstMetric(gitSyncRuns, prometheus.CounterValue, float64(st.Syncs-st.Failures), id, "ok")
+		ch <- prometheus.MustNewConstMetric(gitSyncRuns, prometheus.CounterValue, float64(st.Failures), id, "failed")
+	}
+}
