@@ -1,0 +1,107 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	gitbackend "github.com/cairn-dev/cairn/backend/git"
+)
+
+// TestKubectlApplyLandsInGit: a cup ResourceDefinition bound by a policy
+// rule to a Git backend; a Flag written with the real kubectl against a
+// real cairn serve becomes a file in the repository, committed by the
+// user kubectl impersonates (issue 8, "done when").
+func TestKubectlApplyLandsInGit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts a server")
+	}
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("kubectl is required on CI: %v", err)
+		}
+		t.Skipf("!!! SKIPPED: kubectl is not installed: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cairn")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bare := filepath.Join(dir, "flags.git")
+	if out, err := exec.Command("git", "init", "--bare", "--quiet", "--initial-branch=main", bare).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "USER=admin", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dir, "no-config.yaml"),
+		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"), "HOME="+dir, "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s %s: %v\n%s%s", filepath.Base(name), strings.Join(args, " "), err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+
+	// The Type, the Git backend and the policy rule, in local mode.
+	value, _ := json.Marshal(map[string]any{"url": "file://" + bare, "acceptValue": true,
+		"contextSchema": json.RawMessage(gitbackend.ContextSchema), "author": map[string]string{"name": "cairn", "email": "cairn@example.com"}})
+	setup := filepath.Join(dir, "setup.json")
+	if err := os.WriteFile(setup, []byte(`{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+  "metadata": {"name": "flags-repo", "namespace": "cairn-system", "alias": "flags-repo"},
+  "spec": {"typeRef": {"path": "`+gitbackend.TypePath+`", "revision": "0.1.0"},
+   "attributes": [{"path": "cap.core.attribute.hub.storage.backend", "revision": "0.1.0"}], "value": `+string(value)+`}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(bin, "apply", "-f", "../../examples/flags/flags.json", "-f", setup)
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte("typeInstance:\n  rules:\n  - typeRef: {path: io.flipt.flag}\n    backend: {id: flags-repo}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(bin, "policy", "apply", "-f", policy)
+
+	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	srv.Env = env
+	var srvErr syncBuffer
+	srv.Stderr = &srvErr
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
+	}
+
+	out := run(kubectl, "--server", m[1], "--as", "jane", "apply", "-f", "../../examples/flags/new-project.yaml")
+	if !strings.Contains(out, "flag.flipt.io/new-project created") {
+		t.Fatalf("kubectl apply printed %q", out)
+	}
+	const file = "default/flipt.io-v1alpha1-Flag-new-project.json"
+	show := run("git", "-C", bare, "show", "main:"+file)
+	if !strings.Contains(show, `"enabled": true`) || !strings.Contains(show, `"team": "moonshots"`) {
+		t.Errorf("%s in the repository:\n%s", file, show)
+	}
+	if got := run("git", "-C", bare, "log", "-1", "--format=%s", "main"); !strings.Contains(got, "create Flag default/new-project") || !strings.Contains(got, "by jane") {
+		t.Errorf("commit message = %q, want the operation, the resource and the kubectl user", got)
+	}
+}
