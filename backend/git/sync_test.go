@@ -333,4 +333,3 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the hub, bounded by the deadline
 	}
 }
-
