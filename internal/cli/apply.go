@@ -60,6 +60,7 @@ in it, in name order; "-" reads standard input.`,
 			}
 			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
 				results, err := apply(cmd.Context(), h, docs, owner)
+				noteProposals(cmd.Context(), h, results)
 				// Report what was done even when a later step failed.
 				return errors.Join(a.printResults(cmd.OutOrStdout(), results), err)
 			})
@@ -164,11 +165,16 @@ type applyResult struct {
 	Ref    string `json:"ref"`
 	ID     string `json:"id,omitempty"`
 	Action string `json:"action"` // created, configured or unchanged
+	// Proposal: the write became a pull request (a Git backend in propose mode).
+	Proposal string `json:"proposal,omitempty"`
 }
 
 func (r applyResult) String() string {
 	if r.Kind == kindType {
 		return fmt.Sprintf("type/%s %s", r.Ref, r.Action)
+	}
+	if r.Proposal != "" {
+		return fmt.Sprintf("typeinstance/%s (id %s) %s; %s", r.Ref, r.ID, r.Action, r.Proposal)
 	}
 	return fmt.Sprintf("typeinstance/%s (id %s) %s", r.Ref, r.ID, r.Action)
 }

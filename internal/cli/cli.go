@@ -149,6 +149,7 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		a.backendsCommand(),
 		a.backendServeCommand(),
 		a.policyCommand(),
+		a.proposalsCommand(),
 	)
 	return root
 }

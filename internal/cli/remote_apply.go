@@ -658,7 +658,7 @@ func (a *applier) instances(ctx context.Context, docs []rdoc) error {
 		}
 		// The server answers in request order.
 		for i := range created {
-			if err := a.line(tiName(out[i].Metadata.UID, out[i].Spec.Namespace, out[i].Spec.Name), "created"); err != nil {
+			if err := a.line(tiName(out[i].Metadata.UID, out[i].Spec.Namespace, out[i].Spec.Name), withProposal("created", out[i].Spec.Backend.Context)); err != nil {
 				return err
 			}
 		}
@@ -681,9 +681,14 @@ func (a *applier) instances(ctx context.Context, docs []rdoc) error {
 			continue
 		}
 		body := replacement(cur, p.in, rv)
-		if _, err := a.r.c.Replace(ctx, client.TypeInstances, "", cur.Metadata.UID, body, client.WriteOptions{LockOwner: a.owner}); err != nil {
+		raw, err := a.r.c.Replace(ctx, client.TypeInstances, "", cur.Metadata.UID, body, client.WriteOptions{LockOwner: a.owner})
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.doc.Pos, err))
 			continue
+		}
+		var written rest.TypeInstanceObject
+		if json.Unmarshal(raw, &written) == nil {
+			action = withProposal(action, written.Spec.Backend.Context)
 		}
 		if err := a.line(name, action); err != nil {
 			return err
