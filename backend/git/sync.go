@@ -338,31 +338,60 @@ func (b *Backend) pending(ctx context.Context) (steps []step, from, to plumbing.
 	if from == to {
 		return nil, from, to, nil
 	}
-	// Walk the first-parent chain back to the last synced commit: a merge
-	// brings in what its first parent lacks, as one change by its author.
-	var chain []*object.Commit
-	found := false
-	for c, err := b.repo.CommitObject(to); ; {
-		if err != nil {
-			return nil, from, to, fmt.Errorf("read history: %w", err)
+	// The commits reachable from the tip but not from the last synced one
+	// (git rev-list from..to), parents before children: a side branch's
+	// commits and the merge that brings them in are all seen, whichever
+	// parent came first.
+	exclude := map[plumbing.Hash]bool{}
+	if !from.IsZero() {
+		if fc, err := b.repo.CommitObject(from); err == nil {
+			err := object.NewCommitPreorderIter(fc, nil, nil).ForEach(func(c *object.Commit) error {
+				exclude[c.Hash] = true
+				return nil
+			})
+			if err != nil {
+				return nil, from, to, fmt.Errorf("read history: %w", err)
+			}
 		}
-		if c.Hash == from {
+	}
+	var chain []*object.Commit // parents first
+	found := false
+	seen := map[plumbing.Hash]bool{}
+	var visit func(h plumbing.Hash) error
+	visit = func(h plumbing.Hash) error {
+		if seen[h] {
+			return nil
+		}
+		seen[h] = true
+		if h == from {
 			found = true
-			break
+			return nil
+		}
+		if exclude[h] {
+			return nil
+		}
+		c, err := b.repo.CommitObject(h)
+		if err != nil {
+			return fmt.Errorf("read history: %w", err)
+		}
+		for _, p := range c.ParentHashes {
+			if err := visit(p); err != nil {
+				return err
+			}
 		}
 		chain = append(chain, c)
-		if c.NumParents() == 0 {
-			break
-		}
-		c, err = c.Parent(0)
+		return nil
+	}
+	if err := visit(to); err != nil {
+		return nil, from, to, err
 	}
 	if !found {
 		// First sync of this cache, or the branch was rewritten: reconcile
 		// the tip's files with the hub.
+		slices.Reverse(chain)
 		steps, err := b.snapshotLocked(chain)
 		return steps, from, to, err
 	}
-	slices.Reverse(chain)
 	for _, c := range chain {
 		st := step{commit: c.Hash}
 		if trailers(c.Message)[trInstance] == "" {
@@ -454,7 +483,8 @@ func contents(f *object.File) ([]byte, error) {
 }
 
 // snapshotLocked returns the tip's resource files as additions, each by
-// the newest commit of chain (tip first) that touched it.
+// the newest commit of chain (tip first, children before parents) that
+// touched it.
 func (b *Backend) snapshotLocked(chain []*object.Commit) ([]step, error) {
 	if len(chain) == 0 {
 		return nil, nil

@@ -333,3 +333,40 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling the hub, bounded by the deadline
 	}
 }
+
+// TestSyncMergeCommit: Jane removes a Flag on a clone that is behind, then
+// merges (git pull without rebase), so the last synced commit is on the
+// merge's second parent; her removal is still imported, and the merge
+// brings back nothing cairn already has.
+func TestSyncMergeCommit(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	e.create("old", true)
+	e.person("status") // clones now, before cairn's next commit
+	e.create("newer", true)
+	s := e.syncer()
+	if res, err := s.Sync(ctx); err != nil || res != (git.SyncResult{From: "", To: res.To}) {
+		t.Fatalf("first Sync = %+v, %v; want nothing imported", res, err)
+	}
+	e.person("rm", "--quiet", "default/flipt.io-v1-Flag-old.json")
+	e.person("commit", "--quiet", "-m", "remove old")
+	e.person("pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main")
+	if parents := e.person("log", "-1", "--format=%P"); len(strings.Fields(parents)) != 2 {
+		t.Fatalf("the pull made no merge commit (parents %q)", parents)
+	}
+	e.person("push", "--quiet", "origin", "main")
+
+	res, err := s.Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 1 || res.Created+res.Updated+res.Skipped != 0 {
+		t.Errorf("Sync after the merge = %+v, want only the deletion", res)
+	}
+	if _, err := e.get("old"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("old after Jane removed it: %v, want NotFound", err)
+	}
+	if inst, err := e.get("newer"); err != nil || inst.Latest.ResourceVersion != 1 {
+		t.Errorf("newer after the merge: %+v, %v; want cairn's version 1 only", inst.Latest, err)
+	}
+}
