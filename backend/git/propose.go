@@ -182,7 +182,14 @@ func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) 
 		return nil, err
 	}
 	if !changed {
-		// Nothing to propose: the version is the base's file.
+		// Nothing to propose: the version is the base's file. On the
+		// branch's tip, record it as commit mode does for an unchanged
+		// write, so reads find the instance.
+		if carried == nil {
+			b.imu.Lock()
+			b.applyIndex(ch.id, ch.op, ch.rv, base, ch.ident)
+			b.imu.Unlock()
+		}
 		return b.proposalContext(ch.ident, ch.rv, base, carried), nil
 	}
 	pid, err := newProposalID()

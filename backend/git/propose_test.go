@@ -191,3 +191,46 @@ func TestProposeWithoutPullRequestLeavesNoBranch(t *testing.T) {
 		t.Errorf("branches left: %s", refs)
 	}
 }
+
+// Deletes in propose mode: an instance whose creation is still a proposal
+// has that pull request closed; one on the branch gets a pull request
+// removing its file, and the branch keeps the file until it is merged.
+func TestProposeDelete(t *testing.T) {
+	r := newRemote(t)
+	r.seedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
+	b := proposeBackend(t, r.fileURL(), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "jane")
+
+	pending := uuid.NewString()
+	out := create(t, ctx, b, pending, "pending", `{"enabled":true}`)
+	if err := b.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: pending, Context: out}); err != nil {
+		t.Fatalf("OnDelete of a proposed creation: %v", err)
+	}
+	if pull := mustPull(t, gh, 1); pull.State != "closed" || pull.Merged {
+		t.Errorf("the creation's pull request = %+v, want closed", pull)
+	}
+
+	merged := uuid.NewString()
+	out = create(t, ctx, b, merged, "merged", `{"enabled":true}`)
+	if err := r.fastForward(mustPull(t, gh, 2)); err != nil {
+		t.Fatal(err)
+	}
+	mainBefore := gitCmd(t, r.path, "rev-parse", "main")
+	if err := b.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: merged, Context: out}); err != nil {
+		t.Fatalf("OnDelete of a merged instance: %v", err)
+	}
+	pull := mustPull(t, gh, 3)
+	if pull.State != "open" || pull.Title != "cairn: delete Flag production/merged by jane" {
+		t.Errorf("deletion pull request = %+v", pull)
+	}
+	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("main moved on a proposed delete")
+	}
+	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "refs/heads/"+pull.Head); strings.Contains(files, flagPath("merged")) {
+		t.Errorf("the deletion's branch still has the file:\n%s", files)
+	}
+	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, flagPath("merged")) {
+		t.Errorf("main lost the file before the merge:\n%s", files)
+	}
+}

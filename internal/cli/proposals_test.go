@@ -240,4 +240,15 @@ func TestProposeEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "created; proposal ") || !strings.Contains(out, "github pull request") || !strings.Contains(out, "/acme/flags/pull/3") {
 		t.Errorf("apply output: %s", out)
 	}
+	// And so does client mode, through the REST server.
+	flag2 := writeFile(t, dir, "40-flag.json", `{"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+ "metadata": {"name": "third"},
+ "spec": {"typeRef": {"path": "io.flipt.flag", "revision": "1.0.0"}, "value": {"enabled": false}}}`)
+	out = okWithToken(newEnv(t), "--server", srv.URL, "apply", "-f", flag2)
+	if !strings.Contains(out, "created; proposal ") || !strings.Contains(out, "/acme/flags/pull/4") {
+		t.Errorf("client-mode apply output: %s", out)
+	}
+	if n := gh.Count("POST /repos/acme/flags/pulls"); n != 4 {
+		t.Errorf("%d pull requests opened, want 4 (create, update, two applies)", n)
+	}
 }
