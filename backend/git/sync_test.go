@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,11 +32,19 @@ type syncEnv struct {
 	opener *git.Opener
 	id     string // the Git backend instance
 	clone  string
+	getenv func(string) string
 }
 
 func newSyncEnv(t *testing.T) *syncEnv {
 	t.Helper()
-	e := &syncEnv{t: t, remote: newRemote(t), dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir()}
+	return newSyncEnvWith(t, newRemote(t), nil, nil)
+}
+
+// newSyncEnvWith is newSyncEnv on r, with more settings in the backend's
+// value and the opener's environment.
+func newSyncEnvWith(t *testing.T, r *remote, more map[string]any, getenv func(string) string) *syncEnv {
+	t.Helper()
+	e := &syncEnv{t: t, remote: r, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
 	ctx := cairn.WithActor(context.Background(), "admin")
 	e.open(e.cache)
 	if _, err := e.h.CreateType(ctx, cairn.Type{Path: flagType, Revision: "1.0.0", Group: "flipt.io", Version: "v1",
@@ -44,8 +53,10 @@ func newSyncEnv(t *testing.T) *syncEnv {
 		  "additionalProperties":false}`)}); err != nil {
 		t.Fatalf("CreateType: %v", err)
 	}
-	value, _ := json.Marshal(map[string]any{"url": e.remote.fileURL(), "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
-		"author": map[string]string{"name": "cairn", "email": "cairn@example.com"}})
+	settings := map[string]any{"url": e.remote.fileURL(), "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
+		"author": map[string]string{"name": "cairn", "email": "cairn@example.com"}}
+	maps.Copy(settings, more)
+	value, _ := json.Marshal(settings)
 	reg, err := e.h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "flags-repo", Name: "flags-repo", Namespace: hub.SystemNamespace,
 		TypeRef: cairn.TypeRef{Path: git.TypePath, Revision: cairn.CoreRevision}, Value: value,
 		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}}}})
@@ -65,7 +76,7 @@ func (e *syncEnv) open(cache string) {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { st.Close() })
-	e.opener = git.NewOpener(git.OpenerConfig{CacheDir: cache})
+	e.opener = git.NewOpener(git.OpenerConfig{CacheDir: cache, Getenv: e.getenv})
 	if e.h, err = hub.New(context.Background(), hub.Config{Store: st, Backends: e.opener}); err != nil {
 		e.t.Fatal(err)
 	}
