@@ -45,7 +45,9 @@ follows the Kubernetes API conventions: kubectl and client-go work against it
 
 Endpoints: /apis (discovery and resources), /openapi/v3, /version,
 /healthz and /readyz, and Prometheus metrics at /metrics. /graphql serves the
-Capact Local Hub GraphQL API (and a query page to browsers).`,
+Capact Local Hub GraphQL API (and a query page to browsers). POST
+/hooks/git/{backend} imports what was pushed to a Git backend's repository
+outside cairn at once (push webhooks); --git-sync-interval polls them all.`,
 		Example: `  cairn serve
   cairn serve --addr 0.0.0.0:8080 --data-dir /var/lib/cairn
   cairn serve --addr 0.0.0.0:8080 --database 'postgres://cairn:secret@db:5432/cairn'
