@@ -110,9 +110,13 @@ type SyncEvent struct {
 
 // SyncStats counts what a Syncer did since it started.
 type SyncStats struct {
-	Syncs, Failures                    int64
-	Created, Updated, Deleted, Skipped int64
-	LastCommit                         string
+	Syncs      int64  `json:"syncs"`
+	Failures   int64  `json:"failures"`
+	Created    int64  `json:"created"`
+	Updated    int64  `json:"updated"`
+	Deleted    int64  `json:"deleted"`
+	Skipped    int64  `json:"skipped"`
+	LastCommit string `json:"lastCommit,omitempty"`
 }
 
 // SyncResult is what one Sync did.

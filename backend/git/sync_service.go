@@ -149,8 +149,11 @@ func (s *SyncService) Run(ctx context.Context) {
 	}
 }
 
-// WebhookPattern is where Handler is mounted.
-const WebhookPattern = "POST /hooks/git/{backend}"
+// WebhookPattern and StatusPattern are where Handler is mounted.
+const (
+	WebhookPattern = "POST /hooks/git/{backend}"
+	StatusPattern  = "GET /hooks/git/{backend}"
+)
 
 // Handler serves POST /hooks/git/{backend id, alias or name}: a push
 // notification (GitHub, GitLab, Gitea or anything else; the payload is
@@ -179,6 +182,22 @@ func (s *SyncService) Handler() http.Handler {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "sync": res})
+	})
+	// GET shows what syncs did: the counters and the last events
+	// (creations, versions, deletions, skipped files with the reason).
+	mux.HandleFunc(StatusPattern, func(w http.ResponseWriter, r *http.Request) {
+		sy, err := s.Syncer(r.Context(), r.PathValue("backend"))
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			code := http.StatusInternalServerError
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				code = http.StatusNotFound
+			}
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "stats": sy.Stats(), "events": sy.Events()})
 	})
 	return mux
 }

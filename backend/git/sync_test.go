@@ -312,6 +312,21 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 	if inst, err := e.get("hooked"); err != nil || inst.Latest.CreatedBy != jane {
 		t.Errorf("hooked after the webhook: %+v, %v", inst.Latest, err)
 	}
+	// GET shows the counters and the events.
+	resp, err := http.Get(srv.URL + "/hooks/git/flags-repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status struct {
+		Stats  git.SyncStats   `json:"stats"`
+		Events []git.SyncEvent `json:"events"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&status)
+	resp.Body.Close()
+	if err != nil || status.Stats.Created != 1 || len(status.Events) != 1 || status.Events[0].Type != "Created" ||
+		status.Events[0].Path != "default/flipt.io-v1-Flag-hooked.json" || status.Events[0].Author != jane {
+		t.Errorf("GET /hooks/git/flags-repo = %+v, %v; want one creation of hooked by Jane", status, err)
+	}
 	if code, _ := hook(e.id); code != http.StatusOK {
 		t.Errorf("hook by id: %d", code)
 	}

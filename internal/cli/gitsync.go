@@ -24,7 +24,8 @@ func addGitSyncFlags(cmd *cobra.Command, interval *time.Duration) {
 // gitSync imports changes made outside cairn in the repositories of Git
 // backends: every interval (0 disables polling) and at once on
 // POST /hooks/git/{backend id, alias or name} (push webhooks of GitHub,
-// GitLab, Gitea, ...). Its counters are metrics on reg. The returned
+// GitLab, Gitea, ...); GET on that path shows the counters and the last
+// events. The counters are also metrics on reg. The returned
 // function stops the polling and waits for it.
 func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, interval time.Duration,
 	mux *http.ServeMux, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
@@ -35,7 +36,9 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 	if err := reg.Register(gitSyncCollector{svc}); err != nil {
 		return nil, fmt.Errorf("register Git sync metrics: %w", err)
 	}
-	mux.Handle(gitbackend.WebhookPattern, svc.Handler())
+	hooks := svc.Handler()
+	mux.Handle(gitbackend.WebhookPattern, hooks)
+	mux.Handle(gitbackend.StatusPattern, hooks)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.Run(ctx) })

@@ -104,6 +104,9 @@ func TestServeGitSyncWebhook(t *testing.T) {
 	if !strings.Contains(got, "Jane Doe") {
 		t.Errorf("the imported Flag does not name its author: %s", got)
 	}
+	if code, status := get("/hooks/git/flags-repo"); code != http.StatusOK || !strings.Contains(status, `"type":"Created"`) || !strings.Contains(status, "flipt.io-v1-Flag-pushed.json") {
+		t.Errorf("GET /hooks/git/flags-repo = %d %s, want the creation among the events", code, status)
+	}
 	if _, metrics := get("/metrics"); !strings.Contains(metrics, `result="created"} 1`) {
 		t.Errorf("/metrics has no created count of 1:\n%s", grepLines(metrics, "cairn_git_sync"))
 	}
