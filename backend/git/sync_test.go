@@ -396,3 +396,78 @@ func TestSyncMergeCommit(t *testing.T) {
 		t.Errorf("newer after the merge: %+v, %v; want cairn's version 1 only", inst.Latest, err)
 	}
 }
+
+// TestSyncReportsAndSkips: files that do not parse, are not where the path
+// template puts their resource, name no Type, or change a locked instance
+// are each reported with a reason and skipped; the good file of the same
+// commit is imported, and the locked one is once unlocked and synced from
+// scratch.
+func TestSyncReportsAndSkips(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	locked := e.create("locked", false)
+	if err := e.h.LockInstances(ctx, []string{locked}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	s := e.syncer()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status")
+	e.write("garbled", "{not json\n")
+	e.write("misplaced", flagFile("elsewhere", true))
+	e.write("locked", flagFile("locked", true))
+	e.write("good", flagFile("good", true))
+	if err := os.WriteFile(filepath.Join(e.clone, "default", "example.com-v1-Gadget-g.json"),
+		[]byte(`{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "a mixed bag")
+	e.person("push", "--quiet", "origin", "main")
+
+	res, err := s.Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created != 1 || res.Skipped != 4 || res.Updated+res.Deleted != 0 {
+		t.Errorf("Sync = %+v, want 1 created and 4 skipped", res)
+	}
+	reasons := map[string]string{}
+	for _, ev := range s.Events() {
+		if ev.Type == "Skipped" {
+			reasons[strings.TrimPrefix(ev.Path, "default/")] = ev.Reason
+		}
+	}
+	for file, want := range map[string]string{
+		"flipt.io-v1-Flag-garbled.json":   "does not parse",
+		"flipt.io-v1-Flag-misplaced.json": "whose file is default/flipt.io-v1-Flag-elsewhere.json",
+		"flipt.io-v1-Flag-locked.json":    "locked",
+		"example.com-v1-Gadget-g.json":    "no Type serves example.com/v1 Gadget",
+	} {
+		if !strings.Contains(reasons[file], want) {
+			t.Errorf("%s: reason %q, want it to say %q", file, reasons[file], want)
+		}
+	}
+	if _, err := e.get("good"); err != nil {
+		t.Errorf("good was not imported beside the skipped files: %v", err)
+	}
+	if inst, _ := e.get("locked"); inst.Latest.ResourceVersion != 1 {
+		t.Errorf("the locked instance got version %d", inst.Latest.ResourceVersion)
+	}
+	if _, err := e.get("elsewhere"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("the misplaced resource was imported: %v", err)
+	}
+
+	// Unlocked, a sync from scratch (a lost cache) takes Jane's change.
+	if err := e.h.UnlockInstances(ctx, []string{locked}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	e.open(t.TempDir())
+	if res, err := e.syncer().Sync(ctx); err != nil || res.Updated != 1 || res.Created != 0 {
+		t.Errorf("Sync from scratch after unlocking = %+v, %v; want the locked file's update", res, err)
+	}
+	if inst, _ := e.get("locked"); inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
+		t.Errorf("locked after unlocking: version %d by %q, want 2 by Jane", inst.Latest.ResourceVersion, inst.Latest.CreatedBy)
+	}
+}
