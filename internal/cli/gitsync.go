@@ -33,7 +33,7 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 	if err != nil {
 		return nil, err
 	}
-	if err := reg.Register(gitSyncCollector{svc}); err != nil {
+	if err := reg.Register(newGitSyncCollector(svc)); err != nil {
 		return nil, fmt.Errorf("register Git sync metrics: %w", err)
 	}
 	hooks := svc.Handler()
@@ -45,29 +45,34 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 	return func() { cancel(); wg.Wait() }, nil
 }
 
-var (
-	gitSyncChanges = prometheus.NewDesc("cairn_git_sync_changes_total",
-		"Files changed outside cairn that Git sync imported (created, updated, deleted) or reported and skipped (skipped).",
-		[]string{"backend", "result"}, nil)
-	gitSyncRuns = prometheus.NewDesc("cairn_git_sync_runs_total",
-		"Syncs of a Git backend, by outcome (ok, failed).", []string{"backend", "outcome"}, nil)
-)
-
 // gitSyncCollector reads the Syncers' counters at scrape time.
-type gitSyncCollector struct{ svc *gitbackend.SyncService }
+type gitSyncCollector struct {
+	svc            *gitbackend.SyncService
+	changes, syncs *prometheus.Desc
+}
 
-func (gitSyncCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- gitSyncChanges
-	ch <- gitSyncRuns
+func newGitSyncCollector(svc *gitbackend.SyncService) gitSyncCollector {
+	return gitSyncCollector{svc: svc,
+		changes: prometheus.NewDesc("cairn_git_sync_changes_total",
+			"Files changed outside cairn that Git sync imported (created, updated, deleted) or reported and skipped (skipped).",
+			[]string{"backend", "result"}, nil),
+		syncs: prometheus.NewDesc("cairn_git_sync_runs_total",
+			"Syncs of a Git backend, by outcome (ok, failed).", []string{"backend", "outcome"}, nil),
+	}
+}
+
+func (c gitSyncCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.changes
+	ch <- c.syncs
 }
 
 func (c gitSyncCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.svc.Syncers() {
 		st, id := s.Stats(), s.BackendID()
 		for result, n := range map[string]int64{"created": st.Created, "updated": st.Updated, "deleted": st.Deleted, "skipped": st.Skipped} {
-			ch <- prometheus.MustNewConstMetric(gitSyncChanges, prometheus.CounterValue, float64(n), id, result)
+			ch <- prometheus.MustNewConstMetric(c.changes, prometheus.CounterValue, float64(n), id, result)
 		}
-		ch <- prometheus.MustNewConstMetric(gitSyncRuns, prometheus.CounterValue, float64(st.Syncs-st.Failures), id, "ok")
-		ch <- prometheus.MustNewConstMetric(gitSyncRuns, prometheus.CounterValue, float64(st.Failures), id, "failed")
+		ch <- prometheus.MustNewConstMetric(c.syncs, prometheus.CounterValue, float64(st.Syncs-st.Failures), id, "ok")
+		ch <- prometheus.MustNewConstMetric(c.syncs, prometheus.CounterValue, float64(st.Failures), id, "failed")
 	}
 }
