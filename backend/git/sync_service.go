@@ -2,6 +2,10 @@ package git
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +39,11 @@ type SyncServiceConfig struct {
 	Interval time.Duration
 	// Logger receives the log. Nil discards.
 	Logger *slog.Logger
+	// WebhookSecret, when set, must sign every webhook: GitHub's and
+	// Gitea's HMAC-SHA256 of the body (X-Hub-Signature-256: sha256=<hex>,
+	// X-Gitea-Signature: <hex>) or GitLab's token (X-Gitlab-Token).
+	// Unsigned or wrongly signed calls get 401 and sync nothing.
+	WebhookSecret []byte
 }
 
 // SyncService keeps one Syncer per Git backend instance: Run polls them
@@ -162,7 +171,14 @@ const (
 func (s *SyncService) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(WebhookPattern, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 25<<20))
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 25<<20))
+		if !s.signed(r.Header, body) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "the webhook is not signed with the configured secret " +
+				"(X-Hub-Signature-256, X-Gitea-Signature or X-Gitlab-Token)"})
+			return
+		}
 		ref := r.PathValue("backend")
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookSyncTimeout)
 		defer cancel()
@@ -200,4 +216,26 @@ func (s *SyncService) Handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "stats": sy.Stats(), "events": sy.Events()})
 	})
 	return mux
+}
+
+// signed reports whether a webhook carries a valid signature of body, or
+// no secret is configured. Comparisons take constant time.
+func (s *SyncService) signed(h http.Header, body []byte) bool {
+	secret := s.cfg.WebhookSecret
+	if len(secret) == 0 {
+		return true
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	want := hex.EncodeToString(mac.Sum(nil))
+	if sig, ok := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256="); ok && hmac.Equal([]byte(sig), []byte(want)) {
+		return true
+	}
+	if sig := h.Get("X-Gitea-Signature"); sig != "" && hmac.Equal([]byte(sig), []byte(want)) {
+		return true
+	}
+	if tok := h.Get("X-Gitlab-Token"); tok != "" && subtle.ConstantTimeCompare([]byte(tok), secret) == 1 {
+		return true
+	}
+	return false
 }

@@ -1,24 +1,55 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/hub"
 )
 
-// addGitSyncFlags adds serve's --git-sync-interval.
-func addGitSyncFlags(cmd *cobra.Command, interval *time.Duration) {
-	cmd.Flags().DurationVar(interval, "git-sync-interval", gitbackend.DefaultSyncInterval,
+// EnvGitWebhookSecretFile is the environment variable for serve's
+// --git-webhook-secret-file.
+const EnvGitWebhookSecretFile = "CAIRN_GIT_WEBHOOK_SECRET_FILE"
+
+// gitSyncOptions are serve's Git sync flags.
+type gitSyncOptions struct {
+	interval   time.Duration
+	secretFile string
+}
+
+// addGitSyncFlags adds serve's --git-sync-interval and --git-webhook-secret-file.
+func (a *app) addGitSyncFlags(cmd *cobra.Command, o *gitSyncOptions) {
+	cmd.Flags().DurationVar(&o.interval, "git-sync-interval", gitbackend.DefaultSyncInterval,
 		"how often to import changes pushed to Git backends' repositories outside cairn (0: only on POST /hooks/git/{backend})")
+	cmd.Flags().StringVar(&o.secretFile, "git-webhook-secret-file", a.env.Getenv(EnvGitWebhookSecretFile),
+		"file holding the secret push webhooks must be signed with (GitHub/Gitea HMAC, GitLab token); unset: webhooks are not checked [$"+EnvGitWebhookSecretFile+"]")
+}
+
+// secret reads the webhook secret file; nil when none is configured.
+func (o gitSyncOptions) secret() ([]byte, error) {
+	if o.secretFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(o.secretFile)
+	if err != nil {
+		return nil, &cairn.Error{Code: cairn.CodeInvalid, Msg: fmt.Sprintf("--git-webhook-secret-file: %v", err), Err: err}
+	}
+	secret := bytes.TrimSpace(b)
+	if len(secret) == 0 {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "--git-webhook-secret-file %s is empty", o.secretFile)
+	}
+	return secret, nil
 }
 
 // gitSync imports changes made outside cairn in the repositories of Git
@@ -27,9 +58,17 @@ func addGitSyncFlags(cmd *cobra.Command, interval *time.Duration) {
 // GitLab, Gitea, ...); GET on that path shows the counters and the last
 // events. The counters are also metrics on reg. The returned
 // function stops the polling and waits for it.
-func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, interval time.Duration,
+func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, o gitSyncOptions,
 	mux *http.ServeMux, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
-	svc, err := gitbackend.NewSyncService(gitbackend.SyncServiceConfig{Hub: h, Opener: opener, Interval: interval, Logger: log})
+	secret, err := o.secret()
+	if err != nil {
+		return nil, err
+	}
+	if secret == nil {
+		log.Warn("Git push webhooks are not checked: set --git-webhook-secret-file to require signed ones")
+	}
+	svc, err := gitbackend.NewSyncService(gitbackend.SyncServiceConfig{Hub: h, Opener: opener, Interval: o.interval, Logger: log,
+		WebhookSecret: secret})
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
 	var introspection bool
-	var gitSyncInterval time.Duration
+	var gitSync gitSyncOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
@@ -54,17 +54,17 @@ outside cairn at once (push webhooks); --git-sync-interval polls them all.`,
   kubectl --server http://127.0.0.1:8080 api-resources`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, gitSyncInterval)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, gitSync)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
 	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
-	addGitSyncFlags(cmd, &gitSyncInterval)
+	a.addGitSyncFlags(cmd, &gitSync)
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool, gitSyncInterval time.Duration) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool, gitSync gitSyncOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
@@ -112,7 +112,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection}))
-	stopSync, err := a.gitSync(ctx, h, opener, gitSyncInterval, mux, reg, log)
+	stopSync, err := a.gitSync(ctx, h, opener, gitSync, mux, reg, log)
 	if err != nil {
 		return err
 	}
