@@ -232,10 +232,10 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 // resolveIdentity works out the resource's identity: from the hub
 // (ResourceMeta), else the context, else what the index knows; the name
 // defaults to the instance id and the namespace to "default".
-func resolveIdentity(ctx context.Context, id string, raw json.RawMessage, known *entry) (identity, error) {
+func resolveIdentity(ctx context.Context, id string, raw json.RawMessage, known *identity) (identity, error) {
 	var out identity
 	if known != nil {
-		out = known.id
+		out = *known
 	}
 	if c := parseContext(raw); c.Kind != "" {
 		g, v := splitAPIVersion(c.APIVersion)
@@ -304,7 +304,21 @@ func specOf(doc json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// lookup returns a copy-free view of the index entry, nil when unknown.
+// identityOf reads an entry's identity under the index lock (writers
+// replace it while the index is updated from fetched commits); nil for a
+// nil entry.
+func (b *Backend) identityOf(e *entry) *identity {
+	if e == nil {
+		return nil
+	}
+	b.imu.RLock()
+	defer b.imu.RUnlock()
+	id := e.id
+	return &id
+}
+
+// lookup returns a copy-free view of the index entry, nil when unknown;
+// read its fields under imu (or through identityOf).
 func (b *Backend) lookup(id string) *entry {
 	b.imu.RLock()
 	defer b.imu.RUnlock()
@@ -398,7 +412,7 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 	if err != nil && !(b.scm != nil && cairn.HasCode(err, cairn.CodeNotFound) && proposalOf(req.Context) != nil) {
 		return nil, err // an instance whose creation is still a proposal is on no branch yet
 	}
-	ident, err := resolveIdentity(ctx, id, req.Context, e)
+	ident, err := resolveIdentity(ctx, id, req.Context, b.identityOf(e))
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +462,7 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 	if err != nil {
 		return err
 	}
-	ident := e.id
+	ident := *b.identityOf(e)
 	_, err = b.write(ctx, change{
 		op: opDelete, id: id, ident: ident,
 		check: func(e *entry) error {
@@ -481,8 +495,8 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 	if err != nil {
 		return err
 	}
-	ident := e.id
 	b.imu.RLock()
+	ident := e.id
 	commit, live := e.versions[rv]
 	prev, prevCommit := 0, plumbing.ZeroHash
 	for v, c := range e.versions {

@@ -289,7 +289,7 @@ func (b *Backend) proposeDelete(ctx context.Context, req cairn.OnDeleteRequest) 
 	if err != nil {
 		return err
 	}
-	ident := e.id
+	ident := *b.identityOf(e)
 	raw, err := b.propose(ctx, change{
 		op: opDelete, id: id, ident: ident,
 		check: func(e *entry) error {
