@@ -21,6 +21,34 @@ import (
 // backend instance of this Type in-process (Opener).
 const TypePath = cairn.StorageTypePrefix + ".git"
 
+// TypeSchema is the JSON Schema of Git backend instances' values: the
+// storage schema's url, acceptValue and contextSchema plus the backend's
+// own settings (ParseConfig checks them in depth).
+const TypeSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema",
+  "type": "object",
+  "required": ["url", "acceptValue", "contextSchema"],
+  "properties": {
+    "url": {"type": "string", "description": "the repository: file://, http(s):// or ssh://"},
+    "acceptValue": {"const": true},
+    "contextSchema": {"type": ["object", "null"]},
+    "branch": {"type": "string"},
+    "mode": {"enum": ["commit", "propose"]},
+    "scm": {"type": "object"},
+    "paths": {"type": "object"},
+    "author": {"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
+    "credentials": {"type": "object"},
+    "controller": {"type": "object"}
+  }
+}`
+
+// StorageType is the Type of Git backend instances, for hubs to register
+// so that strict mode accepts them.
+func StorageType() cairn.Type {
+	return cairn.Type{Path: TypePath, Revision: cairn.CoreRevision, JSONSchema: json.RawMessage(TypeSchema),
+		AdditionalRefs: []string{cairn.StorageTypePrefix}}
+}
+
 // Modes of a Git backend.
 const (
 	ModeCommit  = "commit"

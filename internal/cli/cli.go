@@ -197,6 +197,9 @@ func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
+	if err := registerGitType(ctx, h); err != nil {
+		return err
+	}
 	return fn(h)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -63,4 +64,14 @@ func (w *wasmControllers) controller(ctx context.Context, sb cairn.StorageBacken
 		return nil, err // not a typed nil in the interface
 	}
 	return c, nil
+}
+
+// registerGitType registers the Git backend's storage Type in a hub that
+// runs Git backends, so that they pass strict mode and their values are
+// validated; an existing identical Type is left alone.
+func registerGitType(ctx context.Context, h *hub.Hub) error {
+	if _, _, err := h.ApplyType(ctx, gitbackend.StorageType()); err != nil {
+		return fmt.Errorf("register the Git backend Type: %w", err)
+	}
+	return nil
 }

@@ -82,6 +82,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
+	if err := registerGitType(ctx, h); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
