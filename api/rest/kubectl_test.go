@@ -32,7 +32,7 @@ const kubectlRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefi
        "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "A port the flag is served on."}}}}}}`
 
 // findKubectl returns the kubectl binary. Without one the test is skipped,
-// loudly, except under CI, where scripts/test installs it: there a missing
+// loudly, except under CI, where scripts/with-services installs it: there a missing
 // kubectl fails.
 func findKubectl(t *testing.T) string {
 	t.Helper()
@@ -40,7 +40,7 @@ func findKubectl(t *testing.T) string {
 	if err == nil {
 		return path
 	}
-	const msg = "kubectl is not installed (install the Debian package kubectl; scripts/test does when run as root)"
+	const msg = "kubectl is not installed (install the Debian package kubectl; scripts/with-services does when run as root)"
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s: the kubectl end-to-end test cannot run under CI=true", msg)
 	}

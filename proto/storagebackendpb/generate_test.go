@@ -23,7 +23,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	if _, err := exec.LookPath("protoc"); err != nil {
 		msg := "!!! protoc NOT FOUND: the check that proto/storagebackendpb matches proto/storage_backend.proto DID NOT RUN. " +
-			"Install it with `apt-get install -y protobuf-compiler` (scripts/test does this when it can)."
+			"Install it with `apt-get install -y protobuf-compiler` (scripts/with-services does this when it can)."
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}

@@ -4,7 +4,7 @@
 //
 // Without the variable the caller is skipped with a loud message saying how
 // to run it; when CI=true it fails instead, so a CI run can never pass with
-// the PostgreSQL suites silently skipped. scripts/test starts a local
+// the PostgreSQL suites silently skipped. scripts/with-services starts a local
 // PostgreSQL and sets the variable.
 package pgtest
 
@@ -31,7 +31,7 @@ const howTo = `
 *** database; each test works in a schema of its own):
 ***   CAIRN_TEST_POSTGRES='postgres://cairn:cairn@127.0.0.1:5432/cairn_test?sslmode=disable' \
 ***     go test ./store/... ./hub/...
-*** scripts/test starts a local PostgreSQL and sets it for you.
+*** scripts/with-services starts a local PostgreSQL and sets it for you.
 ************************************************************************`
 
 // DSN returns the test database's DSN, skipping tb (failing it when
