@@ -59,8 +59,9 @@ type Created struct {
 	Alias string
 	ID    string
 	// Instance is the instance as the create's own transaction stored it
-	// (relations and Seq included, no value): an answer built from it never
-	// shows another writer's later change.
+	// (relations and Seq included): an answer built from it never shows
+	// another writer's later change. Its Latest.Value is the value stored
+	// when the backend accepts values, nil when the backend derives it.
 	Instance cairn.Instance
 }
 
@@ -133,6 +134,9 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	out := make([]Created, len(items))
 	for i, p := range items {
 		out[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID, Instance: stored[i]}
+		if p.backend.AcceptValue {
+			out[i].Instance.Latest.Value = p.value
+		}
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
 	return out, nil

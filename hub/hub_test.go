@@ -304,6 +304,9 @@ func TestCreateDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := out[0].ID
+	if got := out[0].Instance; got.ID != id || got.Seq == 0 || string(got.Latest.Value) != `{"host":"db"}` || len(got.Uses) != 1 {
+		t.Errorf("Created.Instance = %+v, want the stored instance with its value, Seq and uses", got)
+	}
 	if out[0].Alias != id {
 		t.Errorf("generated alias = %q, want the id %q", out[0].Alias, id)
 	}

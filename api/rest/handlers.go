@@ -360,10 +360,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	return nil
 }
 
-// withValue fills in the value of the instance's latest resource version,
-// from its backend; the version is immutable, so this reads what the write
-// that made it stored, whatever happened since.
+// withValue fills in the value of a created instance's latest resource
+// version when the hub did not (a backend that derives values), from the
+// backend; the version is immutable, so this reads what the write that made
+// it stored, whatever happened since.
 func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance, error) {
+	if inst.Latest.Value != nil {
+		return inst, nil
+	}
 	vs, err := s.hub.Values(r.Context(), []hub.ValueRef{{Instance: inst, Version: inst.Latest}})
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return inst, nil // deleted since by another writer: the metadata as created
