@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -29,7 +27,8 @@ speaks the storage_backend protocol. Register it with 'cairn backends register'.
 }
 
 func (a *app) backendFileCommand() *cobra.Command {
-	var dir, listen, source, certFile, keyFile, clientCA, logLevel string
+	var dir, source string
+	var sv backendServing
 	cmd := &cobra.Command{
 		Use:   "file --dir DIR --listen HOST:PORT",
 		Short: "Serve the file storage backend: values and locks in files under DIR",
@@ -51,15 +50,7 @@ SIGTERM, then lets calls in flight finish. Health: grpc.health.v1.`,
 			if dir == "" {
 				return usageErrorf("backend file needs --dir")
 			}
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usageErrorf("--listen %q: want HOST:PORT: %v", listen, err)
-			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageErrorf("--log-level %q: want debug, info, warn or error", logLevel)
-			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			tlsCfg, err := serverTLS(certFile, keyFile, clientCA)
+			log, tlsCfg, err := sv.setUp(cmd)
 			if err != nil {
 				return err
 			}
@@ -76,16 +67,12 @@ SIGTERM, then lets calls in flight finish. Health: grpc.health.v1.`,
 				srv = storagebackend.NewContextServer(fb, opts)
 			}
 			ctx := cmd.Context()
-			var lc net.ListenConfig
-			lis, err := lc.Listen(ctx, "tcp", listen)
+			lis, scheme, err := sv.listenOn(ctx, tlsCfg)
 			if err != nil {
-				return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", listen, err), Err: err}
+				return err
 			}
 			addr := lis.Addr().String()
-			scheme, register := "grpc", "--accept-value"
-			if tlsCfg != nil {
-				scheme = "grpcs"
-			}
+			register := "--accept-value"
 			if !fb.AcceptValue() {
 				register = "--context-schema FILE (see --help)"
 			}
@@ -98,23 +85,10 @@ SIGTERM, then lets calls in flight finish. Health: grpc.health.v1.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "dir", "", "directory for values and locks (created if missing)")
-	fl.StringVar(&listen, "listen", "127.0.0.1:5051", "address to listen on, HOST:PORT (port 0 picks a free one)")
 	fl.StringVar(&source, "source", "", "context-only mode: values are the files under this directory that contexts name")
-	fl.StringVar(&certFile, "tls-cert", "", "serve TLS with this certificate (PEM)")
-	fl.StringVar(&keyFile, "tls-key", "", "private key of --tls-cert (PEM)")
-	fl.StringVar(&clientCA, "client-ca", "", "require client certificates signed by this CA (PEM)")
-	fl.StringVar(&logLevel, "log-level", "info", "debug (every call), info, warn or error; values are never logged")
 	// A flag rather than a subcommand so the schema is where the mode is.
-	var printSchema bool
-	fl.BoolVar(&printSchema, "print-context-schema", false, "print the context schema of the --source mode and exit")
-	run := cmd.RunE
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if printSchema {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), file.ContextSchema)
-			return err
-		}
-		return run(cmd, args)
-	}
+	sv.addFlags(cmd, "127.0.0.1:5051", "print the context schema of the --source mode and exit")
+	cmd.RunE = sv.printingSchema(file.ContextSchema, cmd.RunE)
 	return cmd
 }
 
