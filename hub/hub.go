@@ -172,6 +172,12 @@ type systemBackend struct {
 // registerSystemBackend creates the backend's Type and instance unless they
 // exist, in one transaction; safe when replicas start together.
 func (h *Hub) registerSystemBackend(ctx context.Context, sb systemBackend) error {
+	// Every start after the first finds it: a read, no write transaction.
+	if found, err := h.st.GetInstancesBrief(ctx, []string{sb.id}); err == nil && len(found) == 1 {
+		if _, err := h.st.GetType(ctx, sb.typeRef); err == nil {
+			return nil
+		}
+	}
 	now := h.now().UTC()
 	schema, err := compactJSON(sb.schema)
 	if err != nil {

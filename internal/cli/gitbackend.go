@@ -70,7 +70,11 @@ func (w *wasmControllers) controller(ctx context.Context, sb cairn.StorageBacken
 // runs Git backends, so that they pass strict mode and their values are
 // validated; an existing identical Type is left alone.
 func registerGitType(ctx context.Context, h *hub.Hub) error {
-	if _, _, err := h.ApplyType(ctx, gitbackend.StorageType()); err != nil {
+	t := gitbackend.StorageType()
+	if _, err := h.GetType(ctx, t.Ref()); err == nil {
+		return nil // registered on an earlier start: a read, no write
+	}
+	if _, _, err := h.ApplyType(ctx, t); err != nil {
 		return fmt.Errorf("register the Git backend Type: %w", err)
 	}
 	return nil
