@@ -101,6 +101,13 @@ type Instance struct {
 	// Latest is the latest resource version. Its Value is filled only when
 	// the caller asked for values.
 	Latest ResourceVersion `json:"latestResourceVersion"`
+	// Status is what the instance's controllers observe and report
+	// (conditions, outputs, observedGeneration): a JSON object, or nil. It
+	// is not versioned; writing it changes Seq but not the resource version.
+	Status json.RawMessage `json:"status,omitempty"`
+	// ManagedFields records which field manager owns which fields of the
+	// value (server-side apply), in the Kubernetes managedFields form.
+	ManagedFields json.RawMessage `json:"managedFields,omitempty"`
 }
 
 // ResourceVersion is one immutable revision of an instance.

@@ -92,7 +92,8 @@ type Tx interface {
 	// DeleteType removes a Type revision; CodeNotFound when absent.
 	DeleteType(ctx context.Context, ref cairn.TypeRef) error
 	// CreateInstance inserts an instance with its first resource version
-	// (inst.Latest), labels and attributes. Uses and UsedBy are ignored.
+	// (inst.Latest), labels, attributes, status and managed fields. Uses and
+	// UsedBy are ignored.
 	// CodeAlreadyExists when the id, or the (type path, namespace, name)
 	// triple, is taken; the message names which.
 	CreateInstance(ctx context.Context, inst cairn.Instance) error
@@ -104,6 +105,17 @@ type Tx interface {
 	AddResourceVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error
 	// SetMetadata replaces an instance's labels and annotations.
 	SetMetadata(ctx context.Context, id string, labels, annotations map[string]string) error
+	// SetStatus replaces an instance's status (nil clears it). The status is
+	// what controllers observe and report (conditions, outputs); it is not
+	// versioned, as the Kubernetes status subresource is not, but the change
+	// is logged. CodeNotFound when the instance is absent.
+	SetStatus(ctx context.Context, id string, status json.RawMessage) error
+	// SetManagedFields replaces the server-side apply field ownership of an
+	// instance (nil clears it); the change is logged. CodeNotFound when the
+	// instance is absent.
+	SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error
+	// RemoveUses deletes the edge from -> to; a missing edge is a no-op.
+	RemoveUses(ctx context.Context, from, to string) error
 	// SetLockedBy sets (owner != "") or clears (owner == "") the lock of
 	// every id. CodeNotFound naming the missing ids, changing nothing, when
 	// any id does not exist.
@@ -197,4 +209,26 @@ type AttributeFilter struct {
 	Path     string
 	Revision string
 	Exclude  bool
+}
+
+// extrasSetter writes the parts of an instance row that CreateInstance
+// leaves to separate statements.
+type extrasSetter interface {
+	SetStatus(ctx context.Context, id string, status json.RawMessage) error
+	SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error
+}
+
+// SetCreatedExtras writes a new instance's status and managed fields when it
+// has them; stores call it at the end of CreateInstance so that the hub
+// creates an instance with them in one call.
+func SetCreatedExtras(ctx context.Context, tx extrasSetter, in cairn.Instance) error {
+	if len(in.Status) > 0 {
+		if err := tx.SetStatus(ctx, in.ID, in.Status); err != nil {
+			return err
+		}
+	}
+	if len(in.ManagedFields) > 0 {
+		return tx.SetManagedFields(ctx, in.ID, in.ManagedFields)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -38,7 +39,7 @@ const (
 	// one statement and one snapshot; callers append the relations columns,
 	// instanceFrom, WHERE and ORDER BY.
 	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
-	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq,
+	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq, i.status, i.managed_fields,
 	v.resource_version, v.created_by, v.created_at, v.attributes, v.context,
 	l.keys, l.vals`
 	// otherOrder sorts uses edges by the instance at the other end, o.
@@ -100,6 +101,9 @@ ins AS (
 SELECT COALESCE(array_agg(id), '{}') FROM e`
 
 	qSetAnnotations = `UPDATE instances SET annotations = $2 WHERE id = $1`
+	qSetStatus      = `UPDATE instances SET status = $2::json WHERE id = $1`
+	qSetManaged     = `UPDATE instances SET managed_fields = $2::json WHERE id = $1`
+	qDeleteUses     = `DELETE FROM uses WHERE from_id = $1 AND to_id = $2`
 	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = $1`
 	qInsertLabels   = `INSERT INTO instance_labels (instance_id, key, value)
 SELECT $1::text, x.key, x.value FROM unnest($2::text[], $3::text[]) AS x(key, value)
@@ -122,11 +126,12 @@ func scanInstance(row pgx.Row) (cairn.Instance, error) {
 	var (
 		in                            cairn.Instance
 		annotations, attrs, rvContext []byte
+		status, managed               []byte
 		createdAt, rvCreatedAt        pgtype.Timestamptz
 		keys, vals                    []string
 	)
 	if err := row.Scan(&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
-		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq,
+		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq, &status, &managed,
 		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext,
 		&keys, &vals, &in.Uses, &in.UsedBy); err != nil {
 		return cairn.Instance{}, err
@@ -134,6 +139,8 @@ func scanInstance(row pgx.Row) (cairn.Instance, error) {
 	in.CreatedAt = decodeTime(createdAt)
 	in.Latest.CreatedAt = decodeTime(rvCreatedAt)
 	in.Latest.Context = decodeRaw(rvContext)
+	in.Status = decodeRaw(status)
+	in.ManagedFields = decodeRaw(managed)
 	if err := decodeJSON("annotations", annotations, &in.Annotations); err != nil {
 		return cairn.Instance{}, err
 	}
@@ -456,7 +463,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 		}
 		if n == 1 {
 			t.noteRecorded(store.Added, in.ID)
-			return nil
+			return store.SetCreatedExtras(ctx, t, in)
 		}
 		var takenID, takenPath, takenNS, takenName string
 		err = t.q.QueryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
@@ -623,6 +630,53 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	b.Queue(qDeleteInstance, id)
 	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("postgres: delete instance %s: %w", id, classify(err))
+	}
+	return nil
+}
+
+func (t *tx) SetStatus(ctx context.Context, id string, status json.RawMessage) error {
+	return t.setColumn(ctx, qSetStatus, "status", id, status)
+}
+
+func (t *tx) SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error {
+	return t.setColumn(ctx, qSetManaged, "managed fields", id, fields)
+}
+
+// setColumn writes one JSON column of an instance row and logs the change,
+// the log first (see the package documentation).
+func (t *tx) setColumn(ctx context.Context, query, what, id string, raw json.RawMessage) error {
+	v, err := encodeRaw(what, raw)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	t.record(b, store.Modified, id)
+	logged := b.Len() > 0
+	b.Queue(query, id, v)
+	br := t.q.SendBatch(ctx, b)
+	defer br.Close()
+	if logged {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("postgres: set %s of %s: %w", what, id, classify(err))
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("postgres: set %s of %s: %w", what, id, classify(err))
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: set %s of %s: %w", what, id, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		delete(t.recorded, id)
+		return notFound(id)
+	}
+	return nil
+}
+
+func (t *tx) RemoveUses(ctx context.Context, from, to string) error {
+	if _, err := t.q.Exec(ctx, qDeleteUses, from, to); err != nil {
+		return fmt.Errorf("postgres: remove uses %s -> %s: %w", from, to, classify(err))
 	}
 	return nil
 }

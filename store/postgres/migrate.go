@@ -167,6 +167,12 @@ CREATE TABLE changes_pruned (
 );
 INSERT INTO changes_pruned (id, through) VALUES (1, 0);
 `,
+	// 2: store/sqlite version 3: an instance's status and the field
+	// ownership of server-side apply.
+	`
+ALTER TABLE instances ADD COLUMN status json;
+ALTER TABLE instances ADD COLUMN managed_fields json;
+`,
 }
 
 // migrationLockKey is the advisory lock migrations take: a hash of the

@@ -15,16 +15,19 @@ func scanInstance(sc interface{ Scan(...any) error }) (cairn.Instance, error) {
 	var (
 		in                            cairn.Instance
 		annotations, attrs, rvContext sql.NullString
+		status, managed               sql.NullString
 		createdAt, rvCreatedAt        sql.NullInt64
 	)
 	if err := sc.Scan(&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
-		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq,
+		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq, &status, &managed,
 		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext); err != nil {
 		return cairn.Instance{}, err
 	}
 	in.CreatedAt = decodeTime(createdAt)
 	in.Latest.CreatedAt = decodeTime(rvCreatedAt)
 	in.Latest.Context = decodeRaw(rvContext)
+	in.Status = decodeRaw(status)
+	in.ManagedFields = decodeRaw(managed)
 	if err := decodeJSON("annotations", annotations, &in.Annotations); err != nil {
 		return cairn.Instance{}, err
 	}

@@ -133,6 +133,13 @@ CREATE TABLE changes_pruned (
 );
 INSERT INTO changes_pruned (id, through) VALUES (1, 0);
 `,
+	// 3: what an instance carries besides its versions: the status its
+	// controllers write (not versioned, like the Kubernetes status
+	// subresource) and the field ownership of server-side apply.
+	`
+ALTER TABLE instances ADD COLUMN status TEXT;
+ALTER TABLE instances ADD COLUMN managed_fields TEXT;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

@@ -17,7 +17,7 @@ const (
 	// instanceSelect reads an instance with its latest resource version in
 	// one row; callers append WHERE and ORDER BY.
 	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
-	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq,
+	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq, i.status, i.managed_fields,
 	v.resource_version, v.created_by, v.created_at, v.attributes, v.context
 FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv`
 	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, i.created_at DESC, i.id`
@@ -41,6 +41,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertLabel    = `INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)`
 	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = ?`
 	qSetAnnotations = `UPDATE instances SET annotations = ? WHERE id = ?`
+	qSetStatus      = `UPDATE instances SET status = ? WHERE id = ?`
+	qSetManaged     = `UPDATE instances SET managed_fields = ? WHERE id = ?`
+	qDeleteUses     = `DELETE FROM uses WHERE from_id = ? AND to_id = ?`
 	qMissing        = `SELECT j.value, '', '' FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM instances WHERE id = j.value) ORDER BY j.key`
 	qSetLockedBy    = `UPDATE instances SET locked_by = ? WHERE id IN (SELECT value FROM json_each(?))`
 	qInsertUses     = `INSERT INTO uses (from_id, to_id) VALUES (?, ?) ON CONFLICT DO NOTHING`

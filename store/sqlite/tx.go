@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,7 +62,10 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
 		return err
 	}
-	return t.recordChange(ctx, store.Added, in.ID)
+	if err := t.recordChange(ctx, store.Added, in.ID); err != nil {
+		return err
+	}
+	return store.SetCreatedExtras(ctx, t, in)
 }
 
 // recordChange appends to the change log and stamps the instance with the
@@ -207,6 +211,37 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	// Versions, labels, attributes and outgoing edges go by ON DELETE CASCADE.
 	if _, err := t.exec(ctx, qDeleteInstance, id); err != nil {
 		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) SetStatus(ctx context.Context, id string, status json.RawMessage) error {
+	return t.setColumn(ctx, qSetStatus, "status", id, status)
+}
+
+func (t *tx) SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error {
+	return t.setColumn(ctx, qSetManaged, "managed fields", id, fields)
+}
+
+// setColumn writes one JSON column of an instance row and logs the change.
+func (t *tx) setColumn(ctx context.Context, query, what, id string, raw json.RawMessage) error {
+	v, err := encodeRaw(what, raw)
+	if err != nil {
+		return err
+	}
+	n, err := t.exec(ctx, query, v, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set %s of %s: %w", what, id, err)
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return t.recordChange(ctx, store.Modified, id)
+}
+
+func (t *tx) RemoveUses(ctx context.Context, from, to string) error {
+	if _, err := t.exec(ctx, qDeleteUses, from, to); err != nil {
+		return fmt.Errorf("sqlite: remove uses %s -> %s: %w", from, to, err)
 	}
 	return nil
 }

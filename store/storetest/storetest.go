@@ -47,6 +47,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Versions/Add", testAddResourceVersion},
 		{"Versions/FiltersFollowLatest", testFiltersFollowLatest},
 		{"Metadata/Set", testSetMetadata},
+		{"Status/Set", testSetStatus},
+		{"Status/Create", testCreateWithStatus},
+		{"Uses/Remove", testRemoveUses},
 		{"Locks/SetLockedBy", testSetLockedBy},
 		{"Uses/Add", testAddUses},
 		{"Uses/Order", testUsesOrder},
@@ -198,6 +201,8 @@ func diffInstance(got, want cairn.Instance) []string {
 	check("CreatedAt", got.CreatedAt.Equal(want.CreatedAt), got.CreatedAt, want.CreatedAt)
 	check("Uses", slices.Equal(got.Uses, want.Uses), got.Uses, want.Uses)
 	check("UsedBy", slices.Equal(got.UsedBy, want.UsedBy), got.UsedBy, want.UsedBy)
+	check("Status", jsonEqual(got.Status, want.Status), string(got.Status), string(want.Status))
+	check("ManagedFields", jsonEqual(got.ManagedFields, want.ManagedFields), string(got.ManagedFields), string(want.ManagedFields))
 	for _, s := range diffVersion(got.Latest, want.Latest) {
 		d = append(d, "Latest."+s)
 	}
