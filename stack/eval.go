@@ -90,7 +90,7 @@ func (s *Stack) ValidateParameters(spec map[string]any) error {
 	for i, c := range causes {
 		parts[i] = c.String()
 	}
-	e := cairn.Errorf(cairn.CodeInvalid, "parameters of %s invalid: %s", s.Manifest.Kind.Names.Kind, strings.Join(parts, "; "))
+	e := cairn.Errorf(cairn.CodeInvalid, "invalid parameters of %s: %s", s.Manifest.Kind.Names.Kind, strings.Join(parts, "; "))
 	e.Causes = causes
 	return e
 }
