@@ -101,7 +101,6 @@ is stored and no server is contacted.`,
 	return cmd
 }
 
-
 // readRenderParams reads -f FILE: an installation manifest of the stack's
 // kind (its spec, and its name, namespace and labels unless flags gave
 // them) or else a mapping of parameters.
