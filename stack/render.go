@@ -142,64 +142,15 @@ type Renderer struct {
 // defaults and validated first; errors are cairn.CodeInvalid and name the
 // field, file or var at fault.
 func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Resource, error) {
-	if inst.Name == "" {
-		return nil, cairn.Errorf(cairn.CodeInvalid, "render %s: the installation has no name", s.Manifest.Name)
-	}
-	if inst.APIVersion == "" {
-		inst.APIVersion = s.Manifest.Kind.APIVersion()
-	}
-	if inst.Kind == "" {
-		inst.Kind = s.Manifest.Kind.Names.Kind
-	}
-	spec, err := s.Defaults(inst.Spec)
+	inst, k, overlay, err := r.prepare(ctx, s, inst)
 	if err != nil {
 		return nil, err
 	}
-	inst.Spec = spec
-	if err := s.ValidateParameters(inst.Spec); err != nil {
-		return nil, err
-	}
-	obj := inst.object()
-	if err := s.checkVars(obj); err != nil {
-		return nil, err
-	}
-
-	k := s.overlay(inst)
-	kps := append([]KustomizationPatcher{
-		manifestVars{vars: s.usedVars()},
-		manifestReplacements{replacements: s.Manifest.Replacements},
-		PropagateLabels{},
-	}, r.KustomizationPatchers...)
-	for _, p := range kps {
-		if err := p.PatchKustomization(ctx, inst, k); err != nil {
-			return nil, fmt.Errorf("render %s: kustomization patcher %T: %w", inst.Name, p, err)
-		}
-	}
-
 	fsys := filesys.MakeFsInMemory()
 	if err := writeFiles(fsys, s.Files); err != nil {
 		return nil, err
 	}
-	kb, err := yaml.Marshal(k)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: overlay kustomization: %w", inst.Name, err)
-	}
-	md := obj["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	ann = maps.Clone(ann)
-	if ann == nil {
-		ann = map[string]any{}
-	}
-	ann[installationMarker] = "true"
-	md["annotations"] = ann
-	ib, err := yaml.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("render %s: installation object: %w", inst.Name, err)
-	}
-	if err := fsys.WriteFile("/"+overlayDir+"/kustomization.yaml", kb); err != nil {
-		return nil, err
-	}
-	if err := fsys.WriteFile("/"+overlayDir+"/installation.yaml", ib); err != nil {
+	if err := writeFiles(fsys, overlay); err != nil {
 		return nil, err
 	}
 	m, err := runKustomize(fsys, "/"+overlayDir)
@@ -222,6 +173,66 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 		}
 	}
 	return children, nil
+}
+
+// prepare runs the steps before kustomize: it completes and validates the
+// installation, generates the overlay and runs the Kustomization patchers.
+// overlay holds the overlay's files by package-relative path.
+func (r Renderer) prepare(ctx context.Context, s *Stack, inst Installation) (Installation, *types.Kustomization, map[string][]byte, error) {
+	if inst.Name == "" {
+		return inst, nil, nil, cairn.Errorf(cairn.CodeInvalid, "render %s: the installation has no name", s.Manifest.Name)
+	}
+	if inst.APIVersion == "" {
+		inst.APIVersion = s.Manifest.Kind.APIVersion()
+	}
+	if inst.Kind == "" {
+		inst.Kind = s.Manifest.Kind.Names.Kind
+	}
+	spec, err := s.Defaults(inst.Spec)
+	if err != nil {
+		return inst, nil, nil, err
+	}
+	inst.Spec = spec
+	if err := s.ValidateParameters(inst.Spec); err != nil {
+		return inst, nil, nil, err
+	}
+	obj := inst.object()
+	if err := s.checkVars(obj); err != nil {
+		return inst, nil, nil, err
+	}
+
+	k := s.overlay(inst)
+	kps := append([]KustomizationPatcher{
+		manifestVars{vars: s.usedVars()},
+		manifestReplacements{replacements: s.Manifest.Replacements},
+		PropagateLabels{},
+	}, r.KustomizationPatchers...)
+	for _, p := range kps {
+		if err := p.PatchKustomization(ctx, inst, k); err != nil {
+			return inst, nil, nil, fmt.Errorf("render %s: kustomization patcher %T: %w", inst.Name, p, err)
+		}
+	}
+	kb, err := yaml.Marshal(k)
+	if err != nil {
+		return inst, nil, nil, fmt.Errorf("render %s: overlay kustomization: %w", inst.Name, err)
+	}
+	md := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	ann = maps.Clone(ann)
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	ann[installationMarker] = "true"
+	md["annotations"] = ann
+	ib, err := yaml.Marshal(obj)
+	if err != nil {
+		return inst, nil, nil, fmt.Errorf("render %s: installation object: %w", inst.Name, err)
+	}
+	overlay := map[string][]byte{
+		overlayDir + "/kustomization.yaml": kb,
+		overlayDir + "/installation.yaml":  ib,
+	}
+	return inst, k, overlay, nil
 }
 
 // overlay is the generated Kustomization of seed 004's step 1. It uses the
