@@ -59,12 +59,12 @@ func TestRenderMinimalGCP(t *testing.T) {
 	rs := mustRender(t, s, inst)
 	sql := find(t, rs, "CloudSQLInstanceClass", "cloudsqlinstance-mysql")
 	want := map[string]any{
-		"metadata.name":                           "minimal-setup-cloudsqlinstance-mysql",
-		"metadata.namespace":                      "default",
-		"metadata.labels.foo-key":                 "bar-value",
+		"metadata.name":                            "minimal-setup-cloudsqlinstance-mysql",
+		"metadata.namespace":                       "default",
+		"metadata.labels.foo-key":                  "bar-value",
 		`metadata.labels["stacks.cairn.dev/name"]`: "minimal-setup",
 		`metadata.labels["stacks.cairn.dev/uid"]`:  "34646233-f58e-4c99-b0a8-0d766533b12c",
-		"specTemplate.forProvider.region":         "us-west2",
+		"specTemplate.forProvider.region":          "us-west2",
 		"specTemplate.forProvider.settings.ipConfiguration.privateNetworkRef.name": "minimal-setup-network",
 		"specTemplate.providerRef.name":                                            "minimal-setup-gcp-provider",
 	}
