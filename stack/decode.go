@@ -44,7 +44,7 @@ func (p *problems) err() error {
 	}
 	parts := make([]string, len(p.causes))
 	for i, c := range p.causes {
-		parts[i] = c.String()
+		parts[i] = c.Field + ": " + c.Message
 	}
 	e := cairn.Errorf(cairn.CodeInvalid, "invalid stack package: %s", strings.Join(parts, "; "))
 	e.Causes = slices.Clone(p.causes)
@@ -149,6 +149,12 @@ func (d *yamlDoc) unknownFields(p *problems, n *yaml.Node, t reflect.Type, path 
 		return
 	}
 	switch t.Kind() {
+	case reflect.String:
+		// version: 1.2 or name: 2024 are meant as strings; reading them so
+		// lets the field's own check say what is wrong.
+		if n.Kind == yaml.ScalarNode && n.Tag != "!!null" && n.Tag != "!!str" {
+			n.Tag = "!!str"
+		}
 	case reflect.Slice:
 		if n.Kind == yaml.SequenceNode {
 			for i, c := range n.Content {

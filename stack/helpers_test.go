@@ -42,6 +42,7 @@ kind:
       tls:
         type: object
         default: {}
+        additionalProperties: false
         properties:
           issuer: {type: string, default: letsencrypt}
 vars:

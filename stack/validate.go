@@ -202,7 +202,9 @@ func (m *Manifest) compileParameters(at func(string, ...any)) *schema.Schema {
 	if err != nil {
 		msg := err.Error()
 		for _, c := range cairn.Causes(err) {
-			msg += "; " + c.String()
+			if !strings.Contains(msg, c.String()) {
+				msg += "; " + c.String()
+			}
 		}
 		at(msg, "kind", "parameters")
 		return nil
