@@ -150,6 +150,7 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		a.backendServeCommand(),
 		a.policyCommand(),
 		a.proposalsCommand(),
+		a.renderCommand(),
 	)
 	return root
 }

@@ -38,7 +38,7 @@ type serverTarget struct {
 // client mode: it runs on this machine whatever the mode.
 func sharedCommand(name string) bool {
 	switch name {
-	case "serve", "migrate", "backend", "version":
+	case "serve", "migrate", "backend", "version", "render":
 		return true
 	}
 	return false
