@@ -72,6 +72,14 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: err.Error(), Err: errors.Unwrap(err)}
 }
 
+// ErrBackendRefused is the Err of an *Error by which a storage backend's rules
+// refuse a write before the backend is called: a value it does not accept, a
+// context it does not allow or that breaks its context schema, or a backend
+// whose own value breaks the storage schema. Nothing was stored. Façades
+// test for it (errors.Is) to word such refusals as the hub they stand in
+// for does.
+var ErrBackendRefused = errors.New("refused by the storage backend's rules")
+
 // ErrorCode returns the code of the first *Error in err's chain (or in any
 // branch of an errors.Join), CodeInternal when there is none, "" for nil.
 func ErrorCode(err error) Code {
