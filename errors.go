@@ -62,7 +62,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns the wrapped error; its text is already part of Msg.
+// Unwrap returns the wrapped error: a cause whose text is already part of
+// Msg, or a marker such as ErrBackendRefused.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the given code and formatted message. A %w

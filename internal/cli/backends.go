@@ -170,7 +170,8 @@ on first use.`,
 				if !strings.HasPrefix(strings.TrimSpace(string(doc)), "{") {
 					return cairn.Errorf(cairn.CodeInvalid, "--context-schema %s: want a JSON Schema object", contextSchemaFile)
 				}
-				if _, err := schema.Compile(doc); err != nil {
+				// As the hub compiles context schemas: draft-07 unless "$schema" says otherwise.
+				if _, err := schema.CompileDraft(doc, schema.Draft07); err != nil {
 					return cairn.Errorf(cairn.CodeInvalid, "--context-schema %s: not a valid JSON Schema: %w", contextSchemaFile, err)
 				}
 				contextSchema = doc
