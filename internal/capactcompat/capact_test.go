@@ -296,7 +296,7 @@ func TestExternalStorageRoundTrip(t *testing.T) {
 		t.Errorf("refused update: error %q", msg)
 	}
 	if !d.called("OnDeleteRevision " + id + " 3") {
-		t.Errorf("backend calls %v: no OnDeleteRevision of %s version 3", d.calls, id)
+		t.Errorf("backend calls %v: no OnDeleteRevision of %s version 3", d.log(), id)
 	}
 	if !slices.Equal(d.versions(id), []int{1, 2}) {
 		t.Errorf("backend versions after the rollback = %v, want [1 2]", d.versions(id))

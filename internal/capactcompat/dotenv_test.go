@@ -63,6 +63,13 @@ func (d *dotenv) write(id string, rv int, value json.RawMessage) error {
 	return os.WriteFile(d.file(id, rv), []byte("value="+compact.String()+"\n"), 0o600)
 }
 
+// log returns the calls so far.
+func (d *dotenv) log() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.calls...)
+}
+
 // versions lists the resource versions stored for id.
 func (d *dotenv) versions(id string) []int {
 	entries, err := os.ReadDir(filepath.Join(d.dir, id))
