@@ -62,7 +62,8 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns the wrapped error; its text is already part of Msg.
+// Unwrap returns the wrapped error: a cause whose text is already part of
+// Msg, or a marker such as ErrBackendRefused.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the given code and formatted message. A %w
@@ -71,6 +72,14 @@ func Errorf(code Code, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Msg: err.Error(), Err: errors.Unwrap(err)}
 }
+
+// ErrBackendRefused is the Err of an *Error by which a storage backend's rules
+// refuse a write before the backend is called: a value it does not accept, a
+// context it does not allow or that breaks its context schema, or a backend
+// whose own value breaks the storage schema. Nothing was stored. Façades
+// test for it (errors.Is) to word such refusals as the hub they stand in
+// for does.
+var ErrBackendRefused = errors.New("refused by the storage backend's rules")
 
 // ErrorCode returns the code of the first *Error in err's chain (or in any
 // branch of an errors.Join), CodeInternal when there is none, "" for nil.

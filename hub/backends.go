@@ -43,12 +43,18 @@ func (s *backendSet) get(ctx context.Context, id string) (*resolvedBackend, erro
 }
 
 func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *cairn.Error {
-	return &cairn.Error{
+	e := &cairn.Error{
 		Code:   code,
 		Msg:    fmt.Sprintf("failed to resolve the TypeInstance's backend %q: %s", id, msg),
 		IDs:    []string{id},
 		Causes: causes,
 	}
+	if code == cairn.CodeInvalid {
+		// The backend's own value makes it unusable: found before any
+		// backend call, like an input refusal.
+		e.Err = cairn.ErrBackendRefused
+	}
+	return e
 }
 
 // resolveBackend reads and checks a backend instance; with connect it also
@@ -84,7 +90,9 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 	b := &resolvedBackend{StorageBackend: sb}
 	if sb.ContextSchema != nil {
 		key := fmt.Sprintf("backend:%s:%d", sb.ID, sb.ResourceVersion)
-		cs, err := h.schemas.Get(key, sb.ContextSchema)
+		// Context schemas are Capact's idea and Capact compiles them with
+		// AJV, whose default is draft-07: one without "$schema" is draft-07.
+		cs, err := h.schemas.GetDraft(key, sb.ContextSchema, schema.Draft07)
 		if err != nil {
 			causes := []cairn.Cause{{Field: "spec/value/contextSchema", Message: "must be a valid JSON Schema: " + err.Error()}}
 			return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
@@ -115,7 +123,7 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 }
 
 // decodeStorageValue checks a backend instance's value against the storage
-// schema {url: string, acceptValue: boolean, contextSchema: object|null} and
+// schema {url: string, acceptValue: boolean, contextSchema?: object|null} and
 // reports every failing property in the form clients match.
 // The built-in backend has no url (the hub is its own storage), so requireURL
 // is false for it alone.
@@ -126,7 +134,10 @@ func decodeStorageValue(raw json.RawMessage, requireURL bool) (cairn.StorageBack
 		return sb, []cairn.Cause{{Field: "spec/value", Message: "must be object"}}
 	}
 	var causes []cairn.Cause
-	for _, p := range []string{"acceptValue", "contextSchema", "url"} {
+	// In the storage schema's declared order (url, acceptValue), as AJV
+	// reports them. contextSchema is optional: absent, like null, means the
+	// backend takes no context.
+	for _, p := range []string{"url", "acceptValue"} {
 		if _, ok := m[p]; !ok && (p != "url" || requireURL) {
 			causes = append(causes, cairn.Cause{Field: "spec/value", Message: fmt.Sprintf("must have required property '%s'", p)})
 		}
@@ -254,7 +265,7 @@ func (b *resolvedBackend) checkValueAllowed() error {
 	if b.AcceptValue {
 		return nil
 	}
-	return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID},
+	return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Err: cairn.ErrBackendRefused,
 		Msg: fmt.Sprintf("External backend %q: input value not allowed", b.ID)}
 }
 
@@ -264,7 +275,7 @@ func (b *resolvedBackend) checkContext(ctxDoc json.RawMessage) error {
 		if isNull(ctxDoc) {
 			return nil
 		}
-		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID},
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Err: cairn.ErrBackendRefused,
 			Msg: fmt.Sprintf("External backend %q: input context not allowed", b.ID)}
 	}
 	return b.validateContext(ctxDoc)
@@ -272,7 +283,7 @@ func (b *resolvedBackend) checkContext(ctxDoc json.RawMessage) error {
 
 func (b *resolvedBackend) validateContext(doc json.RawMessage) error {
 	if causes := b.contextSchema.Validate("context", doc); len(causes) > 0 {
-		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Causes: causes,
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Causes: causes, Err: cairn.ErrBackendRefused,
 			Msg: fmt.Sprintf("External backend %q: invalid input: %s", b.ID, joinCauses(causes))}
 	}
 	return nil

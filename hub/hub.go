@@ -48,6 +48,12 @@ type Config struct {
 	Backends BackendOpener
 	// Strict refuses instances of Types that are not registered.
 	Strict bool
+	// CapactCompat follows Capact's Local Hub where cairn is deliberately
+	// stricter (cairn serve --compat capact): an update may give a context
+	// to an instance of the built-in backend, which keeps it; and the schema
+	// of a Type without REST names and without "$schema" is draft-07 (AJV's
+	// default) rather than 2020-12.
+	CapactCompat bool
 	// Logger receives operational logs; values are never logged.
 	Logger *slog.Logger
 	// SchemaCacheSize bounds the compiled JSON Schema cache. Default 1024.
@@ -66,6 +72,7 @@ type Hub struct {
 	opener    BackendOpener
 	builtin   cairn.Backend
 	strict    bool
+	capact    bool
 	log       *slog.Logger
 	schemas   *schema.Cache
 	now       func() time.Time
@@ -94,6 +101,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		opener:    cfg.Backends,
 		builtin:   builtin.New(cfg.Store),
 		strict:    cfg.Strict,
+		capact:    cfg.CapactCompat,
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		notify:    newNotifier(),

@@ -75,15 +75,17 @@ func TestRuleBackendStorageSchemaCauses(t *testing.T) {
 			[]string{"spec/value/url must be string"}},
 		{"url null", `{"url":null,"acceptValue":true,"contextSchema":null}`,
 			[]string{"spec/value/url must be string"}},
-		{"acceptValue and contextSchema missing", `{"url":"test://x"}`,
-			[]string{"spec/value must have required property 'acceptValue'", "spec/value must have required property 'contextSchema'"}},
+		{"acceptValue missing, contextSchema optional", `{"url":"test://x"}`,
+			[]string{"spec/value must have required property 'acceptValue'"}},
+		{"url and acceptValue missing, in declared order", `{"other-data":true}`,
+			[]string{"spec/value must have required property 'url'", "spec/value must have required property 'acceptValue'"}},
 		{"acceptValue null", `{"url":"test://x","acceptValue":null,"contextSchema":null}`,
 			[]string{"spec/value/acceptValue must be boolean"}},
 		{"contextSchema an array", `{"url":"test://x","acceptValue":true,"contextSchema":[]}`,
 			[]string{"spec/value/contextSchema must be object"}},
 		{"not an object", `[1]`, []string{"spec/value must be object"}},
-		{"every failing property at once", `{"url":1,"acceptValue":"yes"}`,
-			[]string{"spec/value must have required property 'contextSchema'", "spec/value/url must be string", "spec/value/acceptValue must be boolean"}},
+		{"every failing property at once", `{"url":1,"acceptValue":"yes","contextSchema":"text"}`,
+			[]string{"spec/value/url must be string", "spec/value/acceptValue must be boolean", "spec/value/contextSchema must be object"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +96,10 @@ func TestRuleBackendStorageSchemaCauses(t *testing.T) {
 				TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bad}}}})
 			wantCode(t, err, cairn.CodeInvalid)
 			wantContains(t, err, fmt.Sprintf("failed to resolve the TypeInstance's backend %q", bad))
-			wantContains(t, err, tc.causes...)
+			wantContains(t, err, strings.Join(tc.causes, ", "))
+			if !errors.Is(err, cairn.ErrBackendRefused) {
+				t.Errorf("error %v is not marked cairn.ErrBackendRefused", err)
+			}
 			if got := causeStrings(err); !slices.Equal(sorted(got), sorted(tc.causes)) {
 				t.Errorf("causes = %q, want %q", got, tc.causes)
 			}
@@ -953,5 +958,78 @@ func TestRuleBackendDeletedDuringCreate(t *testing.T) {
 	}
 	if len(f.called("OnCreate")) != 1 || len(f.called("OnDelete")) != 1 {
 		t.Errorf("backend calls = %v, want the stored value deleted again", f.calls)
+	}
+}
+
+// A backend without contextSchema takes no context (Capact's storage schema
+// does not require the property), and says so.
+func TestRuleBackendWithoutContextSchema(t *testing.T) {
+	e := newEnv(t)
+	b, _ := e.addBackend("nocs", false, "")
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: b, Value: json.RawMessage(`{"url":"test://nocs","acceptValue":false}`)}}); err != nil {
+		t.Fatalf("drop contextSchema from the backend's value: %v", err)
+	}
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		TypeRef: cfgType, Backend: &hub.BackendInput{ID: b, Context: json.RawMessage(`{"a":1}`)}}}})
+	wantCode(t, err, cairn.CodeInvalid)
+	wantContains(t, err, fmt.Sprintf("External backend %q: input context not allowed", b))
+	if !errors.Is(err, cairn.ErrBackendRefused) {
+		t.Errorf("error %v is not marked cairn.ErrBackendRefused", err)
+	}
+}
+
+// Context schemas written for Capact (no "$schema", JSON-pointer fragments
+// in "$id") compile as draft-07 and validate.
+func TestRuleContextSchemaDraft07ByDefault(t *testing.T) {
+	e := newEnv(t)
+	const cs = `{"$id":"#/properties/contextSchema","type":"object","properties":{"provider":{"$id":"#/properties/contextSchema/properties/name","type":"string"}},"additionalProperties":false}`
+	id, _ := e.addBackend("dotenv", true, cs)
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		TypeRef: cfgType, Value: json.RawMessage(`{"host":"db"}`), Backend: &hub.BackendInput{ID: id, Context: json.RawMessage(`{"provider":true}`)}}}})
+	wantCode(t, err, cairn.CodeInvalid)
+	wantContains(t, err, fmt.Sprintf("External backend %q: invalid input: context/provider must be string", id))
+	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		TypeRef: cfgType, Value: json.RawMessage(`{"host":"db"}`), Backend: &hub.BackendInput{ID: id, Context: json.RawMessage(`{"provider":"dotenv"}`)}}}}); err != nil {
+		t.Fatalf("create with a valid context: %v", err)
+	}
+}
+
+// The built-in backend refuses a context on update, unless the hub follows
+// Capact's Local Hub, which keeps it.
+func TestRuleBuiltinContextOnUpdate(t *testing.T) {
+	for _, compat := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capact=%t", compat), func(t *testing.T) {
+			e := newEnv(t, func(c *hub.Config) { c.CapactCompat = compat })
+			id := e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`{"host":"db"}`)})
+			_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Context: json.RawMessage(`{"updated":"context 1"}`)}})
+			if !compat {
+				wantCode(t, err, cairn.CodeInvalid)
+				wantContains(t, err, "input context not allowed")
+				return
+			}
+			if err != nil {
+				t.Fatalf("update: %v", err)
+			}
+			got := e.get(id)
+			if string(got.Latest.Context) != `{"updated":"context 1"}` || got.Latest.ResourceVersion != 2 {
+				t.Errorf("latest = rv %d context %s, want rv 2 with the context", got.Latest.ResourceVersion, got.Latest.Context)
+			}
+		})
+	}
+}
+
+// Under Capact compatibility a Type without REST names and without
+// "$schema" is draft-07; otherwise 2020-12, which refuses "$id" fragments.
+func TestRuleTypeSchemaDraft(t *testing.T) {
+	const doc = `{"$id":"#/properties/value","type":"object"}`
+	for _, compat := range []bool{false, true} {
+		e := newEnv(t, func(c *hub.Config) { c.CapactCompat = compat })
+		_, err := e.h.CreateType(e.ctx, cairn.Type{Path: "cap.type.capact.style", Revision: "0.1.0", JSONSchema: json.RawMessage(doc)})
+		if compat && err != nil {
+			t.Errorf("capact: CreateType: %v", err)
+		}
+		if !compat && !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("default: CreateType error = %v, want Invalid (2020-12 refuses the $id)", err)
+		}
 	}
 }

@@ -104,7 +104,7 @@ func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
 		compact, err := compactJSON(t.JSONSchema)
 		if err != nil {
 			causes = append(causes, cairn.Cause{Field: "jsonSchema", Message: "must be valid JSON: " + err.Error()})
-		} else if _, err := schema.Compile(compact); err != nil {
+		} else if _, err := schema.CompileDraft(compact, h.typeDraft(t)); err != nil {
 			causes = append(causes, cairn.Cause{Field: "jsonSchema", Message: "must be a valid JSON Schema: " + err.Error()})
 		} else {
 			t.JSONSchema = compact
@@ -192,7 +192,7 @@ func (h *Hub) typeSchema(ctx context.Context, r store.Reader, ref cairn.TypeRef)
 	// this and other replicas say.
 	sum := sha256.Sum256(t.JSONSchema)
 	key := fmt.Sprintf("type:%s:%s:%x", t.Path, t.Revision, sum[:12])
-	s, err := h.schemas.Get(key, t.JSONSchema)
+	s, err := h.schemas.GetDraft(key, t.JSONSchema, h.typeDraft(t))
 	if err != nil {
 		return nil, true, fmt.Errorf("compile the JSON Schema of Type %s: %w", ref, err)
 	}
@@ -279,3 +279,13 @@ func JSONEqual(a, b json.RawMessage) bool { return jsonEqual(a, b) }
 
 // trimPattern strips a trailing ".*" from a path pattern.
 func trimPattern(p string) string { return strings.TrimSuffix(p, ".*") }
+
+// typeDraft is the draft of a Type's schema that names none: 2020-12, or
+// under Capact compatibility draft-07 (AJV's default) for a Type without REST
+// names, which is how Capact's own Types are written.
+func (h *Hub) typeDraft(t cairn.Type) schema.Draft {
+	if h.capact && t.Names == nil {
+		return schema.Draft07
+	}
+	return schema.Draft2020
+}

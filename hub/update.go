@@ -187,7 +187,10 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 				continue
 			}
 		}
-		if u.Context != nil {
+		if u.Context != nil && !(h.capact && b.Abstract) {
+			// Capact's Local Hub stores a context given to an instance of
+			// its built-in backend; cairn refuses it unless asked to
+			// behave the same.
 			if err := b.checkContext(u.Context); err != nil {
 				errs = append(errs, withSubject(err, subject))
 				continue

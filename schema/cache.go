@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/list"
 	"encoding/json"
+	"fmt"
 	"sync"
 )
 
@@ -46,6 +47,14 @@ func NewCache(size int) *Cache {
 // on first use. A compilation error is returned and not cached, so the next
 // call tries again.
 func (c *Cache) Get(key string, doc json.RawMessage) (*Schema, error) {
+	return c.GetDraft(key, doc, Draft2020)
+}
+
+// GetDraft is Get compiling with CompileDraft(doc, def). The draft is part
+// of the cached entry's identity, so the same key with another draft
+// compiles afresh.
+func (c *Cache) GetDraft(key string, doc json.RawMessage, def Draft) (*Schema, error) {
+	key = fmt.Sprintf("%d\x00%s", def, key)
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = make(map[string]*list.Element)
@@ -65,7 +74,7 @@ func (c *Cache) Get(key string, doc json.RawMessage) (*Schema, error) {
 	c.mu.Unlock()
 
 	// Compile outside the lock: it is slow and other keys must not wait.
-	e.s, e.err = Compile(doc)
+	e.s, e.err = CompileDraft(doc, def)
 	close(e.done)
 	if e.err != nil {
 		c.mu.Lock()
@@ -81,8 +90,10 @@ func (c *Cache) Get(key string, doc json.RawMessage) (*Schema, error) {
 func (c *Cache) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
-		c.removeLocked(el)
+	for _, d := range []Draft{Draft2020, Draft07} {
+		if el, ok := c.entries[fmt.Sprintf("%d\x00%s", d, key)]; ok {
+			c.removeLocked(el)
+		}
 	}
 }
 

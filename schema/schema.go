@@ -4,7 +4,8 @@
 // those texts.
 //
 // Drafts 07 and 2020-12 are supported (as are the other drafts the underlying
-// library knows), chosen by "$schema"; a schema without one is 2020-12.
+// library knows), chosen by "$schema"; a schema without one is 2020-12 for
+// Compile and the draft the caller names for CompileDraft.
 // "format" is asserted in every draft. Nothing is ever loaded from outside the
 // schema document: cairn may run air-gapped, so a $ref or $schema that points
 // elsewhere is a compile error. Patterns use Go's RE2 syntax, so ECMA-262-only
@@ -41,6 +42,30 @@ type Schema struct {
 // breaks its draft's metaschema, the error's Causes locate each violation
 // (fields are paths inside the schema document).
 func Compile(doc json.RawMessage) (*Schema, error) {
+	return CompileDraft(doc, Draft2020)
+}
+
+// Draft is the JSON Schema draft a document without "$schema" follows.
+type Draft int
+
+const (
+	// Draft2020 is draft 2020-12, cairn's default.
+	Draft2020 Draft = iota
+	// Draft07 is the default of AJV v8 and so of schemas written for Capact,
+	// which often carry JSON-pointer fragments in "$id" that 2020-12 forbids.
+	Draft07
+)
+
+func (d Draft) lib() *jsonschema.Draft {
+	if d == Draft07 {
+		return jsonschema.Draft7
+	}
+	return jsonschema.Draft2020
+}
+
+// CompileDraft is Compile with def as the draft of a document that names
+// none in "$schema".
+func CompileDraft(doc json.RawMessage, def Draft) (*Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "invalid JSON Schema: not valid JSON: %w", err)
@@ -53,7 +78,7 @@ func Compile(doc json.RawMessage) (*Schema, error) {
 	}
 
 	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c.DefaultDraft(def.lib())
 	c.AssertFormat()
 	c.UseLoader(refuseLoader{})
 	if err := c.AddResource(baseURL, v); err != nil {

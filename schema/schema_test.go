@@ -469,3 +469,37 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultDraft: a schema without "$schema" follows the caller's default
+// draft. Capact's context schemas (JSON-pointer "$id" fragments) compile as
+// draft-07 and are refused by 2020-12; "$schema" wins over the default.
+func TestDefaultDraft(t *testing.T) {
+	const capact = `{"$id":"#/properties/contextSchema","type":"object","properties":{"provider":{"$id":"#/properties/contextSchema/properties/name","type":"string"}}}`
+	s, err := CompileDraft(json.RawMessage(capact), Draft07)
+	if err != nil {
+		t.Fatalf("draft-07: %v", err)
+	}
+	if got := s.Validate("context", json.RawMessage(`{"provider":true}`)); len(got) != 1 || got[0].String() != "context/provider must be string" {
+		t.Errorf("draft-07 validation = %v, want context/provider must be string", got)
+	}
+	if _, err := Compile(json.RawMessage(capact)); err == nil || !strings.Contains(err.Error(), `must match pattern "^[^#]*#?$"`) {
+		t.Errorf("2020-12: error %v, want the $id pattern refusal", err)
+	}
+	declared := `{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"#/x","type":"object"}`
+	if _, err := CompileDraft(json.RawMessage(declared), Draft07); err == nil {
+		t.Error(`a schema declaring 2020-12 compiled as draft-07; "$schema" must win`)
+	}
+
+	// The cache keeps one compilation per draft for the same key.
+	var c Cache
+	if _, err := c.GetDraft("k", json.RawMessage(capact), Draft07); err != nil {
+		t.Fatalf("cache, draft-07: %v", err)
+	}
+	if _, err := c.GetDraft("k", json.RawMessage(capact), Draft2020); err == nil {
+		t.Error("cache answered the draft-07 compilation for a 2020-12 request")
+	}
+	c.Forget("k")
+	if c.Len() != 0 {
+		t.Errorf("cache holds %d schemas after Forget, want 0", c.Len())
+	}
+}

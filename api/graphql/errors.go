@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,14 +29,15 @@ func message(op operation, id string, err error) string {
 	switch op {
 	case opCreateMany:
 		items := messages(err, "")
-		var b strings.Builder
-		fmt.Fprintf(&b, "failed to create the TypeInstances: %d error occurred:", len(items))
-		for _, m := range items {
-			// Local Hub joins JavaScript Error objects, whose text starts
-			// with "Error: ".
-			b.WriteString("\n\t* Error: " + m)
+		if r := refusedExternally(err); r != "" {
+			// Local Hub checks a backend's rules again while it rolls back
+			// what it stored, so every such refusal also fails its
+			// rollback: it reports the first one twice. cairn checks before
+			// storing anything and has nothing to roll back; the second
+			// entry is Local Hub's wording, which clients match.
+			items = append(items, "rollback externally stored values: "+r)
 		}
-		return b.String()
+		return "failed to create the TypeInstances: " + multierror(items)
 	case opCreateOne:
 		return "failed to create TypeInstance: " + message(opCreateMany, id, err)
 	case opUpdate:
@@ -45,11 +47,11 @@ func message(op operation, id string, err error) string {
 		for _, code := range []cairn.Code{cairn.CodeNotFound, cairn.CodeLocked} {
 			for _, e := range cairn.Errors(err) {
 				if e.Code == code && len(e.IDs) > 0 && strings.HasPrefix(e.Msg, "TypeInstances with IDs ") {
-					return prefix + e.Msg
+					return prefix + multierror([]string{e.Msg})
 				}
 			}
 		}
-		return prefix + strings.Join(messages(err, prefix), ", ")
+		return prefix + multierror(messages(err, prefix))
 	case opDelete:
 		return fmt.Sprintf("failed to delete TypeInstance with ID %q: %s", id, deleteReason(id, err))
 	case opLock, opUnlock:
@@ -65,6 +67,31 @@ func message(op operation, id string, err error) string {
 	default:
 		return err.Error()
 	}
+}
+
+// multierror renders messages as Local Hub aggregates JavaScript errors
+// (Capact #698): a count ("error occurred" whatever the count), then one
+// line per error, each starting with the Error object's "Error: ".
+func multierror(items []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d error occurred:", len(items))
+	for _, m := range items {
+		b.WriteString("\n\t* Error: " + m)
+	}
+	return b.String()
+}
+
+// refusedExternally returns the message of the first refusal by an external
+// backend's rules (cairn.ErrBackendRefused) in err, "" when there is none.
+// The built-in backend's refusals do not count: Local Hub never rolls back
+// values it keeps itself.
+func refusedExternally(err error) string {
+	for _, e := range cairn.Errors(err) {
+		if errors.Is(e, cairn.ErrBackendRefused) && len(e.IDs) > 0 && e.IDs[0] != cairn.BuiltinBackendID {
+			return e.Msg
+		}
+	}
+	return ""
 }
 
 // deleteReason words a refused delete as Local Hub does.

@@ -21,6 +21,7 @@ func TestErrorTexts(t *testing.T) {
 		[2]string{"user", "a"})
 	a, b, user := got["a"], got["b"], got["user"]
 	e.ok(`mutation { lockTypeInstances(in: {ids: ["`+b+`"], ownerID: "other"}) }`, nil, nil)
+	const builtinID = "a36ed738-dfe7-45ec-acd1-8e44e8db893b" // cairn.BuiltinBackendID, as clients know it
 	const missing, missing2 = "6f0f0e47-0000-4000-8000-000000000001", "6f0f0e47-0000-4000-8000-000000000002"
 
 	withBackend := func(alias, id string, value any, ctx any) map[string]any {
@@ -59,38 +60,42 @@ func TestErrorTexts(t *testing.T) {
 	}{
 		{"create: value not allowed", nil, func() (string, map[string]any) {
 			return create(withBackend("v", ctxOnly, 1, map[string]any{"provider": "aws"}))
-		}, `failed to create the TypeInstances: 1 error occurred:` + "\n\t* Error: " + `External backend "` + ctxOnly + `": input value not allowed`},
+		}, twice(`External backend "` + ctxOnly + `": input value not allowed`)},
 		{"create: context not allowed", nil, func() (string, map[string]any) {
 			return create(withBackend("c", files, 1, map[string]any{"k": "v"}))
-		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: External backend \"" + files + "\": input context not allowed"},
+		}, twice("External backend \"" + files + "\": input context not allowed")},
 		{"create: invalid context", nil, func() (string, map[string]any) {
 			return create(withBackend("i", ctxOnly, nil, map[string]any{"provider": 7}))
-		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: External backend \"" + ctxOnly + "\": invalid input: context/provider must be string"},
+		}, twice("External backend \"" + ctxOnly + "\": invalid input: context/provider must be string")},
 		{"create: missing context property", nil, func() (string, map[string]any) {
 			return create(withBackend("m", ctxOnly, nil, nil))
-		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: External backend \"" + ctxOnly + "\": invalid input: context must have required property 'provider'"},
+		}, twice("External backend \"" + ctxOnly + "\": invalid input: context must have required property 'provider'")},
 		{"create: backend value breaks the storage schema", nil, func() (string, map[string]any) {
 			return create(withBackend("n", noFields, 1, nil))
-		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: failed to resolve the TypeInstance's backend \"" + noFields +
-			"\": spec/value must have required property 'acceptValue', spec/value must have required property 'contextSchema', spec/value must have required property 'url'"},
+		}, twice("failed to resolve the TypeInstance's backend \"" + noFields +
+			"\": spec/value must have required property 'url', spec/value must have required property 'acceptValue'")},
 		{"create: backend contextSchema not an object", nil, func() (string, map[string]any) {
 			return create(withBackend("s", badSchema, 1, nil))
-		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: failed to resolve the TypeInstance's backend \"" + badSchema + "\": spec/value/contextSchema must be object"},
+		}, twice("failed to resolve the TypeInstance's backend \"" + badSchema + "\": spec/value/contextSchema must be object")},
+		{"create: the built-in backend's refusal has no rollback line", nil, func() (string, map[string]any) {
+			return create(withBackend("b", builtinID, 1, map[string]any{"k": "v"}))
+		}, "failed to create the TypeInstances: 1 error occurred:\n\t* Error: External backend \"" + builtinID + "\": input context not allowed"},
 		{"create: two errors in one batch", nil, func() (string, map[string]any) {
 			return create(withBackend("v", ctxOnly, 1, map[string]any{"provider": "aws"}), withBackend("c", files, 1, map[string]any{"k": "v"}))
-		}, "failed to create the TypeInstances: 2 error occurred:\n\t* Error: External backend \"" + ctxOnly + "\": input value not allowed\n\t* Error: External backend \"" + files + "\": input context not allowed"},
+		}, "failed to create the TypeInstances: 3 error occurred:\n\t* Error: External backend \"" + ctxOnly + "\": input value not allowed\n\t* Error: External backend \"" + files + "\": input context not allowed" +
+			"\n\t* Error: rollback externally stored values: External backend \"" + ctxOnly + "\": input value not allowed"},
 		{"create: rollback line", func() { f.failCreate.Store(true); f.failDelete.Store(true) }, func() (string, map[string]any) {
 			return create(withBackend("ok", files, map[string]any{"fine": true}, nil), withBackend("bad", files, map[string]any{"fail": true}, nil))
 		}, "failed to create the TypeInstances: 2 error occurred:\n\t* Error: External backend \"" + files + "\": create TypeInstance \"<id>\": refusing value of <id> (gRPC InvalidArgument)\n\t* Error: rollback externally stored values: External backend \"" + files + "\": delete TypeInstance \"<id>\": disk on fire (gRPC Internal)"},
 		{"createTypeInstance prefix", func() { f.failCreate.Store(false); f.failDelete.Store(false) }, func() (string, map[string]any) {
 			return createOne(withBackend("v", ctxOnly, 1, map[string]any{"provider": "aws"}))
-		}, "failed to create TypeInstance: failed to create the TypeInstances: 1 error occurred:\n\t* Error: External backend \"" + ctxOnly + "\": input value not allowed"},
+		}, "failed to create TypeInstance: " + twice("External backend \""+ctxOnly+"\": input value not allowed")},
 		{"update: not found", nil, func() (string, map[string]any) { return update(up(missing), up(a), up(missing2)) },
-			`failed to update TypeInstances: TypeInstances with IDs "` + missing + `", "` + missing2 + `" were not found`},
+			"failed to update TypeInstances: 1 error occurred:\n\t* Error: " + `TypeInstances with IDs "` + missing + `", "` + missing2 + `" were not found`},
 		{"update: locked", nil, func() (string, map[string]any) { return update(up(a), up(b)) },
-			`failed to update TypeInstances: TypeInstances with IDs "` + b + `" are locked by different owner`},
+			"failed to update TypeInstances: 1 error occurred:\n\t* Error: " + `TypeInstances with IDs "` + b + `" are locked by different owner`},
 		{"update: not found before locked", nil, func() (string, map[string]any) { return update(up(b), up(missing)) },
-			`failed to update TypeInstances: TypeInstances with IDs "` + missing + `" were not found`},
+			"failed to update TypeInstances: 1 error occurred:\n\t* Error: " + `TypeInstances with IDs "` + missing + `" were not found`},
 		{"lock: one error", nil, func() (string, map[string]any) { return lock("lockTypeInstances", "me", a, missing) },
 			`failed to lock TypeInstances: 1 error occurred: TypeInstances with IDs "` + missing + `" were not found`},
 		{"lock: two errors", nil, func() (string, map[string]any) { return lock("lockTypeInstances", "me", b, missing) },
@@ -121,6 +126,13 @@ func TestErrorTexts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twice is Local Hub's answer to a create refused by an external backend's
+// rules: the refusal, then the same refusal from its rollback.
+func twice(refusal string) string {
+	return "failed to create the TypeInstances: 2 error occurred:\n\t* Error: " + refusal +
+		"\n\t* Error: rollback externally stored values: " + refusal
 }
 
 // maskIDs replaces instance UUIDs other than backend ids by <id>.

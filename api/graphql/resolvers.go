@@ -19,7 +19,8 @@ import (
 // resolver implements the schema by calling the hub; it holds no rules of
 // its own beyond translating shapes and errors.
 type resolver struct {
-	hub *hub.Hub
+	hub    *hub.Hub
+	capact bool // Config.Capact
 }
 
 func (r *resolver) Mutation() exec.MutationResolver         { return (*mutation)(r) }
@@ -67,6 +68,16 @@ func toInstance(inst cairn.Instance) model.TypeInstance {
 	}
 	for _, k := range slices.Sorted(maps.Keys(inst.Labels)) {
 		out.Labels = append(out.Labels, model.Label{Key: k, Value: inst.Labels[k]})
+	}
+	return out
+}
+
+// instance converts inst, presenting the built-in backend under Capact's
+// Type when the handler follows Capact.
+func (r *resolver) instance(inst cairn.Instance) model.TypeInstance {
+	out := toInstance(inst)
+	if r.capact && inst.ID == cairn.BuiltinBackendID {
+		out.TypeRef = model.TypeInstanceTypeReference{Path: CapactBuiltinTypePath, Revision: CapactBuiltinTypeRevision}
 	}
 	return out
 }
@@ -131,6 +142,11 @@ func (q *query) TypeInstances(ctx context.Context, filter *model.TypeInstanceFil
 		if filter.TypeRef != nil {
 			f.TypePath = filter.TypeRef.Path
 			f.TypeRevision = deref(filter.TypeRef.Revision)
+			if q.capact && f.TypePath == CapactBuiltinTypePath && (f.TypeRevision == "" || f.TypeRevision == CapactBuiltinTypeRevision) {
+				// Capact's clients find the built-in backend by its Type.
+				b := q.hub.BuiltinTypeRef()
+				f.TypePath, f.TypeRevision = b.Path, b.Revision
+			}
 		}
 		f.CreatedBy = deref(filter.CreatedBy)
 		for _, a := range filter.Attributes {
@@ -149,7 +165,7 @@ func (q *query) TypeInstances(ctx context.Context, filter *model.TypeInstanceFil
 	}
 	out := make([]model.TypeInstance, len(list))
 	for i, inst := range list {
-		out[i] = toInstance(inst)
+		out[i] = (*resolver)(q).instance(inst)
 	}
 	return out, nil
 }
@@ -162,7 +178,7 @@ func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstanc
 	if err != nil {
 		return nil, fail(opRead, id, err)
 	}
-	out := toInstance(inst)
+	out := (*resolver)(q).instance(inst)
 	return &out, nil
 }
 
@@ -213,12 +229,12 @@ func (q *query) StorageBackends(ctx context.Context) ([]model.StorageBackend, er
 		}
 		b := model.StorageBackend{
 			ID:            sb.ID,
-			TypeRef:       model.TypeInstanceTypeReference{Path: sb.TypeRef.Path, Revision: sb.TypeRef.Revision},
 			Abstract:      sb.Abstract,
 			AcceptValue:   sb.AcceptValue,
 			ContextSchema: model.RawJSON(sb.ContextSchema),
-			TypeInstance:  toInstance(inst),
+			TypeInstance:  (*resolver)(q).instance(inst),
 		}
+		b.TypeRef = b.TypeInstance.TypeRef // the instance's, as presented
 		if sb.Alias != "" {
 			b.Alias = &sb.Alias
 		}
@@ -235,7 +251,7 @@ func (q *query) StorageBackends(ctx context.Context) ([]model.StorageBackend, er
 // related loads instances by id, in the order given (the hub's: type path
 // ascending, revision descending, createdAt descending). Ids deleted since
 // the parent was read are left out.
-func related(ctx context.Context, ids []string) ([]model.TypeInstance, error) {
+func (r *resolver) related(ctx context.Context, ids []string) ([]model.TypeInstance, error) {
 	l, err := loadersFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -247,7 +263,7 @@ func related(ctx context.Context, ids []string) ([]model.TypeInstance, error) {
 			return nil, fail(opRead, id, err)
 		}
 		if found {
-			out = append(out, toInstance(inst))
+			out = append(out, r.instance(inst))
 		}
 	}
 	return out, nil
@@ -278,7 +294,7 @@ func (t *typeInstance) Uses(ctx context.Context, obj *model.TypeInstance) ([]mod
 	if err != nil {
 		return nil, err
 	}
-	return related(ctx, inst.Uses)
+	return (*resolver)(t).related(ctx, inst.Uses)
 }
 
 func (t *typeInstance) UsedBy(ctx context.Context, obj *model.TypeInstance) ([]model.TypeInstance, error) {
@@ -286,7 +302,7 @@ func (t *typeInstance) UsedBy(ctx context.Context, obj *model.TypeInstance) ([]m
 	if err != nil {
 		return nil, err
 	}
-	return related(ctx, inst.UsedBy)
+	return (*resolver)(t).related(ctx, inst.UsedBy)
 }
 
 func (t *typeInstance) LatestResourceVersion(ctx context.Context, obj *model.TypeInstance) (*model.TypeInstanceResourceVersion, error) {
@@ -506,7 +522,7 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 	}
 	out := make([]model.TypeInstance, len(updated))
 	for i, inst := range updated {
-		out[i] = toInstance(inst)
+		out[i] = (*resolver)(m).instance(inst)
 	}
 	return out, nil
 }

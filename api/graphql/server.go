@@ -59,7 +59,18 @@ type Config struct {
 	// MaxComplexity bounds an operation's complexity, one per field.
 	// Default DefaultMaxComplexity.
 	MaxComplexity int
+	// Capact presents the built-in backend as Capact's clients look it up
+	// (cairn serve --compat capact): of Type CapactBuiltinTypePath, also
+	// when a typeInstances filter names that Type.
+	Capact bool
 }
+
+// The Type Capact's SDK and CLI look the built-in backend up by
+// (types.BuiltinHubStorageTypePath in Capact's Go SDK, revision 0.1.0).
+const (
+	CapactBuiltinTypePath     = "cap.core.type.hub.storage.neo4j"
+	CapactBuiltinTypeRevision = "0.1.0"
+)
 
 // Handler serves /graphql: POST (and GET for queries) per the GraphQL over
 // HTTP conventions, and a query page to browsers (GET accepting text/html).
@@ -95,7 +106,7 @@ func New(cfg Config) *Handler {
 		complexity = DefaultMaxComplexity
 	}
 
-	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub}}))
+	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{}) // refuses mutations: GET must stay safe
 	srv.AddTransport(transport.POST{})

@@ -5,8 +5,9 @@
 //
 // A backend with acceptValue true is called through the
 // ValueAndContextStorageBackend service, one with acceptValue false through
-// ContextStorageBackend. The url is grpc://host:port (plaintext), or
-// grpcs://host:port or plain host:port (TLS; see ParseURL and TLSFiles).
+// ContextStorageBackend. The url is grpc:// or http://host:port (plaintext),
+// grpcs:// or https://host:port, or plain host:port (TLS, or plaintext under
+// Config.CapactURLs; see ParseURL and TLSFiles).
 //
 // The Opener keeps one connection per backend id and replaces it when the
 // backend instance gets a new resource version (its url or settings may have
@@ -64,6 +65,9 @@ type Config struct {
 	Logger *slog.Logger
 	// DialOptions are appended to the Opener's own (tests, interceptors).
 	DialOptions []grpclib.DialOption
+	// CapactURLs reads urls as Capact does (ParseCapactURL): a bare
+	// host:port is plaintext rather than TLS.
+	CapactURLs bool
 }
 
 // Opener opens (and caches) clients for external storage backends. It
@@ -75,6 +79,7 @@ type Opener struct {
 	tls          map[string]*tls.Config
 	log          *slog.Logger
 	dialOptions  []grpclib.DialOption
+	capactURLs   bool
 
 	mu      sync.Mutex
 	clients map[string]*Client // by backend id
@@ -91,6 +96,7 @@ func New(cfg Config) (*Opener, error) {
 		tls:          map[string]*tls.Config{},
 		log:          cfg.Logger,
 		dialOptions:  cfg.DialOptions,
+		capactURLs:   cfg.CapactURLs,
 		clients:      map[string]*Client{},
 	}
 	if o.timeout <= 0 {
@@ -154,7 +160,11 @@ func (o *Opener) client(sb cairn.StorageBackend) (*Client, error) {
 }
 
 func (o *Opener) dial(sb cairn.StorageBackend) (*Client, error) {
-	target, err := ParseURL(sb.URL)
+	parse := ParseURL
+	if o.capactURLs {
+		parse = ParseCapactURL
+	}
+	target, err := parse(sb.URL)
 	if err != nil {
 		return nil, backendErr(sb.ID, cairn.CodeInvalid, err.Error(), err)
 	}

@@ -114,33 +114,42 @@ func serveRaw(t *testing.T, r *raw) string {
 
 func TestParseURL(t *testing.T) {
 	tests := []struct {
-		url  string
-		addr string
-		tls  bool
-		err  string
+		url    string
+		addr   string
+		tls    bool // as ParseURL reads it
+		capTLS bool // as ParseCapactURL reads it
+		err    string
 	}{
 		{url: "grpc://127.0.0.1:5051", addr: "127.0.0.1:5051"},
 		{url: "grpc://backend.example:443/", addr: "backend.example:443"},
-		{url: "grpcs://vault-backend:5051", addr: "vault-backend:5051", tls: true},
+		{url: "http://127.0.0.1:5051", addr: "127.0.0.1:5051"},
+		{url: "grpcs://vault-backend:5051", addr: "vault-backend:5051", tls: true, capTLS: true},
+		{url: "https://vault-backend:5051", addr: "vault-backend:5051", tls: true, capTLS: true},
 		{url: "vault-backend:5051", addr: "vault-backend:5051", tls: true},
 		{url: "[::1]:5051", addr: "[::1]:5051", tls: true},
 		{url: "", err: "url is empty"},
-		{url: "http://x:1", err: `scheme "http" is not supported`},
+		{url: "ftp://x:1", err: `scheme "ftp" is not supported`},
 		{url: "grpc://x", err: "want host:port"},
 		{url: "grpc://:80", err: "the host is missing"},
 		{url: "grpc://x:1/path", err: "without user, path, query or fragment"},
 		{url: "just-a-host", err: "want host:port"},
 	}
 	for _, tt := range tests {
-		got, err := grpcbackend.ParseURL(tt.url)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("ParseURL(%q) error %v, want %q", tt.url, err, tt.err)
+		for _, capact := range []bool{false, true} {
+			parse, name, tls := grpcbackend.ParseURL, "ParseURL", tt.tls
+			if capact {
+				parse, name, tls = grpcbackend.ParseCapactURL, "ParseCapactURL", tt.capTLS
 			}
-			continue
-		}
-		if err != nil || got.Addr != tt.addr || got.TLS != tt.tls {
-			t.Errorf("ParseURL(%q) = %+v, %v; want addr %s tls %t", tt.url, got, err, tt.addr, tt.tls)
+			got, err := parse(tt.url)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("%s(%q) error %v, want %q", name, tt.url, err, tt.err)
+				}
+				continue
+			}
+			if err != nil || got.Addr != tt.addr || got.TLS != tls {
+				t.Errorf("%s(%q) = %+v, %v; want addr %s tls %t", name, tt.url, got, err, tt.addr, tls)
+			}
 		}
 	}
 }
@@ -369,10 +378,10 @@ func TestReconnectsWhenTheBackendChanges(t *testing.T) {
 
 func TestBadURLIsInvalid(t *testing.T) {
 	o := opener(t, grpcbackend.Config{})
-	sb := storage("http://127.0.0.1:1", true)
+	sb := storage("ftp://127.0.0.1:1", true)
 	_, err := o.OpenBackend(t.Context(), sb)
 	wantCode(t, err, cairn.CodeInvalid)
-	if err == nil || !strings.Contains(err.Error(), `External backend "`+sb.ID+`"`) || !strings.Contains(err.Error(), `scheme "http"`) {
+	if err == nil || !strings.Contains(err.Error(), `External backend "`+sb.ID+`"`) || !strings.Contains(err.Error(), `scheme "ftp"`) {
 		t.Errorf("error %v", err)
 	}
 }
@@ -404,4 +413,24 @@ func TestClosedOpener(t *testing.T) {
 	}
 	_, err = o.OpenBackend(t.Context(), storage("grpc://127.0.0.1:1", true))
 	wantCode(t, err, cairn.CodeUnavailable)
+}
+
+// TestCapactURLs: a backend registered the Capact way (bare host:port,
+// plaintext) is reached only when the Opener reads urls as Capact does;
+// otherwise the url means TLS and the plaintext server refuses the handshake.
+func TestCapactURLs(t *testing.T) {
+	r := newRaw()
+	r.value = []byte(`"v"`)
+	addr := serveRaw(t, r)
+	for _, capact := range []bool{false, true} {
+		o := opener(t, grpcbackend.Config{CapactURLs: capact, ReadAttempts: 1})
+		b := open(t, o, storage(addr, true))
+		v, err := b.GetValue(t.Context(), cairn.GetValueRequest{InstanceID: "x", ResourceVersion: 1})
+		switch {
+		case capact && (err != nil || string(v) != `"v"`):
+			t.Errorf("capact: GetValue = %s, %v; want \"v\"", v, err)
+		case !capact && err == nil:
+			t.Errorf("default: GetValue over a bare host:port reached a plaintext server; want TLS to fail")
+		}
+	}
 }

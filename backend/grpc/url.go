@@ -17,13 +17,21 @@ type Target struct {
 
 // ParseURL reads a storage backend's url:
 //
-//	grpc://host:port    plaintext (the url says so explicitly)
-//	grpcs://host:port   TLS
-//	host:port           TLS
+//	grpc://host:port, http://host:port    plaintext (the url says so)
+//	grpcs://host:port, https://host:port  TLS
+//	host:port                             TLS
 //
 // A url without a scheme means TLS because a backend holds values that may
-// be secrets: plaintext must be asked for, never fallen into.
-func ParseURL(raw string) (Target, error) {
+// be secrets: plaintext must be asked for, never fallen into. Capact reads
+// it the other way; see ParseCapactURL.
+func ParseURL(raw string) (Target, error) { return parseURL(raw, true) }
+
+// ParseCapactURL reads a url as Capact's Local Hub dials it (nice-grpc's
+// createChannel): as ParseURL, except that a bare host:port is plaintext.
+// Backends registered for Capact use that form for in-cluster services.
+func ParseCapactURL(raw string) (Target, error) { return parseURL(raw, false) }
+
+func parseURL(raw string, bareTLS bool) (Target, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Target{}, fmt.Errorf("url is empty; want grpc://host:port (plaintext), grpcs://host:port or host:port (TLS)")
 	}
@@ -31,7 +39,7 @@ func ParseURL(raw string) (Target, error) {
 		if err := checkHostPort(raw); err != nil {
 			return Target{}, fmt.Errorf("url %q: %w", raw, err)
 		}
-		return Target{Addr: raw, TLS: true}, nil
+		return Target{Addr: raw, TLS: bareTLS}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -39,11 +47,11 @@ func ParseURL(raw string) (Target, error) {
 	}
 	var t Target
 	switch u.Scheme {
-	case "grpc":
-	case "grpcs":
+	case "grpc", "http":
+	case "grpcs", "https":
 		t.TLS = true
 	default:
-		return Target{}, fmt.Errorf("url %q: scheme %q is not supported; want grpc:// (plaintext) or grpcs:// (TLS)", raw, u.Scheme)
+		return Target{}, fmt.Errorf("url %q: scheme %q is not supported; want grpc:// or http:// (plaintext), grpcs:// or https:// (TLS)", raw, u.Scheme)
 	}
 	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return Target{}, fmt.Errorf("url %q: want only %s://host:port, without user, path, query or fragment", raw, u.Scheme)

@@ -59,6 +59,8 @@ type backendOptions struct {
 	timeout    time.Duration
 	timeoutErr error
 	tlsFile    string
+	// capactURLs reads a bare host:port as plaintext (serve --compat capact).
+	capactURLs bool
 }
 
 // addBackendFlags adds the external backend settings to the root command.
@@ -87,7 +89,7 @@ func (a *app) backendOpener(log *slog.Logger) (*grpcbackend.Opener, error) {
 	if a.backends.timeout <= 0 {
 		return nil, usageErrorf("--backend-timeout %s: must be positive", a.backends.timeout)
 	}
-	cfg := grpcbackend.Config{Timeout: a.backends.timeout, Logger: log}
+	cfg := grpcbackend.Config{Timeout: a.backends.timeout, Logger: log, CapactURLs: a.backends.capactURLs}
 	if a.backends.tlsFile != "" {
 		m, err := grpcbackend.LoadTLSConfigFile(a.backends.tlsFile)
 		if err != nil {
@@ -168,7 +170,8 @@ on first use.`,
 				if !strings.HasPrefix(strings.TrimSpace(string(doc)), "{") {
 					return cairn.Errorf(cairn.CodeInvalid, "--context-schema %s: want a JSON Schema object", contextSchemaFile)
 				}
-				if _, err := schema.Compile(doc); err != nil {
+				// As the hub compiles context schemas: draft-07 unless "$schema" says otherwise.
+				if _, err := schema.CompileDraft(doc, schema.Draft07); err != nil {
 					return cairn.Errorf(cairn.CodeInvalid, "--context-schema %s: not a valid JSON Schema: %w", contextSchemaFile, err)
 				}
 				contextSchema = doc

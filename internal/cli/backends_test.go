@@ -160,7 +160,7 @@ func TestBackendsRegisterRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"backends", "register"}, 2, "register needs --url"},
-		{[]string{"backends", "register", "--url", "http://x:1"}, 2, `scheme "http" is not supported`},
+		{[]string{"backends", "register", "--url", "ftp://x:1"}, 2, `scheme "ftp" is not supported`},
 		{[]string{"backends", "register", "--url", "x"}, 2, "want host:port"},
 		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notSchema}, 2, "--context-schema " + notSchema + ": not a valid JSON Schema"},
 		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notObject}, 2, "want a JSON Schema object"},

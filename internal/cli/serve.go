@@ -33,6 +33,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
 	var introspection bool
+	var compat string
 	var gitSync gitSyncOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -47,24 +48,39 @@ Endpoints: /apis (discovery and resources), /openapi/v3, /version,
 /healthz and /readyz, and Prometheus metrics at /metrics. /graphql serves the
 Capact Local Hub GraphQL API (and a query page to browsers). POST
 /hooks/git/{backend} imports what was pushed to a Git backend's repository
-outside cairn at once (push webhooks); --git-sync-interval polls them all.`,
+outside cairn at once (push webhooks); --git-sync-interval polls them all.
+
+--compat capact follows Capact's Local Hub where cairn is stricter by default,
+so Capact's engine, CLI and backends work unchanged: a storage backend url
+given as a bare host:port is plaintext (not TLS), the built-in backend is
+presented on /graphql as cap.core.type.hub.storage.neo4j 0.1.0, an update may
+give a context to an instance of the built-in backend, and a Type without
+REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 		Example: `  cairn serve
   cairn serve --addr 0.0.0.0:8080 --data-dir /var/lib/cairn
   cairn serve --addr 0.0.0.0:8080 --database 'postgres://cairn:secret@db:5432/cairn'
   kubectl --server http://127.0.0.1:8080 api-resources`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, gitSync)
+			switch compat {
+			case "":
+			case "capact":
+				a.backends.capactURLs = true
+			default:
+				return usageErrorf("--compat %q: the only compatibility mode is capact", compat)
+			}
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
 	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
+	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection bool, gitSync gitSyncOptions) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
@@ -78,7 +94,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	defer backends.Close()
 	opener := a.withGit(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
@@ -114,7 +130,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection}))
+	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection, Capact: capact}))
 	stopSync, err := a.gitSync(ctx, h, opener, gitSync, mux, reg, log)
 	if err != nil {
 		return err
