@@ -19,10 +19,12 @@ import (
 // It returns the base's resources (names as in resources/), or nil when a
 // problem was recorded.
 //
-// Every entry of resources, components and bases must be a file or a
+// Every path a kustomization loads (resources, components, bases, crds,
+// configurations, generators, transformers, validators, patch and
+// replacement files, generator files, openapi) must be a file or a
 // directory of the package: kustomize would fetch a URL or clone a remote
-// repository for anything else, and a stack is self-contained (the hub
-// renders it, and must neither reach the network nor run git for it).
+// repository otherwise, and a stack is self-contained (the hub renders it,
+// and must neither reach the network nor run git for it).
 func checkResources(p *problems, files map[string][]byte) []Resource {
 	before := len(p.causes)
 	if kustomizationIn(files, "resources") == "" {
@@ -95,28 +97,103 @@ func (c *resourceChecker) dir(dir string) {
 		return
 	}
 	doc, _ := parseYAMLDoc(kf, c.files[kf])
-	for _, list := range []struct {
+	line := func(path ...any) int {
+		if doc == nil {
+			return 0
+		}
+		return doc.line(path...)
+	}
+	// local checks one entry that kustomize loads: it must be a file of the
+	// package, or a directory when dirOK (a kustomization, checked in turn).
+	local := func(entry string, dirOK bool, at ...any) {
+		target := path.Join(dir, entry)
+		switch {
+		case strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || path.IsAbs(entry) || !inPackage(target):
+			c.p.add(kf, line(at...), fieldName(at...),
+				fmt.Sprintf("%q is not a path inside the stack package: a stack is self-contained (no remote or absolute paths)", entry))
+		case c.files[target] != nil:
+			if at[0] == "resources" {
+				c.resourceFile(target)
+			}
+		case dirOK && c.isDir(target):
+			c.dir(target)
+		default:
+			c.p.add(kf, line(at...), fieldName(at...), fmt.Sprintf("%q: no such file or directory in the stack package", entry))
+		}
+	}
+	// inlineOr accepts inline YAML (a transformer's configuration, a
+	// strategic merge patch written in place) or a local path.
+	inlineOr := func(entry string, dirOK bool, at ...any) {
+		if strings.Contains(entry, "\n") {
+			return
+		}
+		local(entry, dirOK, at...)
+	}
+	for i, e := range k.Resources {
+		local(e, true, "resources", i)
+	}
+	for i, e := range k.Bases {
+		local(e, true, "bases", i)
+	}
+	for i, e := range k.Components {
+		local(e, true, "components", i)
+	}
+	for i, e := range k.Crds {
+		local(e, false, "crds", i)
+	}
+	for i, e := range k.Configurations {
+		local(e, false, "configurations", i)
+	}
+	for _, l := range []struct {
 		field   string
 		entries []string
-	}{{"resources", k.Resources}, {"components", k.Components}, {"bases", k.Bases}} {
-		for i, e := range list.entries {
-			line := 0
-			if doc != nil {
-				line = doc.line(list.field, i)
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for i, e := range l.entries {
+			inlineOr(e, true, l.field, i)
+		}
+	}
+	for i, e := range k.PatchesStrategicMerge {
+		inlineOr(string(e), false, "patchesStrategicMerge", i)
+	}
+	for _, l := range []struct {
+		field   string
+		patches []types.Patch
+	}{{"patches", k.Patches}, {"patchesJson6902", k.PatchesJson6902}} {
+		for i, e := range l.patches {
+			if e.Path != "" {
+				local(e.Path, false, l.field, i, "path")
 			}
-			target := path.Join(dir, e)
-			switch {
-			case strings.Contains(e, "://") || strings.HasPrefix(e, "git@") || path.IsAbs(e) || !inPackage(target):
-				c.p.add(kf, line, fieldName(list.field, i),
-					fmt.Sprintf("%q is not a path inside the stack package: a stack is self-contained (no remote or absolute resources)", e))
-			case c.files[target] != nil:
-				if list.field == "resources" {
-					c.resourceFile(target)
+		}
+	}
+	for i, r := range k.Replacements {
+		if r.Path != "" {
+			local(r.Path, false, "replacements", i, "path")
+		}
+	}
+	if p := k.OpenAPI["path"]; p != "" {
+		local(p, false, "openapi", "path")
+	}
+	gens := map[string][]types.GeneratorArgs{}
+	for _, g := range k.ConfigMapGenerator {
+		gens["configMapGenerator"] = append(gens["configMapGenerator"], g.GeneratorArgs)
+	}
+	for _, g := range k.SecretGenerator {
+		gens["secretGenerator"] = append(gens["secretGenerator"], g.GeneratorArgs)
+	}
+	for field, list := range gens {
+		for i, g := range list {
+			for j, f := range g.FileSources {
+				_, file, found := strings.Cut(f, "=")
+				if !found {
+					file = f
 				}
-			case c.isDir(target):
-				c.dir(target)
-			default:
-				c.p.add(kf, line, fieldName(list.field, i), fmt.Sprintf("%q: no such file or directory in the stack package", e))
+				local(file, true, field, i, "files", j)
+			}
+			for j, f := range g.EnvSources {
+				local(f, false, field, i, "envs", j)
+			}
+			if g.EnvSource != "" {
+				local(g.EnvSource, false, field, i, "env")
 			}
 		}
 	}

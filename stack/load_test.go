@@ -232,6 +232,17 @@ func TestBadPackages(t *testing.T) {
 			[]string{"resources/kustomization.yaml:3: resources[1]", `"certificates.yaml": no such file or directory`}},
 		{"remote resource", edit("resources/kustomization.yaml", "- certificate.yaml", "- https://github.com/acme/stacks//base?ref=v1"),
 			[]string{"resources/kustomization.yaml:3: resources[1]", "not a path inside the stack package"}},
+		{"remote patch", func(f map[string]string) {
+			f["resources/kustomization.yaml"] += "patches:\n- path: https://example.com/patch.yaml\n"
+		}, []string{"resources/kustomization.yaml:7: patches[0].path", `"https://example.com/patch.yaml" is not a path inside the stack package`}},
+		{"remote generator file", func(f map[string]string) {
+			f["resources/kustomization.yaml"] += "configMapGenerator:\n- name: x\n  files: [conf=https://example.com/x.conf]\n"
+		}, []string{"resources/kustomization.yaml:8: configMapGenerator[0].files[0]", "not a path inside the stack package"}},
+		{"remote transformer", func(f map[string]string) {
+			f["resources/kustomization.yaml"] += "transformers:\n- github.com/acme/transformers/prefix?ref=v1\n"
+		}, []string{"resources/kustomization.yaml:7: transformers[0]", `"github.com/acme/transformers/prefix?ref=v1": no such file or directory`}},
+		{"missing configuration", edit("resources/kustomization.yaml", "- kustomizeconfig.yaml", "- kustomize-config.yaml"),
+			[]string{"resources/kustomization.yaml:5: configurations[0]", "no such file"}},
 		{"resource outside the package", edit("resources/kustomization.yaml", "- certificate.yaml", "- ../../etc"),
 			[]string{"resources[1]", "not a path inside the stack package"}},
 		{"resource without kind", edit("resources/app.yaml", "kind: Service\n", ""),

@@ -160,6 +160,38 @@ func TestRenderVarsReplacementsNameReference(t *testing.T) {
 	}
 }
 
+// TestRenderGeneratorsAndInlineTransformers: the package's own generator
+// files and inline transformer configurations are allowed.
+func TestRenderGeneratorsAndInlineTransformers(t *testing.T) {
+	files := webStack()
+	files["resources/kustomization.yaml"] += `configMapGenerator:
+- name: nginx
+  files: [conf/nginx.conf]
+transformers:
+- |
+  apiVersion: builtin
+  kind: AnnotationsTransformer
+  metadata: {name: owner}
+  annotations: {owner: platform}
+  fieldSpecs: [{path: metadata/annotations, create: true}]
+`
+	files["resources/conf/nginx.conf"] = "worker_processes 1;\n"
+	s := mustLoad(t, writeTree(t, files))
+	rs := mustRender(t, s, s.NewInstallation("default", "g", "", nil, map[string]any{"image": "x"}))
+	var cm Resource
+	for _, r := range rs {
+		if r.Kind() == "ConfigMap" && strings.HasPrefix(r.OriginalName, "nginx-") {
+			cm = r
+		}
+	}
+	if cm.Object == nil {
+		t.Fatalf("no generated ConfigMap:\n%s", encode(t, rs))
+	}
+	if get(t, cm, `data["nginx.conf"]`) != "worker_processes 1;\n" || cm.Annotations()["owner"] != "platform" {
+		t.Errorf("generated ConfigMap %v", cm.Object)
+	}
+}
+
 func TestRenderLabels(t *testing.T) {
 	s := mustLoad(t, writeTree(t, webStack()))
 	inst := s.NewInstallation("default", "green", "", map[string]string{
