@@ -205,3 +205,32 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("Defaults overrode given values: %v", got)
 	}
 }
+
+func TestInstallationFromObject(t *testing.T) {
+	s := mustLoad(t, minimalGCP)
+	inst, err := s.InstallationFromObject(map[string]any{
+		"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP",
+		"metadata": map[string]any{"name": "bars", "namespace": "infra", "uid": "u", "labels": map[string]any{"team": "bars"}},
+		"spec":     map[string]any{"region": "us-west1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Installation{APIVersion: "gcp.stacks.cairn.dev/v1alpha1", Kind: "MinimalGCP", Name: "bars", Namespace: "infra", UID: "u",
+		Labels: map[string]string{"team": "bars"}, Spec: map[string]any{"region": "us-west1"}}
+	if !reflect.DeepEqual(inst, want) {
+		t.Errorf("InstallationFromObject = %+v", inst)
+	}
+	for _, tt := range []struct {
+		obj  map[string]any
+		want string
+	}{
+		{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}}, "is apiVersion gcp.stacks.cairn.dev/v1alpha1, kind MinimalGCP, not v1 ConfigMap"},
+		{map[string]any{"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP", "metadata": map[string]any{"labels": map[string]any{"n": 1}}}, "metadata.labels.n must be a string"},
+		{map[string]any{"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP", "metadata": map[string]any{}, "spec": "x"}, "spec must be an object"},
+	} {
+		if _, err := s.InstallationFromObject(tt.obj); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("InstallationFromObject(%v) = %v, want %q", tt.obj, err, tt.want)
+		}
+	}
+}

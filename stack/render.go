@@ -65,6 +65,62 @@ func (s *Stack) NewInstallation(namespace, name, uid string, labels map[string]s
 	}
 }
 
+// InstallationFromObject reads an installation of s's kind from a
+// Kubernetes-style object (apiVersion, kind, metadata, spec), as kubectl
+// sends it or a manifest holds it. The error names what does not fit.
+func (s *Stack) InstallationFromObject(obj map[string]any) (Installation, error) {
+	k := s.Manifest.Kind
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if av != k.APIVersion() || kind != k.Names.Kind {
+		return Installation{}, cairn.Errorf(cairn.CodeInvalid, "an installation of stack %s is apiVersion %s, kind %s, not %s %s",
+			s.Manifest.Name, k.APIVersion(), k.Names.Kind, cmpOr(av, `""`), cmpOr(kind, `""`))
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return Installation{}, cairn.Errorf(cairn.CodeInvalid, "installation: metadata must be an object")
+	}
+	inst := Installation{APIVersion: av, Kind: kind}
+	inst.Name, _ = md["name"].(string)
+	inst.Namespace, _ = md["namespace"].(string)
+	inst.UID, _ = md["uid"].(string)
+	var err error
+	if inst.Labels, err = stringMap(md["labels"], "metadata.labels"); err != nil {
+		return Installation{}, err
+	}
+	if inst.Annotations, err = stringMap(md["annotations"], "metadata.annotations"); err != nil {
+		return Installation{}, err
+	}
+	switch spec := obj["spec"].(type) {
+	case map[string]any:
+		inst.Spec = spec
+	case nil:
+		inst.Spec = map[string]any{}
+	default:
+		return Installation{}, cairn.Errorf(cairn.CodeInvalid, "installation %s: spec must be an object", inst.Name)
+	}
+	return inst, nil
+}
+
+func stringMap(v any, field string) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "installation: %s must be an object of strings", field)
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		s, ok := e.(string)
+		if !ok {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "installation: %s.%s must be a string", field, k)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
 // object is the installation as a Kubernetes object.
 func (in Installation) object() map[string]any {
 	md := map[string]any{"name": in.Name}

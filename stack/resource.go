@@ -7,7 +7,8 @@ import (
 // Resource is one rendered child of an installation.
 type Resource struct {
 	// Object is the whole rendered object (apiVersion, kind, metadata,
-	// spec, ...), as JSON decodes it.
+	// spec, ...), as JSON decodes it, numbers as json.Number so that no
+	// integer loses precision.
 	Object map[string]any
 	// OriginalName is the resource's name in the stack's resources/ build,
 	// before the installation's namePrefix: what readiness checks,

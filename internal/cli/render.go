@@ -113,28 +113,22 @@ func readRenderParams(file string, s *stack.Stack, inst *stack.Installation, nam
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return usageErrorf("-f %s: not a YAML mapping: %v", file, err)
 	}
-	k := s.Manifest.Kind
-	if doc["kind"] == k.Names.Kind && doc["apiVersion"] == k.APIVersion() {
-		md, _ := doc["metadata"].(map[string]any)
-		if n, _ := md["name"].(string); n != "" && !nameSet {
-			inst.Name = n
+	if _, isObject := doc["apiVersion"]; isObject {
+		in, err := s.InstallationFromObject(doc)
+		if err != nil {
+			return fmt.Errorf("-f %s: %w", file, err)
 		}
-		if n, _ := md["namespace"].(string); n != "" && !nsSet {
-			inst.Namespace = n
+		if in.Name != "" && !nameSet {
+			inst.Name = in.Name
 		}
-		if ls, ok := md["labels"].(map[string]any); ok {
-			if inst.Labels == nil {
-				inst.Labels = map[string]string{}
-			}
-			for lk, lv := range ls {
-				inst.Labels[lk] = fmt.Sprint(lv)
-			}
+		if in.Namespace != "" && !nsSet {
+			inst.Namespace = in.Namespace
 		}
-		spec, ok := doc["spec"].(map[string]any)
-		if !ok && doc["spec"] != nil {
-			return usageErrorf("-f %s: spec must be a mapping", file)
+		if len(in.Labels) > 0 && inst.Labels == nil {
+			inst.Labels = map[string]string{}
 		}
-		maps.Copy(inst.Spec, spec)
+		maps.Copy(inst.Labels, in.Labels)
+		maps.Copy(inst.Spec, in.Spec)
 		return nil
 	}
 	maps.Copy(inst.Spec, doc)

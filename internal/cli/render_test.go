@@ -130,6 +130,8 @@ func TestRenderCommandErrors(t *testing.T) {
 		{[]string{"render", "no/such/stack"}, cli.ExitNotFound, []string{"stack package no/such/stack"}},
 		{[]string{"render"}, cli.ExitInvalid, []string{"accepts 1 arg(s)"}},
 		{[]string{"render", "../../examples/flags"}, cli.ExitInvalid, []string{"has no stack.yaml at its root"}},
+		{[]string{"render", minimalGCPStack, "-f", "../../examples/flags/new-project.yaml"}, cli.ExitInvalid,
+			[]string{"-f ../../examples/flags/new-project.yaml: an installation of stack minimal-gcp is apiVersion gcp.stacks.cairn.dev/v1alpha1, kind MinimalGCP, not flipt.io/v1alpha1 Flag"}},
 	}
 	for _, tt := range tests {
 		code, out, stderr := renderCLI(t, tt.args...)
