@@ -137,7 +137,9 @@ func (s *Stack) nameExtraProperties(spec map[string]any, causes []cairn.Cause) {
 // rendered resources. observed holds, by Resource.Key, the children as
 // they are now (with status); where a child is in it, references read the
 // observed object, else the rendered one. An output that cannot be
-// computed (its resource has no such field yet) is an error naming it.
+// computed (its resource has no such field yet) makes the error, which
+// names each such output and reference; the map still holds the outputs
+// that could be computed.
 func (s *Stack) Outputs(inst Installation, rendered []Resource, observed map[string]map[string]any) (map[string]any, error) {
 	spec, err := s.Defaults(inst.Spec)
 	if err != nil {

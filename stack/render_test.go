@@ -15,6 +15,8 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn/schema"
 )
 
 func TestRenderGolden(t *testing.T) {
@@ -342,6 +344,46 @@ func writeFilesToDisk(t testing.TB, dir string, files map[string][]byte) {
 		}
 		if err := os.WriteFile(full, b, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestFlagsEnvChildrenAreFlags: flags-env's children are valid instances
+// of the cup Flag Type of examples/flags, so the hub accepts them wherever
+// the policy stores Flags (a Git backend).
+func TestFlagsEnvChildrenAreFlags(t *testing.T) {
+	b, err := os.ReadFile("../examples/flags/flags.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd struct {
+		Names struct{ Kind string }
+		Spec  struct {
+			Group    string
+			Versions map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(b, &rd); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schema.Compile(rd.Spec.Versions["v1alpha1"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustLoad(t, flagsEnv)
+	for _, spec := range []map[string]any{{"team": "moonshots"}, {"team": "a", "newProject": true, "darkMode": false}} {
+		rs := mustRender(t, s, s.NewInstallation("default", "env", "", nil, spec))
+		for _, r := range rs {
+			if r.APIVersion() != rd.Spec.Group+"/v1alpha1" || r.Kind() != rd.Names.Kind {
+				t.Errorf("%s is not a Flag", r.Key())
+			}
+			v, _ := json.Marshal(r.Object["spec"])
+			if causes := sch.Validate("spec", v); len(causes) > 0 {
+				t.Errorf("%s: not a valid Flag: %v", r.Key(), causes)
+			}
+		}
+		if got := get(t, find(t, rs, "Flag", "new-project"), "spec.enabled"); got != spec["newProject"] && !(got == false && spec["newProject"] == nil) {
+			t.Errorf("spec %v: new-project enabled = %v", spec, got)
 		}
 	}
 }
