@@ -213,7 +213,9 @@ func TestBadPackages(t *testing.T) {
 		{"unknown var field path", edit("stack.yaml", "fieldPath: spec.domain}", "fieldPath: spec.domian}"),
 			[]string{"stack.yaml:22: vars[0].fieldPath", `declares no property "domian" (declared: domain, image, replicas, tls)`}},
 		{"var outside the installation", edit("stack.yaml", "fieldPath: spec.domain}", "fieldPath: status.x}"),
-			[]string{"vars[0].fieldPath", "a var reads spec.PARAMETER or metadata"}},
+			[]string{"vars[0].fieldPath", `"status.x": read spec.PARAMETER or metadata of the installation`}},
+		{"replacement of an unknown parameter", edit("stack.yaml", "fieldPath: spec.replicas}", "fieldPath: spec.replicaz}"),
+			[]string{"stack.yaml:25: replacements[0].source.fieldPath", `declares no property "replicaz"`}},
 		{"bad output template", edit("stack.yaml", `"https://${parameters.domain}/"`, `"https://${parameters.domain/"`),
 			[]string{"stack.yaml:34: outputs[0].value", "unterminated ${"}},
 		{"output of an unknown resource", edit("stack.yaml", "resources.Service.web.metadata.name", "resources.Service.webb.metadata.name"),
@@ -322,6 +324,14 @@ func TestBadParameters(t *testing.T) {
 	_, err := Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))
 	if err == nil || !strings.Contains(err.Error(), "var DOMAIN: the installation has no value at spec.domain") {
 		t.Errorf("missing var value: %v", err)
+	}
+	// The same for a replacement reading an optional parameter.
+	files = webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "      replicas: {type: integer, minimum: 1, default: 2}", "      replicas: {type: integer, minimum: 1}", 1)
+	s = mustLoad(t, writeTree(t, files))
+	_, err = Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))
+	if err == nil || !strings.Contains(err.Error(), "replacements[0]: the installation has no value at spec.replicas") {
+		t.Errorf("missing replacement value: %v", err)
 	}
 	_, err = Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "", "", nil, map[string]any{"image": "x"}))
 	if err == nil || !strings.Contains(err.Error(), "no name") {

@@ -368,9 +368,10 @@ func (s *Stack) usedVars() []Var {
 	return out
 }
 
-// checkVars resolves every var against the installation object first, so
-// a missing or non-scalar value is reported by name rather than left as a
-// literal $(NAME) by kustomize.
+// checkVars resolves every var, and every replacement whose source is the
+// installation, against the installation object first, so a missing or
+// non-scalar value is reported by name rather than left as a literal
+// $(NAME) or reported by kustomize without saying which parameter.
 func (s *Stack) checkVars(obj map[string]any) error {
 	for _, v := range s.usedVars() {
 		val, ok := expr.Get(obj, v.FieldPath)
@@ -380,6 +381,15 @@ func (s *Stack) checkVars(obj map[string]any) error {
 		switch val.(type) {
 		case map[string]any, []any:
 			return cairn.Errorf(cairn.CodeInvalid, "var %s: %s is an object or a list; a var takes a string, number or boolean", v.Name, v.FieldPath)
+		}
+	}
+	for i, r := range s.Manifest.Replacements {
+		if r.Source == nil || r.Source.Kind != s.Manifest.Kind.Names.Kind {
+			continue
+		}
+		fp := installationSourcePath(r)
+		if val, ok := expr.Get(obj, fp); !ok || val == nil {
+			return cairn.Errorf(cairn.CodeInvalid, "replacements[%d]: the installation has no value at %s (give the parameter, or a default in the parameters schema)", i, fp)
 		}
 	}
 	return nil

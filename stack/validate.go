@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/expr"
@@ -122,6 +123,15 @@ func (m *Manifest) validate(p *problems, d *yamlDoc) *schema.Schema {
 		}
 	}
 
+	for i, r := range m.Replacements {
+		if r.Source == nil || r.Source.Kind != k.Names.Kind {
+			continue
+		}
+		if msg := m.checkInstallationPath(installationSourcePath(r)); msg != "" {
+			at(msg, "replacements", i, "source", "fieldPath")
+		}
+	}
+
 	seenOut := map[string]bool{}
 	for i := range m.Outputs {
 		o := &m.Outputs[i]
@@ -228,14 +238,14 @@ func (m *Manifest) checkInstallationPath(fp string) string {
 			len(steps) == 3 && (steps[1].Key == "labels" || steps[1].Key == "annotations") {
 			return ""
 		}
-		return fmt.Sprintf("%q: of the metadata, a var may read metadata.name, metadata.namespace, metadata.uid, metadata.labels.KEY and metadata.annotations.KEY", fp)
+		return fmt.Sprintf("%q: of the metadata, read metadata.name, metadata.namespace, metadata.uid, metadata.labels.KEY or metadata.annotations.KEY", fp)
 	case "spec":
 		if len(steps) < 2 {
 			return fmt.Sprintf("%q: name a parameter, e.g. spec.region", fp)
 		}
 		return m.checkParameterPath(fp, steps[1:])
 	}
-	return fmt.Sprintf("%q: a var reads spec.PARAMETER or metadata of the installation", fp)
+	return fmt.Sprintf("%q: read spec.PARAMETER or metadata of the installation", fp)
 }
 
 // checkParameterPath checks that the parameters schema declares the
@@ -298,4 +308,13 @@ func (m *Manifest) checkOutputRef(ref string) string {
 		return ""
 	}
 	return fmt.Sprintf("reference %q: a stack output reads parameters.*, installation.* or resources.KIND.NAME.*", ref)
+}
+
+// installationSourcePath is the field a replacement reads from its source
+// (kustomize's default is metadata.name).
+func installationSourcePath(r types.Replacement) string {
+	if r.Source.FieldPath == "" {
+		return types.DefaultReplacementFieldPath
+	}
+	return r.Source.FieldPath
 }

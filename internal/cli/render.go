@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -36,8 +37,8 @@ generated overlay (namePrefix NAME-, the stacks.cairn.dev labels, the
 installation's labels, vars and replacements), then the built-in patchers.
 Parameters are completed with the schema's defaults and validated.
 
-The output is a multi-document YAML stream, byte-identical for the same
-input, so stack authors can compare it with a golden file in CI. Nothing
+The output is a multi-document YAML stream (-o json: one List), byte-identical
+for the same input, so stack authors can compare it with a golden file in CI. Nothing
 is stored and no server is contacted.`,
 		Example: `  cairn render examples/stacks/minimal-gcp -p region=us-west1 -p projectID=my-project
   cairn render examples/stacks/minimal-gcp -f params.yaml --name prod --label team=infra
@@ -84,7 +85,17 @@ is stored and no server is contacted.`,
 				return err
 			}
 			var buf bytes.Buffer
-			if err := stack.EncodeYAML(&buf, rs); err != nil {
+			if a.output == "json" {
+				items := make([]map[string]any, len(rs))
+				for i, r := range rs {
+					items[i] = r.Object
+				}
+				b, err := json.MarshalIndent(map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, "", "  ")
+				if err != nil {
+					return err
+				}
+				buf.Write(append(b, '\n'))
+			} else if err := stack.EncodeYAML(&buf, rs); err != nil {
 				return err
 			}
 			_, err = cmd.OutOrStdout().Write(buf.Bytes())

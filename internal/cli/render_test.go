@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,24 @@ func TestRenderCommand(t *testing.T) {
 	}
 	if n := strings.Count(out, "\nkind: "); n != 8 {
 		t.Errorf("%d resources", n)
+	}
+
+	// -o json: one List of the same objects.
+	code, js, stderr := renderCLI(t, "render", minimalGCPStack, "-o", "json", "-p", "region=us-west1", "-p", "projectID=bars-project",
+		"-p", "keepDefaultingLabels=true", "-p", "credentialsSecretRef.name=gcp-sa", "--name", "bars", "--label", "team=bars", "--uid", "u-1")
+	var list struct {
+		Kind  string
+		Items []map[string]any
+	}
+	if err := json.Unmarshal([]byte(js), &list); code != 0 || err != nil || list.Kind != "List" || len(list.Items) != len(rs) {
+		t.Fatalf("-o json: exit %d, %v, %s", code, err, stderr)
+	}
+	for i, r := range rs {
+		want, _ := json.Marshal(r.Object)
+		got, _ := json.Marshal(list.Items[i])
+		if string(got) != string(want) {
+			t.Errorf("-o json item %d = %s, want %s", i, got, want)
+		}
 	}
 
 	// Client mode: still offline, the same bytes.
