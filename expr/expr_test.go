@@ -150,3 +150,32 @@ func TestGet(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: Parse never panics, and a template it accepts evaluates with
+// every reference known, its Refs each parse as a path.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"${a.b}", "x ${ a[0].b } y", "$${x}", "${", "${a.}", `${m["k.x"]}`, "plain"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tpl, err := Parse(s)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Pos < 0 || pe.Pos > len(s) {
+				t.Fatalf("Parse(%q) error %v has no valid position", s, err)
+			}
+			return
+		}
+		for _, r := range tpl.Refs() {
+			if _, err := ParsePath(r); err != nil {
+				t.Fatalf("Parse(%q) ref %q does not parse: %v", s, r, err)
+			}
+		}
+		if _, err := tpl.Eval(func(string) (any, bool) { return "v", true }); err != nil {
+			t.Fatalf("Eval(%q): %v", s, err)
+		}
+		if tpl.IsLiteral() != (len(tpl.Refs()) == 0) {
+			t.Fatalf("IsLiteral(%q) disagrees with Refs", s)
+		}
+	})
+}
