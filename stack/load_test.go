@@ -1,7 +1,9 @@
 package stack
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"os"
 	"os/exec"
@@ -336,5 +338,53 @@ func TestBadParameters(t *testing.T) {
 	_, err = Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "", "", nil, map[string]any{"image": "x"}))
 	if err == nil || !strings.Contains(err.Error(), "no name") {
 		t.Errorf("installation without a name: %v", err)
+	}
+}
+
+// TestHostileArchives: entries that would escape the package, links and
+// devices are refused before anything is read as a stack.
+func TestHostileArchives(t *testing.T) {
+	mk := func(hdrs ...*tar.Header) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		tw := tar.NewWriter(zw)
+		for _, h := range hdrs {
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				if _, err := tw.Write(make([]byte, h.Size)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		tw.Close()
+		zw.Close()
+		return buf.Bytes()
+	}
+	tests := []struct {
+		hdr  *tar.Header
+		want string
+	}{
+		{&tar.Header{Name: "../evil.yaml", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}, `entry "../evil.yaml": paths must be relative and stay inside the package`},
+		{&tar.Header{Name: "/etc/passwd", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}, "paths must be relative"},
+		{&tar.Header{Name: "a/../../b", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}, "paths must be relative"},
+		{&tar.Header{Name: "resources/link.yaml", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}, `"resources/link.yaml" is not a regular file`},
+		{&tar.Header{Name: "dev", Typeflag: tar.TypeChar}, "is not a regular file"},
+	}
+	for _, tt := range tests {
+		_, err := FromArchive(mk(tt.hdr))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || cairn.ErrorCode(err) != cairn.CodeInvalid {
+			t.Errorf("archive with %q: %v, want %q", tt.hdr.Name, err, tt.want)
+		}
+	}
+
+	// A symbolic link in a directory is refused too.
+	dir := writeTree(t, webStack())
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "resources", "passwd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "resources/passwd.yaml is not a regular file") {
+		t.Errorf("directory with a symlink: %v", err)
 	}
 }
