@@ -47,6 +47,9 @@ func (c *MemCatalog) Add(s *Stack) error {
 	if err != nil {
 		return fmt.Errorf("stack %s: version %q is not semver", s.Name, s.Version)
 	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("stack %s@%s: %w", s.Name, s.Version, err)
+	}
 	ref := Reference{Name: s.Name, Version: v.String()}
 	c.mu.Lock()
 	defer c.mu.Unlock()

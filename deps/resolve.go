@@ -1,0 +1,1015 @@
+package deps
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/cairn-dev/cairn/expr"
+)
+
+// DefaultGlobalNamespace is where installations shared with every
+// namespace live (seed 002 "Prefer Local": same namespace first, then
+// global, never another namespace).
+const DefaultGlobalNamespace = "global"
+
+// Resolver turns an install request into a Plan.
+type Resolver struct {
+	Catalog       Catalog
+	Installations Installations
+	// GlobalNamespace defaults to DefaultGlobalNamespace.
+	GlobalNamespace string
+}
+
+// Request is one install: the root installation and what the user gave.
+type Request struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// RootID is the root installation's id (${installation.root.id}). It
+	// must stay the same when a failed run is run again, so groups named
+	// after it find what the first run created.
+	RootID string `json:"rootID"`
+	// Stack is the root's stack; without a version, the highest.
+	Stack      Reference      `json:"stack"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	// Credentials reference credential instances by name; values are never
+	// given to the engine.
+	Credentials map[string]string `json:"credentials,omitempty"`
+	// Inputs answer unmapped inputs of dependencies, by dependency path.
+	Inputs    map[string]Inputs `json:"inputs,omitempty"`
+	Overrides []Override        `json:"overrides,omitempty"`
+	// Injected are installations a policy's inject.requiredTypeInstances
+	// names; they satisfy any dependency they match, before existing
+	// installations are searched.
+	Injected []Installation `json:"injected,omitempty"`
+}
+
+// Inputs are a user's answers for one dependency.
+type Inputs struct {
+	Parameters  map[string]any    `json:"parameters,omitempty"`
+	Credentials map[string]string `json:"credentials,omitempty"`
+}
+
+// binding is one dependency edge: the requirement dep of parent, resolved
+// to child.
+type binding struct {
+	parent *Node
+	path   string
+	c      *compiled
+	child  *Node
+	// outputMap: the name the parent reads an output under -> the child's
+	// output name (they differ when matched by $id).
+	outputMap map[string]string
+	iface     ifaceReq
+}
+
+type resolution struct {
+	r        *Resolver
+	req      *Request
+	plan     *Plan
+	global   string
+	compiled map[*Stack][]*compiled
+	digests  map[Reference]string
+	override map[string]Override
+	usedOver map[string]bool
+}
+
+// Plan resolves every dependency of the request's stack, recursively, and
+// orders the result. It reads the catalog and the installations and
+// changes nothing. Missing inputs do not fail it: they are listed in
+// Plan.Unmapped and Plan.Ready reports them.
+func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
+	if req.Namespace == "" || req.Name == "" || req.RootID == "" {
+		return nil, errors.New("plan: namespace, name and root id are required")
+	}
+	res := &resolution{
+		r: r, req: &req,
+		plan:     &Plan{RootID: req.RootID, Namespace: req.Namespace, byKey: map[string]*Node{}, req: &req},
+		global:   r.GlobalNamespace,
+		compiled: map[*Stack][]*compiled{},
+		digests:  map[Reference]string{},
+		override: map[string]Override{},
+		usedOver: map[string]bool{},
+	}
+	if res.global == "" {
+		res.global = DefaultGlobalNamespace
+	}
+	for _, o := range req.Overrides {
+		if _, dup := res.override[o.Path]; dup {
+			return nil, fmt.Errorf("--dependency %s given twice", o.Path)
+		}
+		res.override[o.Path] = o
+	}
+	root, err := res.stack(ctx, req.Stack, nil)
+	if err != nil {
+		return nil, err
+	}
+	node := &Node{
+		Key: instKey(req.Namespace, req.Name), Action: ActionInstall, Namespace: req.Namespace, Name: req.Name,
+		Stack: root.Ref(), Paths: []string{""}, Reason: "the installation requested", stack: root,
+	}
+	res.plan.Root = node.Key
+	res.plan.byKey[node.Key] = node
+	node.Parameters, node.Credentials = res.rootInputs(root)
+	if err := res.expand(ctx, node, []string{root.Ref().String()}); err != nil {
+		return nil, err
+	}
+	for _, p := range sortedKeys(res.override) {
+		if !res.usedOver[p] {
+			return nil, fmt.Errorf("--dependency %s: the graph has no dependency at that path", p)
+		}
+	}
+	if err := res.finish(); err != nil {
+		return nil, err
+	}
+	return res.plan, nil
+}
+
+func (res *resolution) stack(ctx context.Context, ref Reference, rng *semver.Constraints) (*Stack, error) {
+	if ref.Version == "" {
+		v, seen, err := highest(ctx, res.r.Catalog, ref.Name, rng)
+		if err != nil {
+			return nil, err
+		}
+		if v == "" {
+			if len(seen) == 0 {
+				return nil, fmt.Errorf("stack %s is not in the catalog", ref.Name)
+			}
+			return nil, fmt.Errorf("no version of stack %s in range %s (the catalog has %s)", ref.Name, rng, strings.Join(seen, ", "))
+		}
+		ref.Version = v
+	}
+	s, err := res.r.Catalog.Stack(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return s, nil
+}
+
+func (res *resolution) compile(s *Stack) ([]*compiled, error) {
+	if cs, ok := res.compiled[s]; ok {
+		return cs, nil
+	}
+	cs, err := compileStack(s)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", s.Ref(), err)
+	}
+	if cs, err = wiringOrder(cs); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", s.Ref(), err)
+	}
+	res.compiled[s] = cs
+	return cs, nil
+}
+
+func (res *resolution) rootInputs(s *Stack) (map[string]Value, map[string]Value) {
+	params := map[string]Value{}
+	for _, k := range sortedKeys(res.req.Parameters) {
+		params[k] = Value{Value: res.req.Parameters[k], Source: "parameter", known: true}
+	}
+	creds := map[string]Value{}
+	for _, k := range sortedKeys(res.req.Credentials) {
+		creds[k] = Value{Credential: res.req.Credentials[k], Source: "credential", known: true}
+	}
+	return params, creds
+}
+
+// expand resolves node's own dependencies (node is a new installation).
+func (res *resolution) expand(ctx context.Context, node *Node, ancestry []string) error {
+	cs, err := res.compile(node.stack)
+	if err != nil {
+		return err
+	}
+	siblings := map[string]*binding{}
+	for _, c := range cs {
+		path := c.req.Name
+		if p := node.Paths[0]; p != "" {
+			path = p + "." + c.req.Name
+		}
+		b := &binding{parent: node, path: path, c: c}
+		if err := res.resolve(ctx, b, siblings, ancestry); err != nil {
+			return fmt.Errorf("dependency %s: %w", path, err)
+		}
+		siblings[c.req.Name] = b
+		node.children = append(node.children, b)
+	}
+	// Promoted outputs: set on node from its dependencies' outputs.
+	for _, b := range node.children {
+		for _, k := range sortedKeys(b.c.outs) {
+			if node.Outputs == nil {
+				node.Outputs = map[string]Value{}
+			}
+			v, err := res.planValue(b.c.outs[k], node, siblings, b)
+			if err != nil {
+				return fmt.Errorf("dependency %s: outputs.%s: %w", b.path, k, err)
+			}
+			node.Outputs[k] = v
+		}
+	}
+	return nil
+}
+
+// ifaceReq is what an implementation of a dependency must have.
+type ifaceReq struct {
+	id       string
+	outputs  []InterfaceItem // name -> $id or name; by $id when one is given
+	params   []InterfaceItem
+	creds    []InterfaceItem
+	declared bool // an interface was written (not only inferred)
+}
+
+func (res *resolution) interfaceOf(ctx context.Context, c *compiled) (ifaceReq, error) {
+	var ir ifaceReq
+	i := c.req.Bundle.Interface
+	if i != nil {
+		ir.declared = true
+		ir.id = i.ID
+		ir.params, ir.creds, ir.outputs = i.items()
+		if i.Reference != "" {
+			ref, _ := ParseReference(i.Reference)
+			s, err := res.stack(ctx, ref, nil)
+			if err != nil {
+				return ir, fmt.Errorf("bundle.interface.reference: %w", err)
+			}
+			for _, o := range s.Outputs {
+				ir.outputs = append(ir.outputs, InterfaceItem{Name: o.Name, ID: o.ID})
+			}
+			for _, p := range s.Parameters {
+				ir.params = append(ir.params, InterfaceItem{Name: p.Name, Type: p.Type, ID: p.ID})
+			}
+			for _, cr := range s.Credentials {
+				ir.creds = append(ir.creds, InterfaceItem{Name: cr.Name, Type: cr.Type, ID: cr.ID})
+			}
+			if ir.id == "" {
+				ir.id = s.Provides()
+			}
+		}
+	}
+	// The outputs the declaring stack reads are part of the interface.
+	for _, u := range c.used {
+		if !slices.ContainsFunc(ir.outputs, func(it InterfaceItem) bool { return it.Name == u }) {
+			ir.outputs = append(ir.outputs, InterfaceItem{Name: u})
+		}
+	}
+	return ir, nil
+}
+
+func (ir ifaceReq) describe() string {
+	var parts []string
+	if ir.id != "" {
+		parts = append(parts, "id "+ir.id)
+	}
+	for _, o := range ir.outputs {
+		if o.ID != "" {
+			parts = append(parts, "output $id "+o.ID)
+		} else {
+			parts = append(parts, "output "+o.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// matchOutputs maps the interface's outputs onto outs, or says what is
+// missing.
+func (ir ifaceReq) matchOutputs(outs []Output) (map[string]string, string) {
+	m := map[string]string{}
+	var missing []string
+	for _, it := range ir.outputs {
+		i := slices.IndexFunc(outs, func(o Output) bool {
+			if it.ID != "" {
+				return o.ID == it.ID
+			}
+			return o.Name == it.Name
+		})
+		switch {
+		case i < 0 && it.ID != "":
+			missing = append(missing, "no output with $id "+it.ID)
+		case i < 0:
+			missing = append(missing, "no output "+it.Name)
+		case it.Name != "":
+			m[it.Name] = outs[i].Name
+		}
+	}
+	return m, strings.Join(missing, ", ")
+}
+
+// checkInstallation: does an installation satisfy the interface (outputs
+// and provided id only, as the seed says)?
+func (ir ifaceReq) checkInstallation(in *Installation) (map[string]string, string) {
+	if ir.id != "" && in.provides() != ir.id {
+		return nil, fmt.Sprintf("does not provide interface %s", ir.id)
+	}
+	return ir.matchOutputs(in.Status.Outputs)
+}
+
+// checkStack: does a stack implement the interface (outputs, provided id,
+// and the document's parameters and credentials)?
+func (ir ifaceReq) checkStack(s *Stack) (map[string]string, string) {
+	if ir.id != "" && s.Provides() != ir.id {
+		return nil, fmt.Sprintf("does not provide interface %s", ir.id)
+	}
+	m, missing := ir.matchOutputs(s.Outputs)
+	var more []string
+	if missing != "" {
+		more = append(more, missing)
+	}
+	for _, it := range ir.params {
+		if !slices.ContainsFunc(s.Parameters, func(p Parameter) bool { return it.ID != "" && p.ID == it.ID || it.ID == "" && p.Name == it.Name }) {
+			more = append(more, "no parameter "+itemName(it))
+		}
+	}
+	for _, it := range ir.creds {
+		if !slices.ContainsFunc(s.Credentials, func(c Credential) bool { return it.ID != "" && c.ID == it.ID || it.ID == "" && c.Name == it.Name }) {
+			more = append(more, "no credential "+itemName(it))
+		}
+	}
+	return m, strings.Join(more, ", ")
+}
+
+func itemName(it InterfaceItem) string {
+	if it.ID != "" {
+		return "with $id " + it.ID
+	}
+	return it.Name
+}
+
+// resolve decides one dependency: GetOrCreate, by the seed's precedence.
+func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[string]*binding, ancestry []string) error {
+	c := b.c
+	ns := b.parent.Namespace
+	ir, err := res.interfaceOf(ctx, c)
+	if err != nil {
+		return err
+	}
+	b.iface = ir
+	var ref Reference
+	if c.req.Bundle.Reference != "" {
+		ref, _ = ParseReference(c.req.Bundle.Reference)
+	}
+	var rng *semver.Constraints
+	if c.req.Bundle.Version != "" {
+		rng, _ = semver.NewConstraint(c.req.Bundle.Version)
+	}
+	mode, _ := c.req.effectiveSharing()
+	group := ""
+	if c.group != nil {
+		v, err := res.planValue(c.group, b.parent, siblings, b)
+		if err != nil {
+			return fmt.Errorf("sharing.group.name: %w", err)
+		}
+		if !v.known {
+			return fmt.Errorf("sharing.group.name %q must be known before anything runs", c.group.src)
+		}
+		group = fmt.Sprint(v.Value)
+	}
+	var cands []Candidate
+	reuse := func(in *Installation, kind, why string, outMap map[string]string) error {
+		cands = append(cands, Candidate{Kind: kind, Installation: instKey(in.Namespace, in.Name), Stack: in.Stack.String(), Chosen: true, Reason: why})
+		key := instKey(in.Namespace, in.Name)
+		n := res.plan.byKey[key]
+		if n == nil {
+			n = &Node{Key: key, Action: ActionReuse, Namespace: in.Namespace, Name: in.Name, Stack: in.Stack,
+				InstallationID: in.ID, Sharing: in.Sharing, Reason: why}
+			res.plan.byKey[key] = n
+		}
+		n.Paths = append(n.Paths, b.path)
+		n.Candidates = append(n.Candidates, cands...)
+		n.bindings = append(n.bindings, b)
+		b.child, b.outputMap = n, outMap
+		return nil
+	}
+
+	// 1. What the user gave: --dependency, then the policy's injections.
+	if o, ok := res.override[b.path]; ok {
+		res.usedOver[b.path] = true
+		if o.Installation != nil {
+			iref := *o.Installation
+			if iref.Namespace == "" {
+				iref.Namespace = ns
+			}
+			in, err := res.r.Installations.Installation(ctx, iref)
+			if err != nil {
+				return fmt.Errorf("--dependency %s=%s: %w", b.path, o.Installation, err)
+			}
+			if !in.Sharing.Shareable() {
+				return fmt.Errorf("--dependency %s=%s: the installation's sharing mode is none, so it satisfies no other installation's dependency (edit its sharing to reuse it)", b.path, o.Installation)
+			}
+			m, missing := ir.checkInstallation(in)
+			if missing != "" {
+				return fmt.Errorf("--dependency %s=%s: the installation does not satisfy the dependency's interface: %s", b.path, o.Installation, missing)
+			}
+			return reuse(in, "override", "given with --dependency", m)
+		}
+		s, err := res.stack(ctx, *o.Stack, nil)
+		if err != nil {
+			return fmt.Errorf("--dependency %s=%s: %w", b.path, o.Stack, err)
+		}
+		m, missing := ir.checkStack(s)
+		if missing != "" {
+			return fmt.Errorf("--dependency %s=%s: the stack does not satisfy the dependency's interface: %s", b.path, o.Stack, missing)
+		}
+		cands = append(cands, Candidate{Kind: "override", Stack: s.Ref().String(), Chosen: true, Reason: "given with --dependency"})
+		return res.install(ctx, b, s, m, mode, group, "stack given with --dependency", cands, siblings, ancestry)
+	}
+	if mode != SharingNone {
+		for i := range res.req.Injected {
+			in := &res.req.Injected[i]
+			why, m := res.satisfies(ctx, in, ref, rng, ir)
+			if why == "" && !in.Sharing.Shareable() {
+				why = "sharing mode none"
+			}
+			if why != "" {
+				if matchesAny(in, ref, ir) {
+					cands = append(cands, Candidate{Kind: "policy", Installation: instKey(in.Namespace, in.Name), Stack: in.Stack.String(), Reason: why})
+				}
+				continue
+			}
+			return reuse(in, "policy", "injected by policy (inject.requiredTypeInstances)", m)
+		}
+	}
+
+	// 2. Existing installations: this namespace, then the global one.
+	if mode == SharingNone {
+		cands = append(cands, Candidate{Kind: "installation", Reason: "not searched: sharing mode none"})
+	} else {
+		spaces := []string{ns}
+		if res.global != ns {
+			spaces = append(spaces, res.global)
+		}
+		for _, space := range spaces {
+			found, err := res.existing(ctx, space, group, ref, rng, ir)
+			if err != nil {
+				return err
+			}
+			var chosen *scored
+			for i := range found {
+				f := &found[i]
+				if f.why == "" && chosen == nil {
+					chosen = f
+					continue
+				}
+				why := f.why
+				if why == "" {
+					why = "ranked after " + instKey(chosen.in.Namespace, chosen.in.Name)
+				}
+				cands = append(cands, Candidate{Kind: "installation", Installation: instKey(f.in.Namespace, f.in.Name), Stack: f.in.Stack.String(), Reason: why})
+			}
+			if chosen != nil {
+				where := "in the same namespace"
+				if space != ns {
+					where = "in the global namespace " + space
+				}
+				return reuse(&chosen.in, "installation", fmt.Sprintf("existing installation %s, sharing group %q", where, group), chosen.outMap)
+			}
+		}
+	}
+
+	// 3 and 4. A new installation: the highest version in range, else the
+	// reference itself.
+	if c.req.Bundle.Reference == "" {
+		cands = append(cands, Candidate{Kind: "catalog", Reason: "no bundle.reference: nothing to install"})
+		return &NoCandidateError{Path: b.path, Interface: ir.describe(), Namespaces: res.spaces(ns), Candidates: cands}
+	}
+	target := ref
+	why := "the reference (default implementation)"
+	if rng != nil || ref.Version == "" {
+		v, seen, err := highest(ctx, res.r.Catalog, ref.Name, rng)
+		if err != nil {
+			return err
+		}
+		if v == "" {
+			if len(seen) == 0 {
+				return fmt.Errorf("stack %s is not in the catalog", ref.Name)
+			}
+			if rng == nil {
+				return fmt.Errorf("no version of stack %s in the catalog", ref.Name)
+			}
+			return fmt.Errorf("no version of stack %s in range %s (the catalog has %s)", ref.Name, c.req.Bundle.Version, strings.Join(seen, ", "))
+		}
+		target.Version = v
+		if rng != nil {
+			why = fmt.Sprintf("the highest version in range %s", c.req.Bundle.Version)
+		} else {
+			why = "the highest version (the reference names none)"
+		}
+		if ref.Version != "" && ref.Version != v {
+			cands = append(cands, Candidate{Kind: "reference", Stack: ref.String(), Reason: "not used: " + v + " is higher and in range"})
+		}
+	}
+	s, err := res.stack(ctx, target, nil)
+	if err != nil {
+		return err
+	}
+	m, missing := ir.checkStack(s)
+	if missing != "" {
+		return &DanglingError{Path: b.path, Stack: s.Ref().String(), Missing: missing}
+	}
+	kind := "catalog"
+	if why == "the reference (default implementation)" {
+		kind = "reference"
+	}
+	cands = append(cands, Candidate{Kind: kind, Stack: s.Ref().String(), Chosen: true, Reason: why})
+	return res.install(ctx, b, s, m, mode, group, "new installation of "+why, cands, siblings, ancestry)
+}
+
+func (res *resolution) spaces(ns string) []string {
+	if ns == res.global {
+		return []string{ns}
+	}
+	return []string{ns, res.global}
+}
+
+func matchesAny(in *Installation, ref Reference, ir ifaceReq) bool {
+	return in.Stack.Name == ref.Name || ir.declared
+}
+
+type scored struct {
+	in     Installation
+	outMap map[string]string
+	why    string // empty: acceptable
+}
+
+// existing queries one namespace for installations that satisfy the
+// dependency, ranked: acceptable first; of the reference's stack before
+// other implementations of the interface; higher versions first; by name.
+func (res *resolution) existing(ctx context.Context, ns, group string, ref Reference, rng *semver.Constraints, ir ifaceReq) ([]scored, error) {
+	seen := map[string]bool{}
+	var all []scored
+	var queries []Query
+	ids, names := outputKeys(ir)
+	if ref.Name != "" {
+		queries = append(queries, Query{Namespace: ns, Group: group, Stack: ref.Name, InterfaceID: ir.id, OutputIDs: ids, OutputNames: names})
+	}
+	if ir.declared && (ir.id != "" || len(ids)+len(names) > 0) {
+		queries = append(queries, Query{Namespace: ns, Group: group, InterfaceID: ir.id, OutputIDs: ids, OutputNames: names})
+	}
+	for _, q := range queries {
+		found, err := res.r.Installations.Candidates(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("installations in %s: %w", ns, err)
+		}
+		for _, in := range found {
+			k := instKey(in.Namespace, in.Name)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			why, m := res.satisfies(ctx, &in, ref, rng, ir)
+			all = append(all, scored{in: in, outMap: m, why: why})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b scored) int {
+		if (a.why == "") != (b.why == "") {
+			if a.why == "" {
+				return -1
+			}
+			return 1
+		}
+		if am, bm := a.in.Stack.Name == ref.Name, b.in.Stack.Name == ref.Name; am != bm {
+			if am {
+				return -1
+			}
+			return 1
+		}
+		if c := compareVersions(b.in.Stack.Version, a.in.Stack.Version); c != 0 {
+			return c
+		}
+		return strings.Compare(a.in.Name, b.in.Name)
+	})
+	return all, nil
+}
+
+func outputKeys(ir ifaceReq) (ids, names []string) {
+	for _, o := range ir.outputs {
+		if o.ID != "" {
+			ids = append(ids, o.ID)
+		} else {
+			names = append(names, o.Name)
+		}
+	}
+	return ids, names
+}
+
+// satisfies says why an installation cannot be used ("" if it can), and
+// maps the interface's outputs onto its outputs. Its cached status is
+// checked against the catalog's stack definition, so stale data cannot
+// cause a mismatch.
+func (res *resolution) satisfies(ctx context.Context, in *Installation, ref Reference, rng *semver.Constraints, ir ifaceReq) (string, map[string]string) {
+	if !in.Sharing.Shareable() {
+		return "sharing mode none", nil
+	}
+	if in.Stack.Name == ref.Name && rng != nil {
+		v, err := semver.NewVersion(in.Stack.Version)
+		if err != nil || !rng.Check(v) {
+			return fmt.Sprintf("version %s not in range %s", in.Stack.Version, rng), nil
+		}
+	}
+	if in.Stack.Name != ref.Name && !ir.declared {
+		return "another stack, and the dependency declares no interface", nil
+	}
+	m, missing := ir.checkInstallation(in)
+	if missing != "" {
+		return missing, nil
+	}
+	if d, ok := res.digest(ctx, in.Stack); ok && in.Status.InterfaceDigest != "" && d != in.Status.InterfaceDigest {
+		return fmt.Sprintf("status.sharing.interfaceDigest %s is stale (stack %s has %s)", in.Status.InterfaceDigest, in.Stack, d), nil
+	}
+	return "", m
+}
+
+func (res *resolution) digest(ctx context.Context, ref Reference) (string, bool) {
+	if d, ok := res.digests[ref]; ok {
+		return d, d != ""
+	}
+	s, err := res.r.Catalog.Stack(ctx, ref)
+	d := ""
+	if err == nil {
+		d = s.InstallationInterface().Digest()
+	}
+	res.digests[ref] = d
+	return d, d != ""
+}
+
+// install adds (or joins) the node of a new installation of s.
+func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap map[string]string, mode SharingMode, group, why string, cands []Candidate, siblings map[string]*binding, ancestry []string) error {
+	ref := s.Ref().String()
+	for _, a := range ancestry {
+		if strings.SplitN(a, "@", 2)[0] == s.Name {
+			return &CycleError{Path: append(slices.Clone(ancestry), ref)}
+		}
+	}
+	params, creds, err := res.inputs(b, s, siblings)
+	if err != nil {
+		return err
+	}
+	ns := b.parent.Namespace
+	var name string
+	sharing := InstallationSharing{Mode: mode, Group: group}
+	if mode == SharingNone {
+		name = dnsName(b.parent.Name + "-" + b.c.req.Name)
+	} else {
+		// Two installers (on two replicas) that need the same shared
+		// installation compute the same name, so the database's uniqueness
+		// makes the race create it once.
+		def, _ := json.Marshal(map[string]any{"namespace": ns, "stack": s.Name, "group": group, "parameters": canon(params), "credentials": canon(creds)})
+		sum := sha256.Sum256(def)
+		name = dnsName(base(s.Name) + "-" + hex.EncodeToString(sum[:])[:10])
+	}
+	key := instKey(ns, name)
+	n := res.plan.byKey[key]
+	if n != nil {
+		if n.Stack.Name != s.Name || n.Action != ActionInstall {
+			return fmt.Errorf("installation name %s is needed by %s and by %s", key, strings.Join(n.Paths, ", "), b.path)
+		}
+		if n.Stack.Version != s.Version {
+			return fmt.Errorf("the shared installation %s is needed at %s by %s and at %s by %s", key, n.Stack, strings.Join(n.Paths, ", "), s.Ref(), b.path)
+		}
+		n.Paths = append(n.Paths, b.path)
+		n.bindings = append(n.bindings, b)
+		b.child, b.outputMap = n, outMap
+		return nil
+	}
+	n = &Node{Key: key, Action: ActionInstall, Namespace: ns, Name: name, Stack: s.Ref(), Sharing: sharing,
+		Paths: []string{b.path}, Reason: why, Candidates: cands, Parameters: params, Credentials: creds, stack: s}
+	res.plan.byKey[key] = n
+	n.bindings = append(n.bindings, b)
+	b.child, b.outputMap = n, outMap
+	return res.expand(ctx, n, append(slices.Clone(ancestry), ref))
+}
+
+// canon is a Value map as it enters the shared name: values known now,
+// otherwise the template and the nodes it reads.
+func canon(vs map[string]Value) map[string]any {
+	out := map[string]any{}
+	for k, v := range vs {
+		switch {
+		case v.Credential != "":
+			out[k] = map[string]any{"credential": v.Credential}
+		case v.known:
+			out[k] = map[string]any{"value": v.Value}
+		default:
+			out[k] = map[string]any{"template": v.Template, "needs": v.Needs}
+		}
+	}
+	return out
+}
+
+func base(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// dnsName makes a valid installation name (a DNS label): lower case,
+// other characters as '-', at most 63 characters (a long name keeps a
+// hash of the whole so it stays unique).
+func dnsName(s string) string {
+	n := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(n) > 63 {
+		sum := sha256.Sum256([]byte(s))
+		n = strings.TrimRight(n[:52], "-") + "-" + hex.EncodeToString(sum[:])[:10]
+	}
+	return n
+}
+
+// inputs computes how each input of a new installation of s is set by
+// the dependency's mappings and the user's answers, mapping names through
+// the interface's $ids.
+func (res *resolution) inputs(b *binding, s *Stack, siblings map[string]*binding) (map[string]Value, map[string]Value, error) {
+	params, creds := map[string]Value{}, map[string]Value{}
+	for _, k := range sortedKeys(b.c.req.Parameters) {
+		target, ok := inputName(k, b.iface.params, func(n string) bool { return s.parameter(n) != nil }, func(id string) string {
+			for _, p := range s.Parameters {
+				if p.ID == id {
+					return p.Name
+				}
+			}
+			return ""
+		})
+		if !ok {
+			res.plan.Notes = append(res.plan.Notes, fmt.Sprintf("%s: parameter mapping %s ignored: stack %s has no such parameter", b.path, k, s.Ref()))
+			continue
+		}
+		if t := b.c.params[k]; t != nil {
+			v, err := res.planValue(t, b.parent, siblings, b)
+			if err != nil {
+				return nil, nil, fmt.Errorf("parameters.%s: %w", k, err)
+			}
+			if v.known && v.Value == nil && len(t.refs) == 1 && t.refs[0].kind == refParam && isWholeRef(t.src) {
+				continue // the parent's parameter is not set: leave the default
+			}
+			params[target] = v
+		} else {
+			params[target] = Value{Value: b.c.req.Parameters[k], Source: "mapping", known: true}
+		}
+	}
+	for _, k := range sortedKeys(b.c.req.Credentials) {
+		target, ok := inputName(k, b.iface.creds, func(n string) bool { return s.credential(n) != nil }, func(id string) string {
+			for _, c := range s.Credentials {
+				if c.ID == id {
+					return c.Name
+				}
+			}
+			return ""
+		})
+		if !ok {
+			res.plan.Notes = append(res.plan.Notes, fmt.Sprintf("%s: credential mapping %s ignored: stack %s has no such credential", b.path, k, s.Ref()))
+			continue
+		}
+		v, err := res.planValue(b.c.creds[k], b.parent, siblings, b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("credentials.%s: %w", k, err)
+		}
+		if v.Credential == "" && v.known && len(b.c.creds[k].refs) == 1 && b.c.creds[k].refs[0].kind == refCred {
+			continue // the parent's credential is not given: unmapped there
+		}
+		creds[target] = v
+	}
+	if in, ok := res.req.Inputs[b.path]; ok {
+		for _, k := range sortedKeys(in.Parameters) {
+			if s.parameter(k) == nil {
+				return nil, nil, fmt.Errorf("answer %s.%s: stack %s has no parameter %q", b.path, k, s.Ref(), k)
+			}
+			params[k] = Value{Value: in.Parameters[k], Source: "answer", known: true}
+		}
+		for _, k := range sortedKeys(in.Credentials) {
+			if s.credential(k) == nil {
+				return nil, nil, fmt.Errorf("answer %s.%s: stack %s has no credential %q", b.path, k, s.Ref(), k)
+			}
+			creds[k] = Value{Credential: in.Credentials[k], Source: "answer", known: true}
+		}
+	}
+	return params, creds, nil
+}
+
+// inputName maps a mapping's key to the resolved stack's input: the same
+// name, else the input with the $id the interface gives that name.
+func inputName(key string, items []InterfaceItem, has func(string) bool, byID func(string) string) (string, bool) {
+	if has(key) {
+		return key, true
+	}
+	for _, it := range items {
+		if it.Name == key && it.ID != "" {
+			if n := byID(it.ID); n != "" {
+				return n, true
+			}
+		}
+	}
+	return "", false
+}
+
+// planValue evaluates a template now if everything it reads is known,
+// else keeps it for execution with the nodes it needs.
+func (res *resolution) planValue(t *template, parent *Node, siblings map[string]*binding, self *binding) (Value, error) {
+	var needs []string
+	deferred := false
+	var credRef string
+	lookup := func(r ref) (any, bool, error) {
+		switch r.kind {
+		case refParam:
+			v, ok := parent.Parameters[r.name]
+			if !ok {
+				return nil, true, nil // unset: an unmapped input of the parent, null here
+			}
+			if !v.known {
+				deferred = true
+				needs = append(needs, v.Needs...)
+				return nil, false, nil
+			}
+			x, ok := expr.Walk(v.Value, r.steps)
+			if !ok {
+				return nil, false, fmt.Errorf("${%s}: no such field in the value", r.path)
+			}
+			return x, true, nil
+		case refCred:
+			if v, ok := parent.Credentials[r.name]; ok {
+				credRef = v.Credential
+			}
+			return nil, true, nil
+		case refDepOutput:
+			sb := siblings[r.dep]
+			if sb == nil {
+				return nil, false, fmt.Errorf("${%s}: dependency %s is not resolved before this one", r.path, r.dep)
+			}
+			if _, ok := sb.outputMap[r.name]; !ok {
+				return nil, false, &DanglingError{Path: sb.path, Stack: sb.child.Stack.String(), Missing: "no output " + r.name, Ref: r.path}
+			}
+			deferred = true
+			needs = append(needs, sb.child.Key)
+			return nil, false, nil
+		case refOwnOutput:
+			if _, ok := self.outputMap[r.name]; !ok {
+				return nil, false, &DanglingError{Path: self.path, Stack: self.child.Stack.String(), Missing: "no output " + r.name, Ref: r.path}
+			}
+			deferred = true
+			needs = append(needs, self.child.Key)
+			return nil, false, nil
+		case refBundle:
+			if r.name == "name" {
+				return parent.Stack.Name, true, nil
+			}
+			return parent.Stack.Version, true, nil
+		case refInstallation:
+			switch r.name {
+			case "name":
+				return parent.Name, true, nil
+			case "namespace":
+				return parent.Namespace, true, nil
+			default:
+				return res.req.RootID, true, nil
+			}
+		}
+		return nil, false, fmt.Errorf("${%s}: unknown variable", r.path)
+	}
+	vals := map[string]any{}
+	for _, r := range t.refs {
+		x, ok, err := lookup(r)
+		if err != nil {
+			return Value{}, err
+		}
+		if ok {
+			vals[r.path] = x
+		}
+	}
+	if credRef != "" || (len(t.refs) == 1 && t.refs[0].kind == refCred) {
+		return Value{Credential: credRef, Source: "credential", known: true}, nil
+	}
+	if deferred {
+		slices.Sort(needs)
+		return Value{Template: t.src, Source: "dependency output", Needs: slices.Compact(needs), t: t, self: self}, nil
+	}
+	v, err := t.t.Eval(func(p string) (any, bool) { x, ok := vals[p]; return x, ok })
+	if err != nil {
+		return Value{}, err
+	}
+	return Value{Value: v, Source: "mapping", known: true, t: t}, nil
+}
+
+// finish adds edges, orders the graph and aggregates unmapped inputs.
+func (res *resolution) finish() error {
+	p := res.plan
+	type ek struct{ from, to, kind string }
+	edges := map[ek]map[string]bool{}
+	addEdge := func(from, to, kind, via string) {
+		if from == to {
+			return
+		}
+		k := ek{from, to, kind}
+		if edges[k] == nil {
+			edges[k] = map[string]bool{}
+		}
+		if via != "" {
+			edges[k][via] = true
+		}
+	}
+	for _, n := range p.byKey {
+		for _, b := range n.children {
+			addEdge(b.child.Key, n.Key, "requires", "")
+		}
+		if n.Action != ActionInstall {
+			continue
+		}
+		for _, group := range []struct {
+			kind string
+			vs   map[string]Value
+		}{{"parameters", n.Parameters}, {"credentials", n.Credentials}, {"outputs", n.Outputs}} {
+			for _, k := range sortedKeys(group.vs) {
+				for _, need := range group.vs[k].Needs {
+					if group.kind == "outputs" {
+						continue // the node's own dependencies: already a requires edge
+					}
+					addEdge(need, n.Key, "wiring", group.kind+"."+k)
+				}
+			}
+		}
+	}
+	p.Edges = nil
+	for k, via := range edges {
+		p.Edges = append(p.Edges, Edge{From: k.from, To: k.to, Kind: k.kind, Via: sortedKeys(via)})
+	}
+	// A wiring edge that duplicates a requires edge is still shown: it says
+	// which inputs flow.
+	slices.SortFunc(p.Edges, func(a, b Edge) int {
+		if c := strings.Compare(a.From, b.From); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.To, b.To); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	if err := p.order(); err != nil {
+		return err
+	}
+	for _, n := range p.Nodes {
+		for _, e := range p.Edges {
+			if e.To == n.Key && !slices.Contains(n.After, e.From) {
+				n.After = append(n.After, e.From)
+			}
+		}
+		slices.Sort(n.After)
+		if n.Action != ActionInstall {
+			continue
+		}
+		path := n.Paths[0]
+		for _, prm := range n.stack.Parameters {
+			if _, ok := n.Parameters[prm.Name]; !ok && prm.Required && !prm.HasDefault {
+				p.Unmapped = append(p.Unmapped, Unmapped{Node: n.Key, Path: path, Kind: "parameter", Name: prm.Name, Type: prm.Type})
+			}
+		}
+		for _, c := range n.stack.Credentials {
+			if v, ok := n.Credentials[c.Name]; (!ok || (v.Credential == "" && v.known && v.Value == nil)) && c.IsRequired() {
+				p.Unmapped = append(p.Unmapped, Unmapped{Node: n.Key, Path: path, Kind: "credential", Name: c.Name, Type: c.Type, Description: c.Description})
+			}
+		}
+	}
+	slices.Sort(p.Notes)
+	p.Notes = slices.Compact(p.Notes)
+	return nil
+}
+
+// NoCandidateError: an interface-only dependency nothing satisfies.
+type NoCandidateError struct {
+	Path       string
+	Interface  string
+	Namespaces []string
+	Candidates []Candidate
+}
+
+func (e *NoCandidateError) Error() string {
+	var rej []string
+	for _, c := range e.Candidates {
+		if c.Installation != "" {
+			rej = append(rej, c.Installation+" ("+c.Reason+")")
+		}
+	}
+	s := fmt.Sprintf("no installation in %s satisfies the interface (%s) and the dependency names no stack to install; give one with --dependency %s=KIND/NAME or --dependency %s=STACK@VERSION",
+		strings.Join(e.Namespaces, " or "), e.Interface, e.Path, e.Path)
+	if len(rej) > 0 {
+		s += "; rejected: " + strings.Join(rej, ", ")
+	}
+	return s
+}
+
+// DanglingError: wiring reads an output the resolved dependency lacks.
+type DanglingError struct {
+	Path, Stack, Missing string
+	Ref                  string
+}
+
+func (e *DanglingError) Error() string {
+	if e.Ref != "" {
+		return fmt.Sprintf("dangling wiring ${%s}: dependency %s resolves to %s, which has %s", e.Ref, e.Path, e.Stack, e.Missing)
+	}
+	return fmt.Sprintf("stack %s does not satisfy the dependency (its interface and the outputs its wiring reads): %s", e.Stack, e.Missing)
+}
