@@ -204,6 +204,9 @@ func (e *Executor) Run(ctx context.Context, p *Plan) (*Result, error) {
 			running++
 			go func() { results <- done{k, r.node(ctx, p.byKey[k])} }()
 		}
+		if running == 0 {
+			break // stopped by a failure, with nothing left running
+		}
 		d := <-results
 		running--
 		if d.err != nil {

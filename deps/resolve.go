@@ -369,6 +369,18 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		}
 		group = fmt.Sprint(v.Value)
 	}
+	def, err := res.definition(b, siblings)
+	if err != nil {
+		return err
+	}
+	// A dependency that maps parameters or credentials reuses only an
+	// installation made from the same definition (seed 002 "Unshared": one
+	// installation per unique definition); that is the one with the name a
+	// new installation would get. Racing installers compute it alike.
+	wantName := ""
+	if ref.Name != "" && len(c.req.Parameters)+len(c.req.Credentials) > 0 {
+		wantName = sharedName(ref.Name, group, def)
+	}
 	var cands []Candidate
 	reuse := func(in *Installation, kind, why string, outMap map[string]string) error {
 		cands = append(cands, Candidate{Kind: kind, Installation: instKey(in.Namespace, in.Name), Stack: in.Stack.String(), Chosen: true, Reason: why})
@@ -416,7 +428,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 			return fmt.Errorf("--dependency %s=%s: the stack does not satisfy the dependency's interface: %s", b.path, o.Stack, missing)
 		}
 		cands = append(cands, Candidate{Kind: "override", Stack: s.Ref().String(), Chosen: true, Reason: "given with --dependency"})
-		return res.install(ctx, b, s, m, mode, group, "stack given with --dependency", cands, siblings, ancestry)
+		return res.install(ctx, b, s, m, mode, group, def, "stack given with --dependency", cands, siblings, ancestry)
 	}
 	if mode != SharingNone {
 		for i := range res.req.Injected {
@@ -444,7 +456,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 			spaces = append(spaces, res.global)
 		}
 		for _, space := range spaces {
-			found, err := res.existing(ctx, space, group, ref, rng, ir)
+			found, err := res.existing(ctx, space, group, ref, rng, ir, wantName)
 			if err != nil {
 				return err
 			}
@@ -516,7 +528,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		kind = "reference"
 	}
 	cands = append(cands, Candidate{Kind: kind, Stack: s.Ref().String(), Chosen: true, Reason: why})
-	return res.install(ctx, b, s, m, mode, group, "new installation of "+why, cands, siblings, ancestry)
+	return res.install(ctx, b, s, m, mode, group, def, "new installation of "+why, cands, siblings, ancestry)
 }
 
 func (res *resolution) spaces(ns string) []string {
@@ -539,7 +551,7 @@ type scored struct {
 // existing queries one namespace for installations that satisfy the
 // dependency, ranked: acceptable first; of the reference's stack before
 // other implementations of the interface; higher versions first; by name.
-func (res *resolution) existing(ctx context.Context, ns, group string, ref Reference, rng *semver.Constraints, ir ifaceReq) ([]scored, error) {
+func (res *resolution) existing(ctx context.Context, ns, group string, ref Reference, rng *semver.Constraints, ir ifaceReq, wantName string) ([]scored, error) {
 	seen := map[string]bool{}
 	var all []scored
 	var queries []Query
@@ -562,6 +574,9 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 			}
 			seen[k] = true
 			why, m := res.satisfies(ctx, &in, ref, rng, ir)
+			if why == "" && wantName != "" && in.Name != wantName {
+				why = "created from another definition of the dependency (its parameters or credentials differ)"
+			}
 			all = append(all, scored{in: in, outMap: m, why: why})
 		}
 	}
@@ -638,7 +653,7 @@ func (res *resolution) digest(ctx context.Context, ref Reference) (string, bool)
 }
 
 // install adds (or joins) the node of a new installation of s.
-func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap map[string]string, mode SharingMode, group, why string, cands []Candidate, siblings map[string]*binding, ancestry []string) error {
+func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap map[string]string, mode SharingMode, group string, def map[string]any, why string, cands []Candidate, siblings map[string]*binding, ancestry []string) error {
 	ref := s.Ref().String()
 	for _, a := range ancestry {
 		if strings.SplitN(a, "@", 2)[0] == s.Name {
@@ -658,9 +673,7 @@ func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap
 		// Two installers (on two replicas) that need the same shared
 		// installation compute the same name, so the database's uniqueness
 		// makes the race create it once.
-		def, _ := json.Marshal(map[string]any{"namespace": ns, "stack": s.Name, "group": group, "parameters": canon(params), "credentials": canon(creds)})
-		sum := sha256.Sum256(def)
-		name = dnsName(base(s.Name) + "-" + hex.EncodeToString(sum[:])[:10])
+		name = sharedName(s.Name, group, def)
 	}
 	key := instKey(ns, name)
 	n := res.plan.byKey[key]
@@ -682,6 +695,42 @@ func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap
 	n.bindings = append(n.bindings, b)
 	b.child, b.outputMap = n, outMap
 	return res.expand(ctx, n, append(slices.Clone(ancestry), ref))
+}
+
+// sharedName is the name of a new shareable installation: the stack's
+// name and a hash of the stack, the group and the dependency's definition
+// (its mappings), so every installer needing the same one computes the
+// same name and the database's uniqueness makes a race create it once.
+func sharedName(stack, group string, def map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"stack": stack, "group": group, "definition": def})
+	sum := sha256.Sum256(b)
+	return dnsName(base(stack) + "-" + hex.EncodeToString(sum[:])[:10])
+}
+
+// definition is the dependency's parameter and credential mappings as
+// they decide its identity: values known now, else the template and the
+// nodes it reads.
+func (res *resolution) definition(b *binding, siblings map[string]*binding) (map[string]any, error) {
+	params, creds := map[string]Value{}, map[string]Value{}
+	for _, k := range sortedKeys(b.c.req.Parameters) {
+		if t := b.c.params[k]; t != nil {
+			v, err := res.planValue(t, b.parent, siblings, b)
+			if err != nil {
+				return nil, fmt.Errorf("parameters.%s: %w", k, err)
+			}
+			params[k] = v
+		} else {
+			params[k] = Value{Value: b.c.req.Parameters[k], known: true}
+		}
+	}
+	for _, k := range sortedKeys(b.c.req.Credentials) {
+		v, err := res.planValue(b.c.creds[k], b.parent, siblings, b)
+		if err != nil {
+			return nil, fmt.Errorf("credentials.%s: %w", k, err)
+		}
+		creds[k] = v
+	}
+	return map[string]any{"parameters": canon(params), "credentials": canon(creds)}, nil
 }
 
 // canon is a Value map as it enters the shared name: values known now,

@@ -263,6 +263,16 @@ func TestResolveUseCases(t *testing.T) {
 			want:     []string{"reuse global/cloud-mysql cloudsql@5.7.0", "install dev/echo-* echo@1.0.0", "install dev/ma mysql-app@1.0.0"},
 		},
 		{
+			name: "stale status.sharing is verified against the stack definition",
+			existing: []Installation{
+				existing(stackYAML(t, `{name: cloudsql, version: 5.7.0, outputs: [{name: conn, $id: mysql-5.7-connection-string}]}`), "dev", "stale-mysql", InstallationSharing{}),
+				existing(byRef["cloudsql@5.7.0"], "global", "cloud-mysql", InstallationSharing{}),
+			},
+			req:      Request{Namespace: "dev", Name: "ma", Stack: Reference{Name: "mysql-app"}},
+			want:     []string{"reuse global/cloud-mysql cloudsql@5.7.0", "install dev/echo-* echo@1.0.0", "install dev/ma mysql-app@1.0.0"},
+			rejected: []string{"status.sharing.interfaceDigest sha256:"},
+		},
+		{
 			name:     "interface only: matched by the provided interface id",
 			existing: []Installation{existing(byRef["cloudsql@5.7.0"], "dev", "cloud-mysql", InstallationSharing{})},
 			req:      Request{Namespace: "dev", Name: "mi", Stack: Reference{Name: "mysql-id-app"}},
