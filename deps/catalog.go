@@ -69,12 +69,16 @@ func (c *MemCatalog) Versions(_ context.Context, name string) ([]string, error) 
 
 // Stack implements Catalog.
 func (c *MemCatalog) Stack(_ context.Context, ref Reference) (*Stack, error) {
-	if v, err := semver.NewVersion(ref.Version); err == nil {
-		ref.Version = v.String()
-	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s, ok := c.stacks[ref]
+	if !ok {
+		// Not in canonical form (v1.2, 1.2): normalize and look again.
+		if v, err := semver.NewVersion(ref.Version); err == nil {
+			ref.Version = v.String()
+			s, ok = c.stacks[ref]
+		}
+	}
 	if !ok {
 		return nil, fmt.Errorf("stack %s: %w", ref, ErrNotFound)
 	}
@@ -101,12 +105,12 @@ func highest(ctx context.Context, cat Catalog, name string, rng *semver.Constrai
 			best = v
 		}
 	}
-	sorted := slices.Clone(vs)
-	slices.SortFunc(sorted, compareVersions)
 	if best == nil {
+		sorted := slices.Clone(vs)
+		slices.SortFunc(sorted, compareVersions)
 		return "", sorted, nil
 	}
-	return best.String(), sorted, nil
+	return best.String(), vs, nil
 }
 
 func compareVersions(a, b string) int {

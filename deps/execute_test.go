@@ -66,7 +66,7 @@ func TestExecuteWiring(t *testing.T) {
 	// Its app maps other parameters than sql-app's, so sql-app's echo
 	// installation is not reused for it.
 	if n := nodeByPath(t, p, "app"); n.Action != ActionInstall || !slices.ContainsFunc(n.Candidates, func(c Candidate) bool {
-		return !c.Chosen && strings.Contains(c.Reason, "created from another definition of the dependency")
+		return !c.Chosen && strings.Contains(c.Reason, "reuses only an installation made from the same definition")
 	}) {
 		t.Fatalf("app: %s %+v", n.Action, n.Candidates)
 	}

@@ -67,8 +67,11 @@ func (i *Installation) provides() string {
 // group that match every criterion given: of Stack (by name), providing
 // InterfaceID, having outputs with all OutputIDs and all OutputNames.
 type Query struct {
-	Namespace   string   `json:"namespace"`
-	Group       string   `json:"group"`
+	Namespace string `json:"namespace"`
+	Group     string `json:"group"`
+	// Name, if set, asks for that one installation (still subject to the
+	// other criteria).
+	Name        string   `json:"name,omitempty"`
 	Stack       string   `json:"stack,omitempty"`
 	InterfaceID string   `json:"interfaceID,omitempty"`
 	OutputIDs   []string `json:"outputIDs,omitempty"`
@@ -76,7 +79,7 @@ type Query struct {
 }
 
 func (q Query) empty() bool {
-	return q.Stack == "" && q.InterfaceID == "" && len(q.OutputIDs) == 0 && len(q.OutputNames) == 0
+	return q.Name == "" && q.Stack == "" && q.InterfaceID == "" && len(q.OutputIDs) == 0 && len(q.OutputNames) == 0
 }
 
 // Installations is the candidate query over existing installations (the
@@ -212,6 +215,13 @@ func (x *Index) Candidates(_ context.Context, q Query) ([]Installation, error) {
 	}
 	// The shortest list among the criteria's keys; the rest filter it.
 	var lists []map[string]*Installation
+	if q.Name != "" {
+		one := map[string]*Installation{}
+		if in, ok := x.byKey[instKey(q.Namespace, q.Name)]; ok && in.Sharing.Shareable() && in.Sharing.Group == q.Group {
+			one[q.Name] = in
+		}
+		lists = append(lists, one)
+	}
 	if q.Stack != "" {
 		lists = append(lists, b.byStack[q.Stack])
 	}

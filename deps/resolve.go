@@ -80,6 +80,25 @@ type resolution struct {
 	digests  map[Reference]string
 	override map[string]Override
 	usedOver map[string]bool
+	versions map[string]*semver.Version
+}
+
+// version parses a version once per resolution (nil if not semver).
+func (res *resolution) version(s string) *semver.Version {
+	v, ok := res.versions[s]
+	if !ok {
+		v, _ = semver.NewVersion(s)
+		res.versions[s] = v
+	}
+	return v
+}
+
+func (res *resolution) compareVersions(a, b string) int {
+	va, vb := res.version(a), res.version(b)
+	if va == nil || vb == nil {
+		return cmpString(a, b)
+	}
+	return va.Compare(vb)
 }
 
 // Plan resolves every dependency of the request's stack, recursively, and
@@ -98,6 +117,7 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 		digests:  map[Reference]string{},
 		override: map[string]Override{},
 		usedOver: map[string]bool{},
+		versions: map[string]*semver.Version{},
 	}
 	if res.global == "" {
 		res.global = DefaultGlobalNamespace
@@ -483,6 +503,11 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		}
 	}
 
+	if wantName != "" {
+		cands = append(cands, Candidate{Kind: "installation", Installation: wantName,
+			Reason: "none: the dependency maps parameters or credentials, so it reuses only an installation made from the same definition, which would have this name"})
+	}
+
 	// 3 and 4. A new installation: the highest version in range, else the
 	// reference itself.
 	if c.req.Bundle.Reference == "" {
@@ -556,10 +581,13 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 	var all []scored
 	var queries []Query
 	ids, names := outputKeys(ir)
-	if ref.Name != "" {
+	if wantName != "" {
+		// Only the installation of the same definition qualifies.
+		queries = append(queries, Query{Namespace: ns, Group: group, Name: wantName, Stack: ref.Name})
+	} else if ref.Name != "" {
 		queries = append(queries, Query{Namespace: ns, Group: group, Stack: ref.Name, InterfaceID: ir.id, OutputIDs: ids, OutputNames: names})
 	}
-	if ir.declared && (ir.id != "" || len(ids)+len(names) > 0) {
+	if wantName == "" && ir.declared && (ir.id != "" || len(ids)+len(names) > 0) {
 		queries = append(queries, Query{Namespace: ns, Group: group, InterfaceID: ir.id, OutputIDs: ids, OutputNames: names})
 	}
 	for _, q := range queries {
@@ -574,9 +602,6 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 			}
 			seen[k] = true
 			why, m := res.satisfies(ctx, &in, ref, rng, ir)
-			if why == "" && wantName != "" && in.Name != wantName {
-				why = "created from another definition of the dependency (its parameters or credentials differ)"
-			}
 			all = append(all, scored{in: in, outMap: m, why: why})
 		}
 	}
@@ -593,7 +618,7 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 			}
 			return 1
 		}
-		if c := compareVersions(b.in.Stack.Version, a.in.Stack.Version); c != 0 {
+		if c := res.compareVersions(b.in.Stack.Version, a.in.Stack.Version); c != 0 {
 			return c
 		}
 		return strings.Compare(a.in.Name, b.in.Name)
@@ -621,8 +646,8 @@ func (res *resolution) satisfies(ctx context.Context, in *Installation, ref Refe
 		return "sharing mode none", nil
 	}
 	if in.Stack.Name == ref.Name && rng != nil {
-		v, err := semver.NewVersion(in.Stack.Version)
-		if err != nil || !rng.Check(v) {
+		v := res.version(in.Stack.Version)
+		if v == nil || !rng.Check(v) {
 			return fmt.Sprintf("version %s not in range %s", in.Stack.Version, rng), nil
 		}
 	}
