@@ -149,7 +149,8 @@ func parseTemplate(s string, u use, st *Stack, self string) (*template, error) {
 }
 
 func isWholeRef(s string) bool {
-	return strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") && strings.Count(s, "${") == 1
+	// A reference ends at the first '}', so a whole one ends the string.
+	return strings.HasPrefix(s, "${") && strings.IndexByte(s, '}') == len(s)-1
 }
 
 func known(names []string) string {
