@@ -440,6 +440,9 @@ func (r *run) inputs(n *Node) (map[string]any, map[string]CredentialInput, error
 // (whose parent declared the template).
 func (r *run) eval(v Value, self *binding) (any, error) {
 	if v.known {
+		if v.hidden != nil {
+			return v.hidden, nil
+		}
 		return v.Value, nil
 	}
 	parent := self.parent

@@ -316,3 +316,25 @@ dependencies:
 		}
 	}
 }
+
+// A credential written literally in stack.yaml reaches the installation
+// and is not shown in the plan.
+func TestLiteralCredentialHidden(t *testing.T) {
+	cat := catalog(t,
+		stackYAML(t, `{name: api, version: 1.0.0, credentials: [{name: key}]}`),
+		stackYAML(t, `{name: front, version: 1.0.0, dependencies: {requires: [{name: api, bundle: api@1.0.0, credentials: {key: "literal-Zq9"}}]}}`))
+	inst := newMemInstaller(cat, nil)
+	p := planFor(t, &Resolver{Catalog: cat, Installations: NewIndex()}, Request{Namespace: "dev", Name: "front", RootID: "r", Stack: Reference{Name: "front"}})
+	if _, err := (&Executor{Installer: inst}).Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := inst.requests[nodeByPath(t, p, "api").Key].Credentials["key"].Value; got != "literal-Zq9" {
+		t.Fatalf("key %v", got)
+	}
+	var text strings.Builder
+	_ = p.WriteText(&text)
+	j, _ := json.Marshal(p)
+	if strings.Contains(text.String()+string(j), "Zq9") {
+		t.Fatalf("plan shows the credential:\n%s\n%s", text.String(), j)
+	}
+}

@@ -95,6 +95,8 @@ type Value struct {
 	// self is the dependency binding the template is evaluated for: its
 	// parent declared it.
 	self *binding
+	// hidden is a literal credential's value, kept out of JSON and text.
+	hidden any
 }
 
 // Candidate is one option the resolver weighed for a dependency.

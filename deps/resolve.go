@@ -81,6 +81,8 @@ type resolution struct {
 	override map[string]Override
 	usedOver map[string]bool
 	versions map[string]*semver.Version
+	// usedInputs: the answers' paths that met a new installation.
+	usedInputs map[string]bool
 }
 
 // version parses a version once per resolution (nil if not semver).
@@ -111,13 +113,14 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	res := &resolution{
 		r: r, req: &req,
-		plan:     &Plan{RootID: req.RootID, Namespace: req.Namespace, byKey: map[string]*Node{}, req: &req},
-		global:   r.GlobalNamespace,
-		compiled: map[*Stack][]*compiled{},
-		digests:  map[Reference]string{},
-		override: map[string]Override{},
-		usedOver: map[string]bool{},
-		versions: map[string]*semver.Version{},
+		plan:       &Plan{RootID: req.RootID, Namespace: req.Namespace, byKey: map[string]*Node{}, req: &req},
+		global:     r.GlobalNamespace,
+		compiled:   map[*Stack][]*compiled{},
+		digests:    map[Reference]string{},
+		override:   map[string]Override{},
+		usedOver:   map[string]bool{},
+		versions:   map[string]*semver.Version{},
+		usedInputs: map[string]bool{},
 	}
 	if res.global == "" {
 		res.global = DefaultGlobalNamespace
@@ -138,9 +141,24 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	res.plan.Root = node.Key
 	res.plan.byKey[node.Key] = node
+	for _, k := range sortedKeys(req.Parameters) {
+		if root.parameter(k) == nil {
+			return nil, fmt.Errorf("parameter %s: stack %s has no such parameter%s", k, root.Ref(), known(paramNames(root)))
+		}
+	}
+	for _, k := range sortedKeys(req.Credentials) {
+		if root.credential(k) == nil {
+			return nil, fmt.Errorf("credential %s: stack %s has no such credential%s", k, root.Ref(), known(credNames(root)))
+		}
+	}
 	node.Parameters, node.Credentials = res.rootInputs(root)
 	if err := res.expand(ctx, node, []string{root.Ref().String()}); err != nil {
 		return nil, err
+	}
+	for _, p := range sortedKeys(req.Inputs) {
+		if !res.usedInputs[p] {
+			return nil, fmt.Errorf("answers for %s: the plan installs no dependency at that path", p)
+		}
 	}
 	for _, p := range sortedKeys(res.override) {
 		if !res.usedOver[p] {
@@ -847,9 +865,14 @@ func (res *resolution) inputs(b *binding, s *Stack, siblings map[string]*binding
 		if v.Credential == "" && v.known && len(b.c.creds[k].refs) == 1 && b.c.creds[k].refs[0].kind == refCred {
 			continue // the parent's credential is not given: unmapped there
 		}
+		if v.known && v.Credential == "" {
+			// A literal credential: handed on, never shown.
+			v.hidden, v.Value, v.Source = v.Value, nil, "literal (hidden)"
+		}
 		creds[target] = v
 	}
 	if in, ok := res.req.Inputs[b.path]; ok {
+		res.usedInputs[b.path] = true
 		for _, k := range sortedKeys(in.Parameters) {
 			if s.parameter(k) == nil {
 				return nil, nil, fmt.Errorf("answer %s.%s: stack %s has no parameter %q", b.path, k, s.Ref(), k)
@@ -1042,7 +1065,7 @@ func (res *resolution) finish() error {
 			}
 		}
 		for _, c := range n.stack.Credentials {
-			if v, ok := n.Credentials[c.Name]; (!ok || (v.Credential == "" && v.known && v.Value == nil)) && c.IsRequired() {
+			if v, ok := n.Credentials[c.Name]; (!ok || (v.Credential == "" && v.known && v.hidden == nil)) && c.IsRequired() {
 				p.Unmapped = append(p.Unmapped, Unmapped{Node: n.Key, Path: path, Kind: "credential", Name: c.Name, Type: c.Type, Description: c.Description})
 			}
 		}

@@ -520,6 +520,16 @@ dependencies:
 			want: "${bundle.credentials.token} cannot be used in a parameter",
 		},
 		{
+			name: "an unknown root parameter",
+			req:  Request{Stack: Reference{Name: "operator"}, Parameters: map[string]any{"nope": 1}},
+			want: "parameter nope: stack operator@1.0.0 has no such parameter (it declares none)",
+		},
+		{
+			name: "answers for a path that installs nothing",
+			req:  Request{Stack: Reference{Name: "operator"}, Inputs: map[string]Inputs{"fluxx": {Parameters: map[string]any{"a": 1}}}},
+			want: "answers for fluxx: the plan installs no dependency at that path",
+		},
+		{
 			name: "an unknown --dependency path",
 			req:  Request{Stack: Reference{Name: "operator"}, Overrides: []Override{{Path: "flx", Stack: &Reference{Name: "flux", Version: "2.1.3"}}}},
 			want: "--dependency flx: the graph has no dependency at that path",
