@@ -13,8 +13,10 @@ import (
 // (or the hub's catalog) builds it from a stack.yaml; the engine does not
 // import package stack, so it stays testable on its own.
 type Stack struct {
-	Name         string        `json:"name"`
-	Version      string        `json:"version"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Kind is the kind of its installations (kind.names.kind).
+	Kind         string        `json:"kind,omitempty"`
 	Parameters   []Parameter   `json:"parameters,omitempty"`
 	Credentials  []Credential  `json:"credentials,omitempty"`
 	Outputs      []Output      `json:"outputs,omitempty"`
