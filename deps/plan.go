@@ -185,9 +185,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %-7s %s  %s  [%s]\n", n.Action, n.Key, n.Stack, strings.Join(paths, ", "))
 			fmt.Fprintf(&b, "          why: %s\n", n.Reason)
 			if n.Action == ActionInstall {
-				fmt.Fprintf(&b, "          sharing: %s", modeOrDefault(n.Sharing.Mode))
+				fmt.Fprintf(&b, "          sharing: mode %s", modeOrDefault(n.Sharing.Mode))
 				if n.Sharing.Mode != SharingNone {
-					fmt.Fprintf(&b, " group %q", n.Sharing.Group)
+					fmt.Fprintf(&b, ", group %q", n.Sharing.Group)
 				}
 				b.WriteString("\n")
 			}

@@ -522,7 +522,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 	}
 
 	if wantName != "" {
-		cands = append(cands, Candidate{Kind: "installation", Installation: wantName,
+		cands = append(cands, Candidate{Kind: "installation", Installation: instKey(ns, wantName),
 			Reason: "none: the dependency maps parameters or credentials, so it reuses only an installation made from the same definition, which would have this name"})
 	}
 
