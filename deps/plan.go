@@ -156,7 +156,7 @@ func (p *Plan) Ready() error {
 	for i, u := range p.Unmapped {
 		lines[i] = u.String()
 	}
-	return fmt.Errorf("%w: give them with -p/--credential or --input PATH.NAME=VALUE:\n  %s", ErrUnmapped, strings.Join(lines, "\n  "))
+	return fmt.Errorf("%w (required, and set by no mapping or answer):\n  %s", ErrUnmapped, strings.Join(lines, "\n  "))
 }
 
 // Node returns a node by key.
