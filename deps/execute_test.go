@@ -91,7 +91,6 @@ func TestExecutePromotedOutputsAndCredentials(t *testing.T) {
 version: 1.0.0
 parameters: {properties: {logLevel: {type: string}}}
 credentials: [{name: token}]
-outputs: [{name: endpoint}]
 dependencies:
   requires:
   - name: infra

@@ -276,7 +276,7 @@ func (res *resolution) interfaceOf(ctx context.Context, c *compiled) (ifaceReq, 
 			if err != nil {
 				return ir, fmt.Errorf("bundle.interface.reference: %w", err)
 			}
-			for _, o := range s.Outputs {
+			for _, o := range s.AllOutputs() {
 				ir.outputs = append(ir.outputs, InterfaceItem{Name: o.Name, ID: o.ID})
 			}
 			for _, p := range s.Parameters {
@@ -353,7 +353,7 @@ func (ir ifaceReq) checkStack(s *Stack) (map[string]string, string) {
 	if ir.id != "" && s.Provides() != ir.id {
 		return nil, fmt.Sprintf("does not provide interface %s", ir.id)
 	}
-	m, missing := ir.matchOutputs(s.Outputs)
+	m, missing := ir.matchOutputs(s.AllOutputs())
 	var more []string
 	if missing != "" {
 		more = append(more, missing)

@@ -520,6 +520,18 @@ dependencies:
 			want: "${bundle.credentials.token} cannot be used in a parameter",
 		},
 		{
+			name: "a promoted output the stack declares too",
+			stacks: []string{`name: twice
+version: 1.0.0
+outputs: [{name: url}]
+dependencies:
+  requires:
+  - {name: app, bundle: echo@1.0.0, outputs: {url: "${outputs.dsn}"}}
+`},
+			req:  Request{Stack: Reference{Name: "twice"}},
+			want: `dependencies.requires[0].outputs.url: the stack's outputs already declare "url"`,
+		},
+		{
 			name: "an unknown root parameter",
 			req:  Request{Stack: Reference{Name: "operator"}, Parameters: map[string]any{"nope": 1}},
 			want: "parameter nope: stack operator@1.0.0 has no such parameter (it declares none)",

@@ -128,12 +128,28 @@ type InstallationInterface struct {
 
 // InstallationInterface returns the stack's installation interface.
 func (s *Stack) InstallationInterface() InstallationInterface {
+	return InstallationInterface{Provides: s.Provides(), Outputs: s.AllOutputs()}
+}
+
+// AllOutputs are the stack's declared outputs and those its dependencies
+// set (dependencies.requires[].outputs), sorted by name: the outputs an
+// installation of it has.
+func (s *Stack) AllOutputs() []Output {
 	outs := slices.Clone(s.Outputs)
+	if s.Dependencies != nil {
+		for _, r := range s.Dependencies.Requires {
+			for _, k := range sortedKeys(r.Outputs) {
+				if !slices.ContainsFunc(outs, func(o Output) bool { return o.Name == k }) {
+					outs = append(outs, Output{Name: k})
+				}
+			}
+		}
+	}
 	slices.SortFunc(outs, func(a, b Output) int { return strings.Compare(a.Name, b.Name) })
 	if outs == nil {
 		outs = []Output{}
 	}
-	return InstallationInterface{Provides: s.Provides(), Outputs: outs}
+	return outs
 }
 
 // Digest is "sha256:" and the hex SHA-256 of the interface's canonical

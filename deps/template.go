@@ -253,8 +253,10 @@ func compileStack(st *Stack) ([]*compiled, error) {
 			if prev, dup := promoted[k]; dup {
 				return nil, fmt.Errorf("%s.outputs.%s: output %q is already set by %s", p, k, k, prev)
 			}
-			if o := st.output(k); o == nil {
-				return nil, fmt.Errorf("%s.outputs.%s: stack %s declares no output %q%s", p, k, st.Name, k, known(outputNames(st)))
+			if o := st.output(k); o != nil {
+				// Stack outputs have their own value template; an output
+				// is set in one place.
+				return nil, fmt.Errorf("%s.outputs.%s: the stack's outputs already declare %q", p, k, k)
 			}
 			promoted[k] = p + ".outputs"
 			c.outs[k] = t
@@ -302,14 +304,6 @@ func compileStack(st *Stack) ([]*compiled, error) {
 		c.used = sortedKeys(used[c.req.Name])
 	}
 	return out, nil
-}
-
-func outputNames(s *Stack) []string {
-	var out []string
-	for _, o := range s.Outputs {
-		out = append(out, o.Name)
-	}
-	return out
 }
 
 // Validate checks a stack's dependencies section against the stack: every
