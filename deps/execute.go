@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+
 	"github.com/cairn-dev/cairn/expr"
 )
 
@@ -342,11 +344,31 @@ func (r *run) do(ctx context.Context, n *Node) error {
 	return nil
 }
 
+// sameStack checks that an installation someone else created under the
+// node's name can stand for it: the same stack, in every range asked.
 func sameStack(got *Installed, n *Node) error {
 	if got.Stack.Name != n.Stack.Name {
 		return fmt.Errorf("installation %s is of stack %s, not %s", n.Key, got.Stack, n.Stack.Name)
 	}
+	v, err := semver.NewVersion(got.Stack.Version)
+	for _, b := range n.bindings {
+		if rng := b.c.req.Bundle.Version; rng != "" {
+			if c, _ := semver.NewConstraint(rng); err != nil || c == nil || !c.Check(v) {
+				return fmt.Errorf("installation %s exists at %s, outside the range %s of dependency %s", n.Key, got.Stack, rng, b.path)
+			}
+		}
+	}
 	return nil
+}
+
+// uses are the installations a node's stack depends on: its `uses` edges.
+func (n *Node) uses() []string {
+	var out []string
+	for _, b := range n.children {
+		out = append(out, b.child.Key)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // request renders a node's inputs from its parent's inputs and its
@@ -358,7 +380,7 @@ func (r *run) request(n *Node) (InstallRequest, error) {
 	}
 	req := InstallRequest{
 		Namespace: n.Namespace, Name: n.Name, Stack: n.Stack, Sharing: n.Sharing, RootID: r.plan.RootID,
-		Parameters: params, Credentials: creds, Uses: slices.Clone(n.After),
+		Parameters: params, Credentials: creds, Uses: n.uses(),
 	}
 	for _, k := range sortedKeys(n.Outputs) {
 		v := n.Outputs[k]

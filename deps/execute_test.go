@@ -337,3 +337,26 @@ func TestLiteralCredentialHidden(t *testing.T) {
 		t.Fatalf("plan shows the credential:\n%s\n%s", text.String(), j)
 	}
 }
+
+// An installation that appears under a shared node's name between the
+// plan and the run stands for it only if it is in range.
+func TestExecuteSharedNameTakenOutOfRange(t *testing.T) {
+	cat := catalog(t, seedStacks(t)...)
+	inst := newMemInstaller(cat, nil)
+	p := planFor(t, &Resolver{Catalog: cat, Installations: NewIndex()}, Request{Namespace: "dev", Name: "op", RootID: "r1", Stack: Reference{Name: "operator"}})
+	flux := nodeByPath(t, p, "flux")
+	inst.installs[flux.Key] = &Installed{ID: "x", Stack: Reference{Name: "flux", Version: "3.0.0"}, RootID: "someone-else", Ready: true}
+	_, err := (&Executor{Installer: inst}).Run(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "exists at flux@3.0.0, outside the range 2.x of dependency flux") {
+		t.Fatalf("error %v", err)
+	}
+	if _, ok := inst.requests["dev/op"]; ok {
+		t.Fatal("the root was installed")
+	}
+	// In range, it is shared.
+	inst.installs[flux.Key].Stack.Version = "2.1.3"
+	res, err := (&Executor{Installer: inst}).Run(context.Background(), p)
+	if err != nil || !slices.Equal(res.Reused, []string{flux.Key}) {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -773,7 +773,16 @@ func (res *resolution) definition(b *binding, siblings map[string]*binding) (map
 		}
 		creds[k] = v
 	}
-	return map[string]any{"parameters": canon(params), "credentials": canon(creds)}, nil
+	// The criteria count too: a dependency asking for another range or
+	// stack is another definition, so a shared installation under this
+	// name always satisfies whoever computes the name.
+	// The reference's version counts only when no range replaces it.
+	crit := b.c.req.Bundle.Version
+	ref, _ := ParseReference(b.c.req.Bundle.Reference)
+	if crit == "" {
+		crit = "=" + ref.Version
+	}
+	return map[string]any{"stack": ref.Name, "version": crit, "parameters": canon(params), "credentials": canon(creds)}, nil
 }
 
 // canon is a Value map as it enters the shared name: values known now,
