@@ -166,6 +166,9 @@ type run struct {
 // Running the same plan again resumes: installed nodes with the same
 // inputs are skipped.
 func (e *Executor) Run(ctx context.Context, p *Plan) (*Result, error) {
+	if p.req == nil {
+		return nil, errors.New("run: the plan was not made by Resolver.Plan in this process (a decoded plan is for reading)")
+	}
 	if err := p.Ready(); err != nil {
 		return nil, err
 	}
