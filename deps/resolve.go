@@ -2,18 +2,12 @@ package deps
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-
-	"github.com/cairn-dev/cairn/expr"
 )
 
 // DefaultGlobalNamespace is where installations shared with every
@@ -254,130 +248,6 @@ func (res *resolution) expand(ctx context.Context, node *Node, ancestry []string
 	return nil
 }
 
-// ifaceReq is what an implementation of a dependency must have.
-type ifaceReq struct {
-	id       string
-	outputs  []InterfaceItem // name -> $id or name; by $id when one is given
-	params   []InterfaceItem
-	creds    []InterfaceItem
-	declared bool // an interface was written (not only inferred)
-}
-
-func (res *resolution) interfaceOf(ctx context.Context, c *compiled) (ifaceReq, error) {
-	var ir ifaceReq
-	i := c.req.Bundle.Interface
-	if i != nil {
-		ir.declared = true
-		ir.id = i.ID
-		ir.params, ir.creds, ir.outputs = i.items()
-		if i.Reference != "" {
-			ref, _ := ParseReference(i.Reference)
-			s, err := res.stack(ctx, ref, nil)
-			if err != nil {
-				return ir, fmt.Errorf("bundle.interface.reference: %w", err)
-			}
-			for _, o := range s.AllOutputs() {
-				ir.outputs = append(ir.outputs, InterfaceItem{Name: o.Name, ID: o.ID})
-			}
-			for _, p := range s.Parameters {
-				ir.params = append(ir.params, InterfaceItem{Name: p.Name, Type: p.Type, ID: p.ID})
-			}
-			for _, cr := range s.Credentials {
-				ir.creds = append(ir.creds, InterfaceItem{Name: cr.Name, Type: cr.Type, ID: cr.ID})
-			}
-			if ir.id == "" {
-				ir.id = s.Provides()
-			}
-		}
-	}
-	// The outputs the declaring stack reads are part of the interface.
-	for _, u := range c.used {
-		if !slices.ContainsFunc(ir.outputs, func(it InterfaceItem) bool { return it.Name == u }) {
-			ir.outputs = append(ir.outputs, InterfaceItem{Name: u})
-		}
-	}
-	return ir, nil
-}
-
-func (ir ifaceReq) describe() string {
-	var parts []string
-	if ir.id != "" {
-		parts = append(parts, "id "+ir.id)
-	}
-	for _, o := range ir.outputs {
-		if o.ID != "" {
-			parts = append(parts, "output $id "+o.ID)
-		} else {
-			parts = append(parts, "output "+o.Name)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// matchOutputs maps the interface's outputs onto outs, or says what is
-// missing.
-func (ir ifaceReq) matchOutputs(outs []Output) (map[string]string, string) {
-	m := map[string]string{}
-	var missing []string
-	for _, it := range ir.outputs {
-		i := slices.IndexFunc(outs, func(o Output) bool {
-			if it.ID != "" {
-				return o.ID == it.ID
-			}
-			return o.Name == it.Name
-		})
-		switch {
-		case i < 0 && it.ID != "":
-			missing = append(missing, "no output with $id "+it.ID)
-		case i < 0:
-			missing = append(missing, "no output "+it.Name)
-		case it.Name != "":
-			m[it.Name] = outs[i].Name
-		}
-	}
-	return m, strings.Join(missing, ", ")
-}
-
-// checkInstallation: does an installation satisfy the interface (outputs
-// and provided id only, as the seed says)?
-func (ir ifaceReq) checkInstallation(in *Installation) (map[string]string, string) {
-	if ir.id != "" && in.provides() != ir.id {
-		return nil, fmt.Sprintf("does not provide interface %s", ir.id)
-	}
-	return ir.matchOutputs(in.Status.Outputs)
-}
-
-// checkStack: does a stack implement the interface (outputs, provided id,
-// and the document's parameters and credentials)?
-func (ir ifaceReq) checkStack(s *Stack) (map[string]string, string) {
-	if ir.id != "" && s.Provides() != ir.id {
-		return nil, fmt.Sprintf("does not provide interface %s", ir.id)
-	}
-	m, missing := ir.matchOutputs(s.AllOutputs())
-	var more []string
-	if missing != "" {
-		more = append(more, missing)
-	}
-	for _, it := range ir.params {
-		if !slices.ContainsFunc(s.Parameters, func(p Parameter) bool { return it.ID != "" && p.ID == it.ID || it.ID == "" && p.Name == it.Name }) {
-			more = append(more, "no parameter "+itemName(it))
-		}
-	}
-	for _, it := range ir.creds {
-		if !slices.ContainsFunc(s.Credentials, func(c Credential) bool { return it.ID != "" && c.ID == it.ID || it.ID == "" && c.Name == it.Name }) {
-			more = append(more, "no credential "+itemName(it))
-		}
-	}
-	return m, strings.Join(more, ", ")
-}
-
-func itemName(it InterfaceItem) string {
-	if it.ID != "" {
-		return "with $id " + it.ID
-	}
-	return it.Name
-}
-
 // resolve decides one dependency: GetOrCreate, by the seed's precedence.
 func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[string]*binding, ancestry []string) error {
 	c := b.c
@@ -533,7 +403,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		return &NoCandidateError{Path: b.path, Interface: ir.describe(), Namespaces: res.spaces(ns), Candidates: cands}
 	}
 	target := ref
-	why := "the reference (default implementation)"
+	kind, why := "reference", "the reference (default implementation)"
 	if rng != nil || ref.Version == "" {
 		v, seen, err := highest(ctx, res.r.Catalog, ref.Name, rng)
 		if err != nil {
@@ -549,6 +419,7 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 			return fmt.Errorf("no version of stack %s in range %s (the catalog has %s)", ref.Name, c.req.Bundle.Version, strings.Join(seen, ", "))
 		}
 		target.Version = v
+		kind = "catalog"
 		if rng != nil {
 			why = fmt.Sprintf("the highest version in range %s", c.req.Bundle.Version)
 		} else {
@@ -565,10 +436,6 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 	m, missing := ir.checkStack(s)
 	if missing != "" {
 		return &DanglingError{Path: b.path, Stack: s.Ref().String(), Missing: missing}
-	}
-	kind := "catalog"
-	if why == "the reference (default implementation)" {
-		kind = "reference"
 	}
 	cands = append(cands, Candidate{Kind: kind, Stack: s.Ref().String(), Chosen: true, Reason: why})
 	return res.install(ctx, b, s, m, mode, group, def, "new installation of "+why, cands, siblings, ancestry)
@@ -642,17 +509,6 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 		return strings.Compare(a.in.Name, b.in.Name)
 	})
 	return all, nil
-}
-
-func outputKeys(ir ifaceReq) (ids, names []string) {
-	for _, o := range ir.outputs {
-		if o.ID != "" {
-			ids = append(ids, o.ID)
-		} else {
-			names = append(names, o.Name)
-		}
-	}
-	return ids, names
 }
 
 // satisfies says why an installation cannot be used ("" if it can), and
@@ -740,267 +596,6 @@ func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap
 	return res.expand(ctx, n, append(slices.Clone(ancestry), ref))
 }
 
-// sharedName is the name of a new shareable installation: the stack's
-// name and a hash of the stack, the group and the dependency's definition
-// (its mappings), so every installer needing the same one computes the
-// same name and the database's uniqueness makes a race create it once.
-func sharedName(stack, group string, def map[string]any) string {
-	b, _ := json.Marshal(map[string]any{"stack": stack, "group": group, "definition": def})
-	sum := sha256.Sum256(b)
-	return dnsName(base(stack) + "-" + hex.EncodeToString(sum[:])[:10])
-}
-
-// definition is the dependency's parameter and credential mappings as
-// they decide its identity: values known now, else the template and the
-// nodes it reads.
-func (res *resolution) definition(b *binding, siblings map[string]*binding) (map[string]any, error) {
-	params, creds := map[string]Value{}, map[string]Value{}
-	for _, k := range sortedKeys(b.c.req.Parameters) {
-		if t := b.c.params[k]; t != nil {
-			v, err := res.planValue(t, b.parent, siblings, b)
-			if err != nil {
-				return nil, fmt.Errorf("parameters.%s: %w", k, err)
-			}
-			params[k] = v
-		} else {
-			params[k] = Value{Value: b.c.req.Parameters[k], known: true}
-		}
-	}
-	for _, k := range sortedKeys(b.c.req.Credentials) {
-		v, err := res.planValue(b.c.creds[k], b.parent, siblings, b)
-		if err != nil {
-			return nil, fmt.Errorf("credentials.%s: %w", k, err)
-		}
-		creds[k] = v
-	}
-	// The criteria count too: a dependency asking for another range or
-	// stack is another definition, so a shared installation under this
-	// name always satisfies whoever computes the name.
-	// The reference's version counts only when no range replaces it.
-	crit := b.c.req.Bundle.Version
-	ref, _ := ParseReference(b.c.req.Bundle.Reference)
-	if crit == "" {
-		crit = "=" + ref.Version
-	}
-	return map[string]any{"stack": ref.Name, "version": crit, "parameters": canon(params), "credentials": canon(creds)}, nil
-}
-
-// canon is a Value map as it enters the shared name: values known now,
-// otherwise the template and the nodes it reads.
-func canon(vs map[string]Value) map[string]any {
-	out := map[string]any{}
-	for k, v := range vs {
-		switch {
-		case v.Credential != "":
-			out[k] = map[string]any{"credential": v.Credential}
-		case v.known:
-			out[k] = map[string]any{"value": v.Value}
-		default:
-			out[k] = map[string]any{"template": v.Template, "needs": v.Needs}
-		}
-	}
-	return out
-}
-
-func base(name string) string {
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}
-
-var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
-
-// dnsName makes a valid installation name (a DNS label): lower case,
-// other characters as '-', at most 63 characters (a long name keeps a
-// hash of the whole so it stays unique).
-func dnsName(s string) string {
-	n := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
-	if len(n) > 63 {
-		sum := sha256.Sum256([]byte(s))
-		n = strings.TrimRight(n[:52], "-") + "-" + hex.EncodeToString(sum[:])[:10]
-	}
-	return n
-}
-
-// inputs computes how each input of a new installation of s is set by
-// the dependency's mappings and the user's answers, mapping names through
-// the interface's $ids.
-func (res *resolution) inputs(b *binding, s *Stack, siblings map[string]*binding) (map[string]Value, map[string]Value, error) {
-	params, creds := map[string]Value{}, map[string]Value{}
-	for _, k := range sortedKeys(b.c.req.Parameters) {
-		target, ok := inputName(k, b.iface.params, func(n string) bool { return s.parameter(n) != nil }, func(id string) string {
-			for _, p := range s.Parameters {
-				if p.ID == id {
-					return p.Name
-				}
-			}
-			return ""
-		})
-		if !ok {
-			res.plan.Notes = append(res.plan.Notes, fmt.Sprintf("%s: parameter mapping %s ignored: stack %s has no such parameter", b.path, k, s.Ref()))
-			continue
-		}
-		if t := b.c.params[k]; t != nil {
-			v, err := res.planValue(t, b.parent, siblings, b)
-			if err != nil {
-				return nil, nil, fmt.Errorf("parameters.%s: %w", k, err)
-			}
-			if v.known && v.Value == nil && len(t.refs) == 1 && t.refs[0].kind == refParam && isWholeRef(t.src) {
-				continue // the parent's parameter is not set: leave the default
-			}
-			params[target] = v
-		} else {
-			params[target] = Value{Value: b.c.req.Parameters[k], Source: "mapping", known: true}
-		}
-	}
-	for _, k := range sortedKeys(b.c.req.Credentials) {
-		target, ok := inputName(k, b.iface.creds, func(n string) bool { return s.credential(n) != nil }, func(id string) string {
-			for _, c := range s.Credentials {
-				if c.ID == id {
-					return c.Name
-				}
-			}
-			return ""
-		})
-		if !ok {
-			res.plan.Notes = append(res.plan.Notes, fmt.Sprintf("%s: credential mapping %s ignored: stack %s has no such credential", b.path, k, s.Ref()))
-			continue
-		}
-		v, err := res.planValue(b.c.creds[k], b.parent, siblings, b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("credentials.%s: %w", k, err)
-		}
-		if v.Credential == "" && v.known && len(b.c.creds[k].refs) == 1 && b.c.creds[k].refs[0].kind == refCred {
-			continue // the parent's credential is not given: unmapped there
-		}
-		if v.known && v.Credential == "" {
-			// A literal credential: handed on, never shown.
-			v.hidden, v.Value, v.Source = v.Value, nil, "literal (hidden)"
-		}
-		creds[target] = v
-	}
-	if in, ok := res.req.Inputs[b.path]; ok {
-		res.usedInputs[b.path] = true
-		for _, k := range sortedKeys(in.Parameters) {
-			if s.parameter(k) == nil {
-				return nil, nil, fmt.Errorf("answer %s.%s: stack %s has no parameter %q", b.path, k, s.Ref(), k)
-			}
-			params[k] = Value{Value: in.Parameters[k], Source: "answer", known: true}
-		}
-		for _, k := range sortedKeys(in.Credentials) {
-			if s.credential(k) == nil {
-				return nil, nil, fmt.Errorf("answer %s.%s: stack %s has no credential %q", b.path, k, s.Ref(), k)
-			}
-			creds[k] = Value{Credential: in.Credentials[k], Source: "answer", known: true}
-		}
-	}
-	return params, creds, nil
-}
-
-// inputName maps a mapping's key to the resolved stack's input: the same
-// name, else the input with the $id the interface gives that name.
-func inputName(key string, items []InterfaceItem, has func(string) bool, byID func(string) string) (string, bool) {
-	if has(key) {
-		return key, true
-	}
-	for _, it := range items {
-		if it.Name == key && it.ID != "" {
-			if n := byID(it.ID); n != "" {
-				return n, true
-			}
-		}
-	}
-	return "", false
-}
-
-// planValue evaluates a template now if everything it reads is known,
-// else keeps it for execution with the nodes it needs.
-func (res *resolution) planValue(t *template, parent *Node, siblings map[string]*binding, self *binding) (Value, error) {
-	var needs []string
-	deferred := false
-	var credRef string
-	lookup := func(r ref) (any, bool, error) {
-		switch r.kind {
-		case refParam:
-			v, ok := parent.Parameters[r.name]
-			if !ok {
-				return nil, true, nil // unset: an unmapped input of the parent, null here
-			}
-			if !v.known {
-				deferred = true
-				needs = append(needs, v.Needs...)
-				return nil, false, nil
-			}
-			x, ok := expr.Walk(v.Value, r.steps)
-			if !ok {
-				return nil, false, fmt.Errorf("${%s}: no such field in the value", r.path)
-			}
-			return x, true, nil
-		case refCred:
-			if v, ok := parent.Credentials[r.name]; ok {
-				credRef = v.Credential
-			}
-			return nil, true, nil
-		case refDepOutput:
-			sb := siblings[r.dep]
-			if sb == nil {
-				return nil, false, fmt.Errorf("${%s}: dependency %s is not resolved before this one", r.path, r.dep)
-			}
-			if _, ok := sb.outputMap[r.name]; !ok {
-				return nil, false, &DanglingError{Path: sb.path, Stack: sb.child.Stack.String(), Missing: "no output " + r.name, Ref: r.path}
-			}
-			deferred = true
-			needs = append(needs, sb.child.Key)
-			return nil, false, nil
-		case refOwnOutput:
-			if _, ok := self.outputMap[r.name]; !ok {
-				return nil, false, &DanglingError{Path: self.path, Stack: self.child.Stack.String(), Missing: "no output " + r.name, Ref: r.path}
-			}
-			deferred = true
-			needs = append(needs, self.child.Key)
-			return nil, false, nil
-		case refBundle:
-			if r.name == "name" {
-				return parent.Stack.Name, true, nil
-			}
-			return parent.Stack.Version, true, nil
-		case refInstallation:
-			switch r.name {
-			case "name":
-				return parent.Name, true, nil
-			case "namespace":
-				return parent.Namespace, true, nil
-			default:
-				return res.req.RootID, true, nil
-			}
-		}
-		return nil, false, fmt.Errorf("${%s}: unknown variable", r.path)
-	}
-	vals := map[string]any{}
-	for _, r := range t.refs {
-		x, ok, err := lookup(r)
-		if err != nil {
-			return Value{}, err
-		}
-		if ok {
-			vals[r.path] = x
-		}
-	}
-	if credRef != "" || (len(t.refs) == 1 && t.refs[0].kind == refCred) {
-		return Value{Credential: credRef, Source: "credential", known: true}, nil
-	}
-	if deferred {
-		slices.Sort(needs)
-		return Value{Template: t.src, Source: "dependency output", Needs: slices.Compact(needs), t: t, self: self}, nil
-	}
-	v, err := t.t.Eval(func(p string) (any, bool) { x, ok := vals[p]; return x, ok })
-	if err != nil {
-		return Value{}, err
-	}
-	return Value{Value: v, Source: "mapping", known: true, t: t}, nil
-}
-
 // finish adds edges, orders the graph and aggregates unmapped inputs.
 func (res *resolution) finish() error {
 	p := res.plan
@@ -1082,40 +677,4 @@ func (res *resolution) finish() error {
 	slices.Sort(p.Notes)
 	p.Notes = slices.Compact(p.Notes)
 	return nil
-}
-
-// NoCandidateError: an interface-only dependency nothing satisfies.
-type NoCandidateError struct {
-	Path       string
-	Interface  string
-	Namespaces []string
-	Candidates []Candidate
-}
-
-func (e *NoCandidateError) Error() string {
-	var rej []string
-	for _, c := range e.Candidates {
-		if c.Installation != "" {
-			rej = append(rej, c.Installation+" ("+c.Reason+")")
-		}
-	}
-	s := fmt.Sprintf("no installation in %s satisfies the interface (%s) and the dependency names no stack to install; give one with --dependency %s=KIND/NAME or --dependency %s=STACK@VERSION",
-		strings.Join(e.Namespaces, " or "), e.Interface, e.Path, e.Path)
-	if len(rej) > 0 {
-		s += "; rejected: " + strings.Join(rej, ", ")
-	}
-	return s
-}
-
-// DanglingError: wiring reads an output the resolved dependency lacks.
-type DanglingError struct {
-	Path, Stack, Missing string
-	Ref                  string
-}
-
-func (e *DanglingError) Error() string {
-	if e.Ref != "" {
-		return fmt.Sprintf("dangling wiring ${%s}: dependency %s resolves to %s, which has %s", e.Ref, e.Path, e.Stack, e.Missing)
-	}
-	return fmt.Sprintf("stack %s does not satisfy the dependency (its interface and the outputs its wiring reads): %s", e.Stack, e.Missing)
 }
