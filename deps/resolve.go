@@ -145,7 +145,7 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 			return nil, fmt.Errorf("credential %s: stack %s has no such credential%s", k, root.Ref(), known(credNames(root)))
 		}
 	}
-	node.Parameters, node.Credentials = res.rootInputs(root)
+	node.Parameters, node.Credentials = res.rootInputs()
 	if err := res.expand(ctx, node, []string{root.Ref().String()}); err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func (res *resolution) compile(s *Stack) ([]*compiled, error) {
 	return cs, nil
 }
 
-func (res *resolution) rootInputs(s *Stack) (map[string]Value, map[string]Value) {
+func (res *resolution) rootInputs() (map[string]Value, map[string]Value) {
 	params := map[string]Value{}
 	for _, k := range sortedKeys(res.req.Parameters) {
 		params[k] = Value{Value: res.req.Parameters[k], Source: "parameter", known: true}
@@ -391,9 +391,13 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		}
 	}
 
-	if wantName != "" {
+	switch {
+	case wantName != "":
 		cands = append(cands, Candidate{Kind: "installation", Installation: instKey(ns, wantName),
 			Reason: "none: the dependency maps parameters or credentials, so it reuses only an installation made from the same definition, which would have this name"})
+	case mode != SharingNone && !slices.ContainsFunc(cands, func(c Candidate) bool { return c.Kind == "installation" }):
+		cands = append(cands, Candidate{Kind: "installation",
+			Reason: fmt.Sprintf("none in %s with sharing group %q", strings.Join(res.spaces(ns), " or "), group)})
 	}
 
 	// 3 and 4. A new installation: the highest version in range, else the

@@ -166,10 +166,11 @@ func TestResolveUseCases(t *testing.T) {
 		rejected []string          // substrings of some not-chosen candidate's reason
 	}{
 		{
-			name:    "shared: nothing exists, the highest version in range",
-			req:     Request{Namespace: "dev", Name: "op", Stack: Reference{Name: "operator"}},
-			want:    []string{"install dev/flux-* flux@2.2.0", "install dev/op operator@1.0.0"},
-			reasons: map[string]string{"flux": "highest version in range 2.x"},
+			name:     "shared: nothing exists, the highest version in range",
+			req:      Request{Namespace: "dev", Name: "op", Stack: Reference{Name: "operator"}},
+			want:     []string{"install dev/flux-* flux@2.2.0", "install dev/op operator@1.0.0"},
+			reasons:  map[string]string{"flux": "highest version in range 2.x"},
+			rejected: []string{`none in dev or global with sharing group ""`},
 		},
 		{
 			name:     "shared: a global installation in range is reused",
