@@ -316,28 +316,34 @@ func (r Requirement) validate(p string) error {
 // by its path (encoding/json names none). A map is an object with those
 // keys; "*" any key; a one-element slice a list; nil any value.
 var (
-	itemShape      = map[string]any{"name": nil, "type": nil, "$id": nil}
+	itemShape      = map[string]any{"name": str{}, "type": str{}, "$id": str{}}
 	interfaceShape = map[string]any{
-		"id": nil, "reference": nil,
+		"id": str{}, "reference": str{},
 		"document":   map[string]any{"parameters": []any{itemShape}, "credentials": []any{itemShape}, "outputs": []any{itemShape}},
 		"parameters": []any{itemShape}, "credentials": []any{itemShape}, "outputs": []any{itemShape},
 	}
 	dependenciesShape = map[string]any{
 		"requires": []any{map[string]any{
-			"name":        nil,
+			"name":        str{},
 			"bundle":      bundleShape{},
-			"credentials": map[string]any{"*": nil},
+			"credentials": map[string]any{"*": str{}},
 			"parameters":  map[string]any{"*": nil},
-			"outputs":     map[string]any{"*": nil},
-			"sharing":     map[string]any{"mode": nil, "group": map[string]any{"name": nil}},
+			"outputs":     map[string]any{"*": str{}},
+			"sharing":     map[string]any{"mode": str{}, "group": map[string]any{"name": str{}}},
 		}},
-		"provides": map[string]any{"interface": map[string]any{"id": nil}},
+		"provides": map[string]any{"interface": map[string]any{"id": str{}}},
 	}
-	credentialShape = map[string]any{"name": nil, "description": nil, "$id": nil, "type": nil, "required": nil}
+	credentialShape = map[string]any{"name": str{}, "description": str{}, "$id": str{}, "type": str{}, "required": boolean{}}
 )
 
 // bundleShape: a string, or an object.
 type bundleShape struct{}
+
+// str and boolean: a value of that JSON type.
+type (
+	str     struct{}
+	boolean struct{}
+)
 
 func checkFields(raw json.RawMessage, path string, shape any) error {
 	var v any
@@ -352,11 +358,19 @@ func checkShape(v any, path string, shape any) error {
 		return nil
 	}
 	switch s := shape.(type) {
+	case str:
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: must be a string", path)
+		}
+	case boolean:
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s: must be true or false", path)
+		}
 	case bundleShape:
 		if _, ok := v.(string); ok {
 			return nil
 		}
-		return checkShape(v, path, map[string]any{"reference": nil, "version": nil, "interface": interfaceShape})
+		return checkShape(v, path, map[string]any{"reference": str{}, "version": str{}, "interface": interfaceShape})
 	case []any:
 		list, ok := v.([]any)
 		if !ok {

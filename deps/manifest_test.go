@@ -52,6 +52,9 @@ func TestParseDependencies(t *testing.T) {
 		{"range without reference", `{"requires":[{"name":"a","bundle":{"version":"1.x","interface":{"id":"x"}}}]}`, `dependencies.requires[0].bundle.version: a version range needs bundle.reference`},
 		{"empty provides", `{"provides":{"interface":{"id":""}}}`, `dependencies.provides.interface.id: must not be empty`},
 		{"list", `{"requires":{"name":"a"}}`, `dependencies.requires: must be a list`},
+		{"number name", `{"requires":[{"name":"a","bundle":"a"},{"name":7,"bundle":"b"}]}`, `dependencies.requires[1].name: must be a string`},
+		{"number version", `{"requires":[{"name":"a","bundle":{"reference":"a","version":2}}]}`, `dependencies.requires[0].bundle.version: must be a string`},
+		{"credential mapping", `{"requires":[{"name":"a","bundle":"a","credentials":{"k":{"from":"x"}}}]}`, `dependencies.requires[0].credentials.k: must be a string`},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
