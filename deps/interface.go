@@ -112,13 +112,21 @@ func (ir ifaceReq) checkStack(s *Stack) (map[string]string, string) {
 		more = append(more, missing)
 	}
 	for _, it := range ir.params {
-		if !slices.ContainsFunc(s.Parameters, func(p Parameter) bool { return it.ID != "" && p.ID == it.ID || it.ID == "" && p.Name == it.Name }) {
+		i := slices.IndexFunc(s.Parameters, func(p Parameter) bool { return it.ID != "" && p.ID == it.ID || it.ID == "" && p.Name == it.Name })
+		switch {
+		case i < 0:
 			more = append(more, "no parameter "+itemName(it))
+		case it.Type != "" && s.Parameters[i].Type != "" && it.Type != s.Parameters[i].Type:
+			more = append(more, fmt.Sprintf("parameter %s is of type %s, not %s", s.Parameters[i].Name, s.Parameters[i].Type, it.Type))
 		}
 	}
 	for _, it := range ir.creds {
-		if !slices.ContainsFunc(s.Credentials, func(c Credential) bool { return it.ID != "" && c.ID == it.ID || it.ID == "" && c.Name == it.Name }) {
+		i := slices.IndexFunc(s.Credentials, func(c Credential) bool { return it.ID != "" && c.ID == it.ID || it.ID == "" && c.Name == it.Name })
+		switch {
+		case i < 0:
 			more = append(more, "no credential "+itemName(it))
+		case it.Type != "" && s.Credentials[i].Type != "" && it.Type != s.Credentials[i].Type:
+			more = append(more, fmt.Sprintf("credential %s is of Type %s, not %s", s.Credentials[i].Name, s.Credentials[i].Type, it.Type))
 		}
 	}
 	return m, strings.Join(more, ", ")

@@ -533,6 +533,19 @@ dependencies:
 			want: `dependencies.requires[0].outputs.url: the stack's outputs already declare "url"`,
 		},
 		{
+			name: "an interface parameter of another type",
+			stacks: []string{`name: typed
+version: 1.0.0
+dependencies:
+  requires:
+  - name: dns
+    bundle: {reference: dns@1.2.3, interface: {parameters: [{name: cname, type: integer}]}}
+    parameters: {cname: 3}
+`},
+			req:  Request{Stack: Reference{Name: "typed"}},
+			want: "dependency dns: stack dns@1.2.3 does not satisfy the dependency (its interface and the outputs its wiring reads): parameter cname is of type string, not integer",
+		},
+		{
 			name: "an unknown root parameter",
 			req:  Request{Stack: Reference{Name: "operator"}, Parameters: map[string]any{"nope": 1}},
 			want: "parameter nope: stack operator@1.0.0 has no such parameter (it declares none)",
