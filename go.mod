@@ -18,8 +18,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/Masterminds/semver/v3 v3.5.0
-
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/blang/semver/v4 v4.0.0 // indirect
