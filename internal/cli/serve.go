@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/graphql"
 	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/api/terraform"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -101,6 +102,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err := registerGitType(ctx, h); err != nil {
 		return err
 	}
+	if err := h.RegisterTerraformTypes(ctx); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -136,6 +140,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	defer stopSync()
+	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
 	mux.Handle("/", api)
 
 	ln, err := net.Listen("tcp", addr)

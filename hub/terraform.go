@@ -1,0 +1,513 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/tfstate"
+)
+
+// OpenTofu and Terraform state kept in the hub (the HTTP state backend
+// protocol is a façade: api/terraform). A state is an instance of
+// TerraformStatePath whose value is the state document; each write is a new
+// resource version; the state lock is the hub's lock with the lock ID as
+// owner and the lock info in the instance's status; each root-module output
+// is an instance of its own that uses the state.
+const (
+	TerraformGroup         = "terraform.cairn.dev"
+	TerraformStatePath     = "cap.type.terraform.state"
+	TerraformOutputPath    = "cap.type.terraform.output"
+	TerraformSensitivePath = "cap.type.terraform.output.sensitive"
+	terraformRevision      = "0.1.0"
+
+	// TerraformStateLabel and TerraformOutputLabel are on every output
+	// instance: the state's name and the output's name.
+	TerraformStateLabel  = "terraform.cairn.dev/state"
+	TerraformOutputLabel = "terraform.cairn.dev/output"
+)
+
+// TerraformTypes are the Types of states and outputs. Sensitive outputs have
+// a Type of their own so the policy can send them to the secrets backend.
+func TerraformTypes() []cairn.Type {
+	outputSchema := json.RawMessage(`{"type":"object","required":["state","output","value"],"properties":{` +
+		`"state":{"type":"string"},"output":{"type":"string"},"value":true,"type":true,"sensitive":{"type":"boolean"}}}`)
+	return []cairn.Type{{
+		Path: TerraformStatePath, Revision: terraformRevision,
+		JSONSchema: json.RawMessage(`{"type":"object"}`),
+		Group:      TerraformGroup, Version: "v1",
+		Names: &cairn.Names{Kind: "TerraformState", Singular: "terraformstate", Plural: "terraformstates", ShortNames: []string{"tfstate"}},
+	}, {
+		Path: TerraformOutputPath, Revision: terraformRevision, JSONSchema: outputSchema,
+		Group: TerraformGroup, Version: "v1",
+		Names: &cairn.Names{Kind: "TerraformOutput", Singular: "terraformoutput", Plural: "terraformoutputs", ShortNames: []string{"tfout"}},
+	}, {
+		Path: TerraformSensitivePath, Revision: terraformRevision, JSONSchema: outputSchema,
+		Group: TerraformGroup, Version: "v1",
+		Names: &cairn.Names{Kind: "TerraformSensitiveOutput", Singular: "terraformsensitiveoutput", Plural: "terraformsensitiveoutputs"},
+	}}
+}
+
+// RegisterTerraformTypes registers TerraformTypes unless they exist (a read
+// on every start after the first).
+func (h *Hub) RegisterTerraformTypes(ctx context.Context) error {
+	for _, t := range TerraformTypes() {
+		if _, err := h.st.GetType(ctx, t.Ref()); err == nil {
+			continue
+		}
+		if _, _, err := h.ApplyType(ctx, t); err != nil {
+			return fmt.Errorf("register the Type %s: %w", t.Ref(), err)
+		}
+	}
+	return nil
+}
+
+// TerraformLockedError is returned when another lock holds a state: Holder
+// is that lock's info, which the protocol answers with 423 Locked.
+type TerraformLockedError struct {
+	State  string
+	Holder tfstate.LockInfo
+}
+
+func (e *TerraformLockedError) Error() string {
+	return fmt.Sprintf("state %q is locked by %s", e.State, e.Holder)
+}
+
+// Code makes it a Locked error for every façade.
+func (e *TerraformLockedError) Unwrap() error {
+	return &cairn.Error{Code: cairn.CodeLocked, Msg: e.Error()}
+}
+
+var stateTypeRef = cairn.TypeRef{Path: TerraformStatePath, Revision: terraformRevision}
+
+// emptyState is the value of a state that was locked before it was first
+// written: the lock needs an instance, the protocol still answers 404.
+var emptyState = json.RawMessage(`{}`)
+
+func stateName(ns, name string) string { return ns + "/" + name }
+
+// getState returns a state instance with its latest value; NotFound when
+// there is none.
+func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, error) {
+	return h.GetInstanceByName(ctx, TerraformStatePath, ns, name, true)
+}
+
+// TerraformState returns the latest state document. It is NotFound when no
+// state was written yet (also while a first run only holds the lock).
+func (h *Hub) TerraformState(ctx context.Context, ns, name string) (json.RawMessage, cairn.Instance, error) {
+	inst, err := h.getState(ctx, ns, name)
+	if err != nil {
+		return nil, cairn.Instance{}, err
+	}
+	if isEmptyState(inst.Latest.Value) {
+		return nil, inst, cairn.Errorf(cairn.CodeNotFound, "state %q has no content yet", stateName(ns, name))
+	}
+	return inst.Latest.Value, inst, nil
+}
+
+func isEmptyState(v json.RawMessage) bool {
+	t := strings.TrimSpace(string(v))
+	return t == "" || t == "{}" || t == "null"
+}
+
+// lockHolder returns the lock info of a locked state: the status's when
+// it belongs to the current owner, else just the owner as ID.
+func lockHolder(inst cairn.Instance) tfstate.LockInfo {
+	var st struct {
+		Lock *tfstate.LockInfo `json:"lock"`
+	}
+	if inst.Status != nil && json.Unmarshal(inst.Status, &st) == nil && st.Lock != nil && st.Lock.ID == inst.LockedBy {
+		return *st.Lock
+	}
+	return tfstate.LockInfo{ID: inst.LockedBy}
+}
+
+// PutTerraformState stores a new state document as the state's next
+// resource version (the first one creates it) and brings its outputs'
+// instances in line: created, updated or deleted. lockID is the lock the
+// writer holds ("" when it took none); a state locked by another lock is
+// refused with *TerraformLockedError. A document of another lineage, or with
+// an older serial than the stored one, is refused (CodeConflict), as
+// OpenTofu's own backends refuse them.
+func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, doc json.RawMessage) (cairn.Instance, error) {
+	s, err := tfstate.Parse(doc)
+	if err != nil {
+		return cairn.Instance{}, cairn.Errorf(cairn.CodeInvalid, "state %q: %v", stateName(ns, name), err)
+	}
+	outs, err := outputInstances(ns, name, s)
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	inst, err := h.getState(ctx, ns, name)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		created, err := h.createState(ctx, ns, name, doc, outs)
+		if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			return created, err
+		}
+		// Another writer created it first: check against what it wrote.
+		inst, err = h.getState(ctx, ns, name)
+	}
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	if inst.LockedBy != "" && inst.LockedBy != lockID {
+		return cairn.Instance{}, &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(inst)}
+	}
+	if !isEmptyState(inst.Latest.Value) {
+		old, err := tfstate.Parse(inst.Latest.Value)
+		if err == nil {
+			if old.Lineage != s.Lineage {
+				return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
+					"state %q: lineage mismatch: the stored state has lineage %q, the new one %q; refusing to overwrite a different state", stateName(ns, name), old.Lineage, s.Lineage)
+			}
+			if s.Serial < old.Serial {
+				return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
+					"state %q: serial %d is older than the stored serial %d; refusing to overwrite a newer state", stateName(ns, name), s.Serial, old.Serial)
+			}
+		}
+	}
+	return h.updateState(ctx, inst, lockID, doc, outs)
+}
+
+// outputInstance is what a state says one output instance must be.
+type outputInstance struct {
+	output string
+	name   string
+	path   string
+	value  json.RawMessage
+}
+
+// outputInstances maps a state's root-module outputs to instances named
+// <state>-<output> (underscores become dashes, as names are DNS subdomains).
+func outputInstances(ns, state string, s tfstate.State) ([]outputInstance, error) {
+	var out []outputInstance
+	seen := map[string]string{}
+	for _, o := range s.OutputNames() {
+		v := s.Outputs[o]
+		n := state + "-" + strings.ToLower(strings.ReplaceAll(o, "_", "-"))
+		if c := checkName(n); c != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "state %q: output %q: its instance name %q is not a valid name", stateName(ns, state), o, n)
+		}
+		if prev, dup := seen[n]; dup {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "state %q: outputs %q and %q would both be instance %q", stateName(ns, state), prev, o, n)
+		}
+		seen[n] = o
+		typ := v.Type
+		if typ == nil {
+			typ = json.RawMessage(`null`)
+		}
+		val, err := json.Marshal(struct {
+			State     string          `json:"state"`
+			Output    string          `json:"output"`
+			Value     json.RawMessage `json:"value"`
+			Type      json.RawMessage `json:"type"`
+			Sensitive bool            `json:"sensitive,omitempty"`
+		}{state, o, v.Value, typ, v.Sensitive})
+		if err != nil {
+			return nil, fmt.Errorf("state %q: output %q: %w", stateName(ns, state), o, err)
+		}
+		path := TerraformOutputPath
+		if v.Sensitive {
+			path = TerraformSensitivePath
+		}
+		out = append(out, outputInstance{output: o, name: n, path: path, value: val})
+	}
+	return out, nil
+}
+
+func (o outputInstance) newInstance(ns, state string) NewInstance {
+	return NewInstance{
+		Alias: "output-" + o.name, Namespace: ns, Name: o.name,
+		TypeRef: cairn.TypeRef{Path: o.path, Revision: terraformRevision},
+		Labels:  map[string]string{TerraformStateLabel: state, TerraformOutputLabel: labelValue(o.output)},
+		Value:   o.value,
+	}
+}
+
+// labelValue keeps an output name within a label value's alphabet.
+func labelValue(s string) string {
+	if labels.Validate(map[string]string{"k": s}) == nil {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// createState creates the state and its outputs, each output using the
+// state, in one atomic create.
+func (h *Hub) createState(ctx context.Context, ns, name string, doc json.RawMessage, outs []outputInstance) (cairn.Instance, error) {
+	req := CreateRequest{Instances: []NewInstance{{Alias: "state", Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: doc}}}
+	for _, o := range outs {
+		ni := o.newInstance(ns, name)
+		req.Instances = append(req.Instances, ni)
+		req.UsesRelations = append(req.UsesRelations, UsesRelation{From: ni.Alias, To: "state"})
+	}
+	created, err := h.CreateInstances(ctx, req)
+	if err != nil {
+		return cairn.Instance{}, err
+	}
+	return created[0].Instance, nil
+}
+
+// stateOutputs lists a state's output instances (both Types).
+func (h *Hub) stateOutputs(ctx context.Context, ns, state string) ([]cairn.Instance, error) {
+	req, err := labels.Parse(TerraformStateLabel + "=" + state)
+	if err != nil {
+		return nil, err
+	}
+	list, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath + ".*", Namespace: ns, Labels: req}, true)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath, Namespace: ns, Labels: req}, true)
+	if err != nil {
+		return nil, err
+	}
+	return append(plain, list...), nil
+}
+
+// updateState adds the state's next resource version together with the
+// changed outputs' new versions (one atomic update), then creates the new
+// outputs (atomically, with their uses edges) and deletes the outputs the
+// state no longer has.
+func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID string, doc json.RawMessage, outs []outputInstance) (cairn.Instance, error) {
+	existing, err := h.stateOutputs(ctx, inst.Namespace, inst.Name)
+	if err != nil {
+		return cairn.Instance{}, fmt.Errorf("state %q: list its outputs: %w", stateName(inst.Namespace, inst.Name), err)
+	}
+	byName := map[string]cairn.Instance{}
+	for _, e := range existing {
+		byName[e.Name] = e
+	}
+	ups := []UpdateInstance{{ID: inst.ID, OwnerID: lockID, Value: doc, IfSeq: inst.Seq}}
+	var create CreateRequest
+	keep := map[string]bool{}
+	for _, o := range outs {
+		e, ok := byName[o.name]
+		if ok && e.TypeRef.Path == o.path {
+			keep[o.name] = true
+			if !jsonEqual(e.Latest.Value, o.value) {
+				ups = append(ups, UpdateInstance{ID: e.ID, Value: o.value})
+			}
+			continue
+		}
+		// New, or its sensitivity changed (another Type): replaced.
+		ni := o.newInstance(inst.Namespace, inst.Name)
+		create.Instances = append(create.Instances, ni)
+		create.UsesRelations = append(create.UsesRelations, UsesRelation{From: ni.Alias, To: inst.ID})
+	}
+	for _, e := range existing {
+		if keep[e.Name] {
+			continue
+		}
+		if err := h.DeleteInstance(ctx, e.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return cairn.Instance{}, fmt.Errorf("state %q: delete the instance of a removed output %q: %w", stateName(inst.Namespace, inst.Name), e.Name, err)
+		}
+	}
+	updated, err := h.UpdateInstances(ctx, ups)
+	if err != nil {
+		if cairn.HasCode(err, cairn.CodeConflict) {
+			return cairn.Instance{}, fmt.Errorf("state %q was written concurrently; retry: %w", stateName(inst.Namespace, inst.Name), err)
+		}
+		return cairn.Instance{}, err
+	}
+	if len(create.Instances) > 0 {
+		if _, err := h.CreateInstances(ctx, create); err != nil {
+			return cairn.Instance{}, fmt.Errorf("state %q: create its new outputs' instances: %w", stateName(inst.Namespace, inst.Name), err)
+		}
+	}
+	return updated[0], nil
+}
+
+// DeleteTerraformState deletes a state, its outputs and its history. A state
+// locked by another lock than lockID is refused.
+func (h *Hub) DeleteTerraformState(ctx context.Context, ns, name, lockID string) error {
+	inst, err := h.getState(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if inst.LockedBy != "" && inst.LockedBy != lockID {
+		return &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(inst)}
+	}
+	outs, err := h.stateOutputs(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if err := h.DeleteInstance(ctx, o.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return fmt.Errorf("state %q: delete output instance %q: %w", stateName(ns, name), o.Name, err)
+		}
+	}
+	return h.DeleteInstance(ctx, inst.ID, lockID)
+}
+
+// LockTerraformState takes the state's lock for info.ID and records info in
+// the state's status. A state that does not exist yet is created empty so
+// a first run can lock it. Another lock holding it gives
+// *TerraformLockedError naming that holder.
+func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfstate.LockInfo) error {
+	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		_, cerr := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: emptyState}}})
+		if cerr != nil && !cairn.HasCode(cerr, cairn.CodeAlreadyExists) {
+			return cerr
+		}
+		inst, err = h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	}
+	if err != nil {
+		return err
+	}
+	if inst.LockedBy != "" && inst.LockedBy != info.ID {
+		return &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(inst)}
+	}
+	if err := h.LockInstances(ctx, []string{inst.ID}, info.ID); err != nil {
+		if cairn.HasCode(err, cairn.CodeLocked) {
+			// Taken between the read and the lock.
+			if cur, gerr := h.GetInstance(ctx, inst.ID, false); gerr == nil && cur.LockedBy != "" {
+				return &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(cur)}
+			}
+		}
+		return err
+	}
+	status, err := statusWithLock(inst.Status, &info)
+	if err != nil {
+		return err
+	}
+	if _, err := h.UpdateStatus(ctx, inst.ID, status, 0); err != nil {
+		return fmt.Errorf("state %q is locked by %s but its lock info was not recorded: %w", stateName(ns, name), info.ID, err)
+	}
+	return nil
+}
+
+// UnlockTerraformState releases the lock lockID holds. lockID "" releases
+// whatever lock holds the state (tofu force-unlock sends no lock info).
+// Unlocking an unlocked state succeeds.
+func (h *Hub) UnlockTerraformState(ctx context.Context, ns, name, lockID string) error {
+	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	if err != nil {
+		return err
+	}
+	if inst.LockedBy == "" {
+		return nil
+	}
+	if lockID != "" && inst.LockedBy != lockID {
+		return &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(inst)}
+	}
+	if err := h.UnlockInstances(ctx, []string{inst.ID}, inst.LockedBy); err != nil {
+		return err
+	}
+	status, err := statusWithLock(inst.Status, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := h.UpdateStatus(ctx, inst.ID, status, 0); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return fmt.Errorf("state %q is unlocked but its old lock info was not cleared: %w", stateName(ns, name), err)
+	}
+	return nil
+}
+
+// statusWithLock returns status with its "lock" member set to info, or
+// removed when info is nil; other members are kept.
+func statusWithLock(status json.RawMessage, info *tfstate.LockInfo) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(status) > 0 {
+		if err := json.Unmarshal(status, &m); err != nil {
+			return nil, fmt.Errorf("read the state's status: %w", err)
+		}
+	}
+	if info == nil {
+		delete(m, "lock")
+	} else {
+		b, err := json.Marshal(info)
+		if err != nil {
+			return nil, err
+		}
+		m["lock"] = b
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(m)
+}
+
+// TerraformStateVersion is one write of a state, as history lists it.
+type TerraformStateVersion struct {
+	ResourceVersion  int    `json:"resourceVersion"`
+	CreatedAt        string `json:"createdAt"`
+	CreatedBy        string `json:"createdBy,omitempty"`
+	Serial           uint64 `json:"serial"`
+	Lineage          string `json:"lineage"`
+	TerraformVersion string `json:"terraformVersion"`
+	Resources        int    `json:"resources"`
+	Outputs          int    `json:"outputs"`
+}
+
+// TerraformStateHistory lists a state's writes, oldest first (the empty
+// version a first lock creates is left out).
+func (h *Hub) TerraformStateHistory(ctx context.Context, ns, name string) ([]TerraformStateVersion, error) {
+	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	if err != nil {
+		return nil, err
+	}
+	rvs, err := h.ResourceVersions(ctx, inst.ID, true)
+	if err != nil {
+		return nil, err
+	}
+	out := []TerraformStateVersion{}
+	for _, rv := range rvs {
+		if isEmptyState(rv.Value) {
+			continue
+		}
+		s, err := tfstate.Parse(rv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("state %q version %d: %w", stateName(ns, name), rv.ResourceVersion, err)
+		}
+		out = append(out, TerraformStateVersion{
+			ResourceVersion: rv.ResourceVersion, CreatedAt: rv.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), CreatedBy: rv.CreatedBy,
+			Serial: s.Serial, Lineage: s.Lineage, TerraformVersion: s.TerraformVersion,
+			Resources: len(s.Resources), Outputs: len(s.Outputs),
+		})
+	}
+	return out, nil
+}
+
+// TerraformStateDiff compares two resource versions of a state.
+func (h *Hub) TerraformStateDiff(ctx context.Context, ns, name string, from, to int) (tfstate.Diff, error) {
+	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	if err != nil {
+		return tfstate.Diff{}, err
+	}
+	var states [2]tfstate.State
+	for i, v := range []int{from, to} {
+		rv, err := h.ResourceVersion(ctx, inst.ID, v, true)
+		if err != nil {
+			return tfstate.Diff{}, err
+		}
+		if isEmptyState(rv.Value) {
+			continue // the empty state before the first write
+		}
+		if states[i], err = tfstate.Parse(rv.Value); err != nil {
+			return tfstate.Diff{}, fmt.Errorf("state %q version %d: %w", stateName(ns, name), v, err)
+		}
+	}
+	return tfstate.Compare(states[0], states[1]), nil
+}
+
+// IsTerraformLocked returns the holder's lock info when err says another
+// lock holds a state.
+func IsTerraformLocked(err error) (tfstate.LockInfo, bool) {
+	var le *TerraformLockedError
+	if errors.As(err, &le) {
+		return le.Holder, true
+	}
+	return tfstate.LockInfo{}, false
+}
