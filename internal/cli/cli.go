@@ -194,11 +194,11 @@ func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error
 		return err
 	}
 	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withGit(backends, nil)})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil)})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
-	if err := registerGitType(ctx, h); err != nil {
+	if err := registerHubTypes(ctx, h); err != nil {
 		return err
 	}
 	return fn(h)

@@ -94,15 +94,12 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	defer backends.Close()
-	opener := a.withGit(backends, log)
+	opener := a.withBackends(backends, log)
 	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
-	if err := registerGitType(ctx, h); err != nil {
-		return err
-	}
-	if err := h.RegisterTerraformTypes(ctx); err != nil {
+	if err := registerHubTypes(ctx, h); err != nil {
 		return err
 	}
 

@@ -1,0 +1,106 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// BackendOpener is the hub's opener contract (hub.BackendOpener), repeated
+// here so this package does not import the hub.
+type BackendOpener interface {
+	OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error)
+}
+
+// OpenerConfig configures an Opener.
+type OpenerConfig struct {
+	// Fallback opens every backend that is not an S3 backend. Nil: those fail.
+	Fallback BackendOpener
+	// Getenv reads credentials' environment variables. Default os.Getenv.
+	Getenv func(string) string
+}
+
+// Opener runs S3 backends (instances of Type TypePath) in-process and hands
+// every other backend to its fallback. It implements hub.BackendOpener and
+// hub.HealthChecker and is safe for concurrent use.
+type Opener struct {
+	cfg OpenerConfig
+
+	mu       sync.Mutex
+	backends map[string]openedBackend // by backend id
+}
+
+type openedBackend struct {
+	rv int
+	b  *Backend
+}
+
+// NewOpener returns an Opener.
+func NewOpener(cfg OpenerConfig) *Opener {
+	return &Opener{cfg: cfg, backends: map[string]openedBackend{}}
+}
+
+// IsS3 reports whether sb is an S3 backend instance.
+func IsS3(sb cairn.StorageBackend) bool { return sb.TypeRef.Path == TypePath }
+
+// OpenBackend returns the S3 backend of an S3 backend instance (the same
+// one until the instance gets a new resource version), else what the
+// fallback opens.
+func (o *Opener) OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error) {
+	if !IsS3(sb) {
+		if o.cfg.Fallback == nil {
+			return nil, cairn.Errorf(cairn.CodeUnavailable, "backend %q (%s): no client is configured for url %q", sb.ID, sb.TypeRef, sb.URL)
+		}
+		return o.cfg.Fallback.OpenBackend(ctx, sb)
+	}
+	return o.open(sb)
+}
+
+func (o *Opener) open(sb cairn.StorageBackend) (*Backend, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ob, ok := o.backends[sb.ID]; ok && ob.rv == sb.ResourceVersion {
+		return ob.b, nil
+	}
+	cfg, err := ParseConfig(sb.Value)
+	if err != nil {
+		return nil, err
+	}
+	b, err := New(Options{Config: cfg, Getenv: o.cfg.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	o.backends[sb.ID] = openedBackend{rv: sb.ResourceVersion, b: b}
+	return b, nil
+}
+
+// CheckBackend asks an S3 backend's endpoint whether its bucket exists
+// (SERVING when it does) and the fallback about other backends.
+func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.BackendHealth, error) {
+	if !IsS3(sb) {
+		hc, ok := o.cfg.Fallback.(interface {
+			CheckBackend(context.Context, cairn.StorageBackend) (cairn.BackendHealth, error)
+		})
+		if !ok {
+			return cairn.BackendHealth{}, cairn.Errorf(cairn.CodeUnavailable, "no health check is available for url %q", sb.URL)
+		}
+		return hc.CheckBackend(ctx, sb)
+	}
+	b, err := o.open(sb)
+	if err != nil {
+		return cairn.BackendHealth{}, err
+	}
+	start := time.Now()
+	if err := b.Check(ctx); err != nil {
+		return cairn.BackendHealth{Status: "NOT_SERVING"}, fmt.Errorf("s3 backend %q: %w", sb.ID, err)
+	}
+	connect := time.Since(start)
+	start = time.Now()
+	if err := b.Check(ctx); err != nil {
+		return cairn.BackendHealth{Status: "NOT_SERVING"}, fmt.Errorf("s3 backend %q: %w", sb.ID, err)
+	}
+	return cairn.BackendHealth{Service: "s3", Status: "SERVING", Connect: connect, RoundTrip: time.Since(start), TLS: b.TLS()}, nil
+}
