@@ -1,0 +1,347 @@
+package terraform_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/api/terraform"
+	s3backend "github.com/cairn-dev/cairn/backend/s3"
+	"github.com/cairn-dev/cairn/backend/s3/s3test"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// EnvTofu names the tofu binary scripts/with-services builds from the
+// github.com/opentofu/opentofu module.
+const EnvTofu = "CAIRN_TEST_TOFU"
+
+func tofuBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv(EnvTofu)
+	if bin == "" {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatalf("%s is not set: run the tests through scripts/with-services, which builds tofu", EnvTofu)
+		}
+		t.Skipf("!!! SKIPPING the OpenTofu end-to-end tests: %s is not set (scripts/with-services builds tofu)", EnvTofu)
+	}
+	return bin
+}
+
+// server is one cairn replica: a hub on a store, serving the state
+// protocol and the REST API.
+type server struct {
+	url string
+	hub *hub.Hub
+}
+
+func ctxT(t *testing.T) context.Context { return cairn.WithActor(t.Context(), "test") }
+
+func startServer(t *testing.T, st store.Store, opener hub.BackendOpener) *server {
+	t.Helper()
+	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RegisterTerraformTypes(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h}))
+	api := rest.New(rest.Config{Hub: h, Version: rest.Version{Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn"}})
+	mux.Handle("/", api)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { api.StopWatches(); srv.Close() })
+	return &server{url: srv.URL, hub: h}
+}
+
+func sqliteStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// workdir is one OpenTofu configuration using only the built-in
+// terraform_data resource (no provider downloads).
+type workdir struct {
+	t    *testing.T
+	tofu string
+	dir  string
+}
+
+const config = `terraform {
+  backend "http" {
+    address        = %q
+    lock_address   = %q
+    unlock_address = %q
+    lock_method    = "LOCK"
+    unlock_method  = "UNLOCK"
+    username       = "ci-runner"
+  }
+}
+
+variable "v" {
+  default = "one"
+}
+
+resource "terraform_data" "x" {
+  input = var.v
+}
+
+output "ip" {
+  value = terraform_data.x.output
+}
+
+output "settings" {
+  value = { name = terraform_data.x.output, replicas = 3 }
+}
+
+output "token" {
+  value     = "secret-${terraform_data.x.output}"
+  sensitive = true
+}
+`
+
+func stateURL(base, ns, name string) string {
+	return base + terraform.Prefix + "namespaces/" + ns + "/states/" + name
+}
+
+func newWorkdir(t *testing.T, address, lockAddress string) *workdir {
+	t.Helper()
+	w := &workdir{t: t, tofu: tofuBinary(t), dir: t.TempDir()}
+	tf := fmt.Sprintf(config, address, lockAddress, address)
+	if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(tf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.must("init", "-input=false", "-no-color")
+	return w
+}
+
+func (w *workdir) run(args ...string) (string, error) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.tofu, args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "HOME="+w.dir, "TF_CLI_CONFIG_FILE=/dev/null", "CHECKPOINT_DISABLE=1",
+		"TF_IN_AUTOMATION=1", "TF_HTTP_PASSWORD=unused")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (w *workdir) must(args ...string) string {
+	w.t.Helper()
+	out, err := w.run(args...)
+	if err != nil {
+		w.t.Fatalf("tofu %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (w *workdir) apply(v string) {
+	w.t.Helper()
+	w.must("apply", "-auto-approve", "-input=false", "-no-color", "-var", "v="+v)
+}
+
+// outputValue returns the value of the instance of a state's output.
+func outputValue(t *testing.T, h *hub.Hub, path, name string) json.RawMessage {
+	t.Helper()
+	inst, err := h.GetInstanceByName(ctxT(t), path, "default", name, true)
+	if err != nil {
+		t.Fatalf("output instance %s: %v", name, err)
+	}
+	var v struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(inst.Latest.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Value
+}
+
+func wantJSON(t *testing.T, what string, got json.RawMessage, want string) {
+	t.Helper()
+	if !hub.JSONEqual(got, json.RawMessage(want)) {
+		t.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+// lockAsOther takes the state's lock as another OpenTofu run would.
+func lockAsOther(t *testing.T, url, id string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"ID":%q,"Operation":"OperationTypeApply","Info":"","Who":"alice@build-7","Version":"1.10.10","Created":"2026-11-23T10:00:00Z","Path":""}`, id)
+	req, _ := http.NewRequest("LOCK", url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("LOCK as another run: %s", resp.Status)
+	}
+}
+
+// checkStateLife runs the whole life of a state through tofu against the
+// replica at a (state) and b (lock), checking it through the hub of c.
+func checkStateLife(t *testing.T, a, b, c *server, name string) {
+	w := newWorkdir(t, stateURL(a.url, "default", name), stateURL(b.url, "default", name))
+	w.apply("one")
+	w.apply("two")
+
+	inst, err := c.hub.GetInstanceByName(ctxT(t), hub.TerraformStatePath, "default", name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := c.hub.TerraformStateHistory(ctxT(t), "default", name)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("history after two applies: %+v, %v", hist, err)
+	}
+	if hist[0].Serial >= hist[1].Serial || hist[1].CreatedBy != "ci-runner" {
+		t.Errorf("history = %+v: want increasing serials, createdBy the basic-auth user", hist)
+	}
+	if inst.LockedBy != "" {
+		t.Errorf("state still locked by %q after apply", inst.LockedBy)
+	}
+	wantJSON(t, "output ip", outputValue(t, c.hub, hub.TerraformOutputPath, name+"-ip"), `"two"`)
+	wantJSON(t, "output settings", outputValue(t, c.hub, hub.TerraformOutputPath, name+"-settings"), `{"name":"two","replicas":3}`)
+	wantJSON(t, "output token", outputValue(t, c.hub, hub.TerraformSensitivePath, name+"-token"), `"secret-two"`)
+
+	// tofu state pull shows what cairn holds.
+	pulled := w.must("state", "pull")
+	wantJSON(t, "tofu state pull", json.RawMessage(pulled), string(inst.Latest.Value))
+
+	// A concurrent run is refused, naming the holder.
+	lockAsOther(t, stateURL(b.url, "default", name), "b1c0ffee-0000-4000-8000-000000000001")
+	out, err := w.run("apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=0s", "-var", "v=three")
+	if err == nil {
+		t.Fatalf("apply while another run holds the lock succeeded:\n%s", out)
+	}
+	for _, want := range []string{"Error acquiring the state lock", "b1c0ffee-0000-4000-8000-000000000001", "alice@build-7", "OperationTypeApply"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refused apply's output lacks %q:\n%s", want, out)
+		}
+	}
+	if h, _ := c.hub.TerraformStateHistory(ctxT(t), "default", name); len(h) != 2 {
+		t.Errorf("the refused apply wrote the state: %d versions", len(h))
+	}
+	// force-unlock releases it; the next apply goes through.
+	w.must("force-unlock", "-force", "b1c0ffee-0000-4000-8000-000000000001")
+	w.apply("three")
+	wantJSON(t, "output ip after force-unlock", outputValue(t, c.hub, hub.TerraformOutputPath, name+"-ip"), `"three"`)
+}
+
+func TestTofuSQLite(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	checkStateLife(t, s, s, s, "net")
+
+	// kubectl lists the outputs; the sensitive one is of another kind.
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kubectl is missing under CI=true")
+		}
+		t.Skip("kubectl is not installed")
+	}
+	out, err := exec.Command(kubectl, "--server", s.url, "get", "terraformoutputs", "-o", "name").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get terraformoutputs: %v\n%s", err, out)
+	}
+	got := strings.Fields(string(out))
+	slices.Sort(got)
+	if strings.Join(got, " ") != "terraformoutput.terraform.cairn.dev/net-ip terraformoutput.terraform.cairn.dev/net-settings" {
+		t.Errorf("kubectl get terraformoutputs -o name = %q", got)
+	}
+}
+
+func TestTofuPostgresReplicas(t *testing.T) {
+	schema := pgtest.NewSchema(t)
+	a := startServer(t, schema.Open(t), nil)
+	b := startServer(t, schema.Open(t), nil)
+	// State on one replica, lock on the other, read back through either.
+	checkStateLife(t, a, b, b, "replicated")
+	doc, _, err := a.hub.TerraformState(ctxT(t), "default", "replicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := b.hub.TerraformState(ctxT(t), "default", "replicated")
+	if err != nil || !bytes.Equal(doc, other) {
+		t.Errorf("the replicas disagree on the state: %v", err)
+	}
+}
+
+func TestTofuStateInS3Backend(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Bucket(t, "tfstate")
+	env := map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey}
+	opener := s3backend.NewOpener(s3backend.OpenerConfig{Getenv: func(k string) string { return env[k] }})
+	s := startServer(t, sqliteStore(t), opener)
+	ctx := ctxT(t)
+	if _, _, err := s.hub.ApplyType(ctx, s3backend.StorageType()); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Alias: "s3", Name: "s3", Namespace: hub.SystemNamespace,
+		TypeRef:    s3backend.StorageType().Ref(),
+		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
+		Value: json.RawMessage(fmt.Sprintf(`{"url":%q,"acceptValue":true,"contextSchema":null,"bucket":"tfstate","prefix":"cairn","addressing":"path"}`,
+			srv.Endpoint)),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendID := created[0].ID
+	if _, err := s.hub.ApplyPolicy(ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
+		{TypeRef: policy.TypeRef{Path: "cap.type.terraform.*"}, Backend: policy.BackendRef{ID: backendID}},
+		{TypeRef: policy.TypeRef{Path: hub.TerraformStatePath}, Backend: policy.BackendRef{ID: backendID}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkdir(t, stateURL(s.url, "default", "ins3"), stateURL(s.url, "default", "ins3"))
+	w.apply("one")
+	w.apply("two")
+
+	inst, err := s.hub.GetInstanceByName(ctx, hub.TerraformStatePath, "default", "ins3", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Backend.ID != backendID {
+		t.Fatalf("state stored in backend %s, want the S3 backend %s", inst.Backend.ID, backendID)
+	}
+	// The bucket holds the state's resource versions as objects.
+	c := srv.Client(t)
+	obj, err := c.GetObject(ctx, "tfstate", fmt.Sprintf("cairn/%s/%010d.json", inst.ID, inst.Latest.ResourceVersion), minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(obj); err != nil {
+		t.Fatalf("read the state's object from the bucket: %v", err)
+	}
+	wantJSON(t, "the state in the bucket", buf.Bytes(), w.must("state", "pull"))
+	wantJSON(t, "output ip (in S3)", outputValue(t, s.hub, hub.TerraformOutputPath, "ins3-ip"), `"two"`)
+}
