@@ -94,7 +94,16 @@ func stateName(ns, name string) string { return ns + "/" + name }
 // getState returns a state instance with its latest value; NotFound when
 // there is none.
 func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, error) {
-	return h.GetInstanceByName(ctx, TerraformStatePath, ns, name, true)
+	return h.stateInstance(ctx, ns, name, true)
+}
+
+// stateInstance reads a state instance, NotFound naming the state.
+func (h *Hub) stateInstance(ctx context.Context, ns, name string, withValue bool) (cairn.Instance, error) {
+	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, withValue)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return inst, &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("state %q was not found", stateName(ns, name)), Err: err}
+	}
+	return inst, err
 }
 
 // TerraformState returns the latest state document. It is NotFound when no
@@ -355,13 +364,13 @@ func (h *Hub) DeleteTerraformState(ctx context.Context, ns, name, lockID string)
 // a first run can lock it. Another lock holding it gives
 // *TerraformLockedError naming that holder.
 func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfstate.LockInfo) error {
-	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	inst, err := h.stateInstance(ctx, ns, name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		_, cerr := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: emptyState}}})
 		if cerr != nil && !cairn.HasCode(cerr, cairn.CodeAlreadyExists) {
 			return cerr
 		}
-		inst, err = h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+		inst, err = h.stateInstance(ctx, ns, name, false)
 	}
 	if err != nil {
 		return err
@@ -392,7 +401,7 @@ func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfst
 // whatever lock holds the state (tofu force-unlock sends no lock info).
 // Unlocking an unlocked state succeeds.
 func (h *Hub) UnlockTerraformState(ctx context.Context, ns, name, lockID string) error {
-	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	inst, err := h.stateInstance(ctx, ns, name, false)
 	if err != nil {
 		return err
 	}
@@ -454,7 +463,7 @@ type TerraformStateVersion struct {
 // TerraformStateHistory lists a state's writes, oldest first (the empty
 // version a first lock creates is left out).
 func (h *Hub) TerraformStateHistory(ctx context.Context, ns, name string) ([]TerraformStateVersion, error) {
-	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	inst, err := h.stateInstance(ctx, ns, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -482,13 +491,17 @@ func (h *Hub) TerraformStateHistory(ctx context.Context, ns, name string) ([]Ter
 
 // TerraformStateDiff compares two resource versions of a state.
 func (h *Hub) TerraformStateDiff(ctx context.Context, ns, name string, from, to int) (tfstate.Diff, error) {
-	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, false)
+	inst, err := h.stateInstance(ctx, ns, name, false)
 	if err != nil {
 		return tfstate.Diff{}, err
 	}
 	var states [2]tfstate.State
 	for i, v := range []int{from, to} {
 		rv, err := h.ResourceVersion(ctx, inst.ID, v, true)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return tfstate.Diff{}, &cairn.Error{Code: cairn.CodeNotFound, Err: err,
+				Msg: fmt.Sprintf("state %q has no version %d (see its history)", stateName(ns, name), v)}
+		}
 		if err != nil {
 			return tfstate.Diff{}, err
 		}

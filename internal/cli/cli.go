@@ -151,6 +151,7 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		a.policyCommand(),
 		a.proposalsCommand(),
 		a.renderCommand(),
+		a.tfCommand(),
 	)
 	return root
 }

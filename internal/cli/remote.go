@@ -77,6 +77,7 @@ on a local store instead; --server='' forces that.`, r.target.url, r.target.from
 		r.lockCommand(true),
 		r.lockCommand(false),
 		r.apiResourcesCommand(),
+		r.tfCommand(),
 	)
 	return root
 }
