@@ -53,9 +53,9 @@ type server struct {
 	hub *hub.Hub
 }
 
-func ctxT(t *testing.T) context.Context { return cairn.WithActor(t.Context(), "test") }
+func ctxT(t testing.TB) context.Context { return cairn.WithActor(t.Context(), "test") }
 
-func startServer(t *testing.T, st store.Store, opener hub.BackendOpener) *server {
+func startServer(t testing.TB, st store.Store, opener hub.BackendOpener) *server {
 	t.Helper()
 	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener})
 	if err != nil {
@@ -73,7 +73,7 @@ func startServer(t *testing.T, st store.Store, opener hub.BackendOpener) *server
 	return &server{url: srv.URL, hub: h}
 }
 
-func sqliteStore(t *testing.T) store.Store {
+func sqliteStore(t testing.TB) store.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
