@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn"
@@ -30,6 +32,12 @@ const (
 	// instance: the state's name and the output's name.
 	TerraformStateLabel  = "terraform.cairn.dev/state"
 	TerraformOutputLabel = "terraform.cairn.dev/output"
+
+	// TerraformLineageAnnotation and TerraformSerialAnnotation are on every
+	// state instance: the latest document's lineage and serial, so a write
+	// is checked without reading (and parsing) the previous document.
+	TerraformLineageAnnotation = "terraform.cairn.dev/lineage"
+	TerraformSerialAnnotation  = "terraform.cairn.dev/serial"
 )
 
 // TerraformTypes are the Types of states and outputs. Sensitive outputs have
@@ -144,7 +152,7 @@ func lockHolder(inst cairn.Instance) tfstate.LockInfo {
 // an older serial than the stored one, is refused (CodeConflict), as
 // OpenTofu's own backends refuse them.
 func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, doc json.RawMessage) (cairn.Instance, error) {
-	s, err := tfstate.Parse(doc)
+	s, err := tfstate.ParseSummary(doc)
 	if err != nil {
 		return cairn.Instance{}, cairn.Errorf(cairn.CodeInvalid, "state %q: %v", stateName(ns, name), err)
 	}
@@ -152,14 +160,14 @@ func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, do
 	if err != nil {
 		return cairn.Instance{}, err
 	}
-	inst, err := h.getState(ctx, ns, name)
+	inst, err := h.stateInstance(ctx, ns, name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		created, err := h.createState(ctx, ns, name, doc, outs)
+		created, err := h.createState(ctx, ns, name, doc, s, outs)
 		if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
 			return created, err
 		}
 		// Another writer created it first: check against what it wrote.
-		inst, err = h.getState(ctx, ns, name)
+		inst, err = h.stateInstance(ctx, ns, name, false)
 	}
 	if err != nil {
 		return cairn.Instance{}, err
@@ -167,20 +175,28 @@ func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, do
 	if inst.LockedBy != "" && inst.LockedBy != lockID {
 		return cairn.Instance{}, &TerraformLockedError{State: stateName(ns, name), Holder: lockHolder(inst)}
 	}
-	if !isEmptyState(inst.Latest.Value) {
-		old, err := tfstate.Parse(inst.Latest.Value)
-		if err == nil {
-			if old.Lineage != s.Lineage {
-				return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
-					"state %q: lineage mismatch: the stored state has lineage %q, the new one %q; refusing to overwrite a different state", stateName(ns, name), old.Lineage, s.Lineage)
-			}
-			if s.Serial < old.Serial {
-				return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
-					"state %q: serial %d is older than the stored serial %d; refusing to overwrite a newer state", stateName(ns, name), s.Serial, old.Serial)
-			}
+	if lineage := inst.Annotations[TerraformLineageAnnotation]; lineage != "" {
+		if lineage != s.Lineage {
+			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
+				"state %q: lineage mismatch: the stored state has lineage %q, the new one %q; refusing to overwrite a different state", stateName(ns, name), lineage, s.Lineage)
+		}
+		if old, err := strconv.ParseUint(inst.Annotations[TerraformSerialAnnotation], 10, 64); err == nil && s.Serial < old {
+			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict,
+				"state %q: serial %d is older than the stored serial %d; refusing to overwrite a newer state", stateName(ns, name), s.Serial, old)
 		}
 	}
-	return h.updateState(ctx, inst, lockID, doc, outs)
+	return h.updateState(ctx, inst, lockID, doc, s, outs)
+}
+
+// stateAnnotations returns annotations with the state's lineage and serial.
+func stateAnnotations(annotations map[string]string, s tfstate.State) map[string]string {
+	a := maps.Clone(annotations)
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[TerraformLineageAnnotation] = s.Lineage
+	a[TerraformSerialAnnotation] = strconv.FormatUint(s.Serial, 10)
+	return a
 }
 
 // outputInstance is what a state says one output instance must be.
@@ -253,8 +269,9 @@ func labelValue(s string) string {
 
 // createState creates the state and its outputs, each output using the
 // state, in one atomic create.
-func (h *Hub) createState(ctx context.Context, ns, name string, doc json.RawMessage, outs []outputInstance) (cairn.Instance, error) {
-	req := CreateRequest{Instances: []NewInstance{{Alias: "state", Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: doc}}}
+func (h *Hub) createState(ctx context.Context, ns, name string, doc json.RawMessage, s tfstate.State, outs []outputInstance) (cairn.Instance, error) {
+	req := CreateRequest{Instances: []NewInstance{{Alias: "state", Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: doc,
+		Annotations: stateAnnotations(nil, s)}}}
 	for _, o := range outs {
 		ni := o.newInstance(ns, name)
 		req.Instances = append(req.Instances, ni)
@@ -288,7 +305,7 @@ func (h *Hub) stateOutputs(ctx context.Context, ns, state string) ([]cairn.Insta
 // changed outputs' new versions (one atomic update), then creates the new
 // outputs (atomically, with their uses edges) and deletes the outputs the
 // state no longer has.
-func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID string, doc json.RawMessage, outs []outputInstance) (cairn.Instance, error) {
+func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID string, doc json.RawMessage, s tfstate.State, outs []outputInstance) (cairn.Instance, error) {
 	existing, err := h.stateOutputs(ctx, inst.Namespace, inst.Name)
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("state %q: list its outputs: %w", stateName(inst.Namespace, inst.Name), err)
@@ -297,7 +314,7 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 	for _, e := range existing {
 		byName[e.Name] = e
 	}
-	ups := []UpdateInstance{{ID: inst.ID, OwnerID: lockID, Value: doc, IfSeq: inst.Seq}}
+	ups := []UpdateInstance{{ID: inst.ID, OwnerID: lockID, Value: doc, IfSeq: inst.Seq, Annotations: stateAnnotations(inst.Annotations, s)}}
 	var create CreateRequest
 	keep := map[string]bool{}
 	for _, o := range outs {

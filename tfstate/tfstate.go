@@ -63,18 +63,42 @@ func Parse(doc []byte) (State, error) {
 	if err := dec.Decode(&s); err != nil {
 		return State{}, fmt.Errorf("the state is not a valid state document: %w", err)
 	}
+	if err := s.check(); err != nil {
+		return State{}, err
+	}
+	return s, nil
+}
+
+func (s State) check() error {
 	if s.Version != 4 {
-		return State{}, fmt.Errorf("the state has format version %d; only version 4 (OpenTofu, Terraform 0.12 and later) is supported", s.Version)
+		return fmt.Errorf("the state has format version %d; only version 4 (OpenTofu, Terraform 0.12 and later) is supported", s.Version)
 	}
 	if s.Lineage == "" {
-		return State{}, fmt.Errorf("the state has no lineage")
+		return fmt.Errorf("the state has no lineage")
 	}
 	for name, o := range s.Outputs {
 		if o.Value == nil {
-			return State{}, fmt.Errorf("the state's output %q has no value", name)
+			return fmt.Errorf("the state's output %q has no value", name)
 		}
 	}
-	return s, nil
+	return nil
+}
+
+// ParseSummary is Parse without the resources: what a write needs (format,
+// lineage, serial, outputs), skipping the bulk of a large state.
+func ParseSummary(doc []byte) (State, error) {
+	var s struct {
+		Version int               `json:"version"`
+		Serial  uint64            `json:"serial"`
+		Lineage string            `json:"lineage"`
+		Outputs map[string]Output `json:"outputs"`
+		TFV     string            `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(doc, &s); err != nil {
+		return State{}, fmt.Errorf("the state is not a valid state document: %w", err)
+	}
+	st := State{Version: s.Version, Serial: s.Serial, Lineage: s.Lineage, Outputs: s.Outputs, TerraformVersion: s.TFV}
+	return st, st.check()
 }
 
 // OutputNames returns the outputs' names, sorted.

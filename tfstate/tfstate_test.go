@@ -22,6 +22,10 @@ func TestParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := tfstate.Parse([]byte(tt.doc))
+			sum, serr := tfstate.ParseSummary([]byte(tt.doc))
+			if (err == nil) != (serr == nil) || (err == nil && (sum.Serial != s.Serial || sum.Lineage != s.Lineage || len(sum.Outputs) != len(s.Outputs) || sum.Resources != nil)) {
+				t.Errorf("ParseSummary = %+v, %v; Parse = %+v, %v", sum, serr, s, err)
+			}
 			if tt.err == "" {
 				if err != nil || s.Serial != 3 || s.Outputs["a"].Sensitive || string(s.Outputs["a"].Type) != `["list","number"]` {
 					t.Fatalf("Parse = %+v, %v", s, err)
