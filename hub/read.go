@@ -56,6 +56,9 @@ func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withVal
 		if err := h.fillValues(ctx, list); err != nil {
 			return nil, err
 		}
+		for i := range list {
+			redactSensitive(&list[i])
+		}
 	}
 	return list, nil
 }

@@ -290,15 +290,38 @@ func (h *Hub) stateOutputs(ctx context.Context, ns, state string) ([]cairn.Insta
 	if err != nil {
 		return nil, err
 	}
-	list, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath + ".*", Namespace: ns, Labels: req}, true)
+	list, err := h.st.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath + ".*", Namespace: ns, Labels: req})
 	if err != nil {
 		return nil, err
 	}
-	plain, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath, Namespace: ns, Labels: req}, true)
+	plain, err := h.st.ListInstances(ctx, store.InstanceFilter{TypePath: TerraformOutputPath, Namespace: ns, Labels: req})
 	if err != nil {
 		return nil, err
 	}
-	return append(plain, list...), nil
+	all := append(plain, list...)
+	// Unredacted: compared with the new values.
+	return all, h.fillValues(ctx, all)
+}
+
+// SensitiveMarker replaces a sensitive output's value in lists, as tofu
+// prints it.
+const SensitiveMarker = "(sensitive value)"
+
+// redactSensitive hides a sensitive output's value in a list: reading the
+// one instance (GetInstance) shows it, a list never does.
+func redactSensitive(inst *cairn.Instance) {
+	if inst.TypeRef.Path != TerraformSensitivePath || inst.Latest.Value == nil {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(inst.Latest.Value, &m) != nil || m == nil {
+		inst.Latest.Value = json.RawMessage(strconv.Quote(SensitiveMarker))
+		return
+	}
+	m["value"] = json.RawMessage(strconv.Quote(SensitiveMarker))
+	if v, err := json.Marshal(m); err == nil {
+		inst.Latest.Value = v
+	}
 }
 
 // updateState adds the state's next resource version together with the

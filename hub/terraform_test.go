@@ -228,6 +228,20 @@ func TestTerraformSensitiveOutputsFollowThePolicy(t *testing.T) {
 	if b := outs["app-url"].Backend.ID; b != cairn.BuiltinBackendID {
 		t.Errorf("plain output stored in %s, want the built-in backend", b)
 	}
+	// Lists never show a sensitive value; reading the one instance does.
+	if v := string(outs["app-token"].Latest.Value); strings.Contains(v, "t0ps3cret") || !strings.Contains(v, hub.SensitiveMarker) {
+		t.Errorf("a list shows the sensitive output as %s", v)
+	}
+	if v := string(e.get(outs["app-token"].ID).Latest.Value); !strings.Contains(v, "t0ps3cret") {
+		t.Errorf("reading the sensitive output gives %s", v)
+	}
+	// Writing the same state again changes no output (compared unredacted).
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "app", "", tfDoc("L", 2, map[string]string{"url": `"u"`, "!token": `"t0ps3cret"`})); err != nil {
+		t.Fatal(err)
+	}
+	if rv := e.outputs("app")["app-token"].Latest.ResourceVersion; rv != 1 {
+		t.Errorf("an unchanged sensitive output got version %d", rv)
+	}
 }
 
 func keys(m map[string]cairn.Instance) string {

@@ -108,8 +108,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	status := h.serveState(w, r, ns, name)
-	h.log.InfoContext(r.Context(), "terraform state request", "method", r.Method, "namespace", ns, "state", name, "status", status)
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	status := h.serveState(rec, r, ns, name)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []any{"method", r.Method, "namespace", ns, "state", name, "status", status, "actor", cairn.Actor(r.Context())}
+	if rec.msg != "" {
+		// The hub's error text: names what failed, never a value.
+		attrs = append(attrs, "err", rec.msg)
+	}
+	h.log.Log(r.Context(), level, "terraform state request", attrs...)
+}
+
+// recorder keeps the plain-text error message a response carried, for the log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	msg    string
 }
 
 func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name string) int {
@@ -244,6 +261,9 @@ func writeHubError(w http.ResponseWriter, err error) int {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) int {
+	if rec, ok := w.(*recorder); ok {
+		rec.msg = msg
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, msg+"\n")
