@@ -100,10 +100,13 @@ func ParseConfig(value json.RawMessage) (Config, error) {
 	case c.URL == "":
 		problems = append(problems, "url is required (the endpoint, e.g. https://s3.eu-west-1.amazonaws.com)")
 	case err != nil:
-		problems = append(problems, fmt.Sprintf("url %q: %v", c.URL, err))
+		problems = append(problems, "url is not a valid URL (https://host[:port])")
+	case u.User != nil:
+		// Never repeat it: the user info may be keys.
+		problems = append(problems, "url must not carry credentials: name where they are in credentials")
 	case u.Scheme != "https" && u.Scheme != "http":
 		problems = append(problems, fmt.Sprintf("url %q: the scheme must be https (or http)", c.URL))
-	case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil:
+	case u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "":
 		problems = append(problems, fmt.Sprintf("url %q must be just scheme://host[:port]", c.URL))
 	}
 	if all.AcceptValue == nil || !*all.AcceptValue {

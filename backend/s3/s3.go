@@ -59,7 +59,7 @@ func New(opts Options) (*Backend, error) {
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, cairn.Errorf(cairn.CodeInvalid, "s3 backend: url %q: %v", cfg.URL, err)
+		return nil, cairn.Errorf(cairn.CodeInvalid, "s3 backend: url is not a valid URL (https://host[:port])")
 	}
 	creds, err := credentialsOf(cfg.Credentials, getenv)
 	if err != nil {
