@@ -327,7 +327,8 @@ func redactSensitive(inst *cairn.Instance) {
 // updateState adds the state's next resource version together with the
 // changed outputs' new versions (one atomic update), then creates the new
 // outputs (atomically, with their uses edges) and deletes the outputs the
-// state no longer has.
+// state no longer has. A removed output another instance uses refuses the
+// write before anything changes.
 func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID string, doc json.RawMessage, s tfstate.State, outs []outputInstance) (cairn.Instance, error) {
 	existing, err := h.stateOutputs(ctx, inst.Namespace, inst.Name)
 	if err != nil {
@@ -354,13 +355,18 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 		create.Instances = append(create.Instances, ni)
 		create.UsesRelations = append(create.UsesRelations, UsesRelation{From: ni.Alias, To: inst.ID})
 	}
+	// Refuse before changing anything when a removed output is in use.
+	var remove []cairn.Instance
 	for _, e := range existing {
 		if keep[e.Name] {
 			continue
 		}
-		if err := h.DeleteInstance(ctx, e.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			return cairn.Instance{}, fmt.Errorf("state %q: delete the instance of a removed output %q: %w", stateName(inst.Namespace, inst.Name), e.Name, err)
+		if len(e.UsedBy) > 0 {
+			return cairn.Instance{}, &cairn.Error{Code: cairn.CodeUsedBy, IDs: e.UsedBy,
+				Msg: fmt.Sprintf("state %q: the new state drops output %q, but its instance %q is used by %s; nothing was written",
+					stateName(inst.Namespace, inst.Name), e.Labels[TerraformOutputLabel], e.Name, strings.Join(e.UsedBy, ", "))}
 		}
+		remove = append(remove, e)
 	}
 	updated, err := h.UpdateInstances(ctx, ups)
 	if err != nil {
@@ -369,9 +375,18 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 		}
 		return cairn.Instance{}, err
 	}
+	// The state's new version is stored; what follows brings the outputs
+	// in line, and an error says the state itself was written.
 	if len(create.Instances) > 0 {
 		if _, err := h.CreateInstances(ctx, create); err != nil {
-			return cairn.Instance{}, fmt.Errorf("state %q: create its new outputs' instances: %w", stateName(inst.Namespace, inst.Name), err)
+			return cairn.Instance{}, fmt.Errorf("state %q version %d is stored, but creating its new outputs' instances failed: %w",
+				stateName(inst.Namespace, inst.Name), updated[0].Latest.ResourceVersion, err)
+		}
+	}
+	for _, e := range remove {
+		if err := h.DeleteInstance(ctx, e.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return cairn.Instance{}, fmt.Errorf("state %q version %d is stored, but deleting the instance %q of a removed output failed: %w",
+				stateName(inst.Namespace, inst.Name), updated[0].Latest.ResourceVersion, e.Name, err)
 		}
 	}
 	return updated[0], nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/gotemplate"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 	"github.com/cairn-dev/cairn/store"
@@ -246,4 +247,37 @@ func TestTerraformSensitiveOutputsFollowThePolicy(t *testing.T) {
 
 func keys(m map[string]cairn.Instance) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ",")
+}
+
+// An output instance is an instance like any other: a Go-template
+// projection reads it and follows the next apply.
+func TestTerraformOutputFeedsAProjection(t *testing.T) {
+	e := newTFEnv(t)
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 1, map[string]string{"ip": `"10.0.0.1"`})); err != nil {
+		t.Fatal(err)
+	}
+	ip := e.outputs("net")["net-ip"]
+	appType := cairn.TypeRef{Path: "cap.type.app.config", Revision: "0.1.0"}
+	ctxDoc, _ := json.Marshal(gotemplate.Context{Template: `endpoint: "http://{{ .ip.value }}:8080"`,
+		Variables: map[string]gotemplate.Variable{"ip": {TypeInstanceID: ip.ID}}})
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{
+		Instances:     []hub.NewInstance{{Alias: "app", TypeRef: appType, Backend: &hub.BackendInput{ID: gotemplate.BackendID, Context: ctxDoc}}},
+		UsesRelations: []hub.UsesRelation{{From: "app", To: ip.ID}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, e.get(out[0].ID).Latest.Value, `{"endpoint":"http://10.0.0.1:8080"}`)
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 2, map[string]string{"ip": `"10.0.0.9"`})); err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, e.get(out[0].ID).Latest.Value, `{"endpoint":"http://10.0.0.9:8080"}`)
+	// While the projection uses it, the output cannot disappear with the
+	// output: the state write says so and changes nothing.
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 3, nil)); !cairn.HasCode(err, cairn.CodeUsedBy) {
+		t.Errorf("removing an output another instance uses: %v, want UsedBy", err)
+	}
+	if h, _ := e.h.TerraformStateHistory(e.ctx, "default", "net"); len(h) != 2 {
+		t.Errorf("the refused write left %d versions, want 2", len(h))
+	}
 }
