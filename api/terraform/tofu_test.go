@@ -345,3 +345,56 @@ func TestTofuStateInS3Backend(t *testing.T) {
 	wantJSON(t, "the state in the bucket", buf.Bytes(), w.must("state", "pull"))
 	wantJSON(t, "output ip (in S3)", outputValue(t, s.hub, hub.TerraformOutputPath, "ins3-ip"), `"two"`)
 }
+
+// Two real tofu runs at once: the second is refused while the first (held
+// up by a local-exec provisioner) holds the lock, and names it.
+func TestTofuConcurrentApply(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	url := stateURL(s.url, "default", "busy")
+	slow := newWorkdir(t, url, url)
+	cfg := strings.Replace(fmt.Sprintf(config, url, url, url), `resource "terraform_data" "x" {
+  input = var.v
+}`, `resource "terraform_data" "x" {
+  input = var.v
+  provisioner "local-exec" {
+    command = "sleep 4"
+  }
+}`, 1)
+	if err := os.WriteFile(filepath.Join(slow.dir, "main.tf"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fast := newWorkdir(t, url, url)
+
+	done := make(chan error, 1)
+	var slowOut string
+	go func() {
+		var err error
+		slowOut, err = slow.run("apply", "-auto-approve", "-input=false", "-no-color", "-var", "v=slow")
+		done <- err
+	}()
+	// Wait until the first run holds the lock.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		inst, err := s.hub.GetInstanceByName(ctxT(t), hub.TerraformStatePath, "default", "busy", false)
+		if err == nil && inst.LockedBy != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first apply never took the lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	out, err := fast.run("apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=0s", "-var", "v=fast")
+	if err == nil {
+		t.Fatalf("a concurrent apply succeeded:\n%s", out)
+	}
+	for _, want := range []string{"Error acquiring the state lock", "Operation: OperationTypeApply", "Who:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refused apply's output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first apply: %v\n%s", err, slowOut)
+	}
+	wantJSON(t, "output ip", outputValue(t, s.hub, hub.TerraformOutputPath, "busy-ip"), `"slow"`)
+}
