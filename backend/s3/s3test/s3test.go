@@ -7,13 +7,22 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +42,53 @@ type Server struct {
 	Region    string
 	// Dir is the posix directory behind the buckets.
 	Dir string
+	// CAFile is the CA of a TLS server's certificate (PEM); "" for http.
+	CAFile string
+}
+
+// writeCerts writes a CA and a server certificate for 127.0.0.1 signed by
+// it, returning the certificate, key and CA files.
+func writeCerts(t testing.TB, dir string) (cert, key, ca string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cairn test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("server.pem", "CERTIFICATE", srvDER), write("server-key.pem", "EC PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
 }
 
 // Binary returns the versitygw binary, skipping t (failing it under
@@ -53,7 +109,13 @@ func Binary(t testing.TB) string {
 }
 
 // Start starts a versitygw for t and stops it when t ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return start(t, false) }
+
+// StartTLS starts a versitygw serving https with a certificate for
+// 127.0.0.1 signed by a CA of its own; CAFile is that CA (PEM).
+func StartTLS(t testing.TB) *Server { return start(t, true) }
+
+func start(t testing.TB, withTLS bool) *Server {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
@@ -66,9 +128,15 @@ func Start(t testing.TB) *Server {
 	}
 	port := freePort(t)
 	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), AccessKey: "cairntestaccess", SecretKey: "cairntestsecret0123456789", Region: "us-east-1", Dir: data}
+	args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region, "--port", "127.0.0.1:" + strconv.Itoa(port)}
+	if withTLS {
+		cert, key, ca := writeCerts(t, dir)
+		args = append(args, "--cert", cert, "--key", key)
+		s.CAFile = ca
+		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(port)
+	}
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region,
-		"--port", "127.0.0.1:"+strconv.Itoa(port), "posix", "--sidecar", side, data)
+	cmd := exec.Command(bin, append(args, "posix", "--sidecar", side, data)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start versitygw: %v", err)
@@ -95,9 +163,22 @@ func Start(t testing.TB) *Server {
 // Client returns a client of s.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.Endpoint[len("http://"):], &minio.Options{
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	host, secure := strings.CutPrefix(s.Endpoint, "https://")
+	if secure {
+		pemCA, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pemCA)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	} else {
+		host = strings.TrimPrefix(s.Endpoint, "http://")
+	}
+	c, err := minio.New(host, &minio.Options{
 		Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: s.Region, BucketLookup: minio.BucketLookupPath,
-		Transport: http.DefaultTransport,
+		Transport: tr, Secure: secure,
 	})
 	if err != nil {
 		t.Fatal(err)
