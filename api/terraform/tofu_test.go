@@ -234,8 +234,9 @@ func checkStateLife(t *testing.T, a, b, c *server, name string) {
 	pulled := w.must("state", "pull")
 	wantJSON(t, "tofu state pull", json.RawMessage(pulled), string(inst.Latest.Value))
 
-	// A concurrent run is refused, naming the holder.
-	lockAsOther(t, stateURL(b.url, "default", name), "b1c0ffee-0000-4000-8000-000000000001")
+	// A concurrent run is refused, naming the holder (locked through the
+	// state replica, refused through the lock replica).
+	lockAsOther(t, stateURL(a.url, "default", name), "b1c0ffee-0000-4000-8000-000000000001")
 	out, err := w.run("apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=0s", "-var", "v=three")
 	if err == nil {
 		t.Fatalf("apply while another run holds the lock succeeded:\n%s", out)
