@@ -47,7 +47,9 @@ func (h *Hub) IsInstallationType(ctx context.Context, ref cairn.TypeRef) (bool, 
 	return isInstallationType(t), nil
 }
 
-func isInstallationType(t cairn.Type) bool { return slices.Contains(t.AdditionalRefs, InstallationParent) }
+func isInstallationType(t cairn.Type) bool {
+	return slices.Contains(t.AdditionalRefs, InstallationParent)
+}
 
 // Children returns the ids of the instances inst owns: those it uses that
 // carry its id in LabelInstallationUID.
