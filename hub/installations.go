@@ -263,3 +263,15 @@ func Plural(singular string) string {
 	}
 	return singular + "s"
 }
+
+// CheckOwnedDeletable says whether DeleteOwned would delete every one of
+// ids now: none is locked by someone other than lockOwner or used by an
+// instance other than ownerID. The stack controller asks before deleting
+// the first band, so that a deletion that cannot finish does not start.
+func (h *Hub) CheckOwnedDeletable(ctx context.Context, ownerID string, ids []string, lockOwner string) error {
+	found, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return checkOwnedDeletable(found, ownerID, lockOwner)
+}
