@@ -21,7 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +78,8 @@ type Controller struct {
 	instTypes map[cairn.TypeRef]bool
 	// stacks caches parsed packages by digest.
 	stacks map[string]*pkg.Stack
+	// backends caches backend aliases by id.
+	backends map[string]string
 	// leader tells whether this replica held the lease at its last
 	// renewal; tests and metrics read it.
 	leader bool
@@ -85,7 +89,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer,
-		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}}
+		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -141,6 +145,16 @@ func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(renew)
 	defer t.Stop()
 	for {
+		// Until a stack is added there is nothing to reconcile: take no
+		// part in the lease, so a hub without stacks writes nothing.
+		if !c.anyStacks(ctx) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				continue
+			}
+		}
 		held, err := c.hub.AcquireLease(ctx, LeaseName, c.identity, c.leaseDur)
 		if err != nil && ctx.Err() == nil {
 			c.log.WarnContext(ctx, "stack controller: lease renewal failed", "err", err)
@@ -170,6 +184,27 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// anyStacks reports whether some stack registered an installation Type;
+// once true it stays true.
+func (c *Controller) anyStacks(ctx context.Context) bool {
+	c.mu.Lock()
+	seen := slices.Contains(slices.Collect(maps.Values(c.instTypes)), true)
+	c.mu.Unlock()
+	if seen {
+		return true
+	}
+	types, err := c.hub.ListTypes(ctx, store.TypeFilter{Parent: hub.InstallationParent})
+	if err != nil || len(types) == 0 {
+		return false
+	}
+	c.mu.Lock()
+	for _, t := range types {
+		c.instTypes[t.Ref()] = true
+	}
+	c.mu.Unlock()
+	return true
 }
 
 func (c *Controller) setLeader(v bool) {

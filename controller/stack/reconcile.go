@@ -439,7 +439,7 @@ func (c *Controller) readiness(ctx context.Context, st *Status, s *pkg.Stack, in
 			rs.Synced, rs.Reason = false, "not created yet"
 			unready = append(unready, fmt.Sprintf("%s %s: not created yet", d.res.Kind(), d.name))
 		} else {
-			rs.UID, rs.Backend = d.current.ID, d.current.Backend.ID
+			rs.UID, rs.Backend = d.current.ID, c.backendName(ctx, d.current.Backend.ID)
 			obj := observed(d)
 			obs[d.res.Key()] = obj
 			ok, why := s.Ready(d.res, obj)
@@ -487,4 +487,23 @@ func (c *Controller) writeStatus(ctx context.Context, inst cairn.Instance, prev,
 		return nil
 	}
 	return err
+}
+
+// backendName is a backend's alias (its id when it has none), for the
+// children summary cairn trace prints.
+func (c *Controller) backendName(ctx context.Context, id string) string {
+	c.mu.Lock()
+	name, ok := c.backends[id]
+	c.mu.Unlock()
+	if ok {
+		return name
+	}
+	name = id
+	if sb, err := c.hub.StorageBackend(ctx, id); err == nil && sb.Alias != "" {
+		name = sb.Alias
+	}
+	c.mu.Lock()
+	c.backends[id] = name
+	c.mu.Unlock()
+	return name
 }
