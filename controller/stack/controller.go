@@ -78,6 +78,8 @@ type Controller struct {
 	instTypes map[cairn.TypeRef]bool
 	// stacks caches parsed packages by digest.
 	stacks map[string]*pkg.Stack
+	// renders caches each installation's last render (reconcile.go).
+	renders map[string]renderCache
 	// backends caches backend aliases by id.
 	backends map[string]string
 	// leader tells whether this replica held the lease at its last
@@ -89,7 +91,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer,
-		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}}
+		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -393,6 +395,7 @@ func (c *Controller) setOwners(owner string, children []string) {
 func (c *Controller) forgetOwner(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.renders, owner)
 	for k, v := range c.owners {
 		if v == owner {
 			delete(c.owners, k)

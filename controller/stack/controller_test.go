@@ -21,13 +21,13 @@ import (
 // env is a hub on a real SQLite file with a controller that is driven by
 // calling Reconcile, so every test decides when a reconcile happens.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	h   *hub.Hub
 	c   *stackctl.Controller
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))

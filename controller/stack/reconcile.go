@@ -129,10 +129,10 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		return c.finalize(ctx, inst, st)
 	}
 
-	desired, s, entry, rerr := c.desired(ctx, inst)
+	desired, owned, s, entry, rerr := c.desired(ctx, inst)
 	var stats applyStats
 	if rerr == nil {
-		stats, rerr = c.apply(ctx, inst, desired)
+		stats, rerr = c.apply(ctx, inst, desired, owned)
 	}
 	now := time.Now().UTC()
 	next := st.clone()
@@ -151,7 +151,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		if stats.changed() {
 			next.event(now, "Normal", "Applied", stats.String())
 		}
-		c.readiness(ctx, &next, s, inst, desired, now)
+		c.readiness(ctx, &next, s, inst, desired, stats.changed(), now)
 	}
 	if err := c.writeStatus(ctx, inst, st, next); err != nil {
 		return 0, err
@@ -167,40 +167,40 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 // for a reason in the input (parameters, kustomize, a name taken by an
 // instance the installation does not own, an ownership cycle) before
 // anything is written.
-func (c *Controller) desired(ctx context.Context, inst cairn.Instance) ([]*child, *pkg.Stack, *hub.StackEntry, *reconcileError) {
+func (c *Controller) desired(ctx context.Context, inst cairn.Instance) ([]*child, map[string]cairn.Instance, *pkg.Stack, *hub.StackEntry, *reconcileError) {
 	entry, err := c.hub.StackFor(ctx, inst.TypeRef, inst.Annotations[hub.AnnotationStackVersion])
 	if err != nil {
-		return nil, nil, nil, &reconcileError{reason: "StackNotFound", msg: err.Error(), retry: !cairn.HasCode(err, cairn.CodeNotFound)}
+		return nil, nil, nil, nil, &reconcileError{reason: "StackNotFound", msg: err.Error(), retry: !cairn.HasCode(err, cairn.CodeNotFound)}
 	}
 	s, err := c.stackOf(entry)
 	if err != nil {
-		return nil, nil, &entry, badInput("InvalidStack", "%v", err)
+		return nil, nil, nil, &entry, badInput("InvalidStack", "%v", err)
 	}
 	var spec map[string]any
 	if len(inst.Latest.Value) > 0 {
 		if err := json.Unmarshal(inst.Latest.Value, &spec); err != nil {
-			return nil, s, &entry, badInput("InvalidParameters", "spec is not an object: %v", err)
+			return nil, nil, s, &entry, badInput("InvalidParameters", "spec is not an object: %v", err)
 		}
 	}
 	in := s.NewInstallation(inst.Namespace, inst.Name, inst.ID, inst.Labels, spec)
 	in.Annotations = inst.Annotations
 	if err := s.ValidateParameters(spec); err != nil {
-		return nil, s, &entry, badInput("InvalidParameters", "parameters: %v", err)
+		return nil, nil, s, &entry, badInput("InvalidParameters", "parameters: %v", err)
 	}
-	rendered, err := c.renderer.Render(ctx, s, in)
+	rendered, err := c.render(ctx, s, entry.Digest, inst, in)
 	if err != nil {
-		return nil, s, &entry, badInput("RenderError", "%v", err)
+		return nil, nil, s, &entry, badInput("RenderError", "%v", err)
 	}
 	out := make([]*child, 0, len(rendered))
 	seen := map[string]bool{}
 	for _, r := range rendered {
 		typ, err := c.hub.KindType(ctx, r.APIVersion(), r.Kind())
 		if err != nil {
-			return nil, s, &entry, &reconcileError{reason: "TypeError", msg: fmt.Sprintf("%s %s: %v", r.Kind(), r.Name(), err), retry: cairn.ErrorCode(err) != cairn.CodeInvalid}
+			return nil, nil, s, &entry, &reconcileError{reason: "TypeError", msg: fmt.Sprintf("%s %s: %v", r.Kind(), r.Name(), err), retry: cairn.ErrorCode(err) != cairn.CodeInvalid}
 		}
 		v, bySpec, err := valueOf(r.Object)
 		if err != nil {
-			return nil, s, &entry, badInput("RenderError", "%s %s: %v", r.Kind(), r.Name(), err)
+			return nil, nil, s, &entry, badInput("RenderError", "%s %s: %v", r.Kind(), r.Name(), err)
 		}
 		labels := maps.Clone(r.Labels())
 		if labels == nil {
@@ -214,28 +214,29 @@ func (c *Controller) desired(ctx context.Context, inst cairn.Instance) ([]*child
 		}
 		d := &child{res: r, typ: typ, ns: ns, name: r.Name(), labels: labels, annots: r.Annotations(), value: v, bySpec: bySpec}
 		if seen[d.key()] {
-			return nil, s, &entry, badInput("RenderError", "the stack renders %s %s/%s twice", r.Kind(), ns, r.Name())
+			return nil, nil, s, &entry, badInput("RenderError", "the stack renders %s %s/%s twice", r.Kind(), ns, r.Name())
 		}
 		seen[d.key()] = true
 		out = append(out, d)
 	}
-	if err := c.checkOwnership(ctx, inst, out); err != nil {
-		return nil, s, &entry, err
+	owned, rerr := c.checkOwnership(ctx, inst, out)
+	if rerr != nil {
+		return nil, nil, s, &entry, rerr
 	}
-	return out, s, &entry, nil
+	return out, owned, s, &entry, nil
 }
 
 // checkOwnership refuses a rendered resource that names the installation
 // itself or an installation that (transitively) owns it, which would make
 // an ownership cycle, and one whose name an instance the installation does
 // not own already has.
-func (c *Controller) checkOwnership(ctx context.Context, inst cairn.Instance, desired []*child) *reconcileError {
+func (c *Controller) checkOwnership(ctx context.Context, inst cairn.Instance, desired []*child) (map[string]cairn.Instance, *reconcileError) {
 	ancestors := map[string]bool{instKey(inst): true}
 	frontier := []string{inst.ID}
 	for depth := 0; len(frontier) > 0 && depth < 32; depth++ {
 		cur, err := c.hub.GetInstances(ctx, frontier)
 		if err != nil {
-			return &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
+			return nil, &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
 		}
 		frontier = nil
 		for _, x := range cur {
@@ -247,11 +248,11 @@ func (c *Controller) checkOwnership(ctx context.Context, inst cairn.Instance, de
 	}
 	owned, err := c.ownedChildren(ctx, inst, desired)
 	if err != nil {
-		return &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
+		return nil, &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
 	}
 	for _, d := range desired {
 		if ancestors[d.key()] {
-			return badInput("OwnershipCycle", "%s %s/%s would own its own owner: the installation %s/%s renders it, and it is that installation or one of its owners",
+			return nil, badInput("OwnershipCycle", "%s %s/%s would own its own owner: the installation %s/%s renders it, and it is that installation or one of its owners",
 				d.res.Kind(), d.ns, d.name, inst.Namespace, inst.Name)
 		}
 		if cur, ok := owned[d.key()]; ok {
@@ -262,13 +263,13 @@ func (c *Controller) checkOwnership(ctx context.Context, inst cairn.Instance, de
 		other, err := c.hub.GetInstanceByName(ctx, d.typ.Path, d.ns, d.name, false)
 		switch {
 		case err == nil:
-			return badInput("NameCollision", "%s %s/%s already exists (TypeInstance %q) and is not owned by %s/%s: delete or rename it, or change the installation's name",
+			return nil, badInput("NameCollision", "%s %s/%s already exists (TypeInstance %q) and is not owned by %s/%s: delete or rename it, or change the installation's name",
 				d.res.Kind(), d.ns, d.name, other.ID, inst.Namespace, inst.Name)
 		case !cairn.HasCode(err, cairn.CodeNotFound):
-			return &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
+			return nil, &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
 		}
 	}
-	return nil
+	return owned, nil
 }
 
 // ownedChildren returns, by key, the instances the installation owns: those
@@ -323,12 +324,8 @@ func (s applyStats) String() string {
 // ones: one hub call creating every new child (with the installation's uses
 // edge to it), one updating every changed child, one deleting every child
 // no longer rendered. Each call is atomic.
-func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*child) (applyStats, *reconcileError) {
+func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*child, owned map[string]cairn.Instance) (applyStats, *reconcileError) {
 	var stats applyStats
-	owned, err := c.ownedChildren(ctx, inst, desired)
-	if err != nil {
-		return stats, &reconcileError{reason: "ReadError", msg: err.Error(), retry: true}
-	}
 	var req hub.CreateRequest
 	var ups []hub.UpdateInstance
 	keep := map[string]bool{}
@@ -415,15 +412,18 @@ func nonNil(m map[string]string) map[string]string {
 
 // readiness reads every child as it is now and sets Ready, the outputs
 // and the per-child summary.
-func (c *Controller) readiness(ctx context.Context, st *Status, s *pkg.Stack, inst cairn.Instance, desired []*child, now time.Time) {
-	// Read again: the apply changed what the installation owns.
-	if fresh, err := c.hub.GetInstance(ctx, inst.ID, false); err == nil {
-		if owned, err := c.ownedChildren(ctx, fresh, desired); err == nil {
-			for _, d := range desired {
-				d.current = nil
-				if cur, ok := owned[d.key()]; ok {
-					cp := cur
-					d.current = &cp
+func (c *Controller) readiness(ctx context.Context, st *Status, s *pkg.Stack, inst cairn.Instance, desired []*child, applied bool, now time.Time) {
+	// Read again when the apply changed what the installation owns;
+	// otherwise desired[i].current is what checkOwnership read.
+	if applied {
+		if fresh, err := c.hub.GetInstance(ctx, inst.ID, false); err == nil {
+			if owned, err := c.ownedChildren(ctx, fresh, desired); err == nil {
+				for _, d := range desired {
+					d.current = nil
+					if cur, ok := owned[d.key()]; ok {
+						cp := cur
+						d.current = &cp
+					}
 				}
 			}
 		}
@@ -506,4 +506,31 @@ func (c *Controller) backendName(ctx context.Context, id string) string {
 	c.backends[id] = name
 	c.mu.Unlock()
 	return name
+}
+
+// renderCache keeps an installation's last render: an installation whose
+// stack, spec, name and labels did not change renders the same, so an
+// idle reconcile need not run kustomize again.
+type renderCache struct {
+	key      string
+	rendered []pkg.Resource
+}
+
+func (c *Controller) render(ctx context.Context, s *pkg.Stack, digest string, inst cairn.Instance, in pkg.Installation) ([]pkg.Resource, error) {
+	k, _ := json.Marshal([]any{digest, inst.Namespace, inst.Name, inst.Latest.Value, inst.Labels, inst.Annotations})
+	key := string(k)
+	c.mu.Lock()
+	rc, ok := c.renders[inst.ID]
+	c.mu.Unlock()
+	if ok && rc.key == key {
+		return rc.rendered, nil
+	}
+	rendered, err := c.renderer.Render(ctx, s, in)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.renders[inst.ID] = renderCache{key: key, rendered: rendered}
+	c.mu.Unlock()
+	return rendered, nil
 }
