@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -140,6 +141,7 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		return err
 	}
 	bs := h.newBackendSet()
+	var ws []*externalWrite
 	for _, inst := range found {
 		if inst.Backend.Abstract {
 			continue
@@ -148,10 +150,12 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		if err != nil {
 			return fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
 		}
-		err = b.client.OnDelete(h.withResourceMeta(ctx, b, inst), cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner})
-		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			return externalErr(b.ID, fmt.Sprintf("delete %q", inst.ID), err)
-		}
+		ws = append(ws, &externalWrite{b: b, inst: inst,
+			w:    cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}},
+			done: func(json.RawMessage) {}})
+	}
+	if failed, err := h.writeExternal(ctx, ws); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
 	}
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		cur, err := tx.GetInstances(ctx, ids)
