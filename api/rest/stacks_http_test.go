@@ -46,7 +46,7 @@ func TestStatusSubresource(t *testing.T) {
 	// PATCH merge and JSON patch on the status subresource.
 	e.mustDo("PATCH", path+"/status", "application/merge-patch+json", `{"status":{"observedGeneration":2}}`, http.StatusOK)
 	e.mustDo("PATCH", path+"/status", "application/json-patch+json", `[{"op":"replace","path":"/status/conditions/0/status","value":"True"}]`, http.StatusOK)
-	got = decodeObj(t, e.get(path + "/status"))
+	got = decodeObj(t, e.get(path+"/status"))
 	conds, _ := got.Status["conditions"].([]any)
 	if len(conds) != 1 || conds[0].(map[string]any)["status"] != "True" || got.Status["observedGeneration"] != float64(2) {
 		t.Errorf("status after patches = %v", got.Status)

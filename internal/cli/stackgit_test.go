@@ -91,7 +91,10 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
 	}
 	url := m[1]
-	k := func(args ...string) string { t.Helper(); return run(kubectl, append([]string{"--server", url}, args...)...) }
+	k := func(args ...string) string {
+		t.Helper()
+		return run(kubectl, append([]string{"--server", url}, args...)...)
+	}
 	commits := func() int {
 		t.Helper()
 		cmd := exec.Command("git", "-C", bare, "rev-list", "--count", "main")
