@@ -64,6 +64,10 @@ func stackInstanceName(name, version string) string {
 // same package again changes nothing (added is false); a different package
 // under a name and version already in the catalog is refused.
 func (h *Hub) AddStack(ctx context.Context, archive []byte) (StackEntry, bool, error) {
+	return h.addStack(ctx, archive, false)
+}
+
+func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (StackEntry, bool, error) {
 	s, err := stack.FromArchive(archive)
 	if err != nil {
 		if cairn.ErrorCode(err) == cairn.CodeInternal {
@@ -112,9 +116,9 @@ func (h *Hub) AddStack(ctx context.Context, archive []byte) (StackEntry, bool, e
 		Labels:  map[string]string{"stacks.cairn.dev/stack": stackInstanceName(m.Name, "")},
 		Backend: &BackendInput{ID: cairn.BuiltinBackendID},
 	}}})
-	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) && !retried {
 		// Another replica added it at the same time: decide as above.
-		return h.AddStack(ctx, archive)
+		return h.addStack(ctx, archive, true)
 	}
 	if err != nil {
 		return StackEntry{}, false, fmt.Errorf("stack %s@%s: %w", m.Name, m.Version, err)
