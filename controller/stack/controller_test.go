@@ -259,6 +259,39 @@ func TestBadInputSetsConditionAndChangesNothing(t *testing.T) {
 		}
 	})
 
+	t.Run("render fails", func(t *testing.T) {
+		tier := e.addStack("testdata/tier")
+		inst := e.install(tier, "t", nil, `{"tier":"gold"}`)
+		e.reconcile(inst.ID)
+		kids := e.children(inst)
+		if len(kids) != 1 || !strings.Contains(string(kids[0].Latest.Value), "gold") {
+			t.Fatalf("children = %v", kids)
+		}
+		// Without tier the stack's var has no value: the render fails,
+		// the condition says why, and the child stays as it was.
+		if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: inst.ID, Value: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		e.reconcile(inst.ID)
+		st := e.status(inst.ID)
+		if c := cond(st, "Synced"); c.Status != "False" || !strings.Contains(c.Message, "TIER") || c.ObservedGeneration != 2 {
+			t.Fatalf("Synced = %+v", c)
+		}
+		if evs := st.Events; evs[len(evs)-1].Reason != "RenderError" {
+			t.Errorf("events = %+v", evs)
+		}
+		after := e.children(inst)
+		if len(after) != 1 || after[0].Latest.ResourceVersion != 1 || string(after[0].Latest.Value) != string(kids[0].Latest.Value) {
+			t.Errorf("the child changed after a failed render: %+v", after)
+		}
+		// Reconciling the same bad input again writes nothing.
+		before, _ := e.h.LastSeq(e.ctx)
+		e.reconcile(inst.ID)
+		if now, _ := e.h.LastSeq(e.ctx); now != before {
+			t.Errorf("a repeated failure wrote %d changes", now-before)
+		}
+	})
+
 	t.Run("name collision", func(t *testing.T) {
 		typ, err := e.h.KindType(e.ctx, "example.org/v1", "Bucket")
 		if err != nil {
