@@ -111,6 +111,9 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 	}
 
 	run(bin, "--server", url, "stack", "add", "../../examples/stacks/flags-env")
+	if out := k("explain", "flagsenvs.spec"); !strings.Contains(out, "team") || !strings.Contains(out, "-required-") {
+		t.Errorf("kubectl explain flagsenvs.spec:\n%s", out)
+	}
 	inst := filepath.Join(dir, "env.yaml")
 	if err := os.WriteFile(inst, []byte("apiVersion: flags.stacks.cairn.dev/v1alpha1\nkind: FlagsEnv\nmetadata: {name: moon}\nspec: {team: moonshots}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -127,8 +130,20 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 	if !strings.Contains(msg, "create 3") || strings.Count(msg, "Cairn-Change: create") != 3 {
 		t.Errorf("install commit message:\n%s", msg)
 	}
-	if out := run(bin, "--server", url, "trace", "flagsenv/moon"); strings.Count(out, "flags-repo") != 3 {
-		t.Errorf("trace does not show the children in flags-repo:\n%s", out)
+	var tr struct {
+		Installation struct{ Ready string }
+		Children     []struct{ Backend, Synced, Ready string }
+	}
+	if err := json.Unmarshal([]byte(run(bin, "--server", url, "trace", "flagsenv/moon", "-o", "json")), &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Installation.Ready != "True" || len(tr.Children) != 3 {
+		t.Fatalf("trace -o json = %+v", tr)
+	}
+	for _, c := range tr.Children {
+		if c.Backend != "flags-repo" || c.Synced != "True" || c.Ready != "True" {
+			t.Errorf("trace child %+v, want in flags-repo, synced and ready", c)
+		}
 	}
 
 	// A parameter change: one commit changing the three flags' descriptions.
