@@ -140,6 +140,9 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 	if err := checkOwnedDeletable(found, ownerID, lockOwner); err != nil {
 		return err
 	}
+	if err := h.checkNoGrandchildren(ctx, found); err != nil {
+		return err
+	}
 	bs := h.newBackendSet()
 	var ws []*externalWrite
 	for _, inst := range found {
@@ -185,6 +188,23 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 	}
 	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx))
 	return nil
+}
+
+// RequestDeletion records that an installation is to be deleted, as
+// DeleteInstance does for one with children, whoever uses it: the stack
+// controller asks it of a nested installation (a child that is itself an
+// installation) so that it deletes its own children before its owner
+// deletes it.
+func (h *Hub) RequestDeletion(ctx context.Context, id string) error {
+	found, err := h.st.GetInstances(ctx, []string{id})
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return notFound(id)
+	}
+	_, err = h.requestDeletion(ctx, found[0], found[0].LockedBy, 0)
+	return err
 }
 
 // checkOwnedDeletable refuses children that are locked or used by anything
@@ -278,4 +298,25 @@ func (h *Hub) CheckOwnedDeletable(ctx context.Context, ownerID string, ids []str
 		return err
 	}
 	return checkOwnedDeletable(found, ownerID, lockOwner)
+}
+
+// checkNoGrandchildren refuses to delete a child that is itself an
+// installation still owning children: deleting it with its owner's band
+// would leave its own children without an owner.
+func (h *Hub) checkNoGrandchildren(ctx context.Context, found []cairn.Instance) error {
+	var owning []string
+	for _, inst := range found {
+		kids, err := children(ctx, h.st, inst)
+		if err != nil {
+			return err
+		}
+		if len(kids) > 0 {
+			owning = append(owning, inst.ID)
+		}
+	}
+	if len(owning) > 0 {
+		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: owning,
+			Msg: fmt.Sprintf("TypeInstances %s are installations that still own children; nested installations are not deleted with their owner: delete them first", cairn.QuoteIDs(owning))}
+	}
+	return nil
 }

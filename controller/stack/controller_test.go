@@ -423,3 +423,37 @@ func TestDeleteInBands(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleteNestedInstallations(t *testing.T) {
+	e := newEnv(t)
+	e.addStack("testdata/db")
+	outer := e.install(e.addStack("testdata/outer"), "o", nil, `{}`)
+	e.reconcile(outer.ID)
+	inner := e.children(outer)
+	if len(inner) != 1 || inner[0].Name != "o-inner" {
+		t.Fatalf("outer's children = %v", inner)
+	}
+	e.reconcile(inner[0].ID)
+	if n := len(e.children(inner[0])); n != 2 {
+		t.Fatalf("inner has %d children, want 2", n)
+	}
+	if err := e.h.DeleteInstance(e.ctx, outer.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Drive both installations as the controller's queue would.
+	for range 20 {
+		for _, id := range []string{outer.ID, inner[0].ID} {
+			if _, err := e.c.Reconcile(e.ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, id := range []string{outer.ID, inner[0].ID} {
+		if _, err := e.h.GetInstance(e.ctx, id, false); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("installation %s left: %v", id, err)
+		}
+	}
+	if left := e.children(inner[0]); len(left) != 0 {
+		t.Errorf("the nested installation's children were orphaned: %v", left)
+	}
+}

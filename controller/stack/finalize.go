@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,12 @@ func (c *Controller) finalize(ctx context.Context, inst cairn.Instance, st Statu
 		return 0, err
 	}
 	if len(kidIDs) == 0 {
+		if owner := inst.Labels[hub.LabelInstallationUID]; owner != "" && slices.Contains(inst.UsedBy, owner) {
+			// A nested installation: its owner deletes it (finalize of
+			// the owner's band), now that its children are gone.
+			next.setCondition(Condition{Type: "Deleting", Status: "True", Reason: "WaitingForOwner", Message: "the children are deleted; the owning installation deletes this one"}, now)
+			return 0, c.writeStatus(ctx, inst, st, next)
+		}
 		err := c.hub.DeleteInstance(ctx, inst.ID, "")
 		if err == nil || cairn.HasCode(err, cairn.CodeNotFound) {
 			c.forgetOwner(inst.ID)
@@ -93,6 +100,28 @@ func (c *Controller) finalize(ctx context.Context, inst cairn.Instance, st Statu
 	for _, r := range band {
 		ids = append(ids, byKey[r.Key()])
 		names = append(names, r.Kind()+" "+r.Name())
+	}
+	// A child that is itself an installation deletes its own children
+	// first: ask it to, and wait.
+	var nested []string
+	for _, k := range kids {
+		if !slices.Contains(ids, k.ID) {
+			continue
+		}
+		if own, err := c.hub.Children(ctx, k); err == nil && len(own) > 0 {
+			if err := c.hub.RequestDeletion(ctx, k.ID); err != nil {
+				return 0, err
+			}
+			nested = append(nested, k.Namespace+"/"+k.Name)
+		}
+	}
+	if len(nested) > 0 {
+		msg := fmt.Sprintf("waiting for the nested installations %s to delete their children", strings.Join(nested, ", "))
+		next.setCondition(Condition{Type: "Deleting", Status: "True", Reason: "DeletingNested", Message: msg}, now)
+		if err := c.writeStatus(ctx, inst, st, next); err != nil {
+			return 0, err
+		}
+		return 500 * time.Millisecond, nil
 	}
 	if err := c.hub.DeleteOwned(ctx, inst.ID, ids, ""); err != nil {
 		msg := fmt.Sprintf("deleting the children of priority %d failed: %v", prio, err)
