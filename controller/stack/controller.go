@@ -80,6 +80,8 @@ type Controller struct {
 	stacks map[string]*pkg.Stack
 	// renders caches each installation's last render (reconcile.go).
 	renders map[string]renderCache
+	// catalog caches which catalog entry renders which Type (reconcile.go).
+	catalog map[string]catalogEntry
 	// backends caches backend aliases by id.
 	backends map[string]string
 	// leader tells whether this replica held the lease at its last
@@ -91,7 +93,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer,
-		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}}
+		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

@@ -63,7 +63,7 @@ func (c *Controller) finalize(ctx context.Context, inst cairn.Instance, st Statu
 	// Bands by the stack's deletion priorities; without the stack (removed
 	// from the catalog) every child is in one band.
 	var s *pkg.Stack
-	if entry, err := c.hub.StackFor(ctx, inst.TypeRef, inst.Annotations[hub.AnnotationStackVersion]); err == nil {
+	if entry, err := c.stackFor(ctx, inst); err == nil {
 		s, _ = c.stackOf(entry)
 	}
 	byKey := map[string]string{}

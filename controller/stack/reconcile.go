@@ -168,7 +168,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 // instance the installation does not own, an ownership cycle) before
 // anything is written.
 func (c *Controller) desired(ctx context.Context, inst cairn.Instance) ([]*child, map[string]cairn.Instance, *pkg.Stack, *hub.StackEntry, *reconcileError) {
-	entry, err := c.hub.StackFor(ctx, inst.TypeRef, inst.Annotations[hub.AnnotationStackVersion])
+	entry, err := c.stackFor(ctx, inst)
 	if err != nil {
 		return nil, nil, nil, nil, &reconcileError{reason: "StackNotFound", msg: err.Error(), retry: !cairn.HasCode(err, cairn.CodeNotFound)}
 	}
@@ -533,4 +533,34 @@ func (c *Controller) render(ctx context.Context, s *pkg.Stack, digest string, in
 	c.renders[inst.ID] = renderCache{key: key, rendered: rendered}
 	c.mu.Unlock()
 	return rendered, nil
+}
+
+// catalogTTL bounds how long the controller uses what it read of the
+// catalog: a new stack version is picked up within it.
+const catalogTTL = 3 * time.Second
+
+type catalogEntry struct {
+	entry hub.StackEntry
+	at    time.Time
+}
+
+// stackFor is hub.StackFor, cached for catalogTTL: reading the catalog
+// reads every package, which an idle reconcile should not.
+func (c *Controller) stackFor(ctx context.Context, inst cairn.Instance) (hub.StackEntry, error) {
+	pinned := inst.Annotations[hub.AnnotationStackVersion]
+	key := inst.TypeRef.String() + "@" + pinned
+	c.mu.Lock()
+	ce, ok := c.catalog[key]
+	c.mu.Unlock()
+	if ok && time.Since(ce.at) < catalogTTL {
+		return ce.entry, nil
+	}
+	e, err := c.hub.StackFor(ctx, inst.TypeRef, pinned)
+	if err != nil {
+		return e, err
+	}
+	c.mu.Lock()
+	c.catalog[key] = catalogEntry{entry: e, at: time.Now()}
+	c.mu.Unlock()
+	return e, nil
 }
