@@ -1,6 +1,9 @@
 package cairn
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // ResourceMeta is an instance's identity beyond its id: its Type, the Type's
 // REST names and the instance's namespace, name and labels. The hub passes
@@ -39,4 +42,26 @@ func WithResourceMeta(ctx context.Context, m ResourceMeta) context.Context {
 func ResourceMetaFrom(ctx context.Context) (ResourceMeta, bool) {
 	m, ok := ctx.Value(resourceMetaKey{}).(ResourceMeta)
 	return m, ok
+}
+
+// BatchWrite is one write of a batch: exactly one of Create, Update and
+// Delete is set. Meta is the instance's identity for a backend that names
+// what it stores after the instance (ResourceNamer); it replaces the
+// per-call context value (WithResourceMeta).
+type BatchWrite struct {
+	Meta   *ResourceMeta
+	Create *OnCreateRequest
+	Update *OnUpdateRequest
+	Delete *OnDeleteRequest
+}
+
+// BatchWriter is implemented by a backend that can store several writes as
+// one unit: a Git backend makes one commit of them. The hub uses it when
+// one request (a create, update or delete of several instances) writes
+// more than one instance in the backend. OnBatch is all or nothing: when it
+// fails, none of the writes is stored. It returns, in order, the new
+// context of every create and update (nil for deletes and when the context
+// is unchanged).
+type BatchWriter interface {
+	OnBatch(ctx context.Context, writes []BatchWrite) ([]json.RawMessage, error)
 }

@@ -358,23 +358,24 @@ func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items [
 // storeExternal calls OnCreate on every external backend of the batch. When
 // one fails, those already stored are deleted again.
 func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
+	var ws []*externalWrite
 	for _, p := range items {
 		if p.inst.Backend.Abstract {
 			continue
 		}
-		newCtx, err := p.backend.client.OnCreate(h.withResourceMeta(ctx, p.backend, p.inst), cairn.OnCreateRequest{
-			InstanceID: p.inst.ID,
-			Value:      p.value,
-			Context:    p.inst.Latest.Context,
-		})
-		if err != nil {
-			err = withSubject(externalErr(p.backend.ID, "create", err), subjectOf(p.in.Alias))
-			return h.rollbackCreated(ctx, items, err)
-		}
-		p.stored = true
-		if newCtx != nil {
-			p.inst.Latest.Context = newCtx
-		}
+		ws = append(ws, &externalWrite{b: p.backend, inst: p.inst,
+			w: cairn.BatchWrite{Create: &cairn.OnCreateRequest{InstanceID: p.inst.ID, Value: p.value, Context: p.inst.Latest.Context}},
+			done: func(newCtx json.RawMessage) {
+				p.stored = true
+				if newCtx != nil {
+					p.inst.Latest.Context = newCtx
+				}
+			}})
+	}
+	failed, err := h.writeExternal(ctx, ws)
+	if err != nil {
+		err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+		return h.rollbackCreated(ctx, items, err)
 	}
 	return nil
 }

@@ -21,6 +21,11 @@ func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
 	return h.DeleteInstanceIf(ctx, id, ownerID, 0)
 }
 
+// An installation (an instance of a Type a stack registered) that still
+// owns children is not deleted at once: the request is recorded
+// (AnnotationDeletionRequested) and the stack controller deletes its
+// children by deletion priority, then the installation.
+//
 // DeleteInstanceIf is DeleteInstance that, when ifSeq is not 0, fails with
 // CodeConflict unless the instance's last change is still ifSeq.
 func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq int64) error {
@@ -43,6 +48,11 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return err
 	}
 	if err := h.checkNotInPolicy(ctx, id); err != nil {
+		return err
+	}
+	// An installation with children is deleted by the stack controller,
+	// children first (installations.go).
+	if pending, err := h.requestDeletion(ctx, inst, ownerID, ifSeq); err != nil || pending {
 		return err
 	}
 

@@ -232,6 +232,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		return nil, fmt.Errorf("failed to update TypeInstances: %w", errors.Join(errs...))
 	}
 
+	var ws []*externalWrite
 	for _, s := range items {
 		if s.inst.Backend.Abstract {
 			continue
@@ -245,19 +246,21 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		if s.backend.AcceptValue {
 			req.NewValue = s.value
 		}
-		newCtx, err := s.backend.client.OnUpdate(h.withResourceMeta(ctx, s.backend, s.inst), req)
-		if err != nil {
-			err = withSubject(externalErr(s.backend.ID, "update", err), subjectOf(s.inst.ID))
-			if cairn.HasCode(err, cairn.CodeAlreadyExists) {
-				// Another writer took this resource version first.
-				err = fmt.Errorf("%w: %w", errVersionRace, err)
-			}
-			return nil, h.rollbackUpdated(ctx, items, err)
+		ws = append(ws, &externalWrite{b: s.backend, inst: s.inst, w: cairn.BatchWrite{Update: &req},
+			done: func(newCtx json.RawMessage) {
+				s.external = true
+				if newCtx != nil {
+					s.rv.Context = newCtx
+				}
+			}})
+	}
+	if failed, err := h.writeExternal(ctx, ws); err != nil {
+		err = withSubject(externalErr(failed.b.ID, "update", err), subjectOf(failed.inst.ID))
+		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			// Another writer took this resource version first.
+			err = fmt.Errorf("%w: %w", errVersionRace, err)
 		}
-		s.external = true
-		if newCtx != nil {
-			s.rv.Context = newCtx
-		}
+		return nil, h.rollbackUpdated(ctx, items, err)
 	}
 
 	var out []cairn.Instance

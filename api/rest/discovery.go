@@ -62,6 +62,9 @@ func hubResources() []*resource {
 		// The hub's one policy, a singleton named "default" (policy.go).
 		{group: HubGroup, version: HubVersion, kind: "Policy", plural: "policies", singular: "policy",
 			verbs: []string{"get", "update"}, hubKind: "policies"},
+		// The stack catalog (stacks.go): stacks/<name>[@<version>].
+		{group: HubGroup, version: HubVersion, kind: "Stack", plural: "stacks", singular: "stack",
+			verbs: []string{"create", "get", "list"}, hubKind: "stacks"},
 	}
 }
 
@@ -262,6 +265,11 @@ func (s *Server) discoverResources(w http.ResponseWriter, r *http.Request, group
 		}
 		list = append(list, apiResource{Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced,
 			Kind: res.kind, Verbs: res.verbs, ShortNames: res.shortNames, Categories: []string{"cairn"}})
+		if res.typ != nil {
+			// Every user Type has the status subresource (subresources.go).
+			list = append(list, apiResource{Name: res.plural + "/status", SingularName: "", Namespaced: res.namespaced,
+				Kind: res.kind, Verbs: []string{"get", "patch", "update"}})
+		}
 	}
 	if len(list) == 0 {
 		writeStatus(w, notFoundStatus(fmt.Sprintf("the server could not find the requested resource: %s/%s", group, version)))

@@ -111,9 +111,9 @@ func TestDiscovery(t *testing.T) {
 		want []apiResource
 		more bool // the group may serve other resources too
 	}{
-		{"flipt.io/v1alpha1", []apiResource{{Name: "flags", SingularName: "flag", Namespaced: true, Kind: "Flag", Verbs: userVerbs, ShortNames: []string{"fl"}}}, false},
-		{"flipt.io/v1", []apiResource{{Name: "flags", SingularName: "flag", Namespaced: true, Kind: "Flag", Verbs: userVerbs, ShortNames: []string{"fl"}}}, false},
-		{"database.cairn.dev/v1", []apiResource{{Name: "postgresconfigs", SingularName: "postgresconfig", Namespaced: true, Kind: "PostgresConfig", Verbs: userVerbs, ShortNames: []string{"pgc"}}}, false},
+		{"flipt.io/v1alpha1", []apiResource{{Name: "flags", SingularName: "flag", Namespaced: true, Kind: "Flag", Verbs: userVerbs, ShortNames: []string{"fl"}}, {Name: "flags/status", Namespaced: true, Kind: "Flag", Verbs: []string{"get", "patch", "update"}}}, false},
+		{"flipt.io/v1", []apiResource{{Name: "flags", SingularName: "flag", Namespaced: true, Kind: "Flag", Verbs: userVerbs, ShortNames: []string{"fl"}}, {Name: "flags/status", Namespaced: true, Kind: "Flag", Verbs: []string{"get", "patch", "update"}}}, false},
+		{"database.cairn.dev/v1", []apiResource{{Name: "postgresconfigs", SingularName: "postgresconfig", Namespaced: true, Kind: "PostgresConfig", Verbs: userVerbs, ShortNames: []string{"pgc"}}, {Name: "postgresconfigs/status", Namespaced: true, Kind: "PostgresConfig", Verbs: []string{"get", "patch", "update"}}}, false},
 		{"hub.cairn.dev/v1", []apiResource{
 			{Name: "types", SingularName: "type", Kind: "Type", Verbs: []string{"create", "delete", "get", "list"}},
 			{Name: "typeinstances", SingularName: "typeinstance", Kind: "TypeInstance", Verbs: []string{"create", "delete", "get", "list", "update", "watch"}, ShortNames: []string{"ti"}},

@@ -25,6 +25,7 @@ type request struct {
 	res       *resource
 	namespace string // "" for cluster-scoped resources and all-namespace lists
 	name      string // "" for collections
+	sub       string // the subresource ("status"), "" for the resource itself
 }
 
 // routeAPIs serves everything under /apis.
@@ -44,19 +45,27 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 	var req request
 	var plural, route string
 	switch {
-	case rest[0] == "namespaces" && (len(rest) == 3 || len(rest) == 4):
+	case rest[0] == "namespaces" && (len(rest) >= 3 && len(rest) <= 5):
 		req.namespace, plural = rest[1], rest[2]
 		route = "/apis/{group}/{version}/namespaces/{namespace}/{resource}"
-		if len(rest) == 4 {
+		if len(rest) >= 4 {
 			req.name = rest[3]
 			route += "/{name}"
 		}
-	case len(rest) == 1 || len(rest) == 2:
+		if len(rest) == 5 {
+			req.sub = rest[4]
+			route += "/{subresource}"
+		}
+	case len(rest) >= 1 && len(rest) <= 3:
 		plural = rest[0]
 		route = "/apis/{group}/{version}/{resource}"
-		if len(rest) == 2 {
+		if len(rest) >= 2 {
 			req.name = rest[1]
 			route += "/{name}"
+		}
+		if len(rest) == 3 {
+			req.sub = rest[2]
+			route += "/{subresource}"
 		}
 	default:
 		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
@@ -77,7 +86,15 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		return route
 	}
 	if res.hubKind != "" {
+		if req.sub != "" {
+			writeStatus(w, notFoundStatus("the server could not find the requested resource"))
+			return route
+		}
 		s.serveHub(w, r, req)
+		return route
+	}
+	if req.sub != "" && req.sub != "status" {
+		writeStatus(w, notFoundStatus(fmt.Sprintf("the server could not find the requested resource: %s has no subresource %q", res.plural, req.sub)))
 		return route
 	}
 	s.serveUser(w, r, req)
@@ -88,6 +105,15 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) {
 	var err error
 	switch {
+	case req.sub == "status" && r.Method == http.MethodGet:
+		err = s.get(w, r, req)
+	case req.sub == "status" && r.Method == http.MethodPut:
+		err = s.replaceStatus(w, r, req)
+	case req.sub == "status" && r.Method == http.MethodPatch:
+		err = s.patch(w, r, req)
+	case req.sub == "status":
+		writeStatus(w, methodNotAllowed(r.Method))
+		return
 	case req.name == "" && r.Method == http.MethodGet && isWatch(r):
 		err = s.watch(w, r, req)
 	case req.name == "" && r.Method == http.MethodGet:
@@ -135,7 +161,15 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toObject(req.res, inst))
+	objs, err := s.objects(r, req.res, []cairn.Instance{inst})
+	if err != nil {
+		return err
+	}
+	if wantsTable(r) {
+		writeJSON(w, http.StatusOK, s.table(req.res, objs, ListMeta{}))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, objs[0])
 	return nil
 }
 
@@ -275,13 +309,25 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
+	kept := insts[:0:0]
 	for _, inst := range insts {
 		if o.matches(inst) {
-			out.Items = append(out.Items, toObject(req.res, inst))
+			kept = append(kept, inst)
 		}
+	}
+	objs, err := s.objects(r, req.res, kept)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		out.Items = append(out.Items, obj)
 	}
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
+	}
+	if wantsTable(r) {
+		writeJSON(w, http.StatusOK, s.table(req.res, objs, out.Metadata))
+		return nil
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -543,6 +589,17 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		o, err := decodeObject(patched, false)
 		if err != nil {
 			return err
+		}
+		if req.sub == "status" {
+			inst, err := s.writeStatus(r, req, cur, o)
+			if err != nil && !explicitRV(o, cur) && attempt < 5 && isConflictStatus(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusOK, toObject(req.res, inst))
+			return nil
 		}
 		// A patch that does not set resourceVersion applies to whatever is
 		// current; it then carries the version read above.

@@ -46,6 +46,12 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.getBackend(w, r, req)
 	case "lockrequests POST false":
 		err = s.lockRequest(w, r)
+	case "stacks GET false":
+		err = s.listStacks(w, r)
+	case "stacks GET true":
+		err = s.getStack(w, r, req)
+	case "stacks POST false":
+		err = s.createStack(w, r)
 	case "policies GET true", "policies PUT true":
 		err = s.servePolicy(w, r, req)
 	default:

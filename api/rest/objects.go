@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // Annotations that select a new instance's backend and carry its context.
@@ -39,6 +40,22 @@ type ObjectMeta struct {
 	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
 	Labels            map[string]string `json:"labels,omitempty"`
 	Annotations       map[string]string `json:"annotations,omitempty"`
+	// DeletionTimestamp is set while the deletion of an installation waits
+	// for its children to be gone (hub.AnnotationDeletionRequested).
+	DeletionTimestamp string           `json:"deletionTimestamp,omitempty"`
+	Finalizers        []string         `json:"finalizers,omitempty"`
+	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
+}
+
+// OwnerReference names the installation that owns an object (the uses edge
+// from the installation to it), as Kubernetes owner references do.
+type OwnerReference struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         bool   `json:"controller"`
+	BlockOwnerDeletion bool   `json:"blockOwnerDeletion"`
 }
 
 // ObjectStatus shows what the hub knows beyond the value.
@@ -51,6 +68,46 @@ type ObjectStatus struct {
 	Uses      []string        `json:"uses,omitempty"`
 	UsedBy    []string        `json:"usedBy,omitempty"`
 	Context   json.RawMessage `json:"-"`
+	// Reported is the instance's own status (conditions, outputs, ...), as
+	// its controllers wrote it; its keys are served beside the hub's, which
+	// win a clash so that nothing the hub reports changes meaning.
+	Reported json.RawMessage `json:"-"`
+}
+
+// MarshalJSON serves the hub's fields merged with the reported status.
+func (s ObjectStatus) MarshalJSON() ([]byte, error) {
+	type plain ObjectStatus
+	hubFields, err := json.Marshal(plain(s))
+	if err != nil || len(s.Reported) == 0 {
+		return hubFields, err
+	}
+	var reported map[string]json.RawMessage
+	if err := json.Unmarshal(s.Reported, &reported); err != nil || len(reported) == 0 {
+		return hubFields, nil
+	}
+	var merged map[string]json.RawMessage
+	if err := json.Unmarshal(hubFields, &merged); err != nil {
+		return nil, err
+	}
+	for k, v := range reported {
+		if _, taken := merged[k]; !taken {
+			merged[k] = v
+		}
+	}
+	return json.Marshal(merged)
+}
+
+// UnmarshalJSON reads the hub's fields and keeps the whole document as
+// Reported, so clients see what a controller wrote.
+func (s *ObjectStatus) UnmarshalJSON(b []byte) error {
+	type plain ObjectStatus
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = ObjectStatus(p)
+	s.Reported = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // StatusBackend is the backend of an instance and its context.
@@ -69,7 +126,7 @@ func timestamp(t time.Time) string {
 
 // toObject renders an instance as an object of resource r.
 func toObject(r *resource, inst cairn.Instance) Object {
-	return Object{
+	o := Object{
 		APIVersion: r.apiVersion(),
 		Kind:       r.kind,
 		Metadata: ObjectMeta{
@@ -91,8 +148,14 @@ func toObject(r *resource, inst cairn.Instance) Object {
 			CreatedBy: inst.Latest.CreatedBy,
 			Uses:      inst.Uses,
 			UsedBy:    inst.UsedBy,
+			Reported:  inst.Status,
 		},
 	}
+	if at := inst.Annotations[hub.AnnotationDeletionRequested]; at != "" {
+		o.Metadata.DeletionTimestamp = at
+		o.Metadata.Finalizers = []string{hub.FinalizerChildren}
+	}
+	return o
 }
 
 // inObject is an object as clients send it. Fields the server owns

@@ -368,19 +368,35 @@ func (b *Backend) GetPreCreateValue(ctx context.Context, req cairn.GetPreCreateV
 
 // OnCreate commits resource version 1 as the resource's file.
 func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json.RawMessage, error) {
-	id := req.InstanceID
-	if id == "" {
-		return nil, errorf(cairn.CodeInvalid, "", "the TypeInstance id is empty")
-	}
-	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	ch, err := b.createChange(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	if b.proposing(ctx) {
+		return b.propose(ctx, ch, nil)
+	}
+	commit, err := b.write(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return b.versionContext(ch.ident, 1, commit), nil
+}
+
+// createChange is the change OnCreate commits.
+func (b *Backend) createChange(ctx context.Context, req cairn.OnCreateRequest) (change, error) {
+	id := req.InstanceID
+	if id == "" {
+		return change{}, errorf(cairn.CodeInvalid, "", "the TypeInstance id is empty")
+	}
+	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	if err != nil {
+		return change{}, err
+	}
 	doc, err := resourceDoc(ident, req.Value)
 	if err != nil {
-		return nil, errorf(cairn.CodeInvalid, id, "value: %w", err)
+		return change{}, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
-	ch := change{
+	return change{
 		op: opCreate, id: id, rv: 1, ident: ident,
 		check: func(e *entry) error {
 			if e != nil {
@@ -391,36 +407,44 @@ func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json
 		apply: func(ctx context.Context, root string) error {
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
+	}, nil
+}
+
+// OnUpdate commits a new resource version.
+func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json.RawMessage, error) {
+	ch, err := b.updateChange(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	if b.proposing(ctx) {
-		return b.propose(ctx, ch, nil)
+		return b.propose(ctx, ch, req.Context)
 	}
 	commit, err := b.write(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
-	return b.versionContext(ident, 1, commit), nil
+	return b.versionContext(ch.ident, ch.rv, commit), nil
 }
 
-// OnUpdate commits a new resource version.
-func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json.RawMessage, error) {
+// updateChange is the change OnUpdate commits.
+func (b *Backend) updateChange(ctx context.Context, req cairn.OnUpdateRequest) (change, error) {
 	id, rv := req.InstanceID, req.NewResourceVersion
 	if rv < 1 {
-		return nil, errorf(cairn.CodeInvalid, id, "TypeInstance %q: resource version %d: must be 1 or more", id, rv)
+		return change{}, errorf(cairn.CodeInvalid, id, "TypeInstance %q: resource version %d: must be 1 or more", id, rv)
 	}
 	e, err := b.entryFresh(ctx, id)
 	if err != nil && !(b.scm != nil && cairn.HasCode(err, cairn.CodeNotFound) && proposalOf(req.Context) != nil) {
-		return nil, err // an instance whose creation is still a proposal is on no branch yet
+		return change{}, err // an instance whose creation is still a proposal is on no branch yet
 	}
 	ident, err := resolveIdentity(ctx, id, req.Context, b.identityOf(e))
 	if err != nil {
-		return nil, err
+		return change{}, err
 	}
 	doc, err := resourceDoc(ident, req.NewValue)
 	if err != nil {
-		return nil, errorf(cairn.CodeInvalid, id, "value: %w", err)
+		return change{}, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
-	ch := change{
+	return change{
 		op: opUpdate, id: id, rv: rv, ident: ident,
 		check: func(e *entry) error {
 			if e == nil {
@@ -434,15 +458,7 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 		apply: func(ctx context.Context, root string) error {
 			return b.ctl.Put(ctx, root, ident.Kind, doc)
 		},
-	}
-	if b.proposing(ctx) {
-		return b.propose(ctx, ch, req.Context)
-	}
-	commit, err := b.write(ctx, ch)
-	if err != nil {
-		return nil, err
-	}
-	return b.versionContext(ident, rv, commit), nil
+	}, nil
 }
 
 func checkLock(e *entry, id, owner, op string) error {
@@ -454,16 +470,26 @@ func checkLock(e *entry, id, owner, op string) error {
 
 // OnDelete removes the resource's file.
 func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
-	id := req.InstanceID
 	if b.proposing(ctx) {
 		return b.proposeDelete(ctx, req)
 	}
-	e, err := b.entryFresh(ctx, id)
+	ch, err := b.deleteChange(ctx, req)
 	if err != nil {
 		return err
 	}
+	_, err = b.write(ctx, ch)
+	return err
+}
+
+// deleteChange is the change OnDelete commits.
+func (b *Backend) deleteChange(ctx context.Context, req cairn.OnDeleteRequest) (change, error) {
+	id := req.InstanceID
+	e, err := b.entryFresh(ctx, id)
+	if err != nil {
+		return change{}, err
+	}
 	ident := *b.identityOf(e)
-	_, err = b.write(ctx, change{
+	return change{
 		op: opDelete, id: id, ident: ident,
 		check: func(e *entry) error {
 			if e == nil {
@@ -478,8 +504,7 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 			}
 			return err
 		},
-	})
-	return err
+	}, nil
 }
 
 // OnDeleteRevision removes one resource version. For the latest one (how

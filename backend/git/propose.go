@@ -176,7 +176,7 @@ func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) 
 	// (the lock is held, and tip is restored before anything reads it).
 	tip := b.tip
 	b.tip = base
-	commit, changed, err := b.commitLocked(ctx, ch)
+	commit, changed, err := b.commitLocked(ctx, []change{ch})
 	b.tip = tip
 	if err != nil {
 		return nil, err

@@ -191,6 +191,12 @@ func trailers(msg string) map[string]string {
 
 // indexCommit applies one commit's trailers; imu is held.
 func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
+	if changes := batchTrailers(msg); len(changes) > 0 {
+		for _, c := range changes {
+			b.applyIndex(c.id, c.op, c.rv, hash, c.ident)
+		}
+		return
+	}
 	t := trailers(msg)
 	id, op := t[trInstance], t[trOperation]
 	if id == "" {
@@ -282,10 +288,12 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // write applies ch on the branch tip, commits and pushes, retrying on a
 // moved branch. It returns the commit that holds the change: the new one,
 // or the tip when the change altered no file.
-func (b *Backend) write(ctx context.Context, ch change) (made plumbing.Hash, err error) {
-	if src, ok := b.importing(ctx); ok {
+func (b *Backend) write(ctx context.Context, chs ...change) (made plumbing.Hash, err error) {
+	ch := chs[0]
+	if src, ok := b.importing(ctx); ok && len(chs) == 1 {
 		// A sync's import: the version's file is in the outside commit.
 		ch = importChange(ch, src)
+		chs = []change{ch}
 		defer func() {
 			if err == nil {
 				made = src
@@ -303,12 +311,17 @@ func (b *Backend) write(ctx context.Context, ch change) (made plumbing.Hash, err
 			return plumbing.ZeroHash, fmt.Errorf("git backend: %s %s: %w", ch.op, ch.ident, err)
 		}
 		b.imu.RLock()
-		err := ch.check(b.idx[ch.id])
+		var err error
+		for _, c := range chs {
+			if err = c.check(b.idx[c.id]); err != nil {
+				break
+			}
+		}
 		b.imu.RUnlock()
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		commit, changed, err := b.commitLocked(ctx, ch)
+		commit, changed, err := b.commitLocked(ctx, chs)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
@@ -323,7 +336,9 @@ func (b *Backend) write(ctx context.Context, ch change) (made plumbing.Hash, err
 		}
 		if !changed {
 			b.imu.Lock()
-			b.applyIndex(ch.id, ch.op, ch.rv, b.tip, ch.ident)
+			for _, c := range chs {
+				b.applyIndex(c.id, c.op, c.rv, b.tip, c.ident)
+			}
 			b.imu.Unlock()
 			b.log.DebugContext(ctx, "git backend: unchanged, no commit", "op", ch.op, "instance", ch.id, "resource", ch.ident.String())
 			return b.tip, nil
@@ -337,7 +352,7 @@ func (b *Backend) write(ctx context.Context, ch change) (made plumbing.Hash, err
 			if err := b.scanLocked(); err != nil {
 				return plumbing.ZeroHash, err
 			}
-			b.log.InfoContext(ctx, "git backend: pushed", "op", ch.op, "instance", ch.id, "resource", ch.ident.String(), "commit", commit.String(), "attempt", attempt)
+			b.log.InfoContext(ctx, "git backend: pushed", "op", ch.op, "instance", ch.id, "resource", ch.ident.String(), "changes", len(chs), "commit", commit.String(), "attempt", attempt)
 			return commit, nil
 		}
 		old := b.tip
@@ -400,7 +415,8 @@ func (b *Backend) resetLocked(wt *gogit.Worktree) error {
 
 // commitLocked resets the work tree to tip, applies ch and commits; changed
 // is false when no file changed.
-func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, bool, error) {
+func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash, bool, error) {
+	ch := chs[0]
 	wt, err := b.repo.Worktree()
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: %w", err)
@@ -408,8 +424,10 @@ func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, b
 	if err := b.resetLocked(wt); err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: reset the work tree to %s: %w", b.tip, err)
 	}
-	if err := ch.apply(ctx, b.dir); err != nil {
-		return plumbing.ZeroHash, false, err
+	for _, c := range chs {
+		if err := c.apply(ctx, b.dir); err != nil {
+			return plumbing.ZeroHash, false, err
+		}
 	}
 	if err := wt.AddWithOptions(&gogit.AddOptions{All: true}); err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: stage: %w", err)
@@ -427,7 +445,11 @@ func (b *Backend) commitLocked(ctx context.Context, ch change) (plumbing.Hash, b
 	if !b.tip.IsZero() {
 		parents = []plumbing.Hash{b.tip}
 	}
-	commit, err := wt.Commit(message(ctx, ch), &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})
+	msg := message(ctx, ch)
+	if len(chs) > 1 {
+		msg = batchMessage(ctx, chs)
+	}
+	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}

@@ -153,6 +153,9 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		a.renderCommand(),
 		a.tfCommand(),
 	)
+	root.AddCommand(stackCommands(func(ctx context.Context, fn func(stackAPI) error) error {
+		return a.withHub(ctx, func(h *hub.Hub) error { return fn(hubStacks{h}) })
+	}, &a.output, false)...)
 	return root
 }
 

@@ -79,6 +79,10 @@ on a local store instead; --server='' forces that.`, r.target.url, r.target.from
 		r.apiResourcesCommand(),
 		r.tfCommand(),
 	)
+	var output string
+	root.AddCommand(stackCommands(func(ctx context.Context, fn func(stackAPI) error) error {
+		return fn(restStacks{r.c})
+	}, &output, true)...)
 	return root
 }
 

@@ -599,6 +599,7 @@ func TestClientAPIResources(t *testing.T) {
 		`backends +hub\.cairn\.dev/v1 +false +Backend`,
 		`lockrequests +hub\.cairn\.dev/v1 +false +LockRequest`,
 		`policies +hub\.cairn\.dev/v1 +false +Policy`,
+		`stacks +hub\.cairn\.dev/v1 +false +Stack`,
 		`typeinstances +ti +hub\.cairn\.dev/v1 +false +TypeInstance`,
 		`types +hub\.cairn\.dev/v1 +false +Type`,
 	)

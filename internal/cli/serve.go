@@ -36,6 +36,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var introspection bool
 	var compat string
 	var gitSync gitSyncOptions
+	var stacks stackControllerOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
@@ -70,7 +71,7 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			default:
 				return usageErrorf("--compat %q: the only compatibility mode is capact", compat)
 			}
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync, stacks)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
@@ -78,10 +79,11 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
 	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
+	a.addStackControllerFlags(cmd, &stacks)
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
@@ -153,6 +155,8 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	srv.RegisterOnShutdown(api.StopWatches)
 
 	go pruneChanges(baseCtx, h, log)
+	stopStacks := startStackController(ctx, h, stacks, log)
+	defer stopStacks()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	close(ready)

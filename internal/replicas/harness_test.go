@@ -167,12 +167,13 @@ var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
 // waits until it answers /readyz. At the end of the test it is stopped with
 // SIGINT, as an operator would, and must exit cleanly (unless it was
 // killed).
-func startReplica(tb testing.TB, bin string, db database, name string) *replica {
+func startReplica(tb testing.TB, bin string, db database, name string, extra ...string) *replica {
 	tb.Helper()
 	dir := tb.TempDir()
 	r := &replica{name: name, app: "cairn-replica-" + name, logs: &lockedBuffer{}, exited: make(chan struct{})}
-	r.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--database", db.dsn(tb, r.app))
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--database", db.dsn(tb, r.app)}, extra...)
+	r.cmd = exec.Command(bin, args...)
 	// Nothing from the environment but PATH: no user configuration, no
 	// CAIRN_* variables.
 	r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir}

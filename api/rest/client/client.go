@@ -118,6 +118,9 @@ func (c *Client) Resources(ctx context.Context) ([]Resource, error) {
 			}
 			group, version, _ := strings.Cut(v.GroupVersion, "/")
 			for _, r := range list.Resources {
+				if strings.Contains(r.Name, "/") {
+					continue // a subresource (status), as kubectl skips them
+				}
 				out = append(out, Resource{Group: group, Version: version, Plural: r.Name, Kind: r.Kind,
 					Namespaced: r.Namespaced, Verbs: r.Verbs, ShortNames: r.ShortNames, SingularName: r.SingularName})
 			}

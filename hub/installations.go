@@ -1,0 +1,322 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// An installation is an instance of a Type a stack defines (seed 004's
+// MinimalGCP); it owns the instances rendered from it, its children,
+// through a uses edge from the installation to each child.
+const (
+	// InstallationParent is listed in the additionalRefs of every Type a
+	// stack registers for its installations.
+	InstallationParent = "cap.core.type.stack.installation"
+	// LabelInstallationName and LabelInstallationUID are on every child:
+	// the name and id of the installation that owns it (seed 004's
+	// <group>/name and <group>/uid labels).
+	LabelInstallationName = "stacks.cairn.dev/name"
+	LabelInstallationUID  = "stacks.cairn.dev/uid"
+	// AnnotationDeletionRequested marks an installation whose deletion
+	// was asked for while it still had children: the stack controller
+	// deletes them by deletion priority and then the installation, as a
+	// Kubernetes finalizer would. Its value is the time of the request
+	// (RFC 3339), served as metadata.deletionTimestamp.
+	AnnotationDeletionRequested = "stacks.cairn.dev/deletion-requested"
+	// FinalizerChildren is the finalizer REST shows while the deletion of
+	// an installation waits for its children.
+	FinalizerChildren = "stacks.cairn.dev/children"
+)
+
+// IsInstallationType reports whether ref is a Type a stack registered for
+// its installations.
+func (h *Hub) IsInstallationType(ctx context.Context, ref cairn.TypeRef) (bool, error) {
+	t, err := h.st.GetType(ctx, ref)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return isInstallationType(t), nil
+}
+
+func isInstallationType(t cairn.Type) bool {
+	return slices.Contains(t.AdditionalRefs, InstallationParent)
+}
+
+// Children returns the ids of the instances inst owns: those it uses that
+// carry its id in LabelInstallationUID.
+func (h *Hub) Children(ctx context.Context, inst cairn.Instance) ([]string, error) {
+	return children(ctx, h.st, inst)
+}
+
+func children(ctx context.Context, r store.Reader, inst cairn.Instance) ([]string, error) {
+	if len(inst.Uses) == 0 {
+		return nil, nil
+	}
+	used, err := r.GetInstancesBrief(ctx, inst.Uses)
+	if err != nil {
+		return nil, fmt.Errorf("read what TypeInstance %q uses: %w", inst.ID, err)
+	}
+	var out []string
+	for _, u := range used {
+		if u.Labels[LabelInstallationUID] == inst.ID {
+			out = append(out, u.ID)
+		}
+	}
+	return out, nil
+}
+
+// requestDeletion handles the deletion of an installation that still owns
+// children: it records the request (AnnotationDeletionRequested, without a
+// new resource version) and leaves the rest to the stack controller, which
+// deletes the children band by band and then the installation. It reports
+// whether it did so; false means the instance is deleted right away.
+func (h *Hub) requestDeletion(ctx context.Context, inst cairn.Instance, ownerID string, ifSeq int64) (bool, error) {
+	isInst, err := h.IsInstallationType(ctx, inst.TypeRef)
+	if err != nil || !isInst {
+		return false, err
+	}
+	kids, err := children(ctx, h.st, inst)
+	if err != nil || len(kids) == 0 {
+		return false, err
+	}
+	if inst.Annotations[AnnotationDeletionRequested] != "" {
+		return true, nil // already under way
+	}
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		found, err := tx.GetInstancesBrief(ctx, []string{inst.ID})
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return notFound(inst.ID)
+		}
+		cur := found[0]
+		if cur.LockedBy != "" && cur.LockedBy != ownerID {
+			return &cairn.Error{Code: cairn.CodeLocked, IDs: []string{cur.ID},
+				Msg: fmt.Sprintf("TypeInstance %q is locked by different owner", cur.ID)}
+		}
+		if err := checkSeq(UpdateInstance{ID: cur.ID, IfSeq: ifSeq}, cur); err != nil {
+			return err
+		}
+		ann := maps.Clone(cur.Annotations)
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationDeletionRequested] = h.now().UTC().Format("2006-01-02T15:04:05Z")
+		return tx.SetMetadata(ctx, cur.ID, cur.Labels, ann)
+	})
+	if err != nil {
+		return false, err
+	}
+	h.log.InfoContext(ctx, "deletion of an installation requested; its children go first", "id", inst.ID, "children", len(kids), "actor", cairn.Actor(ctx))
+	return true, nil
+}
+
+// DeleteOwned deletes children of the installation ownerID: it removes the
+// owner's uses edge to each and deletes them, all in one store transaction.
+// It changes nothing when any of them is locked (by someone other than
+// lockOwner) or used by an instance other than the owner; the error names
+// them. Values in external backends are deleted first, as DeleteInstance
+// does; a backend that already forgot one counts as done, so a delete that
+// failed halfway is finished by calling it again.
+func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, lockOwner string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("delete the children of %q: %w", ownerID, err)
+	}
+	if err := checkOwnedDeletable(found, ownerID, lockOwner); err != nil {
+		return err
+	}
+	if err := h.checkNoGrandchildren(ctx, found); err != nil {
+		return err
+	}
+	bs := h.newBackendSet()
+	var ws []*externalWrite
+	for _, inst := range found {
+		if inst.Backend.Abstract {
+			continue
+		}
+		b, err := bs.get(ctx, inst.Backend.ID)
+		if err != nil {
+			return fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
+		}
+		ws = append(ws, &externalWrite{b: b, inst: inst,
+			w:    cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}},
+			done: func(json.RawMessage) {}})
+	}
+	if failed, err := h.writeExternal(ctx, ws); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
+	}
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetInstances(ctx, ids)
+		if err != nil {
+			return err
+		}
+		if err := checkOwnedDeletable(cur, ownerID, lockOwner); err != nil {
+			return err
+		}
+		for _, inst := range cur {
+			if err := tx.RemoveUses(ctx, ownerID, inst.ID); err != nil {
+				return err
+			}
+			if err := tx.DeleteInstance(ctx, inst.ID); err != nil {
+				return err
+			}
+			if inst.Backend.Abstract {
+				if err := tx.DeleteValues(ctx, inst.ID); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete the children of %q: %w", ownerID, err)
+	}
+	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx))
+	return nil
+}
+
+// RequestDeletion records that an installation is to be deleted, as
+// DeleteInstance does for one with children, whoever uses it: the stack
+// controller asks it of a nested installation (a child that is itself an
+// installation) so that it deletes its own children before its owner
+// deletes it.
+func (h *Hub) RequestDeletion(ctx context.Context, id string) error {
+	found, err := h.st.GetInstances(ctx, []string{id})
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return notFound(id)
+	}
+	_, err = h.requestDeletion(ctx, found[0], found[0].LockedBy, 0)
+	return err
+}
+
+// checkOwnedDeletable refuses children that are locked or used by anything
+// but their owner, naming every one.
+func checkOwnedDeletable(found []cairn.Instance, ownerID, lockOwner string) error {
+	var locked, usedBy []string
+	var users []string
+	for _, inst := range found {
+		if inst.LockedBy != "" && inst.LockedBy != lockOwner {
+			locked = append(locked, inst.ID)
+		}
+		for _, u := range inst.UsedBy {
+			if u != ownerID {
+				usedBy = append(usedBy, inst.ID)
+				users = append(users, u)
+				break
+			}
+		}
+	}
+	switch {
+	case len(locked) > 0:
+		return &cairn.Error{Code: cairn.CodeLocked, IDs: locked,
+			Msg: fmt.Sprintf("TypeInstances %s are locked by a different owner", cairn.QuoteIDs(locked))}
+	case len(usedBy) > 0:
+		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: users,
+			Msg: fmt.Sprintf("TypeInstances %s are used by TypeInstances outside the stack (%s)", cairn.QuoteIDs(usedBy), cairn.QuoteIDs(users))}
+	}
+	return nil
+}
+
+// KindType returns the Type serving apiVersion/kind over REST. When no Type
+// does, it registers a schema-less one named by the one rule of restnames.go
+// (path from group and kind, revision from the API version), so any
+// rendered resource can be stored and served.
+func (h *Hub) KindType(ctx context.Context, apiVersion, kind string) (cairn.Type, error) {
+	group, version, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		group, version = "", apiVersion
+	}
+	if kind == "" || version == "" {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "a resource needs apiVersion and kind (got %q, %q)", apiVersion, kind)
+	}
+	restGroup := group
+	if restGroup == "" {
+		// The Kubernetes core group has no name; cairn serves it as "core".
+		restGroup = "core"
+	}
+	ts, err := h.st.ListTypes(ctx, store.TypeFilter{Group: restGroup, Version: version})
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("find the Type of %s %s: %w", apiVersion, kind, err)
+	}
+	for _, t := range ts {
+		if t.Names != nil && t.Names.Kind == kind {
+			return t, nil
+		}
+	}
+	rev, err := cairn.RevisionForVersion(version)
+	if err != nil {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "%s %s: %v", apiVersion, kind, err)
+	}
+	lower := strings.ToLower(kind)
+	t := cairn.Type{
+		Path:       cairn.PathForGroupKind(restGroup, kind),
+		Revision:   rev,
+		JSONSchema: []byte(`{"type":"object","x-kubernetes-preserve-unknown-fields":true}`),
+		Group:      restGroup, Version: version,
+		Names: &cairn.Names{Kind: kind, Singular: lower, Plural: Plural(lower)},
+	}
+	out, _, err := h.ApplyType(ctx, t)
+	return out, err
+}
+
+// Plural is the plural of a lower-case kind, as Kubernetes guesses it.
+func Plural(singular string) string {
+	switch {
+	case strings.HasSuffix(singular, "s"), strings.HasSuffix(singular, "x"), strings.HasSuffix(singular, "ch"), strings.HasSuffix(singular, "sh"):
+		return singular + "es"
+	case strings.HasSuffix(singular, "y") && len(singular) > 1 && !strings.ContainsRune("aeiou", rune(singular[len(singular)-2])):
+		return singular[:len(singular)-1] + "ies"
+	}
+	return singular + "s"
+}
+
+// CheckOwnedDeletable says whether DeleteOwned would delete every one of
+// ids now: none is locked by someone other than lockOwner or used by an
+// instance other than ownerID. The stack controller asks before deleting
+// the first band, so that a deletion that cannot finish does not start.
+func (h *Hub) CheckOwnedDeletable(ctx context.Context, ownerID string, ids []string, lockOwner string) error {
+	found, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return err
+	}
+	return checkOwnedDeletable(found, ownerID, lockOwner)
+}
+
+// checkNoGrandchildren refuses to delete a child that is itself an
+// installation still owning children: deleting it with its owner's band
+// would leave its own children without an owner.
+func (h *Hub) checkNoGrandchildren(ctx context.Context, found []cairn.Instance) error {
+	var owning []string
+	for _, inst := range found {
+		kids, err := children(ctx, h.st, inst)
+		if err != nil {
+			return err
+		}
+		if len(kids) > 0 {
+			owning = append(owning, inst.ID)
+		}
+	}
+	if len(owning) > 0 {
+		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: owning,
+			Msg: fmt.Sprintf("TypeInstances %s are installations that still own children; nested installations are not deleted with their owner: delete them first", cairn.QuoteIDs(owning))}
+	}
+	return nil
+}

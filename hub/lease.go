@@ -1,0 +1,124 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// LeaseTypeRef is the Type of leases: instances in SystemNamespace whose
+// status says which replica holds them until when. Controllers that must
+// run on one replica at a time (the stack reconciler) take one, as
+// Kubernetes controllers take a coordination.k8s.io Lease.
+func LeaseTypeRef() cairn.TypeRef {
+	return cairn.TypeRef{Path: "cap.core.type.hub.lease", Revision: cairn.CoreRevision}
+}
+
+// LeaseStatus is the status of a lease instance.
+type LeaseStatus struct {
+	Holder               string    `json:"holder"`
+	AcquireTime          time.Time `json:"acquireTime"`
+	RenewTime            time.Time `json:"renewTime"`
+	LeaseDurationSeconds float64   `json:"leaseDurationSeconds"`
+}
+
+// AcquireLease takes or renews the lease name for holder for d. It reports
+// whether holder holds it afterwards. A lease held by another holder is
+// taken over only once its last renewal is older than its duration. Every
+// write is conditional on the lease's last change, so of two replicas
+// racing for it exactly one wins; the store (SQLite or PostgreSQL) decides,
+// not process memory. Renewals write the lease's status only, so the
+// value's history does not grow.
+func (h *Hub) AcquireLease(ctx context.Context, name, holder string, d time.Duration) (bool, error) {
+	if holder == "" || d <= 0 {
+		return false, cairn.Errorf(cairn.CodeInvalid, "a lease needs a holder and a positive duration")
+	}
+	inst, err := h.leaseInstance(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	var cur LeaseStatus
+	if len(inst.Status) > 0 {
+		if err := json.Unmarshal(inst.Status, &cur); err != nil {
+			return false, fmt.Errorf("lease %q: its status is not a lease: %w", name, err)
+		}
+	}
+	now := h.now().UTC()
+	expired := cur.Holder == "" || now.Sub(cur.RenewTime) > time.Duration(cur.LeaseDurationSeconds*float64(time.Second))
+	if cur.Holder != holder && !expired {
+		return false, nil
+	}
+	next := LeaseStatus{Holder: holder, AcquireTime: cur.AcquireTime, RenewTime: now, LeaseDurationSeconds: d.Seconds()}
+	if cur.Holder != holder {
+		next.AcquireTime = now
+	}
+	b, _ := json.Marshal(next)
+	if _, err := h.UpdateStatus(ctx, inst.ID, b, inst.Seq); err != nil {
+		if cairn.HasCode(err, cairn.CodeConflict) || cairn.HasCode(err, cairn.CodeNotFound) {
+			return false, nil // another replica got there first
+		}
+		return false, fmt.Errorf("lease %q: %w", name, err)
+	}
+	if cur.Holder != holder {
+		h.log.InfoContext(ctx, "lease acquired", "lease", name, "holder", holder, "previous", cur.Holder)
+	}
+	return true, nil
+}
+
+// ReleaseLease gives up the lease when holder holds it, so another replica
+// takes over without waiting for it to expire.
+func (h *Hub) ReleaseLease(ctx context.Context, name, holder string) error {
+	inst, err := h.leaseInstance(ctx, name)
+	if err != nil {
+		return err
+	}
+	var cur LeaseStatus
+	if len(inst.Status) > 0 && json.Unmarshal(inst.Status, &cur) == nil && cur.Holder == holder {
+		cur.Holder = ""
+		b, _ := json.Marshal(cur)
+		if _, err := h.UpdateStatus(ctx, inst.ID, b, inst.Seq); err != nil && !cairn.HasCode(err, cairn.CodeConflict) {
+			return fmt.Errorf("release lease %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Lease returns the lease's current status (zero when it was never taken).
+func (h *Hub) Lease(ctx context.Context, name string) (LeaseStatus, error) {
+	var cur LeaseStatus
+	inst, err := h.st.GetInstanceByName(ctx, LeaseTypeRef().Path, SystemNamespace, name)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return cur, nil
+	}
+	if err != nil {
+		return cur, err
+	}
+	if len(inst.Status) > 0 {
+		err = json.Unmarshal(inst.Status, &cur)
+	}
+	return cur, err
+}
+
+// leaseInstance returns the lease instance, creating it (and its Type) the
+// first time.
+func (h *Hub) leaseInstance(ctx context.Context, name string) (cairn.Instance, error) {
+	inst, err := h.st.GetInstanceByName(ctx, LeaseTypeRef().Path, SystemNamespace, name)
+	if err == nil || !cairn.HasCode(err, cairn.CodeNotFound) {
+		return inst, err
+	}
+	ref := LeaseTypeRef()
+	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		return inst, err
+	}
+	_, err = h.CreateInstances(cairn.WithActor(ctx, SystemActor), CreateRequest{Instances: []NewInstance{{
+		Namespace: SystemNamespace, Name: name, TypeRef: ref, Value: json.RawMessage(`{}`),
+		Backend: &BackendInput{ID: cairn.BuiltinBackendID},
+	}}})
+	if err != nil && !cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		return inst, fmt.Errorf("create lease %q: %w", name, err)
+	}
+	return h.st.GetInstanceByName(ctx, ref.Path, SystemNamespace, name)
+}

@@ -1,0 +1,274 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/stack"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// The stack catalog: every added stack package is an instance of
+// StackTypeRef in SystemNamespace named <name>-<version>, whose value holds
+// the manifest, the digest and the package archive. Being instances, the
+// catalog lives in whichever store the hub runs on and every replica sees
+// it, with no store migration.
+
+// StackTypeRef is the Type of catalog entries.
+func StackTypeRef() cairn.TypeRef {
+	return cairn.TypeRef{Path: "cap.core.type.stack", Revision: cairn.CoreRevision}
+}
+
+// StackEntry is one stack package version in the catalog.
+type StackEntry struct {
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Description string         `json:"description,omitempty"`
+	Digest      string         `json:"digest"`
+	Manifest    stack.Manifest `json:"manifest"`
+	// Archive is the package (stack.Archive()); JSON carries it in base64.
+	Archive []byte `json:"archive,omitempty"`
+	// InstallationType is the Type registered for the stack's kind.
+	InstallationType cairn.TypeRef `json:"installationType"`
+	// ID is the catalog instance's id.
+	ID string `json:"id,omitempty"`
+}
+
+// Stack loads the entry's package.
+func (e StackEntry) Stack() (*stack.Stack, error) {
+	s, err := stack.FromArchive(e.Archive)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s@%s in the catalog: %w", e.Name, e.Version, err)
+	}
+	return s, nil
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// stackInstanceName is the catalog instance name of name@version.
+func stackInstanceName(name, version string) string {
+	return strings.Trim(nameUnsafe.ReplaceAllString(strings.ToLower(name+"-"+version), "-"), "-.")
+}
+
+// AddStack adds a stack package (a gzipped tar archive, stack.Archive's
+// output) to the catalog and registers the Type of its installations: its
+// REST names, its parameters as the JSON Schema, the printer columns READY,
+// SYNCED (and the manifest's own) and the status subresource. Adding the
+// same package again changes nothing (added is false); a different package
+// under a name and version already in the catalog is refused.
+func (h *Hub) AddStack(ctx context.Context, archive []byte) (StackEntry, bool, error) {
+	return h.addStack(ctx, archive, false)
+}
+
+func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (StackEntry, bool, error) {
+	s, err := stack.FromArchive(archive)
+	if err != nil {
+		if cairn.ErrorCode(err) == cairn.CodeInternal {
+			err = &cairn.Error{Code: cairn.CodeInvalid, Msg: "the stack package is not valid: " + err.Error(), Err: err}
+		}
+		return StackEntry{}, false, err
+	}
+	m := s.Manifest
+	if existing, err := h.GetStack(ctx, m.Name, m.Version); err == nil {
+		if existing.Digest == s.Digest {
+			existing.Archive = nil
+			return existing, false, nil
+		}
+		return StackEntry{}, false, cairn.Errorf(cairn.CodeConflict,
+			"stack %s@%s is already in the catalog with digest %s, not %s: a published version is immutable, give the package a new version",
+			m.Name, m.Version, existing.Digest, s.Digest)
+	} else if !cairn.HasCode(err, cairn.CodeNotFound) {
+		return StackEntry{}, false, err
+	}
+	canonical, err := s.Archive()
+	if err != nil {
+		return StackEntry{}, false, fmt.Errorf("stack %s@%s: archive: %w", m.Name, m.Version, err)
+	}
+	t, err := installationType(m)
+	if err != nil {
+		return StackEntry{}, false, err
+	}
+	// Another stack may define the same kind: that is fine as long as both
+	// define it the same way (ApplyType refuses a different schema under a
+	// registered revision).
+	if _, _, err := h.ApplyType(ctx, t); err != nil {
+		return StackEntry{}, false, fmt.Errorf("stack %s@%s: register the installation kind %s: %w", m.Name, m.Version, m.Kind.Names.Kind, err)
+	}
+	ref := StackTypeRef()
+	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		return StackEntry{}, false, err
+	}
+	e := StackEntry{Name: m.Name, Version: m.Version, Description: m.Description, Digest: s.Digest, Manifest: m,
+		Archive: canonical, InstallationType: t.Ref()}
+	value, err := json.Marshal(e)
+	if err != nil {
+		return StackEntry{}, false, err
+	}
+	created, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{
+		Namespace: SystemNamespace, Name: stackInstanceName(m.Name, m.Version), TypeRef: ref, Value: value,
+		Labels:  map[string]string{"stacks.cairn.dev/stack": stackInstanceName(m.Name, "")},
+		Backend: &BackendInput{ID: cairn.BuiltinBackendID},
+	}}})
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) && !retried {
+		// Another replica added it at the same time: decide as above.
+		return h.addStack(ctx, archive, true)
+	}
+	if err != nil {
+		return StackEntry{}, false, fmt.Errorf("stack %s@%s: %w", m.Name, m.Version, err)
+	}
+	e.ID = created[0].ID
+	e.Archive = nil
+	h.log.InfoContext(ctx, "stack added", "stack", m.Name, "version", m.Version, "digest", s.Digest, "kind", m.Kind.Names.Kind)
+	return e, true, nil
+}
+
+// PrinterColumn is a kubectl get column of a Type, as a CRD's
+// additionalPrinterColumns; REST serves them in Table answers. They are
+// kept in the Type's JSON Schema under PrinterColumnsKey, which JSON
+// Schema validation ignores.
+type PrinterColumn = stack.PrinterColumn
+
+// PrinterColumnsKey holds a Type's printer columns in its JSON Schema.
+const PrinterColumnsKey = "x-cairn-printer-columns"
+
+// installationType is the Type of a stack's installations.
+func installationType(m stack.Manifest) (cairn.Type, error) {
+	k := m.Kind
+	rev, err := cairn.RevisionForVersion(k.Version)
+	if err != nil {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "stack %s: kind.version: %v", m.Name, err)
+	}
+	sch := map[string]any{"type": "object"}
+	if len(k.Parameters) > 0 {
+		sch = nil
+		if err := json.Unmarshal(k.Parameters, &sch); err != nil || sch == nil {
+			return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "stack %s: kind.parameters is not a JSON Schema object", m.Name)
+		}
+	}
+	cols := []PrinterColumn{
+		{Name: "READY", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`},
+		{Name: "SYNCED", Type: "string", JSONPath: `.status.conditions[?(@.type=="Synced")].status`},
+	}
+	cols = append(cols, k.AdditionalPrinterColumns...)
+	sch[PrinterColumnsKey] = cols
+	raw, err := json.Marshal(sch)
+	if err != nil {
+		return cairn.Type{}, err
+	}
+	singular := k.Names.Singular
+	if singular == "" {
+		singular = strings.ToLower(k.Names.Kind)
+	}
+	plural := k.Names.Plural
+	if plural == "" {
+		plural = Plural(singular)
+	}
+	return cairn.Type{
+		Path: cairn.PathForGroupKind(k.Group, k.Names.Kind), Revision: rev, JSONSchema: raw,
+		AdditionalRefs: []string{InstallationParent},
+		Group:          k.Group, Version: k.Version,
+		Names: &cairn.Names{Kind: k.Names.Kind, Singular: singular, Plural: plural, ShortNames: k.Names.ShortNames},
+	}, nil
+}
+
+// ListStacks returns the catalog without archives, by name, then version
+// (highest first).
+func (h *Hub) ListStacks(ctx context.Context) ([]StackEntry, error) {
+	insts, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: StackTypeRef().Path, Namespace: SystemNamespace}, true)
+	if err != nil {
+		return nil, fmt.Errorf("list the stack catalog: %w", err)
+	}
+	out := make([]StackEntry, 0, len(insts))
+	for _, inst := range insts {
+		e, err := decodeStack(inst)
+		if err != nil {
+			return nil, err
+		}
+		e.Archive = nil
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b StackEntry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return -compareSemver(a.Version, b.Version)
+	})
+	return out, nil
+}
+
+// GetStack returns one catalog entry with its archive; version "" means the
+// highest version of name.
+func (h *Hub) GetStack(ctx context.Context, name, version string) (StackEntry, error) {
+	if version != "" {
+		inst, err := h.GetInstanceByName(ctx, StackTypeRef().Path, SystemNamespace, stackInstanceName(name, version), true)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "stack %s@%s is not in the catalog", name, version)
+		}
+		if err != nil {
+			return StackEntry{}, err
+		}
+		e, err := decodeStack(inst)
+		if err == nil && e.Name != name {
+			return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "stack %s@%s is not in the catalog", name, version)
+		}
+		return e, err
+	}
+	all, err := h.ListStacks(ctx)
+	if err != nil {
+		return StackEntry{}, err
+	}
+	for _, e := range all {
+		if e.Name == name {
+			return h.GetStack(ctx, name, e.Version)
+		}
+	}
+	return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "stack %s is not in the catalog", name)
+}
+
+// AnnotationStackVersion on an installation pins the stack version that
+// renders it; without it the highest version defining its kind does.
+const AnnotationStackVersion = "stacks.cairn.dev/version"
+
+// StackFor returns the catalog entry (with its archive) that renders an
+// installation of Type ref: the version the installation pins, else the
+// highest one whose kind is that Type.
+func (h *Hub) StackFor(ctx context.Context, ref cairn.TypeRef, pinned string) (StackEntry, error) {
+	all, err := h.ListStacks(ctx)
+	if err != nil {
+		return StackEntry{}, err
+	}
+	for _, e := range all {
+		if e.InstallationType == ref && (pinned == "" || e.Version == pinned) {
+			return h.GetStack(ctx, e.Name, e.Version)
+		}
+	}
+	if pinned != "" {
+		return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "no stack version %s in the catalog defines %s", pinned, ref)
+	}
+	return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "no stack in the catalog defines %s", ref)
+}
+
+func decodeStack(inst cairn.Instance) (StackEntry, error) {
+	var e StackEntry
+	if err := json.Unmarshal(inst.Latest.Value, &e); err != nil {
+		return e, fmt.Errorf("catalog entry %s/%s: %w", inst.Namespace, inst.Name, err)
+	}
+	e.ID = inst.ID
+	return e, nil
+}
+
+func compareSemver(a, b string) int {
+	va, errA := semver.NewVersion(a)
+	vb, errB := semver.NewVersion(b)
+	if errA != nil || errB != nil {
+		return strings.Compare(a, b)
+	}
+	return va.Compare(vb)
+}

@@ -1,0 +1,91 @@
+package hub_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/stack"
+)
+
+// stackArchive loads testdata/db of the stack controller with stack.yaml
+// edited by edit.
+func stackArchive(t *testing.T, edit func(string) string) []byte {
+	t.Helper()
+	src := filepath.Join("..", "controller", "stack", "testdata", "db")
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "stack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stack.yaml"), []byte(edit(string(m))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStackCatalog(t *testing.T) {
+	env := newEnv(t)
+	h, ctx := env.h, env.ctx
+	same := func(s string) string { return s }
+	v1 := stackArchive(t, same)
+	e, added, err := h.AddStack(ctx, v1)
+	if err != nil || !added {
+		t.Fatalf("AddStack = %v, %v", added, err)
+	}
+	typ, err := h.GetType(ctx, e.InstallationType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ.Group != "db.test.cairn.dev" || typ.Names == nil || typ.Names.Plural != "dbs" || !strings.Contains(string(typ.JSONSchema), `"engine"`) ||
+		!strings.Contains(string(typ.JSONSchema), `"READY"`) {
+		t.Errorf("installation Type = %+v %s", typ, typ.JSONSchema)
+	}
+	if ok, err := h.IsInstallationType(ctx, e.InstallationType); !ok || err != nil {
+		t.Errorf("IsInstallationType = %v, %v", ok, err)
+	}
+
+	// The same package again changes nothing.
+	if _, added, err := h.AddStack(ctx, v1); err != nil || added {
+		t.Fatalf("adding the same package again = %v, %v", added, err)
+	}
+	// Another package under the same name and version is refused.
+	changed := stackArchive(t, func(s string) string { return strings.Replace(s, "name: db", "name: db\ndescription: changed", 1) })
+	if _, _, err := h.AddStack(ctx, changed); !cairn.HasCode(err, cairn.CodeConflict) || !strings.Contains(err.Error(), "db@0.1.0") {
+		t.Fatalf("a different package as db@0.1.0: %v", err)
+	}
+	// A new version: GetStack without a version returns the highest.
+	v2 := stackArchive(t, func(s string) string { return strings.Replace(s, "version: 0.1.0", "version: 0.10.0", 1) })
+	if _, added, err := h.AddStack(ctx, v2); err != nil || !added {
+		t.Fatalf("AddStack 0.10.0 = %v, %v", added, err)
+	}
+	got, err := h.GetStack(ctx, "db", "")
+	if err != nil || got.Version != "0.10.0" || len(got.Archive) == 0 {
+		t.Fatalf("GetStack(db) = %s, %v", got.Version, err)
+	}
+	list, err := h.ListStacks(ctx)
+	if err != nil || len(list) != 2 || list[0].Version != "0.10.0" || list[1].Version != "0.1.0" {
+		t.Fatalf("ListStacks = %+v, %v", list, err)
+	}
+	if _, err := h.GetStack(ctx, "nope", ""); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("GetStack(nope) = %v", err)
+	}
+	// Not a package at all.
+	if _, _, err := h.AddStack(ctx, []byte("not a tarball")); !cairn.HasCode(err, cairn.CodeInvalid) {
+		t.Errorf("AddStack(garbage) = %v", err)
+	}
+}

@@ -1,0 +1,108 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+)
+
+const dbStack = "../../controller/stack/testdata/db"
+
+// TestStackCommandsLocal: cairn stack add|list|show and trace on the local
+// store.
+func TestStackCommandsLocal(t *testing.T) {
+	e := newEnv(t)
+	out := e.ok("stack", "add", dbStack)
+	if !strings.Contains(out, "stack db@0.1.0 added") || !strings.Contains(out, "resource dbs") {
+		t.Fatalf("stack add printed %q", out)
+	}
+	if out := e.ok("stack", "add", dbStack); !strings.Contains(out, "unchanged") {
+		t.Errorf("adding again printed %q", out)
+	}
+	matchLines(t, e.ok("stack", "list"), `NAME +VERSION +KIND +APIVERSION +DIGEST +DESCRIPTION`, `db +0\.1\.0 +DB +db\.test\.cairn\.dev/v1 +[0-9a-f]{12} +<none>`)
+	show := e.ok("stack", "show", "db@0.1.0")
+	if !strings.Contains(show, "Kind:         DB") || !strings.Contains(show, "engine") {
+		t.Errorf("stack show printed:\n%s", show)
+	}
+	var entry struct {
+		Name, Version, Digest string
+	}
+	if err := json.Unmarshal([]byte(e.ok("stack", "show", "db", "-o", "json")), &entry); err != nil || entry.Version != "0.1.0" || !strings.HasPrefix(entry.Digest, "sha256:") {
+		t.Errorf("stack show -o json: %+v %v", entry, err)
+	}
+	if r := e.run("", "stack", "show", "nope"); r.code == 0 || !strings.Contains(r.stderr, "not in the catalog") {
+		t.Errorf("show of an unknown stack: exit %d %q", r.code, r.stderr)
+	}
+	if r := e.run("", "stack", "add", "no/such/dir"); r.code == 0 {
+		t.Errorf("add of a missing package succeeded")
+	}
+
+	// An installation reconciled once, traced locally.
+	h := e.hub()
+	ctx := context.Background()
+	stacks, err := h.ListStacks(ctx)
+	if err != nil || len(stacks) != 1 {
+		t.Fatal(stacks, err)
+	}
+	created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "orders", TypeRef: stacks[0].InstallationType, Value: json.RawMessage(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stackctl.New(stackctl.Config{Hub: h}).Reconcile(ctx, created[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	matchLines(t, e.ok("trace", "db/orders"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`orders +DB +\S+ +True +False +1 of 2 children not ready: Database orders-main: .*`,
+		`├─ orders-backups +Bucket +cairn-builtin +True +True +<none>`,
+		`└─ orders-main +Database +cairn-builtin +True +False +.*Ready.*`)
+	var tr struct {
+		Installation struct{ Synced, Ready string }
+		Children     []struct{ Name, Backend, Ready, Reason string }
+	}
+	if err := json.Unmarshal([]byte(e.ok("trace", "dbs/orders", "-o", "json")), &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Installation.Synced != "True" || len(tr.Children) != 2 || tr.Children[1].Ready != "False" || tr.Children[1].Reason == "" {
+		t.Errorf("trace -o json = %+v", tr)
+	}
+	if r := e.run("", "trace", "orders"); r.code == 0 || !strings.Contains(r.stderr, "KIND/NAME") {
+		t.Errorf("trace without a kind: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestStackCommandsClient: the same commands in client mode, through a
+// server's REST API.
+func TestStackCommandsClient(t *testing.T) {
+	s := newServer(t)
+	if out := s.ok("stack", "add", dbStack); !strings.Contains(out, "stack db@0.1.0 added") {
+		t.Fatalf("stack add printed %q", out)
+	}
+	matchLines(t, s.ok("stack", "list"), `NAME +VERSION +KIND +APIVERSION +DIGEST +DESCRIPTION`, `db +0\.1\.0 +DB .*`)
+	if out := s.ok("stack", "show", "db", "-o", "yaml"); !strings.Contains(out, "version: 0.1.0") {
+		t.Errorf("stack show -o yaml:\n%s", out)
+	}
+	// The catalog is the server's.
+	insts, err := s.h.ListInstances(context.Background(), store.InstanceFilter{TypePath: hub.StackTypeRef().Path}, false)
+	if err != nil || len(insts) != 1 {
+		t.Fatalf("catalog instances on the server: %d, %v", len(insts), err)
+	}
+	s.ok("create", "-f", writeFile(t, s.dir, "orders.yaml", "apiVersion: db.test.cairn.dev/v1\nkind: DB\nmetadata: {name: orders}\nspec: {}\n"))
+	inst, err := s.h.GetInstanceByName(context.Background(), "dev.cairn.test.db.db", "default", "orders", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stackctl.New(stackctl.Config{Hub: s.h}).Reconcile(context.Background(), inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	matchLines(t, s.ok("trace", "db/orders"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`orders +DB +\S+ +True +False +.*`,
+		`├─ orders-backups +Bucket +cairn-builtin +True +True +<none>`,
+		`└─ orders-main +Database +cairn-builtin +True +False +.*`)
+}
