@@ -228,4 +228,3 @@ func findID(t *testing.T, base, path, name string) string {
 	t.Fatalf("no instance %s of %s", name, path)
 	return ""
 }
-
