@@ -306,15 +306,17 @@ async function instancePage(ctx, params, id) {
     confirmBox, delMsg, editBox,
     h('div', { class: 'grid' },
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
-      panel('Details', kv([
+      panel('Details and lock', kv([
         ['Resource version', String(ti.status.resourceVersion)],
         ['resourceVersion', h('code', {}, ti.metadata.resourceVersion)],
         ['Alias', ti.spec.alias || '—'],
         ['Labels', labelsCell(ti.metadata.labels)],
         ['Created', when(ti.metadata.creationTimestamp)],
         ['Created by', ti.status.createdBy || '—'],
-        ['Attributes', (ti.spec.attributes || []).map((a) => h('span', { class: 'chip' }, typeName(a)))],
-      ])),
+        ['Attributes', ti.spec.attributes?.length ? ti.spec.attributes.map((a) => h('span', { class: 'chip' }, typeName(a))) : '—'],
+      ]), h('h3', {}, 'Lock'), ti.status.lockedBy ? h('p', {}, h('span', { class: 'badge warn', id: 'lock-state' }, `Locked by ${ti.status.lockedBy}`)) : h('p', {}, h('span', { class: 'badge ok', id: 'lock-state' }, 'Not locked')),
+        h('div', { class: 'field' }, h('label', { for: 'lock-owner' }, 'Owner'), owner),
+        h('div', { class: 'actions' }, h('button', { type: 'button', id: 'lock', onclick: () => lockAction('Lock') }, 'Lock'), h('button', { type: 'button', class: 'ghost', id: 'unlock', onclick: () => lockAction('Unlock') }, 'Unlock')), lockMsg),
       panel('Backend', kv([
         ['Backend', backend ? link(`#/instance/${backend.metadata.name}`, backend.spec.alias || shortID(backend.metadata.name)) : h('code', {}, ti.spec.backend?.id || '—')],
         backend && ['Type', h('code', {}, typeName(backend.spec.typeRef))],
@@ -322,9 +324,6 @@ async function instancePage(ctx, params, id) {
         commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
         proposal && ['Proposal', proposal.url ? h('a', { href: proposal.url, rel: 'noopener' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id],
       ]), h('h3', {}, 'Context'), pre(context === undefined || context === null ? '(none)' : JSON.stringify(maskSecrets(context, reveal), null, 2), 'Backend context')),
-      panel('Lock', ti.status.lockedBy ? h('p', {}, h('span', { class: 'badge warn', id: 'lock-state' }, `Locked by ${ti.status.lockedBy}`)) : h('p', {}, h('span', { class: 'badge ok', id: 'lock-state' }, 'Not locked')),
-        h('div', { class: 'field' }, h('label', { for: 'lock-owner' }, 'Owner'), owner),
-        h('div', { class: 'actions' }, h('button', { type: 'button', id: 'lock', onclick: () => lockAction('Lock') }, 'Lock'), h('button', { type: 'button', class: 'ghost', id: 'unlock', onclick: () => lockAction('Unlock') }, 'Unlock')), lockMsg),
       h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
       h('section', { class: 'panel wide', 'aria-label': 'History' }, h('h2', {}, `History (${versions.length} version${versions.length === 1 ? '' : 's'})`),
@@ -440,7 +439,7 @@ async function backendsPage(ctx) {
       const ms = (ns) => `${(ns / 1e6).toFixed(ns < 1e6 ? 3 : 1)} ms`;
       rtt.replaceChildren(c.health?.roundTrip !== undefined ? `${ms(c.health.roundTrip)} (connect ${ms(c.health.connect || 0)})` : `${(performance.now() - t0).toFixed(1)} ms (HTTP)`);
     }, (e) => {
-      health.replaceChildren(notServed(e) ? h('span', { class: 'muted' }, 'this server has no health check (backends/{id}/check)') : h('span', { class: 'badge bad' }, e.reason || 'error'), ' ', h('span', { class: 'reason' }, e.message));
+      health.replaceChildren(...(notServed(e) ? [h('span', { class: 'muted' }, 'this server has no health check (backends/{id}/check)')] : [h('span', { class: 'badge bad' }, e.reason || 'error'), ' ', h('span', { class: 'reason' }, e.message)]));
     });
     return h('tr', {},
       h('td', {}, link(`#/instance/${b.metadata.name}`, b.spec.alias || shortID(b.metadata.name))),

@@ -33,7 +33,10 @@ export function drawGraph({ nodes, edges, columns = [], title }) {
   const defs = svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
     svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrowhead' })));
   root.append(defs);
-  columns.forEach((name, i) => root.append(svg('text', { class: 'col', x: 10 + i * (W + GAPX), y: 16 }, name)));
+  columns.forEach((name, i) => {
+    root.append(svg('text', { class: 'col', x: 10 + i * (W + GAPX), y: 16 }, name));
+    if (!cols[i]?.length) root.append(svg('text', { class: 'small', x: 10 + i * (W + GAPX), y: TOP + 20 }, 'nothing'));
+  });
   for (const [from, to] of edges) {
     const a = byID.get(from), b = byID.get(to);
     if (!a || !b) continue;
