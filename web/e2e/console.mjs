@@ -34,6 +34,7 @@ page.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to 
 
 async function shot(name) {
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+  await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
   const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   console.log(`ok ${name} (${file})`);

@@ -507,63 +507,111 @@ async function served(ti, types) {
 }
 function cond(obj, type) { return (obj?.status?.conditions || []).find((c) => c.type === type); }
 function condView(obj) {
-  return ['Ready', 'Synced'].map((k) => { const c = cond(obj, k); return [conditionBadge(c || { type: k, status: 'Unknown' }), c?.reason ? h('span', { class: 'reason' }, ` ${c.reason}${c.message ? `: ${c.message}` : ''} `) : ' ']; });
+  // As cairn trace: Synced then Ready, and the first reason of whichever is not True.
+  const out = ['Synced', 'Ready'].map((k) => conditionBadge(cond(obj, k) || { type: k, status: 'Unknown' }));
+  const bad = ['Synced', 'Ready', 'Deleting'].map((k) => cond(obj, k)).find((c) => c && (c.type === 'Deleting' || c.status !== 'True'));
+  if (bad) out.push(h('span', { class: 'reason' }, `${bad.reason || ''}${bad.message ? `: ${bad.message.split('; ')[0]}` : ''}`));
+  return out;
 }
 
 async function stacksPage() {
   const types = await listTypes();
   const stackTypes = types.filter(isInstallationType);
+  // The catalog (hub.cairn.dev/v1 stacks) where the server has one;
+  // otherwise the installation Types stand for the stacks.
+  const catalog = await api(`${HUB}/stacks`).then((l) => l.items, (e) => { if (notServed(e)) return null; throw e; });
   const lists = await Promise.all(stackTypes.map((t) => api(`${HUB}/typeinstances?typePath=${encodeURIComponent(t.spec.path)}&typeRevision=${encodeURIComponent(t.spec.revision)}`)));
   const installs = lists.flatMap((l, i) => l.items.filter((ti) => ti.spec.typeRef.revision === stackTypes[i].spec.revision));
   const objs = await Promise.all(installs.map((ti) => served(ti, types)));
   const ids = new Set(installs.map((x) => x.metadata.name));
   const created = new Map(installs.map((x) => [x.metadata.name, x.metadata.creationTimestamp]));
-  // Dependencies: an installation that uses another. A dependency that
-  // existed before its dependent was reused; one made with it is new.
+  // Dependencies: the uses edges from an installation to the installations
+  // it requires. One that existed before its dependent was reused; one
+  // created with or after it (the root is created first) is new.
   const nodes = installs.map((ti) => {
     const users = (ti.status.usedBy || []).filter((u) => ids.has(u));
     const reused = users.some((u) => created.get(u) > ti.metadata.creationTimestamp);
     const isDep = users.length > 0;
-    return { id: ti.metadata.name, label: instTitle(ti), sub: `${ti.spec.typeRef.path}${isDep ? (reused ? ' · reused' : ' · new') : ''}`,
-      cls: isDep ? (reused ? 'reused' : 'new') : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}${isDep ? (reused ? ', reused installation' : ', new installation') : ''}` };
+    const what = isDep ? (reused ? 'reused' : 'new') : 'requested';
+    return { id: ti.metadata.name, label: instTitle(ti), sub: `${ti.spec.typeRef.path} · ${what}`,
+      cls: isDep ? what : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
   });
   const edges = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => [u, ti.metadata.name]));
-  return [h('h1', {}, 'Stacks'), h('p', { class: 'sub' }, 'Stacks register a Type for their installations; an installation owns the instances rendered from it.'),
-    panel('Stacks (installation Types)', stackTypes.length ? h('ul', {}, stackTypes.map((t) => h('li', {}, link(`#/types/${encodeURIComponent(t.metadata.name)}`, t.metadata.name), t.spec.rest ? h('span', { class: 'muted' }, ` kind ${t.spec.rest.names?.kind}`) : ''))) : h('p', { class: 'muted' }, 'No stack is installed on this hub.')),
+  const typeLink = (ref) => link(`#/types/${encodeURIComponent(typeName(ref))}`, typeName(ref));
+  const catalogView = catalog
+    ? (catalog.length ? h('table', { 'aria-label': 'Stack catalog' }, h('thead', {}, h('tr', {}, h('th', {}, 'Stack'), h('th', {}, 'Version'), h('th', {}, 'Installation Type'), h('th', { class: 'opt' }, 'Description'))),
+      h('tbody', {}, catalog.map((st) => h('tr', {}, h('td', {}, st.spec.name), h('td', {}, h('code', {}, st.spec.version)),
+        h('td', {}, st.spec.installationType ? typeLink(st.spec.installationType) : '—'), h('td', { class: 'opt' }, st.spec.description || '')))))
+      : h('p', { class: 'muted' }, 'The catalog is empty: add a stack with cairn stack add.'))
+    : (stackTypes.length ? h('ul', {}, stackTypes.map((t) => h('li', {}, typeLink(t.spec), t.spec.rest ? h('span', { class: 'muted' }, ` kind ${t.spec.rest.names?.kind}`) : '')))
+      : h('p', { class: 'muted' }, 'No stack is installed on this hub.'));
+  return [h('h1', {}, 'Stacks'), h('p', { class: 'sub' }, 'Packages of resource templates. Each registers a Type for its installations; an installation owns the instances rendered from it.'),
+    h('div', { class: 'panel table-wrap' }, h('h2', {}, catalog ? 'Catalog' : 'Stacks (installation Types)'), catalogView),
     h('div', { class: 'panel table-wrap' }, h('h2', {}, 'Installations'), installs.length ? h('table', { 'aria-label': 'Installations' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Stack'), h('th', {}, 'Conditions'))),
       h('tbody', {}, installs.map((ti, i) => h('tr', {}, h('td', {}, link(`#/stacks/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', {}, condView(objs[i]))))))
       : h('p', { class: 'muted' }, 'No installations.')),
     edges.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
-      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Green: an existing installation reused; amber: one installed with its dependent.'),
-      drawGraph({ nodes: nodes.filter((n) => edges.some(([a, b]) => a === n.id || b === n.id)), edges, title: 'Dependency graph' })) : null];
+      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Green border: an existing installation reused; amber: a new one installed with its dependent.'),
+      h('div', { class: 'table-wrap' }, drawGraph({ nodes: nodes.filter((n) => edges.some(([a, b]) => a === n.id || b === n.id)), edges, title: 'Dependency graph' }))) : null];
 }
 
+// installationPage shows what cairn trace shows: the installation's
+// conditions and each child with its backend, Synced, Ready and reason,
+// from the status the stack controller writes (status.resources). A server
+// without the controller has no such status; the children are then found
+// by the label that names their installation. Children that are
+// installations themselves are opened in turn.
 async function installationPage(ctx, params, id) {
-  const [ti, types] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes()]);
+  const [ti, types, backends] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes(), api(`${HUB}/backends`)]);
   const obj = await served(ti, types);
-  // The tree of children, as cairn trace prints it: each child's Ready and
-  // Synced with their reasons; children that are installations are opened.
-  async function tree(parent, depth) {
-    const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${parent}`)}`);
-    const kids = await Promise.all(l.items.map(async (c) => {
-      const o = await served(c, types);
-      const t = types.find((x) => x.metadata.name === typeName(c.spec.typeRef));
-      const sub = t && isInstallationType(t) && depth < 6 ? await tree(c.metadata.name, depth + 1) : null;
-      return h('li', { 'data-child': c.spec.name },
-        h('div', { class: 'row' }, link(t && isInstallationType(t) ? `#/stacks/${c.metadata.name}` : `#/instance/${c.metadata.name}`, `${o?.kind || c.spec.typeRef.path}/${c.spec.name}`), ' ', condView(o)), sub);
-    }));
+  const backendName = (bid) => { const b = backends.items.find((x) => x.metadata.name === bid); return b ? b.spec.alias || shortID(bid) : bid || ''; };
+  const typeOfKind = (apiVersion, kind) => types.find((t) => t.spec.rest && `${t.spec.rest.group}/${t.spec.rest.version}` === apiVersion && t.spec.rest.names?.kind === kind);
+  const badge = (type, b) => conditionBadge({ type, status: b === true ? 'True' : b === false ? 'False' : 'Unknown' });
+
+  async function tree(inst, o, depth) {
+    const resources = o?.status?.resources;
+    let kids;
+    if (Array.isArray(resources)) {
+      kids = await Promise.all(resources.map(async (r) => {
+        const t = typeOfKind(r.apiVersion, r.kind);
+        const isInst = t && isInstallationType(t) && r.uid && depth < 6;
+        const sub = isInst ? await api(`${HUB}/typeinstances/${r.uid}`).then(async (c) => tree(c, await served(c, types), depth + 1), () => null) : null;
+        return h('li', { 'data-child': r.name },
+          h('div', { class: 'row' }, r.uid ? link(isInst ? `#/stacks/${r.uid}` : `#/instance/${r.uid}`, `${r.kind}/${r.name}`) : `${r.kind}/${r.name}`,
+            r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
+            r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
+      }));
+    } else {
+      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}`);
+      kids = await Promise.all(l.items.map(async (c) => {
+        const co = await served(c, types);
+        const t = types.find((x) => x.metadata.name === typeName(c.spec.typeRef));
+        const isInst = t && isInstallationType(t) && depth < 6;
+        const sub = isInst ? await tree(c, co, depth + 1) : null;
+        return h('li', { 'data-child': c.spec.name },
+          h('div', { class: 'row' }, link(isInst ? `#/stacks/${c.metadata.name}` : `#/instance/${c.metadata.name}`, `${co?.kind || t?.spec.rest?.names?.kind || c.spec.typeRef.path}/${c.spec.name}`),
+            h('span', { class: 'chip' }, backendName(c.spec.backend?.id)), condView(co)), sub);
+      }));
+    }
     return kids.length ? h('ul', { class: 'tree' }, kids) : null;
   }
-  const children = await tree(id, 0);
-  return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)), ' · ', link(`#/instance/${id}`, 'as an instance')),
+  const children = await tree(ti, obj, 0);
+  const st = obj?.status || {};
+  return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)),
+    st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null, ' · ', link(`#/instance/${id}`, 'as an instance')),
     h('div', { class: 'grid' },
-      panel('Conditions', (obj?.status?.conditions || []).length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
-        h('tbody', {}, obj.status.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || '')))))
-        : h('p', { class: 'muted' }, 'No conditions reported yet.')),
+      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+        h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))
+        : h('p', { class: 'muted' }, 'No conditions reported yet: the stack controller reports them.')),
       panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false) ?? {}), 'Parameters')),
+      st.outputs ? panel('Outputs', pre(toYAML(maskSecrets(st.outputs, false)), 'Outputs')) : null,
       h('section', { class: 'panel wide', 'aria-label': 'Tree of children' }, h('h2', {}, 'Tree of children'),
-        h('ul', { class: 'tree root', id: 'stack-tree' }, h('li', {}, h('div', { class: 'row' }, h('strong', {}, `${obj?.kind || ti.spec.typeRef.path}/${ti.spec.name}`), ' ', condView(obj)), children || h('p', { class: 'muted' }, 'No children.')))))];
+        h('ul', { class: 'tree root', id: 'stack-tree' }, h('li', {}, h('div', { class: 'row' }, h('strong', {}, `${obj?.kind || ti.spec.typeRef.path}/${ti.spec.name}`),
+          h('span', { class: 'chip' }, backendName(ti.spec.backend?.id)), condView(obj)), children || h('p', { class: 'muted' }, 'No children.')))),
+      (st.events || []).length ? h('section', { class: 'panel wide', 'aria-label': 'Events' }, h('h2', {}, 'Events'), h('div', { class: 'table-wrap' }, h('table', {},
+        h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Type'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+        h('tbody', {}, st.events.slice().reverse().map((e) => h('tr', {}, h('td', {}, when(e.time)), h('td', {}, h('span', { class: `badge ${e.type === 'Warning' ? 'bad' : 'ok'}` }, e.type)), h('td', {}, e.reason), h('td', {}, e.message))))))) : null)];
 }
 
 // The skip link moves focus to the content without touching the route.
