@@ -122,6 +122,7 @@ type seed struct {
 	DBServer string `json:"dbServer"`
 	DBConfig string `json:"dbConfig"`
 	Shop     string `json:"shop"`
+	Builtin  string `json:"builtin"` // the built-in backend's id
 }
 
 func seedConsole(t *testing.T, base string) seed {
@@ -137,6 +138,7 @@ func seedConsole(t *testing.T, base string) seed {
 	var s seed
 	s.DBServer = findID(t, base, "cap.type.database.postgresql.server", "db-server")
 	s.DBConfig = findID(t, base, "cap.type.database.postgresql.config", "db-config")
+	s.Builtin = findID(t, base, "cap.core.type.hub.storage.sqlite", "builtin")
 
 	// 10,000 flags in one request: the console pages them on the server.
 	items := make([]any, 10_000)

@@ -48,6 +48,15 @@ async function visit(hash) {
 const h1 = () => text('main h1');
 function kubectl(...args) { return execFileSync(KUBECTL, ['--server', BASE, ...args], { encoding: 'utf8', input: args.includes('-') ? kubectl.input : undefined }); }
 
+// Routes other helpers are adding to the REST API: with them the pages must
+// show their answers, without them say that the server has none.
+const probe = async (path) => (await fetch(`${BASE}${path}`)).status !== 404;
+const served = {
+  explain: await probe('/apis/hub.cairn.dev/v1/policies/default/explain?path=x'),
+  check: await probe(`/apis/hub.cairn.dev/v1/backends/${seed.builtin}/check`),
+};
+console.log(`served: ${JSON.stringify(served)}`);
+
 try {
   // / redirects to the console, which opens on the overview.
   await page.goto(`${BASE}/`);
@@ -177,6 +186,8 @@ try {
   await visit('#/backends');
   await page.waitForFunction(() => ![...document.querySelectorAll('[data-health]')].some((td) => td.textContent.includes('checking')), null, { timeout: T });
   expect(await page.locator('main tbody tr').count() >= 2, 'the hub\'s backends listed');
+  if (served.check) expect(await page.locator('[data-health] .badge.ok:text("SERVING")').count() >= 2, 'every in-process backend SERVING');
+  else expect(await page.locator('[data-health]:has-text("no health check")').count() >= 2, 'the console to say the server has no health check');
   await shot('backends');
 
   // The policy with its explain box.
@@ -184,6 +195,8 @@ try {
   await page.fill('#explain-path', 'cap.type.database.postgresql.config');
   await page.click('main button:text("Explain")');
   await page.waitForSelector('#explain-result > *', { timeout: T });
+  if (served.explain) expect((await text('#explain-result')).includes('cairn-builtin'), 'the explanation to name the built-in backend');
+  else expect((await text('#explain-result')).includes('does not explain'), 'the console to say the server has no explain');
   await shot('policy-explain');
 
   // Proposals.

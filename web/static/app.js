@@ -436,7 +436,7 @@ async function backendsPage(ctx) {
     api(`${HUB}/backends/${b.metadata.name}/check`).then((c) => {
       const ok = c.health?.status === 'SERVING';
       health.replaceChildren(h('span', { class: `badge ${ok ? 'ok' : 'bad'}` }, c.health?.status || 'unknown'), c.health?.message ? h('span', { class: 'reason' }, ` ${c.health.message}`) : '');
-      const ms = (ns) => `${(ns / 1e6).toFixed(ns < 1e6 ? 3 : 1)} ms`;
+      const ms = (ns) => (ns < 1e6 ? `${(ns / 1e3).toFixed(1)} µs` : `${(ns / 1e6).toFixed(1)} ms`);
       rtt.replaceChildren(c.health?.roundTrip !== undefined ? `${ms(c.health.roundTrip)} (connect ${ms(c.health.connect || 0)})` : `${(performance.now() - t0).toFixed(1)} ms (HTTP)`);
     }, (e) => {
       health.replaceChildren(...(notServed(e) ? [h('span', { class: 'muted' }, 'this server has no health check (backends/{id}/check)')] : [h('span', { class: 'badge bad' }, e.reason || 'error'), ' ', h('span', { class: 'reason' }, e.message)]));
@@ -464,7 +464,10 @@ async function policyPage() {
         ev.preventDefault();
         try {
           const ex = await api(`${HUB}/policies/default/explain?path=${encodeURIComponent(path.value.trim())}`);
-          out.replaceChildren(pre(toYAML(ex), 'Explanation'));
+          out.replaceChildren(h('div', { class: `alert ${ex.matched ? 'ok' : 'warn'}` },
+            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex + 1} matches. ` : 'No rule matches. '), ex.message || ''),
+            ex.backendID ? h('p', {}, 'A new instance goes to the backend ', link(`#/instance/${ex.backendID}`, ex.backendAlias || shortID(ex.backendID)), '.') : null),
+          h('details', {}, h('summary', {}, 'The whole answer'), pre(toYAML(ex), 'Explanation')));
         } catch (e) { out.replaceChildren(notServed(e) ? h('p', { class: 'alert warn' }, 'This server does not explain its policy yet (policies/default/explain).') : errorBox(e)); }
       } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path'), path,
         h('datalist', { id: 'type-paths' }, [...new Set(types.map((t) => t.spec.path))].map((x) => h('option', { value: x })))),
