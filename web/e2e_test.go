@@ -123,6 +123,10 @@ type seed struct {
 	DBConfig string `json:"dbConfig"`
 	Shop     string `json:"shop"`
 	Builtin  string `json:"builtin"` // the built-in backend's id
+	// RealStack is the id of an installation of examples/stacks/minimal-gcp
+	// made through the stack catalog and controller, when the server has
+	// them (GET hub.cairn.dev/v1/stacks answers).
+	RealStack string `json:"realStack,omitempty"`
 }
 
 func seedConsole(t *testing.T, base string) seed {
@@ -169,7 +173,58 @@ func seedConsole(t *testing.T, base string) seed {
 		instanceDoc("shop-config", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shop.db", "port": 5432}, owned(shop, "shop"), nil),
 		instanceDoc("shared-db-server", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shared.db", "port": 5432}, owned(db, "shared-db"), nil),
 	}})
+	s.RealStack = installRealStack(t, base)
 	return s
+}
+
+// installRealStack adds examples/stacks/minimal-gcp to the catalog, creates
+// an installation with kubectl and waits until the stack controller has
+// reported its children. It returns "" when the server has no catalog.
+func installRealStack(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/apis/hub.cairn.dev/v1/stacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		t.Log("this server has no stack catalog: the stack pages are tested on hand-made installations only")
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--server", base, "stack", "add", "../examples/stacks/minimal-gcp"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn stack add: exit %d: %s", code, errOut.String())
+	}
+	kubectl := exec.Command(lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl"), "--server", base, "apply", "-f", "-")
+	kubectl.Stdin = strings.NewReader(`{"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP",
+		"metadata": {"name": "small-infra", "namespace": "default"}, "spec": {"region": "us-west2", "projectID": "foo-project"}}`)
+	if b, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of a MinimalGCP: %v\n%s", err, b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var obj struct {
+			Metadata struct{ UID string } `json:"metadata"`
+			Status   struct {
+				Resources []json.RawMessage `json:"resources"`
+			} `json:"status"`
+		}
+		r, err := http.Get(base + "/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/default/minimalgcps/small-infra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(r.Body).Decode(&obj)
+		r.Body.Close()
+		if err == nil && len(obj.Status.Resources) > 0 {
+			return obj.Metadata.UID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stack controller did not report the children of small-infra within 20s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func instanceDoc(name, path, rev string, value any, labels map[string]string, uses []string) map[string]any {

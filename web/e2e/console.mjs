@@ -41,6 +41,12 @@ async function shot(name) {
 }
 function expect(cond, what) { if (!cond) throw new Error(`expected ${what}`); }
 async function text(sel) { return (await page.locator(sel).first().textContent({ timeout: T })) || ''; }
+// unlabelled lists the form controls on the page that have no label.
+async function unlabelled() {
+  return page.evaluate(() => [...document.querySelectorAll('main input, main select, main textarea, header button')]
+    .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 80)));
+}
 async function visit(hash) {
   await page.goto(`${BASE}/ui/${hash}`);
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
@@ -94,6 +100,7 @@ try {
   await portErr.filter({ hasText: '65535' }).waitFor({ timeout: T });
   expect(await port.getAttribute('aria-invalid') === 'true', 'the port field marked invalid');
   expect(await page.evaluate(() => document.activeElement?.getAttribute('name')) === 'port', 'focus moved to the field in error');
+  expect((await unlabelled()).length === 0, `every control of the create form labelled: ${await unlabelled()}`);
   await shot('create-schema-error');
   await port.fill('5433');
   await page.click('#create');
@@ -104,6 +111,7 @@ try {
   await visit('#/instances?labels=env%3Ddev');
   const devRows = await text('main table tbody');
   expect(devRows.includes('default/db-server') && devRows.includes('default/db-config') && !devRows.includes('db-e2e'), `the env=dev filter to keep db-server and db-config only, got: ${devRows}`);
+  expect((await unlabelled()).length === 0, `every filter labelled: ${await unlabelled()}`);
   await shot('instances-label-filter');
 
   // Live updates: a write made with kubectl appears while the page is open.
@@ -216,6 +224,18 @@ try {
   for (const child of ['shop-config', 'shop-flag']) expect(await page.locator(`#stack-tree li[data-child="${child}"]`).count() === 1, `the child ${child} in the tree`);
   expect((await text('#stack-tree')).includes('Ready='), 'each child with its Ready condition');
   await shot('stack-tree');
+
+  // With the stack catalog and controller: the tree of a real installation,
+  // what cairn trace shows (every child with backend, Synced, Ready).
+  if (seed.realStack) {
+    await visit(`#/stacks/${seed.realStack}`);
+    await page.waitForSelector('#stack-tree li[data-child="small-infra-network"]', { timeout: T });
+    const kids = await page.locator('#stack-tree li[data-child]').count();
+    expect(kids === 8, `the 8 children of small-infra in the tree, got ${kids}`);
+    expect(await page.locator('#stack-tree li[data-child] >> text=Synced=True').count() === 8, 'every child Synced');
+    expect((await text('main')).includes('ReconcileSuccess'), 'the Synced reason of the installation');
+    await shot('stack-tree-controller');
+  }
 
   // Dark theme, from the toggle (and remembered).
   await visit('#/');
