@@ -190,6 +190,22 @@ try {
   expect((await text('#conflict')).includes('Nothing was saved'), 'the conflict explained');
   await shot('edit-conflict');
 
+  // Delete sends the resourceVersion it read: a change in between is a
+  // conflict and deletes nothing; after a reload the delete goes through.
+  const flags = await (await fetch(`${BASE}/apis/flipt.io/v1alpha1/namespaces/default/flags/live-flag`)).json();
+  await visit(`#/instance/${flags.metadata.uid}`);
+  kubectl('label', 'flags', 'live-flag', 'changed=after-read');
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('#conflict:has-text("Nothing was deleted")', { timeout: T });
+  await shot('delete-conflict');
+  await page.click('#conflict button:text("Reload")');
+  await page.waitForSelector('main .chip:text("changed=after-read")', { timeout: T });
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('main h1:text("Instances")', { timeout: T });
+  expect((await fetch(`${BASE}/apis/flipt.io/v1alpha1/namespaces/default/flags/live-flag`)).status === 404, 'live-flag deleted');
+
   // Backends with health and round-trip time.
   await visit('#/backends');
   await page.waitForFunction(() => ![...document.querySelectorAll('[data-health]')].some((td) => td.textContent.includes('checking')), null, { timeout: T });

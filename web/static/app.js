@@ -280,11 +280,22 @@ async function instancePage(ctx, params, id) {
     h('p', {}, `Delete ${instTitle(ti)}? Its history goes with it.`),
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', id: 'confirm-delete', onclick: async () => {
       try {
-        await api(`${HUB}/typeinstances/${encodeURIComponent(id)}`, { method: 'DELETE' });
+        // Through the Type's own resource where it has one: it takes the
+        // resourceVersion read as a precondition (typeinstances does not).
+        const q = ti.status.lockedBy && owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+        const own = restPath(type, ti.spec.namespace, ti.spec.name);
+        if (own) await api(own + q, { method: 'DELETE', body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } } });
+        else await api(`${HUB}/typeinstances/${encodeURIComponent(id)}${q}`, { method: 'DELETE' });
         toast(`Deleted ${instTitle(ti)}`);
         go('#/instances');
       } catch (e) {
         confirmBox.hidden = true;
+        if (e.code === 409 && /modified|changed since|Precondition/.test(e.message)) {
+          delMsg.replaceChildren(h('div', { class: 'alert bad', role: 'alert', id: 'conflict' }, h('p', {}, h('strong', {}, 'Conflict: '),
+            `someone changed this instance after you opened it (you read resourceVersion ${ti.metadata.resourceVersion}). Nothing was deleted.`),
+          h('button', { type: 'button', onclick: () => render() }, 'Reload')));
+          return;
+        }
         const users = (e.causes || []).filter((c) => c.reason === 'UsedBy');
         delMsg.replaceChildren(errorBox(e, users.length ? h('p', {}, 'Used by: ', (ti.status.usedBy || []).map((u) => [link(`#/instance/${u}`, shortID(u)), ' '])) : null));
       }
