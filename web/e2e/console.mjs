@@ -156,6 +156,7 @@ try {
   const refusal = page.locator('main .alert.bad');
   await refusal.waitFor({ timeout: T });
   expect(/used by/i.test(await refusal.textContent()), 'the used-by reason shown');
+  await refusal.locator('a:text("default/db-config")').waitFor({ timeout: T }); // who uses it, by name, as a link
   await shot('delete-refused');
 
   // Lock and unlock.
@@ -185,6 +186,7 @@ try {
   cur.spec.value.port = 6000;
   const put = await fetch(`${BASE}/apis/hub.cairn.dev/v1/typeinstances/${seed.dbServer}`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(cur) });
   expect(put.ok, `the concurrent write to succeed, got ${put.status}`);
+  await page.waitForSelector('#changed:has-text("changed elsewhere")', { timeout: T }); // announced by the page's watch
   await page.click('#save');
   await page.waitForSelector('#conflict', { timeout: T });
   expect((await text('#conflict')).includes('Nothing was saved'), 'the conflict explained');

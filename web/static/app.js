@@ -297,7 +297,9 @@ async function instancePage(ctx, params, id) {
           return;
         }
         const users = (e.causes || []).filter((c) => c.reason === 'UsedBy');
-        delMsg.replaceChildren(errorBox(e, users.length ? h('p', {}, 'Used by: ', (ti.status.usedBy || []).map((u) => [link(`#/instance/${u}`, shortID(u)), ' '])) : null));
+        const ids = users.length ? (ti.status.usedBy || []).slice(0, 20) : [];
+        const named = await Promise.all(ids.map((u) => api(`${HUB}/typeinstances/${u}`).then(instTitle, () => shortID(u))));
+        delMsg.replaceChildren(errorBox(e, ids.length ? h('p', {}, h('strong', {}, 'Used by: '), ids.map((u, i) => [link(`#/instance/${u}`, named[i]), ' '])) : null));
       }
     } }, 'Delete'), h('button', { type: 'button', class: 'ghost', onclick: () => { confirmBox.hidden = true; } }, 'Cancel')));
 
@@ -305,6 +307,17 @@ async function instancePage(ctx, params, id) {
   const editBox = h('div', { hidden: true });
   const editBtn = h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit');
   if (type) editBox.append(editForm(ti, type, owner));
+
+  // Changes made elsewhere while the page is open are announced at once
+  // (a watch narrowed to this name and namespace).
+  const changed = h('div', { 'aria-live': 'assertive' });
+  const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
+  watch(`${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}`, ti.metadata.resourceVersion, (ev) => {
+    if (ev.object?.metadata?.name !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
+      h('p', {}, ev.type === 'DELETED' ? 'This instance was deleted elsewhere.' : `This instance was changed elsewhere (resourceVersion ${ev.object.metadata.resourceVersion}); what you see is resourceVersion ${ti.metadata.resourceVersion}.`),
+      ev.type === 'DELETED' ? null : h('button', { type: 'button', onclick: () => render() }, 'Reload')));
+  }, ctx.signal);
 
   const graphBox = h('div', {});
   relationsGraph(ti, types, backends.items).then((g) => graphBox.replaceChildren(g), (e) => graphBox.replaceChildren(errorBox(e)));
@@ -314,7 +327,7 @@ async function instancePage(ctx, params, id) {
     h('p', { class: 'sub' }, h('code', {}, typeName(ti.spec.typeRef)), ' · ', h('code', {}, id)),
     h('div', { class: 'actions' }, editBtn, h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); } }, 'Delete'),
       type && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'), type && link(`#/instances?type=${encodeURIComponent(type.metadata.name)}`, 'Instances of this Type')),
-    confirmBox, delMsg, editBox,
+    changed, confirmBox, delMsg, editBox,
     h('div', { class: 'grid' },
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
       panel('Details and lock', kv([

@@ -44,7 +44,9 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
   function build(s, v, path, required, name) {
     const id = `${prefix}-${path.join('-') || 'root'}`;
     const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type || (s.properties ? 'object' : undefined);
-    const hint = s.description ? h('span', { class: 'hint', id: `${id}-hint` }, s.description) : null;
+    const rules = constraints(s);
+    const hintText = [s.description, rules].filter(Boolean).join(' · ');
+    const hint = hintText ? h('span', { class: 'hint', id: `${id}-hint` }, hintText) : null;
     const req = required && path.length ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null;
     if (type === 'object' && s.properties) {
       const req2 = new Set(s.required || []);
@@ -90,4 +92,19 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
     if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
     return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, err), get };
   }
+}
+
+// constraints says in words what the schema asks of a scalar, so the user
+// knows before the server says.
+function constraints(s) {
+  const out = [];
+  if (s.minimum !== undefined && s.maximum !== undefined) out.push(`${s.minimum} to ${s.maximum}`);
+  else if (s.minimum !== undefined) out.push(`at least ${s.minimum}`);
+  else if (s.maximum !== undefined) out.push(`at most ${s.maximum}`);
+  if (s.minLength) out.push(`at least ${s.minLength} character${s.minLength === 1 ? '' : 's'}`);
+  if (s.maxLength !== undefined) out.push(`at most ${s.maxLength} characters`);
+  if (s.format) out.push(`format ${s.format}`);
+  if (s.pattern) out.push(`matches ${s.pattern}`);
+  if (s.default !== undefined && typeof s.default !== 'object') out.push(`default ${s.default}`);
+  return out.join(', ');
 }
