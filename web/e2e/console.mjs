@@ -15,7 +15,7 @@ const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 const seed = JSON.parse(process.env.CAIRN_SEED); // ids the Go test created
 if (!BASE || !SHOTS) throw new Error('CAIRN_URL and CAIRN_SCREENSHOTS must be set');
 
-const T = 10_000;
+const T = 20_000; // generous: CI runs this beside the other packages' tests on 2 cores
 let step = 0;
 const problems = [];
 

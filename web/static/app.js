@@ -27,7 +27,8 @@ const routes = [
   [/^\/stacks\/([^/]+)$/, installationPage],
 ];
 
-async function render() {
+async function render(ev) {
+  const navigated = ev?.type === 'hashchange';
   current?.abort();
   current = new AbortController();
   const ctx = { signal: current.signal };
@@ -53,6 +54,12 @@ async function render() {
     }
     main.setAttribute('aria-busy', 'false');
     document.title = `${main.querySelector('h1')?.textContent || 'cairn'} · cairn console`;
+    // After a navigation, focus goes to the new content and screen readers
+    // hear its title (not on the first load, where the skip link comes first).
+    if (navigated) {
+      main.focus({ preventScroll: true });
+      document.getElementById('announce').textContent = document.title;
+    }
     return;
   }
   main.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, 'No page at ', h('code', {}, path), '. ', link('#/', 'Back to the overview')));
@@ -332,7 +339,7 @@ async function instancePage(ctx, params, id) {
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
       panel('Details and lock', kv([
         ['Resource version', String(ti.status.resourceVersion)],
-        ['resourceVersion', h('code', {}, ti.metadata.resourceVersion)],
+        ['REST resourceVersion', h('code', { title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion)],
         ['Alias', ti.spec.alias || '—'],
         ['Labels', labelsCell(ti.metadata.labels)],
         ['Created', when(ti.metadata.creationTimestamp)],
