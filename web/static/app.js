@@ -110,11 +110,15 @@ async function overview() {
   const card = (title, n, href, text) => h('section', { class: 'panel' }, h('h2', {}, link(href, title)), h('p', { class: 'big' }, h('strong', {}, n)), h('p', { class: 'muted' }, text));
   return [h('h1', {}, 'Overview'),
     h('p', { class: 'sub' }, 'The state this hub keeps: typed, versioned instances, where they live and how they relate.'),
-    h('div', { class: 'grid' },
+    h('div', { class: 'grid cards' },
       card('Types', String(types.length), '#/types', 'named, revisioned JSON Schemas'),
-      card('Instances', inst.metadata.continue ? `${inst.items.length}+` : String(inst.items.length), '#/instances', 'typed values with history, relations and locks'),
+      card('Instances', inst.metadata.continue ? `over ${inst.items.length}` : String(inst.items.length), '#/instances', 'typed values with history, relations and locks'),
       card('Backends', String(backends.items.length), '#/backends', 'where values are stored'),
-      card('Stacks', String(stacks.length), '#/stacks', 'installation Types and their trees of children'))];
+      card('Stacks', String(stacks.length), '#/stacks', 'installation Types and their trees of children')),
+    h('section', { class: 'panel table-wrap', 'aria-label': 'Newest instances' }, h('h2', {}, 'Newest instances'), h('table', {},
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'opt' }, 'Created'))),
+      h('tbody', {}, inst.items.filter((ti) => ti.spec.namespace !== 'cairn-system').slice(0, 8).map((ti) => h('tr', {},
+        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)))))))];
 }
 
 // ---- types -------------------------------------------------------------
