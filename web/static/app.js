@@ -115,10 +115,10 @@ async function overview() {
       card('Instances', inst.metadata.continue ? `over ${inst.items.length}` : String(inst.items.length), '#/instances', 'typed values with history, relations and locks'),
       card('Backends', String(backends.items.length), '#/backends', 'where values are stored'),
       card('Stacks', String(stacks.length), '#/stacks', 'installation Types and their trees of children')),
-    h('section', { class: 'panel table-wrap', 'aria-label': 'Newest instances' }, h('h2', {}, 'Newest instances'), h('table', {},
+    h('section', { class: 'panel table-wrap', 'aria-label': 'Some instances' }, h('h2', {}, 'Some instances'), h('table', {},
       h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'opt' }, 'Created'))),
       h('tbody', {}, inst.items.filter((ti) => ti.spec.namespace !== 'cairn-system').slice(0, 8).map((ti) => h('tr', {},
-        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)))))))];
+        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)))))), h('p', {}, link('#/instances', 'All instances, with filters and live updates')))];
 }
 
 // ---- types -------------------------------------------------------------
