@@ -521,13 +521,16 @@ async function proposalsPage() {
     for (const ti of l.items) if (ti.spec.backend?.context?.proposal) found.push(ti);
     cont = l.metadata.continue;
   } while (cont && ++pages < 20);
-  return [h('h1', {}, 'Proposals'), h('p', { class: 'sub' }, 'Changes a backend proposed for review (a branch and a pull request) rather than applied.'),
+  return [h('h1', {}, 'Proposals'), h('p', { class: 'sub' }, 'Changes a backend proposed for review (a branch and a pull request) rather than applied. The value cairn shows is the proposed one until the pull request is merged or the instance written again.'),
     found.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Proposal'), h('th', {}, 'State'), h('th', {}, 'Branch'))),
       h('tbody', {}, found.map((ti) => { const p = ti.spec.backend.context.proposal; return h('tr', {},
         h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
         h('td', {}, p.url ? h('a', { href: p.url, rel: 'noopener' }, `${p.provider || ''} #${p.number || p.id}`) : p.id),
-        h('td', {}, h('span', { class: `badge ${p.state === 'merged' ? 'ok' : p.state === 'closed' ? 'bad' : 'warn'}` }, p.state || 'open')),
+        // The REST API carries what the backend recorded when it proposed;
+        // the live state (merged, closed) is the provider's: cairn proposals.
+        h('td', {}, p.state ? h('span', { class: `badge ${p.state === 'merged' ? 'ok' : p.state === 'closed' ? 'bad' : 'warn'}` }, p.state)
+          : [h('span', { class: 'badge warn' }, 'proposed'), h('span', { class: 'reason' }, ' live state at the provider')]),
         h('td', {}, h('code', {}, p.branch || '—'))); }))))
       : h('div', { class: 'panel' }, h('p', {}, 'No open proposals. A Git backend in propose mode opens one for each write.'))];
 }
