@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/terraform"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/web"
 )
 
 // EnvAddr is the environment variable for serve's --addr.
@@ -46,7 +47,8 @@ replicas on one database share everything), and serves its REST API, which
 follows the Kubernetes API conventions: kubectl and client-go work against it
 (kubectl --server http://ADDR).
 
-Endpoints: /apis (discovery and resources), /openapi/v3, /version,
+Endpoints: the web console at /ui/ (/ redirects there; docs/web-console.md),
+/apis (discovery and resources), /openapi/v3, /version,
 /healthz and /readyz, and Prometheus metrics at /metrics. /graphql serves the
 Capact Local Hub GraphQL API (and a query page to browsers). POST
 /hooks/git/{backend} imports what was pushed to a Git backend's repository
@@ -141,6 +143,8 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	defer stopSync()
 	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
 	mux.Handle("/", api)
+	mux.Handle(web.Prefix, web.Handler()) // the web console
+	mux.Handle("GET /{$}", web.Redirect())
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,0 +1,284 @@
+// Drives cairn's web console in headless Chromium against a running
+// `cairn serve` (CAIRN_URL, seeded by web/e2e_test.go) through every page
+// and the interactions of issue 21, saving a screenshot of each step in
+// CAIRN_SCREENSHOTS. Any failed expectation exits non-zero with a message.
+import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const BASE = process.env.CAIRN_URL;
+const SHOTS = process.env.CAIRN_SCREENSHOTS;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
+const seed = JSON.parse(process.env.CAIRN_SEED); // ids the Go test created
+if (!BASE || !SHOTS) throw new Error('CAIRN_URL and CAIRN_SCREENSHOTS must be set');
+
+const T = 20_000; // generous: CI runs this beside the other packages' tests on 2 cores
+let step = 0;
+const problems = [];
+
+// A fresh profile, and no background traffic (the test machine's network is closed).
+const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'cairn-chromium-')), {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1280, height: 900 },
+  colorScheme: 'light',
+});
+const page = browser.pages()[0] || await browser.newPage();
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+page.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+
+async function shot(name) {
+  await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+  await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
+  const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  console.log(`ok ${name} (${file})`);
+}
+function expect(cond, what) { if (!cond) throw new Error(`expected ${what}`); }
+async function text(sel) { return (await page.locator(sel).first().textContent({ timeout: T })) || ''; }
+// unlabelled lists the form controls on the page that have no label.
+async function unlabelled() {
+  return page.evaluate(() => [...document.querySelectorAll('main input, main select, main textarea, header button')]
+    .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 80)));
+}
+async function visit(hash) {
+  await page.goto(`${BASE}/ui/${hash}`);
+  await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+}
+const h1 = () => text('main h1');
+function kubectl(...args) { return execFileSync(KUBECTL, ['--server', BASE, ...args], { encoding: 'utf8', input: args.includes('-') ? kubectl.input : undefined }); }
+
+// Routes other helpers are adding to the REST API: with them the pages must
+// show their answers, without them say that the server has none.
+const probe = async (path) => (await fetch(`${BASE}${path}`)).status !== 404;
+const served = {
+  explain: await probe('/apis/hub.cairn.dev/v1/policies/default/explain?path=x'),
+  check: await probe(`/apis/hub.cairn.dev/v1/backends/${seed.builtin}/check`),
+};
+console.log(`served: ${JSON.stringify(served)}`);
+
+try {
+  // / redirects to the console, which opens on the overview.
+  await page.goto(`${BASE}/`);
+  expect(page.url().startsWith(`${BASE}/ui/`), `/ to redirect to /ui/, got ${page.url()}`);
+  await page.waitForSelector('main h1:text("Overview")', { timeout: T });
+  await shot('overview');
+
+  // Keyboard: the first Tab reaches the skip link, which moves focus to the content.
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.textContent) === 'Skip to content', 'the first Tab stop to be the skip link');
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'the skip link to focus the content');
+  expect((await h1()) === 'Overview', 'the route kept by the skip link');
+
+  // Types, and one Type's schema as a form and as JSON.
+  await page.click('nav >> text=Types');
+  await page.waitForSelector('main h1:text("Types")', { timeout: T });
+  expect((await text('main table')).includes('cap.type.database.postgresql.server'), 'the quick-start Types listed');
+  await shot('types');
+  await page.click('main a:text("cap.type.database.postgresql.server")');
+  await page.waitForSelector('main h2:text("Schema as a form")', { timeout: T });
+  expect(await page.locator('label:has-text("port")').count() > 0, 'a form field labelled port');
+  expect((await text('pre[aria-label="JSON Schema"]')).includes('"maximum": 65535'), 'the schema as JSON');
+  await shot('type');
+
+  // Create through the form: the server's schema error shows at the field.
+  await visit('#/create?type=cap.type.database.postgresql.server:0.1.0');
+  await page.fill('#c-name', 'db-e2e');
+  await page.fill('#c-labels', 'env=e2e');
+  await page.getByLabel('host', { exact: false }).first().fill('e2e.example.org');
+  const port = page.locator('input[name="port"]');
+  await port.fill('99999');
+  await page.click('#create');
+  const portErr = page.locator('.field-error[data-field="port"]');
+  await portErr.filter({ hasText: '65535' }).waitFor({ timeout: T });
+  expect(await port.getAttribute('aria-invalid') === 'true', 'the port field marked invalid');
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('name')) === 'port', 'focus moved to the field in error');
+  expect((await unlabelled()).length === 0, `every control of the create form labelled: ${await unlabelled()}`);
+  await shot('create-schema-error');
+  await port.fill('5433');
+  await page.click('#create');
+  await page.waitForSelector('main h1:text("default/db-e2e")', { timeout: T });
+  await shot('created-instance');
+
+  // Instances by kind, with a label filter.
+  await visit('#/instances?labels=env%3Ddev');
+  const devRows = await text('main table tbody');
+  expect(devRows.includes('default/db-server') && devRows.includes('default/db-config') && !devRows.includes('db-e2e'), `the env=dev filter to keep db-server and db-config only, got: ${devRows}`);
+  expect((await unlabelled()).length === 0, `every filter labelled: ${await unlabelled()}`);
+  await shot('instances-label-filter');
+
+  // Live updates: a write made with kubectl appears while the page is open.
+  await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1');
+  await page.waitForSelector('#live.on', { timeout: T });
+  kubectl.input = JSON.stringify({ apiVersion: 'flipt.io/v1alpha1', kind: 'Flag', metadata: { name: 'live-flag', namespace: 'default', labels: { team: 'e2e' } }, spec: { enabled: false, description: 'made by kubectl during the browser test' } });
+  kubectl('apply', '-f', '-');
+  await page.waitForSelector('main tbody tr:has-text("default/live-flag")', { timeout: T });
+  kubectl('label', 'flags', 'live-flag', 'reviewed=yes');
+  await page.waitForSelector('main tbody tr:has-text("default/live-flag") >> text=reviewed=yes', { timeout: T });
+  await shot('instances-live-update');
+
+  // Paging is the server's: the flags seeded by the test span pages.
+  const next = page.locator('main a:text("Next page")');
+  expect(await next.count() === 1, 'a Next page link over the seeded flags');
+  await next.click();
+  await page.waitForSelector('main button:text("Previous page")', { timeout: T });
+  expect(await page.locator('main tbody tr').count() > 0, 'rows on the second page');
+
+  // An instance: value with secrets hidden until asked, backend, lock, relations graph.
+  await visit(`#/instance/${seed.dbConfig}`);
+  expect(!(await page.textContent('main')).includes('change-me-please'), 'the password hidden');
+  await page.click('main button:text("Show secrets")');
+  expect((await text('main pre[aria-label="Value"]')).includes('change-me-please'), 'the password shown when asked');
+  await page.click('main button[role="tab"]:text("YAML")');
+  expect((await text('main pre[aria-label="Value"]')).includes('defaultDBName: billing'), 'the value as YAML');
+  const graph = page.locator('svg.graph[aria-label="Relations graph"]');
+  await graph.waitFor({ timeout: T });
+  expect(await graph.locator(`a[data-node="${seed.dbServer}"]`).count() === 1, 'db-server in the relations graph');
+  expect(await graph.locator('.node.backend').count() >= 1, 'the backend in the relations graph');
+  await shot('instance-relations');
+  // Navigate the graph with the keyboard: focus db-server's node and press Enter.
+  await graph.locator(`a[data-node="${seed.dbServer}"]`).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('main h1:text("default/db-server")', { timeout: T });
+  await page.locator(`svg.graph a[data-node="${seed.dbConfig}"]`).waitFor({ timeout: T });
+  await shot('relations-navigated');
+
+  // Delete refused while used: the reason names who uses it.
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  const refusal = page.locator('main .alert.bad');
+  await refusal.waitFor({ timeout: T });
+  expect(/used by/i.test(await refusal.textContent()), 'the used-by reason shown');
+  await refusal.locator('a:text("default/db-config")').waitFor({ timeout: T }); // who uses it, by name, as a link
+  await shot('delete-refused');
+
+  // Lock and unlock.
+  await page.click('#lock');
+  await page.waitForSelector('#lock-state:text("Locked by console")', { timeout: T });
+  await page.click('#unlock');
+  await page.waitForSelector('#lock-state:text("Not locked")', { timeout: T });
+
+  // Edit through the form, then diff the two versions.
+  await page.click('#edit');
+  await page.locator('form[aria-label="Edit the value"] input[name="port"]').fill('5440');
+  await page.click('#save');
+  await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
+  const diff = page.locator('#diff');
+  expect((await diff.locator('.del').allTextContents()).some((l) => l.includes('5432')), 'the old port as a removed line');
+  expect((await diff.locator('.add').allTextContents()).some((l) => l.includes('5440')), 'the new port as an added line');
+  await page.selectOption('#diff-from', '2');
+  expect(await diff.getAttribute('data-changes') === '0', 'no change between a version and itself');
+  await page.selectOption('#diff-from', '1');
+  await diff.scrollIntoViewIfNeeded();
+  await shot('history-diff');
+
+  // A conflict: the instance changes after the form was opened.
+  await page.click('#edit');
+  await page.locator('form[aria-label="Edit the value"] input[name="port"]').fill('5441');
+  const cur = await (await fetch(`${BASE}/apis/hub.cairn.dev/v1/typeinstances/${seed.dbServer}`)).json();
+  cur.spec.value.port = 6000;
+  const put = await fetch(`${BASE}/apis/hub.cairn.dev/v1/typeinstances/${seed.dbServer}`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(cur) });
+  expect(put.ok, `the concurrent write to succeed, got ${put.status}`);
+  await page.waitForSelector('#changed:has-text("changed elsewhere")', { timeout: T }); // announced by the page's watch
+  await page.click('#save');
+  await page.waitForSelector('#conflict', { timeout: T });
+  expect((await text('#conflict')).includes('Nothing was saved'), 'the conflict explained');
+  await shot('edit-conflict');
+
+  // Delete sends the resourceVersion it read: a change in between is a
+  // conflict and deletes nothing; after a reload the delete goes through.
+  const flags = await (await fetch(`${BASE}/apis/flipt.io/v1alpha1/namespaces/default/flags/live-flag`)).json();
+  await visit(`#/instance/${flags.metadata.uid}`);
+  kubectl('label', 'flags', 'live-flag', 'changed=after-read');
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('#conflict:has-text("Nothing was deleted")', { timeout: T });
+  await shot('delete-conflict');
+  await page.click('#conflict button:text("Reload")');
+  await page.waitForSelector('main .chip:text("changed=after-read")', { timeout: T });
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('main h1:text("Instances")', { timeout: T });
+  expect((await fetch(`${BASE}/apis/flipt.io/v1alpha1/namespaces/default/flags/live-flag`)).status === 404, 'live-flag deleted');
+
+  // Backends with health and round-trip time.
+  await visit('#/backends');
+  await page.waitForFunction(() => ![...document.querySelectorAll('[data-health]')].some((td) => td.textContent.includes('checking')), null, { timeout: T });
+  expect(await page.locator('main tbody tr').count() >= 2, 'the hub\'s backends listed');
+  if (served.check) expect(await page.locator('[data-health] .badge.ok:text("SERVING")').count() >= 2, 'every in-process backend SERVING');
+  else expect(await page.locator('[data-health]:has-text("no health check")').count() >= 2, 'the console to say the server has no health check');
+  await shot('backends');
+
+  // The policy with its explain box.
+  await visit('#/policy');
+  await page.fill('#explain-path', 'cap.type.database.postgresql.config');
+  await page.click('main button:text("Explain")');
+  await page.waitForSelector('#explain-result > *', { timeout: T });
+  if (served.explain) expect((await text('#explain-result')).includes('cairn-builtin'), 'the explanation to name the built-in backend');
+  else expect((await text('#explain-result')).includes('does not explain'), 'the console to say the server has no explain');
+  await shot('policy-explain');
+
+  // Proposals.
+  await visit('#/proposals');
+  await page.waitForSelector('main h1:text("Proposals")', { timeout: T });
+  await shot('proposals');
+
+  // Stacks: installations, the dependency graph (reused vs new), a tree of children.
+  await visit('#/stacks');
+  expect((await text('main table[aria-label="Installations"]')).includes('default/shop'), 'the shop installation listed');
+  const dep = page.locator('svg.graph[aria-label="Dependency graph"]');
+  await dep.waitFor({ timeout: T });
+  expect(await dep.locator('.node.reused').count() === 1, 'the shared database installation marked reused');
+  await shot('stacks');
+  await page.click('main table a:text("default/shop")');
+  await page.waitForSelector('#stack-tree', { timeout: T });
+  for (const child of ['shop-config', 'shop-flag']) expect(await page.locator(`#stack-tree li[data-child="${child}"]`).count() === 1, `the child ${child} in the tree`);
+  expect((await text('#stack-tree')).includes('Ready='), 'each child with its Ready condition');
+  await shot('stack-tree');
+
+  // With the stack catalog and controller: the tree of a real installation,
+  // what cairn trace shows (every child with backend, Synced, Ready).
+  if (seed.realStack) {
+    await visit(`#/stacks/${seed.realStack}`);
+    await page.waitForSelector('#stack-tree li[data-child="small-infra-network"]', { timeout: T });
+    const kids = await page.locator('#stack-tree li[data-child]').count();
+    expect(kids === 8, `the 8 children of small-infra in the tree, got ${kids}`);
+    expect(await page.locator('#stack-tree li[data-child] >> text=Synced=True').count() === 8, 'every child Synced');
+    expect((await text('main')).includes('ReconcileSuccess'), 'the Synced reason of the installation');
+    await shot('stack-tree-controller');
+  }
+
+  // Dark theme, from the toggle (and remembered).
+  await visit('#/');
+  await page.click('#theme');
+  expect(await page.evaluate(() => document.documentElement.dataset.theme) === 'dark', 'the dark theme on');
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  expect(bg === 'rgb(20, 23, 26)', `a dark background, got ${bg}`);
+  await shot('overview-dark');
+  await visit(`#/instance/${seed.dbConfig}`);
+  await page.locator('svg.graph').waitFor({ timeout: T });
+  await shot('instance-dark');
+
+  // Narrow screens: the layout reflows without a horizontal scrollbar.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await visit('#/instances');
+  expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal overflow on a phone-sized screen');
+  await shot('instances-narrow');
+
+  if (problems.length) throw new Error(problems.join('\n'));
+  console.log('PASS');
+} catch (e) {
+  try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}
+  console.error(`FAIL at step ${step + 1} on ${page.url()}: ${e.message}`);
+  if (problems.length) console.error(problems.join('\n'));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,287 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/cli"
+)
+
+// TestConsoleInChromium runs web/e2e/console.mjs: playwright-core driving
+// Debian's headless Chromium through every page of the console, served by a
+// real `cairn serve` on loopback, seeded with the quick-start data, 10,000
+// flags and two stack installations. Writes go through the console's forms
+// and through the real kubectl. Screenshots go to $CAIRN_SCREENSHOTS (or a
+// temporary directory, logged).
+func TestConsoleInChromium(t *testing.T) {
+	chromium := lookTool(t, "chromium", os.Getenv("CHROMIUM"), "/usr/bin/chromium")
+	node := lookTool(t, "node", "", "node")
+	kubectl := lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl")
+	if _, err := os.Stat("e2e/node_modules/playwright-core/package.json"); err != nil {
+		// The test command installs what it needs: playwright-core, pinned
+		// by e2e/package-lock.json.
+		npm := lookTool(t, "npm", "", "npm")
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = "e2e"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in web/e2e (installs playwright-core): %v\n%s", err, out)
+		}
+	}
+	shots := os.Getenv("CAIRN_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	base := startServe(t)
+	seed := seedConsole(t, base)
+	seedJSON, _ := json.Marshal(seed)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "console.mjs")
+	cmd.Dir = "e2e"
+	cmd.Env = append(os.Environ(), "CAIRN_URL="+base, "CAIRN_SCREENSHOTS="+shots, "CHROMIUM="+chromium,
+		"KUBECTL="+kubectl, "CAIRN_SEED="+string(seedJSON))
+	out, err := cmd.CombinedOutput()
+	t.Logf("screenshots in %s\n%s", shots, out)
+	if err != nil {
+		t.Fatalf("the browser test failed: %v", err)
+	}
+	if !bytes.Contains(out, []byte("\nPASS\n")) {
+		t.Fatal("the browser test did not report PASS")
+	}
+}
+
+// lookTool finds a program; missing, the test skips, or fails under CI=true.
+func lookTool(t *testing.T, name, explicit, def string) string {
+	t.Helper()
+	for _, p := range []string{explicit, def} {
+		if p == "" {
+			continue
+		}
+		if abs, err := exec.LookPath(p); err == nil {
+			return abs
+		}
+	}
+	msg := fmt.Sprintf("%s is not installed (scripts/with-services installs it: apt-get install -y chromium kubectl, nodejs)", name)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// startServe runs `cairn serve` in-process on a loopback port until the
+// test ends and returns its base URL.
+func startServe(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var errOut bytes.Buffer
+	done := make(chan int, 1)
+	vars := map[string]string{cli.EnvDataDir: t.TempDir()}
+	go func() {
+		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, cli.Env{
+			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
+		})
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d: %s", code, errOut.String())
+		}
+	})
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve: %v (stderr %s)", err, errOut.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	f := strings.Fields(line) // "cairn serving on http://127.0.0.1:PORT (store ...)"
+	if len(f) < 4 || !strings.HasPrefix(f[3], "http://") {
+		t.Fatalf("serve printed %q", line)
+	}
+	return f[3]
+}
+
+// seed holds the ids the browser test looks for.
+type seed struct {
+	DBServer string `json:"dbServer"`
+	DBConfig string `json:"dbConfig"`
+	Shop     string `json:"shop"`
+	Builtin  string `json:"builtin"` // the built-in backend's id
+	// RealStack is the id of an installation of examples/stacks/minimal-gcp
+	// made through the stack catalog and controller, when the server has
+	// them (GET hub.cairn.dev/v1/stacks answers).
+	RealStack string `json:"realStack,omitempty"`
+}
+
+func seedConsole(t *testing.T, base string) seed {
+	t.Helper()
+	for _, f := range []string{"../examples/quickstart", "../examples/flags/flags.json", "../examples/flags/new-project.yaml"} {
+		var out, errOut bytes.Buffer
+		if code := cli.Main(context.Background(), []string{"--server", base, "apply", "-f", f}, cli.Env{
+			Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+		}); code != 0 {
+			t.Fatalf("cairn apply -f %s: exit %d: %s", f, code, errOut.String())
+		}
+	}
+	var s seed
+	s.DBServer = findID(t, base, "cap.type.database.postgresql.server", "db-server")
+	s.DBConfig = findID(t, base, "cap.type.database.postgresql.config", "db-config")
+	s.Builtin = findID(t, base, "cap.core.type.hub.storage.sqlite", "builtin")
+
+	// 10,000 flags in one request: the console pages them on the server.
+	items := make([]any, 10_000)
+	for i := range items {
+		items[i] = instanceDoc(fmt.Sprintf("flag-%05d", i), "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": i%2 == 0}, nil, nil)
+	}
+	post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+
+	// Two stacks: a database installation that the shop installation
+	// reuses, and children labelled with the installation that owns them.
+	for _, ty := range []struct{ path, kind string }{{"cap.type.stack.database", "Database"}, {"cap.type.stack.shop", "Shop"}} {
+		lower := strings.ToLower(ty.kind)
+		post(t, base+"/apis/hub.cairn.dev/v1/types", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "Type",
+			"metadata": map[string]any{"name": ty.path},
+			"spec": map[string]any{"revision": "0.1.0", "additionalRefs": []string{"cap.core.type.stack.installation"},
+				"jsonSchema": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "string", "enum": []string{"small", "large"}}}},
+				"rest":       map[string]any{"group": "stacks.example.dev", "version": "v1", "names": map[string]any{"kind": ty.kind, "singular": lower, "plural": lower + "s"}}}})
+	}
+	db := post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc("shared-db", "cap.type.stack.database", "0.1.0", map[string]any{"size": "small"}, nil, nil))
+	time.Sleep(1100 * time.Millisecond) // creation times have seconds: the shop is visibly newer
+	shop := post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc("shop", "cap.type.stack.shop", "0.1.0", map[string]any{"size": "large"}, nil, []string{db}))
+	s.Shop = shop
+	owned := func(owner, name string) map[string]string {
+		return map[string]string{"stacks.cairn.dev/uid": owner, "stacks.cairn.dev/name": name}
+	}
+	post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{
+		instanceDoc("shop-flag", "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true}, owned(shop, "shop"), nil),
+		instanceDoc("shop-config", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shop.db", "port": 5432}, owned(shop, "shop"), nil),
+		instanceDoc("shared-db-server", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shared.db", "port": 5432}, owned(db, "shared-db"), nil),
+	}})
+	s.RealStack = installRealStack(t, base)
+	return s
+}
+
+// installRealStack adds examples/stacks/minimal-gcp to the catalog, creates
+// an installation with kubectl and waits until the stack controller has
+// reported its children. It returns "" when the server has no catalog.
+func installRealStack(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/apis/hub.cairn.dev/v1/stacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		t.Log("this server has no stack catalog: the stack pages are tested on hand-made installations only")
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--server", base, "stack", "add", "../examples/stacks/minimal-gcp"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn stack add: exit %d: %s", code, errOut.String())
+	}
+	kubectl := exec.Command(lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl"), "--server", base, "apply", "-f", "-")
+	kubectl.Stdin = strings.NewReader(`{"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP",
+		"metadata": {"name": "small-infra", "namespace": "default"}, "spec": {"region": "us-west2", "projectID": "foo-project"}}`)
+	if b, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of a MinimalGCP: %v\n%s", err, b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var obj struct {
+			Metadata struct{ UID string } `json:"metadata"`
+			Status   struct {
+				Resources []json.RawMessage `json:"resources"`
+			} `json:"status"`
+		}
+		r, err := http.Get(base + "/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/default/minimalgcps/small-infra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(r.Body).Decode(&obj)
+		r.Body.Close()
+		if err == nil && len(obj.Status.Resources) > 0 {
+			return obj.Metadata.UID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stack controller did not report the children of small-infra within 20s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func instanceDoc(name, path, rev string, value any, labels map[string]string, uses []string) map[string]any {
+	spec := map[string]any{"typeRef": map[string]any{"path": path, "revision": rev}, "value": value}
+	if uses != nil {
+		spec["uses"] = uses
+	}
+	return map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+		"metadata": map[string]any{"name": name, "namespace": "default", "labels": labels}, "spec": spec}
+}
+
+// post sends a JSON document and returns the created object's name.
+func post(t *testing.T, u string, doc any) string {
+	t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(u, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST %s: %s\n%s", u, resp.Status, body)
+	}
+	var out struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(body, &out)
+	return out.Metadata.Name
+}
+
+func findID(t *testing.T, base, path, name string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/apis/hub.cairn.dev/v1/typeinstances?typePath=" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l struct {
+		Items []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+			Spec     struct{ Name string } `json:"spec"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range l.Items {
+		if it.Spec.Name == name {
+			return it.Metadata.Name
+		}
+	}
+	t.Fatalf("no instance %s of %s", name, path)
+	return ""
+}

@@ -1,0 +1,662 @@
+// The console's router and pages. Routes live in the URL fragment
+// (#/instances?type=...), so the server serves one page and every view can
+// be bookmarked. Every read and write goes through cairn's public REST API
+// (and GraphQL where one query replaces many requests).
+import { h, api, gql, HUB, ApiError, watch, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
+import { schemaForm } from './form.js';
+import { drawGraph } from './graph.js';
+
+const INSTALLATION_PARENT = 'cap.core.type.stack.installation';
+const LABEL_INSTALLATION_UID = 'stacks.cairn.dev/uid';
+const PAGE = 50;
+
+const main = document.getElementById('main');
+let current = null; // AbortController of the page on screen
+
+const routes = [
+  [/^\/?$/, overview],
+  [/^\/types$/, typesPage],
+  [/^\/types\/(.+)$/, typePage],
+  [/^\/instances$/, instancesPage],
+  [/^\/instance\/([^/]+)$/, instancePage],
+  [/^\/create$/, createPage],
+  [/^\/backends$/, backendsPage],
+  [/^\/policy$/, policyPage],
+  [/^\/proposals$/, proposalsPage],
+  [/^\/stacks$/, stacksPage],
+  [/^\/stacks\/([^/]+)$/, installationPage],
+];
+
+async function render(ev) {
+  const navigated = ev?.type === 'hashchange';
+  current?.abort();
+  current = new AbortController();
+  const ctx = { signal: current.signal };
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, qs] = raw.split('?');
+  const params = new URLSearchParams(qs || '');
+  for (const a of document.querySelectorAll('#nav a')) {
+    const section = a.getAttribute('href').slice(1);
+    a.toggleAttribute('aria-current', path === section || path.startsWith(section + '/') || (section === '/instances' && path.startsWith('/instance')) || (section === '/types' && path === '/create'));
+    if (a.hasAttribute('aria-current')) a.setAttribute('aria-current', 'page');
+  }
+  main.setAttribute('aria-busy', 'true');
+  for (const [re, page] of routes) {
+    const m = path.match(re);
+    if (!m) continue;
+    try {
+      const content = await page(ctx, params, ...m.slice(1).map(decodeURIComponent));
+      if (ctx.signal.aborted) return;
+      main.replaceChildren(...[content].flat());
+    } catch (e) {
+      if (ctx.signal.aborted) return;
+      main.replaceChildren(h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) }));
+    }
+    main.setAttribute('aria-busy', 'false');
+    document.title = `${main.querySelector('h1')?.textContent || 'cairn'} · cairn console`;
+    // After a navigation, focus goes to the new content and screen readers
+    // hear its title (not on the first load, where the skip link comes first).
+    if (navigated) {
+      main.focus({ preventScroll: true });
+      document.getElementById('announce').textContent = document.title;
+    }
+    return;
+  }
+  main.replaceChildren(h('h1', {}, 'Not found'), h('p', {}, 'No page at ', h('code', {}, path), '. ', link('#/', 'Back to the overview')));
+  main.setAttribute('aria-busy', 'false');
+}
+
+// notServed tells a route this server does not have (an older cairn) from
+// an object that is not found: the latter names the object.
+function notServed(e) { return e instanceof ApiError && e.code === 404 && !e.status.details; }
+
+function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
+
+// ---- theme -------------------------------------------------------------
+const themeBtn = document.getElementById('theme');
+function applyTheme(t) {
+  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+  const dark = t ? t === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+  themeBtn.textContent = dark ? 'Light theme' : 'Dark theme';
+  themeBtn.setAttribute('aria-pressed', String(dark));
+  themeBtn.setAttribute('aria-label', dark ? 'Switch to the light theme' : 'Switch to the dark theme');
+}
+applyTheme(localStorage.getItem('cairn-theme'));
+themeBtn.addEventListener('click', () => {
+  const dark = themeBtn.getAttribute('aria-pressed') === 'true';
+  const t = dark ? 'light' : 'dark';
+  localStorage.setItem('cairn-theme', t);
+  applyTheme(t);
+});
+
+// ---- shared reads ------------------------------------------------------
+async function listTypes() { return (await api(`${HUB}/types`)).items; }
+function restPath(t, ns, name) {
+  const r = t?.spec?.rest;
+  if (!r?.names?.plural) return null;
+  return `/apis/${r.group}/${r.version}/namespaces/${encodeURIComponent(ns || 'default')}/${r.names.plural}${name ? '/' + encodeURIComponent(name) : ''}`;
+}
+function instTitle(ti) { return ti.spec.namespace ? `${ti.spec.namespace}/${ti.spec.name}` : ti.spec.name || ti.metadata.name; }
+function labelsCell(labels) { return Object.entries(labels || {}).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)); }
+function when(ts) { return ts ? h('time', { datetime: ts, title: ts }, new Date(ts).toLocaleString()) : ''; }
+function kv(pairs) { return h('dl', { class: 'kv' }, pairs.filter(Boolean).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])); }
+function panel(title, ...body) { return h('section', { class: 'panel', 'aria-label': title }, h('h2', {}, title), ...body); }
+function pre(text, label) { return h('pre', { tabindex: 0, 'aria-label': label }, text); }
+
+// ---- overview ----------------------------------------------------------
+async function overview() {
+  const [types, inst, backends] = await Promise.all([listTypes(), api(`${HUB}/typeinstances?limit=${PAGE}`), api(`${HUB}/backends`)]);
+  const stacks = types.filter(isInstallationType);
+  const card = (title, n, href, text) => h('section', { class: 'panel' }, h('h2', {}, link(href, title)), h('p', { class: 'big' }, h('strong', {}, n)), h('p', { class: 'muted' }, text));
+  return [h('h1', {}, 'Overview'),
+    h('p', { class: 'sub' }, 'The state this hub keeps: typed, versioned instances, where they live and how they relate.'),
+    h('div', { class: 'grid cards' },
+      card('Types', String(types.length), '#/types', 'named, revisioned JSON Schemas'),
+      card('Instances', inst.metadata.continue ? `over ${inst.items.length}` : String(inst.items.length), '#/instances', 'typed values with history, relations and locks'),
+      card('Backends', String(backends.items.length), '#/backends', 'where values are stored'),
+      card('Stacks', String(stacks.length), '#/stacks', 'installation Types and their trees of children')),
+    h('section', { class: 'panel table-wrap', 'aria-label': 'Some instances' }, h('h2', {}, 'Some instances'), h('table', {},
+      h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'opt' }, 'Created'))),
+      h('tbody', {}, inst.items.filter((ti) => ti.spec.namespace !== 'cairn-system').slice(0, 8).map((ti) => h('tr', {},
+        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)))))), h('p', {}, link('#/instances', 'All instances, with filters and live updates')))];
+}
+
+// ---- types -------------------------------------------------------------
+async function typesPage() {
+  const types = await listTypes();
+  return [h('h1', {}, 'Types'), h('p', { class: 'sub' }, `${types.length} Types. A Type's JSON Schema validates every value of its instances.`),
+    h('div', { class: 'panel table-wrap' }, h('table', {},
+      h('thead', {}, h('tr', {}, h('th', {}, 'Path'), h('th', {}, 'Revision'), h('th', {}, 'REST kind'), h('th', { class: 'opt' }, 'Parents'), h('th', {}, h('span', { class: 'visually-hidden' }, 'Actions')))),
+      h('tbody', {}, types.map((t) => h('tr', {},
+        h('td', {}, link(`#/types/${encodeURIComponent(t.metadata.name)}`, t.spec.path)),
+        h('td', {}, h('code', {}, t.spec.revision)),
+        h('td', {}, t.spec.rest ? h('code', {}, `${t.spec.rest.names?.kind} (${t.spec.rest.group}/${t.spec.rest.version})`) : h('span', { class: 'muted' }, '—')),
+        h('td', { class: 'opt' }, (t.spec.additionalRefs || []).map((r) => h('span', { class: 'chip' }, r))),
+        h('td', {}, link(`#/instances?type=${encodeURIComponent(t.metadata.name)}`, 'Instances')))))))];
+}
+
+async function typePage(ctx, params, name) {
+  const t = await api(`${HUB}/types/${encodeURIComponent(name)}`);
+  const schema = t.spec.jsonSchema || {};
+  const form = schemaForm(schema, undefined, { readOnly: true, idPrefix: 'preview' });
+  return [h('h1', {}, t.spec.path), h('p', { class: 'sub' }, `revision ${t.spec.revision}`, schema.title ? ` · ${schema.title}` : ''),
+    h('div', { class: 'actions' }, h('a', { class: 'button', href: `#/create?type=${encodeURIComponent(name)}` }, 'Create an instance'),
+      h('a', { class: 'button ghost', href: `#/instances?type=${encodeURIComponent(name)}` }, 'Its instances')),
+    h('div', { class: 'grid' },
+      panel('Details', kv([['Name', h('code', {}, t.metadata.name)], ['Created', when(t.metadata.creationTimestamp)],
+        ['Parents', (t.spec.additionalRefs || []).map((r) => h('span', { class: 'chip' }, r))],
+        t.spec.rest && ['REST', h('code', {}, `${t.spec.rest.group}/${t.spec.rest.version} ${t.spec.rest.names?.plural}`)]])),
+      panel('Schema as a form', h('p', { class: 'muted' }, 'What the create and edit forms of this Type ask for.'), form.el),
+      h('section', { class: 'panel wide', 'aria-label': 'Schema as JSON' }, h('h2', {}, 'Schema as JSON'), pre(JSON.stringify(schema, null, 2), 'JSON Schema')))];
+}
+
+// ---- instances -----------------------------------------------------------
+async function instancesPage(ctx, params) {
+  const types = await listTypes();
+  const typeSel = params.get('type') || '';
+  const labels = params.get('labels') || '';
+  const cont = params.get('continue') || '';
+  const t = types.find((x) => x.metadata.name === typeSel);
+  const q = new URLSearchParams({ limit: String(PAGE) });
+  if (t) q.set('typePath', t.spec.path);
+  if (labels) q.set('labelSelector', labels);
+  if (cont) q.set('continue', cont);
+  let list, listErr;
+  try { list = await api(`${HUB}/typeinstances?${q}`); } catch (e) { listErr = e; }
+
+  const typeInput = h('select', { id: 'f-type', name: 'type' }, h('option', { value: '' }, 'All Types'),
+    types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name)));
+  const labelInput = h('input', { id: 'f-labels', name: 'labels', value: labels, placeholder: 'env=dev,app in (billing)', 'aria-describedby': 'f-labels-hint', spellcheck: 'false' });
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter instances', onsubmit: (ev) => {
+    ev.preventDefault();
+    const p = new URLSearchParams();
+    if (typeInput.value) p.set('type', typeInput.value);
+    if (labelInput.value.trim()) p.set('labels', labelInput.value.trim());
+    go(`#/instances?${p}`);
+  } },
+  h('div', { class: 'field' }, h('label', { for: 'f-type' }, 'Type'), typeInput),
+  h('div', { class: 'field' }, h('label', { for: 'f-labels' }, 'Label selector'), labelInput, h('span', { class: 'hint', id: 'f-labels-hint' }, 'Kubernetes syntax: k=v, k!=v, k in (a,b), k')),
+  h('button', { type: 'submit' }, 'Filter'));
+  const liveEl = h('span', { class: 'live', id: 'live' }, 'connecting…');
+  const head = [h('h1', {}, t ? `Instances of ${t.spec.path}` : 'Instances'),
+    h('div', { class: 'actions' }, liveEl, t ? h('a', { class: 'button', href: `#/create?type=${encodeURIComponent(t.metadata.name)}` }, 'Create') : h('a', { class: 'button', href: '#/create' }, 'Create')),
+    filters];
+  if (listErr) return [...head, errorBox(listErr)];
+
+  const tbody = h('tbody', {});
+  const rows = new Map();
+  const row = (ti) => h('tr', { 'data-id': ti.metadata.name },
+    h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
+    h('td', {}, h('code', {}, typeName(ti.spec.typeRef))),
+    h('td', {}, labelsCell(ti.metadata.labels)),
+    h('td', { class: 'opt' }, String(ti.metadata.generation || ti.status?.resourceVersion || '')),
+    h('td', { class: 'opt' }, ti.status?.lockedBy ? h('span', { class: 'badge warn' }, `locked by ${ti.status.lockedBy}`) : ''),
+    h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)));
+  for (const ti of list.items) { const r = row(ti); rows.set(ti.metadata.name, r); tbody.append(r); }
+  const empty = h('p', { class: 'muted', hidden: list.items.length > 0 }, 'No instances match.');
+  const table = h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Instances' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', {}, 'Labels'), h('th', { class: 'opt' }, 'Version'), h('th', { class: 'opt' }, 'Lock'), h('th', { class: 'opt' }, 'Created'))),
+    tbody), empty);
+  const pager = h('div', { class: 'pager' },
+    cont ? h('button', { type: 'button', class: 'ghost', onclick: () => history.back() }, 'Previous page') : null,
+    list.metadata.continue ? h('a', { class: 'button ghost', href: `#/instances?${new URLSearchParams({ ...(typeSel && { type: typeSel }), ...(labels && { labels }), continue: list.metadata.continue })}` }, 'Next page') : null,
+    h('span', { class: 'muted' }, `${list.items.length} shown, ${PAGE} per page (paged by the server)`));
+
+  // Live updates: a watch from the list's resourceVersion. Changes to rows
+  // on screen update in place; new instances appear on the first page.
+  const wq = new URLSearchParams();
+  if (labels) wq.set('labelSelector', labels);
+  watch(`${HUB}/typeinstances?${wq}`, list.metadata.resourceVersion, (ev) => {
+    const ti = ev.object;
+    if (t && ti.spec?.typeRef?.path !== t.spec.path) return;
+    const id = ti.metadata.name;
+    const old = rows.get(id);
+    if (ev.type === 'DELETED') { old?.remove(); rows.delete(id); return; }
+    if (!old && (cont || ev.type !== 'ADDED')) return;
+    const r = row(ti);
+    r.classList.add('flash');
+    if (old) old.replaceWith(r); else tbody.prepend(r);
+    rows.set(id, r);
+    empty.hidden = true;
+  }, ctx.signal, (state) => {
+    liveEl.classList.toggle('on', state === 'on');
+    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : 'reconnecting…';
+  });
+  return [...head, table, pager];
+}
+
+// ---- one instance --------------------------------------------------------
+const HISTORY_QUERY = `query($id: ID!) { typeInstance(id: $id) { id resourceVersions { resourceVersion createdBy spec { value backend { context } } } } }`;
+
+async function instancePage(ctx, params, id) {
+  const [ti, types, backends] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes(), api(`${HUB}/backends`)]);
+  const type = types.find((t) => t.metadata.name === typeName(ti.spec.typeRef));
+  const backend = backends.items.find((b) => b.metadata.name === ti.spec.backend?.id);
+  let reveal = params.get('secrets') === 'shown';
+
+  // Value, as JSON or YAML, secrets hidden unless asked.
+  const valueBox = h('div', {});
+  let fmt = 'json';
+  const showValue = () => {
+    const v = maskSecrets(ti.spec.value, reveal);
+    valueBox.replaceChildren(pre(ti.spec.value === undefined ? '(no value: this backend computes or holds it)' : fmt === 'json' ? JSON.stringify(v, null, 2) : toYAML(v), 'Value'));
+  };
+  const tab = (f, label) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(f === fmt), onclick: (ev) => {
+    fmt = f; for (const b of ev.target.parentNode.children) b.setAttribute('aria-selected', String(b === ev.target)); showValue();
+  } }, label);
+  const secretsBtn = hasSecrets(ti.spec.value) ? h('button', { type: 'button', class: 'ghost', 'aria-pressed': String(reveal), onclick: (ev) => {
+    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
+  } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
+  showValue();
+
+  // Versions and a diff between any two (GraphQL: every version in one query).
+  const hist = await gql(HISTORY_QUERY, { id }).catch(() => null);
+  const versions = hist?.typeInstance?.resourceVersions || [];
+  const opts = (sel) => versions.map((v) => h('option', { value: v.resourceVersion, selected: v.resourceVersion === sel }, `version ${v.resourceVersion}`));
+  const last = versions.at(-1)?.resourceVersion;
+  const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
+  const toSel = h('select', { id: 'diff-to', onchange: () => renderDiff() }, opts(last));
+  const diffBox = h('div', { class: 'diff', id: 'diff', tabindex: 0, 'aria-label': 'Differences between the two versions' });
+  const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal), context: v.spec?.backend?.context ?? null }) : ''; };
+  function renderDiff() {
+    const d = lineDiff(snap(fromSel.value), snap(toSel.value));
+    const changed = d.filter((x) => x.op !== 'same').length;
+    diffBox.replaceChildren(...d.map((x) => h('div', { class: x.op }, x.line)));
+    diffBox.setAttribute('data-changes', String(changed));
+  }
+  renderDiff();
+
+  // Backend and its context; a Git commit is a link when the repository is on the web.
+  const context = ti.spec.backend?.context;
+  const commit = context && (context.commit || context.sha);
+  const repo = backend?.spec?.url || backend?.spec?.config?.url;
+  const webRepo = typeof repo === 'string' && /^https:\/\//.test(repo) ? repo.replace(/\.git$/, '') : null;
+  const proposal = context?.proposal;
+
+  // Lock and unlock, with an owner the user names (remembered).
+  const owner = h('input', { id: 'lock-owner', value: localStorage.getItem('cairn-owner') || 'console', spellcheck: 'false' });
+  const lockMsg = h('div', {});
+  const lockAction = async (action) => {
+    localStorage.setItem('cairn-owner', owner.value);
+    try {
+      await api(`${HUB}/lockrequests`, { method: 'POST', body: { apiVersion: 'hub.cairn.dev/v1', kind: 'LockRequest', spec: { action, ids: [id], owner: owner.value } } });
+      toast(`${action === 'Lock' ? 'Locked' : 'Unlocked'} by ${owner.value}`);
+      render();
+    } catch (e) { lockMsg.replaceChildren(errorBox(e)); }
+  };
+
+  // Delete, with the hub's reason when it refuses (used by, locked).
+  const delMsg = h('div', {});
+  const confirmBox = h('div', { class: 'alert warn', hidden: true, role: 'alertdialog', 'aria-label': 'Confirm deletion' },
+    h('p', {}, `Delete ${instTitle(ti)}? Its history goes with it.`),
+    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', id: 'confirm-delete', onclick: async () => {
+      try {
+        // Through the Type's own resource where it has one: it takes the
+        // resourceVersion read as a precondition (typeinstances does not).
+        const q = ti.status.lockedBy && owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+        const own = restPath(type, ti.spec.namespace, ti.spec.name);
+        if (own) await api(own + q, { method: 'DELETE', body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } } });
+        else await api(`${HUB}/typeinstances/${encodeURIComponent(id)}${q}`, { method: 'DELETE' });
+        toast(`Deleted ${instTitle(ti)}`);
+        go('#/instances');
+      } catch (e) {
+        confirmBox.hidden = true;
+        if (e.code === 409 && /modified|changed since|Precondition/.test(e.message)) {
+          delMsg.replaceChildren(h('div', { class: 'alert bad', role: 'alert', id: 'conflict' }, h('p', {}, h('strong', {}, 'Conflict: '),
+            `someone changed this instance after you opened it (you read resourceVersion ${ti.metadata.resourceVersion}). Nothing was deleted.`),
+          h('button', { type: 'button', onclick: () => render() }, 'Reload')));
+          return;
+        }
+        const users = (e.causes || []).filter((c) => c.reason === 'UsedBy');
+        const ids = users.length ? (ti.status.usedBy || []).slice(0, 20) : [];
+        const named = await Promise.all(ids.map((u) => api(`${HUB}/typeinstances/${u}`).then(instTitle, () => shortID(u))));
+        delMsg.replaceChildren(errorBox(e, ids.length ? h('p', {}, h('strong', {}, 'Used by: '), ids.map((u, i) => [link(`#/instance/${u}`, named[i]), ' '])) : null));
+      }
+    } }, 'Delete'), h('button', { type: 'button', class: 'ghost', onclick: () => { confirmBox.hidden = true; } }, 'Cancel')));
+
+  // Edit through the Type's form, sending the resourceVersion read.
+  const editBox = h('div', { hidden: true });
+  const editBtn = h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit');
+  if (type) editBox.append(editForm(ti, type, owner));
+
+  // Changes made elsewhere while the page is open are announced at once
+  // (a watch narrowed to this name and namespace).
+  const changed = h('div', { 'aria-live': 'assertive' });
+  const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
+  watch(`${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}`, ti.metadata.resourceVersion, (ev) => {
+    if (ev.object?.metadata?.name !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
+      h('p', {}, ev.type === 'DELETED' ? 'This instance was deleted elsewhere.' : `This instance was changed elsewhere (resourceVersion ${ev.object.metadata.resourceVersion}); what you see is resourceVersion ${ti.metadata.resourceVersion}.`),
+      ev.type === 'DELETED' ? null : h('button', { type: 'button', onclick: () => render() }, 'Reload')));
+  }, ctx.signal);
+
+  const graphBox = h('div', {});
+  relationsGraph(ti, types, backends.items).then((g) => graphBox.replaceChildren(g), (e) => graphBox.replaceChildren(errorBox(e)));
+
+  return [
+    h('h1', {}, instTitle(ti)),
+    h('p', { class: 'sub' }, h('code', {}, typeName(ti.spec.typeRef)), ' · ', h('code', {}, id)),
+    h('div', { class: 'actions' }, editBtn, h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); } }, 'Delete'),
+      type && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'), type && link(`#/instances?type=${encodeURIComponent(type.metadata.name)}`, 'Instances of this Type')),
+    changed, confirmBox, delMsg, editBox,
+    h('div', { class: 'grid' },
+      panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
+      panel('Details and lock', kv([
+        ['Resource version', String(ti.status.resourceVersion)],
+        ['REST resourceVersion', h('code', { title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion)],
+        ['Alias', ti.spec.alias || '—'],
+        ['Labels', labelsCell(ti.metadata.labels)],
+        ['Created', when(ti.metadata.creationTimestamp)],
+        ['Created by', ti.status.createdBy || '—'],
+        ['Attributes', ti.spec.attributes?.length ? ti.spec.attributes.map((a) => h('span', { class: 'chip' }, typeName(a))) : '—'],
+      ]), h('h3', {}, 'Lock'), ti.status.lockedBy ? h('p', {}, h('span', { class: 'badge warn', id: 'lock-state' }, `Locked by ${ti.status.lockedBy}`)) : h('p', {}, h('span', { class: 'badge ok', id: 'lock-state' }, 'Not locked')),
+        h('div', { class: 'field' }, h('label', { for: 'lock-owner' }, 'Owner'), owner),
+        h('div', { class: 'actions' }, h('button', { type: 'button', id: 'lock', onclick: () => lockAction('Lock') }, 'Lock'), h('button', { type: 'button', class: 'ghost', id: 'unlock', onclick: () => lockAction('Unlock') }, 'Unlock')), lockMsg),
+      panel('Backend', kv([
+        ['Backend', backend ? link(`#/instance/${backend.metadata.name}`, backend.spec.alias || shortID(backend.metadata.name)) : h('code', {}, ti.spec.backend?.id || '—')],
+        backend && ['Type', h('code', {}, typeName(backend.spec.typeRef))],
+        ti.spec.backend?.abstract && ['Abstract', 'yes (the hub picked its built-in store)'],
+        commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
+        proposal && ['Proposal', proposal.url ? h('a', { href: proposal.url, rel: 'noopener' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id],
+      ]), h('h3', {}, 'Context'), pre(context === undefined || context === null ? '(none)' : JSON.stringify(maskSecrets(context, reveal), null, 2), 'Backend context')),
+      h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
+        h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
+      h('section', { class: 'panel wide', 'aria-label': 'History' }, h('h2', {}, `History (${versions.length} version${versions.length === 1 ? '' : 's'})`),
+        h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Version'), h('th', {}, 'Created by'), h('th', {}, 'Backend context'))),
+          h('tbody', {}, versions.map((v) => h('tr', {}, h('td', {}, String(v.resourceVersion)), h('td', {}, v.createdBy || '—'),
+            h('td', {}, v.spec?.backend?.context ? h('code', {}, JSON.stringify(v.spec.backend.context).slice(0, 80)) : '—')))))),
+        h('div', { class: 'filters' }, h('div', { class: 'field' }, h('label', { for: 'diff-from' }, 'From'), fromSel), h('div', { class: 'field' }, h('label', { for: 'diff-to' }, 'To'), toSel)),
+        diffBox)),
+  ];
+}
+
+function editForm(ti, type, owner) {
+  const form = schemaForm(type.spec.jsonSchema || {}, ti.spec.value, { idPrefix: 'edit' });
+  const msg = h('div', { id: 'edit-message' });
+  return h('form', { class: 'panel', 'aria-label': 'Edit the value', novalidate: true, onsubmit: async (ev) => {
+    ev.preventDefault();
+    const q = owner.value && ti.status.lockedBy ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+    try {
+      await api(`${HUB}/typeinstances/${encodeURIComponent(ti.metadata.name)}${q}`, { method: 'PUT', body: {
+        apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance',
+        metadata: { name: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
+        spec: { typeRef: ti.spec.typeRef, attributes: ti.spec.attributes || [], value: form.value() } } });
+      toast('Saved a new resource version');
+      render();
+    } catch (e) {
+      if (e.code === 409 && e.reason === 'Conflict' && /modified|changed since/.test(e.message)) {
+        msg.replaceChildren(h('div', { class: 'alert bad', role: 'alert', id: 'conflict' },
+          h('p', {}, h('strong', {}, 'Conflict: '), `someone changed this instance after you opened it (you read resourceVersion ${ti.metadata.resourceVersion}). Nothing was saved.`),
+          h('p', {}, 'Reload to see their change, then make yours again.'),
+          h('button', { type: 'button', onclick: () => render() }, 'Reload')));
+        return;
+      }
+      const rest = e.causes?.length ? form.showErrors(e.causes) : [];
+      msg.replaceChildren(errorBox({ ...e, causes: rest, message: e.causes?.length ? 'The server refused the value; see the fields marked.' : e.message }));
+    }
+  } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'), h('button', { type: 'button', class: 'ghost', onclick: () => render() }, 'Cancel')));
+}
+
+async function relationsGraph(ti, types, backends) {
+  const ids = [...new Set([...(ti.status.uses || []), ...(ti.status.usedBy || [])])].slice(0, 40);
+  const got = await Promise.all(ids.map((x) => api(`${HUB}/typeinstances/${x}`).catch(() => null)));
+  const byID = new Map(got.filter(Boolean).map((o) => [o.metadata.name, o]));
+  const node = (x, col, cls) => {
+    const o = byID.get(x);
+    const isBackend = backends.some((b) => b.metadata.name === x);
+    return { id: x, col, cls: `${cls || ''} ${isBackend ? 'backend' : ''}`, href: `#/instance/${x}`,
+      label: o ? (isBackend ? `backend ${o.spec.alias || o.spec.name}` : instTitle(o)) : shortID(x), sub: o ? typeName(o.spec.typeRef) : '',
+      title: o ? `${isBackend ? 'backend ' : ''}${instTitle(o)} (${typeName(o.spec.typeRef)})` : x };
+  };
+  const nodes = [{ id: ti.metadata.name, col: 1, cls: 'center', label: instTitle(ti), sub: typeName(ti.spec.typeRef), title: `this instance: ${instTitle(ti)}` }];
+  const edges = [];
+  for (const u of ti.status.uses || []) { if (!nodes.some((n) => n.id === u)) nodes.push(node(u, 0)); edges.push([u, ti.metadata.name]); }
+  for (const u of ti.status.usedBy || []) { if (!nodes.some((n) => n.id === u)) nodes.push(node(u, 2)); edges.push([ti.metadata.name, u]); }
+  return drawGraph({ nodes, edges, columns: ['uses', 'this instance', 'used by'], title: 'Relations graph' });
+}
+
+// ---- create --------------------------------------------------------------
+async function createPage(ctx, params) {
+  const [types, backends] = await Promise.all([listTypes(), api(`${HUB}/backends`)]);
+  const typeSel = params.get('type') || '';
+  const t = types.find((x) => x.metadata.name === typeSel);
+  const pick = h('select', { id: 'c-type', onchange: (ev) => go(`#/create?type=${encodeURIComponent(ev.target.value)}`) }, h('option', { value: '' }, 'Choose a Type…'),
+    types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name)));
+  const head = [h('h1', {}, t ? `Create ${t.spec.path}` : 'Create an instance'), h('div', { class: 'field' }, h('label', { for: 'c-type' }, 'Type'), pick)];
+  if (!t) return head;
+  const name = h('input', { id: 'c-name', required: true, 'aria-required': 'true', spellcheck: 'false', autocomplete: 'off' });
+  const ns = h('input', { id: 'c-ns', value: 'default', spellcheck: 'false' });
+  const labels = h('input', { id: 'c-labels', placeholder: 'env=dev, app=billing', spellcheck: 'false', 'aria-describedby': 'c-labels-hint' });
+  const backend = h('select', { id: 'c-backend' }, h('option', { value: '' }, 'By policy (default)'),
+    backends.items.filter((b) => b.spec.acceptValue !== false).map((b) => h('option', { value: b.metadata.name }, `${b.spec.alias || shortID(b.metadata.name)} (${b.spec.typeRef.path})`)));
+  const form = schemaForm(t.spec.jsonSchema || {}, undefined, { idPrefix: 'create' });
+  const msg = h('div', { id: 'create-message' });
+  const metaErr = h('p', { class: 'field-error', id: 'c-name-err' });
+  name.setAttribute('aria-describedby', metaErr.id);
+  return [...head, h('form', { class: 'panel', novalidate: true, 'aria-label': 'New instance', onsubmit: async (ev) => {
+    ev.preventDefault();
+    const lab = {};
+    for (const part of labels.value.split(',').map((s) => s.trim()).filter(Boolean)) { const [k, ...v] = part.split('='); lab[k.trim()] = v.join('=').trim(); }
+    const doc = { apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance', metadata: { name: name.value.trim(), namespace: ns.value.trim() || 'default', labels: lab },
+      spec: { typeRef: { path: t.spec.path, revision: t.spec.revision }, value: form.value() } };
+    if (backend.value) doc.spec.backend = { id: backend.value };
+    try {
+      const created = await api(`${HUB}/typeinstances`, { method: 'POST', body: doc });
+      toast(`Created ${doc.metadata.namespace}/${doc.metadata.name}`);
+      go(`#/instance/${created.metadata.name}`);
+    } catch (e) {
+      metaErr.textContent = '';
+      const rest = e.causes?.length ? form.showErrors(e.causes) : [];
+      const meta = rest.filter((c) => /^metadata/.test(c.field || ''));
+      if (meta.length) { metaErr.textContent = meta.map((c) => c.message).join('; '); name.setAttribute('aria-invalid', 'true'); }
+      msg.replaceChildren(errorBox({ ...e, causes: rest.filter((c) => !meta.includes(c)), message: e.causes?.length ? `${e.message}` : e.message }));
+    }
+  } },
+  h('fieldset', {}, h('legend', {}, 'Metadata'),
+    h('div', { class: 'field' }, h('label', { for: 'c-name' }, 'Name', h('span', { class: 'req', 'aria-hidden': 'true' }, ' *')), name, metaErr),
+    h('div', { class: 'field' }, h('label', { for: 'c-ns' }, 'Namespace'), ns),
+    h('div', { class: 'field' }, h('label', { for: 'c-labels' }, 'Labels'), labels, h('span', { class: 'hint', id: 'c-labels-hint' }, 'comma-separated key=value')),
+    h('div', { class: 'field' }, h('label', { for: 'c-backend' }, 'Backend'), backend)),
+  h('fieldset', {}, h('legend', {}, 'Value'), form.el),
+  msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'create' }, 'Create')))];
+}
+
+// ---- backends --------------------------------------------------------------
+async function backendsPage(ctx) {
+  const list = await api(`${HUB}/backends`);
+  const rows = list.items.map((b) => {
+    const health = h('td', { 'data-health': b.metadata.name }, h('span', { class: 'muted' }, 'checking…'));
+    const rtt = h('td', {}, '');
+    const t0 = performance.now();
+    api(`${HUB}/backends/${b.metadata.name}/check`).then((c) => {
+      const ok = c.health?.status === 'SERVING';
+      health.replaceChildren(h('span', { class: `badge ${ok ? 'ok' : 'bad'}` }, c.health?.status || 'unknown'), c.health?.message ? h('span', { class: 'reason' }, ` ${c.health.message}`) : '');
+      const ms = (ns) => (ns < 1e6 ? `${(ns / 1e3).toFixed(1)} µs` : `${(ns / 1e6).toFixed(1)} ms`);
+      rtt.replaceChildren(c.health?.roundTrip !== undefined ? `${ms(c.health.roundTrip)} (connect ${ms(c.health.connect || 0)})` : `${(performance.now() - t0).toFixed(1)} ms (HTTP)`);
+    }, (e) => {
+      health.replaceChildren(...(notServed(e) ? [h('span', { class: 'muted' }, 'this server has no health check (backends/{id}/check)')] : [h('span', { class: 'badge bad' }, e.reason || 'error'), ' ', h('span', { class: 'reason' }, e.message)]));
+    });
+    return h('tr', {},
+      h('td', {}, link(`#/instance/${b.metadata.name}`, b.spec.alias || shortID(b.metadata.name))),
+      h('td', {}, h('code', {}, typeName(b.spec.typeRef))),
+      h('td', { class: 'opt' }, h('code', {}, b.spec.url || '—')),
+      h('td', { class: 'opt' }, b.spec.acceptValue === false ? 'no' : 'yes'),
+      health, rtt);
+  });
+  return [h('h1', {}, 'Backends'), h('p', { class: 'sub' }, 'Where values live. Health is asked of each backend now; the round trip is the second check on an open connection.'),
+    h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Backends' }, h('thead', {}, h('tr', {}, h('th', {}, 'Alias'), h('th', {}, 'Type'), h('th', { class: 'opt' }, 'URL'), h('th', { class: 'opt' }, 'Takes values'), h('th', {}, 'Health'), h('th', {}, 'Round trip'))),
+      h('tbody', {}, rows)))];
+}
+
+// ---- policy ----------------------------------------------------------------
+async function policyPage() {
+  const [p, types] = await Promise.all([api(`${HUB}/policies/default`), listTypes()]);
+  const path = h('input', { id: 'explain-path', list: 'type-paths', placeholder: 'cap.type.database.postgresql.config', spellcheck: 'false' });
+  const out = h('div', { id: 'explain-result', 'aria-live': 'polite' });
+  return [h('h1', {}, 'Policy'), h('p', { class: 'sub' }, 'Rules that choose the backend of a new instance by its Type path, and what a create injects.'),
+    h('div', { class: 'grid' },
+      panel('Explain', h('form', { 'aria-label': 'Explain the policy for a Type', onsubmit: async (ev) => {
+        ev.preventDefault();
+        try {
+          const ex = await api(`${HUB}/policies/default/explain?path=${encodeURIComponent(path.value.trim())}`);
+          out.replaceChildren(h('div', { class: `alert ${ex.matched ? 'ok' : 'warn'}` },
+            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex + 1} matches. ` : 'No rule matches. '), ex.message || ''),
+            ex.backendID ? h('p', {}, 'A new instance goes to the backend ', link(`#/instance/${ex.backendID}`, ex.backendAlias || shortID(ex.backendID)), '.') : null),
+          h('details', {}, h('summary', {}, 'The whole answer'), pre(toYAML(ex), 'Explanation')));
+        } catch (e) { out.replaceChildren(notServed(e) ? h('p', { class: 'alert warn' }, 'This server does not explain its policy yet (policies/default/explain).') : errorBox(e)); }
+      } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path'), path,
+        h('datalist', { id: 'type-paths' }, [...new Set(types.map((t) => t.spec.path))].map((x) => h('option', { value: x })))),
+      h('button', { type: 'submit' }, 'Explain')), out),
+      panel('Current policy', kv([['resourceVersion', p.metadata.resourceVersion || '(never applied)'], ['Generation', String(p.metadata.generation || 0)]]), h('h3', {}, 'Spec'), pre(toYAML(p.spec), 'Policy spec')))];
+}
+
+// ---- proposals --------------------------------------------------------------
+async function proposalsPage() {
+  // A proposal is announced in the backend context of the version a backend
+  // wrote (Git in propose mode). Scan the instances page by page.
+  const found = [];
+  let cont = '', pages = 0;
+  do {
+    const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+    for (const ti of l.items) if (ti.spec.backend?.context?.proposal) found.push(ti);
+    cont = l.metadata.continue;
+  } while (cont && ++pages < 20);
+  return [h('h1', {}, 'Proposals'), h('p', { class: 'sub' }, 'Changes a backend proposed for review (a branch and a pull request) rather than applied. The value cairn shows is the proposed one until the pull request is merged or the instance written again.'),
+    found.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Proposal'), h('th', {}, 'State'), h('th', {}, 'Branch'))),
+      h('tbody', {}, found.map((ti) => { const p = ti.spec.backend.context.proposal; return h('tr', {},
+        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
+        h('td', {}, p.url ? h('a', { href: p.url, rel: 'noopener' }, `${p.provider || ''} #${p.number || p.id}`) : p.id),
+        // The REST API carries what the backend recorded when it proposed;
+        // the live state (merged, closed) is the provider's: cairn proposals.
+        h('td', {}, p.state ? h('span', { class: `badge ${p.state === 'merged' ? 'ok' : p.state === 'closed' ? 'bad' : 'warn'}` }, p.state)
+          : [h('span', { class: 'badge warn' }, 'proposed'), h('span', { class: 'reason' }, ' live state at the provider')]),
+        h('td', {}, h('code', {}, p.branch || '—'))); }))))
+      : h('div', { class: 'panel' }, h('p', {}, 'No open proposals. A Git backend in propose mode opens one for each write.'))];
+}
+
+// ---- stacks ------------------------------------------------------------------
+function isInstallationType(t) { return (t.spec.additionalRefs || []).includes(INSTALLATION_PARENT); }
+
+// served reads an instance through its Type's own REST resource when it has
+// one, where status carries the conditions its controllers report.
+async function served(ti, types) {
+  const t = types.find((x) => x.metadata.name === typeName(ti.spec.typeRef));
+  const p = restPath(t, ti.spec.namespace, ti.spec.name);
+  if (!p) return null;
+  return api(p).catch(() => null);
+}
+function cond(obj, type) { return (obj?.status?.conditions || []).find((c) => c.type === type); }
+function condView(obj) {
+  // As cairn trace: Synced then Ready, and the first reason of whichever is not True.
+  const out = ['Synced', 'Ready'].map((k) => conditionBadge(cond(obj, k) || { type: k, status: 'Unknown' }));
+  const bad = ['Synced', 'Ready', 'Deleting'].map((k) => cond(obj, k)).find((c) => c && (c.type === 'Deleting' || c.status !== 'True'));
+  if (bad) out.push(h('span', { class: 'reason' }, `${bad.reason || ''}${bad.message ? `: ${bad.message.split('; ')[0]}` : ''}`));
+  return out;
+}
+
+async function stacksPage() {
+  const types = await listTypes();
+  const stackTypes = types.filter(isInstallationType);
+  // The catalog (hub.cairn.dev/v1 stacks) where the server has one;
+  // otherwise the installation Types stand for the stacks.
+  const catalog = await api(`${HUB}/stacks`).then((l) => l.items, (e) => { if (notServed(e)) return null; throw e; });
+  const lists = await Promise.all(stackTypes.map((t) => api(`${HUB}/typeinstances?typePath=${encodeURIComponent(t.spec.path)}&typeRevision=${encodeURIComponent(t.spec.revision)}`)));
+  const installs = lists.flatMap((l, i) => l.items.filter((ti) => ti.spec.typeRef.revision === stackTypes[i].spec.revision));
+  const objs = await Promise.all(installs.map((ti) => served(ti, types)));
+  const ids = new Set(installs.map((x) => x.metadata.name));
+  const created = new Map(installs.map((x) => [x.metadata.name, x.metadata.creationTimestamp]));
+  // Dependencies: the uses edges from an installation to the installations
+  // it requires. One that existed before its dependent was reused; one
+  // created with or after it (the root is created first) is new.
+  const nodes = installs.map((ti) => {
+    const users = (ti.status.usedBy || []).filter((u) => ids.has(u));
+    const reused = users.some((u) => created.get(u) > ti.metadata.creationTimestamp);
+    const isDep = users.length > 0;
+    const what = isDep ? (reused ? 'reused' : 'new') : 'requested';
+    return { id: ti.metadata.name, label: instTitle(ti), sub: `${ti.spec.typeRef.path} · ${what}`,
+      cls: isDep ? what : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
+  });
+  const edges = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => [u, ti.metadata.name]));
+  const typeLink = (ref) => link(`#/types/${encodeURIComponent(typeName(ref))}`, typeName(ref));
+  const catalogView = catalog
+    ? (catalog.length ? h('table', { 'aria-label': 'Stack catalog' }, h('thead', {}, h('tr', {}, h('th', {}, 'Stack'), h('th', {}, 'Version'), h('th', {}, 'Installation Type'), h('th', { class: 'opt' }, 'Description'))),
+      h('tbody', {}, catalog.map((st) => h('tr', {}, h('td', {}, st.spec.name), h('td', {}, h('code', {}, st.spec.version)),
+        h('td', {}, st.spec.installationType ? typeLink(st.spec.installationType) : '—'), h('td', { class: 'opt' }, st.spec.description || '')))))
+      : h('p', { class: 'muted' }, 'The catalog is empty: add a stack with cairn stack add.'))
+    : (stackTypes.length ? h('ul', {}, stackTypes.map((t) => h('li', {}, typeLink(t.spec), t.spec.rest ? h('span', { class: 'muted' }, ` kind ${t.spec.rest.names?.kind}`) : '')))
+      : h('p', { class: 'muted' }, 'No stack is installed on this hub.'));
+  return [h('h1', {}, 'Stacks'), h('p', { class: 'sub' }, 'Packages of resource templates. Each registers a Type for its installations; an installation owns the instances rendered from it.'),
+    h('div', { class: 'panel table-wrap' }, h('h2', {}, catalog ? 'Catalog' : 'Stacks (installation Types)'), catalogView),
+    h('div', { class: 'panel table-wrap' }, h('h2', {}, 'Installations'), installs.length ? h('table', { 'aria-label': 'Installations' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Stack'), h('th', {}, 'Conditions'))),
+      h('tbody', {}, installs.map((ti, i) => h('tr', {}, h('td', {}, link(`#/stacks/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', {}, condView(objs[i]))))))
+      : h('p', { class: 'muted' }, 'No installations.')),
+    edges.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
+      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Green border: an existing installation reused; amber: a new one installed with its dependent.'),
+      h('div', { class: 'table-wrap' }, drawGraph({ nodes: nodes.filter((n) => edges.some(([a, b]) => a === n.id || b === n.id)), edges, title: 'Dependency graph' }))) : null];
+}
+
+// installationPage shows what cairn trace shows: the installation's
+// conditions and each child with its backend, Synced, Ready and reason,
+// from the status the stack controller writes (status.resources). A server
+// without the controller has no such status; the children are then found
+// by the label that names their installation. Children that are
+// installations themselves are opened in turn.
+async function installationPage(ctx, params, id) {
+  const [ti, types, backends] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes(), api(`${HUB}/backends`)]);
+  const obj = await served(ti, types);
+  const backendName = (bid) => { const b = backends.items.find((x) => x.metadata.name === bid); return b ? b.spec.alias || shortID(bid) : bid || ''; };
+  const typeOfKind = (apiVersion, kind) => types.find((t) => t.spec.rest && `${t.spec.rest.group}/${t.spec.rest.version}` === apiVersion && t.spec.rest.names?.kind === kind);
+  const badge = (type, b) => conditionBadge({ type, status: b === true ? 'True' : b === false ? 'False' : 'Unknown' });
+
+  async function tree(inst, o, depth) {
+    const resources = o?.status?.resources;
+    let kids;
+    if (Array.isArray(resources)) {
+      kids = await Promise.all(resources.map(async (r) => {
+        const t = typeOfKind(r.apiVersion, r.kind);
+        const isInst = t && isInstallationType(t) && r.uid && depth < 6;
+        const sub = isInst ? await api(`${HUB}/typeinstances/${r.uid}`).then(async (c) => tree(c, await served(c, types), depth + 1), () => null) : null;
+        return h('li', { 'data-child': r.name },
+          h('div', { class: 'row' }, r.uid ? link(isInst ? `#/stacks/${r.uid}` : `#/instance/${r.uid}`, `${r.kind}/${r.name}`) : `${r.kind}/${r.name}`,
+            r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
+            r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
+      }));
+    } else {
+      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}`);
+      kids = await Promise.all(l.items.map(async (c) => {
+        const co = await served(c, types);
+        const t = types.find((x) => x.metadata.name === typeName(c.spec.typeRef));
+        const isInst = t && isInstallationType(t) && depth < 6;
+        const sub = isInst ? await tree(c, co, depth + 1) : null;
+        return h('li', { 'data-child': c.spec.name },
+          h('div', { class: 'row' }, link(isInst ? `#/stacks/${c.metadata.name}` : `#/instance/${c.metadata.name}`, `${co?.kind || t?.spec.rest?.names?.kind || c.spec.typeRef.path}/${c.spec.name}`),
+            h('span', { class: 'chip' }, backendName(c.spec.backend?.id)), condView(co)), sub);
+      }));
+    }
+    return kids.length ? h('ul', { class: 'tree' }, kids) : null;
+  }
+  const children = await tree(ti, obj, 0);
+  const st = obj?.status || {};
+  return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)),
+    st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null, ' · ', link(`#/instance/${id}`, 'as an instance')),
+    h('div', { class: 'grid' },
+      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+        h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))
+        : h('p', { class: 'muted' }, 'No conditions reported yet: the stack controller reports them.')),
+      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false) ?? {}), 'Parameters')),
+      st.outputs ? panel('Outputs', pre(toYAML(maskSecrets(st.outputs, false)), 'Outputs')) : null,
+      h('section', { class: 'panel wide', 'aria-label': 'Tree of children' }, h('h2', {}, 'Tree of children'),
+        h('ul', { class: 'tree root', id: 'stack-tree' }, h('li', {}, h('div', { class: 'row' }, h('strong', {}, `${obj?.kind || ti.spec.typeRef.path}/${ti.spec.name}`),
+          h('span', { class: 'chip' }, backendName(ti.spec.backend?.id)), condView(obj)), children || h('p', { class: 'muted' }, 'No children.')))),
+      (st.events || []).length ? h('section', { class: 'panel wide', 'aria-label': 'Events' }, h('h2', {}, 'Events'), h('div', { class: 'table-wrap' }, h('table', {},
+        h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Type'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+        h('tbody', {}, st.events.slice().reverse().map((e) => h('tr', {}, h('td', {}, when(e.time)), h('td', {}, h('span', { class: `badge ${e.type === 'Warning' ? 'bad' : 'ok'}` }, e.type)), h('td', {}, e.reason), h('td', {}, e.message))))))) : null)];
+}
+
+// The skip link moves focus to the content without touching the route.
+document.querySelector('.skip').addEventListener('click', (ev) => { ev.preventDefault(); main.focus(); });
+window.addEventListener('hashchange', render);
+if (!location.hash) history.replaceState(null, '', '#/');
+render();

@@ -1,0 +1,188 @@
+// Small helpers shared by the console's pages: DOM building, the REST and
+// GraphQL calls, YAML output, a line diff, and hiding secret values.
+
+export const HUB = '/apis/hub.cairn.dev/v1';
+
+// h builds an element. Text is always set as text, never parsed as HTML.
+export function h(tag, attrs, ...children) {
+  const el = tag === 'svg' || attrs?.svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false || k === 'svg') continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class' && !(el instanceof SVGElement)) el.className = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+export function svg(tag, attrs, ...children) { return h(tag, { ...attrs, svg: true }, ...children); }
+
+// ApiError is a failed request: the Kubernetes Status the server sent.
+export class ApiError extends Error {
+  constructor(status, code) {
+    super(status?.message || `HTTP ${code}`);
+    this.status = status || {};
+    this.code = code;
+    this.reason = status?.reason || '';
+    this.causes = status?.details?.causes || [];
+  }
+}
+
+export async function api(path, opts = {}) {
+  const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' } };
+  if (opts.body !== undefined) {
+    init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    init.headers['Content-Type'] = opts.contentType || 'application/json';
+  }
+  const res = await fetch(path, init);
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
+  if (!res.ok) throw new ApiError(data, res.status);
+  return data;
+}
+
+export async function gql(query, variables) {
+  const data = await api('/graphql', { method: 'POST', body: { query, variables } });
+  if (data.errors?.length) throw new ApiError({ message: data.errors.map((e) => e.message).join('; ') }, 200);
+  return data.data;
+}
+
+// watch follows a watch stream (newline-delimited JSON events) and calls
+// onEvent for each; it reconnects after a dropped stream from the last
+// resourceVersion seen and stops when signal aborts.
+export async function watch(path, rv, onEvent, signal, onState) {
+  let since = rv;
+  while (!signal.aborted) {
+    try {
+      const sep = path.includes('?') ? '&' : '?';
+      const res = await fetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(since)}`, { signal });
+      if (res.status === 410) { onState?.('gone'); return; }
+      if (!res.ok) throw new Error(`watch: HTTP ${res.status}`);
+      onState?.('on');
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          const ev = JSON.parse(line);
+          if (ev.object?.metadata?.resourceVersion) since = ev.object.metadata.resourceVersion;
+          if (ev.type !== 'BOOKMARK') onEvent(ev);
+        }
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      onState?.('off');
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+// Keys whose values are secrets: shown as dots until the user asks.
+const SECRET = /pass(word)?|secret|token|private.?key|api.?key|credential/i;
+export function isSecretKey(k) { return SECRET.test(k); }
+
+export function maskSecrets(v, reveal) {
+  if (reveal || v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x) => maskSecrets(x, reveal));
+  const out = {};
+  for (const [k, x] of Object.entries(v)) out[k] = isSecretKey(k) && (typeof x === 'string' || typeof x === 'number') ? '••••••' : maskSecrets(x, reveal);
+  return out;
+}
+
+export function hasSecrets(v) {
+  if (v === null || typeof v !== 'object') return false;
+  return Object.entries(v).some(([k, x]) => (isSecretKey(k) && typeof x !== 'object') || hasSecrets(x));
+}
+
+// toYAML writes JSON data as block YAML, quoting strings YAML would read
+// as something else.
+export function toYAML(v, indent = '') {
+  const scalar = (x) => {
+    if (x === null) return 'null';
+    if (typeof x !== 'string') return String(x);
+    if (x === '' || /^[\s\-?:,[\]{}#&*!|>'"%@`]|[:#]\s|\s$|^(true|false|null|yes|no|on|off|~)$|^[-+]?[0-9.]/i.test(x) || x.includes('\n')) return JSON.stringify(x);
+    return x;
+  };
+  if (Array.isArray(v)) {
+    if (!v.length) return '[]';
+    return v.map((x) => {
+      if (x !== null && typeof x === 'object' && Object.keys(x).length) {
+        const inner = toYAML(x, indent + '  ');
+        return `${indent}- ${inner.slice(indent.length + 2)}`;
+      }
+      return `${indent}- ${typeof x === 'object' && x !== null ? (Array.isArray(x) ? '[]' : '{}') : scalar(x)}`;
+    }).join('\n');
+  }
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (!keys.length) return '{}';
+    return keys.map((k) => {
+      const x = v[k];
+      const key = scalar(k);
+      if (x !== null && typeof x === 'object' && Object.keys(x).length) return `${indent}${key}:\n${toYAML(x, indent + '  ')}`;
+      return `${indent}${key}: ${x !== null && typeof x === 'object' ? (Array.isArray(x) ? '[]' : '{}') : scalar(x)}`;
+    }).join('\n');
+  }
+  return indent + scalar(v);
+}
+
+// lineDiff compares two texts line by line (longest common subsequence)
+// and returns [{op: 'same'|'add'|'del', line}].
+export function lineDiff(a, b) {
+  const x = a.split('\n'), y = b.split('\n');
+  const n = x.length, m = y.length;
+  const L = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (x[i] === y[j]) { out.push({ op: 'same', line: x[i] }); i++; j++; }
+    else if (L[i + 1][j] >= L[i][j + 1]) out.push({ op: 'del', line: x[i++] });
+    else out.push({ op: 'add', line: y[j++] });
+  }
+  while (i < n) out.push({ op: 'del', line: x[i++] });
+  while (j < m) out.push({ op: 'add', line: y[j++] });
+  return out;
+}
+
+export function pretty(v) { return JSON.stringify(v, sortKeys, 2); }
+function sortKeys(_k, v) {
+  if (v && typeof v === 'object' && !Array.isArray(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]));
+  return v;
+}
+
+export function toast(msg) {
+  const t = document.getElementById('toast');
+  t.textContent = msg;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.textContent = ''; }, 4000);
+}
+
+export function errorBox(e, extra) {
+  const box = h('div', { class: 'alert bad', role: 'alert' },
+    h('p', {}, h('strong', {}, e.reason ? `${e.reason}: ` : 'Error: '), e.message));
+  for (const c of e.causes || []) if (c.field || c.message) box.append(h('p', { class: 'cause' }, c.field ? h('code', {}, c.field) : '', ' ', c.message));
+  if (extra) box.append(extra);
+  return box;
+}
+
+export function typeName(ref) { return `${ref.path}:${ref.revision}`; }
+export function shortID(id) { return id ? id.slice(0, 8) : ''; }
+export function link(href, ...children) { return h('a', { href }, ...children); }
+export function conditionBadge(c) {
+  if (!c) return h('span', { class: 'badge warn' }, 'Unknown');
+  const cls = c.status === 'True' ? 'ok' : c.status === 'False' ? 'bad' : 'warn';
+  return h('span', { class: `badge ${cls}` }, `${c.type}=${c.status}`);
+}
