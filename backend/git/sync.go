@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"path"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -21,11 +17,9 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/controller"
 	"github.com/cairn-dev/cairn/backend/controller/template"
-	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store"
 )
 
-// Sync (issue 8, part 4; seed 001 "react on events to create/delete
+// What the driver offers Git sync (controller/gitsync; issue 8, part 4; seed 001 "react on events to create/delete
 // instances"): changes people push to a Git backend's branch outside cairn
 // become instance creations, new resource versions and deletions in the
 // hub.
@@ -33,7 +27,7 @@ import (
 // How an outside change reaches the hub without being written back: the
 // Syncer calls the hub (CreateInstances, UpdateInstances, DeleteInstance)
 // with a context marking the call as an import of one outside commit
-// (withImport). The hub validates the value against the Type's schema and
+// (WithImport). The hub validates the value against the Type's schema and
 // calls this backend as for any write; the backend then leaves the tree
 // alone and pushes an empty commit whose trailers (Cairn-Instance,
 // Cairn-Resource-Version, Cairn-Operation, Cairn-Resource, Cairn-Actor and
@@ -55,9 +49,6 @@ import (
 // syncedRef remembers, in the cache clone, the last commit sync processed.
 const syncedRef = plumbing.ReferenceName("refs/cairn/synced")
 
-// DefaultMaxSyncEvents is how many events a Syncer keeps.
-const DefaultMaxSyncEvents = 100
-
 type importKey struct{}
 
 type importMark struct {
@@ -65,8 +56,8 @@ type importMark struct {
 	source plumbing.Hash
 }
 
-// withImport marks backend calls made for ctx as b's import of source.
-func withImport(ctx context.Context, b *Backend, source plumbing.Hash) context.Context {
+// WithImport marks backend calls made for ctx as b's import of source.
+func WithImport(ctx context.Context, b *Backend, source plumbing.Hash) context.Context {
 	return context.WithValue(ctx, importKey{}, importMark{b: b, source: source})
 }
 
@@ -94,220 +85,19 @@ func importChange(ch change, source plumbing.Hash) change {
 	return ch
 }
 
-// SyncEvent is one thing a sync did or refused, newest last in Events.
-type SyncEvent struct {
-	Time time.Time `json:"time"`
-	// Type is "Created", "Updated", "Deleted" or "Skipped".
-	Type       string `json:"type"`
-	Commit     string `json:"commit"`
-	Path       string `json:"path"`
-	Author     string `json:"author,omitempty"`
-	Resource   string `json:"resource,omitempty"`
-	InstanceID string `json:"instanceId,omitempty"`
-	// Reason says why a file was skipped.
-	Reason string `json:"reason,omitempty"`
+// FileChange is one resource file's change in one commit.
+type FileChange struct {
+	Commit plumbing.Hash
+	Author string
+	Path   string
+	Data   []byte // the new content; nil when the file was removed
+	Old    []byte // the previous content; nil when the file was added
 }
 
-// SyncStats counts what a Syncer did since it started.
-type SyncStats struct {
-	Syncs      int64  `json:"syncs"`
-	Failures   int64  `json:"failures"`
-	Created    int64  `json:"created"`
-	Updated    int64  `json:"updated"`
-	Deleted    int64  `json:"deleted"`
-	Skipped    int64  `json:"skipped"`
-	LastCommit string `json:"lastCommit,omitempty"`
-}
-
-// SyncResult is what one Sync did.
-type SyncResult struct {
-	From    string `json:"from,omitempty"`
-	To      string `json:"to,omitempty"`
-	Created int    `json:"created"`
-	Updated int    `json:"updated"`
-	Deleted int    `json:"deleted"`
-	Skipped int    `json:"skipped"`
-}
-
-// SyncConfig configures a Syncer.
-type SyncConfig struct {
-	// Hub receives the changes. Required.
-	Hub *hub.Hub
-	// Opener opens the backend instance (the Opener the hub uses, so both
-	// share one Backend and its cache). Required.
-	Opener BackendOpener
-	// BackendID is the Git backend instance's id. Required.
-	BackendID string
-	// Logger receives the log. Nil discards.
-	Logger *slog.Logger
-	// MaxEvents bounds Events. Default DefaultMaxSyncEvents.
-	MaxEvents int
-}
-
-// Syncer imports outside changes of one Git backend instance into the hub.
-// It is safe for concurrent use; syncs of one Syncer run one at a time.
-type Syncer struct {
-	cfg SyncConfig
-	log *slog.Logger
-
-	run sync.Mutex // one sync at a time
-
-	emu    sync.Mutex
-	events []SyncEvent
-	last   string
-
-	syncs, failures, created, updated, deleted, skipped atomic.Int64
-}
-
-// NewSyncer returns a Syncer.
-func NewSyncer(cfg SyncConfig) (*Syncer, error) {
-	if cfg.Hub == nil || cfg.Opener == nil || cfg.BackendID == "" {
-		return nil, errors.New("git sync: Hub, Opener and BackendID are required")
-	}
-	if cfg.MaxEvents <= 0 {
-		cfg.MaxEvents = DefaultMaxSyncEvents
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Syncer{cfg: cfg, log: log.With("backend", cfg.BackendID)}, nil
-}
-
-// BackendID is the backend instance this Syncer syncs.
-func (s *Syncer) BackendID() string { return s.cfg.BackendID }
-
-// Events returns the last events (creations, versions, deletions and
-// skipped files), oldest first.
-func (s *Syncer) Events() []SyncEvent {
-	s.emu.Lock()
-	defer s.emu.Unlock()
-	return slices.Clone(s.events)
-}
-
-// Stats returns the counters.
-func (s *Syncer) Stats() SyncStats {
-	s.emu.Lock()
-	last := s.last
-	s.emu.Unlock()
-	return SyncStats{Syncs: s.syncs.Load(), Failures: s.failures.Load(), Created: s.created.Load(),
-		Updated: s.updated.Load(), Deleted: s.deleted.Load(), Skipped: s.skipped.Load(), LastCommit: last}
-}
-
-func (s *Syncer) record(ev SyncEvent) {
-	ev.Time = time.Now().UTC()
-	s.emu.Lock()
-	defer s.emu.Unlock()
-	s.events = append(s.events, ev)
-	if n := len(s.events) - s.cfg.MaxEvents; n > 0 {
-		s.events = slices.Delete(s.events, 0, n)
-	}
-}
-
-// fileChange is one resource file's change in one commit.
-type fileChange struct {
-	commit plumbing.Hash
-	author string
-	path   string
-	data   []byte // the new content; nil when the file was removed
-	old    []byte // the previous content; nil when the file was added
-}
-
-// step is one commit to process: its changes, none when cairn made it.
-type step struct {
-	commit  plumbing.Hash
-	changes []fileChange
-}
-
-// Sync fetches the branch and imports every change made outside cairn
-// since the last sync. A file that does not parse, names no known Type or
-// fails the Type's schema is reported (log, Stats().Skipped, Events) and
-// skipped; each file's change is one hub call, so none is half imported.
-// An error (the remote, the hub's store) stops the sync at the commit it
-// was on; the next sync resumes there.
-func (s *Syncer) Sync(ctx context.Context) (SyncResult, error) {
-	s.run.Lock()
-	defer s.run.Unlock()
-	s.syncs.Add(1)
-	res, err := s.sync(ctx)
-	if err != nil {
-		s.failures.Add(1)
-		s.log.ErrorContext(ctx, "git sync failed", "err", err)
-	}
-	return res, err
-}
-
-func (s *Syncer) sync(ctx context.Context) (SyncResult, error) {
-	var res SyncResult
-	sb, err := s.cfg.Hub.StorageBackend(ctx, s.cfg.BackendID)
-	if err != nil {
-		return res, fmt.Errorf("git sync %s: %w", s.cfg.BackendID, err)
-	}
-	if !IsGit(sb) {
-		return res, cairn.Errorf(cairn.CodeInvalid, "git sync: backend %q is a %s, not a Git backend", sb.ID, sb.TypeRef.Path)
-	}
-	c, err := s.cfg.Opener.OpenBackend(ctx, sb)
-	if err != nil {
-		return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
-	}
-	b, ok := c.(*Backend)
-	if !ok {
-		return res, fmt.Errorf("git sync %s: the opener returned %T, not a Git backend", sb.ID, c)
-	}
-	steps, from, to, err := b.pending(ctx)
-	if err != nil {
-		return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
-	}
-	res.From, res.To = hashString(from), hashString(to)
-	for _, st := range steps {
-		for _, fc := range st.changes {
-			ev, err := s.apply(ctx, b, fc)
-			if err != nil {
-				return res, fmt.Errorf("git sync %s: %s at %s: %w", sb.ID, fc.path, fc.commit, err)
-			}
-			switch ev.Type {
-			case "":
-				continue // nothing to do: the hub holds this already
-			case "Created":
-				res.Created++
-				s.created.Add(1)
-			case "Updated":
-				res.Updated++
-				s.updated.Add(1)
-			case "Deleted":
-				res.Deleted++
-				s.deleted.Add(1)
-			case "Skipped":
-				res.Skipped++
-				s.skipped.Add(1)
-				s.log.WarnContext(ctx, "git sync: file skipped", "path", ev.Path, "commit", ev.Commit, "author", ev.Author, "reason", ev.Reason)
-			}
-			if ev.Type != "Skipped" {
-				s.log.InfoContext(ctx, "git sync: imported", "event", ev.Type, "path", ev.Path, "commit", ev.Commit,
-					"author", ev.Author, "resource", ev.Resource, "instance", ev.InstanceID)
-			}
-			s.record(ev)
-		}
-		if err := b.setSynced(st.commit); err != nil {
-			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
-		}
-	}
-	if !to.IsZero() {
-		if err := b.setSynced(to); err != nil {
-			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
-		}
-		s.emu.Lock()
-		s.last = to.String()
-		s.emu.Unlock()
-	}
-	return res, nil
-}
-
-func hashString(h plumbing.Hash) string {
-	if h.IsZero() {
-		return ""
-	}
-	return h.String()
+// Step is one commit to process: its changes, none when cairn made it.
+type Step struct {
+	Commit  plumbing.Hash
+	Changes []FileChange
 }
 
 // isResourceFile says whether a path can hold a resource.
@@ -319,9 +109,9 @@ func isResourceFile(p string) bool {
 	return false
 }
 
-// pending fetches and returns the steps since the last synced commit,
+// Pending fetches and returns the steps since the last synced commit,
 // oldest first, with that commit and the tip.
-func (b *Backend) pending(ctx context.Context) (steps []step, from, to plumbing.Hash, err error) {
+func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.Hash, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.openLocked(ctx); err != nil {
@@ -397,9 +187,9 @@ func (b *Backend) pending(ctx context.Context) (steps []step, from, to plumbing.
 		return steps, from, to, err
 	}
 	for _, c := range chain {
-		st := step{commit: c.Hash}
+		st := Step{Commit: c.Hash}
 		if trailers(c.Message)[trInstance] == "" {
-			if st.changes, err = commitChanges(c); err != nil {
+			if st.Changes, err = commitChanges(c); err != nil {
 				return nil, from, to, err
 			}
 		}
@@ -418,7 +208,7 @@ func authorOf(c *object.Commit) string {
 
 // commitChanges lists c's changes to resource files against its first
 // parent (the empty tree for a root commit).
-func commitChanges(c *object.Commit) ([]fileChange, error) {
+func commitChanges(c *object.Commit) ([]FileChange, error) {
 	tree, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("tree of %s: %w", c.Hash, err)
@@ -437,7 +227,7 @@ func commitChanges(c *object.Commit) ([]fileChange, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diff %s: %w", c.Hash, err)
 	}
-	var out []fileChange
+	var out []FileChange
 	author := authorOf(c)
 	for _, ch := range changes {
 		from, to, err := ch.Files()
@@ -452,15 +242,15 @@ func commitChanges(c *object.Commit) ([]fileChange, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, fileChange{commit: c.Hash, author: author, path: fromName, old: old})
+			out = append(out, FileChange{Commit: c.Hash, Author: author, Path: fromName, Old: old})
 		}
 		if to != nil && isResourceFile(toName) {
-			fc := fileChange{commit: c.Hash, author: author, path: toName}
-			if fc.data, err = contents(to); err != nil {
+			fc := FileChange{Commit: c.Hash, Author: author, Path: toName}
+			if fc.Data, err = contents(to); err != nil {
 				return nil, err
 			}
 			if from != nil && fromName == toName {
-				if fc.old, err = contents(from); err != nil {
+				if fc.Old, err = contents(from); err != nil {
 					return nil, err
 				}
 			}
@@ -489,7 +279,7 @@ func contents(f *object.File) ([]byte, error) {
 // snapshotLocked returns the tip's resource files as additions, each by
 // the newest commit of chain (tip first, children before parents) that
 // touched it.
-func (b *Backend) snapshotLocked(chain []*object.Commit) ([]step, error) {
+func (b *Backend) snapshotLocked(chain []*object.Commit) ([]Step, error) {
 	if len(chain) == 0 {
 		return nil, nil
 	}
@@ -520,24 +310,24 @@ func (b *Backend) snapshotLocked(chain []*object.Commit) ([]step, error) {
 			return nil, err
 		}
 		for _, fc := range changes {
-			if _, ok := files[fc.path]; ok && who[fc.path] == nil {
-				who[fc.path] = c
+			if _, ok := files[fc.Path]; ok && who[fc.Path] == nil {
+				who[fc.Path] = c
 			}
 		}
 	}
-	st := step{commit: tip.Hash}
+	st := Step{Commit: tip.Hash}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		c := who[p]
 		if c == nil {
 			c = tip // older than the walked history
 		}
-		st.changes = append(st.changes, fileChange{commit: c.Hash, author: authorOf(c), path: p, data: files[p]})
+		st.Changes = append(st.Changes, FileChange{Commit: c.Hash, Author: authorOf(c), Path: p, Data: files[p]})
 	}
-	return []step{st}, nil
+	return []Step{st}, nil
 }
 
-// setSynced records commit as synced in the cache clone.
-func (b *Backend) setSynced(commit plumbing.Hash) error {
+// SetSynced records commit as synced in the cache clone.
+func (b *Backend) SetSynced(commit plumbing.Hash) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.repo == nil {
@@ -549,25 +339,25 @@ func (b *Backend) setSynced(commit plumbing.Hash) error {
 	return nil
 }
 
-// parsed is a resource file's content.
-type parsed struct {
-	res  template.Resource
-	kind controller.Kind
-	spec json.RawMessage
+// Parsed is a resource file's content.
+type Parsed struct {
+	Res  template.Resource
+	Kind controller.Kind
+	Spec json.RawMessage
 }
 
-// parseResource decodes a resource file and checks it is where the
+// ParseFile decodes a resource file and checks it is where the
 // controller would put it.
-func (b *Backend) parseFile(p string, data []byte) (parsed, error) {
-	var out parsed
+func (b *Backend) ParseFile(p string, data []byte) (Parsed, error) {
+	var out Parsed
 	doc, err := template.Decode(p, data)
 	if err != nil {
 		return out, fmt.Errorf("does not parse: %w", err)
 	}
-	if err := json.Unmarshal(doc, &out.res); err != nil {
+	if err := json.Unmarshal(doc, &out.Res); err != nil {
 		return out, fmt.Errorf("is not a resource {apiVersion, kind, metadata, spec}: %w", err)
 	}
-	r := &out.res
+	r := &out.Res
 	if r.APIVersion == "" || r.Kind == "" || r.Metadata.Name == "" {
 		return out, errors.New("is not a resource: apiVersion, kind and metadata.name are required")
 	}
@@ -575,12 +365,12 @@ func (b *Backend) parseFile(p string, data []byte) (parsed, error) {
 		r.Metadata.Namespace = cairn.DefaultNamespace
 	}
 	g, v := splitAPIVersion(r.APIVersion)
-	out.kind = controller.Kind{Group: g, Version: v, Kind: r.Kind}
-	if out.spec, err = specOf(doc); err != nil {
+	out.Kind = controller.Kind{Group: g, Version: v, Kind: r.Kind}
+	if out.Spec, err = specOf(doc); err != nil {
 		return out, fmt.Errorf("spec: %w", err)
 	}
 	if b.loc != nil {
-		want, err := b.loc.Path(out.kind, r.Metadata.Namespace, r.Metadata.Name, r.Metadata.Labels)
+		want, err := b.loc.Path(out.Kind, r.Metadata.Namespace, r.Metadata.Name, r.Metadata.Labels)
 		if err != nil {
 			return out, fmt.Errorf("no path for %s %s/%s: %w", r.Kind, r.Metadata.Namespace, r.Metadata.Name, err)
 		}
@@ -591,143 +381,6 @@ func (b *Backend) parseFile(p string, data []byte) (parsed, error) {
 	return out, nil
 }
 
-func (p parsed) String() string {
-	return fmt.Sprintf("%s %s %s/%s", p.res.APIVersion, p.res.Kind, p.res.Metadata.Namespace, p.res.Metadata.Name)
-}
-
-// typeFor finds the Type serving kind over REST: the highest revision.
-func (s *Syncer) typeFor(ctx context.Context, kind controller.Kind) (cairn.Type, error) {
-	types, err := s.cfg.Hub.ListTypes(ctx, store.TypeFilter{Group: kind.Group, Version: kind.Version})
-	if err != nil {
-		return cairn.Type{}, fmt.Errorf("list Types: %w", err)
-	}
-	var best *cairn.Type
-	for i := range types {
-		t := &types[i]
-		if t.Names == nil || t.Names.Kind != kind.Kind {
-			continue
-		}
-		if best != nil && best.Path != t.Path {
-			return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "both %s and %s serve %s", best.Path, t.Path, template.APIVersion(kind)+" "+kind.Kind)
-		}
-		if best == nil || store.RevisionKey(t.Revision) > store.RevisionKey(best.Revision) {
-			best = t
-		}
-	}
-	if best == nil {
-		return cairn.Type{}, cairn.Errorf(cairn.CodeNotFound, "no Type serves %s %s", template.APIVersion(kind), kind.Kind)
-	}
-	return *best, nil
-}
-
-// refused says whether the hub refused a change for a reason in the
-// change itself (reported and skipped), rather than failing (retried).
-func refused(err error) bool {
-	switch cairn.ErrorCode(err) {
-	case cairn.CodeInvalid, cairn.CodeNotFound, cairn.CodeAlreadyExists, cairn.CodeConflict, cairn.CodeLocked, cairn.CodeUsedBy:
-		return true
-	}
-	return false
-}
-
-// apply makes one file change in the hub, when the hub does not already
-// hold it. The returned event's Type is empty when there was nothing to do;
-// an error means the sync must stop (and be retried).
-func (s *Syncer) apply(ctx context.Context, b *Backend, fc fileChange) (SyncEvent, error) {
-	ev := SyncEvent{Commit: fc.commit.String(), Path: fc.path, Author: fc.author}
-	skip := func(format string, args ...any) (SyncEvent, error) {
-		ev.Type, ev.Reason = "Skipped", fmt.Sprintf(format, args...)
-		return ev, nil
-	}
-	ctx = withImport(cairn.WithActor(ctx, fc.author), b, fc.commit)
-	if fc.data == nil {
-		return s.applyDelete(ctx, b, fc, ev)
-	}
-	p, err := b.parseFile(fc.path, fc.data)
-	if err != nil {
-		return skip("%s: %v", fc.path, err)
-	}
-	ev.Resource = p.String()
-	typ, err := s.typeFor(ctx, p.kind)
-	if refused(err) {
-		return skip("%v", err)
-	}
-	if err != nil {
-		return ev, err
-	}
-	md := p.res.Metadata
-	lbls := md.Labels
-	if lbls == nil {
-		lbls = map[string]string{}
-	}
-	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, true)
-	switch {
-	case cairn.HasCode(err, cairn.CodeNotFound):
-		created, err := s.cfg.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-			Namespace: md.Namespace, Name: md.Name, TypeRef: typ.Ref(), Labels: md.Labels,
-			Value: p.spec, Backend: &hub.BackendInput{ID: s.cfg.BackendID}, CreatedBy: fc.author,
-		}}})
-		if refused(err) {
-			return skip("create %s: %v", p, err)
-		}
-		if err != nil {
-			return ev, err
-		}
-		ev.Type, ev.InstanceID = "Created", created[0].ID
-		return ev, nil
-	case err != nil:
-		return ev, err
-	}
-	ev.InstanceID = cur.ID
-	if cur.Backend.ID != s.cfg.BackendID {
-		return skip("%s is already an instance (%s) in backend %q, not this one", p, cur.ID, cur.Backend.ID)
-	}
-	if hub.JSONEqual(cur.Latest.Value, p.spec) && maps.Equal(cur.Labels, md.Labels) {
-		return ev, nil // the hub holds this already (cairn's own write, or synced before)
-	}
-	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.author, Value: p.spec, Labels: lbls}})
-	if refused(err) {
-		return skip("update %s: %v", p, err)
-	}
-	if err != nil {
-		return ev, err
-	}
-	ev.Type = "Updated"
-	return ev, nil
-}
-
-func (s *Syncer) applyDelete(ctx context.Context, b *Backend, fc fileChange, ev SyncEvent) (SyncEvent, error) {
-	p, err := b.parseFile(fc.path, fc.old)
-	if err != nil {
-		return ev, nil // never a resource this backend imported
-	}
-	ev.Resource = p.String()
-	typ, err := s.typeFor(ctx, p.kind)
-	if refused(err) {
-		return ev, nil
-	}
-	if err != nil {
-		return ev, err
-	}
-	md := p.res.Metadata
-	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, false)
-	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return ev, nil // gone already
-	}
-	if err != nil {
-		return ev, err
-	}
-	ev.InstanceID = cur.ID
-	if cur.Backend.ID != s.cfg.BackendID {
-		return ev, nil // another backend's instance of that name
-	}
-	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
-		if refused(err) {
-			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
-			return ev, nil
-		}
-		return ev, err
-	}
-	ev.Type = "Deleted"
-	return ev, nil
+func (p Parsed) String() string {
+	return fmt.Sprintf("%s %s %s/%s", p.Res.APIVersion, p.Res.Kind, p.Res.Metadata.Namespace, p.Res.Metadata.Name)
 }

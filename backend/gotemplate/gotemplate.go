@@ -8,7 +8,7 @@
 // nothing, so it needs no storage and several copies may serve at once. It
 // reads the instances it renders from a Source: the hub itself when the hub
 // runs it in-process, or the hub's REST API when it runs as an external
-// backend (cairn backend gotemplate, see package hubrest).
+// backend (cairn backend gotemplate; the REST client is a Source).
 //
 // Create-time resolution belongs to the hub, not here: the hub owns the uses
 // tree (stored edges and those of the batch being created), so it resolves

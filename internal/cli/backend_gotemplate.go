@@ -8,7 +8,6 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest/client"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
-	"github.com/cairn-dev/cairn/backend/gotemplate/hubrest"
 	"github.com/cairn-dev/cairn/sdk/storagebackend"
 )
 
@@ -40,7 +39,7 @@ edges for its instances, and with another alias than the in-process one:
 			if err != nil {
 				return cairn.Errorf(cairn.CodeInvalid, "--server %q: %w", server, err)
 			}
-			srv := storagebackend.NewContextServer(gotemplate.New(hubrest.New(c)), storagebackend.Options{Logger: log, TLS: tlsCfg})
+			srv := storagebackend.NewContextServer(gotemplate.New(c), storagebackend.Options{Logger: log, TLS: tlsCfg})
 			ctx := cmd.Context()
 			lis, scheme, err := sv.listenOn(ctx, tlsCfg)
 			if err != nil {

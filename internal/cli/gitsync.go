@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
-	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -30,7 +30,7 @@ type gitSyncOptions struct {
 
 // addGitSyncFlags adds serve's --git-sync-interval and --git-webhook-secret-file.
 func (a *app) addGitSyncFlags(cmd *cobra.Command, o *gitSyncOptions) {
-	cmd.Flags().DurationVar(&o.interval, "git-sync-interval", gitbackend.DefaultSyncInterval,
+	cmd.Flags().DurationVar(&o.interval, "git-sync-interval", gitsync.DefaultSyncInterval,
 		"how often to import changes pushed to Git backends' repositories outside cairn (0: only on POST /hooks/git/{backend})")
 	cmd.Flags().StringVar(&o.secretFile, "git-webhook-secret-file", a.env.Getenv(EnvGitWebhookSecretFile),
 		"file holding the secret push webhooks must be signed with (GitHub/Gitea HMAC, GitLab token); unset: webhooks are not checked [$"+EnvGitWebhookSecretFile+"]")
@@ -67,7 +67,7 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 	if secret == nil {
 		log.Warn("Git push webhooks are not checked: set --git-webhook-secret-file to require signed ones")
 	}
-	svc, err := gitbackend.NewSyncService(gitbackend.SyncServiceConfig{Hub: h, Opener: opener, Interval: o.interval, Logger: log,
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: h, Opener: opener, Interval: o.interval, Logger: log,
 		WebhookSecret: secret})
 	if err != nil {
 		return nil, err
@@ -76,8 +76,8 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 		return nil, fmt.Errorf("register Git sync metrics: %w", err)
 	}
 	hooks := svc.Handler()
-	mux.Handle(gitbackend.WebhookPattern, hooks)
-	mux.Handle(gitbackend.StatusPattern, hooks)
+	mux.Handle(gitsync.WebhookPattern, hooks)
+	mux.Handle(gitsync.StatusPattern, hooks)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.Run(ctx) })
@@ -86,11 +86,11 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 
 // gitSyncCollector reads the Syncers' counters at scrape time.
 type gitSyncCollector struct {
-	svc            *gitbackend.SyncService
+	svc            *gitsync.SyncService
 	changes, syncs *prometheus.Desc
 }
 
-func newGitSyncCollector(svc *gitbackend.SyncService) gitSyncCollector {
+func newGitSyncCollector(svc *gitsync.SyncService) gitSyncCollector {
 	return gitSyncCollector{svc: svc,
 		changes: prometheus.NewDesc("cairn_git_sync_changes_total",
 			"Files changed outside cairn that Git sync imported (created, updated, deleted) or reported and skipped (skipped).",

@@ -52,6 +52,9 @@ func New(serverURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// Actor is the caller identity the client sends.
+func (c *Client) Actor() string { return c.actor }
+
 // Server returns the server URL.
 func (c *Client) Server() string { return c.base.String() }
 
@@ -179,10 +182,16 @@ type ListOptions struct {
 	Limit           int
 	Continue        string
 	ResourceVersion string
+	// Extra holds further query parameters, such as the typeinstances
+	// filters (typePath, createdBy, attribute, ...).
+	Extra url.Values
 }
 
 func (o ListOptions) query() url.Values {
 	q := url.Values{}
+	for k, vs := range o.Extra {
+		q[k] = append([]string(nil), vs...)
+	}
 	if o.LabelSelector != "" {
 		q.Set("labelSelector", o.LabelSelector)
 	}
@@ -433,7 +442,9 @@ func decodeError(resp *http.Response) error {
 				e.Code = cairn.CodeLocked
 			case "UsedBy":
 				e.Code = cairn.CodeUsedBy
-				e.IDs = append(e.IDs, strings.TrimPrefix(c.Message, "used by TypeInstance "))
+				if id, ok := strings.CutPrefix(c.Message, "used by TypeInstance "); ok {
+					e.IDs = append(e.IDs, id)
+				}
 			case "FieldValueInvalid", "FieldValueRequired":
 				e.Causes = append(e.Causes, cairn.Cause{Field: c.Field, Message: c.Message})
 			}
@@ -458,4 +469,21 @@ func codeForHTTP(code int, reason string) cairn.Code {
 		return cairn.CodeUnavailable
 	}
 	return cairn.CodeInternal
+}
+
+// Value returns the latest value of the TypeInstance id (the Capact view,
+// hub.cairn.dev/v1 typeinstances). The hub reads it from the instance's own
+// backend, so a projection of a projection renders through. With it a
+// Client is the Source of a gotemplate backend that runs out of process
+// (cairn backend gotemplate) and reads the hub over REST.
+func (c *Client) Value(ctx context.Context, id string) (json.RawMessage, error) {
+	raw, err := c.Get(ctx, TypeInstances, "", id)
+	if err != nil {
+		return nil, fmt.Errorf("get TypeInstance %q from %s: %w", id, c.Server(), err)
+	}
+	var obj rest.TypeInstanceObject
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("decode TypeInstance %q from %s: %w", id, c.Server(), err)
+	}
+	return obj.Spec.Value, nil
 }

@@ -1,4 +1,4 @@
-package git_test
+package gitsync_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
@@ -30,7 +31,7 @@ func TestWebhookSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := []byte("s3cret")
-	svc, err := git.NewSyncService(git.SyncServiceConfig{Hub: h, Opener: git.NewOpener(git.OpenerConfig{CacheDir: t.TempDir()}), WebhookSecret: secret})
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: h, Opener: git.NewOpener(git.OpenerConfig{CacheDir: t.TempDir()}), WebhookSecret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package git_test
+package gitsync_test
 
 import (
 	"context"

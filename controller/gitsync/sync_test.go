@@ -1,4 +1,4 @@
-package git_test
+package gitsync_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
@@ -82,9 +83,9 @@ func (e *syncEnv) open(cache string) {
 	}
 }
 
-func (e *syncEnv) syncer() *git.Syncer {
+func (e *syncEnv) syncer() *gitsync.Syncer {
 	e.t.Helper()
-	s, err := git.NewSyncer(git.SyncConfig{Hub: e.h, Opener: e.opener, BackendID: e.id})
+	s, err := gitsync.NewSyncer(gitsync.SyncConfig{Hub: e.h, Opener: e.opener, BackendID: e.id})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 		t.Errorf("broken (fails the schema) was imported: %v", err)
 	}
 	// The broken file is reported with its path and commit.
-	var skipped *git.SyncEvent
+	var skipped *gitsync.SyncEvent
 	for _, ev := range s.Events() {
 		if ev.Type == "Skipped" {
 			skipped = &ev
@@ -277,7 +278,7 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 func TestSyncWebhookAndPoll(t *testing.T) {
 	e := newSyncEnv(t)
 	e.create("seed", true)
-	svc, err := git.NewSyncService(git.SyncServiceConfig{Hub: e.h, Opener: e.opener})
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,8 +319,8 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	var status struct {
-		Stats  git.SyncStats   `json:"stats"`
-		Events []git.SyncEvent `json:"events"`
+		Stats  gitsync.SyncStats   `json:"stats"`
+		Events []gitsync.SyncEvent `json:"events"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&status)
 	resp.Body.Close()
@@ -335,7 +336,7 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 	}
 
 	// Polling.
-	poll, err := git.NewSyncService(git.SyncServiceConfig{Hub: e.h, Opener: e.opener, Interval: 20 * time.Millisecond})
+	poll, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, Interval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestSyncMergeCommit(t *testing.T) {
 	e.person("status") // clones now, before cairn's next commit
 	e.create("newer", true)
 	s := e.syncer()
-	if res, err := s.Sync(ctx); err != nil || res != (git.SyncResult{From: "", To: res.To}) {
+	if res, err := s.Sync(ctx); err != nil || res != (gitsync.SyncResult{From: "", To: res.To}) {
 		t.Fatalf("first Sync = %+v, %v; want nothing imported", res, err)
 	}
 	e.person("rm", "--quiet", "default/flipt.io-v1-Flag-old.json")

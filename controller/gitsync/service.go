@@ -1,4 +1,4 @@
-package git
+package gitsync
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -33,7 +34,7 @@ const webhookSyncTimeout = 5 * time.Minute
 type SyncServiceConfig struct {
 	// Hub and Opener are as in SyncConfig. Required.
 	Hub    *hub.Hub
-	Opener BackendOpener
+	Opener git.BackendOpener
 	// Interval between syncs of every Git backend in Run; 0 or less: Run
 	// returns at once (webhooks still sync).
 	Interval time.Duration
@@ -71,7 +72,7 @@ func NewSyncService(cfg SyncServiceConfig) (*SyncService, error) {
 
 // backends lists the Git backend instances.
 func (s *SyncService) backends(ctx context.Context) ([]cairn.Instance, error) {
-	list, err := s.cfg.Hub.ListInstances(ctx, store.InstanceFilter{TypePath: TypePath}, false)
+	list, err := s.cfg.Hub.ListInstances(ctx, store.InstanceFilter{TypePath: git.TypePath}, false)
 	if err != nil {
 		return nil, fmt.Errorf("git sync: list Git backends: %w", err)
 	}

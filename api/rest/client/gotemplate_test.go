@@ -1,4 +1,4 @@
-package hubrest_test
+package client_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
-	"github.com/cairn-dev/cairn/backend/gotemplate/hubrest"
 	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/sdk/storagebackend"
@@ -51,7 +50,7 @@ func TestExternalGotemplateOverGRPCAndREST(t *testing.T) {
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- storagebackend.NewContextServer(gotemplate.New(hubrest.New(c)), storagebackend.Options{}).Serve(sctx, lis)
+		done <- storagebackend.NewContextServer(gotemplate.New(c), storagebackend.Options{}).Serve(sctx, lis)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 

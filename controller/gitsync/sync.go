@@ -1,0 +1,369 @@
+// Package gitsync is the controller that imports changes people push to a
+// Git backend's branch outside cairn into the hub: creations, new resource
+// versions and deletions. It acts through the hub like any other client; the
+// Git driver (backend/git) only offers what the sync reads (the commits
+// since the last synced one, the parsed files) and marks imports so the
+// driver records them without writing the tree again.
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/controller"
+	"github.com/cairn-dev/cairn/backend/controller/template"
+	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// DefaultMaxSyncEvents is how many events a Syncer keeps.
+const DefaultMaxSyncEvents = 100
+
+// SyncEvent is one thing a sync did or refused, newest last in Events.
+type SyncEvent struct {
+	Time time.Time `json:"time"`
+	// Type is "Created", "Updated", "Deleted" or "Skipped".
+	Type       string `json:"type"`
+	Commit     string `json:"commit"`
+	Path       string `json:"path"`
+	Author     string `json:"author,omitempty"`
+	Resource   string `json:"resource,omitempty"`
+	InstanceID string `json:"instanceId,omitempty"`
+	// Reason says why a file was skipped.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SyncStats counts what a Syncer did since it started.
+type SyncStats struct {
+	Syncs      int64  `json:"syncs"`
+	Failures   int64  `json:"failures"`
+	Created    int64  `json:"created"`
+	Updated    int64  `json:"updated"`
+	Deleted    int64  `json:"deleted"`
+	Skipped    int64  `json:"skipped"`
+	LastCommit string `json:"lastCommit,omitempty"`
+}
+
+// SyncResult is what one Sync did.
+type SyncResult struct {
+	From    string `json:"from,omitempty"`
+	To      string `json:"to,omitempty"`
+	Created int    `json:"created"`
+	Updated int    `json:"updated"`
+	Deleted int    `json:"deleted"`
+	Skipped int    `json:"skipped"`
+}
+
+// SyncConfig configures a Syncer.
+type SyncConfig struct {
+	// Hub receives the changes. Required.
+	Hub *hub.Hub
+	// Opener opens the backend instance (the Opener the hub uses, so both
+	// share one Backend and its cache). Required.
+	Opener git.BackendOpener
+	// BackendID is the Git backend instance's id. Required.
+	BackendID string
+	// Logger receives the log. Nil discards.
+	Logger *slog.Logger
+	// MaxEvents bounds Events. Default DefaultMaxSyncEvents.
+	MaxEvents int
+}
+
+// Syncer imports outside changes of one Git backend instance into the hub.
+// It is safe for concurrent use; syncs of one Syncer run one at a time.
+type Syncer struct {
+	cfg SyncConfig
+	log *slog.Logger
+
+	run sync.Mutex // one sync at a time
+
+	emu    sync.Mutex
+	events []SyncEvent
+	last   string
+
+	syncs, failures, created, updated, deleted, skipped atomic.Int64
+}
+
+// NewSyncer returns a Syncer.
+func NewSyncer(cfg SyncConfig) (*Syncer, error) {
+	if cfg.Hub == nil || cfg.Opener == nil || cfg.BackendID == "" {
+		return nil, errors.New("git sync: Hub, Opener and BackendID are required")
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = DefaultMaxSyncEvents
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Syncer{cfg: cfg, log: log.With("backend", cfg.BackendID)}, nil
+}
+
+// BackendID is the backend instance this Syncer syncs.
+func (s *Syncer) BackendID() string { return s.cfg.BackendID }
+
+// Events returns the last events (creations, versions, deletions and
+// skipped files), oldest first.
+func (s *Syncer) Events() []SyncEvent {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return slices.Clone(s.events)
+}
+
+// Stats returns the counters.
+func (s *Syncer) Stats() SyncStats {
+	s.emu.Lock()
+	last := s.last
+	s.emu.Unlock()
+	return SyncStats{Syncs: s.syncs.Load(), Failures: s.failures.Load(), Created: s.created.Load(),
+		Updated: s.updated.Load(), Deleted: s.deleted.Load(), Skipped: s.skipped.Load(), LastCommit: last}
+}
+
+func (s *Syncer) record(ev SyncEvent) {
+	ev.Time = time.Now().UTC()
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	s.events = append(s.events, ev)
+	if n := len(s.events) - s.cfg.MaxEvents; n > 0 {
+		s.events = slices.Delete(s.events, 0, n)
+	}
+}
+
+// Sync fetches the branch and imports every change made outside cairn
+// since the last sync. A file that does not parse, names no known Type or
+// fails the Type's schema is reported (log, Stats().Skipped, Events) and
+// skipped; each file's change is one hub call, so none is half imported.
+// An error (the remote, the hub's store) stops the sync at the commit it
+// was on; the next sync resumes there.
+func (s *Syncer) Sync(ctx context.Context) (SyncResult, error) {
+	s.run.Lock()
+	defer s.run.Unlock()
+	s.syncs.Add(1)
+	res, err := s.sync(ctx)
+	if err != nil {
+		s.failures.Add(1)
+		s.log.ErrorContext(ctx, "git sync failed", "err", err)
+	}
+	return res, err
+}
+
+func (s *Syncer) sync(ctx context.Context) (SyncResult, error) {
+	var res SyncResult
+	sb, err := s.cfg.Hub.StorageBackend(ctx, s.cfg.BackendID)
+	if err != nil {
+		return res, fmt.Errorf("git sync %s: %w", s.cfg.BackendID, err)
+	}
+	if !git.IsGit(sb) {
+		return res, cairn.Errorf(cairn.CodeInvalid, "git sync: backend %q is a %s, not a Git backend", sb.ID, sb.TypeRef.Path)
+	}
+	c, err := s.cfg.Opener.OpenBackend(ctx, sb)
+	if err != nil {
+		return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
+	}
+	b, ok := c.(*git.Backend)
+	if !ok {
+		return res, fmt.Errorf("git sync %s: the opener returned %T, not a Git backend", sb.ID, c)
+	}
+	steps, from, to, err := b.Pending(ctx)
+	if err != nil {
+		return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
+	}
+	res.From, res.To = hashString(from), hashString(to)
+	for _, st := range steps {
+		for _, fc := range st.Changes {
+			ev, err := s.apply(ctx, b, fc)
+			if err != nil {
+				return res, fmt.Errorf("git sync %s: %s at %s: %w", sb.ID, fc.Path, fc.Commit, err)
+			}
+			switch ev.Type {
+			case "":
+				continue // nothing to do: the hub holds this already
+			case "Created":
+				res.Created++
+				s.created.Add(1)
+			case "Updated":
+				res.Updated++
+				s.updated.Add(1)
+			case "Deleted":
+				res.Deleted++
+				s.deleted.Add(1)
+			case "Skipped":
+				res.Skipped++
+				s.skipped.Add(1)
+				s.log.WarnContext(ctx, "git sync: file skipped", "path", ev.Path, "commit", ev.Commit, "author", ev.Author, "reason", ev.Reason)
+			}
+			if ev.Type != "Skipped" {
+				s.log.InfoContext(ctx, "git sync: imported", "event", ev.Type, "path", ev.Path, "commit", ev.Commit,
+					"author", ev.Author, "resource", ev.Resource, "instance", ev.InstanceID)
+			}
+			s.record(ev)
+		}
+		if err := b.SetSynced(st.Commit); err != nil {
+			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
+		}
+	}
+	if !to.IsZero() {
+		if err := b.SetSynced(to); err != nil {
+			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
+		}
+		s.emu.Lock()
+		s.last = to.String()
+		s.emu.Unlock()
+	}
+	return res, nil
+}
+
+func hashString(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// typeFor finds the Type serving kind over REST: the highest revision.
+func (s *Syncer) typeFor(ctx context.Context, kind controller.Kind) (cairn.Type, error) {
+	types, err := s.cfg.Hub.ListTypes(ctx, store.TypeFilter{Group: kind.Group, Version: kind.Version})
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("list Types: %w", err)
+	}
+	var best *cairn.Type
+	for i := range types {
+		t := &types[i]
+		if t.Names == nil || t.Names.Kind != kind.Kind {
+			continue
+		}
+		if best != nil && best.Path != t.Path {
+			return cairn.Type{}, cairn.Errorf(cairn.CodeInvalid, "both %s and %s serve %s", best.Path, t.Path, template.APIVersion(kind)+" "+kind.Kind)
+		}
+		if best == nil || store.RevisionKey(t.Revision) > store.RevisionKey(best.Revision) {
+			best = t
+		}
+	}
+	if best == nil {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeNotFound, "no Type serves %s %s", template.APIVersion(kind), kind.Kind)
+	}
+	return *best, nil
+}
+
+// refused says whether the hub refused a change for a reason in the
+// change itself (reported and skipped), rather than failing (retried).
+func refused(err error) bool {
+	switch cairn.ErrorCode(err) {
+	case cairn.CodeInvalid, cairn.CodeNotFound, cairn.CodeAlreadyExists, cairn.CodeConflict, cairn.CodeLocked, cairn.CodeUsedBy:
+		return true
+	}
+	return false
+}
+
+// apply makes one file change in the hub, when the hub does not already
+// hold it. The returned event's Type is empty when there was nothing to do;
+// an error means the sync must stop (and be retried).
+func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (SyncEvent, error) {
+	ev := SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}
+	skip := func(format string, args ...any) (SyncEvent, error) {
+		ev.Type, ev.Reason = "Skipped", fmt.Sprintf(format, args...)
+		return ev, nil
+	}
+	ctx = git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
+	if fc.Data == nil {
+		return s.applyDelete(ctx, b, fc, ev)
+	}
+	p, err := b.ParseFile(fc.Path, fc.Data)
+	if err != nil {
+		return skip("%s: %v", fc.Path, err)
+	}
+	ev.Resource = p.String()
+	typ, err := s.typeFor(ctx, p.Kind)
+	if refused(err) {
+		return skip("%v", err)
+	}
+	if err != nil {
+		return ev, err
+	}
+	md := p.Res.Metadata
+	lbls := md.Labels
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, true)
+	switch {
+	case cairn.HasCode(err, cairn.CodeNotFound):
+		created, err := s.cfg.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+			Namespace: md.Namespace, Name: md.Name, TypeRef: typ.Ref(), Labels: md.Labels,
+			Value: p.Spec, Backend: &hub.BackendInput{ID: s.cfg.BackendID}, CreatedBy: fc.Author,
+		}}})
+		if refused(err) {
+			return skip("create %s: %v", p, err)
+		}
+		if err != nil {
+			return ev, err
+		}
+		ev.Type, ev.InstanceID = "Created", created[0].ID
+		return ev, nil
+	case err != nil:
+		return ev, err
+	}
+	ev.InstanceID = cur.ID
+	if cur.Backend.ID != s.cfg.BackendID {
+		return skip("%s is already an instance (%s) in backend %q, not this one", p, cur.ID, cur.Backend.ID)
+	}
+	if hub.JSONEqual(cur.Latest.Value, p.Spec) && maps.Equal(cur.Labels, md.Labels) {
+		return ev, nil // the hub holds this already (cairn's own write, or synced before)
+	}
+	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}})
+	if refused(err) {
+		return skip("update %s: %v", p, err)
+	}
+	if err != nil {
+		return ev, err
+	}
+	ev.Type = "Updated"
+	return ev, nil
+}
+
+func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent) (SyncEvent, error) {
+	p, err := b.ParseFile(fc.Path, fc.Old)
+	if err != nil {
+		return ev, nil // never a resource this backend imported
+	}
+	ev.Resource = p.String()
+	typ, err := s.typeFor(ctx, p.Kind)
+	if refused(err) {
+		return ev, nil
+	}
+	if err != nil {
+		return ev, err
+	}
+	md := p.Res.Metadata
+	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return ev, nil // gone already
+	}
+	if err != nil {
+		return ev, err
+	}
+	ev.InstanceID = cur.ID
+	if cur.Backend.ID != s.cfg.BackendID {
+		return ev, nil // another backend's instance of that name
+	}
+	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
+		if refused(err) {
+			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
+			return ev, nil
+		}
+		return ev, err
+	}
+	ev.Type = "Deleted"
+	return ev, nil
+}
