@@ -87,7 +87,7 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 	}
 	if res.hubKind != "" {
 		if req.sub != "" {
-			writeStatus(w, notFoundStatus("the server could not find the requested resource"))
+			s.serveHubSubresource(w, r, req) // hubsubresources.go
 			return route
 		}
 		s.serveHub(w, r, req)

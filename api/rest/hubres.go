@@ -236,8 +236,8 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 		return err
 	}
 	f := o.filter(req)
-	if p := r.URL.Query().Get("typePath"); p != "" {
-		f.TypePath = p
+	if err := hubListFilter(r, &f); err != nil {
+		return err
 	}
 	insts, err := s.hub.ListInstances(r.Context(), f, true)
 	if err != nil {

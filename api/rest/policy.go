@@ -16,6 +16,9 @@ import (
 // policy, so policies is a singleton collection (get and replace).
 const PolicyName = "default"
 
+// CreatedByAnnotation holds who applied the policy's current version.
+const CreatedByAnnotation = "hub.cairn.dev/created-by"
+
 // PolicyObject is the hub's policy served in hub.cairn.dev/v1.
 // metadata.resourceVersion is the policy instance's last change, generation
 // its resource version (0 before the first apply).
@@ -31,6 +34,9 @@ func toPolicyObject(doc hub.PolicyDocument) PolicyObject {
 	if doc.Seq != 0 {
 		m.ResourceVersion = strconv.FormatInt(doc.Seq, 10)
 		m.CreationTimestamp = timestamp(doc.CreatedAt)
+	}
+	if doc.CreatedBy != "" {
+		m.Annotations = map[string]string{CreatedByAnnotation: doc.CreatedBy}
 	}
 	return PolicyObject{APIVersion: HubGroup + "/" + HubVersion, Kind: "Policy", Metadata: m, Spec: doc.Policy}
 }

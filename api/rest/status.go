@@ -95,6 +95,11 @@ func errorStatus(err error, t target) Status {
 		case cairn.CodeLocked:
 			st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "Locked", Message: e.Msg})
 		case cairn.CodeUsedBy:
+			if len(e.IDs) == 0 {
+				// Used by something other than named instances (a Type by
+				// its instances): still a UsedBy for clients to map back.
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "UsedBy", Message: e.Msg})
+			}
 			for _, id := range e.IDs {
 				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "UsedBy", Message: "used by TypeInstance " + id, Field: "status.usedBy"})
 			}

@@ -3,262 +3,629 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io/fs"
+	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/api/rest/client"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
-	"github.com/cairn-dev/cairn/store"
 )
 
-func (a *app) applyCommand() *cobra.Command {
-	var files []string
-	var owner string
-	cmd := &cobra.Command{
-		Use:   "apply -f FILE|DIR|- [-f ...]",
-		Short: "Create or update Types and TypeInstances from YAML or JSON files",
-		Long: `Apply creates or updates what the documents describe.
+// docClass says how client mode sends a document.
+type docClass int
 
-Types are applied first: a new revision is created, an identical one is left
-unchanged, and a different definition under an existing revision is refused
-(Type revisions are immutable).
+const (
+	// classType: a cairn Type, a Capact OCF Type or a cup
+	// ResourceDefinition (one Type per version), POSTed to types.
+	classType docClass = iota
+	// classInstance: a hub.cairn.dev/v1 TypeInstance, in cairn's manifest
+	// form or as the server serves it (then it has metadata.uid). New ones
+	// are created in one batch (POST typeinstances), existing ones replaced
+	// by id (PUT typeinstances/{id}).
+	classInstance
+	// classObject: an object of a resource the server serves, sent as it is.
+	classObject
+)
 
-Then TypeInstances: a document matches an existing instance by metadata.id, or
-by spec.typeRef.path + metadata.namespace + metadata.name. Those without a match
-are created together in one atomic batch, with the relations in spec.uses
-(aliases of documents of the same apply, or ids). Those with a match get a new
-resource version when their value, backend context, attributes, labels or
-annotations differ, and are reported unchanged otherwise.
-
-A document's alias defaults to its metadata.name when no other document of the
-apply has the same name. A directory means every *.yaml, *.yml and *.json file
-in it, in name order; "-" reads standard input.`,
-		Example: `  cairn apply -f examples/quickstart
-  cairn apply -f types.yaml -f instances/
-  cat db.json | cairn apply -f -`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(files) == 0 {
-				return usageErrorf("apply needs at least one -f FILE|DIR|-")
-			}
-			docs, err := a.readDocuments(files)
-			if err != nil {
-				return err
-			}
-			if len(docs) == 0 {
-				return cairn.Errorf(cairn.CodeInvalid, "no documents in %s", strings.Join(files, ", "))
-			}
-			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
-				results, err := apply(cmd.Context(), h, docs, owner)
-				noteProposals(cmd.Context(), h, results)
-				// Report what was done even when a later step failed.
-				return errors.Join(a.printResults(cmd.OutOrStdout(), results), err)
-			})
-		},
-	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - (stdin) to apply; repeatable")
-	cmd.Flags().StringVar(&owner, "owner", "", "lock owner, to update TypeInstances locked by it")
-	return cmd
+// rdoc is one document of the -f files.
+type rdoc struct {
+	raw   manifest.Raw
+	class docClass
+	types []cairn.Type
+	inst  *manifest.Instance
+	// rv is metadata.resourceVersion of a TypeInstance as served, kept for
+	// replace.
+	rv string
 }
 
-// readDocuments decodes every file named by the -f flags.
-func (a *app) readDocuments(args []string) ([]manifest.Document, error) {
-	paths, err := expandFiles(args)
+// readDocs reads the documents of the -f arguments. Like local mode it
+// reads every document before sending any, so a mistake in one file stops
+// the command before anything changed.
+func (r *kube) readDocs(files []string) ([]rdoc, error) {
+	if len(files) == 0 {
+		return nil, usageErrorf("give at least one -f FILE|DIR|-")
+	}
+	paths, err := expandFiles(files)
 	if err != nil {
 		return nil, err
 	}
-	var docs []manifest.Document
+	var out []rdoc
 	var errs []error
 	for _, p := range paths {
-		ds, err := a.decodeFile(p)
-		docs = append(docs, ds...)
+		raws, err := r.splitFile(p)
 		if err != nil {
 			errs = append(errs, err)
 		}
-	}
-	return docs, errors.Join(errs...)
-}
-
-// expandFiles turns the -f arguments into the files to read: a directory
-// means its *.yaml, *.yml and *.json files in name order, "-" standard
-// input (once).
-func expandFiles(args []string) ([]string, error) {
-	var paths []string
-	stdin := false
-	for _, arg := range args {
-		if arg == "-" {
-			if stdin {
-				return nil, usageErrorf("-f - (standard input) can be given once")
+		for _, raw := range raws {
+			d, err := classify(raw)
+			if err != nil {
+				errs = append(errs, err)
+				continue
 			}
-			stdin = true
-			paths = append(paths, arg)
-			continue
-		}
-		fi, err := os.Stat(arg)
-		if err != nil {
-			return nil, fileError(arg, err)
-		}
-		if !fi.IsDir() {
-			paths = append(paths, arg)
-			continue
-		}
-		entries, err := os.ReadDir(arg)
-		if err != nil {
-			return nil, fileError(arg, err)
-		}
-		n := len(paths)
-		for _, e := range entries { // ReadDir sorts by name
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".yaml", ".yml", ".json":
-				if !e.IsDir() {
-					paths = append(paths, filepath.Join(arg, e.Name()))
-				}
-			}
-		}
-		if len(paths) == n {
-			return nil, cairn.Errorf(cairn.CodeInvalid, "directory %s holds no *.yaml, *.yml or *.json file", arg)
+			out = append(out, d)
 		}
 	}
-	return paths, nil
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	if len(out) == 0 {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "no documents in %s", strings.Join(files, ", "))
+	}
+	return out, nil
 }
 
-func (a *app) decodeFile(path string) ([]manifest.Document, error) {
+func (r *kube) splitFile(path string) ([]manifest.Raw, error) {
 	if path == "-" {
-		return manifest.Decode(a.env.Stdin, path)
+		return manifest.Split(r.env.Stdin, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fileError(path, err)
 	}
 	defer f.Close()
-	return manifest.Decode(f, path)
+	return manifest.Split(f, path)
 }
 
-// fileError reports an unreadable input file as invalid input.
-func fileError(path string, err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		err = pe.Err
+func classify(d manifest.Raw) (rdoc, error) {
+	doc := rdoc{raw: d, class: classObject}
+	hubDoc := d.APIVersion == manifest.APIVersion
+	switch {
+	case hubDoc && d.Kind == string(manifest.KindType) && servedType(d.JSON) != nil:
+		doc.class, doc.types = classType, []cairn.Type{*servedType(d.JSON)}
+	case d.OCF, d.APIVersion == manifest.CupAPIVersion, hubDoc && d.Kind == string(manifest.KindType):
+		docs, err := manifest.DecodeRaw(d)
+		if err != nil {
+			return doc, err
+		}
+		doc.class = classType
+		for _, x := range docs {
+			doc.types = append(doc.types, *x.Type)
+		}
+	case hubDoc && d.Kind == string(manifest.KindTypeInstance):
+		doc.class = classInstance
+		if in, rv, ok, err := servedInstance(d); ok || err != nil {
+			doc.inst, doc.rv = in, rv
+			return doc, err
+		}
+		docs, err := manifest.DecodeRaw(d)
+		if err != nil {
+			return doc, err
+		}
+		doc.inst = docs[0].Instance
+	case d.APIVersion == "" || d.Kind == "":
+		return doc, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(), Msg: "apiVersion and kind are required"}
 	}
-	return cairn.Errorf(cairn.CodeInvalid, "read %s: %w", path, err)
+	return doc, nil
 }
 
-// Kinds in results.
-const (
-	kindType     = string(manifest.KindType)
-	kindInstance = string(manifest.KindTypeInstance)
-)
-
-// applyResult is what a command did with one Type or TypeInstance.
-type applyResult struct {
-	Kind string `json:"kind"`
-	// Ref is path:revision for a Type, namespace/name for a TypeInstance.
-	Ref    string `json:"ref"`
-	ID     string `json:"id,omitempty"`
-	Action string `json:"action"` // created, configured or unchanged
-	// Proposal: the write became a pull request (a Git backend in propose mode).
-	Proposal string `json:"proposal,omitempty"`
-}
-
-func (r applyResult) String() string {
-	if r.Kind == kindType {
-		return fmt.Sprintf("type/%s %s", r.Ref, r.Action)
+// servedType reads a Type as the server serves it (cairn get types -o
+// yaml): metadata.name is "<path>:<revision>". It returns nil for other
+// Type documents.
+func servedType(raw json.RawMessage) *cairn.Type {
+	var o rest.TypeObject
+	if json.Unmarshal(raw, &o) != nil || o.Spec.Path == "" || o.Metadata.Name != rest.TypeName(cairn.TypeRef{Path: o.Spec.Path, Revision: o.Spec.Revision}) {
+		return nil
 	}
-	if r.Proposal != "" {
-		return fmt.Sprintf("typeinstance/%s (id %s) %s; %s", r.Ref, r.ID, r.Action, r.Proposal)
+	t := &cairn.Type{Path: o.Spec.Path, Revision: o.Spec.Revision, AdditionalRefs: o.Spec.AdditionalRefs, JSONSchema: o.Spec.JSONSchema}
+	if o.Spec.REST != nil {
+		t.Group, t.Version, t.Names = o.Spec.REST.Group, o.Spec.REST.Version, o.Spec.REST.Names
 	}
-	return fmt.Sprintf("typeinstance/%s (id %s) %s", r.Ref, r.ID, r.Action)
+	return t
 }
 
-// apply applies Types, then TypeInstances. It returns the results of what
-// was done, in document order, even when it fails part way.
-func apply(ctx context.Context, h *hub.Hub, docs []manifest.Document, owner string) ([]applyResult, error) {
-	var results []applyResult
+// servedInstance reads a TypeInstance as the server serves it (it has
+// metadata.uid) as the equivalent manifest document naming the instance by
+// id, so both forms are applied alike.
+func servedInstance(d manifest.Raw) (*manifest.Instance, string, bool, error) {
+	var o rest.TypeInstanceObject
+	if err := json.Unmarshal(d.JSON, &o); err != nil || o.Metadata.UID == "" {
+		var probe struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(d.JSON, &probe) == nil && probe.Metadata.UID != "" {
+			return nil, "", true, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(), Msg: "not a TypeInstance as the server serves it: " + err.Error()}
+		}
+		return nil, "", false, nil
+	}
+	if o.Metadata.Name != "" && o.Metadata.Name != o.Metadata.UID {
+		return nil, "", true, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
+			Msg: fmt.Sprintf("metadata.name %q differs from metadata.uid %q; a TypeInstance is named by its id", o.Metadata.Name, o.Metadata.UID)}
+	}
+	in := &manifest.Instance{
+		ID: o.Metadata.UID, Alias: o.Spec.Alias, Namespace: o.Spec.Namespace, Name: o.Spec.Name, TypeRef: o.Spec.TypeRef,
+		Labels: o.Metadata.Labels, Annotations: o.Metadata.Annotations, Attributes: o.Spec.Attributes,
+		Backend: &manifest.Backend{ID: o.Spec.Backend.ID, Context: o.Spec.Backend.Context, Abstract: o.Spec.Backend.Abstract},
+	}
+	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" {
+		in.Value = o.Spec.Value
+	}
+	return in, o.Metadata.ResourceVersion, true, nil
+}
+
+// applier sends documents for apply, create or replace.
+type applier struct {
+	r     *kube
+	w     io.Writer
+	mode  string // "apply", "create" or "replace"
+	owner string
+	// namespace is -n; explicit says it was given, so a document of another
+	// namespace is a mistake rather than a choice.
+	namespace string
+	explicit  bool
+}
+
+func (r *kube) writeCommand(mode, short, long, example string) *cobra.Command {
+	var files []string
+	a := &applier{r: r, mode: mode}
+	cmd := &cobra.Command{
+		Use:     mode + " -f FILE|DIR|- [-f ...]",
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			docs, err := r.readDocs(files)
+			if err != nil {
+				return err
+			}
+			a.w, a.explicit = cmd.OutOrStdout(), cmd.Flags().Changed("namespace")
+			return a.run(cmd.Context(), docs)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&files, "filename", "f", nil, "file, directory (its *.yaml, *.yml, *.json) or - (stdin); repeatable")
+	fl.StringVarP(&a.namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of objects whose document names none")
+	if mode != "create" {
+		fl.StringVar(&a.owner, "lock-owner", "", "lock owner, to write objects locked by it")
+	}
+	return cmd
+}
+
+func (r *kube) applyCommand() *cobra.Command {
+	return r.writeCommand("apply", "Create or update resources from YAML or JSON files",
+		`apply makes the server hold what the documents describe. A directory means its
+*.yaml, *.yml and *.json files in name order; "-" reads standard input; a file
+may hold several documents (YAML "---", a JSON stream, or a List).
+
+Types (cairn Type, Capact OCF Type, cup ResourceDefinition) are applied first:
+a new revision is created, an identical one left unchanged, and a different
+definition under an existing revision refused (revisions are immutable).
+
+Objects of a served resource (any apiVersion GROUP/VERSION and kind the server
+serves) are created when missing; otherwise their spec, labels and annotations
+are made what the document says (a merge patch), or left unchanged when they
+already are.
+
+TypeInstance documents (hub.cairn.dev/v1) match an existing instance by
+metadata.id, or by Type path, namespace and name. New ones are created in one
+atomic batch with the uses relations between them (spec.uses names other
+documents by alias, or ids); existing ones get a new resource version when
+their value, context, attributes, labels or annotations differ.`,
+		`  cairn apply -f examples/flags/flags.json
+  cairn apply -f examples/flags/new-project.yaml
+  cairn apply -f examples/quickstart
+  cat flag.yaml | cairn apply -f -`)
+}
+
+func (r *kube) createCommand() *cobra.Command {
+	return r.writeCommand("create", "Create resources from YAML or JSON files",
+		`create creates what the documents describe and fails for what exists already.
+TypeInstance documents are created in one atomic batch.`,
+		`  cairn create -f examples/flags/new-project.yaml`)
+}
+
+func (r *kube) replaceCommand() *cobra.Command {
+	return r.writeCommand("replace", "Replace resources with the objects of YAML or JSON files",
+		`replace puts each object as the document gives it (PUT). A metadata.resourceVersion
+in the document must still be the object's, so replacing what someone else
+changed since it was read fails with a conflict (exit code 4). Types cannot be
+replaced: their revisions are immutable.`,
+		`  cairn get flag new-project -o yaml > flag.yaml
+  # edit flag.yaml
+  cairn replace -f flag.yaml`)
+}
+
+// run applies Types first (later documents may be objects of the kinds
+// they serve), then the TypeInstance documents as one batch, then the
+// objects, printing a line for each as it is done.
+func (a *applier) run(ctx context.Context, docs []rdoc) error {
 	var errs []error
 	for _, d := range docs {
-		if d.Kind != manifest.KindType {
+		if d.class != classType {
 			continue
 		}
-		t, created, err := h.ApplyType(ctx, *d.Type)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", d.Pos, err))
-			continue
+		for _, t := range d.types {
+			action, err := a.typeDoc(ctx, t)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.raw.Pos, err))
+				continue
+			}
+			if action == "created" {
+				a.r.resources = nil // discovery changes with the new Type
+			}
+			if err := a.line("type."+rest.HubGroup+"/"+rest.TypeName(t.Ref()), action); err != nil {
+				return err
+			}
 		}
-		action := "unchanged"
-		if created {
-			action = "created"
-		}
-		results = append(results, applyResult{Kind: kindType, Ref: t.Ref().String(), Action: action})
 	}
 	if len(errs) > 0 {
-		// Instances of a Type that failed would be checked against the wrong
-		// schema, or none: apply nothing more.
-		return results, errors.Join(errs...)
+		// Documents of a Type that failed would be checked against the
+		// wrong schema, or none: send nothing more.
+		return joinErrors(errs)
 	}
-	ir, err := applyInstances(ctx, h, docs, owner)
-	return append(results, ir...), err
-}
-
-// plan is what apply will do with one TypeInstance document.
-type plan struct {
-	doc      manifest.Document
-	in       *manifest.Instance
-	alias    string          // alias within the apply, "" when none
-	existing *cairn.Instance // nil: create
-	update   *hub.UpdateInstance
-}
-
-func (p *plan) errorf(code cairn.Code, format string, args ...any) error {
-	return &cairn.Error{Code: code, Subject: p.doc.Pos.String(), Msg: fmt.Sprintf(format, args...)}
-}
-
-func applyInstances(ctx context.Context, h *hub.Hub, docs []manifest.Document, owner string) ([]applyResult, error) {
-	var plans []*plan
+	if err := a.instances(ctx, docs); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range docs {
-		if d.Kind == manifest.KindTypeInstance {
-			plans = append(plans, &plan{doc: d, in: d.Instance})
+		if d.class == classObject {
+			if err := a.object(ctx, d); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	if len(plans) == 0 {
-		return nil, nil
+	return joinErrors(errs)
+}
+
+func (a *applier) line(name, action string) error {
+	_, err := fmt.Fprintf(a.w, "%s %s\n", name, action)
+	return err
+}
+
+// typeDoc registers one Type revision. apply compares with an existing
+// revision as the hub's ApplyType does locally.
+func (a *applier) typeDoc(ctx context.Context, t cairn.Type) (string, error) {
+	if a.mode == "replace" {
+		return "", cairn.Errorf(cairn.CodeInvalid, "Type %s cannot be replaced: Type revisions are immutable; publish a new revision", t.Ref())
 	}
-	byAlias, err := assignAliases(plans)
+	_, err := a.r.c.Create(ctx, client.Types, "", typeDocument(t))
+	if err == nil {
+		return "created", nil
+	}
+	if a.mode != "apply" || !cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		return "", err
+	}
+	raw, err := a.r.c.Get(ctx, client.Types, "", rest.TypeName(t.Ref()))
+	if err != nil {
+		return "", err
+	}
+	cur := servedType(raw)
+	if cur == nil || !sameType(*cur, t) {
+		return "", cairn.Errorf(cairn.CodeConflict, "Type %s already exists with a different definition; Type revisions are immutable, publish a new revision", t.Ref())
+	}
+	return "unchanged", nil
+}
+
+// typeDocument is t as a cairn Type document, the form POST types reads
+// for every source format: a cup ResourceDefinition is sent one version at
+// a time, so each is created or found unchanged on its own.
+func typeDocument(t cairn.Type) map[string]any {
+	spec := map[string]any{"revision": t.Revision}
+	if len(t.AdditionalRefs) > 0 {
+		spec["additionalRefs"] = t.AdditionalRefs
+	}
+	if len(t.JSONSchema) > 0 {
+		spec["jsonSchema"] = t.JSONSchema
+	}
+	if t.Group != "" || t.Names != nil {
+		spec["rest"] = map[string]any{"group": t.Group, "version": t.Version, "names": t.Names}
+	}
+	return map[string]any{"apiVersion": manifest.APIVersion, "kind": string(manifest.KindType),
+		"metadata": map[string]any{"name": t.Path}, "spec": spec}
+}
+
+func sameType(a, b cairn.Type) bool {
+	namesEqual := a.Names == nil && b.Names == nil || a.Names != nil && b.Names != nil &&
+		a.Names.Kind == b.Names.Kind && a.Names.Singular == b.Names.Singular && a.Names.Plural == b.Names.Plural &&
+		slices.Equal(a.Names.ShortNames, b.Names.ShortNames)
+	return a.Path == b.Path && a.Revision == b.Revision && slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
+		a.Group == b.Group && a.Version == b.Version && namesEqual &&
+		(len(a.JSONSchema) == 0 && len(b.JSONSchema) == 0 || hub.JSONEqual(a.JSONSchema, b.JSONSchema))
+}
+
+// docMeta is the metadata of an object document.
+type docMeta struct {
+	Name            string
+	Namespace       string
+	ResourceVersion string
+	Labels          map[string]string
+	Annotations     map[string]string
+}
+
+// decodeMeta reads the metadata of an object document. Label and
+// annotation values must be strings; YAML reads "team: y" or "replicas: 3"
+// as other types, so say how to fix that rather than what JSON refused.
+func decodeMeta(raw json.RawMessage) (docMeta, error) {
+	var doc struct {
+		Metadata struct {
+			Name            string                     `json:"name"`
+			Namespace       string                     `json:"namespace"`
+			ResourceVersion string                     `json:"resourceVersion"`
+			Labels          map[string]json.RawMessage `json:"labels"`
+			Annotations     map[string]json.RawMessage `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return docMeta{}, cairn.Errorf(cairn.CodeInvalid, "the document's metadata is not valid: %w", err)
+	}
+	m := doc.Metadata
+	meta := docMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion}
+	var causes []cairn.Cause
+	strs := func(field string, in map[string]json.RawMessage) map[string]string {
+		if in == nil {
+			return nil
+		}
+		out := make(map[string]string, len(in))
+		for _, k := range slices.Sorted(maps.Keys(in)) {
+			if err := json.Unmarshal(in[k], new(string)); err != nil {
+				causes = append(causes, cairn.Cause{Field: field + "." + k, Message: fmt.Sprintf("must be a string (got %s; quote it)", in[k])})
+				continue
+			}
+			var v string
+			_ = json.Unmarshal(in[k], &v)
+			out[k] = v
+		}
+		return out
+	}
+	meta.Labels = strs("metadata.labels", m.Labels)
+	meta.Annotations = strs("metadata.annotations", m.Annotations)
+	if len(causes) > 0 {
+		return meta, &cairn.Error{Code: cairn.CodeInvalid, Causes: causes, Msg: "invalid document: " + joinCauses(causes)}
+	}
+	return meta, nil
+}
+
+// object sends one object of a served resource.
+func (a *applier) object(ctx context.Context, d rdoc) error {
+	fail := func(err error) error { return fmt.Errorf("%s: %w", d.raw.Pos, err) }
+	res, err := a.r.resourceFor(ctx, d.raw.APIVersion, d.raw.Kind)
+	if err != nil {
+		return fail(err)
+	}
+	var doc struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(d.raw.JSON, &doc); err != nil {
+		return fail(cairn.Errorf(cairn.CodeInvalid, "not a valid %s object: %w", d.raw.Kind, err))
+	}
+	meta, err := decodeMeta(d.raw.JSON)
+	if err != nil {
+		return fail(err)
+	}
+	name := meta.Name
+	if name == "" {
+		return fail(cairn.Errorf(cairn.CodeInvalid, "metadata.name is required"))
+	}
+	ns, err := a.namespaceFor(res, meta.Namespace)
+	if err != nil {
+		return fail(err)
+	}
+	display := kindName(res) + "/" + name
+	opts := client.WriteOptions{LockOwner: a.owner}
+	create := func() error {
+		if err := require(res, "create"); err != nil {
+			return fail(err)
+		}
+		if _, err := a.r.c.Create(ctx, res, ns, d.raw.JSON); err != nil {
+			return fail(err)
+		}
+		return a.line(display, "created")
+	}
+	switch a.mode {
+	case "create":
+		return create()
+	case "replace":
+		if err := require(res, "update"); err != nil {
+			return fail(err)
+		}
+		if _, err := a.r.c.Replace(ctx, res, ns, name, d.raw.JSON, opts); err != nil {
+			return fail(err)
+		}
+		return a.line(display, "replaced")
+	}
+	raw, err := a.r.c.Get(ctx, res, ns, name)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return create()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	cur, err := decodeObject(raw)
+	if err != nil {
+		return fail(err)
+	}
+	patch, err := objectPatch(cur, meta, doc.Spec)
+	if err != nil {
+		return fail(err)
+	}
+	if patch == nil {
+		return a.line(display, "unchanged")
+	}
+	if err := require(res, "patch"); err != nil {
+		return fail(err)
+	}
+	if _, err := a.r.c.Patch(ctx, res, ns, name, client.MergePatch, patch, opts); err != nil {
+		return fail(err)
+	}
+	return a.line(display, "configured")
+}
+
+// objectPatch is the merge patch that makes cur's spec, labels and
+// annotations those of the document (the document is the desired state:
+// what it leaves out is removed), or nil when they already are. The
+// backend annotations are not stored: the backend cannot change after
+// create, and the context one is compared with the context in status.
+func objectPatch(cur object, meta docMeta, spec json.RawMessage) ([]byte, error) {
+	var st rest.ObjectStatus
+	if len(cur.Status) > 0 {
+		if err := json.Unmarshal(cur.Status, &st); err != nil {
+			return nil, fmt.Errorf("the server's status does not decode: %w", err)
+		}
+	}
+	ann := maps.Clone(meta.Annotations)
+	ctxAnn, hasCtx := ann[rest.AnnotationBackendContext]
+	delete(ann, rest.AnnotationBackend)
+	delete(ann, rest.AnnotationBackendContext)
+	from, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": nonNilMap(cur.Metadata.Labels), "annotations": nonNilMap(cur.Metadata.Annotations)},
+		"spec":     orEmptyObject(cur.Spec),
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDuplicates(plans); err != nil {
+	to, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": nonNilMap(meta.Labels), "annotations": nonNilMap(ann)},
+		"spec":     orEmptyObject(spec),
+	})
+	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	if err := resolveBackendAliases(ctx, h, plans); err != nil {
-		errs = append(errs, err)
+	p, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("compare with the server's object: %w", err)
 	}
-	for _, p := range plans {
-		if err := p.match(ctx, h, owner); err != nil {
-			errs = append(errs, err)
+	if hasCtx && !hub.JSONEqual(json.RawMessage(ctxAnn), st.Backend.Context) {
+		var m map[string]any
+		if err := json.Unmarshal(p, &m); err != nil {
+			return nil, err
+		}
+		md, _ := m["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+			m["metadata"] = md
+		}
+		a, _ := md["annotations"].(map[string]any)
+		if a == nil {
+			a = map[string]any{}
+			md["annotations"] = a
+		}
+		a[rest.AnnotationBackendContext] = ctxAnn
+		if p, err = json.Marshal(m); err != nil {
+			return nil, err
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if string(p) == "{}" {
+		return nil, nil
+	}
+	return p, nil
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// namespaceFor is the namespace an object document goes to.
+func (a *applier) namespaceFor(res client.Resource, docNS string) (string, error) {
+	if !res.Namespaced {
+		return "", nil
+	}
+	if docNS != "" && a.explicit && docNS != a.namespace {
+		return "", cairn.Errorf(cairn.CodeInvalid, "the namespace from the provided object %q does not match the namespace %q; pass --namespace=%s or leave -n out", docNS, a.namespace, docNS)
+	}
+	return cmp.Or(docNS, a.namespace, cairn.DefaultNamespace), nil
+}
+
+// tiName names a TypeInstance in output lines.
+func tiName(id, namespace, name string) string {
+	return fmt.Sprintf("typeinstance.%s/%s (%s)", rest.HubGroup, id, refOf(namespace, name, id))
+}
+
+// instances sends the TypeInstance documents, deciding with the local
+// apply's rules (aliases, duplicates, what may change) on instances read
+// from the server.
+func (a *applier) instances(ctx context.Context, docs []rdoc) error {
+	var plans []*plan
+	rvs := map[*plan]string{}
+	for _, d := range docs {
+		if d.class == classInstance {
+			p := &plan{doc: manifest.Document{Pos: d.raw.Pos, Kind: manifest.KindTypeInstance, Instance: d.inst}, in: d.inst}
+			plans = append(plans, p)
+			rvs[p] = d.rv
+		}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	byAlias, err := assignAliases(plans)
+	if err != nil {
+		return err
+	}
+	if err := checkDuplicates(plans); err != nil {
+		return err
+	}
+	if err := a.resolveBackendAliases(ctx, plans); err != nil {
+		return err
+	}
+	current := map[*plan]rest.TypeInstanceObject{}
+	if a.mode != "create" {
+		var errs []error
+		for _, p := range plans {
+			cur, found, err := a.match(ctx, p)
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case !found && a.mode == "replace":
+				errs = append(errs, p.errorf(cairn.CodeNotFound, "no TypeInstance to replace: %s", describeDoc(p.in)))
+			case found:
+				current[p] = cur
+			}
+		}
+		if len(errs) > 0 {
+			return joinErrors(errs)
+		}
 	}
 
-	// Relations: an alias of the apply resolves to the batch alias of a
-	// document being created, or to the id of an existing one.
-	var req hub.CreateRequest
+	var errs []error
 	var created []*plan
+	var batch []map[string]any
 	for _, p := range plans {
 		if p.existing != nil {
-			if err := p.checkUses(byAlias); err != nil {
-				errs = append(errs, err)
+			if a.mode == "apply" {
+				if err := p.checkUses(byAlias); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			continue
 		}
@@ -267,151 +634,242 @@ func applyInstances(ctx context.Context, h *hub.Hub, docs []manifest.Document, o
 				"spec.uses needs the document to have an alias within the apply: set metadata.alias (metadata.name is shared with another document)"))
 			continue
 		}
-		n := p.in.NewInstance()
-		n.Alias = p.alias
-		req.Instances = append(req.Instances, n)
-		for _, rel := range p.in.UsesRelations(p.alias) {
-			if t, ok := byAlias[rel.To]; ok && t.existing != nil {
-				rel.To = t.existing.ID
+		uses := make([]string, len(p.in.Uses))
+		for i, u := range p.in.Uses {
+			uses[i] = u
+			if t, ok := byAlias[u]; ok && t.existing != nil {
+				uses[i] = t.existing.ID
 			}
-			req.UsesRelations = append(req.UsesRelations, rel)
 		}
+		batch = append(batch, instanceDocument(p.in, p.alias, uses))
 		created = append(created, p)
 	}
-	var ups []hub.UpdateInstance
-	for _, p := range plans {
-		if p.update != nil {
-			ups = append(ups, *p.update)
-		}
-	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return joinErrors(errs)
 	}
 
-	ids := map[*plan]string{}
-	if len(req.Instances) > 0 {
-		out, err := h.CreateInstances(ctx, req)
+	if len(batch) > 0 {
+		out, err := a.createBatch(ctx, batch)
 		if err != nil {
-			return nil, fmt.Errorf("create TypeInstances: %w", err)
+			return fmt.Errorf("create TypeInstances: %w", err)
 		}
-		// The hub answers in request order.
-		for i, c := range out {
-			ids[created[i]] = c.ID
+		if len(out) != len(created) {
+			return fmt.Errorf("create TypeInstances: the server answered with %d TypeInstances for %d documents", len(out), len(created))
 		}
-	}
-	var results []applyResult
-	var upErr error
-	if len(ups) > 0 {
-		if _, err := h.UpdateInstances(ctx, ups); err != nil {
-			upErr = err
-		}
-	}
-	for _, p := range plans {
-		r := applyResult{Kind: kindInstance}
-		switch {
-		case p.existing == nil:
-			r.ID, r.Action = ids[p], "created"
-			r.Ref = refOf(p.in.Namespace, p.in.Name, r.ID)
-		case p.update != nil && upErr != nil:
-			continue
-		default:
-			r.ID, r.Action = p.existing.ID, "unchanged"
-			if p.update != nil {
-				r.Action = "configured"
+		// The server answers in request order.
+		for i := range created {
+			if err := a.line(tiName(out[i].Metadata.UID, out[i].Spec.Namespace, out[i].Spec.Name), withProposal("created", out[i].Spec.Backend.Context)); err != nil {
+				return err
 			}
-			r.Ref = refOf(p.existing.Namespace, p.existing.Name, r.ID)
 		}
-		results = append(results, r)
 	}
-	return results, upErr
-}
-
-func refOf(namespace, name, id string) string {
-	if namespace == "" {
-		namespace = cairn.DefaultNamespace
-	}
-	if name == "" {
-		name = id
-	}
-	return namespace + "/" + name
-}
-
-// checkDuplicates refuses two documents that describe the same instance:
-// the same metadata.id, or the same Type path, namespace and name.
-func checkDuplicates(plans []*plan) error {
-	seen := map[string]*plan{}
-	var errs []error
 	for _, p := range plans {
-		var key string
+		cur, ok := current[p]
+		if !ok {
+			continue
+		}
+		name := tiName(cur.Metadata.UID, cur.Spec.Namespace, cur.Spec.Name)
+		rv, action := cur.Metadata.ResourceVersion, "configured"
 		switch {
-		case p.in.ID != "":
-			key = "id " + p.in.ID
-		case p.in.Name != "":
-			key = fmt.Sprintf("%s %s/%s", p.in.TypeRef.Path, cmp.Or(p.in.Namespace, cairn.DefaultNamespace), p.in.Name)
-		default:
+		case a.mode == "replace":
+			// The document's resourceVersion, so a stale one conflicts.
+			rv, action = rvs[p], "replaced"
+		case p.update == nil:
+			if err := a.line(name, "unchanged"); err != nil {
+				return err
+			}
 			continue
 		}
-		if q, dup := seen[key]; dup {
-			errs = append(errs, p.errorf(cairn.CodeInvalid, "describes the same TypeInstance (%s) as %s", key, q.doc.Pos))
+		body := replacement(cur, p.in, rv)
+		raw, err := a.r.c.Replace(ctx, client.TypeInstances, "", cur.Metadata.UID, body, client.WriteOptions{LockOwner: a.owner})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.doc.Pos, err))
 			continue
 		}
-		seen[key] = p
+		var written rest.TypeInstanceObject
+		if json.Unmarshal(raw, &written) == nil {
+			action = withProposal(action, written.Spec.Backend.Context)
+		}
+		if err := a.line(name, action); err != nil {
+			return err
+		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs)
 }
 
-// assignAliases gives each document its alias within the apply: the
-// explicit metadata.alias, else a metadata.name no other document shares.
-func assignAliases(plans []*plan) (map[string]*plan, error) {
-	byAlias := map[string]*plan{}
-	var errs []error
-	for _, p := range plans {
-		if p.in.Alias == "" {
-			continue
-		}
-		if q, dup := byAlias[p.in.Alias]; dup {
-			errs = append(errs, p.errorf(cairn.CodeInvalid, "metadata.alias %q is also the alias of %s; aliases must be unique within an apply", p.in.Alias, q.doc.Pos))
-			continue
-		}
-		p.alias = p.in.Alias
-		byAlias[p.alias] = p
+// describeDoc names what a TypeInstance document refers to.
+func describeDoc(in *manifest.Instance) string {
+	if in.ID != "" {
+		return "metadata.id " + in.ID
 	}
-	names := map[string]int{}
-	for _, p := range plans {
-		if p.in.Alias == "" && p.in.Name != "" {
-			names[p.in.Name]++
+	return fmt.Sprintf("%s %s", in.TypeRef.Path, refOf(in.Namespace, in.Name, ""))
+}
+
+// match finds the instance a document refers to and decides what to do
+// with it.
+func (a *applier) match(ctx context.Context, p *plan) (rest.TypeInstanceObject, bool, error) {
+	cur, found, err := a.r.lookup(ctx, p)
+	if err != nil || !found {
+		return cur, found, err
+	}
+	return cur, true, p.decide(instanceOf(cur), a.owner)
+}
+
+// lookup finds the instance a document refers to, as local apply does: by
+// metadata.id, else by Type path, namespace and name.
+func (r *kube) lookup(ctx context.Context, p *plan) (rest.TypeInstanceObject, bool, error) {
+	in := p.in
+	var cur rest.TypeInstanceObject
+	switch {
+	case in.ID != "":
+		raw, err := r.c.Get(ctx, client.TypeInstances, "", in.ID)
+		if err != nil {
+			return cur, false, fmt.Errorf("%s: metadata.id: %w", p.doc.Pos, err)
+		}
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return cur, false, fmt.Errorf("%s: the server's TypeInstance does not decode: %w", p.doc.Pos, err)
+		}
+	case in.Name != "":
+		ns := cmp.Or(in.Namespace, cairn.DefaultNamespace)
+		l, err := r.c.ListAll(ctx, client.TypeInstances, "", client.ListOptions{
+			FieldSelector: "metadata.name=" + in.Name + ",metadata.namespace=" + ns})
+		if err != nil {
+			return cur, false, fmt.Errorf("%s: %w", p.doc.Pos, err)
+		}
+		found := false
+		for _, raw := range l.Items {
+			var o rest.TypeInstanceObject
+			if json.Unmarshal(raw, &o) == nil && o.Spec.TypeRef.Path == in.TypeRef.Path {
+				cur, found = o, true
+				break
+			}
+		}
+		if !found {
+			return cur, false, nil
+		}
+	default:
+		return cur, false, nil
+	}
+	return cur, true, nil
+}
+
+// instanceOf is what the server shows of an instance, as the hub's type,
+// for the decisions shared with local mode.
+func instanceOf(o rest.TypeInstanceObject) cairn.Instance {
+	return cairn.Instance{
+		ID: o.Metadata.UID, TypeRef: o.Spec.TypeRef, Namespace: o.Spec.Namespace, Name: o.Spec.Name, Alias: o.Spec.Alias,
+		Labels: o.Metadata.Labels, Annotations: o.Metadata.Annotations,
+		Backend:  cairn.BackendRef{ID: o.Spec.Backend.ID, Abstract: o.Spec.Backend.Abstract},
+		LockedBy: o.Status.LockedBy, Uses: o.Status.Uses, UsedBy: o.Status.UsedBy,
+		Latest: cairn.ResourceVersion{ResourceVersion: o.Status.ResourceVersion, Value: o.Spec.Value,
+			Context: o.Spec.Backend.Context, Attributes: o.Spec.Attributes},
+	}
+}
+
+// replacement is the object PUT typeinstances/{id} takes for the document:
+// the current object with what the document sets. A value or context the
+// document leaves out is carried over, labels, annotations and attributes
+// are the document's, as in local mode.
+func replacement(cur rest.TypeInstanceObject, in *manifest.Instance, rv string) rest.TypeInstanceObject {
+	o := cur
+	o.Metadata.ResourceVersion = rv
+	o.Metadata.Labels, o.Metadata.Annotations = in.Labels, in.Annotations
+	o.Spec.Attributes = in.Attributes
+	if in.Value != nil {
+		o.Spec.Value = in.Value
+	}
+	if in.Backend != nil && in.Backend.Context != nil {
+		o.Spec.Backend.Context = in.Backend.Context
+	}
+	return o
+}
+
+// instanceDocument is a TypeInstance document as POST typeinstances reads
+// it, with the alias the apply gave it and its uses resolved.
+func instanceDocument(in *manifest.Instance, alias string, uses []string) map[string]any {
+	meta := map[string]any{"name": in.Name}
+	for k, v := range map[string]string{"namespace": in.Namespace, "alias": alias} {
+		if v != "" {
+			meta[k] = v
 		}
 	}
-	for _, p := range plans {
-		if p.in.Alias != "" || p.in.Name == "" || names[p.in.Name] > 1 {
-			continue
-		}
-		if _, taken := byAlias[p.in.Name]; taken {
-			continue
-		}
-		p.alias = p.in.Name
-		byAlias[p.alias] = p
+	if in.Labels != nil {
+		meta["labels"] = in.Labels
 	}
-	return byAlias, errors.Join(errs...)
+	if in.Annotations != nil {
+		meta["annotations"] = in.Annotations
+	}
+	spec := map[string]any{"typeRef": in.TypeRef}
+	if in.Value != nil {
+		spec["value"] = in.Value
+	}
+	if len(in.Attributes) > 0 {
+		spec["attributes"] = in.Attributes
+	}
+	if b := in.Backend; b != nil {
+		bm := map[string]any{"id": b.ID}
+		if b.Context != nil {
+			bm["context"] = b.Context
+		}
+		if b.Abstract {
+			bm["abstract"] = true
+		}
+		spec["backend"] = bm
+	}
+	if len(uses) > 0 {
+		spec["uses"] = uses
+	}
+	return map[string]any{"apiVersion": manifest.APIVersion, "kind": string(manifest.KindTypeInstance), "metadata": meta, "spec": spec}
+}
+
+// createBatch creates the documents in one request, hence one hub batch.
+func (a *applier) createBatch(ctx context.Context, batch []map[string]any) ([]rest.TypeInstanceObject, error) {
+	var body any = batch[0]
+	if len(batch) > 1 {
+		body = map[string]any{"apiVersion": "v1", "kind": "List", "items": batch}
+	}
+	raw, err := a.r.c.Create(ctx, client.TypeInstances, "", body)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Kind  string                    `json:"kind"`
+		Items []rest.TypeInstanceObject `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("the server's answer does not decode: %w", err)
+	}
+	if list.Kind == "TypeInstanceList" {
+		return list.Items, nil
+	}
+	var one rest.TypeInstanceObject
+	if err := json.Unmarshal(raw, &one); err != nil {
+		return nil, fmt.Errorf("the server's answer does not decode: %w", err)
+	}
+	return []rest.TypeInstanceObject{one}, nil
 }
 
 // resolveBackendAliases replaces a spec.backend.id that is not a UUID with
-// the id of the storage backend instance that has that alias.
-func resolveBackendAliases(ctx context.Context, h *hub.Hub, plans []*plan) error {
-	var backends map[string][]string
+// the id of the backend that has that alias, as local apply does.
+func (a *applier) resolveBackendAliases(ctx context.Context, plans []*plan) error {
 	var errs []error
 	for _, p := range plans {
 		b := p.in.Backend
 		if b == nil || b.ID == "" || uuid.Validate(b.ID) == nil {
 			continue
 		}
-		if backends == nil {
-			var err error
-			if backends, err = storageBackendsByAlias(ctx, h); err != nil {
-				return err
+		aliases, err := a.r.backendAliasMap(ctx)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for id, alias := range aliases {
+			if alias == b.ID {
+				ids = append(ids, id)
 			}
 		}
-		switch ids := backends[b.ID]; len(ids) {
+		slices.Sort(ids)
+		switch len(ids) {
 		case 1:
 			b.ID = ids[0]
 		case 0:
@@ -420,147 +878,5 @@ func resolveBackendAliases(ctx context.Context, h *hub.Hub, plans []*plan) error
 			errs = append(errs, p.errorf(cairn.CodeInvalid, "spec.backend.id %q is the alias of several storage backends (%s); use an id", b.ID, cairn.QuoteIDs(ids)))
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// storageBackendsByAlias maps each alias of a storage backend instance (one
-// with the storage attribute) to the ids that carry it.
-func storageBackendsByAlias(ctx context.Context, h *hub.Hub) (map[string][]string, error) {
-	list, err := h.ListInstances(ctx, store.InstanceFilter{
-		Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
-	}, false)
-	if err != nil {
-		return nil, fmt.Errorf("list storage backends: %w", err)
-	}
-	out := map[string][]string{}
-	for _, inst := range list {
-		if inst.Alias != "" {
-			out[inst.Alias] = append(out[inst.Alias], inst.ID)
-		}
-	}
-	return out, nil
-}
-
-// match finds the existing instance a document refers to and, when there is
-// one, decides whether it needs a new resource version.
-func (p *plan) match(ctx context.Context, h *hub.Hub, owner string) error {
-	in := p.in
-	withValue := in.Value != nil
-	var inst cairn.Instance
-	var err error
-	switch {
-	case in.ID != "":
-		inst, err = h.GetInstance(ctx, in.ID, withValue)
-		if err != nil {
-			return fmt.Errorf("%s: metadata.id: %w", p.doc.Pos, err)
-		}
-	case in.Name != "":
-		ns := cmp.Or(in.Namespace, cairn.DefaultNamespace)
-		inst, err = h.GetInstanceByName(ctx, in.TypeRef.Path, ns, in.Name, withValue)
-		if cairn.HasCode(err, cairn.CodeNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.doc.Pos, err)
-		}
-	default:
-		return nil
-	}
-	return p.decide(inst, owner)
-}
-
-// decide records inst as the instance the document refers to and whether
-// it needs a new resource version; it refuses a document that would change
-// what identifies the instance. Both modes decide alike: client mode reads
-// inst from the server.
-func (p *plan) decide(inst cairn.Instance, owner string) error {
-	in := p.in
-	p.existing = &inst
-
-	// What identifies an instance cannot change; say so rather than ignore it.
-	var causes []cairn.Cause
-	if in.TypeRef.Path != "" && in.TypeRef != inst.TypeRef {
-		causes = append(causes, cairn.Cause{Field: "spec/typeRef", Message: fmt.Sprintf("%s differs from the existing TypeInstance's %s; the Type of a TypeInstance cannot change", in.TypeRef, inst.TypeRef)})
-	}
-	if in.Name != "" && in.Name != inst.Name {
-		causes = append(causes, cairn.Cause{Field: "metadata/name", Message: fmt.Sprintf("%q differs from the existing TypeInstance's %q; names cannot change", in.Name, inst.Name)})
-	}
-	if in.Namespace != "" && in.Namespace != inst.Namespace {
-		causes = append(causes, cairn.Cause{Field: "metadata/namespace", Message: fmt.Sprintf("%q differs from the existing TypeInstance's %q; namespaces cannot change", in.Namespace, inst.Namespace)})
-	}
-	if in.Backend != nil && in.Backend.ID != "" && in.Backend.ID != inst.Backend.ID {
-		causes = append(causes, cairn.Cause{Field: "spec/backend/id", Message: fmt.Sprintf("%q differs from the existing TypeInstance's backend %q; the backend cannot change", in.Backend.ID, inst.Backend.ID)})
-	}
-	if len(causes) > 0 {
-		return &cairn.Error{Code: cairn.CodeConflict, Subject: p.doc.Pos.String(), Causes: causes,
-			Msg: fmt.Sprintf("TypeInstance %q cannot be changed this way: %s", inst.ID, joinCauses(causes))}
-	}
-
-	if changed(in, inst) {
-		u := in.UpdateInstance(inst.ID, owner)
-		p.update = &u
-	}
-	return nil
-}
-
-// changed reports whether applying in to inst would change anything. A value
-// or context the document leaves out is carried over, so it is not compared.
-func changed(in *manifest.Instance, inst cairn.Instance) bool {
-	if in.Value != nil && !hub.JSONEqual(in.Value, inst.Latest.Value) {
-		return true
-	}
-	if in.Backend != nil && in.Backend.Context != nil && !hub.JSONEqual(in.Backend.Context, inst.Latest.Context) {
-		return true
-	}
-	return !sameAttributes(in.Attributes, inst.Latest.Attributes) ||
-		!maps.Equal(in.Labels, inst.Labels) ||
-		!maps.Equal(in.Annotations, inst.Annotations)
-}
-
-func sameAttributes(a, b []cairn.AttributeRef) bool {
-	key := func(r cairn.AttributeRef) string { return r.Path + ":" + r.Revision }
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i, r := range a {
-		ka[i] = key(r)
-	}
-	for i, r := range b {
-		kb[i] = key(r)
-	}
-	slices.Sort(ka)
-	slices.Sort(kb)
-	return slices.Equal(ka, kb)
-}
-
-// checkUses refuses spec.uses entries an existing instance does not have
-// yet: the hub records relations only when instances are created.
-func (p *plan) checkUses(byAlias map[string]*plan) error {
-	var causes []cairn.Cause
-	for i, u := range p.in.Uses {
-		id := u
-		if t, ok := byAlias[u]; ok {
-			if t.existing == nil {
-				causes = append(causes, cairn.Cause{Field: fmt.Sprintf("spec/uses/%d", i),
-					Message: fmt.Sprintf("%q is created by this apply; an existing TypeInstance cannot start using it", u)})
-				continue
-			}
-			id = t.existing.ID
-		}
-		if !slices.Contains(p.existing.Uses, id) {
-			causes = append(causes, cairn.Cause{Field: fmt.Sprintf("spec/uses/%d", i),
-				Message: fmt.Sprintf("%q is not used by the existing TypeInstance; uses relations are set when a TypeInstance is created", u)})
-		}
-	}
-	if len(causes) == 0 {
-		return nil
-	}
-	return &cairn.Error{Code: cairn.CodeInvalid, Subject: p.doc.Pos.String(), Causes: causes,
-		Msg: fmt.Sprintf("TypeInstance %q: cannot add uses relations: %s", p.existing.ID, joinCauses(causes))}
-}
-
-func joinCauses(causes []cairn.Cause) string {
-	s := make([]string, len(causes))
-	for i, c := range causes {
-		s[i] = c.String()
-	}
-	return strings.Join(s, ", ")
+	return joinErrors(errs)
 }

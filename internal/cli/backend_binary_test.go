@@ -3,18 +3,16 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cairn-dev/cairn"
 )
 
 // syncBuffer collects a subprocess's stderr while the test reads it.
@@ -167,10 +165,7 @@ spec:
 		t.Fatal(err)
 	}
 	run(0, "apply", "-f", manifest)
-	var inst cairn.Instance
-	if err := json.Unmarshal([]byte(run(0, "get", "cap.type.database.credentials", "db-credentials", "-o", "json")), &inst); err != nil {
-		t.Fatal(err)
-	}
+	inst := instanceOf(t, run(0, "get", "cap.type.database.credentials", "db-credentials", "-o", "json"))
 	id := inst.ID
 	wantFiles("create", id, "1.json")
 	if got := read(id, "1.json"); got != `{"password":"change-me","username":"billing"}` {
@@ -178,8 +173,11 @@ spec:
 	}
 
 	// 4. Read it back through the hub.
-	if out := run(0, "get", id); !strings.Contains(out, `"password":"change-me"`) || !strings.Contains(out, "files") {
+	if out := run(0, "get", id, "-o", "json"); !strings.Contains(out, `"password": "change-me"`) {
 		t.Errorf("get: %s", out)
+	}
+	if out := run(0, "describe", id); !regexp.MustCompile(`Alias:\s+files`).MatchString(out) {
+		t.Errorf("describe: %s", out)
 	}
 
 	// 5. Update it: a second file.

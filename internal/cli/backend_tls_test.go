@@ -140,7 +140,7 @@ func TestBackendOverMutualTLS(t *testing.T) {
 	}
 	doc := writeFile(t, t.TempDir(), "s.yaml", "apiVersion: hub.cairn.dev/v1\nkind: TypeInstance\nmetadata: {name: s}\nspec:\n  typeRef: {path: cap.type.secret, revision: 0.1.0}\n  backend: {id: secure}\n  value: {k: v}\n")
 	e.ok("--backend-tls", tlsFile, "apply", "-f", doc)
-	if out := e.ok("--backend-tls", tlsFile, "get", "cap.type.secret", "s"); !strings.Contains(out, `{"k":"v"}`) {
+	if out := e.ok("--backend-tls", tlsFile, "get", "cap.type.secret", "s", "-o", "json"); !strings.Contains(out, `"k": "v"`) {
 		t.Errorf("get over mutual TLS: %s", out)
 	}
 	// A broken TLS file is reported as such.

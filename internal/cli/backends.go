@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
 	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/labels"
 	"github.com/cairn-dev/cairn/schema"
@@ -191,7 +192,7 @@ on first use.`,
 			if err != nil {
 				return err
 			}
-			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
+			return a.withClient(func(h cairnclient.Interface) error {
 				ctx := cmd.Context()
 				if ref == grpcStorageType() {
 					if err := ensureGRPCStorageType(ctx, h); err != nil {
@@ -236,7 +237,7 @@ on first use.`,
 }
 
 // ensureGRPCStorageType registers the default backend Type unless it exists.
-func ensureGRPCStorageType(ctx context.Context, h *hub.Hub) error {
+func ensureGRPCStorageType(ctx context.Context, h cairnclient.Interface) error {
 	ref := grpcStorageType()
 	_, err := h.GetType(ctx, ref)
 	if err == nil {
@@ -290,7 +291,7 @@ func (v storageBackendView) mode() string {
 }
 
 // backendView describes the backend instance id without connecting to it.
-func backendView(ctx context.Context, h *hub.Hub, id string) (storageBackendView, error) {
+func backendView(ctx context.Context, h cairnclient.Interface, id string) (storageBackendView, error) {
 	inst, err := h.GetInstance(ctx, id, false)
 	if err != nil {
 		return storageBackendView{}, err
@@ -298,7 +299,7 @@ func backendView(ctx context.Context, h *hub.Hub, id string) (storageBackendView
 	return describeBackend(ctx, h, inst), nil
 }
 
-func describeBackend(ctx context.Context, h *hub.Hub, inst cairn.Instance) storageBackendView {
+func describeBackend(ctx context.Context, h cairnclient.Interface, inst cairn.Instance) storageBackendView {
 	v := storageBackendView{
 		ID: inst.ID, Alias: inst.Alias, Namespace: inst.Namespace, Name: inst.Name, TypeRef: inst.TypeRef,
 		ResourceVersion: inst.Latest.ResourceVersion, UsedBy: len(inst.UsedBy), CreatedAt: inst.CreatedAt,
@@ -334,7 +335,7 @@ func describeBackend(ctx context.Context, h *hub.Hub, inst cairn.Instance) stora
 }
 
 // resolveBackendRef turns an id or alias into a storage backend's id.
-func resolveBackendRef(ctx context.Context, h *hub.Hub, ref string) (string, error) {
+func resolveBackendRef(ctx context.Context, h cairnclient.Interface, ref string) (string, error) {
 	if uuid.Validate(ref) == nil {
 		return ref, nil
 	}
@@ -359,7 +360,7 @@ func (a *app) backendsListCommand() *cobra.Command {
 		Short: "List storage backends",
 		Long:  `List lists every TypeInstance with the attribute ` + cairn.StorageAttributePath + `, the built-in backend included, without connecting to them.`,
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			ctx := cmd.Context()
 			list, err := h.ListInstances(ctx, store.InstanceFilter{
 				Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
@@ -403,7 +404,7 @@ func (a *app) backendsGetCommand() *cobra.Command {
 		Short:   "Show a storage backend",
 		Example: "  cairn backends get files -o yaml",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			ctx := cmd.Context()
 			id, err := resolveBackendRef(ctx, h, args[0])
 			if err != nil {
@@ -458,7 +459,7 @@ cannot be reached or is not SERVING.`,
 		Example: "  cairn backends check files",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHub(cmd.Context(), func(h *hub.Hub) error {
+			return a.withClient(func(h cairnclient.Interface) error {
 				ctx := cmd.Context()
 				id, err := resolveBackendRef(ctx, h, args[0])
 				if err != nil {

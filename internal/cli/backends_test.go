@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/file"
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/internal/cli"
 	"github.com/cairn-dev/cairn/sdk/storagebackend"
 )
@@ -73,49 +74,49 @@ type backendJSON struct {
 }
 
 func TestBackendsCommands(t *testing.T) {
-	e := newEnv(t)
-	values := t.TempDir()
-	addr, stop := serveFileBackend(t, file.Config{Dir: values})
+	modes(t, func(t *testing.T, e *server) {
+		values := t.TempDir()
+		addr, stop := serveFileBackend(t, file.Config{Dir: values})
 
-	b := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
-	if b.Alias != "files" || b.URL != "grpc://"+addr || !b.AcceptValue || b.Transport != "plaintext" ||
-		b.Namespace != "cairn-system" || b.TypeRef != (cairn.TypeRef{Path: cli.GRPCStorageTypePath, Revision: cli.GRPCStorageTypeRevision}) || string(b.ContextSchema) != "null" {
-		t.Errorf("registered = %+v", b)
-	}
-	// The default Type is registered with the storage schema.
-	if out := e.ok("types", "get", cli.GRPCStorageTypePath+":"+cli.GRPCStorageTypeRevision, "-o", "json"); !strings.Contains(out, `"acceptValue"`) {
-		t.Errorf("Type %s: %s", cli.GRPCStorageTypePath, out)
-	}
-	inst, err := e.hub().GetInstance(context.Background(), b.ID, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(inst.Latest.Attributes) != 1 || inst.Latest.Attributes[0].Path != cairn.StorageAttributePath {
-		t.Errorf("attributes = %v", inst.Latest.Attributes)
-	}
+		b := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
+		if b.Alias != "files" || b.URL != "grpc://"+addr || !b.AcceptValue || b.Transport != "plaintext" ||
+			b.Namespace != "cairn-system" || b.TypeRef != (cairn.TypeRef{Path: cli.GRPCStorageTypePath, Revision: cli.GRPCStorageTypeRevision}) || string(b.ContextSchema) != "null" {
+			t.Errorf("registered = %+v", b)
+		}
+		// The default Type is registered with the storage schema.
+		if out := e.ok("types", "get", cli.GRPCStorageTypePath+":"+cli.GRPCStorageTypeRevision, "-o", "json"); !strings.Contains(out, `"acceptValue"`) {
+			t.Errorf("Type %s: %s", cli.GRPCStorageTypePath, out)
+		}
+		inst, err := e.hub().GetInstance(context.Background(), b.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(inst.Latest.Attributes) != 1 || inst.Latest.Attributes[0].Path != cairn.StorageAttributePath {
+			t.Errorf("attributes = %v", inst.Latest.Attributes)
+		}
 
-	list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json"))
-	// A fresh hub has the built-in and the in-process gotemplate backends.
-	if len(list) != 3 || list[0].Transport == "" || list[1].Transport == "" || list[2].Transport == "" {
-		t.Errorf("list = %+v, want the gotemplate, built-in and files backends", list)
-	}
-	table := e.ok("backends", "list")
-	if !strings.Contains(table, "cairn-builtin") || !strings.Contains(table, "grpc://"+addr) {
-		t.Errorf("list table:\n%s", table)
-	}
-	if got := decode[backendJSON](t, e.ok("backends", "get", "files", "-o", "json")); got.ID != b.ID {
-		t.Errorf("get by alias = %+v", got)
-	}
-	check := decode[map[string]any](t, e.ok("backends", "check", "files", "-o", "json"))
-	if check["status"] != "SERVING" || check["service"] != "storage_backend.ValueAndContextStorageBackend" {
-		t.Errorf("check = %v", check)
-	}
-	if out := e.ok("backends", "check", "cairn-builtin"); !strings.Contains(out, "SERVING (built in") {
-		t.Errorf("check of the built-in backend: %s", out)
-	}
+		list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json"))
+		// A fresh hub has the built-in and the in-process gotemplate backends.
+		if len(list) != 3 || list[0].Transport == "" || list[1].Transport == "" || list[2].Transport == "" {
+			t.Errorf("list = %+v, want the gotemplate, built-in and files backends", list)
+		}
+		table := e.ok("backends", "list")
+		if !strings.Contains(table, "cairn-builtin") || !strings.Contains(table, "grpc://"+addr) {
+			t.Errorf("list table:\n%s", table)
+		}
+		if got := decode[backendJSON](t, e.ok("backends", "get", "files", "-o", "json")); got.ID != b.ID {
+			t.Errorf("get by alias = %+v", got)
+		}
+		check := decode[map[string]any](t, e.ok("backends", "check", "files", "-o", "json"))
+		if check["status"] != "SERVING" || check["service"] != "storage_backend.ValueAndContextStorageBackend" {
+			t.Errorf("check = %v", check)
+		}
+		if out := e.ok("backends", "check", "cairn-builtin"); !strings.Contains(out, "SERVING (built in") {
+			t.Errorf("check of the built-in backend: %s", out)
+		}
 
-	// An instance stored in it, named by the backend's alias.
-	doc := writeFile(t, t.TempDir(), "secret.yaml", `apiVersion: hub.cairn.dev/v1
+		// An instance stored in it, named by the backend's alias.
+		doc := writeFile(t, t.TempDir(), "secret.yaml", `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
 metadata: {name: api-token}
 spec:
@@ -123,99 +124,116 @@ spec:
   backend: {id: files}
   value: {token: t0k3n}
 `)
-	e.ok("apply", "-f", doc)
-	tok := decode[cairn.Instance](t, e.ok("get", "cap.type.token", "api-token", "-o", "json"))
-	var data []byte
-	if tok.Backend.ID != b.ID || compact(t, tok.Latest.Value) != `{"token":"t0k3n"}` {
-		t.Fatalf("instance = %+v", tok)
-	}
-	data, err = os.ReadFile(filepath.Join(values, tok.ID, "1.json"))
-	if err != nil || string(data) != `{"token":"t0k3n"}` {
-		t.Errorf("value file = %s, %v", data, err)
-	}
-	if got := decode[backendJSON](t, e.ok("backends", "get", b.ID, "-o", "json")); got.UsedBy != 1 {
-		t.Errorf("usedBy = %d, want 1", got.UsedBy)
-	}
+		e.ok("apply", "-f", doc)
+		tok := instanceOf(t, e.ok("get", "cap.type.token", "api-token", "-o", "json"))
+		var data []byte
+		if tok.Backend.ID != b.ID || compact(t, tok.Latest.Value) != `{"token":"t0k3n"}` {
+			t.Fatalf("instance = %+v", tok)
+		}
+		data, err = os.ReadFile(filepath.Join(values, tok.ID, "1.json"))
+		if err != nil || string(data) != `{"token":"t0k3n"}` {
+			t.Errorf("value file = %s, %v", data, err)
+		}
+		if got := decode[backendJSON](t, e.ok("backends", "get", b.ID, "-o", "json")); got.UsedBy != 1 {
+			t.Errorf("usedBy = %d, want 1", got.UsedBy)
+		}
 
-	// When the backend is down: exit 6 with the backend named.
-	stop()
-	r := e.run("", "backends", "check", "files")
-	if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
-		t.Errorf("check of a stopped backend: exit %d, %s", r.code, r.stderr)
-	}
-	r = e.run("", "get", tok.ID)
-	if r.code != 6 || !strings.Contains(r.stderr, "unavailable at "+addr) {
-		t.Errorf("get from a stopped backend: exit %d, %s", r.code, r.stderr)
-	}
+		// When the backend is down: exit 6 with the backend named.
+		stop()
+		r := e.run("", "backends", "check", "files")
+		if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
+			t.Errorf("check of a stopped backend: exit %d, %s", r.code, r.stderr)
+		}
+		r = e.run("", "get", tok.ID)
+		if r.code != 6 || !strings.Contains(r.stderr, "unavailable at "+addr) {
+			t.Errorf("get from a stopped backend: exit %d, %s", r.code, r.stderr)
+		}
+	})
 }
 
 func TestBackendsRegisterRefusals(t *testing.T) {
-	e := newEnv(t)
-	dir := t.TempDir()
-	notSchema := writeFile(t, dir, "bad.json", `{"type": 12}`)
-	notObject := writeFile(t, dir, "list.json", `[1]`)
-	tests := []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"backends", "register"}, 2, "register needs --url"},
-		{[]string{"backends", "register", "--url", "ftp://x:1"}, 2, `scheme "ftp" is not supported`},
-		{[]string{"backends", "register", "--url", "x"}, 2, "want host:port"},
-		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notSchema}, 2, "--context-schema " + notSchema + ": not a valid JSON Schema"},
-		{[]string{"backends", "register", "--url", "x:1", "--context-schema", notObject}, 2, "want a JSON Schema object"},
-		{[]string{"backends", "register", "--url", "x:1", "--context-schema", filepath.Join(dir, "missing.json")}, 2, "missing.json"},
-		{[]string{"backends", "register", "--url", "x:1", "--type", "nopath"}, 2, "want PATH:REVISION"},
-		{[]string{"backends", "get", "nosuch"}, 3, `"nosuch" is neither an id nor the alias of a storage backend`},
-		{[]string{"backends", "check", "nosuch"}, 3, "nosuch"},
-		{[]string{"--backend-timeout", "0s", "list"}, 2, "--backend-timeout 0s: must be positive"},
-		{[]string{"backend", "file", "--listen", "127.0.0.1:0"}, 2, "backend file needs --dir"},
-		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "nope"}, 2, `--listen "nope": want HOST:PORT`},
-		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
-		{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--client-ca", "ca.pem"}, 2, "--client-ca needs --tls-cert and --tls-key"},
-	}
-	for _, tt := range tests {
-		r := e.run("", tt.args...)
-		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("cairn %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.code, tt.want)
+	modes(t, func(t *testing.T, e *server) {
+		dir := t.TempDir()
+		notSchema := writeFile(t, dir, "bad.json", `{"type": 12}`)
+		notObject := writeFile(t, dir, "list.json", `[1]`)
+		tests := []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"backends", "register"}, 2, "register needs --url"},
+			{[]string{"backends", "register", "--url", "ftp://x:1"}, 2, `scheme "ftp" is not supported`},
+			{[]string{"backends", "register", "--url", "x"}, 2, "want host:port"},
+			{[]string{"backends", "register", "--url", "x:1", "--context-schema", notSchema}, 2, "--context-schema " + notSchema + ": not a valid JSON Schema"},
+			{[]string{"backends", "register", "--url", "x:1", "--context-schema", notObject}, 2, "want a JSON Schema object"},
+			{[]string{"backends", "register", "--url", "x:1", "--context-schema", filepath.Join(dir, "missing.json")}, 2, "missing.json"},
+			{[]string{"backends", "register", "--url", "x:1", "--type", "nopath"}, 2, "want PATH:REVISION"},
+			{[]string{"backends", "get", "nosuch"}, 3, `"nosuch" is neither an id nor the alias of a storage backend`},
+			{[]string{"backends", "check", "nosuch"}, 3, "nosuch"},
+			{[]string{"--backend-timeout", "0s", "list"}, 2, "--backend-timeout 0s: must be positive"},
+			{[]string{"backend", "file", "--listen", "127.0.0.1:0"}, 2, "backend file needs --dir"},
+			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "nope"}, 2, `--listen "nope": want HOST:PORT`},
+			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
+			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--client-ca", "ca.pem"}, 2, "--client-ca needs --tls-cert and --tls-key"},
 		}
-	}
-	// Nothing was registered by the refusals.
-	if list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json")); len(list) != 2 {
-		t.Errorf("backends after refusals = %+v, want the built-in and gotemplate ones", list)
-	}
+		for _, tt := range tests {
+			if tt.args[0] == "--backend-timeout" && !e.local {
+				// How this process would reach backends: the server has its own.
+				tt.want = "--backend-timeout configures the hub of local mode"
+			}
+			r := e.run("", tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("cairn %s: exit %d, stderr %q; want %d and %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.code, tt.want)
+			}
+		}
+		// Nothing was registered by the refusals.
+		if list := decode[[]backendJSON](t, e.ok("backends", "list", "-o", "json")); len(list) != 2 {
+			t.Errorf("backends after refusals = %+v, want the built-in and gotemplate ones", list)
+		}
+	})
 }
 
 // TestContextOnlyBackendFromTheCLI registers the file backend in its
 // context-only mode and creates an instance whose value is a file it names.
 func TestContextOnlyBackendFromTheCLI(t *testing.T) {
-	e := newEnv(t)
-	src := t.TempDir()
-	writeFile(t, src, "nginx/values.json", `{"replicas":2}`)
-	addr, _ := serveFileBackend(t, file.Config{Dir: t.TempDir(), Source: src})
-	schemaFile := writeFile(t, t.TempDir(), "ctx.json", file.ContextSchema)
-	e.ok("backends", "register", "--url", "grpc://"+addr, "--context-schema", schemaFile, "--alias", "files-ro")
-	doc := writeFile(t, t.TempDir(), "release.yaml", `apiVersion: hub.cairn.dev/v1
+	modes(t, func(t *testing.T, e *server) {
+		src := t.TempDir()
+		writeFile(t, src, "nginx/values.json", `{"replicas":2}`)
+		addr, _ := serveFileBackend(t, file.Config{Dir: t.TempDir(), Source: src})
+		schemaFile := writeFile(t, t.TempDir(), "ctx.json", file.ContextSchema)
+		e.ok("backends", "register", "--url", "grpc://"+addr, "--context-schema", schemaFile, "--alias", "files-ro")
+		doc := writeFile(t, t.TempDir(), "release.yaml", `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
 metadata: {name: nginx}
 spec:
   typeRef: {path: cap.type.helm.values, revision: 0.1.0}
   backend: {id: files-ro, context: {file: nginx/values.json}}
 `)
-	e.ok("apply", "-f", doc)
-	if got := decode[cairn.Instance](t, e.ok("get", "cap.type.helm.values", "nginx", "-o", "json")); compact(t, got.Latest.Value) != `{"replicas":2}` {
-		t.Errorf("value = %s, want the file's content", got.Latest.Value)
-	}
-	// The hub validates the context against the registered schema first.
-	bad := writeFile(t, t.TempDir(), "bad.yaml", `apiVersion: hub.cairn.dev/v1
+		e.ok("apply", "-f", doc)
+		if got := instanceOf(t, e.ok("get", "cap.type.helm.values", "nginx", "-o", "json")); compact(t, got.Latest.Value) != `{"replicas":2}` {
+			t.Errorf("value = %s, want the file's content", got.Latest.Value)
+		}
+		// The hub validates the context against the registered schema first.
+		bad := writeFile(t, t.TempDir(), "bad.yaml", `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
 metadata: {name: other}
 spec:
   typeRef: {path: cap.type.helm.values, revision: 0.1.0}
   backend: {id: files-ro, context: {path: x}}
 `)
-	r := e.run("", "apply", "-f", bad)
-	if r.code != 2 || !strings.Contains(r.stderr, "context must have required property 'file'") {
-		t.Errorf("apply with a bad context: exit %d, %s", r.code, r.stderr)
+		r := e.run("", "apply", "-f", bad)
+		if r.code != 2 || !strings.Contains(r.stderr, "context must have required property 'file'") {
+			t.Errorf("apply with a bad context: exit %d, %s", r.code, r.stderr)
+		}
+	})
+}
+
+// instanceOf decodes what get -o json prints for one TypeInstance.
+func instanceOf(t *testing.T, s string) cairn.Instance {
+	t.Helper()
+	inst, err := cairnclient.DecodeInstance(json.RawMessage(s))
+	if err != nil {
+		t.Fatalf("decode %s: %v", s, err)
 	}
+	return inst
 }

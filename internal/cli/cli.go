@@ -7,6 +7,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/rest/client"
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -46,6 +49,19 @@ type app struct {
 	as       string
 	// backends holds the settings for reaching external storage backends.
 	backends backendOptions
+
+	// target is the server of server mode; its url is empty in local mode.
+	target serverTarget
+	// c is the invocation's client: of the server in server mode, of a hub
+	// on the local store in local mode. Set before a command that needs it
+	// runs (see needsClient).
+	c cairnclient.Client
+	// hub is the hub of local mode, nil in server mode: for the commands
+	// whose two modes still differ (stack, trace, tf).
+	hub *hub.Hub
+	// closers release what opening c took (the local store), after the
+	// command.
+	closers []func() error
 }
 
 // Main runs the cairn command line with args (without the program name) and
@@ -60,7 +76,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if env.Stdin == nil {
 		env.Stdin = eofReader{}
 	}
-	root, err := newRoot(env, args)
+	a, root, err := newRoot(env, args)
 	if err != nil {
 		printError(env.Stderr, err)
 		return ExitCode(err)
@@ -70,6 +86,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	err = root.ExecuteContext(ctx)
+	err = errors.Join(err, a.close())
 	if err == nil {
 		return 0
 	}
@@ -77,22 +94,39 @@ func Main(ctx context.Context, args []string, env Env) int {
 	return ExitCode(err)
 }
 
+// close releases what the invocation opened, newest first.
+func (a *app) close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
 type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 func (a *app) rootCommand() *cobra.Command {
+	a.output = "table"
 	root := &cobra.Command{
 		Use:   "cairn",
 		Short: "cairn is a typed state hub for infrastructure",
 		Long: `cairn keeps typed, versioned instances of infrastructure and configuration state
 (Types and TypeInstances) and delegates where each value lives to a storage backend.
 
-The commands work on the embedded SQLite store in --data-dir, or on the
-PostgreSQL database of --database (several cairn serve replicas can share one).`,
+Every command works the same in both modes:
+  - local mode (the default): on the embedded SQLite store in --data-dir, or on
+    the PostgreSQL database of --database (several cairn serve replicas can
+    share one);
+  - server mode: as a client of a cairn server, named by --server URL, $` + EnvServer + `,
+    --context NAME or the current context of 'cairn config'; --server='' forces
+    local mode.`,
 		Example: `  cairn apply -f examples/quickstart
+  cairn get typeinstances
   cairn list --type 'cap.type.database.*'
-  cairn describe 3f8a3c2e-...`,
+  cairn --server http://127.0.0.1:8080 policy explain cap.type.aws.auth.credentials`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Unknown subcommands and stray arguments are usage errors.
@@ -104,17 +138,36 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 			default:
 				return usageErrorf("--output %q: want table, json or yaml", a.output)
 			}
-			if a.dataDir == "" {
-				return usageErrorf("no data directory: set --data-dir, %s, XDG_DATA_HOME or HOME", EnvDataDir)
+			if cmd.Annotations[noOutput] == "true" && cmd.Flags().Changed("output") {
+				return usageErrorf("%s prints what it did, one line per object, and takes no --output", cmd.Name())
 			}
 			cmd.SetContext(cairn.WithActor(cmd.Context(), a.as))
-			return nil
+			if !needsClient(cmd) {
+				if a.dataDir == "" {
+					return usageErrorf("no data directory: set --data-dir, %s, XDG_DATA_HOME or HOME", EnvDataDir)
+				}
+				return nil
+			}
+			if a.target.url != "" {
+				// Settings of the hub this process would run: in server
+				// mode the server has its own, so setting them is a mistake.
+				for _, name := range []string{"strict", "database", "backend-timeout", "backend-tls"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s configures the hub of local mode; the server at %s (from %s) has its own settings", name, a.target.url, a.target.from)
+					}
+				}
+			}
+			return a.openClient(cmd.Context())
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 
 	strict, strictErr := parseBoolEnv(a.env.Getenv(EnvStrict))
 	f := root.PersistentFlags()
+	// Read by resolveServer before parsing, since they choose the mode;
+	// declared so they parse and show in the help.
+	f.String("server", "", "server URL, http://HOST:PORT: run as a client of that cairn server [$"+EnvServer+"]; '' for local mode")
+	f.String("context", "", "context of the configuration file whose server to use")
 	f.StringVar(&a.dataDir, "data-dir", a.defaultDataDir(), "directory of the embedded store (cairn.db) [$"+EnvDataDir+"]")
 	f.BoolVar(&a.strict, "strict", strict, "refuse instances of unregistered Types [$"+EnvStrict+"]")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
@@ -133,30 +186,59 @@ PostgreSQL database of --database (several cairn serve replicas can share one).`
 		}
 	}
 
+	// -o table|json|yaml is every command's, except where a resource
+	// command has kubectl's -o of its own (get, edit, ...); one that prints
+	// no object (apply, delete, lock, ...) refuses it rather than ignore it.
+	k := &kube{app: a}
+	for _, c := range k.commands() {
+		if c.Flags().Lookup("output") == nil {
+			c.Annotations = map[string]string{noOutput: "true"}
+		}
+		root.AddCommand(c)
+	}
 	root.AddCommand(
-		a.applyCommand(),
-		a.getCommand(),
 		a.listCommand(),
-		a.describeCommand(),
 		a.updateCommand(),
-		a.deleteCommand(),
-		a.lockCommand(true),
-		a.lockCommand(false),
 		a.typesCommand(),
-		a.versionCommand(),
-		a.serveCommand(),
-		a.migrateCommand(),
 		a.backendsCommand(),
-		a.backendServeCommand(),
 		a.policyCommand(),
 		a.proposalsCommand(),
+		a.versionCommand(),
+		a.migrateCommand(),
 		a.renderCommand(),
 		a.tfCommand(),
+		a.serveCommand(),
+		a.backendServeCommand(),
+		configCommand(a.env),
 	)
 	root.AddCommand(stackCommands(func(ctx context.Context, fn func(stackAPI) error) error {
-		return a.withHub(ctx, func(h *hub.Hub) error { return fn(hubStacks{h}) })
+		if a.hub != nil {
+			return fn(hubStacks{a.hub}) // local mode
+		}
+		return fn(restStacks{a.c.Client})
 	}, &a.output, false)...)
 	return root
+}
+
+// noOutput annotates a command that refuses --output.
+const noOutput = "cairn.dev/no-output"
+
+// needsClient says whether cmd works with the hub (through a.c), rather
+// than running on this machine alone (serve, migrate, backend, version,
+// config, help).
+func needsClient(cmd *cobra.Command) bool {
+	top := cmd
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	if !top.HasParent() {
+		return false // the root: help
+	}
+	switch top.Name() {
+	case "serve", "migrate", "backend", "version", "config", "render", "help", "completion", "__complete":
+		return false
+	}
+	return true
 }
 
 func parseBoolEnv(v string) (bool, error) {
@@ -180,37 +262,62 @@ func (a *app) defaultDataDir() string {
 	return ""
 }
 
-// withHub opens the store (see openStore) and a hub on it for the duration
-// of fn.
-func (a *app) withHub(ctx context.Context, fn func(h *hub.Hub) error) (err error) {
-	st, err := a.openStore(ctx, nil)
-	if err != nil {
-		return err
-	}
-	path := st.Where
-	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close the store %s: %w", path, cerr)
+// openClient gives the invocation its client: of the server in server
+// mode; in local mode, of a hub on the store (see openStore) that lives
+// until the command ends.
+func (a *app) openClient(ctx context.Context) error {
+	if a.target.url != "" {
+		c, err := client.New(a.target.url, client.WithActor(a.as))
+		if err != nil {
+			return cairn.Errorf(cairn.CodeInvalid, "the server from %s: %w", a.target.from, err)
 		}
-	}()
-	backends, err := a.backendOpener(nil)
+		a.c = cairnclient.NewRemote(c)
+		return nil
+	}
+	if a.dataDir == "" {
+		return usageErrorf("no data directory: set --data-dir, %s, XDG_DATA_HOME or HOME", EnvDataDir)
+	}
+	h, err := a.openHub(ctx)
 	if err != nil {
 		return err
 	}
-	defer backends.Close()
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil)})
-	if err != nil {
-		return fmt.Errorf("start the hub on %s: %w", path, err)
-	}
-	if err := registerHubTypes(ctx, h); err != nil {
-		return err
-	}
-	return fn(h)
+	a.hub = h
+	a.c = cairnclient.NewLocal(h, client.WithActor(a.as))
+	return nil
 }
 
-// runE adapts a command body that needs the hub.
-func (a *app) runE(fn func(cmd *cobra.Command, args []string, h *hub.Hub) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		return a.withHub(cmd.Context(), func(h *hub.Hub) error { return fn(cmd, args, h) })
+// openHub opens the store and a hub on it, closed with the invocation.
+func (a *app) openHub(ctx context.Context) (*hub.Hub, error) {
+	st, err := a.openStore(ctx, nil)
+	if err != nil {
+		return nil, err
 	}
+	path := st.Where
+	a.closers = append(a.closers, func() error {
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("close the store %s: %w", path, err)
+		}
+		return nil
+	})
+	backends, err := a.backendOpener(nil)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() error { backends.Close(); return nil })
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil)})
+	if err != nil {
+		return nil, fmt.Errorf("start the hub on %s: %w", path, err)
+	}
+	if err := registerHubTypes(ctx, h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
+
+// runE adapts a command body that needs the invocation's client.
+func (a *app) runE(fn func(cmd *cobra.Command, args []string, h cairnclient.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error { return fn(cmd, args, a.c) }
+}
+
+// withClient runs fn with the invocation's client.
+func (a *app) withClient(fn func(h cairnclient.Interface) error) error { return fn(a.c) }

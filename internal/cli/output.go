@@ -92,15 +92,3 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	return b.String()
 }
-
-// indentJSON renders a JSON document indented under prefix for describe.
-func indentJSON(raw json.RawMessage, prefix string) string {
-	if len(raw) == 0 {
-		return "<none>"
-	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
-		return string(raw)
-	}
-	return b.String()
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 )
@@ -48,7 +49,7 @@ func (a *app) policyGetCommand() *cobra.Command {
 		Use:   "get",
 		Short: "Print the current policy",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			doc, err := h.GetPolicy(cmd.Context())
 			if err != nil {
 				return err
@@ -99,7 +100,7 @@ context, and injected instances must exist. Nothing is stored when any fails.`,
   YAML
   cairn policy apply -f policy.yaml`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			if file == "" {
 				return usageErrorf("policy apply needs -f FILE (- for stdin)")
 			}
@@ -133,7 +134,7 @@ func (a *app) policyExplainCommand() *cobra.Command {
 		Short:   "Say which rule and backend the policy picks for a Type",
 		Example: "  cairn policy explain cap.type.aws.auth.credentials:0.1.0",
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			path, rev := splitRef(args[0])
 			ex, err := h.ExplainPolicy(cmd.Context(), path, rev)
 			if err != nil {

@@ -18,23 +18,23 @@ import (
 // example file backend and everything else to the built-in one; instances
 // created without a backend land where it says.
 func TestPolicyCommands(t *testing.T) {
-	e := newEnv(t)
-	values := t.TempDir()
-	addr, _ := serveFileBackend(t, file.Config{Dir: values})
-	files := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
+	modes(t, func(t *testing.T, e *server) {
+		values := t.TempDir()
+		addr, _ := serveFileBackend(t, file.Config{Dir: values})
+		files := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
 
-	if out := e.ok("policy", "get"); !strings.Contains(out, "No policy applied") {
-		t.Errorf("policy get before apply: %q", out)
-	}
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
+		if out := e.ok("policy", "get"); !strings.Contains(out, "No policy applied") {
+			t.Errorf("policy get before apply: %q", out)
 		}
-		return p
-	}
-	bad := write("bad.yaml", `
+		dir := t.TempDir()
+		write := func(name, body string) string {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		bad := write("bad.yaml", `
 typeInstance:
   rules:
     - typeRef: {path: cap.type.aws.*}
@@ -42,11 +42,11 @@ typeInstance:
     - typeRef: {path: "cap.*"}
       backend: {id: 00000000-0000-4000-8000-000000000000}
 `)
-	r := e.run("", "policy", "apply", "-f", bad)
-	if r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "typeInstance/rules/0/backend/id") || !strings.Contains(r.stderr, "typeInstance/rules/1/backend/id") {
-		t.Fatalf("bad policy: exit %d, stderr %q; want exit %d naming both rules", r.code, r.stderr, cli.ExitInvalid)
-	}
-	good := write("policy.yaml", `
+		r := e.run("", "policy", "apply", "-f", bad)
+		if r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "typeInstance/rules/0/backend/id") || !strings.Contains(r.stderr, "typeInstance/rules/1/backend/id") {
+			t.Fatalf("bad policy: exit %d, stderr %q; want exit %d naming both rules", r.code, r.stderr, cli.ExitInvalid)
+		}
+		good := write("policy.yaml", `
 typeInstance:
   rules:
     - typeRef: {path: cap.type.aws.*}
@@ -54,23 +54,23 @@ typeInstance:
     - typeRef: {path: "cap.*"}
       backend: {id: cairn-builtin}
 `)
-	if out := e.ok("policy", "apply", "-f", good); !strings.Contains(out, "policy applied: version 1, 2 typeInstance rules") {
-		t.Errorf("policy apply: %q", out)
-	}
-	if out := e.ok("policy", "get"); !strings.Contains(out, "cap.type.aws.*") || !strings.Contains(out, files.ID) {
-		t.Errorf("policy get: %q", out)
-	}
-	if out := e.ok("policy", "explain", "cap.type.aws.auth.credentials:0.1.0"); !strings.Contains(out, "rule 0 (typeRef cap.type.aws.*)") || !strings.Contains(out, "files ("+files.ID+")") {
-		t.Errorf("policy explain aws: %q", out)
-	}
-	if out := e.ok("policy", "explain", "cap.type.gcp.sa"); !strings.Contains(out, "catch-all") || !strings.Contains(out, cairn.BuiltinBackendID) {
-		t.Errorf("policy explain gcp: %q", out)
-	}
-	if r := e.run("", "policy", "explain", "NOT A PATH"); r.code != cli.ExitInvalid {
-		t.Errorf("explain of a bad path: exit %d", r.code)
-	}
+		if out := e.ok("policy", "apply", "-f", good); !strings.Contains(out, "policy applied: version 1, 2 typeInstance rules") {
+			t.Errorf("policy apply: %q", out)
+		}
+		if out := e.ok("policy", "get"); !strings.Contains(out, "cap.type.aws.*") || !strings.Contains(out, files.ID) {
+			t.Errorf("policy get: %q", out)
+		}
+		if out := e.ok("policy", "explain", "cap.type.aws.auth.credentials:0.1.0"); !strings.Contains(out, "rule 0 (typeRef cap.type.aws.*)") || !strings.Contains(out, "files ("+files.ID+")") {
+			t.Errorf("policy explain aws: %q", out)
+		}
+		if out := e.ok("policy", "explain", "cap.type.gcp.sa"); !strings.Contains(out, "catch-all") || !strings.Contains(out, cairn.BuiltinBackendID) {
+			t.Errorf("policy explain gcp: %q", out)
+		}
+		if r := e.run("", "policy", "explain", "NOT A PATH"); r.code != cli.ExitInvalid {
+			t.Errorf("explain of a bad path: exit %d", r.code)
+		}
 
-	e.ok("apply", "-f", write("instances.yaml", `
+		e.ok("apply", "-f", write("instances.yaml", `
 apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
 metadata: {name: aws-creds}
@@ -85,20 +85,21 @@ spec:
   typeRef: {path: cap.type.gcp.sa, revision: 0.1.0}
   value: {email: sa@example.com}
 `))
-	for path, want := range map[string]string{"cap.type.aws.auth.credentials": files.ID, "cap.type.gcp.sa": cairn.BuiltinBackendID} {
-		list, err := e.hub().ListInstances(context.Background(), store.InstanceFilter{TypePath: path}, false)
-		if err != nil || len(list) != 1 || list[0].Backend.ID != want {
-			t.Fatalf("%s: %+v, %v; want one instance in backend %s", path, list, err, want)
-		}
-		if want == files.ID {
-			if _, err := os.Stat(filepath.Join(values, list[0].ID, "1.json")); err != nil {
-				t.Errorf("the file backend has no value file for %s: %v", list[0].ID, err)
+		for path, want := range map[string]string{"cap.type.aws.auth.credentials": files.ID, "cap.type.gcp.sa": cairn.BuiltinBackendID} {
+			list, err := e.hub().ListInstances(context.Background(), store.InstanceFilter{TypePath: path}, false)
+			if err != nil || len(list) != 1 || list[0].Backend.ID != want {
+				t.Fatalf("%s: %+v, %v; want one instance in backend %s", path, list, err, want)
+			}
+			if want == files.ID {
+				if _, err := os.Stat(filepath.Join(values, list[0].ID, "1.json")); err != nil {
+					t.Errorf("the file backend has no value file for %s: %v", list[0].ID, err)
+				}
 			}
 		}
-	}
-	if vs, err := e.hub().ResourceVersions(context.Background(), hub.PolicyID, false); err != nil || len(vs) != 1 {
-		t.Errorf("policy history: %d versions, %v", len(vs), err)
-	}
+		if vs, err := e.hub().ResourceVersions(context.Background(), hub.PolicyID, false); err != nil || len(vs) != 1 {
+			t.Errorf("policy history: %d versions, %v", len(vs), err)
+		}
+	})
 }
 
 func TestBackendGotemplateCommand(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/backend/scm"
-	"github.com/cairn-dev/cairn/hub"
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -54,7 +54,7 @@ variable the backend's scm.tokenEnv names).`,
 			Use:   "list",
 			Short: "List proposals with their state",
 			Args:  usageArgs(cobra.NoArgs),
-			RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				ps, err := a.proposals(cmd.Context(), h, "")
 				if err != nil {
 					return err
@@ -73,7 +73,7 @@ variable the backend's scm.tokenEnv names).`,
 			Use:   "show ID",
 			Short: "Show one proposal",
 			Args:  usageArgs(cobra.ExactArgs(1)),
-			RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {
 					return err
@@ -88,7 +88,7 @@ variable the backend's scm.tokenEnv names).`,
 			Use:   "merge ID",
 			Short: "Merge a proposal's pull request through its provider",
 			Args:  usageArgs(cobra.ExactArgs(1)),
-			RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {
 					return err
@@ -104,7 +104,7 @@ variable the backend's scm.tokenEnv names).`,
 			Use:   "close ID",
 			Short: "Close a proposal's pull request without merging it",
 			Args:  usageArgs(cobra.ExactArgs(1)),
-			RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {
 					return err
@@ -127,7 +127,7 @@ func showProposal(w io.Writer, p proposalView) error {
 }
 
 // proposal finds one proposal by id.
-func (a *app) proposal(ctx context.Context, h *hub.Hub, id string) (proposalView, error) {
+func (a *app) proposal(ctx context.Context, h cairnclient.Interface, id string) (proposalView, error) {
 	ps, err := a.proposals(ctx, h, id)
 	if err != nil {
 		return proposalView{}, err
@@ -140,7 +140,7 @@ func (a *app) proposal(ctx context.Context, h *hub.Hub, id string) (proposalView
 
 // proposals lists the proposals recorded in instances' latest versions
 // (only the one with id when id is not empty), with their state.
-func (a *app) proposals(ctx context.Context, h *hub.Hub, id string) ([]proposalView, error) {
+func (a *app) proposals(ctx context.Context, h cairnclient.Interface, id string) ([]proposalView, error) {
 	insts, err := h.ListInstances(ctx, store.InstanceFilter{}, false)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (a *app) proposals(ctx context.Context, h *hub.Hub, id string) ([]proposalV
 }
 
 // providerOf is the SCM provider of the Git backend with id.
-func (a *app) providerOf(ctx context.Context, h *hub.Hub, id string) (scm.Provider, error) {
+func (a *app) providerOf(ctx context.Context, h cairnclient.Interface, id string) (scm.Provider, error) {
 	sb, err := h.StorageBackend(ctx, id)
 	if err != nil {
 		return nil, err
@@ -215,20 +215,6 @@ func proposalNote(context json.RawMessage) string {
 		return ""
 	}
 	return fmt.Sprintf("proposal %s: %s pull request %s (branch %s)", p.ID, p.Provider, p.URL, p.Branch)
-}
-
-// noteProposals adds the proposals of the versions apply wrote to its
-// results (local mode).
-func noteProposals(ctx context.Context, h *hub.Hub, results []applyResult) {
-	for i, r := range results {
-		if r.Kind != kindInstance || (r.Action != "created" && r.Action != "configured") {
-			continue
-		}
-		inst, err := h.GetInstance(ctx, r.ID, false)
-		if err == nil {
-			results[i].Proposal = proposalNote(inst.Latest.Context)
-		}
-	}
 }
 
 // withProposal appends the proposal note to an apply line's action.

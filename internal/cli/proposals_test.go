@@ -199,6 +199,14 @@ func TestProposeEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(okWithToken(e, "proposals", "show", id, "-o", "json")), &shown); err != nil || shown.State != "merged" {
 		t.Errorf("proposals show after the merge: state %q (%v)", shown.State, err)
 	}
+	// The same through the server (server mode): the CLI reads the
+	// instances and the backend's settings over REST and asks the provider.
+	if err := json.Unmarshal([]byte(okWithToken(newEnv(t), "--server", srv.URL, "proposals", "show", id, "-o", "json")), &shown); err != nil || shown.State != "merged" {
+		t.Errorf("proposals show in server mode: state %q (%v)", shown.State, err)
+	}
+	if list := okWithToken(newEnv(t), "--server", srv.URL, "proposals", "list"); !strings.Contains(list, id) || !strings.Contains(list, " merged ") {
+		t.Errorf("proposals list in server mode:\n%s", list)
+	}
 	// The CLI's own Git cache reads the version too.
 	if got := okWithToken(e, "get", "io.flipt.flag", "new-project", "-o", "json"); !strings.Contains(strings.ReplaceAll(got, " ", ""), `"enabled":true`) {
 		t.Errorf("cairn get = %s", got)

@@ -131,13 +131,10 @@ func writeJSONOut(w io.Writer, v any) error {
 
 func (a *app) tfCommand() *cobra.Command {
 	return tfCommand(func() io.Writer { return a.env.Stdout }, func(ctx context.Context, fn func(tfStates) error) error {
-		return a.withHub(ctx, func(h *hub.Hub) error { return fn(h) })
-	})
-}
-
-func (r *remote) tfCommand() *cobra.Command {
-	return tfCommand(func() io.Writer { return r.env.Stdout }, func(ctx context.Context, fn func(tfStates) error) error {
-		return fn(tfRemote{base: strings.TrimSuffix(r.target.url, "/"), actor: r.as})
+		if a.hub != nil {
+			return fn(a.hub) // local mode
+		}
+		return fn(tfRemote{base: strings.TrimSuffix(a.target.url, "/"), actor: a.as})
 	})
 }
 

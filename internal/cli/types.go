@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
-	"github.com/cairn-dev/cairn/hub"
+	cairnclient "github.com/cairn-dev/cairn/client"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -37,7 +37,7 @@ func (a *app) typesListCommand() *cobra.Command {
   cairn types list --prefix cap.type.database
   cairn types list --parent cap.core.type.hub.storage -o json`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			list, err := h.ListTypes(cmd.Context(), store.TypeFilter{PathPrefix: prefix, Parent: parent})
 			if err != nil {
 				return err
@@ -89,7 +89,7 @@ func (a *app) typesGetCommand() *cobra.Command {
 		Example: `  cairn types get cap.type.database.postgresql.config:0.1.0
   cairn types get cap.type.database.postgresql.config:0.1.0 -o yaml`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			ref, err := typeRefArg(args[0])
 			if err != nil {
 				return err
@@ -112,7 +112,7 @@ func (a *app) typesDeleteCommand() *cobra.Command {
 		Short:   "Delete a Type revision that no TypeInstance uses",
 		Example: `  cairn types delete cap.type.database.postgresql.config:0.1.0`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: a.runE(func(cmd *cobra.Command, args []string, h *hub.Hub) error {
+		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			ref, err := typeRefArg(args[0])
 			if err != nil {
 				return err

@@ -15,58 +15,25 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/store"
 )
 
-// remote is one invocation of the CLI in client mode: every command goes
-// through api/rest/client to the server, never to a store.
-type remote struct {
-	env    Env
-	target serverTarget
-	as     string
-	c      *client.Client
-	// resources is the server's discovery, read once per invocation and
-	// again after this invocation registered Types.
+// kube holds the resource commands (get, describe, apply, create,
+// replace, edit, delete, lock, unlock, api-resources): kubectl's verbs over
+// the REST resources of the hub and of every served Type, through the
+// client of the invocation (a.c), whichever mode gives it.
+type kube struct {
+	*app
+	// resources is the discovery, read once per invocation and again after
+	// this invocation registered Types.
 	resources []client.Resource
 	// backendAliases maps backend ids to aliases for tables; nil until
 	// read.
 	backendAliases map[string]string
 }
 
-func (r *remote) rootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "cairn",
-		Short: "cairn is a typed state hub for infrastructure",
-		Long: fmt.Sprintf(`cairn keeps typed, versioned instances of infrastructure and configuration state
-(Types and TypeInstances) and delegates where each value lives to a storage backend.
-
-Client mode: the commands talk to the cairn server at %s (from %s).
-Without a server (no --server, $%s or current context) the CLI works offline
-on a local store instead; --server='' forces that.`, r.target.url, r.target.from, EnvServer),
-		Example: `  cairn apply -f examples/flags/flags.json -f examples/flags/new-project.yaml
-  cairn get flags -l team=moonshots
-  cairn get typeinstances -o wide
-  cairn describe flag new-project`,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Args:          usageArgs(cobra.NoArgs),
-		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.New(r.target.url, client.WithActor(r.as))
-			if err != nil {
-				return cairn.Errorf(cairn.CodeInvalid, "the server from %s: %w", r.target.from, err)
-			}
-			r.c = c
-			return nil
-		},
-	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
-	f := root.PersistentFlags()
-	// Read by resolveServer before parsing; declared so they parse and show.
-	f.String("server", "", "server URL, http://HOST:PORT [$"+EnvServer+"]; '' for local mode")
-	f.String("context", "", "context of the configuration file whose server to use")
-	f.StringVar(&r.as, "as", cmp.Or(r.env.Getenv("USER"), r.env.Getenv("LOGNAME")), "caller identity, recorded as createdBy [$USER]")
-
-	root.AddCommand(
+func (r *kube) commands() []*cobra.Command {
+	return []*cobra.Command{
 		r.getCommand(),
 		r.describeCommand(),
 		r.applyCommand(),
@@ -77,17 +44,11 @@ on a local store instead; --server='' forces that.`, r.target.url, r.target.from
 		r.lockCommand(true),
 		r.lockCommand(false),
 		r.apiResourcesCommand(),
-		r.tfCommand(),
-	)
-	var output string
-	root.AddCommand(stackCommands(func(ctx context.Context, fn func(stackAPI) error) error {
-		return fn(restStacks{r.c})
-	}, &output, true)...)
-	return root
+	}
 }
 
 // discover returns the served resources.
-func (r *remote) discover(ctx context.Context) ([]client.Resource, error) {
+func (r *kube) discover(ctx context.Context) ([]client.Resource, error) {
 	if r.resources == nil {
 		list, err := r.c.Resources(ctx)
 		if err != nil {
@@ -102,7 +63,7 @@ func (r *remote) discover(ctx context.Context) ([]client.Resource, error) {
 // singular, short name or kind, optionally qualified as NAME.GROUP or
 // NAME.VERSION.GROUP. Of several versions of a group it takes the one
 // discovery lists first, the preferred one.
-func (r *remote) findResource(ctx context.Context, name string) (client.Resource, error) {
+func (r *kube) findResource(ctx context.Context, name string) (client.Resource, error) {
 	all, err := r.discover(ctx)
 	if err != nil {
 		return client.Resource{}, err
@@ -131,7 +92,7 @@ func (r *remote) findResource(ctx context.Context, name string) (client.Resource
 
 // resourceFor finds the resource that serves documents of apiVersion and
 // kind.
-func (r *remote) resourceFor(ctx context.Context, apiVersion, kind string) (client.Resource, error) {
+func (r *kube) resourceFor(ctx context.Context, apiVersion, kind string) (client.Resource, error) {
 	all, err := r.discover(ctx)
 	if err != nil {
 		return client.Resource{}, err
@@ -184,13 +145,28 @@ type resourceNames struct {
 	names []string
 }
 
-// parseResourceArgs reads "RESOURCE [NAME...]" or "RESOURCE/NAME...".
-func (r *remote) parseResourceArgs(ctx context.Context, args []string) ([]resourceNames, error) {
+// parseResourceArgs reads "RESOURCE [NAME...]" or "RESOURCE/NAME...". Two
+// shortcuts name TypeInstances whatever their Type: an id alone, and
+// "TYPEPATH NAME..." (instances of that Type path by name in namespace).
+func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace string) ([]resourceNames, error) {
 	if len(args) == 0 {
 		return nil, usageErrorf("you must specify the type of resource; cairn api-resources lists them")
 	}
+	if len(args) == 1 && uuid.Validate(args[0]) == nil {
+		// An id alone names a TypeInstance, whatever its Type.
+		res, err := r.findResource(ctx, "typeinstances")
+		if err != nil {
+			return nil, err
+		}
+		return []resourceNames{{res: res, names: args}}, nil
+	}
 	if !strings.Contains(args[0], "/") {
 		res, err := r.findResource(ctx, args[0])
+		if cairn.HasCode(err, cairn.CodeNotFound) && len(args) > 1 {
+			if byPath, ok, perr := r.byTypePath(ctx, args[0], args[1:], namespace); ok || perr != nil {
+				return byPath, perr
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -220,13 +196,41 @@ func (r *remote) parseResourceArgs(ctx context.Context, args []string) ([]resour
 	return out, nil
 }
 
+// byTypePath resolves "TYPEPATH NAME..." to the TypeInstances of that
+// Type path with those names in namespace; ok is false when path names
+// neither a Type nor the Type of the first instance asked for.
+func (r *kube) byTypePath(ctx context.Context, path string, names []string, namespace string) ([]resourceNames, bool, error) {
+	if !strings.Contains(path, ".") {
+		return nil, false, nil
+	}
+	res, err := r.findResource(ctx, "typeinstances")
+	if err != nil {
+		return nil, false, nil
+	}
+	ids := make([]string, len(names))
+	for i, n := range names {
+		inst, err := r.c.GetInstanceByName(ctx, path, cmp.Or(namespace, cairn.DefaultNamespace), n, false)
+		if i == 0 && cairn.HasCode(err, cairn.CodeNotFound) {
+			types, terr := r.c.ListTypes(ctx, store.TypeFilter{PathPrefix: path})
+			if terr != nil || !slices.ContainsFunc(types, func(t cairn.Type) bool { return t.Path == path }) {
+				return nil, false, nil
+			}
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		ids[i] = inst.ID
+	}
+	return []resourceNames{{res: res, names: ids}}, true, nil
+}
+
 func sameResource(a, b client.Resource) bool {
 	return a.Group == b.Group && a.Version == b.Version && a.Plural == b.Plural
 }
 
 // resolveName turns what a user typed into the name the server knows: a
 // backend may be named by its alias.
-func (r *remote) resolveName(ctx context.Context, res client.Resource, name string) (string, error) {
+func (r *kube) resolveName(ctx context.Context, res client.Resource, name string) (string, error) {
 	if !isHub(res, "backends") || uuid.Validate(name) == nil {
 		return name, nil
 	}
@@ -251,7 +255,7 @@ func (r *remote) resolveName(ctx context.Context, res client.Resource, name stri
 }
 
 // backendAliasMap maps each storage backend's id to its alias.
-func (r *remote) backendAliasMap(ctx context.Context) (map[string]string, error) {
+func (r *kube) backendAliasMap(ctx context.Context) (map[string]string, error) {
 	if r.backendAliases != nil {
 		return r.backendAliases, nil
 	}
@@ -272,7 +276,7 @@ func (r *remote) backendAliasMap(ctx context.Context) (map[string]string, error)
 
 // backendName shows a backend by its alias when the server knows one; a
 // table is still worth printing when the backends cannot be listed.
-func (r *remote) backendName(ctx context.Context, id string) string {
+func (r *kube) backendName(ctx context.Context, id string) string {
 	m, err := r.backendAliasMap(ctx)
 	if err != nil {
 		r.backendAliases = map[string]string{}

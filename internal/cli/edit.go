@@ -22,7 +22,7 @@ const editHeader = `# Edit the object below and save to replace it on the server
 #
 `
 
-func (r *remote) editCommand() *cobra.Command {
+func (r *kube) editCommand() *cobra.Command {
 	var namespace, owner, output string
 	cmd := &cobra.Command{
 		Use:   "edit RESOURCE NAME | edit RESOURCE/NAME",
@@ -39,7 +39,7 @@ object unchanged cancels the edit.`,
 				return usageErrorf("--output %q: want yaml or json", output)
 			}
 			ctx := cmd.Context()
-			groups, err := r.parseResourceArgs(ctx, args)
+			groups, err := r.parseResourceArgs(ctx, args, namespace)
 			if err != nil {
 				return err
 			}

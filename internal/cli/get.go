@@ -30,7 +30,7 @@ type getOptions struct {
 
 func (o getOptions) wide() bool { return o.output == "wide" }
 
-func (r *remote) getCommand() *cobra.Command {
+func (r *kube) getCommand() *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
 		Use:   "get RESOURCE [NAME...] | get RESOURCE/NAME...",
@@ -58,7 +58,7 @@ typeinstances (ti) is every instance by id; types shows each Type revision.
 				return usageErrorf("--output %q: want table, wide, json, yaml or name", o.output)
 			}
 			ctx := cmd.Context()
-			groups, err := r.parseResourceArgs(ctx, args)
+			groups, err := r.parseResourceArgs(ctx, args, o.namespace)
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ type fetched struct {
 	objs []object
 }
 
-func (r *remote) get(ctx context.Context, w, errw io.Writer, groups []resourceNames, o getOptions) error {
+func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceNames, o getOptions) error {
 	var all []fetched
 	var errs []error
 	single := len(groups) == 1 && len(groups[0].names) == 1
@@ -218,7 +218,7 @@ func sortObjects(res client.Resource, objs []object) {
 }
 
 // getObject reads one object by the name a user gave.
-func (r *remote) getObject(ctx context.Context, res client.Resource, ns, name string) (object, error) {
+func (r *kube) getObject(ctx context.Context, res client.Resource, ns, name string) (object, error) {
 	n, err := r.resolveName(ctx, res, name)
 	if err != nil {
 		return object{}, err
@@ -289,7 +289,7 @@ type tableView struct {
 
 // table returns the columns of res: kubectl-like, with what the hub
 // tracks beside the value (Type, backend, lock, version).
-func (r *remote) table(ctx context.Context, res client.Resource, wide, withNamespace, events bool) tableView {
+func (r *kube) table(ctx context.Context, res client.Resource, wide, withNamespace, events bool) tableView {
 	now := r.env.Now()
 	var header []string
 	var cells func(obj object) []string
@@ -423,7 +423,7 @@ func (c *columns) print(rows ...[]string) error {
 // watch lists (unless --watch-only), then prints every change from the
 // list's resourceVersion on, so no change between the two is missed,
 // until ctx ends or the server ends the stream.
-func (r *remote) watch(ctx context.Context, w io.Writer, g resourceNames, o getOptions) error {
+func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOptions) error {
 	res := g.res
 	if err := require(res, "watch"); err != nil {
 		return err
@@ -561,12 +561,12 @@ func statusError(st rest.Status) error {
 	return &cairn.Error{Code: code, Msg: "the watch ended: " + st.Message}
 }
 
-func (r *remote) apiResourcesCommand() *cobra.Command {
+func (r *kube) apiResourcesCommand() *cobra.Command {
 	var output string
 	var namespaced string
 	cmd := &cobra.Command{
 		Use:   "api-resources",
-		Short: "List the resources the server serves",
+		Short: "List the resources the hub serves",
 		Long: `api-resources lists the served resources, one per group in its preferred
 version: cairn's own (hub.cairn.dev: types, typeinstances, backends,
 lockrequests) and one for each Type that declares REST names.`,

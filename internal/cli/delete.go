@@ -23,7 +23,7 @@ type deleteOptions struct {
 	ignoreNotFound bool
 }
 
-func (r *remote) deleteCommand() *cobra.Command {
+func (r *kube) deleteCommand() *cobra.Command {
 	var o deleteOptions
 	cmd := &cobra.Command{
 		Use:   "delete RESOURCE NAME... | delete RESOURCE/NAME... | delete RESOURCE -l SELECTOR | delete -f FILE",
@@ -45,7 +45,7 @@ use), then Types.`,
 				}
 				return r.deleteFiles(ctx, w, o, cmd.Flags().Changed("namespace"))
 			}
-			groups, err := r.parseResourceArgs(ctx, args)
+			groups, err := r.parseResourceArgs(ctx, args, o.namespace)
 			if err != nil {
 				return err
 			}
@@ -99,7 +99,7 @@ use), then Types.`,
 	return cmd
 }
 
-func (r *remote) deleteOne(ctx context.Context, w io.Writer, res client.Resource, ns, name string, o deleteOptions) error {
+func (r *kube) deleteOne(ctx context.Context, w io.Writer, res client.Resource, ns, name string, o deleteOptions) error {
 	err := r.c.Delete(ctx, res, ns, name, client.WriteOptions{LockOwner: o.owner})
 	if cairn.HasCode(err, cairn.CodeNotFound) && o.ignoreNotFound {
 		return nil
@@ -112,7 +112,7 @@ func (r *remote) deleteOne(ctx context.Context, w io.Writer, res client.Resource
 }
 
 // deleteFiles deletes what the documents describe.
-func (r *remote) deleteFiles(ctx context.Context, w io.Writer, o deleteOptions, explicitNS bool) error {
+func (r *kube) deleteFiles(ctx context.Context, w io.Writer, o deleteOptions, explicitNS bool) error {
 	docs, err := r.readDocs(o.files)
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (a *applier) deleteObject(ctx context.Context, d rdoc, o deleteOptions) err
 	return a.r.deleteOne(ctx, a.w, res, ns, meta.Name, o)
 }
 
-func (r *remote) lockCommand(lock bool) *cobra.Command {
+func (r *kube) lockCommand(lock bool) *cobra.Command {
 	var owner, namespace string
 	verb, done := "lock", "locked"
 	if !lock {
@@ -203,7 +203,7 @@ instance is written and deleted only with --lock-owner set to its owner.`, title
 					ids = append(ids, arg)
 					continue
 				}
-				groups, err := r.parseResourceArgs(ctx, []string{arg})
+				groups, err := r.parseResourceArgs(ctx, []string{arg}, namespace)
 				if err != nil {
 					return err
 				}

@@ -18,18 +18,18 @@ import (
 	"github.com/cairn-dev/cairn/api/rest/client"
 )
 
-func (r *remote) describeCommand() *cobra.Command {
+func (r *kube) describeCommand() *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
 		Use:   "describe RESOURCE NAME... | describe RESOURCE/NAME...",
-		Short: "Show resources in detail: metadata, spec, backend, lock and relations",
+		Short: "Show resources in detail: metadata, spec, backend, lock, relations and every resource version",
 		Example: `  cairn describe flag new-project
   cairn describe ti 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10
   cairn describe type io.flipt.flag:1.0.0-alpha.1`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			groups, err := r.parseResourceArgs(ctx, args)
+			groups, err := r.parseResourceArgs(ctx, args, namespace)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ type describedInstance struct {
 	attributes        []cairn.AttributeRef
 }
 
-func (r *remote) describe(ctx context.Context, w io.Writer, res client.Resource, obj object) error {
+func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, obj object) error {
 	switch {
 	case isHub(res, "types"):
 		return r.describeType(w, obj)
@@ -128,7 +128,7 @@ func (f fields) title(indent int, name string) {
 
 func (f fields) flush() error { return f.tw.Flush() }
 
-func (r *remote) describeInstance(ctx context.Context, w io.Writer, d describedInstance) error {
+func (r *kube) describeInstance(ctx context.Context, w io.Writer, d describedInstance) error {
 	f := newFields(w)
 	f.add(0, "Name", d.name)
 	f.add(0, "Namespace", d.ns)
@@ -191,7 +191,27 @@ func (r *remote) describeInstance(ctx context.Context, w io.Writer, d describedI
 			return err
 		}
 	}
-	return writeYAMLBlock(w, "Spec", d.value)
+	if err := writeYAMLBlock(w, "Spec", d.value); err != nil {
+		return err
+	}
+	return r.describeHistory(ctx, w, d.id)
+}
+
+// describeHistory lists every resource version of the instance id, oldest
+// first: who made it, when, its attributes and backend context.
+func (r *kube) describeHistory(ctx context.Context, w io.Writer, id string) error {
+	rvs, err := r.c.ResourceVersions(ctx, id, false)
+	if err != nil {
+		_, err = fmt.Fprintf(w, "Resource Versions:  <unknown: %v>\n", err)
+		return err
+	}
+	fmt.Fprintln(w, "Resource Versions:")
+	rows := [][]string{{"  VERSION", "CREATED BY", "CREATED", "ATTRIBUTES", "CONTEXT"}}
+	for _, rv := range rvs {
+		rows = append(rows, []string{"  " + strconv.Itoa(rv.ResourceVersion), rv.CreatedBy,
+			rv.CreatedAt.Format(timeLayout), attributes(rv.Attributes), compactJSON(rv.Context)})
+	}
+	return (&columns{w: w}).print(rows...)
 }
 
 // writeYAMLBlock writes raw as YAML indented under a title.
@@ -213,7 +233,7 @@ func writeYAMLBlock(w io.Writer, title string, raw json.RawMessage) error {
 	return err
 }
 
-func (r *remote) describeType(w io.Writer, obj object) error {
+func (r *kube) describeType(w io.Writer, obj object) error {
 	var spec rest.TypeSpec
 	if err := json.Unmarshal(obj.Spec, &spec); err != nil {
 		return fmt.Errorf("the server's Type does not decode: %w", err)
@@ -243,7 +263,7 @@ func (r *remote) describeType(w io.Writer, obj object) error {
 	return writeYAMLBlock(w, "JSON Schema", spec.JSONSchema)
 }
 
-func (r *remote) describeBackend(w io.Writer, obj object) error {
+func (r *kube) describeBackend(w io.Writer, obj object) error {
 	var spec rest.BackendSpec
 	if err := json.Unmarshal(obj.Spec, &spec); err != nil {
 		return fmt.Errorf("the server's Backend does not decode: %w", err)

@@ -1,0 +1,224 @@
+// Package doctest runs the shell commands of the documentation, so the
+// examples cannot rot: every ```sh block of README.md and docs/*.md runs
+// (see docs/development.md, "Documentation" for the convention).
+package doctest_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// block is one runnable code block of a page.
+type block struct {
+	line int // of the opening fence, 1-based
+	text string
+}
+
+// runnable returns the ```sh blocks of a Markdown file; "```sh no-test"
+// blocks are left out (the page says why in its prose).
+func runnable(path string) ([]block, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []block
+	var cur *block
+	inFence := false
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		if strings.HasPrefix(l, "```") {
+			if inFence {
+				if cur != nil {
+					out = append(out, *cur)
+					cur = nil
+				}
+				inFence = false
+				continue
+			}
+			inFence = true
+			if info := strings.Fields(strings.TrimPrefix(l, "```")); len(info) == 1 && info[0] == "sh" {
+				cur = &block{line: n}
+			}
+			continue
+		}
+		if cur != nil {
+			cur.text += l + "\n"
+		}
+	}
+	return out, sc.Err()
+}
+
+var addrRE = regexp.MustCompile(`127\.0\.0\.1:(\d{4,5})`)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestDocs(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append([]string{filepath.Join(root, "README.md")}, pages...)
+
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "cairn"), "./cmd/cairn")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	goVars := map[string]string{}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN"} {
+		goVars[k] = goEnv(t, k)
+	}
+
+	for _, page := range pages {
+		blocks, err := runnable(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		rel, _ := filepath.Rel(root, page)
+		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
+			runPage(t, root, bin, goVars, rel, blocks)
+		})
+	}
+}
+
+// runPage runs a page's blocks in order in one bash, in a directory that
+// looks like a checkout (the repository's top-level entries linked in), with
+// its own store, configuration and home, and each 127.0.0.1:PORT of the page
+// moved to a free port. What the page starts in the background is stopped
+// at the end.
+func runPage(t *testing.T, root, bin string, goVars map[string]string, rel string, blocks []block) {
+	dir := t.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports := map[string]string{}
+	var script strings.Builder
+	var lines []string // the page position of each script line
+	add := func(l, where string) {
+		script.WriteString(l + "\n")
+		lines = append(lines, where)
+	}
+	add("set -euo pipefail", "")
+	add(`trap 'echo "doctest: failed at script line $LINENO" >&2' ERR`, "")
+	for _, b := range blocks {
+		text := addrRE.ReplaceAllStringFunc(b.text, func(m string) string {
+			p := addrRE.FindStringSubmatch(m)[1]
+			if ports[p] == "" {
+				ports[p] = freePort(t)
+			}
+			return "127.0.0.1:" + ports[p]
+		})
+		for i, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			add(l, fmt.Sprintf("%s:%d", rel, b.line+1+i))
+		}
+	}
+	scriptPath := filepath.Join(t.TempDir(), "page.sh")
+	if err := os.WriteFile(scriptPath, []byte(script.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", scriptPath)
+	cmd.Dir = dir
+	home := filepath.Join(dir, ".home")
+	cmd.Env = []string{
+		"PATH=" + bin + string(os.PathListSeparator) + filepath.Join(dir, ".gobin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home, "USER=doc", "GOBIN=" + filepath.Join(dir, ".gobin"),
+		"CAIRN_DATA_DIR=" + filepath.Join(dir, ".data"), "CAIRN_CONFIG=" + filepath.Join(dir, ".cairn-config.yaml"),
+		"TMPDIR=" + os.TempDir(),
+	}
+	for k, v := range goVars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if v := os.Getenv("CAIRN_TEST_POSTGRES"); v != "" {
+		cmd.Env = append(cmd.Env, "CAIRN_TEST_POSTGRES="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Output goes to a file, not a pipe: what the page leaves running in the
+	// background would hold a pipe open and keep Wait waiting.
+	logPath := filepath.Join(t.TempDir(), "page.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	err = cmd.Start()
+	if err == nil {
+		// Stop what the page left running in the background (servers,
+		// backends), whatever happens to the test.
+		pgid := cmd.Process.Pid
+		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		err = cmd.Wait()
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	}
+	logFile.Close()
+	out, _ := os.ReadFile(logPath)
+	if err == nil {
+		return
+	}
+	where := rel
+	if m := regexp.MustCompile(`doctest: failed at script line (\d+)`).FindSubmatch(out); m != nil {
+		if n, _ := strconv.Atoi(string(m[1])); n >= 1 && n <= len(lines) && lines[n-1] != "" {
+			where = lines[n-1]
+		}
+	}
+	t.Fatalf("%s: a documented command failed (%v):\n%s", where, err, tail(string(out), 60))
+}
+
+func tail(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
