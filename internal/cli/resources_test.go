@@ -20,6 +20,7 @@ import (
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
 	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
+	s3backend "github.com/cairn-dev/cairn/backend/s3"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/internal/cli"
 	"github.com/cairn-dev/cairn/store"
@@ -103,8 +104,14 @@ func newFixture(t *testing.T, local bool) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As cairn serve and local mode do, the hub knows the Git backend's Type.
-	if _, _, err := h.ApplyType(ctx, gitbackend.StorageType()); err != nil {
+	// As cairn serve and local mode do, the hub knows the Types of its
+	// in-process backends and of Terraform state.
+	for _, typ := range []cairn.Type{gitbackend.StorageType(), s3backend.StorageType()} {
+		if _, _, err := h.ApplyType(ctx, typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.RegisterTerraformTypes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, local: local, h: h, dir: dir, vars: vars}
@@ -386,9 +393,13 @@ func TestGet(t *testing.T) {
 				`NAME +PATH +REVISION +REST +AGE`,
 				`cap\.core\.type\.hub\.storage\.git:0\.1\.0 .*`,
 				`cap\.core\.type\.hub\.storage\.gotemplate:0\.1\.0 .*`,
+				`cap\.core\.type\.hub\.storage\.s3:0\.1\.0 .*`,
 				`cap\.core\.type\.hub\.storage\.sqlite:0\.1\.0 .*`,
 				`cap\.type\.database\.postgresql\.config:0\.1\.0 +cap\.type\.database\.postgresql\.config +0\.1\.0 +database\.cairn\.dev/v1 PostgresConfig +\d+s`,
 				`cap\.type\.database\.postgresql\.server:0\.1\.0 .* <none> .*`,
+				`cap\.type\.terraform\.output\.sensitive:0\.1\.0 .*`,
+				`cap\.type\.terraform\.output:0\.1\.0 .*`,
+				`cap\.type\.terraform\.state:0\.1\.0 .*`,
 				`io\.flipt\.flag:1\.0\.0-alpha\.1 +io\.flipt\.flag +1\.0\.0-alpha\.1 +flipt\.io/v1alpha1 Flag +\d+s`}, ""},
 			{"backends", []string{"get", "backends"}, 0, []string{
 				`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`,
@@ -662,8 +673,12 @@ func TestAPIResources(t *testing.T) {
 			`stacks +hub\.cairn\.dev/v1 +false +Stack`,
 			`typeinstances +ti +hub\.cairn\.dev/v1 +false +TypeInstance`,
 			`types +hub\.cairn\.dev/v1 +false +Type`,
+			`terraformoutputs +tfout +terraform\.cairn\.dev/v1 +true +TerraformOutput`,
+			`terraformsensitiveoutputs +terraform\.cairn\.dev/v1 +true +TerraformSensitiveOutput`,
+			`terraformstates +tfstate +terraform\.cairn\.dev/v1 +true +TerraformState`,
 		)
-		matchLines(t, s.ok("api-resources", "--namespaced=true", "-o", "name"), `flags\.flipt\.io`)
+		matchLines(t, s.ok("api-resources", "--namespaced=true", "-o", "name"), `flags\.flipt\.io`,
+			`terraformoutputs\.terraform\.cairn\.dev`, `terraformsensitiveoutputs\.terraform\.cairn\.dev`, `terraformstates\.terraform\.cairn\.dev`)
 		if out := s.ok("api-resources", "-o", "wide"); !strings.Contains(out, "[create delete get list update watch]") {
 			t.Errorf("api-resources -o wide lacks the typeinstances verbs:\n%s", out)
 		}
