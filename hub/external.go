@@ -22,8 +22,11 @@ type externalWrite struct {
 // get one call per write; a delete of what a backend forgot already counts
 // as done. It stops at the first failure, which it returns
 // with the instance it is about; the writes reported done before stay
-// done, for the caller to roll back.
+// done, for the caller to roll back. A dry run sends nothing.
 func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (failed *externalWrite, err error) {
+	if IsDryRun(ctx) {
+		return nil, nil
+	}
 	byBackend := map[string][]*externalWrite{}
 	var order []string
 	for _, w := range ws {

@@ -71,6 +71,9 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	// External backends keep a copy of the lock (seed 000: the backend
 	// stores the value and the locking state). When one refuses, the store
 	// change is undone so hub and backends agree.
+	if IsDryRun(ctx) {
+		return nil
+	}
 	if err := h.notifyLocks(ctx, before, owner, lock); err != nil {
 		if uerr := h.restoreLocks(ctx, before); uerr != nil {
 			return errors.Join(err, fmt.Errorf("restore the previous locks: %w", uerr))

@@ -28,7 +28,9 @@ func (h *Hub) CreateType(ctx context.Context, t cairn.Type) (cairn.Type, error) 
 	if err != nil {
 		return cairn.Type{}, fmt.Errorf("create Type %s: %w", t.Ref(), err)
 	}
-	h.typesGen.Add(1)
+	if !IsDryRun(ctx) {
+		h.typesGen.Add(1)
+	}
 	return t, nil
 }
 
@@ -80,7 +82,9 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 		return cairn.Type{}, false, fmt.Errorf("apply Type %s: %w", t.Ref(), err)
 	}
 	if created {
-		h.typesGen.Add(1)
+		if !IsDryRun(ctx) {
+			h.typesGen.Add(1)
+		}
 	}
 	return out, created, nil
 }
@@ -170,7 +174,9 @@ func (h *Hub) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
 	if err != nil {
 		return fmt.Errorf("delete Type %s: %w", ref, err)
 	}
-	h.typesGen.Add(1)
+	if !IsDryRun(ctx) {
+		h.typesGen.Add(1)
+	}
 	return nil
 }
 

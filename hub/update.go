@@ -234,7 +234,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 
 	var ws []*externalWrite
 	for _, s := range items {
-		if s.inst.Backend.Abstract {
+		if s.inst.Backend.Abstract || IsDryRun(ctx) {
 			continue
 		}
 		req := cairn.OnUpdateRequest{

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -111,8 +112,21 @@ func (h *Hub) PruneChanges(ctx context.Context, keep int64) error {
 }
 
 // write runs fn in one store transaction and wakes this process's watchers
-// when it commits.
+// when it commits. Under a dry run (WithDryRun) the transaction runs fn,
+// every check of the store included, and is rolled back.
 func (h *Hub) write(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	if IsDryRun(ctx) {
+		err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			if err := fn(ctx, tx); err != nil {
+				return err
+			}
+			return errDryRun
+		})
+		if errors.Is(err, errDryRun) {
+			return nil
+		}
+		return err
+	}
 	if err := h.st.Update(ctx, fn); err != nil {
 		return err
 	}
