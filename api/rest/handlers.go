@@ -333,7 +333,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	return nil
 }
 
+// readBody reads a request body; a create, update or delete body must be
+// JSON or YAML (PATCH bodies are checked by the patch handler).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Method != http.MethodPatch {
+		if err := checkMediaType(r); err != nil {
+			return nil, err
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		return nil, errStatus{newStatus(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
@@ -342,16 +349,24 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return body, nil
 }
 
-func strictFields(r *http.Request) bool {
-	return r.URL.Query().Get("fieldValidation") == "Strict"
+// readObject reads the body of a create or replace: JSON or YAML, with its
+// unknown fields refused or warned about (fieldValidation).
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (inObject, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return inObject{}, err
+	}
+	if body, err = bodyJSON(r, body); err != nil {
+		return inObject{}, err
+	}
+	if err := checkFields(w, r, body, inObject{}); err != nil {
+		return inObject{}, err
+	}
+	return decodeObject(body)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) error {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	o, err := decodeObject(body, strictFields(r))
+	o, err := s.readObject(w, r)
 	if err != nil {
 		return err
 	}
@@ -411,7 +426,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 // backend; the version is immutable, so this reads what the write that made
 // it stored, whatever happened since.
 func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance, error) {
-	if inst.Latest.Value != nil {
+	if inst.Latest.Value != nil || hub.IsDryRun(r.Context()) {
+		// A dry run stored nothing a backend could be asked for.
 		return inst, nil
 	}
 	vs, err := s.hub.Values(r.Context(), []hub.ValueRef{{Instance: inst, Version: inst.Latest}})
@@ -428,11 +444,7 @@ func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance
 // replace is PUT: the body is the desired object; metadata.resourceVersion,
 // when given, must be the current one.
 func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) error {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	o, err := decodeObject(body, strictFields(r))
+	o, err := s.readObject(w, r)
 	if err != nil {
 		return err
 	}
@@ -586,7 +598,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		if err != nil {
 			return errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("the patch could not be applied: %v", err))}
 		}
-		o, err := decodeObject(patched, false)
+		if attempt == 0 {
+			if err := checkFields(w, r, patched, inObject{}); err != nil {
+				return err
+			}
+		}
+		o, err := decodeObject(patched)
 		if err != nil {
 			return err
 		}
@@ -627,18 +644,47 @@ type deleteOptions struct {
 		UID             *string `json:"uid"`
 		ResourceVersion *string `json:"resourceVersion"`
 	} `json:"preconditions"`
+	// DryRun is where kubectl delete --dry-run=server puts "All", rather
+	// than in the query.
+	DryRun []string `json:"dryRun"`
+}
+
+// readDeleteOptions reads a DELETE's body and returns r carrying a dry run
+// when the body asks for one.
+func (s *Server) readDeleteOptions(w http.ResponseWriter, r *http.Request) (deleteOptions, *http.Request, error) {
+	var opts deleteOptions
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return opts, r, err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if body, err = bodyJSON(r, body); err != nil {
+			return opts, r, err
+		}
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return opts, r, errStatus{badRequest("the DeleteOptions body is not valid: %v", err)}
+		}
+	}
+	if len(opts.DryRun) > 0 {
+		q := r.URL.Query()
+		q["dryRun"] = append(q["dryRun"], opts.DryRun...)
+		r2 := r.Clone(r.Context())
+		r2.URL.RawQuery = q.Encode()
+		dry, st := dryRun(r2)
+		if st != nil {
+			return opts, r, *st
+		}
+		if dry {
+			r = r.WithContext(hub.WithDryRun(r.Context()))
+		}
+	}
+	return opts, r, nil
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) error {
-	body, err := s.readBody(w, r)
+	opts, r, err := s.readDeleteOptions(w, r)
 	if err != nil {
 		return err
-	}
-	var opts deleteOptions
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return errStatus{badRequest("the DeleteOptions body is not valid: %v", err)}
-		}
 	}
 	cur, err := s.instance(r, req)
 	if err != nil {

@@ -170,6 +170,10 @@ func (s *Server) createTypes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteType(w http.ResponseWriter, r *http.Request, req request) error {
+	_, r, err := s.readDeleteOptions(w, r)
+	if err != nil {
+		return err
+	}
 	ref, err := parseTypeName(req.name)
 	if err != nil {
 		return err
@@ -267,6 +271,10 @@ func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req req
 }
 
 func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
+	_, r, err := s.readDeleteOptions(w, r)
+	if err != nil {
+		return err
+	}
 	if err := s.hub.DeleteInstance(r.Context(), req.name, r.URL.Query().Get("lockOwner")); err != nil {
 		return err
 	}
@@ -373,6 +381,9 @@ type LockRequestStatus struct {
 func (s *Server) lockRequest(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
+		return err
+	}
+	if body, err = bodyJSON(r, body); err != nil {
 		return err
 	}
 	var lr LockRequest

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -187,15 +186,11 @@ type inMeta struct {
 	SelfLink                   json.RawMessage   `json:"selfLink"`
 }
 
-// decodeObject reads a request object. strict refuses unknown fields (the
-// fieldValidation=Strict kubectl sends).
-func decodeObject(body []byte, strict bool) (inObject, error) {
+// decodeObject reads a request object; checkFields has judged its
+// unknown fields.
+func decodeObject(body []byte) (inObject, error) {
 	var o inObject
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(&o); err != nil {
+	if err := json.Unmarshal(body, &o); err != nil {
 		return o, errStatus{badRequest("the request body is not a valid object: %v", err)}
 	}
 	return o, nil

@@ -10,6 +10,7 @@ package rest
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -99,6 +100,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // route dispatches and returns the route template for metrics.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	r = r.WithContext(cairn.WithActor(r.Context(), actorOf(r)))
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		dry, err := dryRun(r)
+		if err != nil {
+			writeStatus(w, err.st)
+			return "invalid"
+		}
+		if dry {
+			r = r.WithContext(hub.WithDryRun(r.Context()))
+		}
+	}
 	path := strings.Trim(r.URL.Path, "/")
 	seg := strings.Split(path, "/")
 	if path == "" {
@@ -124,6 +135,26 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	}
 	writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 	return "unknown"
+}
+
+// dryRun reads the dryRun query parameter of a write: "All" (repeatable)
+// makes the hub run the write without changing anything, as Kubernetes
+// does; any other value is refused as the API server refuses it.
+func dryRun(r *http.Request) (bool, *errStatus) {
+	vals, ok := r.URL.Query()["dryRun"]
+	if !ok {
+		return false, nil
+	}
+	for _, v := range vals {
+		if v != "All" {
+			st := newStatus(http.StatusUnprocessableEntity, "Invalid",
+				fmt.Sprintf("the request options are invalid: dryRun: Unsupported value: %q: supported values: \"All\"", v))
+			st.Details = &StatusDetails{Causes: []StatusCause{{Type: "FieldValueNotSupported", Field: "dryRun",
+				Message: fmt.Sprintf("Unsupported value: %q: supported values: \"All\"", v)}}}
+			return false, &errStatus{st}
+		}
+	}
+	return len(vals) > 0, nil
 }
 
 func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, fn func()) {

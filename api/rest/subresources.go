@@ -29,7 +29,10 @@ func (s *Server) replaceStatus(w http.ResponseWriter, r *http.Request, req reque
 	if err != nil {
 		return err
 	}
-	o, err := decodeObject(body, false)
+	if body, err = bodyJSON(r, body); err != nil {
+		return err
+	}
+	o, err := decodeObject(body)
 	if err != nil {
 		return err
 	}

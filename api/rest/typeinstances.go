@@ -212,12 +212,14 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
-	var o inTypeInstance
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if strictFields(r) {
-		dec.DisallowUnknownFields()
+	if body, err = bodyJSON(r, body); err != nil {
+		return err
 	}
-	if err := dec.Decode(&o); err != nil {
+	if err := checkFields(w, r, body, inTypeInstance{}); err != nil {
+		return err
+	}
+	var o inTypeInstance
+	if err := json.Unmarshal(body, &o); err != nil {
 		return errStatus{badRequest("the request body is not a valid TypeInstance: %v", err)}
 	}
 	cur, err := s.hub.GetInstance(r.Context(), req.name, true)
