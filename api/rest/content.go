@@ -147,4 +147,3 @@ func walkUnknown(t reflect.Type, doc any, prefix string, out *[]string) {
 		}
 	}
 }
-
