@@ -36,6 +36,9 @@ type NewInstance struct {
 	Backend *BackendInput
 	// CreatedBy defaults to the caller's identity from the context.
 	CreatedBy string
+	// ManagedFields is the server-side apply field ownership to store with
+	// the instance (Kubernetes managedFields form), or nil.
+	ManagedFields json.RawMessage
 }
 
 // BackendInput selects the backend of a new instance and carries its context.
@@ -269,15 +272,16 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			value:   in.Value,
 			backend: b,
 			inst: cairn.Instance{
-				ID:          id,
-				TypeRef:     in.TypeRef,
-				Namespace:   in.Namespace,
-				Name:        in.Name,
-				Alias:       in.Alias,
-				Labels:      maps.Clone(in.Labels),
-				Annotations: maps.Clone(in.Annotations),
-				Backend:     cairn.BackendRef{ID: b.ID, Abstract: b.Abstract},
-				CreatedAt:   now,
+				ID:            id,
+				TypeRef:       in.TypeRef,
+				Namespace:     in.Namespace,
+				Name:          in.Name,
+				Alias:         in.Alias,
+				Labels:        maps.Clone(in.Labels),
+				Annotations:   maps.Clone(in.Annotations),
+				Backend:       cairn.BackendRef{ID: b.ID, Abstract: b.Abstract},
+				CreatedAt:     now,
+				ManagedFields: in.ManagedFields,
 				Latest: cairn.ResourceVersion{
 					ResourceVersion: 1,
 					CreatedBy:       createdBy,

@@ -28,6 +28,9 @@ type UpdateInstance struct {
 	// Labels and Annotations, when not nil, replace the instance's.
 	Labels      map[string]string
 	Annotations map[string]string
+	// ManagedFields, when not nil, replaces the instance's server-side
+	// apply field ownership.
+	ManagedFields json.RawMessage
 	// IfSeq, when not 0, makes the update conditional: it fails with
 	// CodeConflict unless the instance's last change is still IfSeq
 	// (optimistic concurrency, REST's metadata.resourceVersion).
@@ -314,6 +317,11 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 					a = maps.Clone(s.up.Annotations)
 				}
 				if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
+					return err
+				}
+			}
+			if s.up.ManagedFields != nil {
+				if err := tx.SetManagedFields(ctx, s.inst.ID, s.up.ManagedFields); err != nil {
 					return err
 				}
 			}
