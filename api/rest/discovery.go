@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -34,6 +36,11 @@ type resource struct {
 	typ *cairn.Type
 	// hubKind names a hub resource: "types", "typeinstances", "backends".
 	hubKind string
+
+	// The field manager (apply.go), built on first use.
+	fmOnce sync.Once
+	fm     *managedfields.FieldManager
+	fmErr  error
 }
 
 func (r *resource) apiVersion() string { return r.group + "/" + r.version }

@@ -61,6 +61,7 @@ func TestKubectlDryRunChangesNothing(t *testing.T) {
 		{"create what exists", []string{"create", "--dry-run=server", "-f", "one.yaml"}, "", []string{"AlreadyExists"}},
 		{"apply a new object", []string{"apply", "--dry-run=server", "-f", "new.yaml"}, "flag.flipt.io/new created (server dry run)", nil},
 		{"apply a change", []string{"apply", "--dry-run=server", "-f", "changed.yaml"}, "flag.flipt.io/one configured (server dry run)", nil},
+		{"server-side apply", []string{"apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "changed.yaml"}, "flag.flipt.io/one serverside-applied (server dry run)", nil},
 		{"replace", []string{"replace", "--dry-run=server", "-f", "changed.yaml"}, "flag.flipt.io/one replaced (server dry run)", nil},
 		{"patch", []string{"patch", "flag", "one", "--dry-run=server", "--type", "merge", "-p", `{"spec":{"port":7}}`}, "flag.flipt.io/one patched", nil},
 		{"patch invalid", []string{"patch", "flag", "one", "--dry-run=server", "--type", "merge", "-p", `{"spec":{"port":0}}`}, "", []string{"spec.port"}},

@@ -386,14 +386,30 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			Causes: []StatusCause{{Type: "FieldValueRequired", Message: "Required value: name or generateName is required", Field: "metadata.name"}}}
 		return errStatus{st}
 	}
+	desired, err := desiredObject(req.res, name, req.namespace, o)
+	if err != nil {
+		return err
+	}
+	inst, err := s.createObject(r, req, o, name, s.trackUpdate(r, req.res, nil, desired))
+	if err != nil {
+		return err
+	}
+	writeWrite(w, http.StatusCreated, req.res, inst, true)
+	return nil
+}
+
+// createObject creates the instance of a request object, with the managed
+// fields given, and returns it with its value.
+func (s *Server) createObject(r *http.Request, req request, o inObject, name string, managedFields json.RawMessage) (cairn.Instance, error) {
 	in := hub.NewInstance{
-		Alias:       name,
-		Namespace:   req.namespace,
-		Name:        name,
-		TypeRef:     req.res.typ.Ref(),
-		Labels:      o.Metadata.Labels,
-		Annotations: storedAnnotations(o.Metadata.Annotations),
-		Value:       o.Spec,
+		ManagedFields: managedFields,
+		Alias:         name,
+		Namespace:     req.namespace,
+		Name:          name,
+		TypeRef:       req.res.typ.Ref(),
+		Labels:        o.Metadata.Labels,
+		Annotations:   storedAnnotations(o.Metadata.Annotations),
+		Value:         o.Spec,
 	}
 	if in.Value == nil {
 		in.Value = json.RawMessage(`{}`)
@@ -409,17 +425,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
 			st := newStatus(http.StatusConflict, "AlreadyExists", fmt.Sprintf("%s.%s %q already exists", req.res.plural, req.res.group, name))
 			st.Details = &StatusDetails{Name: name, Group: req.res.group, Kind: req.res.plural}
-			return errStatus{st}
+			return cairn.Instance{}, alreadyExists{errStatus{st}}
 		}
-		return errStatus{errorStatus(err, req.res.target(name))}
+		return cairn.Instance{}, errStatus{errorStatus(err, req.res.target(name))}
 	}
-	inst, err := s.withValue(r, created[0].Instance)
-	if err != nil {
-		return err
-	}
-	writeWrite(w, http.StatusCreated, req.res, inst, true)
-	return nil
+	return s.withValue(r, created[0].Instance)
 }
+
+// alreadyExists is the Status of a create that found the name taken, told
+// apart for server-side apply, which then applies to what is there.
+type alreadyExists struct{ errStatus }
+
+func (a alreadyExists) Unwrap() error { return a.errStatus }
 
 // withValue fills in the value of a created instance's latest resource
 // version when the hub did not (a backend that derives values), from the
@@ -452,7 +469,7 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) er
 	if err != nil {
 		return err
 	}
-	inst, err := s.write(r, req, cur, o)
+	inst, err := s.write(r, req, cur, o, nil)
 	if err != nil {
 		return err
 	}
@@ -460,8 +477,10 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) er
 	return nil
 }
 
-// write applies a desired object to the current instance.
-func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObject) (cairn.Instance, error) {
+// write applies a desired object to the current instance. managedFields
+// are those a server-side apply computed; nil has them computed for an
+// update by the request's field manager.
+func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObject, managedFields json.RawMessage) (cairn.Instance, error) {
 	if err := checkObject(req.res, o); err != nil {
 		return cairn.Instance{}, err
 	}
@@ -497,23 +516,47 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	if c, ok := o.Metadata.Annotations[AnnotationBackendContext]; ok && !hub.JSONEqual(json.RawMessage(c), cur.Latest.Context) {
 		up.Context, changed = json.RawMessage(c), true
 	}
-	if !changed {
+	if !changed && (managedFields == nil || hub.JSONEqual(managedFields, cur.ManagedFields)) {
 		// Nothing to do; Kubernetes keeps the resourceVersion on a no-op.
 		if ifSeq != 0 && ifSeq != cur.Seq {
 			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
 		}
 		return cur, nil
 	}
+	if !changed {
+		// Only who owns which field changed (a server-side apply of
+		// values already there): no new resource version.
+		inst, err := s.hub.UpdateManagedFields(r.Context(), cur.ID, up.OwnerID, managedFields, ifSeq)
+		if err != nil {
+			return cairn.Instance{}, s.conflictStatus(req, err)
+		}
+		inst.Latest.Value = cur.Latest.Value
+		inst.Uses, inst.UsedBy = cur.Uses, cur.UsedBy
+		return inst, nil
+	}
+	if managedFields == nil {
+		desired, err := desiredObject(req.res, req.name, req.namespace, o)
+		if err != nil {
+			return cairn.Instance{}, err
+		}
+		managedFields = s.trackUpdate(r, req.res, &cur, desired)
+	}
+	up.ManagedFields = managedFields
 	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
 	if err != nil {
-		if cairn.HasCode(err, cairn.CodeConflict) {
-			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
-			st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
-			return cairn.Instance{}, errStatus{st}
-		}
-		return cairn.Instance{}, err
+		return cairn.Instance{}, s.conflictStatus(req, err)
 	}
 	return s.written(r, cur, out[0], up.Value)
+}
+
+// conflictStatus words a hub conflict as the API server does.
+func (s *Server) conflictStatus(req request, err error) error {
+	if !cairn.HasCode(err, cairn.CodeConflict) {
+		return err
+	}
+	st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
+	st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
+	return errStatus{st}
 }
 
 // written is the answer to an update: the instance as the update's own
@@ -578,12 +621,17 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return errStatus{badRequest("the JSON patch is not valid: %v", err)}
 		}
 		apply = p.Apply
+	case "application/apply-patch+yaml":
+		if err := checkManager(r, true); err != nil {
+			return err
+		}
+		return s.apply(w, r, req, body)
 	case "application/strategic-merge-patch+json":
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 			"strategic merge patch is not supported for cairn resources; use --type merge or --type json")}
 	default:
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got %q)", ct))}
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got %q)", ct))}
 	}
 	for attempt := 0; ; attempt++ {
 		cur, err := s.instance(r, req)
@@ -621,8 +669,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		// A patch that does not set resourceVersion applies to whatever is
 		// current; it then carries the version read above.
 		explicit := o.Metadata.ResourceVersion != strconv.FormatInt(cur.Seq, 10)
-		inst, err := s.write(r, req, cur, o)
-		if err != nil && !explicit && attempt < 5 && isConflictStatus(err) {
+		inst, err := s.write(r, req, cur, o, nil)
+		if err != nil && !explicit && attempt < maxWriteAttempts && isConflictStatus(err) {
 			continue
 		}
 		if err != nil {

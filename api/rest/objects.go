@@ -44,6 +44,9 @@ type ObjectMeta struct {
 	DeletionTimestamp string           `json:"deletionTimestamp,omitempty"`
 	Finalizers        []string         `json:"finalizers,omitempty"`
 	OwnerReferences   []OwnerReference `json:"ownerReferences,omitempty"`
+	// ManagedFields says which field manager owns which fields
+	// (server-side apply).
+	ManagedFields json.RawMessage `json:"managedFields,omitempty"`
 }
 
 // OwnerReference names the installation that owns an object (the uses edge
@@ -137,6 +140,7 @@ func toObject(r *resource, inst cairn.Instance) Object {
 			CreationTimestamp: timestamp(inst.CreatedAt),
 			Labels:            inst.Labels,
 			Annotations:       inst.Annotations,
+			ManagedFields:     inst.ManagedFields,
 		},
 		Spec: inst.Latest.Value,
 		Status: &ObjectStatus{

@@ -602,7 +602,7 @@ func TestPatch(t *testing.T) {
 		msgs                   []string
 	}{
 		{"strategic merge patch", "p", "application/strategic-merge-patch+json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", []string{"--type merge"}},
-		{"apply patch", "p", "application/apply-patch+yaml", `spec: {port: 1}`, 415, "UnsupportedMediaType", nil},
+		{"apply patch without a field manager", "p", "application/apply-patch+yaml", `spec: {port: 1}`, 422, "Invalid", []string{"fieldManager: Required value: is required for apply patch"}},
 		{"plain JSON", "p", "application/json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", nil},
 		{"merge patch with a stale resourceVersion", "p", "application/merge-patch+json", `{"metadata":{"resourceVersion":"1"},"spec":{"port":2}}`, 409, "Conflict", nil},
 		{"merge patch that breaks the schema", "p", "application/merge-patch+json", `{"spec":{"port":-1}}`, 422, "Invalid", []string{`Flag "p" is invalid`}},

@@ -1,0 +1,370 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// Server-side apply and field ownership are the API server's own code:
+// k8s.io/apimachinery's managedfields FieldManager (on
+// sigs.k8s.io/structured-merge-diff), set up as the API server sets it up
+// for a custom resource. What the façade adds is the translation between
+// an instance and the object the field manager sees:
+// {apiVersion, kind, metadata {name, namespace, uid, resourceVersion,
+// generation, creationTimestamp, labels, annotations, managedFields}, spec}.
+// status is the hub's and is never owned, as a custom resource's status
+// is not owned through its main resource.
+
+// fieldManager returns the resource's field manager, built once from the
+// OpenAPI schema cairn serves for it. A schema structured-merge-diff cannot
+// take (JSON Schema beyond what a structural schema allows) falls back to
+// a deduced type: every field still has an owner, lists are atomic.
+func (r *resource) fieldManager() (*managedfields.FieldManager, error) {
+	r.fmOnce.Do(func() {
+		gvk := r.gvk()
+		tc, err := typeConverter(r)
+		if err != nil {
+			tc = managedfields.NewDeducedTypeConverter()
+		}
+		r.fm, r.fmErr = managedfields.NewDefaultCRDFieldManager(tc, objectConvertor{}, objectDefaulter{}, objectCreater{},
+			gvk, gvk.GroupVersion(), "", nil)
+	})
+	return r.fm, r.fmErr
+}
+
+func (r *resource) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.group, Version: r.version, Kind: r.kind}
+}
+
+// typeConverter builds a structured-merge-diff type from the kind's OpenAPI
+// schema, as the API server does from a CRD's.
+func typeConverter(r *resource) (managedfields.TypeConverter, error) {
+	gvk := []map[string]string{{"group": r.group, "version": r.version, "kind": r.kind}}
+	docs := map[string]any{schemaName(r.group, r.version, r.kind): kindSchema(r, gvk), objectMetaRef: objectMetaSchema()}
+	schemas := map[string]*spec.Schema{}
+	for name, d := range docs {
+		raw, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		var s spec.Schema
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		schemas[name] = &s
+	}
+	return managedfields.NewTypeConverter(schemas, true)
+}
+
+// objectConvertor converts between versions of a kind that has one: an
+// instance belongs to one Type revision, served at one version.
+type objectConvertor struct{}
+
+func (objectConvertor) Convert(in, out, _ any) error {
+	u, ok1 := in.(*unstructured.Unstructured)
+	o, ok2 := out.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("cannot convert %T to %T", in, out)
+	}
+	o.Object = u.DeepCopy().Object
+	return nil
+}
+
+func (objectConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T", in)
+	}
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("%s cannot be converted to %v: cairn serves each kind at one version", u.GroupVersionKind(), gv)
+	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(target)
+	return out, nil
+}
+
+func (objectConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+// objectDefaulter: cairn fills no defaults into objects.
+type objectDefaulter struct{}
+
+func (objectDefaulter) Default(runtime.Object) {}
+
+type objectCreater struct{}
+
+func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// managedObject is the object the field manager sees for an instance.
+func managedObject(res *resource, inst cairn.Instance) (*unstructured.Unstructured, error) {
+	o := toObject(res, inst)
+	o.Status = nil
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("the object of %s %q for field management: %w", res.kind, inst.Name, err)
+	}
+	return u, nil
+}
+
+// desiredObject is the object a create, replace or patch asks for, in the
+// form managedObject gives.
+func desiredObject(res *resource, name, namespace string, o inObject) (*unstructured.Unstructured, error) {
+	m := map[string]any{"apiVersion": res.apiVersion(), "kind": res.kind}
+	md := map[string]any{"name": name, "namespace": namespace}
+	if len(o.Metadata.Labels) > 0 {
+		md["labels"] = stringMap(o.Metadata.Labels)
+	}
+	if a := storedAnnotations(o.Metadata.Annotations); len(a) > 0 {
+		md["annotations"] = stringMap(a)
+	}
+	if len(o.Metadata.ManagedFields) > 0 && string(o.Metadata.ManagedFields) != "null" {
+		var mf any
+		if err := json.Unmarshal(o.Metadata.ManagedFields, &mf); err != nil {
+			return nil, errStatus{badRequest("metadata.managedFields is not valid: %v", err)}
+		}
+		md["managedFields"] = mf
+	}
+	m["metadata"] = md
+	if len(o.Spec) > 0 && string(o.Spec) != "null" {
+		var v any
+		if err := json.Unmarshal(o.Spec, &v); err != nil {
+			return nil, errStatus{badRequest("spec is not valid JSON: %v", err)}
+		}
+		m["spec"] = v
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// managerOf is the field manager of a request: ?fieldManager, else the
+// User-Agent's product, as the API server names it.
+func managerOf(r *http.Request) string {
+	if m := r.URL.Query().Get("fieldManager"); m != "" {
+		return m
+	}
+	m, _, _ := strings.Cut(r.Header.Get("User-Agent"), "/")
+	if len(m) > 128 {
+		m = m[:128]
+	}
+	return m
+}
+
+// checkManager refuses a fieldManager the API server refuses.
+func checkManager(r *http.Request, apply bool) error {
+	m, given := r.URL.Query()["fieldManager"]
+	if apply && (!given || m[0] == "") {
+		return invalidOption("PatchOptions", "fieldManager", "Required value: is required for apply patch")
+	}
+	if given && len(m[0]) > 128 {
+		return invalidOption("PatchOptions", "fieldManager", "Too long: may not be more than 128 bytes")
+	}
+	return nil
+}
+
+func invalidOption(kind, field, msg string) error {
+	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("%s.meta.k8s.io \"\" is invalid: %s: %s", kind, field, msg))
+	st.Details = &StatusDetails{Group: "meta.k8s.io", Kind: kind, Causes: []StatusCause{{Type: "FieldValueInvalid", Field: field, Message: msg}}}
+	return errStatus{st}
+}
+
+// trackUpdate returns the managed fields after a non-apply write that turns
+// live (nil for a create) into desired, as the API server records them.
+// Managed fields it cannot compute are kept as they were, as the API
+// server keeps them, rather than failing the write.
+func (s *Server) trackUpdate(r *http.Request, res *resource, live *cairn.Instance, desired *unstructured.Unstructured) json.RawMessage {
+	fm, err := res.fieldManager()
+	if err != nil {
+		return nil
+	}
+	var liveObj runtime.Object
+	if live == nil {
+		liveObj, _ = objectCreater{}.New(res.gvk())
+	} else if liveObj, err = managedObject(res, *live); err != nil {
+		return nil
+	}
+	out, err := fm.Update(liveObj, desired, managerOf(r))
+	if err != nil {
+		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", err)
+		return nil
+	}
+	return encodeManagedFields(out)
+}
+
+func encodeManagedFields(obj runtime.Object) json.RawMessage {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	mf := u.GetManagedFields()
+	if mf == nil {
+		return json.RawMessage(`[]`)
+	}
+	raw, err := json.Marshal(mf)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// apply is a server-side apply (PATCH application/apply-patch+yaml): the
+// body is the manager's whole intent; the field manager merges it with
+// the live object, refusing with 409 to take fields another manager owns
+// unless ?force=true, and the merged object is created or written. A
+// write that lost a race with another writer is computed again on the new
+// live object, as the API server does.
+func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body []byte) error {
+	if err := checkManager(r, true); err != nil {
+		return err
+	}
+	force := false
+	if f := r.URL.Query().Get("force"); f != "" {
+		b, err := strconv.ParseBool(f)
+		if err != nil {
+			return errStatus{badRequest("force %q is not a boolean", f)}
+		}
+		force = b
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(body, &patch.Object); err != nil {
+		return errStatus{badRequest("error decoding YAML: %v", err)}
+	}
+	if patch.Object == nil {
+		return errStatus{badRequest("the apply patch is empty: it must be an object with apiVersion, kind and metadata.name")}
+	}
+	if err := checkFields(w, r, mustJSON(patch.Object), inObject{}); err != nil {
+		return err
+	}
+	// status is the hub's: an apply configuration cannot own it.
+	unstructured.RemoveNestedField(patch.Object, "status")
+	if n := patch.GetName(); n != "" && n != req.name {
+		return errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", n, req.name)}
+	}
+	if ns := patch.GetNamespace(); ns != "" && ns != req.namespace {
+		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", ns, req.namespace)}
+	}
+	fm, err := req.res.fieldManager()
+	if err != nil {
+		return fmt.Errorf("field manager of %s: %w", req.res.kind, err)
+	}
+	manager := managerOf(r)
+	for attempt := 0; ; attempt++ {
+		cur, err := s.instance(r, req)
+		found := err == nil
+		var live runtime.Object
+		switch {
+		case found:
+			if live, err = managedObject(req.res, cur); err != nil {
+				return err
+			}
+		case isNotFoundStatus(err):
+			live, _ = objectCreater{}.New(req.res.gvk())
+		default:
+			return err
+		}
+		merged, err := fm.Apply(live, patch.DeepCopy(), manager, force)
+		if err != nil {
+			return applyError(err)
+		}
+		u := merged.(*unstructured.Unstructured)
+		o, err := inObjectOf(u)
+		if err != nil {
+			return err
+		}
+		mf := encodeManagedFields(u)
+		if !found {
+			created, err := s.createObject(r, req, o, req.name, mf)
+			if err != nil && attempt < maxWriteAttempts && errors.As(err, new(alreadyExists)) {
+				continue // created meanwhile: apply to it
+			}
+			if err != nil {
+				return err
+			}
+			writeWrite(w, http.StatusCreated, req.res, created, true)
+			return nil
+		}
+		o.Metadata.ResourceVersion = strconv.FormatInt(cur.Seq, 10)
+		inst, err := s.write(r, req, cur, o, mf)
+		if err != nil && attempt < maxWriteAttempts && isConflictStatus(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+		return nil
+	}
+}
+
+func isNotFoundStatus(err error) bool {
+	var es errStatus
+	return (errors.As(err, &es) && es.st.Code == http.StatusNotFound) || cairn.HasCode(err, cairn.CodeNotFound)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// inObjectOf reads the merged object back as a request object.
+func inObjectOf(u *unstructured.Unstructured) (inObject, error) {
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		return inObject{}, err
+	}
+	return decodeObject(raw)
+}
+
+// applyError turns the field manager's errors (a conflict is already a
+// Kubernetes Status) into Status errors.
+func applyError(err error) error {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		in := se.ErrStatus
+		st := newStatus(int(in.Code), string(in.Reason), in.Message)
+		if d := in.Details; d != nil {
+			st.Details = &StatusDetails{Name: d.Name, Group: d.Group, Kind: d.Kind}
+			for _, c := range d.Causes {
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: string(c.Type), Message: c.Message, Field: c.Field})
+			}
+		}
+		return errStatus{st}
+	}
+	return errStatus{badRequest("the apply patch could not be applied: %v", err)}
+}
+
+// maxWriteAttempts bounds how often a patch or an apply without a
+// resourceVersion is computed again on the new live object after losing a
+// race with another writer; the API server retries such writes inside its
+// storage until they go through.
+const maxWriteAttempts = 64
