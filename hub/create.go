@@ -26,7 +26,7 @@ type NewInstance struct {
 	// generated when empty and stored as metadata.
 	Alias       string
 	Namespace   string // default "default"
-	Name        string // default: the generated id
+	Name        string // default: readable, from the alias or the Type (names.go)
 	TypeRef     cairn.TypeRef
 	Labels      map[string]string
 	Annotations map[string]string
@@ -159,6 +159,9 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 
 	for i, in := range req.Instances {
 		id := newID()
+		if in.Name == "" {
+			in.Name = defaultName(in.Alias, in.TypeRef.Path, id)
+		}
 		if in.Alias == "" {
 			in.Alias = id
 		}
@@ -184,9 +187,6 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		}
 		if c := checkNamespace(in.Namespace); c != nil {
 			causes = append(causes, *c)
-		}
-		if in.Name == "" {
-			in.Name = id
 		}
 		if c := checkName(in.Name); c != nil {
 			causes = append(causes, *c)

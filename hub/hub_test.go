@@ -311,8 +311,9 @@ func TestCreateDefaults(t *testing.T) {
 		t.Errorf("generated alias = %q, want the id %q", out[0].Alias, id)
 	}
 	inst := e.get(id)
-	if inst.Namespace != "default" || inst.Name != id {
-		t.Errorf("namespace/name = %s/%s, want default/%s", inst.Namespace, inst.Name, id)
+	// The name is readable: the Type's last node and the id's first 8.
+	if want := "config-" + id[:8]; inst.Namespace != "default" || inst.Name != want {
+		t.Errorf("namespace/name = %s/%s, want default/%s", inst.Namespace, inst.Name, want)
 	}
 	if inst.Backend != (cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true}) {
 		t.Errorf("backend = %+v", inst.Backend)
