@@ -46,6 +46,24 @@ type Names struct {
 	Singular   string   `json:"singular,omitempty"`
 	Plural     string   `json:"plural"`
 	ShortNames []string `json:"shortNames,omitempty"`
+	// Categories group resources for kubectl: `kubectl get <category>`
+	// lists every resource in it ("all", "cairn").
+	Categories []string `json:"categories,omitempty"`
+}
+
+// PrinterColumn is a column of the table `kubectl get` prints, in the form
+// of a CustomResourceDefinition's additionalPrinterColumns.
+type PrinterColumn struct {
+	Name string `json:"name"`
+	// Type is integer, number, string, boolean or date.
+	Type        string `json:"type"`
+	Format      string `json:"format,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Priority 0 is shown by default, higher only by -o wide.
+	Priority int32 `json:"priority,omitempty"`
+	// JSONPath is a simple JSON path into the object as served
+	// (.spec.enabled, .metadata.labels.team, .status.lockedBy).
+	JSONPath string `json:"jsonPath"`
 }
 
 // Type is a named, revisioned JSON Schema.
@@ -55,10 +73,13 @@ type Type struct {
 	JSONSchema     json.RawMessage `json:"jsonSchema,omitempty"`
 	AdditionalRefs []string        `json:"additionalRefs,omitempty"`
 	// Group, Version and Names are set when the Type is served over REST.
-	Group     string    `json:"group,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	Names     *Names    `json:"names,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Group   string `json:"group,omitempty"`
+	Version string `json:"version,omitempty"`
+	Names   *Names `json:"names,omitempty"`
+	// PrinterColumns are the columns `kubectl get` shows for the Type's
+	// instances besides NAME.
+	PrinterColumns []PrinterColumn `json:"additionalPrinterColumns,omitempty"`
+	CreatedAt      time.Time       `json:"createdAt"`
 }
 
 // Ref returns the reference to this Type revision.

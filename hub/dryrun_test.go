@@ -141,24 +141,3 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Errorf("a dry-run update stored revision 2 in the backend: %v", err)
 	}
 }
-
-func TestDefaultNames(t *testing.T) {
-	e := newEnv(t)
-	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
-		{Alias: "My_DB", TypeRef: cfgType},
-		{Alias: "My_DB2", TypeRef: cfgType, Name: "given"},
-		{TypeRef: cairn.TypeRef{Path: "cap.type.helm.release", Revision: "0.1.0"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []string{"my-db-" + out[0].ID[:8], "given", "release-" + out[2].ID[:8]} {
-		if got := out[i].Instance.Name; got != want {
-			t.Errorf("instance %d: name %q, want %q", i, got, want)
-		}
-	}
-	// The same alias in another batch (aliases are batch-local) is no clash.
-	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "My_DB", TypeRef: cfgType}}}); err != nil {
-		t.Errorf("a second instance with the alias of another: %v", err)
-	}
-}

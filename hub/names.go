@@ -1,7 +1,11 @@
 package hub
 
 import (
+	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/cairn-dev/cairn"
 )
 
 // defaultName is the name of an instance created without one: readable in
@@ -36,4 +40,35 @@ func defaultName(alias, typePath, id string) string {
 		return id
 	}
 	return s + "-" + suffix
+}
+
+// printerColumnTypes are the column types a CustomResourceDefinition
+// allows.
+var printerColumnTypes = []string{"integer", "number", "string", "boolean", "date"}
+
+// checkPrinterColumns applies the rules the API server applies to a CRD's
+// additionalPrinterColumns.
+func checkPrinterColumns(cols []cairn.PrinterColumn) []cairn.Cause {
+	var causes []cairn.Cause
+	seen := map[string]bool{}
+	for i, c := range cols {
+		f := fmt.Sprintf("additionalPrinterColumns/%d", i)
+		switch {
+		case c.Name == "":
+			causes = append(causes, cairn.Cause{Field: f + "/name", Message: "is required"})
+		case seen[strings.ToLower(c.Name)] || strings.EqualFold(c.Name, "name"):
+			causes = append(causes, cairn.Cause{Field: f + "/name", Message: fmt.Sprintf("%q is already a column", c.Name)})
+		}
+		seen[strings.ToLower(c.Name)] = true
+		if !slices.Contains(printerColumnTypes, c.Type) {
+			causes = append(causes, cairn.Cause{Field: f + "/type", Message: fmt.Sprintf("%q must be one of %s", c.Type, strings.Join(printerColumnTypes, ", "))})
+		}
+		if !strings.HasPrefix(c.JSONPath, ".") {
+			causes = append(causes, cairn.Cause{Field: f + "/jsonPath", Message: fmt.Sprintf("%q must be a simple JSON path starting with a dot, such as .spec.replicas", c.JSONPath)})
+		}
+		if c.Priority < 0 {
+			causes = append(causes, cairn.Cause{Field: f + "/priority", Message: "must not be negative"})
+		}
+	}
+	return causes
 }

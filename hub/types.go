@@ -104,6 +104,7 @@ func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
 		}
 	}
 	causes = append(causes, checkREST(t)...)
+	causes = append(causes, checkPrinterColumns(t.PrinterColumns)...)
 	if len(t.JSONSchema) > 0 {
 		compact, err := compactJSON(t.JSONSchema)
 		if err != nil {
@@ -128,14 +129,15 @@ func sameType(a, b cairn.Type) bool {
 		jsonEqual(a.JSONSchema, b.JSONSchema) &&
 		slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
 		a.Group == b.Group && a.Version == b.Version &&
-		namesEqual(a.Names, b.Names)
+		namesEqual(a.Names, b.Names) &&
+		slices.Equal(a.PrinterColumns, b.PrinterColumns)
 }
 
 func namesEqual(a, b *cairn.Names) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Kind == b.Kind && a.Singular == b.Singular && a.Plural == b.Plural && slices.Equal(a.ShortNames, b.ShortNames)
+	return a.Kind == b.Kind && a.Singular == b.Singular && a.Plural == b.Plural && slices.Equal(a.ShortNames, b.ShortNames) && slices.Equal(a.Categories, b.Categories)
 }
 
 // GetType returns one Type revision.

@@ -24,7 +24,10 @@ const KindResourceDefinition = "ResourceDefinition"
 //	 "spec": {"group": "flipt.io", "versions": {"v1alpha1": <JSON Schema>}}}
 //
 // A version's value is the JSON Schema of spec, or {"schema": <JSON Schema>}
-// as in cup's own examples.
+// as in cup's own examples; that form may also declare the columns kubectl
+// prints, as a CRD version does: {"schema": ..., "additionalPrinterColumns":
+// [{name, type, jsonPath, ...}]}. names.categories groups the kind for
+// `kubectl get <category>`, as a CRD's does.
 func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 	d := &decoder{}
 	d.known("", top, "apiVersion", "kind", "metadata", "names", "spec")
@@ -34,12 +37,13 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 	}
 	meta := d.object("metadata", top["metadata"], []string{"name", "labels", "annotations"})
 	name := d.reqStr("metadata/name", meta["name"])
-	names := d.object("names", top["names"], []string{"kind", "singular", "plural", "shortNames"})
+	names := d.object("names", top["names"], []string{"kind", "singular", "plural", "shortNames", "categories"})
 	n := cairn.Names{
 		Kind:       d.reqStr("names/kind", names["kind"]),
 		Singular:   d.optStr("names/singular", names["singular"]),
 		Plural:     d.reqStr("names/plural", names["plural"]),
 		ShortNames: d.strList("names/shortNames", names["shortNames"]),
+		Categories: d.strList("names/categories", names["categories"]),
 	}
 	spec := d.object("spec", top["spec"], []string{"group", "versions", "controller"})
 	group := d.reqStr("spec/group", spec["group"])
@@ -62,8 +66,10 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 			continue
 		}
 		schema := versions[v]
+		var columns []cairn.PrinterColumn
 		var wrapper map[string]json.RawMessage
-		if json.Unmarshal(schema, &wrapper) == nil && len(wrapper) == 1 && wrapper["schema"] != nil {
+		if json.Unmarshal(schema, &wrapper) == nil && wrapper["schema"] != nil && isVersionWrapper(wrapper) {
+			columns = d.printerColumns(field+"/additionalPrinterColumns", wrapper["additionalPrinterColumns"])
 			schema, field = wrapper["schema"], field+"/schema"
 		}
 		t := &cairn.Type{
@@ -73,6 +79,8 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 			Group:      group,
 			Version:    v,
 			Names:      &n,
+
+			PrinterColumns: columns,
 		}
 		docs = append(docs, Document{Kind: KindType, Type: t})
 	}
@@ -80,4 +88,15 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 		return nil, d.causes
 	}
 	return docs, nil
+}
+
+// isVersionWrapper reports whether a version's value is the
+// {"schema", "additionalPrinterColumns"} form rather than a JSON Schema.
+func isVersionWrapper(m map[string]json.RawMessage) bool {
+	for k := range m {
+		if k != "schema" && k != "additionalPrinterColumns" {
+			return false
+		}
+	}
+	return true
 }

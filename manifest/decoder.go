@@ -144,3 +144,42 @@ func first(raw json.RawMessage) byte {
 func isNull(raw json.RawMessage) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
 }
+
+// printerColumns decodes additionalPrinterColumns in the form of a
+// CustomResourceDefinition's: [{name, type, jsonPath, description,
+// priority, format}].
+func (d *decoder) printerColumns(field string, raw json.RawMessage) []cairn.PrinterColumn {
+	if raw == nil || isNull(raw) {
+		return nil
+	}
+	var items []json.RawMessage
+	if first(raw) != '[' || json.Unmarshal(raw, &items) != nil {
+		d.add(field, "must be an array of columns ({name, type, jsonPath, description, priority, format})")
+		return nil
+	}
+	out := make([]cairn.PrinterColumn, 0, len(items))
+	for i, it := range items {
+		f := fmt.Sprintf("%s/%d", field, i)
+		m := d.object(f, it, []string{"name", "type", "jsonPath", "description", "priority", "format"})
+		if m == nil {
+			if isNull(it) {
+				d.add(f, "must be an object")
+			}
+			continue
+		}
+		c := cairn.PrinterColumn{
+			Name:        d.reqStr(f+"/name", m["name"]),
+			Type:        d.reqStr(f+"/type", m["type"]),
+			JSONPath:    d.reqStr(f+"/jsonPath", m["jsonPath"]),
+			Description: d.optStr(f+"/description", m["description"]),
+			Format:      d.optStr(f+"/format", m["format"]),
+		}
+		if p := m["priority"]; p != nil && !isNull(p) {
+			if json.Unmarshal(p, &c.Priority) != nil || c.Priority < 0 {
+				d.add(f+"/priority", "must be a non-negative integer")
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -298,17 +298,19 @@ func (d *decoder) cairnType(top map[string]json.RawMessage) *cairn.Type {
 	t.Revision = d.reqStr("spec/revision", spec["revision"])
 	t.AdditionalRefs = d.strList("spec/additionalRefs", spec["additionalRefs"])
 	t.JSONSchema = d.jsonSchema("spec/jsonSchema", spec["jsonSchema"])
-	if rest := d.object("spec/rest", spec["rest"], []string{"group", "version", "names"}); rest != nil {
+	if rest := d.object("spec/rest", spec["rest"], []string{"group", "version", "names", "additionalPrinterColumns"}); rest != nil {
 		t.Group = d.optStr("spec/rest/group", rest["group"])
 		t.Version = d.optStr("spec/rest/version", rest["version"])
-		if names := d.object("spec/rest/names", rest["names"], []string{"kind", "singular", "plural", "shortNames"}); names != nil {
+		if names := d.object("spec/rest/names", rest["names"], []string{"kind", "singular", "plural", "shortNames", "categories"}); names != nil {
 			t.Names = &cairn.Names{
 				Kind:       d.optStr("spec/rest/names/kind", names["kind"]),
 				Singular:   d.optStr("spec/rest/names/singular", names["singular"]),
 				Plural:     d.optStr("spec/rest/names/plural", names["plural"]),
 				ShortNames: d.strList("spec/rest/names/shortNames", names["shortNames"]),
+				Categories: d.strList("spec/rest/names/categories", names["categories"]),
 			}
 		}
+		t.PrinterColumns = d.printerColumns("spec/rest/additionalPrinterColumns", rest["additionalPrinterColumns"])
 	}
 	return t
 }

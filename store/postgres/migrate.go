@@ -173,6 +173,11 @@ INSERT INTO changes_pruned (id, through) VALUES (1, 0);
 ALTER TABLE instances ADD COLUMN status json;
 ALTER TABLE instances ADD COLUMN managed_fields json;
 `,
+	// 3: store/sqlite version 4: the columns kubectl prints for a Type's
+	// instances (additionalPrinterColumns).
+	`
+ALTER TABLE types ADD COLUMN printer_columns json;
+`,
 }
 
 // migrationLockKey is the advisory lock migrations take: a hash of the

@@ -14,15 +14,15 @@ import (
 )
 
 const (
-	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, created_at`
+	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at`
 	typeOrder   = ` ORDER BY path, revision_key DESC, revision DESC`
 
 	qGetType = `SELECT ` + typeColumns + ` FROM types WHERE path = $1 AND revision = $2`
 	// qCreateType inserts a Type and its parents in one statement; it
 	// returns 0 when the revision exists.
 	qCreateType = `WITH t AS (
-	INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING path, revision
+	INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $9) ON CONFLICT DO NOTHING RETURNING path, revision
 ), p AS (
 	INSERT INTO type_parents (path, revision, parent)
 	SELECT t.path, t.revision, x.parent FROM t, unnest($5::text[]) AS x(parent) ON CONFLICT DO NOTHING
@@ -35,9 +35,10 @@ func scanType(row pgx.Row) (cairn.Type, error) {
 	var (
 		t             cairn.Type
 		schema, names []byte
+		columns       []byte
 		createdAt     pgtype.Timestamptz
 	)
-	if err := row.Scan(&t.Path, &t.Revision, &schema, &t.AdditionalRefs, &t.Group, &t.Version, &names, &createdAt); err != nil {
+	if err := row.Scan(&t.Path, &t.Revision, &schema, &t.AdditionalRefs, &t.Group, &t.Version, &names, &columns, &createdAt); err != nil {
 		return cairn.Type{}, err
 	}
 	t.JSONSchema = decodeRaw(schema)
@@ -48,6 +49,11 @@ func scanType(row pgx.Row) (cairn.Type, error) {
 	if names != nil {
 		t.Names = new(cairn.Names)
 		if err := decodeJSON("names", names, t.Names); err != nil {
+			return cairn.Type{}, err
+		}
+	}
+	if columns != nil {
+		if err := decodeJSON("additionalPrinterColumns", columns, &t.PrinterColumns); err != nil {
 			return cairn.Type{}, err
 		}
 	}
@@ -118,6 +124,10 @@ func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
 	if err != nil {
 		return err
 	}
+	columns, err := encodeJSON("additionalPrinterColumns", typ.PrinterColumns, len(typ.PrinterColumns) == 0)
+	if err != nil {
+		return err
+	}
 	createdAt, err := encodeTime(typ.CreatedAt)
 	if err != nil {
 		return err
@@ -128,7 +138,7 @@ func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
 	}
 	var n int
 	err = t.q.QueryRow(ctx, qCreateType,
-		typ.Path, typ.Revision, store.RevisionKey(typ.Revision), schema, refs, typ.Group, typ.Version, names, createdAt).Scan(&n)
+		typ.Path, typ.Revision, store.RevisionKey(typ.Revision), schema, refs, typ.Group, typ.Version, names, createdAt, columns).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("postgres: create type %s: %w", typ.Ref(), classify(err))
 	}

@@ -140,6 +140,11 @@ INSERT INTO changes_pruned (id, through) VALUES (1, 0);
 ALTER TABLE instances ADD COLUMN status TEXT;
 ALTER TABLE instances ADD COLUMN managed_fields TEXT;
 `,
+	// 4: the columns kubectl prints for a Type's instances
+	// (additionalPrinterColumns).
+	`
+ALTER TABLE types ADD COLUMN printer_columns TEXT;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

@@ -5,11 +5,11 @@ package sqlite
 // Queries built from filters run unprepared, with parameters all the same.
 
 const (
-	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, created_at`
+	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at`
 
 	qGetType       = `SELECT ` + typeColumns + ` FROM types WHERE path = ? AND revision = ?`
 	qListTypesAll  = `SELECT ` + typeColumns + ` FROM types ORDER BY path, revision_key DESC, revision DESC`
-	qInsertType    = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	qInsertType    = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	qInsertParent  = `INSERT INTO type_parents (path, revision, parent) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 	qDeleteType    = `DELETE FROM types WHERE path = ? AND revision = ?`
 	qCountInstance = `SELECT COUNT(*) FROM instances WHERE type_path = ? AND type_revision = ?`

@@ -15,9 +15,10 @@ func scanType(sc interface{ Scan(...any) error }) (cairn.Type, error) {
 	var (
 		t                   cairn.Type
 		schema, refs, names sql.NullString
+		columns             sql.NullString
 		createdAt           sql.NullInt64
 	)
-	if err := sc.Scan(&t.Path, &t.Revision, &schema, &refs, &t.Group, &t.Version, &names, &createdAt); err != nil {
+	if err := sc.Scan(&t.Path, &t.Revision, &schema, &refs, &t.Group, &t.Version, &names, &columns, &createdAt); err != nil {
 		return cairn.Type{}, err
 	}
 	t.JSONSchema = decodeRaw(schema)
@@ -30,6 +31,9 @@ func scanType(sc interface{ Scan(...any) error }) (cairn.Type, error) {
 		if err := decodeJSON("names", names, t.Names); err != nil {
 			return cairn.Type{}, err
 		}
+	}
+	if err := decodeJSON("additionalPrinterColumns", columns, &t.PrinterColumns); err != nil {
+		return cairn.Type{}, err
 	}
 	return t, nil
 }
@@ -106,12 +110,16 @@ func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
 	if err != nil {
 		return err
 	}
+	columns, err := encodeJSON("additionalPrinterColumns", typ.PrinterColumns, len(typ.PrinterColumns) == 0)
+	if err != nil {
+		return err
+	}
 	createdAt, err := encodeTime(typ.CreatedAt)
 	if err != nil {
 		return err
 	}
 	n, err := t.exec(ctx, qInsertType,
-		typ.Path, typ.Revision, store.RevisionKey(typ.Revision), schema, refs, typ.Group, typ.Version, names, createdAt)
+		typ.Path, typ.Revision, store.RevisionKey(typ.Revision), schema, refs, typ.Group, typ.Version, names, columns, createdAt)
 	if err != nil {
 		return fmt.Errorf("sqlite: create type %s: %w", typ.Ref(), err)
 	}

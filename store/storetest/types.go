@@ -37,8 +37,12 @@ func wantType(t *testing.T, got, want cairn.Type) {
 	case (got.Names == nil) != (want.Names == nil):
 		t.Fatalf("type names = %+v, want %+v", got.Names, want.Names)
 	case got.Names != nil && (got.Names.Kind != want.Names.Kind || got.Names.Singular != want.Names.Singular ||
-		got.Names.Plural != want.Names.Plural || !slices.Equal(got.Names.ShortNames, want.Names.ShortNames)):
+		got.Names.Plural != want.Names.Plural || !slices.Equal(got.Names.ShortNames, want.Names.ShortNames) ||
+		!slices.Equal(got.Names.Categories, want.Names.Categories)):
 		t.Fatalf("type names = %+v, want %+v", *got.Names, *want.Names)
+	}
+	if !slices.Equal(got.PrinterColumns, want.PrinterColumns) {
+		t.Fatalf("type printer columns = %+v, want %+v", got.PrinterColumns, want.PrinterColumns)
 	}
 }
 
@@ -51,8 +55,13 @@ func testTypeCreateGet(t *testing.T, s store.Store) {
 		AdditionalRefs: []string{"cap.core.type.generic.value", "cap.type.database.config"},
 		Group:          "database.cairn.dev",
 		Version:        "v1alpha1",
-		Names:          &cairn.Names{Kind: "PostgresConfig", Singular: "postgresconfig", Plural: "postgresconfigs", ShortNames: []string{"pgc"}},
-		CreatedAt:      at(1),
+		Names: &cairn.Names{Kind: "PostgresConfig", Singular: "postgresconfig", Plural: "postgresconfigs", ShortNames: []string{"pgc"},
+			Categories: []string{"all", "databases"}},
+		PrinterColumns: []cairn.PrinterColumn{
+			{Name: "Host", Type: "string", JSONPath: ".spec.host", Description: "Where the database listens."},
+			{Name: "Port", Type: "integer", Format: "int32", JSONPath: ".spec.port", Priority: 1},
+		},
+		CreatedAt: at(1),
 	}
 	bare := cairn.Type{Path: "cap.type.bare", Revision: "1.0.0", CreatedAt: at(2)}
 	createTypes(t, s, full, bare)

@@ -1,0 +1,48 @@
+package hub_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+func TestDefaultNames(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
+		{Alias: "My_DB", TypeRef: cfgType},
+		{Alias: "My_DB2", TypeRef: cfgType, Name: "given"},
+		{TypeRef: cairn.TypeRef{Path: "cap.type.helm.release", Revision: "0.1.0"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"my-db-" + out[0].ID[:8], "given", "release-" + out[2].ID[:8]} {
+		if got := out[i].Instance.Name; got != want {
+			t.Errorf("instance %d: name %q, want %q", i, got, want)
+		}
+	}
+	// The same alias in another batch (aliases are batch-local) is no clash.
+	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "My_DB", TypeRef: cfgType}}}); err != nil {
+		t.Errorf("a second instance with the alias of another: %v", err)
+	}
+}
+
+func TestPrinterColumnsChecked(t *testing.T) {
+	e := newEnv(t)
+	good := []cairn.PrinterColumn{{Name: "Host", Type: "string", JSONPath: ".spec.host"}, {Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Priority: 1}}
+	typ := cairn.Type{Path: "cap.type.cols", Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object"}`), PrinterColumns: good}
+	if _, err := e.h.CreateType(e.ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.h.GetType(e.ctx, typ.Ref())
+	if err != nil || len(got.PrinterColumns) != 2 || got.PrinterColumns[1] != good[1] {
+		t.Fatalf("GetType = %+v, %v; want the printer columns kept", got.PrinterColumns, err)
+	}
+	typ.Revision = "0.2.0"
+	typ.PrinterColumns = []cairn.PrinterColumn{{Name: "X", Type: "map", JSONPath: "spec.x"}, {Name: "x", Type: "string", JSONPath: ".a"}}
+	_, err = e.h.CreateType(e.ctx, typ)
+	wantCode(t, err, cairn.CodeInvalid)
+	wantContains(t, err, "additionalPrinterColumns/0/type", "additionalPrinterColumns/0/jsonPath", "additionalPrinterColumns/1/name")
+}
