@@ -31,6 +31,7 @@ type resource struct {
 	shortNames     []string
 	namespaced     bool
 	verbs          []string
+	categories     []string
 	// typ is the Type revision served at group/version; nil for the hub's
 	// own resources.
 	typ *cairn.Type
@@ -59,7 +60,7 @@ func hubResources() []*resource {
 		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
 			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
 		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
-			shortNames: []string{"ti"}, verbs: []string{"create", "delete", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
+			shortNames: []string{"ti"}, categories: []string{"all", "cairn"}, verbs: []string{"create", "delete", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
 		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
 			verbs: []string{"get", "list"}, hubKind: "backends"},
 		// Locking is an action on several instances at once, all or
@@ -125,9 +126,18 @@ func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 		if singular == "" {
 			singular = strings.ToLower(t.Names.Kind)
 		}
+		// Every served kind is in "all" (kubectl get all) and "cairn",
+		// besides the categories its Type declares.
+		cats := []string{"all", "cairn"}
+		for _, c := range t.Names.Categories {
+			if !slices.Contains(cats, c) {
+				cats = append(cats, c)
+			}
+		}
 		out = append(out, &resource{
 			group: t.Group, version: t.Version, kind: t.Names.Kind, plural: t.Names.Plural,
 			singular: singular, shortNames: t.Names.ShortNames, namespaced: true, verbs: userVerbs, typ: t,
+			categories: cats,
 		})
 	}
 	return out, nil
@@ -271,7 +281,7 @@ func (s *Server) discoverResources(w http.ResponseWriter, r *http.Request, group
 			continue
 		}
 		list = append(list, apiResource{Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced,
-			Kind: res.kind, Verbs: res.verbs, ShortNames: res.shortNames, Categories: []string{"cairn"}})
+			Kind: res.kind, Verbs: res.verbs, ShortNames: res.shortNames, Categories: res.categoriesOrDefault()})
 		if res.typ != nil {
 			// Every user Type has the status subresource (subresources.go).
 			list = append(list, apiResource{Name: res.plural + "/status", SingularName: "", Namespaced: res.namespaced,
@@ -284,4 +294,11 @@ func (s *Server) discoverResources(w http.ResponseWriter, r *http.Request, group
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"kind": "APIResourceList", "apiVersion": "v1",
 		"groupVersion": group + "/" + version, "resources": list})
+}
+
+func (r *resource) categoriesOrDefault() []string {
+	if r.categories != nil {
+		return r.categories
+	}
+	return []string{"cairn"}
 }

@@ -45,15 +45,22 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("/version = %s", r.body)
 		}
 	})
-	t.Run("api has no core resources", func(t *testing.T) {
+	t.Run("api serves namespaces only", func(t *testing.T) {
 		e := e.with(t)
 		var v struct {
 			Kind     string   `json:"kind"`
 			Versions []string `json:"versions"`
 		}
 		r := e.mustDo("GET", "/api", "", nil, http.StatusOK)
-		if err := json.Unmarshal(r.body, &v); err != nil || v.Kind != "APIVersions" || v.Versions == nil || len(v.Versions) != 0 {
+		if err := json.Unmarshal(r.body, &v); err != nil || v.Kind != "APIVersions" || len(v.Versions) != 1 || v.Versions[0] != "v1" {
 			t.Errorf("/api = %s (%v)", r.body, err)
+		}
+		var l struct {
+			Resources []struct{ Name, Kind string } `json:"resources"`
+		}
+		r = e.mustDo("GET", "/api/v1", "", nil, http.StatusOK)
+		if err := json.Unmarshal(r.body, &l); err != nil || len(l.Resources) != 1 || l.Resources[0].Name != "namespaces" {
+			t.Errorf("/api/v1 = %s (%v)", r.body, err)
 		}
 	})
 	t.Run("apis", func(t *testing.T) {

@@ -165,11 +165,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	if wantsTable(r) {
-		writeJSON(w, http.StatusOK, s.table(req.res, objs, ListMeta{}))
-		return nil
-	}
-	writeJSON(w, http.StatusOK, objs[0])
+	s.writeRead(w, r, req.res, objs[0])
 	return nil
 }
 
@@ -310,7 +306,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
 	kept := insts[:0:0]
-	for _, inst := range insts {
+	for _, inst := range byName(insts) {
 		if o.matches(inst) {
 			kept = append(kept, inst)
 		}
@@ -325,11 +321,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	if wantsTable(r) {
-		writeJSON(w, http.StatusOK, s.table(req.res, objs, out.Metadata))
-		return nil
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRead(w, r, req.res, out)
 	return nil
 }
 

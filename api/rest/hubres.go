@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/manifest"
 	"github.com/cairn-dev/cairn/store"
@@ -19,7 +21,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 	var err error
 	switch req.res.hubKind + " " + r.Method + " " + strconv.FormatBool(req.name != "") {
 	case "types GET false":
-		err = s.listTypes(w, r)
+		err = s.listTypes(w, r, req)
 	case "types GET true":
 		err = s.getType(w, r, req)
 	case "types POST false":
@@ -41,7 +43,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 	case "typeinstances DELETE true":
 		err = s.deleteTypeInstance(w, r, req)
 	case "backends GET false":
-		err = s.listBackends(w, r)
+		err = s.listBackends(w, r, req)
 	case "backends GET true":
 		err = s.getBackend(w, r, req)
 	case "lockrequests POST false":
@@ -111,7 +113,7 @@ func parseTypeName(name string) (cairn.TypeRef, error) {
 	return cairn.TypeRef{Path: path, Revision: rev}, nil
 }
 
-func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request, req request) error {
 	f := store.TypeFilter{PathPrefix: r.URL.Query().Get("pathPrefix"), Parent: r.URL.Query().Get("parent")}
 	ts, err := s.hub.ListTypes(r.Context(), f)
 	if err != nil {
@@ -121,7 +123,7 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
 	for _, t := range ts {
 		out.Items = append(out.Items, toTypeObject(t))
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRead(w, r, req.res, out)
 	return nil
 }
 
@@ -134,7 +136,7 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request, req request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toTypeObject(t))
+	s.writeRead(w, r, req.res, toTypeObject(t))
 	return nil
 }
 
@@ -249,7 +251,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	}
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	for _, inst := range insts {
+	for _, inst := range byName(insts) {
 		if o.matches(inst) {
 			out.Items = append(out.Items, toTypeInstance(inst))
 		}
@@ -257,16 +259,43 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRead(w, r, req.res, out)
 	return nil
 }
 
+// typeInstanceID resolves typeinstances/{name}: an id, or the name of
+// exactly one instance (the readable name kubectl get ti shows).
+func (s *Server) typeInstanceID(r *http.Request, name string) (string, error) {
+	if uuid.Validate(name) == nil {
+		return name, nil
+	}
+	insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{Name: name, Limit: 10}, false)
+	if err != nil {
+		return "", err
+	}
+	switch len(insts) {
+	case 1:
+		return insts[0].ID, nil
+	case 0:
+		return "", errStatus{notFoundStatus(fmt.Sprintf("typeinstances.%s %q not found", HubGroup, name))}
+	}
+	ids := make([]string, len(insts))
+	for i, in := range insts {
+		ids[i] = in.ID
+	}
+	return "", errStatus{notFoundStatus(fmt.Sprintf("typeinstances.%s %q is ambiguous: several TypeInstances are named so (of different Types or namespaces); use an id: %s", HubGroup, name, strings.Join(ids, ", ")))}
+}
+
 func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
-	inst, err := s.hub.GetInstance(r.Context(), req.name, true)
+	id, err := s.typeInstanceID(r, req.name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toTypeInstance(inst))
+	inst, err := s.hub.GetInstance(r.Context(), id, true)
+	if err != nil {
+		return err
+	}
+	s.writeRead(w, r, req.res, toTypeInstance(inst))
 	return nil
 }
 
@@ -275,11 +304,15 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
-	if err := s.hub.DeleteInstance(r.Context(), req.name, r.URL.Query().Get("lockOwner")); err != nil {
+	id, err := s.typeInstanceID(r, req.name)
+	if err != nil {
+		return err
+	}
+	if err := s.hub.DeleteInstance(r.Context(), id, r.URL.Query().Get("lockOwner")); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,
-		Details: &StatusDetails{Name: req.name, Group: HubGroup, Kind: "typeinstances", UID: req.name}})
+		Details: &StatusDetails{Name: req.name, Group: HubGroup, Kind: "typeinstances", UID: id}})
 	return nil
 }
 
@@ -318,7 +351,7 @@ func toBackend(sb cairn.StorageBackend, inst cairn.Instance) BackendObject {
 // listBackends lists the instances marked as storage backends (seed 000's
 // cap.core.attribute.hub.storage.backend attribute) whose value satisfies
 // the storage schema.
-func (s *Server) listBackends(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listBackends(w http.ResponseWriter, r *http.Request, req request) error {
 	insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
 		Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
 	}, false)
@@ -333,7 +366,7 @@ func (s *Server) listBackends(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Items = append(out.Items, toBackend(sb, inst))
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRead(w, r, req.res, out)
 	return nil
 }
 
@@ -346,7 +379,7 @@ func (s *Server) getBackend(w http.ResponseWriter, r *http.Request, req request)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toBackend(sb, inst))
+	s.writeRead(w, r, req.res, toBackend(sb, inst))
 	return nil
 }
 

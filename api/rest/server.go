@@ -119,11 +119,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	case path == "version":
 		s.onlyGET(w, r, func() { writeJSON(w, http.StatusOK, s.version) })
 		return "/version"
-	case path == "api":
-		s.onlyGET(w, r, func() {
-			writeJSON(w, http.StatusOK, map[string]any{"kind": "APIVersions", "versions": []string{}, "serverAddressByClientCIDRs": []any{}})
-		})
-		return "/api"
+	case len(seg) >= 1 && seg[0] == "api":
+		return s.routeCore(w, r, seg[1:])
 	case path == "openapi/v3":
 		s.onlyGET(w, r, func() { s.openAPIIndex(w, r) })
 		return "/openapi/v3"

@@ -120,7 +120,8 @@ func TestStacksOverREST(t *testing.T) {
 	var tbl struct {
 		Kind    string `json:"kind"`
 		Columns []struct {
-			Name string `json:"name"`
+			Name     string `json:"name"`
+			Priority int    `json:"priority"`
 		} `json:"columnDefinitions"`
 		Rows []struct {
 			Cells []any `json:"cells"`
@@ -129,7 +130,14 @@ func TestStacksOverREST(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&tbl); err != nil {
 		t.Fatal(err)
 	}
-	if tbl.Kind != "Table" || len(tbl.Columns) != 4 || tbl.Columns[1].Name != "READY" || tbl.Columns[2].Name != "SYNCED" || len(tbl.Rows) != 1 {
+	// NAME READY SYNCED AGE by default; cairn's own columns only with -o wide.
+	shown := 0
+	for _, c := range tbl.Columns {
+		if c.Priority == 0 {
+			shown++
+		}
+	}
+	if tbl.Kind != "Table" || shown != 4 || tbl.Columns[1].Name != "READY" || tbl.Columns[2].Name != "SYNCED" || tbl.Columns[3].Name != "Age" || len(tbl.Rows) != 1 {
 		t.Fatalf("table = %+v", tbl)
 	}
 	// The Database has no Ready condition yet: the installation is Synced,

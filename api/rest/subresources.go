@@ -7,10 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
@@ -139,102 +135,25 @@ func (s *Server) objects(r *http.Request, res *resource, insts []cairn.Instance)
 	return out, nil
 }
 
-// wantsTable reports whether the client asked for a meta.k8s.io Table, as
-// kubectl get does, to print the server's columns.
-func wantsTable(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		if strings.Contains(part, "as=Table") && strings.Contains(part, "g=meta.k8s.io") {
-			return true
-		}
-	}
-	return false
-}
-
-type tableColumn struct {
-	Name        string `json:"name"`
-	Type        string `json:"type"`
-	Format      string `json:"format"`
-	Description string `json:"description"`
-	Priority    int    `json:"priority"`
-}
-
-type tableRow struct {
-	Cells  []any `json:"cells"`
-	Object any   `json:"object,omitempty"`
-}
-
-type table struct {
-	Kind              string        `json:"kind"`
-	APIVersion        string        `json:"apiVersion"`
-	Metadata          ListMeta      `json:"metadata"`
-	ColumnDefinitions []tableColumn `json:"columnDefinitions"`
-	Rows              []tableRow    `json:"rows"`
-}
-
-// printerColumns are the extra columns of res: those its Type declares in
-// its JSON Schema (hub.PrinterColumnsKey), as a CRD's
-// additionalPrinterColumns.
-func printerColumns(res *resource) []hub.PrinterColumn {
-	if res.typ == nil || len(res.typ.JSONSchema) == 0 {
+// schemaColumns are the printer columns a Type keeps in its JSON Schema
+// (hub.PrinterColumnsKey): stack installation kinds declare READY and
+// SYNCED there.
+func schemaColumns(t *cairn.Type) []cairn.PrinterColumn {
+	if t == nil || len(t.JSONSchema) == 0 {
 		return nil
 	}
-	var doc struct {
-		Cols []hub.PrinterColumn `json:"x-cairn-printer-columns"`
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(t.JSONSchema, &doc) != nil {
+		return nil
 	}
-	_ = json.Unmarshal(res.typ.JSONSchema, &doc)
-	return doc.Cols
-}
-
-// table renders objects as the meta.k8s.io/v1 Table kubectl get prints:
-// NAME, the Type's printer columns, AGE.
-func (s *Server) table(res *resource, objs []Object, meta ListMeta) table {
-	cols := printerColumns(res)
-	t := table{Kind: "Table", APIVersion: "meta.k8s.io/v1", Metadata: meta, Rows: []tableRow{},
-		ColumnDefinitions: []tableColumn{{Name: "Name", Type: "string", Format: "name", Description: "Name of the object"}}}
-	paths := make([]*jsonpath.JSONPath, len(cols))
+	var cols []hub.PrinterColumn
+	if json.Unmarshal(doc[hub.PrinterColumnsKey], &cols) != nil {
+		return nil
+	}
+	out := make([]cairn.PrinterColumn, len(cols))
 	for i, c := range cols {
-		t.ColumnDefinitions = append(t.ColumnDefinitions, tableColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority})
-		jp := jsonpath.New(c.Name).AllowMissingKeys(true)
-		if err := jp.Parse("{" + c.JSONPath + "}"); err == nil {
-			paths[i] = jp
-		}
+		out[i] = cairn.PrinterColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description,
+			Priority: int32(c.Priority), JSONPath: c.JSONPath}
 	}
-	t.ColumnDefinitions = append(t.ColumnDefinitions, tableColumn{Name: "Age", Type: "date", Description: "Time since the object was created"})
-	for _, o := range objs {
-		var doc any
-		b, _ := json.Marshal(o)
-		_ = json.Unmarshal(b, &doc)
-		row := tableRow{Cells: []any{o.Metadata.Name}, Object: o}
-		for i, c := range cols {
-			row.Cells = append(row.Cells, cell(paths[i], c.Type, doc))
-		}
-		row.Cells = append(row.Cells, age(o.Metadata.CreationTimestamp))
-		t.Rows = append(t.Rows, row)
-	}
-	return t
-}
-
-func cell(jp *jsonpath.JSONPath, typ string, doc any) any {
-	if jp == nil {
-		return nil
-	}
-	results, err := jp.FindResults(doc)
-	if err != nil || len(results) == 0 || len(results[0]) == 0 {
-		return nil
-	}
-	v := results[0][0].Interface()
-	if typ == "date" {
-		if s, ok := v.(string); ok {
-			return age(s)
-		}
-	}
-	return v
-}
-
-func age(ts string) string {
-	t, err := time.Parse(time.RFC3339, ts)
-	if err != nil {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(t))
+	return out
 }

@@ -1,0 +1,378 @@
+package rest
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Server-side printing, as the API server does it: a GET or list whose
+// Accept asks for application/json;as=Table;g=meta.k8s.io;v=v1 (what
+// kubectl get sends) is answered with a meta.k8s.io Table whose columns
+// are the kind's: a Type's additionalPrinterColumns (else AGE, as for a
+// CRD that declares none) and cairn's own columns for its kinds. Columns
+// of priority above 0 are printed by kubectl only with -o wide.
+
+// Table is a meta.k8s.io Table.
+type Table struct {
+	Kind              string        `json:"kind"`
+	APIVersion        string        `json:"apiVersion"`
+	Metadata          ListMeta      `json:"metadata"`
+	ColumnDefinitions []TableColumn `json:"columnDefinitions"`
+	Rows              []TableRow    `json:"rows"`
+}
+
+// TableColumn defines one column.
+type TableColumn struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Format      string `json:"format"`
+	Description string `json:"description"`
+	Priority    int32  `json:"priority"`
+}
+
+// TableRow is one object's cells and, unless includeObject=None, the
+// object or its metadata.
+type TableRow struct {
+	Cells  []any `json:"cells"`
+	Object any   `json:"object,omitempty"`
+}
+
+// tableRequest says whether a request asks for a Table, at which version,
+// and what each row carries (includeObject).
+type tableRequest struct {
+	version       string // "v1" or "v1beta1"; "" when no Table is wanted
+	includeObject string // None, Metadata (default) or Object
+}
+
+// wantsTable reads the Accept header in order: the first media type the
+// server can serve decides, as the API server negotiates.
+func wantsTable(r *http.Request) (tableRequest, error) {
+	var tr tableRequest
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		if mt != "application/json" && mt != "*/*" && mt != "application/*" {
+			continue
+		}
+		if params["as"] == "" {
+			return tr, nil
+		}
+		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+			tr.version = params["v"]
+			break
+		}
+	}
+	if tr.version == "" {
+		return tr, nil
+	}
+	switch io := r.URL.Query().Get("includeObject"); io {
+	case "":
+		tr.includeObject = "Metadata"
+	case "None", "Metadata", "Object":
+		tr.includeObject = io
+	default:
+		return tr, errStatus{badRequest("includeObject %q is not supported: want None, Metadata or Object", io)}
+	}
+	return tr, nil
+}
+
+// printColumn is a column and how to get its cell from a served object.
+type printColumn struct {
+	def  TableColumn
+	path *jsonpath.JSONPath // nil for the name column
+	// cell, when set, computes the cell instead of path.
+	cell func(obj map[string]any) any
+}
+
+func newColumn(c cairn.PrinterColumn) printColumn {
+	pc := printColumn{def: TableColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority}}
+	if pc.def.Description == "" {
+		pc.def.Description = "Custom resource definition column (in JSONPath format): " + c.JSONPath
+	}
+	jp := jsonpath.New(c.Name).AllowMissingKeys(true)
+	if err := jp.Parse("{" + c.JSONPath + "}"); err == nil {
+		pc.path = jp
+	}
+	return pc
+}
+
+func nameColumn(desc string) printColumn {
+	return printColumn{def: TableColumn{Name: "Name", Type: "string", Format: "name", Description: desc}}
+}
+
+var ageColumn = cairn.PrinterColumn{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+	Description: "When the object was created."}
+
+// userColumns are a user kind's columns: NAME, the Type's declared
+// columns (else AGE), and cairn's own at priority 1 (-o wide).
+func userColumns(t *cairn.Type) []printColumn {
+	cols := []printColumn{nameColumn("The instance's name, unique per Type and namespace.")}
+	declared := []cairn.PrinterColumn{ageColumn}
+	switch {
+	case t != nil && len(t.PrinterColumns) > 0:
+		declared = t.PrinterColumns
+	case len(schemaColumns(t)) > 0:
+		// Columns kept in the JSON Schema (hub.PrinterColumnsKey, what
+		// stack installation kinds declare), then AGE.
+		declared = append(schemaColumns(t), ageColumn)
+	}
+	taken := map[string]bool{}
+	for _, c := range declared {
+		cols = append(cols, newColumn(c))
+		taken[strings.ToLower(c.Name)] = true
+	}
+	for _, c := range []cairn.PrinterColumn{
+		{Name: "Revision", Type: "integer", JSONPath: ".metadata.generation", Priority: 1, Description: "The instance's resource version: 1, 2, ..."},
+		{Name: "Backend", Type: "string", JSONPath: ".status.backend.id", Priority: 1, Description: "The storage backend holding the value."},
+		{Name: "Locked-By", Type: "string", JSONPath: ".status.lockedBy", Priority: 1, Description: "The lock owner, if locked."},
+	} {
+		if !taken[strings.ToLower(c.Name)] {
+			cols = append(cols, newColumn(c))
+		}
+	}
+	return cols
+}
+
+// typeInstanceColumns are the Capact view's: NAME is the instance's
+// readable name (the object is addressed by id, which -o wide shows).
+func typeInstanceColumns(backendName func(id string) string) []printColumn {
+	cols := []printColumn{
+		{def: TableColumn{Name: "Name", Type: "string", Format: "name", Description: "The instance's name (typeinstances/<name> finds it when unique; the ID always does)."},
+			cell: func(o map[string]any) any { return nested(o, "spec", "name") }},
+		newColumn(cairn.PrinterColumn{Name: "Type", Type: "string", JSONPath: ".spec.typeRef.path", Description: "The Type's path."}),
+		newColumn(cairn.PrinterColumn{Name: "Revision", Type: "integer", JSONPath: ".status.resourceVersion", Description: "The instance's latest resource version."}),
+		{def: TableColumn{Name: "Backend", Type: "string", Description: "The storage backend holding the value: its alias, else its id."},
+			cell: func(o map[string]any) any {
+				id, _ := nested(o, "spec", "backend", "id").(string)
+				return backendName(id)
+			}},
+		newColumn(cairn.PrinterColumn{Name: "Locked-By", Type: "string", JSONPath: ".status.lockedBy", Description: "The lock owner, if locked."}),
+		newColumn(ageColumn),
+		newColumn(cairn.PrinterColumn{Name: "Namespace", Type: "string", JSONPath: ".spec.namespace", Priority: 1, Description: "The instance's namespace."}),
+		newColumn(cairn.PrinterColumn{Name: "Alias", Type: "string", JSONPath: ".spec.alias", Priority: 1, Description: "The instance's alias."}),
+		newColumn(cairn.PrinterColumn{Name: "Type-Revision", Type: "string", JSONPath: ".spec.typeRef.revision", Priority: 1, Description: "The Type's revision."}),
+		newColumn(cairn.PrinterColumn{Name: "Created-By", Type: "string", JSONPath: ".status.createdBy", Priority: 1, Description: "Who wrote the latest resource version."}),
+		newColumn(cairn.PrinterColumn{Name: "ID", Type: "string", JSONPath: ".metadata.uid", Priority: 1, Description: "The instance's id, its name in the URL."}),
+	}
+	return cols
+}
+
+func typeColumns() []printColumn {
+	return []printColumn{
+		nameColumn("<path>:<revision>."),
+		newColumn(cairn.PrinterColumn{Name: "Kind", Type: "string", JSONPath: ".spec.rest.names.kind", Description: "The kind it is served as, if any."}),
+		newColumn(cairn.PrinterColumn{Name: "API-Version", Type: "string", JSONPath: ".spec.rest.group", Description: "The API group it is served in."}),
+		newColumn(ageColumn),
+		newColumn(cairn.PrinterColumn{Name: "Short-Names", Type: "string", JSONPath: ".spec.rest.names.shortNames", Priority: 1}),
+	}
+}
+
+func backendColumns() []printColumn {
+	return []printColumn{
+		nameColumn("The backend's id."),
+		newColumn(cairn.PrinterColumn{Name: "Alias", Type: "string", JSONPath: ".spec.alias"}),
+		newColumn(cairn.PrinterColumn{Name: "Type", Type: "string", JSONPath: ".spec.typeRef.path"}),
+		newColumn(cairn.PrinterColumn{Name: "Accept-Value", Type: "boolean", JSONPath: ".spec.acceptValue"}),
+		newColumn(ageColumn),
+		newColumn(cairn.PrinterColumn{Name: "URL", Type: "string", JSONPath: ".spec.url", Priority: 1}),
+	}
+}
+
+// writeTable answers with a Table of objects (each as served).
+func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta ListMeta, objects []any) {
+	t := Table{Kind: "Table", APIVersion: "meta.k8s.io/" + tr.version, Metadata: meta, Rows: []TableRow{}}
+	for _, c := range cols {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, c.def)
+	}
+	for _, o := range objects {
+		m := asMap(o)
+		row := TableRow{Cells: make([]any, len(cols))}
+		for i, c := range cols {
+			row.Cells[i] = cellOf(c, m)
+		}
+		switch tr.includeObject {
+		case "Object":
+			row.Object = o
+		case "Metadata":
+			row.Object = map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m["metadata"]}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func asMap(o any) map[string]any {
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_ = dec.Decode(&m)
+	return m
+}
+
+func nested(m map[string]any, keys ...string) any {
+	var cur any = m
+	for _, k := range keys {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[k]
+	}
+	return cur
+}
+
+// cellOf computes one cell the way the API server does for a CRD column:
+// the first result of the JSON path, typed by the column; missing is nil
+// (kubectl prints <none>).
+func cellOf(c printColumn, obj map[string]any) any {
+	if c.cell != nil {
+		return c.cell(obj)
+	}
+	if c.path == nil {
+		if c.def.Format == "name" {
+			return nested(obj, "metadata", "name")
+		}
+		return nil
+	}
+	results, err := c.path.FindResults(obj)
+	if err != nil || len(results) == 0 || len(results[0]) == 0 {
+		return nil
+	}
+	v := results[0][0].Interface()
+	if v == nil {
+		return nil
+	}
+	switch c.def.Type {
+	case "string":
+		var buf bytes.Buffer
+		if err := c.path.PrintResults(&buf, []reflect.Value{reflect.ValueOf(v)}); err != nil {
+			return nil
+		}
+		return buf.String()
+	case "integer":
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				return i
+			}
+		}
+		return nil
+	case "number":
+		if n, ok := v.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				return f
+			}
+		}
+		return nil
+	case "boolean":
+		if b, ok := v.(bool); ok {
+			return b
+		}
+		return nil
+	case "date":
+		s, ok := v.(string)
+		if !ok {
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return "<invalid>"
+		}
+		return duration.HumanDuration(time.Since(t))
+	}
+	return fmt.Sprint(v)
+}
+
+// byName returns a page of instances in namespace and name order, the
+// order kubectl users know from the API server. Paging still follows the
+// store's order (the continue token is the store's last item), so with
+// several pages each page is in name order.
+func byName(insts []cairn.Instance) []cairn.Instance {
+	out := slices.Clone(insts)
+	slices.SortStableFunc(out, func(a, b cairn.Instance) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// writeRead answers a GET or a list: the object or list as JSON, or a
+// Table of it when the request asks for one.
+func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, res *resource, v any) {
+	tr, err := wantsTable(r)
+	if err != nil {
+		writeStatus(w, statusOf(err, target{}))
+		return
+	}
+	if tr.version == "" {
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	cols := s.columns(r, res)
+	if l, ok := v.(List); ok {
+		writeTable(w, tr, cols, l.Metadata, l.Items)
+		return
+	}
+	writeTable(w, tr, cols, ListMeta{}, []any{v})
+}
+
+// columns are the Table columns of a resource.
+func (s *Server) columns(r *http.Request, res *resource) []printColumn {
+	switch res.hubKind {
+	case "":
+		return userColumns(res.typ)
+	case "typeinstances":
+		return typeInstanceColumns(s.backendNames(r))
+	case "types":
+		return typeColumns()
+	case "backends":
+		return backendColumns()
+	case "namespaces":
+		return namespaceColumns()
+	}
+	return []printColumn{nameColumn(""), newColumn(ageColumn)}
+}
+
+// backendNames names storage backends by alias for the BACKEND column,
+// reading the backends once per table.
+func (s *Server) backendNames(r *http.Request) func(id string) string {
+	aliases := map[string]string{cairn.BuiltinBackendID: cairn.BuiltinBackendAlias}
+	insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
+		Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
+	}, false)
+	if err == nil {
+		for _, inst := range insts {
+			if inst.Alias != "" && inst.Alias != inst.ID {
+				aliases[inst.ID] = inst.Alias
+			}
+		}
+	}
+	return func(id string) string {
+		if a, ok := aliases[id]; ok {
+			return a
+		}
+		return id
+	}
+}
