@@ -75,6 +75,7 @@ func decodeType(raw json.RawMessage) (cairn.Type, error) {
 		CreatedAt: parseTime(o.Metadata.CreationTimestamp)}
 	if o.Spec.REST != nil {
 		t.Group, t.Version, t.Names = o.Spec.REST.Group, o.Spec.REST.Version, o.Spec.REST.Names
+		t.PrinterColumns = o.Spec.REST.AdditionalPrinterColumns
 	}
 	return t, nil
 }
@@ -116,7 +117,7 @@ func (r *REST) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, e
 func typeSpec(t cairn.Type) rest.TypeSpec {
 	s := rest.TypeSpec{Path: t.Path, Revision: t.Revision, AdditionalRefs: t.AdditionalRefs, JSONSchema: t.JSONSchema}
 	if t.Group != "" {
-		s.REST = &rest.TypeREST{Group: t.Group, Version: t.Version, Names: t.Names}
+		s.REST = &rest.TypeREST{Group: t.Group, Version: t.Version, Names: t.Names, AdditionalPrinterColumns: t.PrinterColumns}
 	}
 	return s
 }

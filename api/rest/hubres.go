@@ -90,6 +90,8 @@ type TypeREST struct {
 	Group   string       `json:"group"`
 	Version string       `json:"version"`
 	Names   *cairn.Names `json:"names"`
+	// AdditionalPrinterColumns are the columns kubectl get prints.
+	AdditionalPrinterColumns []cairn.PrinterColumn `json:"additionalPrinterColumns,omitempty"`
 }
 
 func toTypeObject(t cairn.Type) TypeObject {
@@ -100,7 +102,7 @@ func toTypeObject(t cairn.Type) TypeObject {
 		Spec:       TypeSpec{Path: t.Path, Revision: t.Revision, AdditionalRefs: t.AdditionalRefs, JSONSchema: t.JSONSchema},
 	}
 	if t.Group != "" {
-		o.Spec.REST = &TypeREST{Group: t.Group, Version: t.Version, Names: t.Names}
+		o.Spec.REST = &TypeREST{Group: t.Group, Version: t.Version, Names: t.Names, AdditionalPrinterColumns: t.PrinterColumns}
 	}
 	return o
 }

@@ -125,7 +125,7 @@ var ageColumn = cairn.PrinterColumn{Name: "Age", Type: "date", JSONPath: ".metad
 
 // userColumns are a user kind's columns: NAME, the Type's declared
 // columns (else AGE), and cairn's own at priority 1 (-o wide).
-func userColumns(t *cairn.Type) []printColumn {
+func userColumns(t *cairn.Type, backendName func(id string) string) []printColumn {
 	cols := []printColumn{nameColumn("The instance's name, unique per Type and namespace.")}
 	declared := []cairn.PrinterColumn{ageColumn}
 	switch {
@@ -143,12 +143,20 @@ func userColumns(t *cairn.Type) []printColumn {
 	}
 	for _, c := range []cairn.PrinterColumn{
 		{Name: "Revision", Type: "integer", JSONPath: ".metadata.generation", Priority: 1, Description: "The instance's resource version: 1, 2, ..."},
-		{Name: "Backend", Type: "string", JSONPath: ".status.backend.id", Priority: 1, Description: "The storage backend holding the value."},
+		{Name: "Backend", Type: "string", JSONPath: ".status.backend.id", Priority: 1, Description: "The storage backend holding the value: its alias, else its id."},
 		{Name: "Locked-By", Type: "string", JSONPath: ".status.lockedBy", Priority: 1, Description: "The lock owner, if locked."},
 	} {
-		if !taken[strings.ToLower(c.Name)] {
-			cols = append(cols, newColumn(c))
+		if taken[strings.ToLower(c.Name)] {
+			continue
 		}
+		pc := newColumn(c)
+		if c.Name == "Backend" {
+			pc.cell = func(o map[string]any) any {
+				id, _ := nested(o, "status", "backend", "id").(string)
+				return backendName(id)
+			}
+		}
+		cols = append(cols, pc)
 	}
 	return cols
 }
@@ -342,7 +350,7 @@ func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, res *resource
 func (s *Server) columns(r *http.Request, res *resource) []printColumn {
 	switch res.hubKind {
 	case "":
-		return userColumns(res.typ)
+		return userColumns(res.typ, s.backendNames(r))
 	case "typeinstances":
 		return typeInstanceColumns(s.backendNames(r))
 	case "types":

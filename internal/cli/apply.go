@@ -140,6 +140,7 @@ func servedType(raw json.RawMessage) *cairn.Type {
 	t := &cairn.Type{Path: o.Spec.Path, Revision: o.Spec.Revision, AdditionalRefs: o.Spec.AdditionalRefs, JSONSchema: o.Spec.JSONSchema}
 	if o.Spec.REST != nil {
 		t.Group, t.Version, t.Names = o.Spec.REST.Group, o.Spec.REST.Version, o.Spec.REST.Names
+		t.PrinterColumns = o.Spec.REST.AdditionalPrinterColumns
 	}
 	return t
 }
@@ -340,7 +341,11 @@ func typeDocument(t cairn.Type) map[string]any {
 		spec["jsonSchema"] = t.JSONSchema
 	}
 	if t.Group != "" || t.Names != nil {
-		spec["rest"] = map[string]any{"group": t.Group, "version": t.Version, "names": t.Names}
+		rest := map[string]any{"group": t.Group, "version": t.Version, "names": t.Names}
+		if len(t.PrinterColumns) > 0 {
+			rest["additionalPrinterColumns"] = t.PrinterColumns
+		}
+		spec["rest"] = rest
 	}
 	return map[string]any{"apiVersion": manifest.APIVersion, "kind": string(manifest.KindType),
 		"metadata": map[string]any{"name": t.Path}, "spec": spec}
@@ -349,8 +354,9 @@ func typeDocument(t cairn.Type) map[string]any {
 func sameType(a, b cairn.Type) bool {
 	namesEqual := a.Names == nil && b.Names == nil || a.Names != nil && b.Names != nil &&
 		a.Names.Kind == b.Names.Kind && a.Names.Singular == b.Names.Singular && a.Names.Plural == b.Names.Plural &&
-		slices.Equal(a.Names.ShortNames, b.Names.ShortNames)
+		slices.Equal(a.Names.ShortNames, b.Names.ShortNames) && slices.Equal(a.Names.Categories, b.Names.Categories)
 	return a.Path == b.Path && a.Revision == b.Revision && slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
+		slices.Equal(a.PrinterColumns, b.PrinterColumns) &&
 		a.Group == b.Group && a.Version == b.Version && namesEqual &&
 		(len(a.JSONSchema) == 0 && len(b.JSONSchema) == 0 || hub.JSONEqual(a.JSONSchema, b.JSONSchema))
 }
