@@ -296,8 +296,13 @@ func (s *Server) discoverResources(w http.ResponseWriter, r *http.Request, group
 		"groupVersion": group + "/" + version, "resources": list})
 }
 
+// categoriesOrDefault are the categories discovery shows: kubectl lists
+// every resource of a category, so only listable ones are in any.
 func (r *resource) categoriesOrDefault() []string {
-	if r.categories != nil {
+	switch {
+	case !slices.Contains(r.verbs, "list"):
+		return nil
+	case r.categories != nil:
 		return r.categories
 	}
 	return []string{"cairn"}

@@ -1,0 +1,134 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// tablesRD declares printer columns (one for -o wide only) and a category.
+const tablesRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition",
+ "metadata": {"name": "flags.flipt.io"},
+ "names": {"kind": "Flag", "singular": "flag", "plural": "flags", "shortNames": ["fl"], "categories": ["toggles"]},
+ "spec": {"group": "flipt.io", "versions": {"v1alpha1": {
+   "schema": {"type": "object", "properties": {"key": {"type": "string"}, "enabled": {"type": "boolean"}, "port": {"type": "integer"}}},
+   "additionalPrinterColumns": [
+     {"name": "Enabled", "type": "boolean", "jsonPath": ".spec.enabled"},
+     {"name": "Port", "type": "integer", "jsonPath": ".spec.port"},
+     {"name": "Key", "type": "string", "jsonPath": ".spec.key", "priority": 1}]}}}}`
+
+func header(out string) []string {
+	first, _, _ := strings.Cut(out, "\n")
+	return strings.Fields(first)
+}
+
+// TestKubectlTables drives kubectl get against server-side Tables.
+func TestKubectlTables(t *testing.T) {
+	kubectl := findKubectl(t)
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/json", tablesRD, http.StatusCreated)
+	k := newKubectl(t, kubectl, e.url)
+	k.file("flags.yaml", `apiVersion: flipt.io/v1alpha1
+kind: Flag
+metadata: {name: zeta}
+spec: {key: z, enabled: true, port: 8080}
+---
+apiVersion: flipt.io/v1alpha1
+kind: Flag
+metadata: {name: alpha, namespace: other}
+spec: {key: a, enabled: false}
+---
+apiVersion: flipt.io/v1alpha1
+kind: Flag
+metadata: {name: beta}
+spec: {key: b}
+`)
+	k.ok("create", "-f", "flags.yaml")
+
+	// The declared columns, in name order; empty for a missing value.
+	out := k.ok("get", "fl")
+	if got := strings.Join(header(out), " "); got != "NAME ENABLED PORT" {
+		t.Errorf("get fl header = %q, want NAME ENABLED PORT\n%s", got, out)
+	}
+	if !regexp.MustCompile(`(?s)beta\s*\nzeta\s+true\s+8080`).MatchString(out) {
+		t.Errorf("get fl rows:\n%s", out)
+	}
+	// -o wide adds the priority-1 columns: the declared one and cairn's.
+	out = k.ok("get", "flags", "-o", "wide")
+	if got := strings.Join(header(out), " "); got != "NAME ENABLED PORT KEY REVISION BACKEND LOCKED-BY" {
+		t.Errorf("get flags -o wide header = %q\n%s", got, out)
+	}
+	if !regexp.MustCompile(`zeta\s+true\s+8080\s+z\s+1\s+cairn-builtin`).MatchString(out) {
+		t.Errorf("get flags -o wide rows:\n%s", out)
+	}
+	// -A adds NAMESPACE from the rows' metadata; every namespace in order.
+	out = k.ok("get", "fl", "-A")
+	if !regexp.MustCompile(`(?s)default\s+beta.*default\s+zeta.*other\s+alpha`).MatchString(out) {
+		t.Errorf("get fl -A:\n%s", out)
+	}
+	// --show-labels and -L use the row's object.
+	k.ok("label", "flag", "zeta", "team=a")
+	if out := k.ok("get", "fl", "-L", "team"); !regexp.MustCompile(`zeta\s+true\s+8080\s+a`).MatchString(out) {
+		t.Errorf("get fl -L team:\n%s", out)
+	}
+	// One object, and -o name / json still get the objects themselves.
+	if out := k.ok("get", "flag", "zeta"); !regexp.MustCompile(`zeta\s+true\s+8080`).MatchString(out) {
+		t.Errorf("get flag zeta:\n%s", out)
+	}
+	if out := k.ok("get", "fl", "-o", "name"); out != "flag.flipt.io/beta\nflag.flipt.io/zeta\n" {
+		t.Errorf("get fl -o name = %q, want name order", out)
+	}
+
+	// Categories: all, cairn and the declared one.
+	for _, cat := range []string{"all", "cairn"} {
+		if out := k.ok("get", cat); !strings.Contains(out, "flag.flipt.io/zeta") {
+			t.Errorf("get %s lacks the flags:\n%s", cat, out)
+		}
+	}
+	if out := k.ok("get", "toggles"); !regexp.MustCompile(`zeta\s+true\s+8080`).MatchString(out) {
+		t.Errorf("get toggles (the declared category) lacks the flags:\n%s", out)
+	}
+	if out := k.ok("get", "all"); !strings.Contains(out, "typeinstance.hub.cairn.dev/zeta") {
+		t.Errorf("get all lacks the typeinstances:\n%s", out)
+	}
+
+	// TypeInstances: readable names and cairn's columns; -o wide more.
+	out = k.ok("get", "ti")
+	if got := strings.Join(header(out), " "); got != "NAME TYPE REVISION BACKEND LOCKED-BY AGE" {
+		t.Errorf("get ti header = %q\n%s", got, out)
+	}
+	if !regexp.MustCompile(`(?m)^zeta\s+io\.flipt\.flag\s+2\s+cairn-builtin\s+`).MatchString(out) {
+		t.Errorf("get ti rows:\n%s", out)
+	}
+	out = k.ok("get", "ti", "-o", "wide")
+	if got := strings.Join(header(out), " "); got != "NAME TYPE REVISION BACKEND LOCKED-BY AGE NAMESPACE ALIAS TYPE-REVISION CREATED-BY ID" {
+		t.Errorf("get ti -o wide header = %q\n%s", got, out)
+	}
+	// A TypeInstance is found by its readable name as by its id.
+	var byName struct{ Metadata struct{ UID string } }
+	if err := json.Unmarshal([]byte(k.ok("get", "ti", "zeta", "-o", "json")), &byName); err != nil || byName.Metadata.UID == "" {
+		t.Fatalf("get ti zeta: %v", err)
+	}
+	if out := k.ok("get", "ti", byName.Metadata.UID, "-o", "jsonpath={.spec.name}"); out != "zeta" {
+		t.Errorf("get ti <id> = %q", out)
+	}
+
+	// Namespaces.
+	out = k.ok("get", "namespaces")
+	if !regexp.MustCompile(`(?s)NAME\s+STATUS\s+AGE.*default\s+Active.*other\s+Active`).MatchString(out) {
+		t.Errorf("get namespaces:\n%s", out)
+	}
+	k.ok("get", "ns", "other")
+	k.fails([]string{"NotFound"}, "get", "ns", "nowhere")
+
+	// A client that does not ask for a Table gets the list.
+	if r := e.get(flagsIn("default")); !strings.Contains(string(r.body), `"kind":"FlagList"`) {
+		t.Errorf("plain list = %s", r)
+	}
+	r := e.do("GET", flagsIn("default")+"?includeObject=Everything", "", nil)
+	if r.code != http.StatusOK {
+		t.Errorf("includeObject without a Table request = %s, want it ignored", r)
+	}
+}
