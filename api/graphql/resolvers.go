@@ -477,7 +477,8 @@ func (m *mutation) create(ctx context.Context, in model.CreateTypeInstancesInput
 	return m.hub.CreateInstances(ctx, req)
 }
 
-func (m *mutation) CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput) ([]model.CreateTypeInstanceOutput, error) {
+func (m *mutation) CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput, dryRun *bool) ([]model.CreateTypeInstanceOutput, error) {
+	ctx = withDryRun(ctx, dryRun)
 	created, err := m.create(ctx, in)
 	if err != nil {
 		return nil, fail(opCreateMany, "", err)
@@ -489,7 +490,8 @@ func (m *mutation) CreateTypeInstances(ctx context.Context, in model.CreateTypeI
 	return out, nil
 }
 
-func (m *mutation) CreateTypeInstance(ctx context.Context, in model.CreateTypeInstanceInput) (string, error) {
+func (m *mutation) CreateTypeInstance(ctx context.Context, in model.CreateTypeInstanceInput, dryRun *bool) (string, error) {
+	ctx = withDryRun(ctx, dryRun)
 	created, err := m.create(ctx, model.CreateTypeInstancesInput{TypeInstances: []model.CreateTypeInstanceInput{in}})
 	if err != nil {
 		return "", fail(opCreateOne, "", err)
@@ -497,7 +499,8 @@ func (m *mutation) CreateTypeInstance(ctx context.Context, in model.CreateTypeIn
 	return created[0].ID, nil
 }
 
-func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput) ([]model.TypeInstance, error) {
+func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput, dryRun *bool) ([]model.TypeInstance, error) {
+	ctx = withDryRun(ctx, dryRun)
 	ups := make([]hub.UpdateInstance, 0, len(in))
 	for _, u := range in {
 		if u == nil {
@@ -527,21 +530,24 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 	return out, nil
 }
 
-func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *string) (string, error) {
+func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *string, dryRun *bool) (string, error) {
+	ctx = withDryRun(ctx, dryRun)
 	if err := m.hub.DeleteInstance(ctx, id, deref(ownerID)); err != nil {
 		return "", fail(opDelete, id, err)
 	}
 	return id, nil
 }
 
-func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput) ([]string, error) {
+func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput, dryRun *bool) ([]string, error) {
+	ctx = withDryRun(ctx, dryRun)
 	if err := m.hub.LockInstances(ctx, in.Ids, in.OwnerID); err != nil {
 		return nil, fail(opLock, "", err)
 	}
 	return in.Ids, nil
 }
 
-func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput) ([]string, error) {
+func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput, dryRun *bool) ([]string, error) {
+	ctx = withDryRun(ctx, dryRun)
 	if err := m.hub.UnlockInstances(ctx, in.Ids, in.OwnerID); err != nil {
 		return nil, fail(opUnlock, "", err)
 	}
@@ -567,4 +573,12 @@ func (q *query) Policy(ctx context.Context) (*model.Policy, error) {
 		p.CreatedAt = &t
 	}
 	return p, nil
+}
+
+// withDryRun makes the mutation a dry run when its dryRun argument is true.
+func withDryRun(ctx context.Context, dryRun *bool) context.Context {
+	if dryRun != nil && *dryRun {
+		return hub.WithDryRun(ctx)
+	}
+	return ctx
 }

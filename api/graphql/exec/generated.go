@@ -55,12 +55,12 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateTypeInstance  func(childComplexity int, in model.CreateTypeInstanceInput) int
-		CreateTypeInstances func(childComplexity int, in model.CreateTypeInstancesInput) int
-		DeleteTypeInstance  func(childComplexity int, id string, ownerID *string) int
-		LockTypeInstances   func(childComplexity int, in model.LockTypeInstancesInput) int
-		UnlockTypeInstances func(childComplexity int, in model.UnlockTypeInstancesInput) int
-		UpdateTypeInstances func(childComplexity int, in []*model.UpdateTypeInstancesInput) int
+		CreateTypeInstance  func(childComplexity int, in model.CreateTypeInstanceInput, dryRun *bool) int
+		CreateTypeInstances func(childComplexity int, in model.CreateTypeInstancesInput, dryRun *bool) int
+		DeleteTypeInstance  func(childComplexity int, id string, ownerID *string, dryRun *bool) int
+		LockTypeInstances   func(childComplexity int, in model.LockTypeInstancesInput, dryRun *bool) int
+		UnlockTypeInstances func(childComplexity int, in model.UnlockTypeInstancesInput, dryRun *bool) int
+		UpdateTypeInstances func(childComplexity int, in []*model.UpdateTypeInstancesInput, dryRun *bool) int
 	}
 
 	Policy struct {
@@ -176,12 +176,12 @@ type ComplexityRoot struct {
 }
 
 type MutationResolver interface {
-	CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput) ([]model.CreateTypeInstanceOutput, error)
-	CreateTypeInstance(ctx context.Context, in model.CreateTypeInstanceInput) (string, error)
-	UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput) ([]model.TypeInstance, error)
-	DeleteTypeInstance(ctx context.Context, id string, ownerID *string) (string, error)
-	LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput) ([]string, error)
-	UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput) ([]string, error)
+	CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput, dryRun *bool) ([]model.CreateTypeInstanceOutput, error)
+	CreateTypeInstance(ctx context.Context, in model.CreateTypeInstanceInput, dryRun *bool) (string, error)
+	UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput, dryRun *bool) ([]model.TypeInstance, error)
+	DeleteTypeInstance(ctx context.Context, id string, ownerID *string, dryRun *bool) (string, error)
+	LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput, dryRun *bool) ([]string, error)
+	UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput, dryRun *bool) ([]string, error)
 }
 type QueryResolver interface {
 	TypeInstances(ctx context.Context, filter *model.TypeInstanceFilter) ([]model.TypeInstance, error)
@@ -275,7 +275,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateTypeInstance(childComplexity, args["in"].(model.CreateTypeInstanceInput)), true
+		return e.ComplexityRoot.Mutation.CreateTypeInstance(childComplexity, args["in"].(model.CreateTypeInstanceInput), args["dryRun"].(*bool)), true
 	case "Mutation.createTypeInstances":
 		if e.ComplexityRoot.Mutation.CreateTypeInstances == nil {
 			break
@@ -286,7 +286,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateTypeInstances(childComplexity, args["in"].(model.CreateTypeInstancesInput)), true
+		return e.ComplexityRoot.Mutation.CreateTypeInstances(childComplexity, args["in"].(model.CreateTypeInstancesInput), args["dryRun"].(*bool)), true
 	case "Mutation.deleteTypeInstance":
 		if e.ComplexityRoot.Mutation.DeleteTypeInstance == nil {
 			break
@@ -297,7 +297,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteTypeInstance(childComplexity, args["id"].(string), args["ownerID"].(*string)), true
+		return e.ComplexityRoot.Mutation.DeleteTypeInstance(childComplexity, args["id"].(string), args["ownerID"].(*string), args["dryRun"].(*bool)), true
 	case "Mutation.lockTypeInstances":
 		if e.ComplexityRoot.Mutation.LockTypeInstances == nil {
 			break
@@ -308,7 +308,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.LockTypeInstances(childComplexity, args["in"].(model.LockTypeInstancesInput)), true
+		return e.ComplexityRoot.Mutation.LockTypeInstances(childComplexity, args["in"].(model.LockTypeInstancesInput), args["dryRun"].(*bool)), true
 	case "Mutation.unlockTypeInstances":
 		if e.ComplexityRoot.Mutation.UnlockTypeInstances == nil {
 			break
@@ -319,7 +319,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UnlockTypeInstances(childComplexity, args["in"].(model.UnlockTypeInstancesInput)), true
+		return e.ComplexityRoot.Mutation.UnlockTypeInstances(childComplexity, args["in"].(model.UnlockTypeInstancesInput), args["dryRun"].(*bool)), true
 	case "Mutation.updateTypeInstances":
 		if e.ComplexityRoot.Mutation.UpdateTypeInstances == nil {
 			break
@@ -330,7 +330,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateTypeInstances(childComplexity, args["in"].([]*model.UpdateTypeInstancesInput)), true
+		return e.ComplexityRoot.Mutation.UpdateTypeInstances(childComplexity, args["in"].([]*model.UpdateTypeInstancesInput), args["dryRun"].(*bool)), true
 
 	case "Policy.createdAt":
 		if e.ComplexityRoot.Policy.CreatedAt == nil {
@@ -1240,25 +1240,30 @@ type Query {
 }
 
 type Mutation {
-  createTypeInstances(in: CreateTypeInstancesInput!): [CreateTypeInstanceOutput!]!
+  """
+  Every mutation takes dryRun: when true the mutation runs every check
+  (validation, policy, locks, conflicts) and answers as it would, but no
+  storage backend is called and nothing is written (Kubernetes' dryRun=All).
+  """
+  createTypeInstances(in: CreateTypeInstancesInput!, dryRun: Boolean = false): [CreateTypeInstanceOutput!]!
 
-  createTypeInstance(in: CreateTypeInstanceInput!): ID!
+  createTypeInstance(in: CreateTypeInstanceInput!, dryRun: Boolean = false): ID!
 
-  updateTypeInstances(in: [UpdateTypeInstancesInput]!): [TypeInstance!]!
+  updateTypeInstances(in: [UpdateTypeInstancesInput]!, dryRun: Boolean = false): [TypeInstance!]!
 
-  deleteTypeInstance(id: ID!, ownerID: LockOwnerID): ID!
+  deleteTypeInstance(id: ID!, ownerID: LockOwnerID, dryRun: Boolean = false): ID!
 
   """
   Mark given TypeInstances as locked by a given owner.
   If at least one TypeInstance is already locked with different OwnerID, an error is returned.
   """
-  lockTypeInstances(in: LockTypeInstancesInput!): [ID!]!
+  lockTypeInstances(in: LockTypeInstancesInput!, dryRun: Boolean = false): [ID!]!
 
   """
   Remove lock from given TypeInstances.
   If at least one TypeInstance was not locked by a given owner, an error is returned.
   """
-  unlockTypeInstances(in: UnlockTypeInstancesInput!): [ID!]!
+  unlockTypeInstances(in: UnlockTypeInstancesInput!, dryRun: Boolean = false): [ID!]!
 }
 `, BuiltIn: false},
 }
@@ -1276,6 +1281,11 @@ func (ec *executionContext) field_Mutation_createTypeInstance_args(ctx context.C
 		return nil, err
 	}
 	args["in"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg1
 	return args, nil
 }
 
@@ -1287,6 +1297,11 @@ func (ec *executionContext) field_Mutation_createTypeInstances_args(ctx context.
 		return nil, err
 	}
 	args["in"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg1
 	return args, nil
 }
 
@@ -1303,6 +1318,11 @@ func (ec *executionContext) field_Mutation_deleteTypeInstance_args(ctx context.C
 		return nil, err
 	}
 	args["ownerID"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg2
 	return args, nil
 }
 
@@ -1314,6 +1334,11 @@ func (ec *executionContext) field_Mutation_lockTypeInstances_args(ctx context.Co
 		return nil, err
 	}
 	args["in"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg1
 	return args, nil
 }
 
@@ -1325,6 +1350,11 @@ func (ec *executionContext) field_Mutation_unlockTypeInstances_args(ctx context.
 		return nil, err
 	}
 	args["in"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg1
 	return args, nil
 }
 
@@ -1336,6 +1366,11 @@ func (ec *executionContext) field_Mutation_updateTypeInstances_args(ctx context.
 		return nil, err
 	}
 	args["in"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "dryRun", ec.unmarshalOBoolean2ᚖbool)
+	if err != nil {
+		return nil, err
+	}
+	args["dryRun"] = arg1
 	return args, nil
 }
 
@@ -1628,7 +1663,7 @@ func (ec *executionContext) _Mutation_createTypeInstances(ctx context.Context, f
 		ec.fieldContext_Mutation_createTypeInstances,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateTypeInstances(ctx, fc.Args["in"].(model.CreateTypeInstancesInput))
+			return ec.Resolvers.Mutation().CreateTypeInstances(ctx, fc.Args["in"].(model.CreateTypeInstancesInput), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNCreateTypeInstanceOutput2ᚕgithubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐCreateTypeInstanceOutputᚄ,
@@ -1675,7 +1710,7 @@ func (ec *executionContext) _Mutation_createTypeInstance(ctx context.Context, fi
 		ec.fieldContext_Mutation_createTypeInstance,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateTypeInstance(ctx, fc.Args["in"].(model.CreateTypeInstanceInput))
+			return ec.Resolvers.Mutation().CreateTypeInstance(ctx, fc.Args["in"].(model.CreateTypeInstanceInput), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNID2string,
@@ -1716,7 +1751,7 @@ func (ec *executionContext) _Mutation_updateTypeInstances(ctx context.Context, f
 		ec.fieldContext_Mutation_updateTypeInstances,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateTypeInstances(ctx, fc.Args["in"].([]*model.UpdateTypeInstancesInput))
+			return ec.Resolvers.Mutation().UpdateTypeInstances(ctx, fc.Args["in"].([]*model.UpdateTypeInstancesInput), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNTypeInstance2ᚕgithubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐTypeInstanceᚄ,
@@ -1789,7 +1824,7 @@ func (ec *executionContext) _Mutation_deleteTypeInstance(ctx context.Context, fi
 		ec.fieldContext_Mutation_deleteTypeInstance,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteTypeInstance(ctx, fc.Args["id"].(string), fc.Args["ownerID"].(*string))
+			return ec.Resolvers.Mutation().DeleteTypeInstance(ctx, fc.Args["id"].(string), fc.Args["ownerID"].(*string), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNID2string,
@@ -1830,7 +1865,7 @@ func (ec *executionContext) _Mutation_lockTypeInstances(ctx context.Context, fie
 		ec.fieldContext_Mutation_lockTypeInstances,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().LockTypeInstances(ctx, fc.Args["in"].(model.LockTypeInstancesInput))
+			return ec.Resolvers.Mutation().LockTypeInstances(ctx, fc.Args["in"].(model.LockTypeInstancesInput), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNID2ᚕstringᚄ,
@@ -1871,7 +1906,7 @@ func (ec *executionContext) _Mutation_unlockTypeInstances(ctx context.Context, f
 		ec.fieldContext_Mutation_unlockTypeInstances,
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UnlockTypeInstances(ctx, fc.Args["in"].(model.UnlockTypeInstancesInput))
+			return ec.Resolvers.Mutation().UnlockTypeInstances(ctx, fc.Args["in"].(model.UnlockTypeInstancesInput), fc.Args["dryRun"].(*bool))
 		},
 		nil,
 		ec.marshalNID2ᚕstringᚄ,
