@@ -1241,7 +1241,7 @@ type Query {
 
 type Mutation {
   """
-  Every mutation takes dryRun: when true the mutation runs every check
+  cairn: every mutation takes dryRun: when true the mutation runs every check
   (validation, policy, locks, conflicts) and answers as it would, but no
   storage backend is called and nothing is written (Kubernetes' dryRun=All).
   """
