@@ -104,4 +104,42 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 	if got := run("git", "-C", bare, "log", "-1", "--format=%s", "main"); !strings.Contains(got, "create Flag default/new-project") || !strings.Contains(got, "by jane") {
 		t.Errorf("commit message = %q, want the operation, the resource and the kubectl user", got)
 	}
+
+	// Dry runs of every verb and kubectl diff leave the repository alone:
+	// no commit, no branch, no ref moved (issue 11).
+	refs := run("git", "-C", bare, "for-each-ref", "--format=%(refname) %(objectname)")
+	changed := filepath.Join(dir, "changed.yaml")
+	raw, err := os.ReadFile("../../examples/flags/new-project.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(changed, []byte(strings.Replace(string(raw), "enabled: true", "enabled: false", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.yaml")
+	if err := os.WriteFile(other, []byte(strings.Replace(string(raw), "name: new-project", "name: other-project", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := func(args ...string) string { return run(kubectl, append([]string{"--server", m[1], "--as", "jane"}, args...)...) }
+	k("create", "--dry-run=server", "-f", other)
+	k("apply", "--dry-run=server", "-f", changed)
+	k("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", changed)
+	k("label", "--dry-run=server", "flag", "new-project", "x=y")
+	k("delete", "--dry-run=server", "flag", "new-project")
+	diff := exec.Command(kubectl, "--server", m[1], "diff", "-f", changed)
+	diff.Env = env
+	if out, err := diff.CombinedOutput(); !strings.Contains(string(out), "+  enabled: false") {
+		t.Errorf("kubectl diff: %v\n%s", err, out)
+	}
+	if after := run("git", "-C", bare, "for-each-ref", "--format=%(refname) %(objectname)"); after != refs {
+		t.Errorf("dry runs changed the repository's refs:\nbefore %s\nafter  %s", refs, after)
+	}
+	if got := k("get", "flag", "new-project", "-o", "jsonpath={.spec.enabled}"); got != "true" {
+		t.Errorf("spec.enabled after the dry runs = %s", got)
+	}
+	get := exec.Command(kubectl, "--server", m[1], "get", "flag", "other-project")
+	get.Env = env
+	if out, err := get.CombinedOutput(); err == nil || !strings.Contains(string(out), "NotFound") {
+		t.Errorf("a dry-run create made other-project: %v\n%s", err, out)
+	}
 }
