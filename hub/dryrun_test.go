@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/policy"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -101,6 +102,13 @@ func TestDryRunChangesNothing(t *testing.T) {
 		}, ""},
 		{"create a Type", func() error {
 			_, err := e.h.CreateType(dry, cairn.Type{Path: "cap.type.dry", Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object"}`)})
+			return err
+		}, ""},
+		{"apply a policy", func() error {
+			doc, err := e.h.ApplyPolicy(dry, policy.Policy{})
+			if err == nil && doc.ResourceVersion != 1 {
+				return fmt.Errorf("dry-run policy apply answered resource version %d, want 1", doc.ResourceVersion)
+			}
 			return err
 		}, ""},
 		{"create a Type that exists", func() error {

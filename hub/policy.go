@@ -165,7 +165,7 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 			if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: PolicyID, Value: value}}); err != nil {
 				return PolicyDocument{}, fmt.Errorf("apply the policy: %w", err)
 			}
-			return h.GetPolicy(ctx)
+			return h.appliedPolicy(ctx, p, found[0].Latest.ResourceVersion+1)
 		}
 		err = h.createPolicy(ctx, value)
 		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
@@ -174,9 +174,18 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 		if err != nil {
 			return PolicyDocument{}, fmt.Errorf("apply the policy: %w", err)
 		}
-		return h.GetPolicy(ctx)
+		return h.appliedPolicy(ctx, p, 1)
 	}
 	return PolicyDocument{}, cairn.Errorf(cairn.CodeConflict, "apply the policy: it changed concurrently; retry")
+}
+
+// appliedPolicy is the policy an apply stored; under a dry run, which
+// stored nothing, the policy as it would have been stored.
+func (h *Hub) appliedPolicy(ctx context.Context, p policy.Policy, rv int) (PolicyDocument, error) {
+	if IsDryRun(ctx) {
+		return PolicyDocument{Policy: p, ResourceVersion: rv, CreatedBy: cairn.Actor(ctx), CreatedAt: h.now().UTC()}, nil
+	}
+	return h.GetPolicy(ctx)
 }
 
 func (h *Hub) createPolicy(ctx context.Context, value json.RawMessage) error {
