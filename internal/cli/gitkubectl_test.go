@@ -120,7 +120,9 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 	if err := os.WriteFile(other, []byte(strings.Replace(string(raw), "name: new-project", "name: other-project", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k := func(args ...string) string { return run(kubectl, append([]string{"--server", m[1], "--as", "jane"}, args...)...) }
+	k := func(args ...string) string {
+		return run(kubectl, append([]string{"--server", m[1], "--as", "jane"}, args...)...)
+	}
 	k("create", "--dry-run=server", "-f", other)
 	k("apply", "--dry-run=server", "-f", changed)
 	k("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", changed)
