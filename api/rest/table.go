@@ -208,6 +208,11 @@ func backendColumns() []printColumn {
 
 // writeTable answers with a Table of objects (each as served).
 func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta ListMeta, objects []any) {
+	writeJSON(w, http.StatusOK, tableOf(tr, cols, meta, objects))
+}
+
+// tableOf is the Table of objects (each as served).
+func tableOf(tr tableRequest, cols []printColumn, meta ListMeta, objects []any) Table {
 	t := Table{Kind: "Table", APIVersion: "meta.k8s.io/" + tr.version, Metadata: meta, Rows: []TableRow{}}
 	for _, c := range cols {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, c.def)
@@ -226,7 +231,7 @@ func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	writeJSON(w, http.StatusOK, t)
+	return t
 }
 
 func asMap(o any) map[string]any {

@@ -1,11 +1,13 @@
 package rest_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tablesRD declares printer columns (one for -o wide only) and a category.
@@ -81,13 +83,37 @@ spec: {key: b}
 		t.Errorf("get fl -o name = %q, want name order", out)
 	}
 
+	// get -w prints the same columns for the listed objects and changes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	watch := k.command(ctx, "get", "fl", "-w")
+	var wout lockedBuffer
+	watch.Stdout, watch.Stderr = &wout, &wout
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(re string) {
+		t.Helper()
+		for !regexp.MustCompile(re).MatchString(wout.String()) {
+			if ctx.Err() != nil {
+				t.Fatalf("kubectl get fl -w printed no %s:\n%s", re, wout.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor(`(?s)NAME\s+ENABLED\s+PORT.*zeta\s+true\s+8080`)
+	k.ok("patch", "flag", "zeta", "--type", "merge", "-p", `{"spec":{"port":9090}}`)
+	waitFor(`zeta\s+true\s+9090`)
+	cancel()
+	_ = watch.Wait()
+
 	// Categories: all, cairn and the declared one.
 	for _, cat := range []string{"all", "cairn"} {
 		if out := k.ok("get", cat); !strings.Contains(out, "flag.flipt.io/zeta") {
 			t.Errorf("get %s lacks the flags:\n%s", cat, out)
 		}
 	}
-	if out := k.ok("get", "toggles"); !regexp.MustCompile(`zeta\s+true\s+8080`).MatchString(out) {
+	if out := k.ok("get", "toggles"); !regexp.MustCompile(`zeta\s+true\s+9090`).MatchString(out) {
 		t.Errorf("get toggles (the declared category) lacks the flags:\n%s", out)
 	}
 	if out := k.ok("get", "all"); !strings.Contains(out, "typeinstance.hub.cairn.dev/zeta") {
@@ -99,7 +125,7 @@ spec: {key: b}
 	if got := strings.Join(header(out), " "); got != "NAME TYPE REVISION BACKEND LOCKED-BY AGE" {
 		t.Errorf("get ti header = %q\n%s", got, out)
 	}
-	if !regexp.MustCompile(`(?m)^zeta\s+io\.flipt\.flag\s+2\s+cairn-builtin\s+`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^zeta\s+io\.flipt\.flag\s+3\s+cairn-builtin\s+`).MatchString(out) {
 		t.Errorf("get ti rows:\n%s", out)
 	}
 	out = k.ok("get", "ti", "-o", "wide")

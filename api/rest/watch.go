@@ -42,6 +42,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if err != nil {
 		return err
 	}
+	tr, err := wantsTable(r)
+	if err != nil {
+		return err
+	}
+	var cols []printColumn
+	if tr.version != "" {
+		cols = s.columns(r, req.res)
+	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	go func(done <-chan struct{}) { // not ctx: it is reassigned below
@@ -84,7 +92,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
+	headers := true
 	send := func(typ string, obj any) error {
+		if cols != nil && typ != "ERROR" {
+			// A Table of one row per event, as the API server sends to
+			// kubectl get -w; the column definitions come with the first.
+			t := tableOf(tr, cols, ListMeta{}, []any{obj})
+			if !headers {
+				t.ColumnDefinitions = nil
+			}
+			headers = false
+			obj = t
+		}
 		if err := enc.Encode(WatchEvent{Type: typ, Object: obj}); err != nil {
 			return err
 		}
