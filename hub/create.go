@@ -362,7 +362,7 @@ func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items [
 // storeExternal calls OnCreate on every external backend of the batch. When
 // one fails, those already stored are deleted again.
 func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
-	if IsDryRun(ctx) {
+	if isDryRun(ctx) {
 		return nil
 	}
 	var ws []*externalWrite

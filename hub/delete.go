@@ -56,7 +56,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return err
 	}
 
-	if !inst.Backend.Abstract && !IsDryRun(ctx) {
+	if !inst.Backend.Abstract && !isDryRun(ctx) {
 		b, err := h.newBackendSet().get(ctx, inst.Backend.ID)
 		if err != nil {
 			return fmt.Errorf("delete TypeInstance %q: %w", id, err)

@@ -44,7 +44,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if err := e.h.LockInstances(e.ctx, []string{locked}, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	dry := hub.WithDryRun(e.ctx)
+	dry := cairn.WithDryRun(e.ctx)
 	writes := []struct {
 		name string
 		do   func() error

@@ -24,7 +24,7 @@ type externalWrite struct {
 // with the instance it is about; the writes reported done before stay
 // done, for the caller to roll back. A dry run sends nothing.
 func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (failed *externalWrite, err error) {
-	if IsDryRun(ctx) {
+	if isDryRun(ctx) {
 		return nil, nil
 	}
 	byBackend := map[string][]*externalWrite{}

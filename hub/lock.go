@@ -71,7 +71,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	// External backends keep a copy of the lock (seed 000: the backend
 	// stores the value and the locking state). When one refuses, the store
 	// change is undone so hub and backends agree.
-	if IsDryRun(ctx) {
+	if isDryRun(ctx) {
 		return nil
 	}
 	if err := h.notifyLocks(ctx, before, owner, lock); err != nil {

@@ -182,7 +182,7 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 // appliedPolicy is the policy an apply stored; under a dry run, which
 // stored nothing, the policy as it would have been stored.
 func (h *Hub) appliedPolicy(ctx context.Context, p policy.Policy, rv int) (PolicyDocument, error) {
-	if IsDryRun(ctx) {
+	if isDryRun(ctx) {
 		return PolicyDocument{Policy: p, ResourceVersion: rv, CreatedBy: cairn.Actor(ctx), CreatedAt: h.now().UTC()}, nil
 	}
 	return h.GetPolicy(ctx)

@@ -28,7 +28,7 @@ func (h *Hub) CreateType(ctx context.Context, t cairn.Type) (cairn.Type, error) 
 	if err != nil {
 		return cairn.Type{}, fmt.Errorf("create Type %s: %w", t.Ref(), err)
 	}
-	if !IsDryRun(ctx) {
+	if !isDryRun(ctx) {
 		h.typesGen.Add(1)
 	}
 	return t, nil
@@ -82,7 +82,7 @@ func (h *Hub) ApplyType(ctx context.Context, t cairn.Type) (cairn.Type, bool, er
 		return cairn.Type{}, false, fmt.Errorf("apply Type %s: %w", t.Ref(), err)
 	}
 	if created {
-		if !IsDryRun(ctx) {
+		if !isDryRun(ctx) {
 			h.typesGen.Add(1)
 		}
 	}
@@ -176,7 +176,7 @@ func (h *Hub) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
 	if err != nil {
 		return fmt.Errorf("delete Type %s: %w", ref, err)
 	}
-	if !IsDryRun(ctx) {
+	if !isDryRun(ctx) {
 		h.typesGen.Add(1)
 	}
 	return nil

@@ -237,7 +237,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 
 	var ws []*externalWrite
 	for _, s := range items {
-		if s.inst.Backend.Abstract || IsDryRun(ctx) {
+		if s.inst.Backend.Abstract || isDryRun(ctx) {
 			continue
 		}
 		req := cairn.OnUpdateRequest{

@@ -115,7 +115,7 @@ func (h *Hub) PruneChanges(ctx context.Context, keep int64) error {
 // when it commits. Under a dry run (WithDryRun) the transaction runs fn,
 // every check of the store included, and is rolled back.
 func (h *Hub) write(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	if IsDryRun(ctx) {
+	if isDryRun(ctx) {
 		err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 			if err := fn(ctx, tx); err != nil {
 				return err

@@ -578,7 +578,7 @@ func (q *query) Policy(ctx context.Context) (*model.Policy, error) {
 // withDryRun makes the mutation a dry run when its dryRun argument is true.
 func withDryRun(ctx context.Context, dryRun *bool) context.Context {
 	if dryRun != nil && *dryRun {
-		return hub.WithDryRun(ctx)
+		return cairn.WithDryRun(ctx)
 	}
 	return ctx
 }

@@ -435,7 +435,7 @@ func (a alreadyExists) Unwrap() error { return a.errStatus }
 // backend; the version is immutable, so this reads what the write that made
 // it stored, whatever happened since.
 func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance, error) {
-	if inst.Latest.Value != nil || hub.IsDryRun(r.Context()) {
+	if inst.Latest.Value != nil || cairn.IsDryRun(r.Context()) {
 		// A dry run stored nothing a backend could be asked for.
 		return inst, nil
 	}
@@ -715,7 +715,7 @@ func (s *Server) readDeleteOptions(w http.ResponseWriter, r *http.Request) (dele
 			return opts, r, *st
 		}
 		if dry {
-			r = r.WithContext(hub.WithDryRun(r.Context()))
+			r = r.WithContext(cairn.WithDryRun(r.Context()))
 		}
 	}
 	return opts, r, nil

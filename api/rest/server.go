@@ -107,7 +107,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 			return "invalid"
 		}
 		if dry {
-			r = r.WithContext(hub.WithDryRun(r.Context()))
+			r = r.WithContext(cairn.WithDryRun(r.Context()))
 		}
 	}
 	path := strings.Trim(r.URL.Path, "/")

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -372,6 +373,14 @@ func (c *Client) Healthy(ctx context.Context) error {
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, contentType string, body any) (*http.Response, error) {
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	if cairn.IsDryRun(ctx) && method != http.MethodGet && method != http.MethodHead {
+		// A dry run is the server's to make (the hub's checks live there).
+		q = maps.Clone(q)
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("dryRun", "All")
+	}
 	u.RawQuery = q.Encode()
 	var rd io.Reader
 	if body != nil {

@@ -168,3 +168,41 @@ func TestClientUnreachable(t *testing.T) {
 		t.Errorf("New without scheme = %v, want Invalid", err)
 	}
 }
+
+// TestClientDryRun: a context with cairn.WithDryRun sends every write as
+// dryRun=All; the server answers as the write would and changes nothing.
+func TestClientDryRun(t *testing.T) {
+	c, h := setup(t)
+	ctx := context.Background()
+	dry := cairn.WithDryRun(ctx)
+	flags, _ := c.FindResource(ctx, "flags")
+	if _, err := c.Create(ctx, flags, "default", flag("a", true)); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := h.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Create(dry, flags, "default", flag("b", true)); err != nil || !strings.Contains(string(out), `"name":"b"`) {
+		t.Errorf("dry-run create = %s, %v", out, err)
+	}
+	if _, err := c.Create(dry, flags, "default", flag("a", true)); cairn.ErrorCode(err) != cairn.CodeAlreadyExists {
+		t.Errorf("dry-run create of a taken name = %v, want AlreadyExists", err)
+	}
+	if _, err := c.Patch(dry, flags, "default", "a", client.MergePatch, []byte(`{"spec":{"enabled":false}}`), client.WriteOptions{}); err != nil {
+		t.Error(err)
+	}
+	if err := c.Delete(dry, flags, "default", "a", client.WriteOptions{}); err != nil {
+		t.Error(err)
+	}
+	if after, _ := h.LastSeq(ctx); after != seq {
+		t.Errorf("dry-run writes moved the change log from %d to %d", seq, after)
+	}
+	got, err := c.Get(dry, flags, "default", "a")
+	if err != nil || !strings.Contains(string(got), `"enabled":true`) {
+		t.Errorf("after the dry runs: %s, %v", got, err)
+	}
+	if _, err := c.Get(ctx, flags, "default", "b"); cairn.ErrorCode(err) != cairn.CodeNotFound {
+		t.Errorf("dry-run create made b: %v", err)
+	}
+}
