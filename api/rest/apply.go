@@ -273,6 +273,12 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 	if ns := patch.GetNamespace(); ns != "" && ns != req.namespace {
 		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", ns, req.namespace)}
 	}
+	// A resourceVersion in the configuration is a precondition, checked
+	// and never retried; without one the apply goes to whatever is live.
+	ifSeq, err := parseSeq(patch.GetResourceVersion())
+	if err != nil {
+		return err
+	}
 	fm, err := req.res.fieldManager()
 	if err != nil {
 		return fmt.Errorf("field manager of %s: %w", req.res.kind, err)
@@ -287,10 +293,13 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 			if live, err = managedObject(req.res, cur); err != nil {
 				return err
 			}
-		case isNotFoundStatus(err):
+		case isNotFoundStatus(err) && ifSeq == 0:
 			live, _ = objectCreater{}.New(req.res.gvk())
 		default:
 			return err
+		}
+		if ifSeq != 0 && ifSeq != cur.Seq {
+			return s.conflictStatus(req, cairn.Errorf(cairn.CodeConflict, "resourceVersion %d is not current", ifSeq))
 		}
 		merged, err := fm.Apply(live, patch.DeepCopy(), manager, force)
 		if err != nil {
@@ -315,7 +324,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		}
 		o.Metadata.ResourceVersion = strconv.FormatInt(cur.Seq, 10)
 		inst, err := s.write(r, req, cur, o, mf)
-		if err != nil && attempt < maxWriteAttempts && isConflictStatus(err) {
+		if err != nil && ifSeq == 0 && attempt < maxWriteAttempts && isConflictStatus(err) {
 			continue
 		}
 		if err != nil {

@@ -147,3 +147,18 @@ func TestMergePatchRetriedOnConflict(t *testing.T) {
 		t.Errorf("labels = %v, want all %d patches' labels", got, n)
 	}
 }
+
+// TestApplyResourceVersionPrecondition: a resourceVersion in an apply
+// configuration must be current (409 otherwise, never retried).
+func TestApplyResourceVersionPrecondition(t *testing.T) {
+	e := newFlagsEnv(t)
+	cur := e.createFlag("default", "p", nil, `{"key":"p"}`)
+	cfg := func(rv string) string {
+		return "apiVersion: flipt.io/v1alpha1\nkind: Flag\nmetadata: {name: p, resourceVersion: \"" + rv + "\"}\nspec: {key: p, port: 5}\n"
+	}
+	wantStatus(t, e.do("PATCH", flagPath("default", "p")+"?fieldManager=t", "application/apply-patch+yaml", cfg("1")), http.StatusConflict, "Conflict")
+	r := e.mustDo("PATCH", flagPath("default", "p")+"?fieldManager=t", "application/apply-patch+yaml", cfg(cur.Metadata.ResourceVersion), http.StatusOK)
+	if got := decodeObj(t, r); got.Spec["port"] != float64(5) {
+		t.Errorf("apply with the current resourceVersion = %s", r)
+	}
+}

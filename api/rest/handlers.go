@@ -614,9 +614,6 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 		apply = p.Apply
 	case "application/apply-patch+yaml":
-		if err := checkManager(r, true); err != nil {
-			return err
-		}
 		return s.apply(w, r, req, body)
 	case "application/strategic-merge-patch+json":
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
