@@ -189,7 +189,15 @@ func typeColumns() []printColumn {
 	return []printColumn{
 		nameColumn("<path>:<revision>."),
 		newColumn(cairn.PrinterColumn{Name: "Kind", Type: "string", JSONPath: ".spec.rest.names.kind", Description: "The kind it is served as, if any."}),
-		newColumn(cairn.PrinterColumn{Name: "API-Version", Type: "string", JSONPath: ".spec.rest.group", Description: "The API group it is served in."}),
+		{def: TableColumn{Name: "API-Version", Type: "string", Description: "The group/version it is served at."},
+			cell: func(o map[string]any) any {
+				g, _ := nested(o, "spec", "rest", "group").(string)
+				v, _ := nested(o, "spec", "rest", "version").(string)
+				if g == "" {
+					return nil
+				}
+				return g + "/" + v
+			}},
 		newColumn(ageColumn),
 		newColumn(cairn.PrinterColumn{Name: "Short-Names", Type: "string", JSONPath: ".spec.rest.names.shortNames", Priority: 1}),
 	}

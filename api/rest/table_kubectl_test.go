@@ -141,6 +141,13 @@ spec: {key: b}
 		t.Errorf("get ti <id> = %q", out)
 	}
 
+	if out := k.ok("get", "types"); !regexp.MustCompile(`io\.flipt\.flag:1\.0\.0-alpha\.1\s+Flag\s+flipt\.io/v1alpha1\s`).MatchString(out) {
+		t.Errorf("get types:\n%s", out)
+	}
+	if out := k.ok("get", "backends"); !regexp.MustCompile(`(?m)^a36ed738-dfe7-45ec-acd1-8e44e8db893b\s+cairn-builtin\s+cap\.core\.type\.hub\.storage\.sqlite\s+true\s`).MatchString(out) {
+		t.Errorf("get backends:\n%s", out)
+	}
+
 	// Namespaces.
 	out = k.ok("get", "namespaces")
 	if !regexp.MustCompile(`(?s)NAME\s+STATUS\s+AGE.*default\s+Active.*other\s+Active`).MatchString(out) {
