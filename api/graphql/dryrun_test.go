@@ -135,7 +135,9 @@ func TestMutationsDryRun(t *testing.T) {
 			map[string]any{"in": map[string]any{"typeInstances": []any{newIn}, "usesRelations": []any{}}}, ""},
 		{"createTypeInstance", `mutation($in: CreateTypeInstanceInput!) { createTypeInstance(in: $in, dryRun: true) }`,
 			map[string]any{"in": newIn}, ""},
-		{"updateTypeInstances", `mutation($id: ID!) { updateTypeInstances(in: [{id: $id, typeInstance: {value: {host: "z"}}}], dryRun: true) { id } }`,
+		{"updateTypeInstances", `mutation($id: ID!) { updateTypeInstances(in: [{id: $id, typeInstance: {value: {host: "z"}}}], dryRun: true) { id latestResourceVersion { resourceVersion spec { value } } } }`,
+			map[string]any{"id": id}, ""},
+		{"updateTypeInstances carrying the value over", `mutation($id: ID!) { updateTypeInstances(in: [{id: $id, typeInstance: {attributes: []}}], dryRun: true) { id latestResourceVersion { resourceVersion spec { value } } } }`,
 			map[string]any{"id": id}, ""},
 		{"deleteTypeInstance", `mutation($id: ID!) { deleteTypeInstance(id: $id, dryRun: true) }`, map[string]any{"id": id}, ""},
 		{"deleteTypeInstance of a used backend", `mutation($id: ID!) { deleteTypeInstance(id: $id, dryRun: true) }`, map[string]any{"id": bid}, "you must first remove"},
@@ -150,6 +152,12 @@ func TestMutationsDryRun(t *testing.T) {
 				t.Fatalf("errors: %+v", res.Errors)
 			case tt.fail != "" && (len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, tt.fail)):
 				t.Fatalf("errors = %+v, want one containing %q", res.Errors, tt.fail)
+			}
+			if strings.HasPrefix(tt.name, "updateTypeInstances") {
+				want := map[string]string{"updateTypeInstances": `"value":{"host":"z"}`, "updateTypeInstances carrying the value over": `"value":{"host":"a"}`}[tt.name]
+				if !strings.Contains(string(res.Data), `"resourceVersion":2`) || !strings.Contains(string(res.Data), want) {
+					t.Errorf("dry-run update answered %s, want resource version 2 with %s", res.Data, want)
+				}
 			}
 			if after := snapshot(); after != before {
 				t.Errorf("the dry run changed the store or the backend:\nbefore %s\nafter  %s", before, after)

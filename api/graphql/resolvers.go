@@ -523,6 +523,21 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 	if err != nil {
 		return nil, fail(opUpdate, "", err)
 	}
+	if cairn.IsDryRun(ctx) {
+		// The version a dry run would have written exists nowhere to be
+		// read back: answer its value as it would have been.
+		for i := range updated {
+			v := ups[i].Value
+			if v == nil {
+				cur, err := m.hub.GetInstance(ctx, ups[i].ID, true)
+				if err != nil {
+					return nil, fail(opUpdate, ups[i].ID, err)
+				}
+				v = cur.Latest.Value
+			}
+			updated[i].Latest.Value = v
+		}
+	}
 	out := make([]model.TypeInstance, len(updated))
 	for i, inst := range updated {
 		out[i] = (*resolver)(m).instance(inst)
