@@ -162,3 +162,44 @@ func TestApplyResourceVersionPrecondition(t *testing.T) {
 		t.Errorf("apply with the current resourceVersion = %s", r)
 	}
 }
+
+// complexRD has what JSON Schemas have and structural schemas restrict:
+// $ref to $defs, oneOf, arrays of objects, maps, a type list.
+const complexRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition",
+ "metadata": {"name": "stacks.example.com"},
+ "names": {"kind": "Stack", "plural": "stacks"},
+ "spec": {"group": "example.com", "versions": {"v1": {
+   "$defs": {"port": {"type": "object", "properties": {"name": {"type": "string"}, "number": {"type": "integer"}}}},
+   "type": "object",
+   "properties": {
+     "ports": {"type": "array", "items": {"$ref": "#/$defs/port"}},
+     "env": {"type": "object", "additionalProperties": {"type": "string"}},
+     "size": {"type": ["string", "integer"]},
+     "mode": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"name": {"type": "string"}}}]},
+     "owner": {"type": "object", "properties": {"team": {"type": "string"}, "email": {"type": "string"}}}}}}}}`
+
+// TestApplyComplexSchema: server-side apply works on a Type whose JSON
+// Schema goes beyond a structural schema; objects still merge field by
+// field between managers.
+func TestApplyComplexSchema(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/json", complexRD, http.StatusCreated)
+	path := "/apis/example.com/v1/namespaces/default/stacks/s"
+	apply := func(manager, body string, want int) response {
+		t.Helper()
+		return e.mustDo("PATCH", path+"?fieldManager="+manager, "application/apply-patch+yaml",
+			"apiVersion: example.com/v1\nkind: Stack\nmetadata: {name: s}\nspec:\n"+body, want)
+	}
+	apply("a", "  ports: [{name: http, number: 80}]\n  env: {A: \"1\"}\n  size: 3\n  mode: fast\n  owner: {team: x}\n", http.StatusCreated)
+	apply("b", "  env: {B: \"2\"}\n  owner: {email: b@example.com}\n", http.StatusOK)
+	got := decodeObj(t, e.get(path))
+	env, _ := got.Spec["env"].(map[string]any)
+	owner, _ := got.Spec["owner"].(map[string]any)
+	if env["A"] != "1" || env["B"] != "2" || owner["team"] != "x" || owner["email"] != "b@example.com" || got.Spec["size"] != float64(3) {
+		t.Errorf("spec after two managers' applies = %v, want both managers' fields", got.Spec)
+	}
+	st := wantStatus(t, apply("b", "  owner: {team: other}\n", http.StatusConflict), http.StatusConflict, "Conflict", `conflict with "a"`)
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != ".spec.owner.team" {
+		t.Errorf("conflict details = %+v, want one cause for .spec.owner.team", st.Details)
+	}
+}
