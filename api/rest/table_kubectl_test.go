@@ -165,3 +165,54 @@ spec: {key: b}
 		t.Errorf("includeObject without a Table request = %s, want it ignored", r)
 	}
 }
+
+// TestTableSchemaColumns: columns a Type keeps in its JSON Schema (what
+// stack installation kinds declare: READY, SYNCED) are printed, then AGE.
+func TestTableSchemaColumns(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", `apiVersion: hub.cairn.dev/v1
+kind: Type
+metadata: {name: dev.cairn.stacks.env}
+spec:
+  revision: 1.0.0
+  jsonSchema:
+    type: object
+    x-cairn-printer-columns:
+    - {name: Ready, type: string, jsonPath: ".status.conditions[?(@.type==\"Ready\")].status"}
+  rest:
+    group: stacks.cairn.dev
+    version: v1
+    names: {kind: Env, plural: envs}
+`, http.StatusCreated)
+	e.mustDo("POST", "/apis/stacks.cairn.dev/v1/namespaces/default/envs", "application/json",
+		`{"metadata":{"name":"dev"},"spec":{}}`, http.StatusCreated)
+	e.mustDo("PUT", "/apis/stacks.cairn.dev/v1/namespaces/default/envs/dev/status", "application/json",
+		`{"metadata":{"name":"dev"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, http.StatusOK)
+	req, err := http.NewRequest(http.MethodGet, e.url+"/apis/stacks.cairn.dev/v1/namespaces/default/envs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tbl struct {
+		ColumnDefinitions []struct{ Name string }
+		Rows              []struct{ Cells []any }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tbl); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range tbl.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); !strings.HasPrefix(got, "Name,Ready,Age") {
+		t.Errorf("columns = %s, want Name,Ready,Age first", got)
+	}
+	if len(tbl.Rows) != 1 || tbl.Rows[0].Cells[1] != "True" {
+		t.Errorf("rows = %+v, want dev with Ready True", tbl.Rows)
+	}
+}
