@@ -212,6 +212,7 @@ func (r *kube) writeCommand(mode, short, long, example string) *cobra.Command {
 	if mode != "create" {
 		fl.StringVar(&a.owner, "lock-owner", "", "lock owner, to write objects locked by it")
 	}
+	addDryRunFlag(cmd)
 	return cmd
 }
 

@@ -132,6 +132,7 @@ Every command works the same in both modes:
 		// Unknown subcommands and stray arguments are usage errors.
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		PersistentPostRun: func(cmd *cobra.Command, args []string) { noteDryRun(cmd) },
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch a.output {
 			case "table", "json", "yaml":
@@ -142,6 +143,9 @@ Every command works the same in both modes:
 				return usageErrorf("%s prints what it did, one line per object, and takes no --output", cmd.Name())
 			}
 			cmd.SetContext(cairn.WithActor(cmd.Context(), a.as))
+			if err := dryRunContext(cmd); err != nil {
+				return err
+			}
 			if !needsClient(cmd) {
 				if a.dataDir == "" {
 					return usageErrorf("no data directory: set --data-dir, %s, XDG_DATA_HOME or HOME", EnvDataDir)

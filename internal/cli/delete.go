@@ -96,6 +96,7 @@ use), then Types.`,
 	fl.StringVarP(&o.selector, "selector", "l", "", "delete every object the label selector matches")
 	fl.StringVar(&o.owner, "lock-owner", "", "lock owner, to delete objects locked by it")
 	fl.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
+	addDryRunFlag(cmd)
 	return cmd
 }
 
@@ -233,5 +234,6 @@ instance is written and deleted only with --lock-owner set to its owner.`, title
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "lock owner (required)")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of objects named RESOURCE/NAME")
+	addDryRunFlag(cmd)
 	return cmd
 }

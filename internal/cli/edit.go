@@ -123,6 +123,7 @@ object unchanged cancels the edit.`,
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of a namespaced resource")
 	cmd.Flags().StringVar(&owner, "lock-owner", "", "lock owner, to edit an object locked by it")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "format to edit in: yaml or json")
+	addDryRunFlag(cmd)
 	return cmd
 }
 

@@ -223,6 +223,7 @@ input. A locked TypeInstance is updated only with --owner set to its lock owner.
 	fl.StringVar(&contextFile, "context-file", "", "file holding the new backend context (YAML or JSON), - for stdin")
 	fl.StringArrayVar(&attrs, "attribute", nil, "attribute PATH:REVISION of the new version; repeatable; replaces all")
 	fl.StringVar(&owner, "owner", "", "lock owner, required when the TypeInstance is locked")
+	addDryRunFlag(cmd)
 	return cmd
 }
 

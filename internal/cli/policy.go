@@ -125,6 +125,7 @@ context, and injected instances must exist. Nothing is stored when any fails.`,
 		}),
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "policy file (YAML or JSON), - for stdin")
+	addDryRunFlag(cmd)
 	return cmd
 }
 
