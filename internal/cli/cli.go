@@ -130,8 +130,8 @@ Every command works the same in both modes:
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Unknown subcommands and stray arguments are usage errors.
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Args:              usageArgs(cobra.NoArgs),
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 		PersistentPostRun: func(cmd *cobra.Command, args []string) { noteDryRun(cmd) },
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch a.output {
