@@ -16,7 +16,7 @@ func TestExampleStacks(t *testing.T) {
 	cat := catalog(t)
 	byName := map[string]*Stack{}
 	for _, dir := range []string{"shared-sql-server", "reporting", "flags-env", "minimal-gcp"} {
-		st, err := stack.Load(ctx, "../examples/stacks/"+dir)
+		st, err := stack.Load(ctx, exampleDir(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,4 +73,14 @@ func TestExampleStacks(t *testing.T) {
 		len(st.Outputs) != 2 {
 		t.Fatalf("status.sharing %+v", st)
 	}
+}
+
+// exampleDir: the dependency examples live in examples/dependencies, the
+// others in examples/stacks.
+func exampleDir(name string) string {
+	switch name {
+	case "reporting", "shared-sql-server":
+		return "../examples/dependencies/" + name
+	}
+	return "../examples/stacks/" + name
 }

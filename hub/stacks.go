@@ -11,6 +11,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -76,6 +77,11 @@ func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (Stack
 		return StackEntry{}, false, err
 	}
 	m := s.Manifest
+	// Its dependencies and credentials sections are refused now, with the
+	// field at fault, rather than when a plan first reads them.
+	if _, err := deps.FromManifest(&m); err != nil {
+		return StackEntry{}, false, &cairn.Error{Code: cairn.CodeInvalid, Msg: "the stack package is not valid: " + err.Error(), Err: err}
+	}
 	if existing, err := h.GetStack(ctx, m.Name, m.Version); err == nil {
 		if existing.Digest == s.Digest {
 			existing.Archive = nil

@@ -30,6 +30,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/hub"
 	pkg "github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
@@ -82,6 +83,8 @@ type Controller struct {
 	renders map[string]renderCache
 	// catalog caches which catalog entry renders which Type (reconcile.go).
 	catalog map[string]catalogEntry
+	// sharing caches status.sharing by stack digest.
+	sharing map[string]*deps.SharingStatus
 	// backends caches backend aliases by id.
 	backends map[string]string
 	// leader tells whether this replica held the lease at its last
@@ -93,7 +96,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer,
-		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}}
+		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/hub"
 	pkg "github.com/cairn-dev/cairn/stack"
 )
@@ -129,6 +130,18 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		return c.finalize(ctx, inst, st)
 	}
 
+	if waiting := inst.Annotations[hub.AnnotationWaiting]; waiting != "" {
+		// Created by an install before its dependencies: nothing is
+		// rendered until the install has them ready and says so.
+		next := st.clone()
+		next.ObservedGeneration = int64(inst.Latest.ResourceVersion)
+		now := time.Now().UTC()
+		msg := "waiting for the dependencies " + waiting
+		next.setCondition(Condition{Type: "Dependencies", Status: "False", Reason: "Waiting", Message: msg}, now)
+		next.setCondition(Condition{Type: "Ready", Status: "False", Reason: "WaitingForDependencies", Message: msg}, now)
+		return 0, c.writeStatus(ctx, inst, st, next)
+	}
+
 	desired, owned, s, entry, rerr := c.desired(ctx, inst)
 	var stats applyStats
 	if rerr == nil {
@@ -139,6 +152,12 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 	next.ObservedGeneration = int64(inst.Latest.ResourceVersion)
 	if entry != nil {
 		next.Stack = &stackRef{Name: entry.Name, Version: entry.Version, Digest: entry.Digest}
+		next.Sharing = c.sharingStatus(*entry)
+	}
+	if inst.Annotations[hub.AnnotationRootID] != "" {
+		if next.condition("Dependencies") != nil {
+			next.setCondition(Condition{Type: "Dependencies", Status: "True", Reason: "Ready", Message: "every dependency is ready"}, now)
+		}
 	}
 	if rerr != nil {
 		next.setCondition(Condition{Type: "Synced", Status: "False", Reason: "ReconcileError", Message: rerr.Error()}, now)
@@ -454,6 +473,16 @@ func (c *Controller) readiness(ctx context.Context, st *Status, s *pkg.Stack, in
 	in := s.NewInstallation(inst.Namespace, inst.Name, inst.ID, inst.Labels, specOf(inst))
 	in.Annotations = inst.Annotations
 	outputs, err := s.Outputs(in, rendered, obs)
+	if promoted := inst.Annotations[hub.AnnotationOutputs]; promoted != "" {
+		// Outputs its dependencies set on it (dependencies.requires[].outputs).
+		var more map[string]any
+		if jerr := json.Unmarshal([]byte(promoted), &more); jerr == nil && len(more) > 0 {
+			if outputs == nil {
+				outputs = map[string]any{}
+			}
+			maps.Copy(outputs, more)
+		}
+	}
 	st.Outputs = outputs
 	if len(unready) == 0 && err != nil {
 		unready = append(unready, "outputs: "+err.Error())
@@ -563,4 +592,25 @@ func (c *Controller) stackFor(ctx context.Context, inst cairn.Instance) (hub.Sta
 	c.catalog[key] = catalogEntry{entry: e, at: time.Now()}
 	c.mu.Unlock()
 	return e, nil
+}
+
+// sharingStatus is status.sharing for installations of a catalog entry,
+// cached by digest.
+func (c *Controller) sharingStatus(e hub.StackEntry) *deps.SharingStatus {
+	c.mu.Lock()
+	ss, ok := c.sharing[e.Digest]
+	c.mu.Unlock()
+	if ok {
+		return ss
+	}
+	ds, err := deps.FromManifest(&e.Manifest)
+	if err != nil {
+		return nil
+	}
+	v := deps.SharingStatusOf(ds)
+	ss = &v
+	c.mu.Lock()
+	c.sharing[e.Digest] = ss
+	c.mu.Unlock()
+	return ss
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/deps"
 )
 
 // Status is what the controller writes in an installation's status.
@@ -23,6 +24,10 @@ type Status struct {
 	Conditions         []Condition      `json:"conditions,omitempty"`
 	Outputs            map[string]any   `json:"outputs,omitempty"`
 	Stack              *stackRef        `json:"stack,omitempty"`
+	// Sharing is status.sharing of seed 002's Installation Resource: the
+	// installation interface's digest and the interface the stack
+	// provides, cached from the stack definition for the dependency query.
+	Sharing *deps.SharingStatus `json:"sharing,omitempty"`
 	Resources          []ResourceStatus `json:"resources,omitempty"`
 	Events             []Event          `json:"events,omitempty"`
 }
@@ -106,7 +111,7 @@ func (s *Status) setCondition(c Condition, now time.Time) {
 	}
 	c.LastTransitionTime = now.Format(time.RFC3339)
 	s.Conditions = append(s.Conditions, c)
-	order := map[string]int{"Synced": 0, "Ready": 1, "Deleting": 2}
+	order := map[string]int{"Synced": 0, "Dependencies": 1, "Ready": 2, "Deleting": 3}
 	slices.SortStableFunc(s.Conditions, func(a, b Condition) int { return order[a.Type] - order[b.Type] })
 }
 

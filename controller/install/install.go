@@ -1,0 +1,473 @@
+// Package install plans and executes the install of a stack with its
+// dependencies (seed 002) through the hub: it resolves the dependencies
+// against the hub's catalog and installations (package deps), creates the
+// root installation first (pending, so its id is the graph's
+// ${installation.root.id} on every run), then creates or reuses each
+// dependency in plan order, waits until each is ready (the stack
+// controller renders them) and finally lets the root render with its
+// dependencies' outputs wired into its parameters.
+//
+// It is a controller: a client of the hub like any façade. The CLI runs it
+// in process in local mode; `cairn serve` runs it for the REST install
+// endpoint, so a plan is computed and executed where the catalog and the
+// installations are, and resuming is running the same install again.
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/deps"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// Request is one install (or plan) as a user gives it.
+type Request struct {
+	Namespace string `json:"namespace"`
+	// Name of the root installation; default the stack's name.
+	Name string `json:"name"`
+	// Stack is NAME or NAME@VERSION in the catalog (default: highest).
+	Stack       string            `json:"stack"`
+	Parameters  map[string]any    `json:"parameters,omitempty"`
+	Credentials map[string]string `json:"credentials,omitempty"`
+	// Dependencies are --dependency PATH=KIND/NAME|STACK@VERSION overrides.
+	Dependencies []string `json:"dependencies,omitempty"`
+}
+
+// Service plans and installs through a hub.
+type Service struct {
+	Hub *hub.Hub
+	Log *slog.Logger
+	// Poll is how often an installation's readiness is read. Default 200 ms.
+	Poll time.Duration
+	// Timeout bounds the wait for one installation to be ready. Default 2 min.
+	Timeout time.Duration
+	// Parallelism bounds the nodes installed at once. Default 4.
+	Parallelism int
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+// resolve turns a Request into the engine's request, checking what the
+// user gave. rootID "" takes the existing root's id, or a new one.
+func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.StackEntry, *cairn.Instance, error) {
+	ref, err := deps.ParseReference(r.Stack)
+	if err != nil {
+		return deps.Request{}, hub.StackEntry{}, nil, cairn.Errorf(cairn.CodeInvalid, "stack %q: %v", r.Stack, err)
+	}
+	entry, err := s.Hub.GetStack(ctx, ref.Name, ref.Version)
+	if err != nil {
+		return deps.Request{}, hub.StackEntry{}, nil, err
+	}
+	ns := r.Namespace
+	if ns == "" {
+		ns = cairn.DefaultNamespace
+	}
+	name := r.Name
+	if name == "" {
+		name = entry.Name
+	}
+	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
+		Parameters: r.Parameters, Credentials: r.Credentials}
+	for _, d := range r.Dependencies {
+		o, err := deps.ParseOverride(d)
+		if err != nil {
+			return deps.Request{}, entry, nil, cairn.Errorf(cairn.CodeInvalid, "--dependency %s: %v", d, err)
+		}
+		req.Overrides = append(req.Overrides, o)
+	}
+	var root *cairn.Instance
+	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, ns, name, false)
+	switch {
+	case err == nil:
+		root = &cur
+		req.RootID = rootIDOf(cur)
+	case cairn.HasCode(err, cairn.CodeNotFound):
+		req.RootID = uuid.NewString()
+	default:
+		return deps.Request{}, entry, nil, err
+	}
+	return req, entry, root, nil
+}
+
+func rootIDOf(inst cairn.Instance) string {
+	if id := inst.Annotations[hub.AnnotationRootID]; id != "" {
+		return id
+	}
+	return inst.ID
+}
+
+// Plan resolves the request's dependencies and orders them; it changes
+// nothing. An unrunnable plan (unmapped inputs) is returned with the error
+// Plan.Ready gives.
+func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
+	req, _, _, err := s.resolve(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.plan(ctx, req)
+}
+
+func (s *Service) plan(ctx context.Context, req deps.Request) (*deps.Plan, error) {
+	res := &deps.Resolver{Catalog: s.Hub.DependencyCatalog()}
+	idx, err := s.Hub.DependencyCandidates(ctx, req.Namespace, deps.DefaultGlobalNamespace)
+	if err != nil {
+		return nil, err
+	}
+	res.Installations = idx
+	p, err := res.Plan(ctx, req)
+	if err != nil {
+		return nil, planError(err)
+	}
+	return p, p.Ready()
+}
+
+// planError marks the engine's refusals as invalid input.
+func planError(err error) error {
+	if cairn.ErrorCode(err) != cairn.CodeInternal {
+		return err
+	}
+	return &cairn.Error{Code: cairn.CodeInvalid, Msg: "the plan cannot complete: " + err.Error(), Err: err}
+}
+
+// Install plans the request and executes the plan, calling progress for
+// each node's events. A failure stops the run (what completed stays) and
+// running the same install again resumes. The root installation is
+// created first, waiting for its dependencies; a plan that cannot complete
+// fails before anything is written.
+func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Event)) (*deps.Plan, *deps.Result, error) {
+	req, entry, root, err := s.resolve(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.plan(ctx, req)
+	if err != nil {
+		return p, nil, err
+	}
+	in := &installer{s: s, types: map[string]cairn.TypeRef{}, ids: map[string]string{}}
+	if err := in.learn(ctx, p); err != nil {
+		return p, nil, err
+	}
+	if root == nil {
+		// Create the root first, waiting, so its id is the root id of
+		// this and every resumed run; then plan again with it.
+		created, err := s.createRoot(ctx, req, entry, p)
+		if err != nil {
+			return p, nil, err
+		}
+		req.RootID = created
+		if p, err = s.plan(ctx, req); err != nil {
+			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {
+				err = fmt.Errorf("%w (and removing the root installation created for it failed: %v)", err, derr)
+			}
+			return p, nil, err
+		}
+		if err := in.learn(ctx, p); err != nil {
+			return p, nil, err
+		}
+	}
+	ex := &deps.Executor{Installer: in, Parallelism: s.Parallelism, Progress: progress}
+	res, err := ex.Run(ctx, p)
+	return p, res, err
+}
+
+// createRoot creates the root installation with its parameters, waiting
+// for its dependencies (hub.AnnotationWaiting), and returns its id.
+func (s *Service) createRoot(ctx context.Context, req deps.Request, entry hub.StackEntry, p *deps.Plan) (string, error) {
+	var waiting []string
+	for _, n := range p.Nodes {
+		if n.Key != p.Root {
+			waiting = append(waiting, n.Key)
+		}
+	}
+	if len(waiting) == 0 {
+		waiting = []string{"(none)"}
+	}
+	value, err := json.Marshal(nonNilMap(req.Parameters))
+	if err != nil {
+		return "", err
+	}
+	ann := map[string]string{hub.AnnotationWaiting: strings.Join(waiting, ", "), hub.AnnotationStackVersion: entry.Version}
+	if len(req.Credentials) > 0 {
+		b, _ := json.Marshal(req.Credentials)
+		ann[hub.AnnotationCredentials] = string(b)
+	}
+	created, err := s.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Namespace: req.Namespace, Name: req.Name, TypeRef: entry.InstallationType, Value: value, Annotations: ann,
+	}}})
+	if err != nil {
+		return "", fmt.Errorf("create the root installation %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	return created[0].ID, nil
+}
+
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// installer is deps.Installer over the hub.
+type installer struct {
+	s  *Service
+	mu sync.Mutex
+	// types: node key -> the installation Type of its stack.
+	types map[string]cairn.TypeRef
+	// ids: node key -> installation id, once known.
+	ids map[string]string
+}
+
+// learn maps every node of the plan to its installation Type.
+func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
+	for _, n := range p.Nodes {
+		e, err := in.s.Hub.GetStack(ctx, n.Stack.Name, n.Stack.Version)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Key, err)
+		}
+		in.mu.Lock()
+		in.types[n.Key] = e.InstallationType
+		in.mu.Unlock()
+	}
+	return nil
+}
+
+func (in *installer) typeOf(key string) (cairn.TypeRef, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	t, ok := in.types[key]
+	if !ok {
+		return t, fmt.Errorf("installation %s is not in the plan", key)
+	}
+	return t, nil
+}
+
+func (in *installer) read(ctx context.Context, namespace, name string) (*cairn.Instance, error) {
+	key := namespace + "/" + name
+	t, err := in.typeOf(key)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	in.ids[key] = inst.ID
+	in.mu.Unlock()
+	return &inst, nil
+}
+
+func installed(inst *cairn.Instance) *deps.Installed {
+	var st stackctl.Status
+	if len(inst.Status) > 0 {
+		_ = json.Unmarshal(inst.Status, &st)
+	}
+	out := &deps.Installed{ID: inst.ID, Sharing: hub.SharingOf(*inst), Digest: inst.Annotations[hub.AnnotationInputsDigest],
+		RootID: rootIDOf(*inst), Outputs: st.Outputs}
+	if st.Stack != nil {
+		out.Stack = deps.Reference{Name: st.Stack.Name, Version: st.Stack.Version}
+	}
+	out.Ready = inst.Annotations[hub.AnnotationWaiting] == "" && condTrue(st, "Ready") && condGen(st, "Ready") >= int64(inst.Latest.ResourceVersion)
+	return out
+}
+
+func condTrue(st stackctl.Status, t string) bool {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+func condGen(st stackctl.Status, t string) int64 {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.ObservedGeneration
+		}
+	}
+	return 0
+}
+
+// Get implements deps.Installer.
+func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Installed, error) {
+	inst, err := in.read(ctx, namespace, name)
+	if err != nil || inst == nil {
+		return nil, err
+	}
+	return installed(inst), nil
+}
+
+// Install implements deps.Installer: it creates or updates the
+// installation with its inputs, sharing and uses edges, then waits until
+// the stack controller reports it ready.
+func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*deps.Installed, error) {
+	key := req.Namespace + "/" + req.Name
+	t, err := in.typeOf(key)
+	if err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(nonNilMap(req.Parameters))
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	set := map[string]string{
+		hub.AnnotationSharingMode:  string(req.Sharing.Mode),
+		hub.AnnotationSharingGroup: req.Sharing.Group,
+		hub.AnnotationRootID:       req.RootID,
+		hub.AnnotationInputsDigest: req.Digest,
+		hub.AnnotationStackVersion: req.Stack.Version,
+	}
+	if set[hub.AnnotationSharingMode] == "" {
+		set[hub.AnnotationSharingMode] = string(deps.SharingGroupMode)
+	}
+	del := []string{hub.AnnotationWaiting}
+	if len(req.Outputs) > 0 {
+		b, err := json.Marshal(req.Outputs)
+		if err != nil {
+			return nil, fmt.Errorf("outputs: %w", err)
+		}
+		set[hub.AnnotationOutputs] = string(b)
+	} else {
+		del = append(del, hub.AnnotationOutputs)
+	}
+	// Credential instances are recorded by reference; a value wired from
+	// a dependency's output is never stored here.
+	refs := map[string]string{}
+	for k, c := range req.Credentials {
+		if c.Ref != "" {
+			refs[k] = c.Ref
+		}
+	}
+	if len(refs) > 0 {
+		b, _ := json.Marshal(refs)
+		set[hub.AnnotationCredentials] = string(b)
+	} else {
+		del = append(del, hub.AnnotationCredentials)
+	}
+	uses := make([]string, 0, len(req.Uses))
+	for _, u := range req.Uses {
+		in.mu.Lock()
+		id, ok := in.ids[u]
+		in.mu.Unlock()
+		if !ok {
+			ns, name, _ := strings.Cut(u, "/")
+			inst, err := in.read(ctx, ns, name)
+			if err != nil {
+				return nil, err
+			}
+			if inst == nil {
+				return nil, fmt.Errorf("its dependency %s does not exist", u)
+			}
+			id = inst.ID
+		}
+		uses = append(uses, id)
+	}
+	var id string
+	if req.Create {
+		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: req.Namespace, Name: req.Name, TypeRef: t,
+			Value: value, Annotations: hub.WithAnnotations(nil, set)}}}
+		for _, u := range uses {
+			nr.UsesRelations = append(nr.UsesRelations, hub.UsesRelation{From: "installation", To: u})
+		}
+		created, err := in.s.Hub.CreateInstances(ctx, nr)
+		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			return nil, fmt.Errorf("%w: %v", deps.ErrExists, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		id = created[0].ID
+	} else {
+		cur, err := in.read(ctx, req.Namespace, req.Name)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("installation %s disappeared", key)
+		}
+		id = cur.ID
+		// The uses edges first: once the waiting annotation goes, the
+		// installation renders, and its dependencies must not be deletable.
+		if err := in.s.Hub.AddUses(ctx, id, uses); err != nil {
+			return nil, fmt.Errorf("uses edges: %w", err)
+		}
+		up := hub.UpdateInstance{ID: id, IfSeq: cur.Seq, Annotations: hub.WithAnnotations(cur.Annotations, set, del...), Labels: cur.Labels}
+		full, err := in.s.Hub.GetInstance(ctx, id, true)
+		if err != nil {
+			return nil, err
+		}
+		if !hub.JSONEqual(full.Latest.Value, value) {
+			up.Value = value
+		}
+		if _, err := in.s.Hub.UpdateInstances(ctx, []hub.UpdateInstance{up}); err != nil {
+			return nil, err
+		}
+	}
+	in.mu.Lock()
+	in.ids[key] = id
+	in.mu.Unlock()
+	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
+	return in.wait(ctx, id, key)
+}
+
+// wait polls the installation until the stack controller reports it ready
+// for its latest resource version, or a reconcile error that only a change
+// of input fixes.
+func (in *installer) wait(ctx context.Context, id, key string) (*deps.Installed, error) {
+	poll, limit := in.s.Poll, in.s.Timeout
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	if limit <= 0 {
+		limit = 2 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	last := "not reconciled yet"
+	for {
+		inst, err := in.s.Hub.GetInstance(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		got := installed(&inst)
+		if got.Ready {
+			return got, nil
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(inst.Status, &st)
+		for _, c := range st.Conditions {
+			if c.Type == "Synced" && c.Status == "False" && c.ObservedGeneration >= int64(inst.Latest.ResourceVersion) {
+				return nil, fmt.Errorf("the stack controller cannot apply it: %s", c.Message)
+			}
+			if c.Type == "Ready" && c.Message != "" {
+				last = c.Message
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("not ready after %s: %s (is cairn serve's stack controller running?)", limit, last)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package install_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/controller/install"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/deps"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/stack"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+func repoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
+}
+
+// newHub is a hub on a real SQLite file with the stack controller running,
+// and the example stacks in its catalog.
+func newHub(t *testing.T) (context.Context, *hub.Hub) {
+	t.Helper()
+	ctx := cairn.WithActor(context.Background(), "tester")
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"examples/stacks/flags-env", "examples/stacks/team-portal", "examples/dependencies/shared-sql-server", "examples/dependencies/reporting"} {
+		s, err := stack.Load(ctx, repoPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Archive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.AddStack(ctx, b); err != nil {
+			t.Fatalf("add %s: %v", dir, err)
+		}
+	}
+	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Hour})
+	cctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx, h
+}
+
+// installations lists every installation (namespace/name) of the hub.
+func installations(t *testing.T, ctx context.Context, h *hub.Hub) []string {
+	t.Helper()
+	types, err := h.ListTypes(ctx, store.TypeFilter{Parent: hub.InstallationParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ty := range types {
+		insts, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: ty.Path}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range insts {
+			out = append(out, in.Namespace+"/"+in.Name)
+		}
+	}
+	return out
+}
+
+func nodeOf(p *deps.Plan, path string) *deps.Node {
+	for _, n := range p.Nodes {
+		for _, q := range n.Paths {
+			if q == path {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// A shared dependency is created by the first install, reused by the
+// second, kept when the first is uninstalled and refused deletion while
+// the second uses it.
+func TestSharedDependencyInstallReuseUninstall(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+
+	p, err := svc.Plan(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": "data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeOf(p, "flags"); n == nil || n.Action != deps.ActionInstall {
+		t.Fatalf("first plan: flags node %+v, want install", n)
+	}
+	if got := installations(t, ctx, h); len(got) != 0 {
+		t.Fatalf("a plan installed %v", got)
+	}
+
+	var mu sync.Mutex
+	var events []deps.Event
+	_, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": "data"}},
+		func(e deps.Event) { mu.Lock(); events = append(events, e); mu.Unlock() })
+	if err != nil {
+		t.Fatalf("install p1: %v (events %+v)", err, events)
+	}
+	if len(res.Installed) != 2 {
+		t.Fatalf("installed %v, want the flags and p1", res.Installed)
+	}
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st stackctl.Status
+	_ = json.Unmarshal(root.Status, &st)
+	if st.Outputs["newProjectFlag"] == nil || st.Outputs["settings"] != "p1-settings" {
+		t.Errorf("p1 outputs %v: want newProjectFlag from the flags and its own settings", st.Outputs)
+	}
+	if st.Sharing == nil || !strings.HasPrefix(st.Sharing.InterfaceDigest, "sha256:") {
+		t.Errorf("status.sharing %+v", st.Sharing)
+	}
+	flagsKey := nodeOf(p, "flags").Key
+	flagsNS, flagsName, _ := strings.Cut(flagsKey, "/")
+	flags, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), flagsNS, flagsName, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags.Annotations[hub.AnnotationSharingGroup] != "dev" || flags.Annotations[hub.AnnotationSharingMode] != "group" {
+		t.Errorf("flags sharing annotations %v", flags.Annotations)
+	}
+	if !contains(root.Uses, flags.ID) {
+		t.Errorf("p1 uses %v, want the flags %s", root.Uses, flags.ID)
+	}
+
+	// Running it again changes nothing (resume of a finished install).
+	_, res, err = svc.Install(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": "data"}}, nil)
+	if err != nil || len(res.Installed) != 0 || len(res.Skipped) != 1 || len(res.Reused) != 1 {
+		t.Fatalf("install again: %+v, %v; want p1 skipped and the flags reused", res, err)
+	}
+
+	// A second portal of the same team reuses the flags.
+	p2, err := svc.Plan(ctx, install.Request{Namespace: "dev", Name: "p2", Stack: "team-portal", Parameters: map[string]any{"team": "data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeOf(p2, "flags"); n == nil || n.Action != deps.ActionReuse || n.Key != flagsKey {
+		t.Fatalf("second plan: flags node %+v, want reuse of %s", n, flagsKey)
+	}
+	if _, res, err = svc.Install(ctx, install.Request{Namespace: "dev", Name: "p2", Stack: "team-portal", Parameters: map[string]any{"team": "data"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Reused) != 1 || res.Reused[0] != flagsKey {
+		t.Errorf("second install reused %v", res.Reused)
+	}
+
+	// Uninstall p1: the shared flags stay; deleting them is refused while
+	// p2 uses them.
+	if err := h.DeleteInstance(ctx, root.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ctx, h, root.ID)
+	if _, err := h.GetInstance(ctx, flags.ID, false); err != nil {
+		t.Fatalf("the shared flags are gone after p1's uninstall: %v", err)
+	}
+	if err := h.DeleteInstance(ctx, flags.ID, ""); !cairn.HasCode(err, cairn.CodeUsedBy) {
+		t.Fatalf("deleting the flags p2 uses: %v, want used by", err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func waitGone(t *testing.T, ctx context.Context, h *hub.Hub, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := h.GetInstance(ctx, id, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not deleted: %v", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The interface-only dependency: with no SQL Server registered the plan
+// fails naming the interface and nothing is installed; an unmanaged
+// shared-sql-server installation (applied as any installation is) then
+// satisfies it through the output's $id, under another name.
+func TestInterfaceOnlyDependencyAndUnmanagedResource(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "reports", Stack: "reporting", Parameters: map[string]any{"team": "data"}}
+
+	_, _, err := svc.Install(ctx, req, nil)
+	if err == nil || !strings.Contains(err.Error(), "satisfies the interface (output $id https://cairn.dev/interfaces#sql-server.connection-string)") {
+		t.Fatalf("install without a SQL Server: %v", err)
+	}
+	if got := installations(t, ctx, h); len(got) != 0 {
+		t.Fatalf("a failed install left %v", got)
+	}
+
+	// Register the existing server.
+	typ := cairn.TypeRef{Path: cairn.PathForGroupKind("examples.stacks.cairn.dev", "SharedSQLServer"), Revision: "0.1.0"}
+	e, err := h.GetStack(ctx, "shared-sql-server", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ = e.InstallationType
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "office-sql", TypeRef: typ,
+		Value: json.RawMessage(`{"connectionString":"Server=closet;Database=reports"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The stack controller sets its status.sharing and outputs.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		inst, err := h.GetInstanceByName(ctx, typ.Path, "dev", "office-sql", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(inst.Status, &st)
+		if st.Sharing != nil && st.Outputs["connection-string"] != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("office-sql status %s", inst.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	p, res, err := svc.Install(ctx, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeOf(p, "sqlserver"); n == nil || n.Action != deps.ActionReuse || n.Key != "dev/office-sql" {
+		t.Fatalf("sqlserver node %+v", n)
+	}
+	if !contains(res.Reused, "dev/office-sql") {
+		t.Errorf("reused %v", res.Reused)
+	}
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "Reporting"), "dev", "reports", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st stackctl.Status
+	_ = json.Unmarshal(root.Status, &st)
+	if st.Outputs["database"] != "Server=closet;Database=reports" {
+		t.Errorf("reports outputs %v: want the server's connection string as database", st.Outputs)
+	}
+}

@@ -1,0 +1,211 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/deps"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Dependency metadata of an installation (seed 002 "Installation
+// Resource"). Sharing is kept in annotations, so the user can edit it
+// ("break glass") with kubectl annotate, and the installation's spec stays
+// exactly its stack's parameters.
+const (
+	// AnnotationSharingMode is "none" or "group" (absent: group).
+	AnnotationSharingMode = "deps.cairn.dev/sharing-mode"
+	// AnnotationSharingGroup is the sharing group (absent: "").
+	AnnotationSharingGroup = "deps.cairn.dev/sharing-group"
+	// AnnotationRootID is the id of the root installation of the install
+	// that created it (${installation.root.id}).
+	AnnotationRootID = "deps.cairn.dev/root-id"
+	// AnnotationInputsDigest identifies the inputs it was last installed
+	// with, so a resumed install skips it.
+	AnnotationInputsDigest = "deps.cairn.dev/inputs-digest"
+	// AnnotationOutputs holds the outputs its dependencies set on it
+	// (dependencies.requires[].outputs), JSON; the stack controller adds
+	// them to status.outputs.
+	AnnotationOutputs = "deps.cairn.dev/outputs"
+	// AnnotationCredentials holds the credential instances handed to it by
+	// reference ({"name": "namespace/instance"}); never a value.
+	AnnotationCredentials = "deps.cairn.dev/credentials"
+	// AnnotationWaiting marks a root installation created before its
+	// dependencies: the stack controller does not render it until the
+	// install removes the annotation. Its value names what it waits for.
+	AnnotationWaiting = "deps.cairn.dev/waiting-for"
+)
+
+// DependencyCatalog is the stack catalog as the dependency resolver reads
+// it.
+func (h *Hub) DependencyCatalog() deps.Catalog { return depsCatalog{h} }
+
+type depsCatalog struct{ h *Hub }
+
+func (c depsCatalog) Versions(ctx context.Context, name string) ([]string, error) {
+	all, err := c.h.ListStacks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range all {
+		if e.Name == name {
+			out = append(out, e.Version)
+		}
+	}
+	return out, nil
+}
+
+func (c depsCatalog) Stack(ctx context.Context, ref deps.Reference) (*deps.Stack, error) {
+	e, err := c.h.GetStack(ctx, ref.Name, ref.Version)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, fmt.Errorf("%v: %w", err, deps.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return deps.FromManifest(&e.Manifest)
+}
+
+// SharingOf reads an installation's sharing mode and group.
+func SharingOf(inst cairn.Instance) deps.InstallationSharing {
+	s := deps.InstallationSharing{Mode: deps.SharingMode(inst.Annotations[AnnotationSharingMode]), Group: inst.Annotations[AnnotationSharingGroup]}
+	if s.Mode == "" {
+		s.Mode = deps.SharingGroupMode
+	}
+	return s
+}
+
+// installationStatus is the part of an installation's status the
+// dependency query reads (the stack controller writes it).
+type installationStatus struct {
+	Sharing *deps.SharingStatus `json:"sharing"`
+	Stack   *struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"stack"`
+}
+
+// DependencyCandidates returns the installations of the given namespaces as
+// the dependency resolver's candidate index: their sharing metadata and
+// status.sharing, which the stack controller keeps from their stack's
+// definition. An installation never reconciled yet gets it from the
+// catalog. Only the namespaces a resolution may look in are read (the
+// root's and the global one), by one query per installation Type.
+func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*deps.Index, error) {
+	idx := deps.NewIndex()
+	types, err := h.ListTypes(ctx, store.TypeFilter{Parent: InstallationParent})
+	if err != nil {
+		return nil, err
+	}
+	entries, err := h.ListStacks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byType := map[cairn.TypeRef][]StackEntry{}
+	for _, e := range entries {
+		byType[e.InstallationType] = append(byType[e.InstallationType], e)
+	}
+	for _, t := range types {
+		for _, ns := range slices.Compact(slices.Clone(namespaces)) {
+			insts, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: t.Path, TypeRevision: t.Revision, Namespace: ns}, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, inst := range insts {
+				in, ok := h.candidate(inst, t, byType[t.Ref()])
+				if ok {
+					idx.Put(in)
+				}
+			}
+		}
+	}
+	return idx, nil
+}
+
+func (h *Hub) candidate(inst cairn.Instance, t cairn.Type, entries []StackEntry) (deps.Installation, bool) {
+	in := deps.Installation{ID: inst.ID, Namespace: inst.Namespace, Name: inst.Name, Sharing: SharingOf(inst)}
+	if t.Names != nil {
+		in.Kind = t.Names.Kind
+	}
+	var st installationStatus
+	if len(inst.Status) > 0 {
+		_ = json.Unmarshal(inst.Status, &st)
+	}
+	// The stack: what the controller last rendered it with, else the
+	// version it pins, else the highest defining its Type.
+	pinned := inst.Annotations[AnnotationStackVersion]
+	var entry *StackEntry
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case st.Stack != nil && e.Name == st.Stack.Name && e.Version == st.Stack.Version,
+			st.Stack == nil && (pinned == "" || e.Version == pinned):
+			entry = e
+		}
+		if entry != nil {
+			break
+		}
+	}
+	if entry == nil {
+		return in, false
+	}
+	in.Stack = deps.Reference{Name: entry.Name, Version: entry.Version}
+	if st.Sharing != nil {
+		in.Status = *st.Sharing
+	} else if s, err := deps.FromManifest(&entry.Manifest); err == nil {
+		in.Status = deps.SharingStatusOf(s)
+	}
+	return in, true
+}
+
+// AddUses records that the instance from uses each of to, in one
+// transaction (an installation's uses edges to its dependencies, added
+// when an install updates an installation created before them). Edges that
+// exist are kept.
+func (h *Hub) AddUses(ctx context.Context, from string, to []string) error {
+	if len(to) == 0 {
+		return nil
+	}
+	cur, err := h.st.GetInstancesBrief(ctx, []string{from})
+	if err != nil {
+		return err
+	}
+	if len(cur) == 0 {
+		return notFound(from)
+	}
+	var add []string
+	for _, id := range to {
+		if !slices.Contains(cur[0].Uses, id) && id != from {
+			add = append(add, id)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, id := range add {
+			if err := tx.AddUses(ctx, from, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WithAnnotations returns a copy of base with set added and del removed.
+func WithAnnotations(base map[string]string, set map[string]string, del ...string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, set)
+	for _, k := range del {
+		delete(out, k)
+	}
+	return out
+}
