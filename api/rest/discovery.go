@@ -73,6 +73,12 @@ func hubResources() []*resource {
 		// The stack catalog (stacks.go): stacks/<name>[@<version>].
 		{group: HubGroup, version: HubVersion, kind: "Stack", plural: "stacks", singular: "stack",
 			verbs: []string{"create", "get", "list"}, hubKind: "stacks"},
+		// Plans and installs of stacks with dependencies (installs.go):
+		// create-only actions, like lockrequests.
+		{group: HubGroup, version: HubVersion, kind: "Plan", plural: "plans", singular: "plan",
+			verbs: []string{"create"}, hubKind: "plans"},
+		{group: HubGroup, version: HubVersion, kind: "Install", plural: "installs", singular: "install",
+			verbs: []string{"create"}, hubKind: "installs"},
 	}
 }
 

@@ -54,6 +54,10 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.getStack(w, r, req)
 	case "stacks POST false":
 		err = s.createStack(w, r)
+	case "plans POST false":
+		err = s.createPlan(w, r)
+	case "installs POST false":
+		err = s.createInstall(w, r)
 	case "policies GET true", "policies PUT true":
 		err = s.servePolicy(w, r, req)
 	default:

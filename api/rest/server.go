@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/controller/install"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	Metrics Metrics
 	// MaxBodyBytes caps request bodies. Default 8 MiB.
 	MaxBodyBytes int64
+	// Installs serves plans and installs; default an install.Service on
+	// Hub.
+	Installs Installs
 }
 
 // Metrics receives one observation per request.
@@ -54,6 +58,8 @@ type Server struct {
 	metrics Metrics
 	maxBody int64
 	cache   resourceCache
+	// installs serves plans and installs (installs.go).
+	installs Installs
 
 	stopOnce sync.Once
 	stopping chan struct{}
@@ -75,6 +81,10 @@ func New(cfg Config) *Server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 8 << 20
+	}
+	s.installs = cfg.Installs
+	if s.installs == nil {
+		s.installs = &install.Service{Hub: cfg.Hub, Log: s.log}
 	}
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -81,8 +82,16 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	if name == "" {
 		name = entry.Name
 	}
+	// The root's parameters with their schema defaults, so a dependency
+	// mapping ${bundle.parameters.X} of a defaulted X has its value.
+	params := r.Parameters
+	if st, err := entry.Stack(); err == nil {
+		if withDefaults, err := st.Defaults(maps.Clone(params)); err == nil {
+			params = withDefaults
+		}
+	}
 	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
-		Parameters: r.Parameters, Credentials: r.Credentials}
+		Parameters: params, Credentials: r.Credentials}
 	for _, d := range r.Dependencies {
 		o, err := deps.ParseOverride(d)
 		if err != nil {

@@ -221,6 +221,12 @@ Every command works the same in both modes:
 		}
 		return fn(restStacks{a.c.Client})
 	}, &a.output, false)...)
+	root.AddCommand(installCommands(func(ctx context.Context, fn func(installAPI) error) error {
+		if a.hub != nil {
+			return fn(newHubInstalls(a.hub)) // local mode
+		}
+		return fn(restInstalls{a.c.Client})
+	}, &a.output, false)...)
 	return root
 }
 
