@@ -20,16 +20,16 @@ import (
 // cairn keeps them in the status rather than as separate Event objects, so
 // they travel with the installation through every store and façade.
 type Status struct {
-	ObservedGeneration int64            `json:"observedGeneration,omitempty"`
-	Conditions         []Condition      `json:"conditions,omitempty"`
-	Outputs            map[string]any   `json:"outputs,omitempty"`
-	Stack              *stackRef        `json:"stack,omitempty"`
+	ObservedGeneration int64          `json:"observedGeneration,omitempty"`
+	Conditions         []Condition    `json:"conditions,omitempty"`
+	Outputs            map[string]any `json:"outputs,omitempty"`
+	Stack              *stackRef      `json:"stack,omitempty"`
 	// Sharing is status.sharing of seed 002's Installation Resource: the
 	// installation interface's digest and the interface the stack
 	// provides, cached from the stack definition for the dependency query.
-	Sharing *deps.SharingStatus `json:"sharing,omitempty"`
-	Resources          []ResourceStatus `json:"resources,omitempty"`
-	Events             []Event          `json:"events,omitempty"`
+	Sharing   *deps.SharingStatus `json:"sharing,omitempty"`
+	Resources []ResourceStatus    `json:"resources,omitempty"`
+	Events    []Event             `json:"events,omitempty"`
 }
 
 // Condition is one condition of the installation.
