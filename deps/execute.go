@@ -29,6 +29,26 @@ type Installer interface {
 	Install(ctx context.Context, req InstallRequest) (*Installed, error)
 }
 
+// Waiter is implemented by an Installer that can wait for an installation
+// someone else is installing: a shared one another install created (in a
+// race, or just before) is used once it is ready, so its outputs are there.
+type Waiter interface {
+	// Wait returns the installation once it is ready.
+	Wait(ctx context.Context, namespace, name string) (*Installed, error)
+}
+
+// ready waits for got to be ready when the installer can.
+func (r *run) ready(ctx context.Context, n *Node, got *Installed) (*Installed, error) {
+	if got.Ready {
+		return got, nil
+	}
+	w, ok := r.e.Installer.(Waiter)
+	if !ok {
+		return got, nil
+	}
+	return w.Wait(ctx, n.Namespace, n.Name)
+}
+
 // ErrExists is wrapped by Installer.Install when creating an installation
 // that exists.
 var ErrExists = errors.New("installation exists")
@@ -296,6 +316,9 @@ func (r *run) do(ctx context.Context, n *Node) error {
 		if !got.Sharing.Shareable() {
 			return fmt.Errorf("the installation's sharing mode is now none; plan again")
 		}
+		if got, err = r.ready(ctx, n, got); err != nil {
+			return err
+		}
 		r.finish(n, got, PhaseReused, "existing installation", start)
 		return nil
 	}
@@ -318,6 +341,9 @@ func (r *run) do(ctx context.Context, n *Node) error {
 			if err := sameStack(got, n); err != nil {
 				return err
 			}
+			if got, err = r.ready(ctx, n, got); err != nil {
+				return err
+			}
 			r.finish(n, got, PhaseReused, "created by another install of the sharing group", start)
 			return nil
 		case got.RootID != r.plan.RootID:
@@ -335,6 +361,9 @@ func (r *run) do(ctx context.Context, n *Node) error {
 			return fmt.Errorf("installation %s: created concurrently, then gone", n.Key)
 		}
 		if err := sameStack(got, n); err != nil {
+			return err
+		}
+		if got, err = r.ready(ctx, n, got); err != nil {
 			return err
 		}
 		r.finish(n, got, PhaseReused, "created concurrently by another install of the sharing group", start)

@@ -438,6 +438,19 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	return in.wait(ctx, id, key)
 }
 
+// Wait implements deps.Waiter: a shared installation another install is
+// creating is used once it is ready.
+func (in *installer) Wait(ctx context.Context, namespace, name string) (*deps.Installed, error) {
+	inst, err := in.read(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if inst == nil {
+		return nil, fmt.Errorf("installation %s/%s is gone", namespace, name)
+	}
+	return in.wait(ctx, inst.ID, namespace+"/"+name)
+}
+
 // wait polls the installation until the stack controller reports it ready
 // for its latest resource version, or a reconcile error that only a change
 // of input fixes.
