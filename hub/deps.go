@@ -27,6 +27,8 @@ const (
 	// AnnotationInputsDigest identifies the inputs it was last installed
 	// with, so a resumed install skips it.
 	AnnotationInputsDigest = "deps.cairn.dev/inputs-digest"
+	// AnnotationInstalledAt is when an install last wrote it.
+	AnnotationInstalledAt = "deps.cairn.dev/installed-at"
 	// AnnotationOutputs holds the outputs its dependencies set on it
 	// (dependencies.requires[].outputs), JSON; the stack controller adds
 	// them to status.outputs.

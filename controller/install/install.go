@@ -344,6 +344,10 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		hub.AnnotationRootID:       req.RootID,
 		hub.AnnotationInputsDigest: req.Digest,
 		hub.AnnotationStackVersion: req.Stack.Version,
+		// A new resource version on every install, so the stack
+		// controller reconciles it again even when nothing else changed
+		// (a resumed install after the cause of a failure was removed).
+		hub.AnnotationInstalledAt: time.Now().UTC().Format(time.RFC3339Nano),
 	}
 	if set[hub.AnnotationSharingMode] == "" {
 		set[hub.AnnotationSharingMode] = string(deps.SharingGroupMode)
@@ -464,6 +468,8 @@ func (in *installer) wait(ctx context.Context, id, key string) (*deps.Installed,
 	}
 	deadline := time.Now().Add(limit)
 	last := "not reconciled yet"
+	var failingSince time.Time
+	const grace = 2 * time.Second
 	for {
 		inst, err := in.s.Hub.GetInstance(ctx, id, false)
 		if err != nil {
@@ -475,13 +481,27 @@ func (in *installer) wait(ctx context.Context, id, key string) (*deps.Installed,
 		}
 		var st stackctl.Status
 		_ = json.Unmarshal(inst.Status, &st)
+		failing := false
 		for _, c := range st.Conditions {
 			if c.Type == "Synced" && c.Status == "False" && c.ObservedGeneration >= int64(inst.Latest.ResourceVersion) {
-				return nil, fmt.Errorf("the stack controller cannot apply it: %s", c.Message)
+				// The status may predate this install's write (an
+				// annotation change keeps the resource version): it fails
+				// the install once it has stood for a grace period, in
+				// which the controller reconciles the write.
+				failing = true
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(failingSince) > grace {
+					return nil, fmt.Errorf("the stack controller cannot apply it: %s", c.Message)
+				}
 			}
 			if c.Type == "Ready" && c.Message != "" {
 				last = c.Message
 			}
+		}
+		if !failing {
+			failingSince = time.Time{}
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("not ready after %s: %s (is cairn serve's stack controller running?)", limit, last)

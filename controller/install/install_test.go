@@ -3,6 +3,7 @@ package install_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -52,7 +53,7 @@ func newHub(t *testing.T) (context.Context, *hub.Hub) {
 			t.Fatalf("add %s: %v", dir, err)
 		}
 	}
-	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Hour})
+	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second})
 	cctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()
@@ -267,5 +268,60 @@ func TestInterfaceOnlyDependencyAndUnmanagedResource(t *testing.T) {
 	_ = json.Unmarshal(root.Status, &st)
 	if st.Outputs["database"] != "Server=closet;Database=reports" {
 		t.Errorf("reports outputs %v: want the server's connection string as database", st.Outputs)
+	}
+}
+
+// A failure mid-install stops the run naming the installation that
+// failed; what completed stays, and running the install again resumes.
+func TestFailureAndResume(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": "ops"}}
+	p, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := nodeOf(p, "flags")
+	// An instance not owned by the flags installation holds the name of
+	// one of its children: the stack controller cannot apply it.
+	ft, err := h.KindType(ctx, "flipt.io/v1alpha1", "Flag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocker, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: flags.Name + "-new-project", TypeRef: ft.Ref(),
+		Value: json.RawMessage(`{"enabled":true}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = svc.Install(ctx, req, nil)
+	var ne *deps.NodeError
+	if !errors.As(err, &ne) || ne.Node != flags.Key || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("install with a blocked dependency: %v", err)
+	}
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p1", false)
+	if err != nil {
+		t.Fatalf("the root created before its dependencies: %v", err)
+	}
+	if root.Annotations[hub.AnnotationWaiting] == "" {
+		t.Errorf("the root is not waiting: %v", root.Annotations)
+	}
+
+	// Remove the blocker and run again: it resumes, with the same root.
+	// (The flags installation exists now, so the plan reuses it and waits
+	// for it; the controller's resync, a second here, applies it once the
+	// blocker is gone, as nothing links the blocker to it.)
+	if err := h.DeleteInstance(ctx, blocker[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := svc.Install(ctx, req, nil)
+	if err != nil {
+		t.Fatalf("blocker %s: %v", blocker[0].ID, err)
+	}
+	if !contains(res.Installed, "dev/p1") {
+		t.Errorf("resumed run: %+v", res)
+	}
+	again, err := h.GetInstance(ctx, root.ID, false)
+	if err != nil || again.Annotations[hub.AnnotationWaiting] != "" || again.Annotations[hub.AnnotationRootID] != root.ID {
+		t.Fatalf("root after the resumed run: %v %v", again.Annotations, err)
 	}
 }
