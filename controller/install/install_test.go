@@ -53,8 +53,9 @@ func newHub(t *testing.T) (context.Context, *hub.Hub) {
 			t.Fatalf("add %s: %v", dir, err)
 		}
 	}
-	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second})
 	cctx, cancel := context.WithCancel(context.Background())
+	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second,
+		Dependencies: install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second})})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -323,5 +324,52 @@ func TestFailureAndResume(t *testing.T) {
 	again, err := h.GetInstance(ctx, root.ID, false)
 	if err != nil || again.Annotations[hub.AnnotationWaiting] != "" || again.Annotations[hub.AnnotationRootID] != root.ID {
 		t.Fatalf("root after the resumed run: %v %v", again.Annotations, err)
+	}
+}
+
+// An installation applied directly (as kubectl apply does) whose stack
+// has dependencies: the controller installs them first, then renders it
+// with their outputs, and it uses them.
+func TestAppliedInstallationGetsItsDependencies(t *testing.T) {
+	ctx, h := newHub(t)
+	e, err := h.GetStack(ctx, "team-portal", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "applied", TypeRef: e.InstallationType,
+		Value: json.RawMessage(`{"team":"qa"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var st stackctl.Status
+	var inst cairn.Instance
+	for {
+		inst, err = h.GetInstance(ctx, created[0].ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = stackctl.Status{}
+		_ = json.Unmarshal(inst.Status, &st)
+		ready := false
+		for _, c := range st.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				ready = true
+			}
+		}
+		if ready && st.Outputs["newProjectFlag"] != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("applied installation: %s", inst.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	flags, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), Namespace: "dev"}, false)
+	if err != nil || len(flags) != 1 {
+		t.Fatalf("flags: %v %v", flags, err)
+	}
+	if !contains(inst.Uses, flags[0].ID) {
+		t.Errorf("the applied installation uses %v, not its flags %s", inst.Uses, flags[0].ID)
 	}
 }

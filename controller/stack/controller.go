@@ -58,6 +58,18 @@ type Config struct {
 	// Renderer renders the stacks; its zero value has the built-in
 	// patchers.
 	Renderer pkg.Renderer
+	// Dependencies, if set, resolves and installs the dependencies of an
+	// installation created without them (kubectl apply of an installation
+	// whose stack requires others) before it is rendered.
+	Dependencies Dependencies
+}
+
+// Dependencies installs an installation's dependencies in the
+// background (controller/install.Runner): Ensure starts that when it is
+// not under way and never blocks; done is true once the installation no
+// longer waits for it, else msg says what it waits for.
+type Dependencies interface {
+	Ensure(ctx context.Context, inst cairn.Instance, stack hub.StackEntry) (msg string, done bool)
 }
 
 // Controller reconciles installations.
@@ -69,6 +81,7 @@ type Controller struct {
 	leaseDur time.Duration
 	workers  int
 	renderer pkg.Renderer
+	deps     Dependencies
 
 	mu sync.Mutex
 	// owners maps a child's id to its installation's id, so a change of a
@@ -95,7 +108,7 @@ type Controller struct {
 // New returns a Controller; Run starts it.
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
-		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer,
+		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer, deps: cfg.Dependencies,
 		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -142,6 +142,21 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		return 0, c.writeStatus(ctx, inst, st, next)
 	}
 
+	if c.deps != nil && inst.Annotations[hub.AnnotationRootID] == "" {
+		// Applied without cairn install: its dependencies are installed
+		// first (in the background), and it renders once they are.
+		if e, err := c.stackFor(ctx, inst); err == nil && hasRequires(e) {
+			if msg, done := c.deps.Ensure(ctx, inst, e); !done {
+				next := st.clone()
+				next.ObservedGeneration = int64(inst.Latest.ResourceVersion)
+				now := time.Now().UTC()
+				next.setCondition(Condition{Type: "Dependencies", Status: "False", Reason: "Installing", Message: msg}, now)
+				next.setCondition(Condition{Type: "Ready", Status: "False", Reason: "WaitingForDependencies", Message: msg}, now)
+				return time.Second, c.writeStatus(ctx, inst, st, next)
+			}
+		}
+	}
+
 	desired, owned, s, entry, rerr := c.desired(ctx, inst)
 	var stats applyStats
 	if rerr == nil {
@@ -613,4 +628,15 @@ func (c *Controller) sharingStatus(e hub.StackEntry) *deps.SharingStatus {
 	c.sharing[e.Digest] = ss
 	c.mu.Unlock()
 	return ss
+}
+
+// hasRequires reports whether a stack declares dependencies.requires.
+func hasRequires(e hub.StackEntry) bool {
+	if len(e.Manifest.Dependencies) == 0 {
+		return false
+	}
+	var d struct {
+		Requires []json.RawMessage `json:"requires"`
+	}
+	return json.Unmarshal(e.Manifest.Dependencies, &d) == nil && len(d.Requires) > 0
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/controller/install"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
 )
@@ -33,8 +34,11 @@ func startStackController(ctx context.Context, h *hub.Hub, o stackControllerOpti
 	if !o.enabled {
 		return func() {}
 	}
-	c := stackctl.New(stackctl.Config{Hub: h, Logger: log, Resync: o.resync, LeaseDuration: o.lease, Identity: o.identity})
 	ctx, cancel := context.WithCancel(ctx)
+	// Installations applied with kubectl whose stack requires others get
+	// their dependencies installed first (controller/install.Runner).
+	runner := install.NewRunner(ctx, &install.Service{Hub: h, Log: log})
+	c := stackctl.New(stackctl.Config{Hub: h, Logger: log, Resync: o.resync, LeaseDuration: o.lease, Identity: o.identity, Dependencies: runner})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
