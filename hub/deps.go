@@ -211,3 +211,32 @@ func WithAnnotations(base map[string]string, set map[string]string, del ...strin
 	}
 	return out
 }
+
+// deleteExclusiveDependencies deletes, after an installation, the
+// dependencies its install created for it alone (sharing mode none, its
+// root id): seed 002's unshared dependencies go with their dependent.
+// Shared ones stay. The installation is gone already, so a failure is
+// logged, not returned: the dependency stays installed, and deleting it
+// by hand finishes the job.
+func (h *Hub) deleteExclusiveDependencies(ctx context.Context, inst cairn.Instance) {
+	if len(inst.Uses) == 0 {
+		return
+	}
+	root := inst.Annotations[AnnotationRootID]
+	if root == "" {
+		root = inst.ID
+	}
+	used, err := h.st.GetInstancesBrief(ctx, inst.Uses)
+	if err != nil {
+		h.log.WarnContext(ctx, "exclusive dependencies of a deleted installation not read", "id", inst.ID, "err", err)
+		return
+	}
+	for _, u := range used {
+		if u.Annotations[AnnotationSharingMode] != string(deps.SharingNone) || u.Annotations[AnnotationRootID] != root {
+			continue
+		}
+		if err := h.DeleteInstance(ctx, u.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			h.log.WarnContext(ctx, "an exclusive dependency of a deleted installation was not deleted", "id", u.ID, "dependent", inst.ID, "err", err)
+		}
+	}
+}

@@ -373,3 +373,48 @@ func TestAppliedInstallationGetsItsDependencies(t *testing.T) {
 		t.Errorf("the applied installation uses %v, not its flags %s", inst.Uses, flags[0].ID)
 	}
 }
+
+// An exclusive dependency (sharing mode none) is its root's alone: a
+// second install gets its own, and it is deleted with its root.
+func TestExclusiveDependencyDeletedWithRoot(t *testing.T) {
+	ctx, h := newHub(t)
+	s, err := stack.Load(ctx, "testdata/exclusive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Archive()
+	if _, _, err := h.AddStack(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	for _, n := range []string{"a", "b"} {
+		if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: n, Stack: "solo"}, nil); err != nil || len(res.Installed) != 2 {
+			t.Fatalf("install %s: %+v %v", n, res, err)
+		}
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	if _, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Solo"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DeleteInstance(ctx, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a-flags after a's deletion: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := h.GetInstanceByName(ctx, flagsPath, "dev", "b-flags", false); err != nil {
+		t.Fatalf("b's own flags: %v", err)
+	}
+}
