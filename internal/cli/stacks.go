@@ -283,7 +283,7 @@ func printTrace(w io.Writer, output string, v installationView) error {
 		reason = "deleting: " + dreason
 	}
 	out := traceJSON{Installation: traceRow{APIVersion: v.APIVersion, Kind: v.Kind, Namespace: v.Namespace, Name: v.Name, UID: v.UID,
-		Backend: v.Backend, Synced: synced, Ready: ready, Reason: reason}, Children: []traceRow{}}
+		Backend: backendLabel(v.Backend), Synced: synced, Ready: ready, Reason: reason}, Children: []traceRow{}}
 	for _, r := range v.Status.Resources {
 		out.Children = append(out.Children, traceRow{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID,
 			Backend: r.Backend, Synced: boolStatus(r.Synced), Ready: boolStatus(r.Ready), Reason: firstReason(r.Reason)})
@@ -431,4 +431,13 @@ func (s restStacks) Installation(ctx context.Context, kind, namespace, name stri
 		_ = json.Unmarshal(o.Status, &v.Status)
 	}
 	return v, nil
+}
+
+// backendLabel names the built-in backend by its alias, as the controller
+// names the children's backends, so the installation's row reads the same.
+func backendLabel(id string) string {
+	if id == cairn.BuiltinBackendID {
+		return cairn.BuiltinBackendAlias
+	}
+	return id
 }
