@@ -155,12 +155,43 @@ func (s *Server) findResource(ctx context.Context, group, version, name string) 
 	if err != nil {
 		return nil, err
 	}
+	if r := lookupResource(all, group, version, name); r != nil {
+		return r, nil
+	}
+	// A Type another replica registered is unknown here until the cache
+	// expires; a miss reloads it, at most every missReloadInterval, so a
+	// client that found the resource through one replica is not told by
+	// another that it does not exist, and unknown paths cannot make every
+	// request list the Types.
+	c := &s.cache
+	c.mu.Lock()
+	stale := time.Since(c.loaded) >= missReloadInterval
+	c.mu.Unlock()
+	if !stale {
+		return nil, nil
+	}
+	gen := s.hub.TypesGeneration()
+	all, err = s.loadResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.list, c.gen, c.loaded = all, gen, time.Now()
+	c.mu.Unlock()
+	return lookupResource(all, group, version, name), nil
+}
+
+// missReloadInterval bounds how often a request for an unknown resource
+// reloads the served resources.
+const missReloadInterval = 250 * time.Millisecond
+
+func lookupResource(all []*resource, group, version, name string) *resource {
 	for _, r := range all {
 		if r.group == group && r.version == version && r.plural == name {
-			return r, nil
+			return r
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // groupVersions groups resources for discovery, versions sorted newest
