@@ -298,17 +298,21 @@ func (c *Cache) unindex(e *entry) {
 }
 
 // out returns a copy of e's instance for a caller, with UsedBy derived and
-// the value only when asked for. c.mu is held for reading.
-func (c *Cache) out(e *entry, withValue bool) cairn.Instance {
+// the value only when asked for. Labels and Annotations are the cache's
+// own maps unless clone: a list shares them (cloning them was most of a
+// list's cost), and its callers must not modify them. c.mu is held for
+// reading.
+func (c *Cache) out(e *entry, withValue, clone bool) cairn.Instance {
 	inst := e.inst
 	inst.Uses = slices.Clone(inst.Uses)
 	if inst.Uses == nil {
 		inst.Uses = []string{}
 	}
 	inst.UsedBy = c.usersOf(inst.ID)
-	// Callers may edit what they get; the cache's maps stay its own.
-	inst.Labels = maps.Clone(inst.Labels)
-	inst.Annotations = maps.Clone(inst.Annotations)
+	if clone {
+		inst.Labels = maps.Clone(inst.Labels)
+		inst.Annotations = maps.Clone(inst.Annotations)
+	}
 	if !withValue {
 		inst.Latest.Value = nil
 	}
@@ -317,6 +321,9 @@ func (c *Cache) out(e *entry, withValue bool) cairn.Instance {
 
 func (c *Cache) usersOf(id string) []string {
 	users := c.usedBy[id]
+	if len(users) == 0 {
+		return []string{}
+	}
 	es := make([]*entry, 0, len(users))
 	for from := range users {
 		if e, ok := c.objs[from]; ok {
@@ -343,7 +350,7 @@ func (c *Cache) Get(ctx context.Context, id string, withValue bool) (inst cairn.
 	if !ok {
 		return cairn.Instance{}, false, nil
 	}
-	return c.out(e, withValue), true, nil
+	return c.out(e, withValue, true), true, nil
 }
 
 // GetByName returns the instance of a type path by namespace and name.
@@ -357,7 +364,7 @@ func (c *Cache) GetByName(ctx context.Context, typePath, namespace, name string,
 	if !ok {
 		return cairn.Instance{}, false, nil
 	}
-	return c.out(e, withValue), true, nil
+	return c.out(e, withValue, true), true, nil
 }
 
 // Serves reports whether List can answer f; filters on attributes are
@@ -379,8 +386,19 @@ func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues boo
 	if f.After != nil {
 		after = &entry{inst: *f.After, revKey: store.RevisionKey(f.After.TypeRef.Revision)}
 	}
-	c.mu.Lock() // sorting an index writes it
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	for c.anyDirty() {
+		// Sorting an index writes it: sort under the write lock, then
+		// read under the read lock with every index clean.
+		c.mu.RUnlock()
+		c.mu.Lock()
+		for _, ti := range c.byType {
+			ti.sort()
+		}
+		c.mu.Unlock()
+		c.mu.RLock()
+	}
+	defer c.mu.RUnlock()
 	var paths []string
 	if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok || f.TypePath == "" {
 		for path := range c.byType {
@@ -394,14 +412,14 @@ func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues boo
 	}
 	out := []cairn.Instance{}
 	for _, path := range paths {
-		for _, e := range c.byType[path].list() {
+		for _, e := range c.byType[path].sorted {
 			if after != nil && compare(e, after) <= 0 {
 				continue
 			}
 			if !matches(e, f) {
 				continue
 			}
-			out = append(out, c.out(e, withValues))
+			out = append(out, c.out(e, withValues, false))
 			if f.Limit > 0 && len(out) == f.Limit {
 				return out, nil
 			}
@@ -410,7 +428,16 @@ func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues boo
 	return out, nil
 }
 
-func (ti *typeIndex) list() []*entry {
+func (c *Cache) anyDirty() bool {
+	for _, ti := range c.byType {
+		if ti.dirty {
+			return true
+		}
+	}
+	return false
+}
+
+func (ti *typeIndex) sort() {
 	if ti.dirty {
 		ti.sorted = ti.sorted[:0]
 		for _, e := range ti.set {
@@ -419,7 +446,6 @@ func (ti *typeIndex) list() []*entry {
 		slices.SortFunc(ti.sorted, compare)
 		ti.dirty = false
 	}
-	return ti.sorted
 }
 
 func matches(e *entry, f store.InstanceFilter) bool {
