@@ -69,26 +69,41 @@ func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool)
 // ListInstances lists instances matching f, sorted by type path ascending,
 // revision descending, createdAt descending. With withValues each latest
 // value is read from its backend.
+//
+// Labels and Annotations of the instances returned may be shared with the
+// hub's cache: read them, do not modify them.
 func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
-	var list []cairn.Instance
-	var err error
+	list, _, err := h.ListInstancesAt(ctx, f, withValues)
+	return list, err
+}
+
+// ListInstancesAt is ListInstances, also returning a change-log position
+// the list is current with (every change up to it is in the list), for a
+// list's resourceVersion: a watch from it may repeat a change the list
+// shows, but never misses one.
+func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64, error) {
+	var (
+		list []cairn.Instance
+		seq  int64
+		err  error
+	)
 	if h.cache != nil && cache.Serves(f) {
-		list, err = h.cache.List(ctx, f, withValues)
-	} else {
+		list, seq, err = h.cache.ListAt(ctx, f, withValues)
+	} else if seq, err = h.LastSeq(ctx); err == nil {
 		list, err = h.st.ListInstances(ctx, f)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list TypeInstances: %w", err)
+		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
 	}
 	if withValues {
 		if err := h.fillValues(ctx, list); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for i := range list {
 			redactSensitive(&list[i])
 		}
 	}
-	return list, nil
+	return list, seq, nil
 }
 
 // fillValues reads the latest value of every instance in place.

@@ -303,13 +303,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	// The list's resourceVersion is read first: a watch started from it
-	// may repeat a change the list already shows, but never misses one.
-	seq, err := s.hub.LastSeq(r.Context())
-	if err != nil {
-		return err
-	}
-	insts, err := s.hub.ListInstances(r.Context(), o.filter(req), true)
+	// The list's resourceVersion is a position the list is current with:
+	// a watch started from it may repeat a change the list already shows,
+	// but never misses one.
+	insts, seq, err := s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,8 @@ const batch = 500
 
 // Cache is safe for concurrent use.
 type Cache struct {
-	src Source
+	src      Source
+	position positionGate
 
 	// applying serialises catching up with the log; mu guards the maps
 	// and applied, and is held only while they change or are read.
@@ -90,11 +91,18 @@ func (c *Cache) Applied() int64 {
 // Sync brings the cache up to the store's current change-log position.
 // Every read of this package calls it first.
 func (c *Cache) Sync(ctx context.Context) error {
-	target, err := c.src.LastSeq(ctx)
+	_, err := c.SyncPosition(ctx)
+	return err
+}
+
+// SyncPosition is Sync, returning the position the cache reached at least:
+// a list answered after it shows every change up to it.
+func (c *Cache) SyncPosition(ctx context.Context) (int64, error) {
+	target, err := c.position.read(ctx, c.src)
 	if err != nil {
-		return fmt.Errorf("cache: read the change log position: %w", err)
+		return 0, fmt.Errorf("cache: read the change log position: %w", err)
 	}
-	return c.SyncTo(ctx, target)
+	return target, c.SyncTo(ctx, target)
 }
 
 // SyncTo brings the cache up to change-log position target at least.
@@ -376,11 +384,19 @@ func Serves(f store.InstanceFilter) bool {
 // List returns the instances matching f in the store's list order, as
 // store.Reader.ListInstances does. f must satisfy Serves.
 func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
+	list, _, err := c.ListAt(ctx, f, withValues)
+	return list, err
+}
+
+// ListAt is List, also returning a change-log position the list is
+// current with: every change up to it is in the list.
+func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64, error) {
 	if !Serves(f) {
-		return nil, fmt.Errorf("cache: cannot filter on attributes")
+		return nil, 0, fmt.Errorf("cache: cannot filter on attributes")
 	}
-	if err := c.Sync(ctx); err != nil {
-		return nil, err
+	seq, err := c.SyncPosition(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
 	var after *entry
 	if f.After != nil {
@@ -421,11 +437,11 @@ func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues boo
 			}
 			out = append(out, c.out(e, withValues, false))
 			if f.Limit > 0 && len(out) == f.Limit {
-				return out, nil
+				return out, seq, nil
 			}
 		}
 	}
-	return out, nil
+	return out, seq, nil
 }
 
 func (c *Cache) anyDirty() bool {
@@ -483,4 +499,57 @@ func compare(a, b *entry) int {
 		return c
 	}
 	return strings.Compare(a.inst.ID, b.inst.ID)
+}
+
+// positionGate shares one change-log position query among the consistent
+// reads waiting for it. A read joins only a query that has not started
+// yet, so the position it gets was read after the read began, which is
+// all consistency asks; under load one query serves many reads.
+type positionGate struct {
+	mu      sync.Mutex
+	running bool
+	next    *positionRound // the round that starts when the running one ends
+}
+
+type positionRound struct {
+	done chan struct{}
+	seq  int64
+	err  error
+}
+
+func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
+	g.mu.Lock()
+	r := g.next
+	if r == nil {
+		r = &positionRound{done: make(chan struct{})}
+		g.next = r
+	}
+	if !g.running {
+		g.running = true
+		g.next = nil
+		go g.run(context.WithoutCancel(ctx), src, r)
+	}
+	g.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.seq, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// run queries for r, then for the round that gathered meanwhile, until
+// none did.
+func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
+	for r != nil {
+		r.seq, r.err = src.LastSeq(ctx)
+		close(r.done)
+		g.mu.Lock()
+		r = g.next
+		g.next = nil
+		if r == nil {
+			g.running = false
+		}
+		g.mu.Unlock()
+	}
 }
