@@ -244,6 +244,7 @@ func (c *Cache) put(inst cairn.Instance) {
 	if old, ok := c.objs[inst.ID]; ok {
 		c.unindex(old)
 	}
+	storeUsers := inst.UsedBy
 	inst.UsedBy = nil
 	e := &entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)}
 	c.objs[inst.ID] = e
@@ -262,6 +263,50 @@ func (c *Cache) put(inst cairn.Instance) {
 			c.usedBy[to] = users
 		}
 		users[inst.ID] = struct{}{}
+	}
+	c.syncUsers(inst.ID, storeUsers)
+}
+
+// syncUsers makes the cached users of id those the store named: an edge
+// to id can be added or dropped in a transaction that logs a change of id
+// only (a stack adding or dropping a child it uses). c.mu is held.
+func (c *Cache) syncUsers(id string, users []string) {
+	want := make(map[string]bool, len(users))
+	for _, u := range users {
+		want[u] = true
+	}
+	for u := range c.usedBy[id] {
+		if !want[u] {
+			if e, ok := c.objs[u]; ok {
+				e.inst.Uses = slices.DeleteFunc(slices.Clone(e.inst.Uses), func(s string) bool { return s == id })
+			}
+			delete(c.usedBy[id], u)
+		}
+	}
+	for _, u := range users {
+		e, ok := c.objs[u]
+		if !ok || slices.Contains(e.inst.Uses, id) {
+			continue // not cached yet: it comes with its own Uses
+		}
+		uses := append(slices.Clone(e.inst.Uses), id)
+		slices.SortStableFunc(uses, func(a, b string) int {
+			ea, oka := c.objs[a]
+			eb, okb := c.objs[b]
+			switch {
+			case oka && okb:
+				return compare(ea, eb)
+			case oka:
+				return -1
+			case okb:
+				return 1
+			}
+			return 0
+		})
+		e.inst.Uses = uses
+		if c.usedBy[id] == nil {
+			c.usedBy[id] = map[string]struct{}{}
+		}
+		c.usedBy[id][u] = struct{}{}
 	}
 }
 

@@ -246,3 +246,49 @@ func BenchmarkList100(b *testing.B) {
 		}
 	})
 }
+
+// TestEdgeToChangedInstance: an edge added to an instance in a transaction
+// that logs a change of that instance only (a stack's installation using
+// a child it creates) is in the user's Uses, in the store's order.
+func TestEdgeToChangedInstance(t *testing.T) {
+	ctx := context.Background()
+	st, _ := fixture(t, 6)
+	c := cache.New(st)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := all[0]
+	// Two children, each created with only the owner's edge to it.
+	for _, child := range []string{"child-b", "child-a"} {
+		err := st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			in := cairn.Instance{ID: child, TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}, Namespace: "default", Name: child,
+				Backend: cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true}, CreatedAt: owner.CreatedAt,
+				Latest: cairn.ResourceVersion{ResourceVersion: 1, CreatedAt: owner.CreatedAt}}
+			if err := tx.CreateInstance(ctx, in); err != nil {
+				return err
+			}
+			if err := tx.PutValue(ctx, child, 1, json.RawMessage(`{}`)); err != nil {
+				return err
+			}
+			return tx.AddUses(ctx, owner.ID, child)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := st.GetInstances(ctx, []string{owner.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.Get(ctx, owner.ID, false)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if !reflect.DeepEqual(got.Uses, want[0].Uses) {
+		t.Fatalf("cache has the owner using %v, store %v", got.Uses, want[0].Uses)
+	}
+}
