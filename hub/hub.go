@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/builtin"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
+	"github.com/cairn-dev/cairn/hub/cache"
 	"github.com/cairn-dev/cairn/schema"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -63,6 +64,9 @@ type Config struct {
 	// PollInterval is how often watchers poll the store for changes made
 	// by other processes. Default 1s.
 	PollInterval time.Duration
+	// NoReadCache reads every instance from the store instead of the
+	// in-memory watch cache (hub/cache). Reads are consistent either way.
+	NoReadCache bool
 }
 
 // Hub is the service. It is safe for concurrent use.
@@ -87,6 +91,9 @@ type Hub struct {
 	// in-process projection backend (projection.go).
 	policy     policyCache
 	gotemplate *gotemplate.Backend
+
+	// cache serves instance reads from memory; nil when disabled.
+	cache *cache.Cache
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance
@@ -125,6 +132,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		size = 1024
 	}
 	h.schemas = schema.NewCache(size)
+	if !cfg.NoReadCache {
+		h.cache = cache.New(cfg.Store)
+	}
 	h.gotemplate = gotemplate.New(hubSource{h})
 	if err := h.bootstrap(ctx); err != nil {
 		return nil, fmt.Errorf("hub: register the built-in backend: %w", err)

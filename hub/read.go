@@ -5,12 +5,24 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub/cache"
 	"github.com/cairn-dev/cairn/store"
 )
 
 // GetInstance returns an instance; with withValue its latest value is read
 // from its backend, so a projection or external resource is current.
 func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn.Instance, error) {
+	if h.cache != nil {
+		inst, ok, err := h.cache.Get(ctx, id, withValue)
+		if err != nil {
+			return cairn.Instance{}, fmt.Errorf("get TypeInstance %q: %w", id, err)
+		}
+		if !ok {
+			return cairn.Instance{}, &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{id},
+				Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
+		}
+		return inst, h.fillOne(ctx, &inst, withValue)
+	}
 	found, err := h.st.GetInstances(ctx, []string{id})
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("get TypeInstance %q: %w", id, err)
@@ -25,6 +37,16 @@ func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn
 
 // GetInstanceByName returns the instance of a Type path in a namespace.
 func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name string, withValue bool) (cairn.Instance, error) {
+	if h.cache != nil {
+		inst, ok, err := h.cache.GetByName(ctx, typePath, namespace, name, withValue)
+		if err != nil {
+			return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
+		}
+		if ok {
+			return inst, h.fillOne(ctx, &inst, withValue)
+		}
+		// Absent: the store says so in its own words.
+	}
 	inst, err := h.st.GetInstanceByName(ctx, typePath, namespace, name)
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
@@ -33,8 +55,8 @@ func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name s
 }
 
 func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool) error {
-	if !withValue {
-		return nil
+	if !withValue || (inst.Backend.Abstract && inst.Latest.Value != nil) {
+		return nil // not asked for, or the cache had it
 	}
 	v, err := h.readValue(ctx, nil, *inst, inst.Latest)
 	if err != nil {
@@ -47,34 +69,63 @@ func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool)
 // ListInstances lists instances matching f, sorted by type path ascending,
 // revision descending, createdAt descending. With withValues each latest
 // value is read from its backend.
+//
+// Labels and Annotations of the instances returned may be shared with the
+// hub's cache: read them, do not modify them.
 func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
-	list, err := h.st.ListInstances(ctx, f)
+	list, _, err := h.ListInstancesAt(ctx, f, withValues)
+	return list, err
+}
+
+// ListInstancesAt is ListInstances, also returning a change-log position
+// the list is current with (every change up to it is in the list), for a
+// list's resourceVersion: a watch from it may repeat a change the list
+// shows, but never misses one.
+func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64, error) {
+	var (
+		list []cairn.Instance
+		seq  int64
+		err  error
+	)
+	if h.cache != nil && cache.Serves(f) {
+		list, seq, err = h.cache.ListAt(ctx, f, withValues)
+	} else if seq, err = h.LastSeq(ctx); err == nil {
+		list, err = h.st.ListInstances(ctx, f)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("list TypeInstances: %w", err)
+		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
 	}
 	if withValues {
 		if err := h.fillValues(ctx, list); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for i := range list {
 			redactSensitive(&list[i])
 		}
 	}
-	return list, nil
+	return list, seq, nil
 }
 
 // fillValues reads the latest value of every instance in place.
 func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
-	refs := make([]ValueRef, len(list))
+	var refs []ValueRef
+	var at []int
 	for i := range list {
-		refs[i] = ValueRef{Instance: list[i], Version: list[i].Latest}
+		if list[i].Backend.Abstract && list[i].Latest.Value != nil {
+			continue // the cache had it
+		}
+		refs = append(refs, ValueRef{Instance: list[i], Version: list[i].Latest})
+		at = append(at, i)
+	}
+	if len(refs) == 0 {
+		return nil
 	}
 	vs, err := h.Values(ctx, refs)
 	if err != nil {
 		return err
 	}
-	for i := range list {
-		list[i].Latest.Value = vs[i]
+	for j, i := range at {
+		list[i].Latest.Value = vs[j]
 	}
 	return nil
 }

@@ -165,7 +165,17 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	s.writeRead(w, r, req.res, objs[0])
+	if !plainJSON(r) {
+		s.writeRead(w, r, req.res, objs[0])
+		return nil
+	}
+	b, err := s.encoded.encode(inst, objs[0])
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
 	return nil
 }
 
@@ -293,13 +303,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	// The list's resourceVersion is read first: a watch started from it
-	// may repeat a change the list already shows, but never misses one.
-	seq, err := s.hub.LastSeq(r.Context())
-	if err != nil {
-		return err
-	}
-	insts, err := s.hub.ListInstances(r.Context(), o.filter(req), true)
+	// The list's resourceVersion is a position the list is current with:
+	// a watch started from it may repeat a change the list already shows,
+	// but never misses one.
+	insts, seq, err := s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
 	if err != nil {
 		return err
 	}
@@ -315,13 +322,23 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	for _, obj := range objs {
-		out.Items = append(out.Items, obj)
-	}
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	s.writeRead(w, r, req.res, out)
+	if !plainJSON(r) {
+		for _, obj := range objs {
+			out.Items = append(out.Items, obj)
+		}
+		s.writeRead(w, r, req.res, out)
+		return nil
+	}
+	items := make([][]byte, len(objs))
+	for i, obj := range objs {
+		if items[i], err = s.encoded.encode(kept[i], obj); err != nil {
+			return err
+		}
+	}
+	writeList(w, out.APIVersion, out.Kind, out.Metadata, items)
 	return nil
 }
 

@@ -60,6 +60,8 @@ type Server struct {
 	cache   resourceCache
 	// installs serves plans and installs (installs.go).
 	installs Installs
+	// encoded caches objects' JSON (encoded.go).
+	encoded encodedCache
 
 	stopOnce sync.Once
 	stopping chan struct{}

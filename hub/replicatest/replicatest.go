@@ -47,6 +47,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
 		{"Create/UniqueNameOneWinner", testUniqueName},
 		{"ChangeLog/PollerSeesEverySeqOnceInOrder", testChangeLogPolling},
 		{"Watch/SeesOtherReplica", testWatchOtherReplica},
+		{"Cache/ConsistentReadSeesOtherReplica", testConsistentReadOtherReplica},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDatabase(t)) })
@@ -537,6 +538,73 @@ func testWatchOtherReplica(t *testing.T, db Database) {
 			t.Fatalf("Watch ended before the change: %v", err)
 		case <-timeout.C:
 			t.Fatal("the watch on replica 1 did not see the instance created on replica 0 within 30s")
+		}
+	}
+}
+
+// testConsistentReadOtherReplica: every replica reads from its watch cache
+// (the default), warmed before the writes. A create, update, relabel, lock
+// and delete through one replica is in the very next read through another:
+// no sleep, no retry, so a cache that answered before catching up with the
+// change log fails it.
+func testConsistentReadOtherReplica(t *testing.T, db Database) {
+	hubs := startReplicas(t, db, 2)
+	w, r := hubs[0], hubs[1]
+	// Warm r's cache, so the reads below are served from memory.
+	if _, err := r.ListInstances(ctx(), store.InstanceFilter{TypePath: typeRef.Path}, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("c%02d", i)
+		value := json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
+		id := createOne(t, w, name, value)
+		got, err := r.GetInstanceByName(ctx(), typeRef.Path, "default", name, true)
+		if err != nil {
+			t.Fatalf("read %s through the other replica right after its create: %v", name, err)
+		}
+		if got.ID != id || string(got.Latest.Value) != string(value) {
+			t.Fatalf("other replica read %s/%s value %s, want %s/%s", got.ID, got.Name, got.Latest.Value, id, value)
+		}
+		list, err := r.ListInstances(ctx(), store.InstanceFilter{TypePath: typeRef.Path}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != i+1 {
+			t.Fatalf("other replica lists %d instances after %d creates", len(list), i+1)
+		}
+
+		updated := json.RawMessage(fmt.Sprintf(`{"n":%d,"updated":true}`, i))
+		if _, err := w.UpdateInstances(ctx(), []hub.UpdateInstance{{ID: id, Value: updated, Labels: map[string]string{"step": "updated"}}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err = r.GetInstance(ctx(), id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Latest.ResourceVersion != 2 || string(got.Latest.Value) != string(updated) || got.Labels["step"] != "updated" {
+			t.Fatalf("other replica read version %d value %s labels %v right after the update, want 2 %s step=updated",
+				got.Latest.ResourceVersion, got.Latest.Value, got.Labels, updated)
+		}
+		if err := w.LockInstances(ctx(), []string{id}, "owner-a"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = r.GetInstance(ctx(), id, false); err != nil || got.LockedBy != "owner-a" {
+			t.Fatalf("other replica read lockedBy %q (err %v) right after the lock, want owner-a", got.LockedBy, err)
+		}
+		if err := w.UnlockInstances(ctx(), []string{id}, "owner-a"); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			if err := w.DeleteInstance(ctx(), id, ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.GetInstance(ctx(), id, false); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Fatalf("other replica read a deleted instance: err %v, want not found", err)
+			}
+			if _, err := r.GetInstanceByName(ctx(), typeRef.Path, "default", name, false); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Fatalf("other replica read a deleted instance by name: err %v, want not found", err)
+			}
+			createOne(t, w, name, value) // recreated under the same name
 		}
 	}
 }

@@ -1,0 +1,600 @@
+// Package cache keeps instances, their latest resource versions and the
+// values the built-in backend holds in memory, current through the store's
+// change log, so that reads do not walk the store.
+//
+// A read is consistent the way the Kubernetes API server's watch cache is
+// since KEP-2340: before answering, the cache asks the store for the
+// position of its newest change (one cheap query) and applies the change
+// log up to that position. Whatever was committed before the read began,
+// through this process or another replica, is in the answer; a cache can
+// never serve a stale consistent read. Applying a change re-reads the
+// changed instance's current row, so applying one twice or late is
+// harmless.
+//
+// Relations are kept one way: an instance's Uses is read with it, and
+// UsedBy is derived from the Uses of every cached instance when read, so a
+// new user of an instance (which logs a change of the user only) is seen
+// without re-reading the used one.
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Source is what the cache reads: the store.
+type Source interface {
+	LastSeq(ctx context.Context) (int64, error)
+	Changes(ctx context.Context, after int64, limit int) ([]store.Change, error)
+	GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error)
+	ListInstances(ctx context.Context, f store.InstanceFilter) ([]cairn.Instance, error)
+	Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error)
+}
+
+// batch is how many changes are read from the log at once.
+const batch = 500
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	src      Source
+	position positionGate
+
+	// applying serialises catching up with the log; mu guards the maps
+	// and applied, and is held only while they change or are read.
+	applying sync.Mutex
+	mu       sync.RWMutex
+	loaded   bool
+	applied  int64
+	objs     map[string]*entry
+	byName   map[nameKey]*entry
+	byType   map[string]*typeIndex
+	usedBy   map[string]map[string]struct{}
+}
+
+type nameKey struct{ path, namespace, name string }
+
+// entry is one cached instance. inst.UsedBy is always nil (derived on
+// read); inst.Latest.Value holds the value for the built-in backend.
+type entry struct {
+	inst   cairn.Instance
+	revKey string // store.RevisionKey of the type revision, for sorting
+}
+
+// typeIndex holds the entries of one type path in list order, re-sorted
+// lazily after a change.
+type typeIndex struct {
+	set    map[string]*entry
+	sorted []*entry
+	dirty  bool
+}
+
+// New returns an empty cache over src; it loads on first use.
+func New(src Source) *Cache {
+	return &Cache{src: src}
+}
+
+// Applied is the change-log position the cache reflects.
+func (c *Cache) Applied() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.applied
+}
+
+// Sync brings the cache up to the store's current change-log position.
+// Every read of this package calls it first.
+func (c *Cache) Sync(ctx context.Context) error {
+	_, err := c.SyncPosition(ctx)
+	return err
+}
+
+// SyncPosition is Sync, returning the position the cache reached at least:
+// a list answered after it shows every change up to it.
+func (c *Cache) SyncPosition(ctx context.Context) (int64, error) {
+	target, err := c.position.read(ctx, c.src)
+	if err != nil {
+		return 0, fmt.Errorf("cache: read the change log position: %w", err)
+	}
+	return target, c.SyncTo(ctx, target)
+}
+
+// SyncTo brings the cache up to change-log position target at least.
+func (c *Cache) SyncTo(ctx context.Context, target int64) error {
+	c.mu.RLock()
+	done := c.loaded && c.applied >= target
+	c.mu.RUnlock()
+	if done {
+		return nil
+	}
+	c.applying.Lock()
+	defer c.applying.Unlock()
+	c.mu.RLock()
+	loaded, from := c.loaded, c.applied
+	c.mu.RUnlock()
+	if !loaded {
+		if err := c.load(ctx); err != nil {
+			return err
+		}
+		c.mu.RLock()
+		from = c.applied
+		c.mu.RUnlock()
+	}
+	for from < target {
+		cs, err := c.src.Changes(ctx, from, batch)
+		if cairn.HasCode(err, cairn.CodeGone) {
+			// Fell behind a prune: start over from a fresh list.
+			if err := c.load(ctx); err != nil {
+				return err
+			}
+			c.mu.RLock()
+			from = c.applied
+			c.mu.RUnlock()
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cache: read the change log after %d: %w", from, err)
+		}
+		if len(cs) == 0 {
+			break // the target was a pruned point with nothing after it
+		}
+		if err := c.apply(ctx, cs); err != nil {
+			return err
+		}
+		from = cs[len(cs)-1].Seq
+	}
+	return nil
+}
+
+// load replaces the cache's contents with a full read of the store. The
+// position is read first: changes made during the list are applied again
+// afterwards, which re-reads rows that are already current.
+func (c *Cache) load(ctx context.Context) error {
+	seq, err := c.src.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("cache: read the change log position: %w", err)
+	}
+	all, err := c.src.ListInstances(ctx, store.InstanceFilter{})
+	if err != nil {
+		return fmt.Errorf("cache: list instances: %w", err)
+	}
+	if err := c.fillValues(ctx, all); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.objs = make(map[string]*entry, len(all))
+	c.byName = make(map[nameKey]*entry, len(all))
+	c.byType = map[string]*typeIndex{}
+	c.usedBy = map[string]map[string]struct{}{}
+	for _, inst := range all {
+		c.put(inst)
+	}
+	c.applied = seq
+	c.loaded = true
+	return nil
+}
+
+// apply re-reads the instances cs name and stores what it finds.
+func (c *Cache) apply(ctx context.Context, cs []store.Change) error {
+	ids := make([]string, 0, len(cs))
+	seen := make(map[string]bool, len(cs))
+	for _, ch := range cs {
+		if !seen[ch.InstanceID] {
+			seen[ch.InstanceID] = true
+			ids = append(ids, ch.InstanceID)
+		}
+	}
+	found, err := c.src.GetInstances(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("cache: read %d changed instances: %w", len(ids), err)
+	}
+	if err := c.fillValues(ctx, found); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, inst := range found {
+		delete(seen, inst.ID)
+		c.put(inst)
+	}
+	for id := range seen { // changed and no longer there: deleted
+		c.remove(id)
+	}
+	c.applied = max(c.applied, cs[len(cs)-1].Seq)
+	return nil
+}
+
+// fillValues reads the latest values kept by the built-in backend.
+func (c *Cache) fillValues(ctx context.Context, list []cairn.Instance) error {
+	var keys []store.ValueKey
+	var at []int
+	for i := range list {
+		if list[i].Backend.Abstract {
+			keys = append(keys, store.ValueKey{InstanceID: list[i].ID, ResourceVersion: list[i].Latest.ResourceVersion})
+			at = append(at, i)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	vs, err := c.src.Values(ctx, keys)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		// A value is missing: leave them all to be read (and that one to
+		// fail) per instance, as without the cache.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cache: read %d values: %w", len(keys), err)
+	}
+	for j, i := range at {
+		list[i].Latest.Value = vs[j]
+	}
+	return nil
+}
+
+// put stores inst, replacing what was cached for its id. c.mu is held.
+func (c *Cache) put(inst cairn.Instance) {
+	if old, ok := c.objs[inst.ID]; ok {
+		c.unindex(old)
+	}
+	storeUsers := inst.UsedBy
+	inst.UsedBy = nil
+	e := &entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)}
+	c.objs[inst.ID] = e
+	c.byName[nameKey{inst.TypeRef.Path, inst.Namespace, inst.Name}] = e
+	ti := c.byType[inst.TypeRef.Path]
+	if ti == nil {
+		ti = &typeIndex{set: map[string]*entry{}}
+		c.byType[inst.TypeRef.Path] = ti
+	}
+	ti.set[inst.ID] = e
+	ti.dirty = true
+	for _, to := range inst.Uses {
+		users := c.usedBy[to]
+		if users == nil {
+			users = map[string]struct{}{}
+			c.usedBy[to] = users
+		}
+		users[inst.ID] = struct{}{}
+	}
+	c.syncUsers(inst.ID, storeUsers)
+}
+
+// syncUsers makes the cached users of id those the store named: an edge
+// to id can be added or dropped in a transaction that logs a change of id
+// only (a stack adding or dropping a child it uses). c.mu is held.
+func (c *Cache) syncUsers(id string, users []string) {
+	want := make(map[string]bool, len(users))
+	for _, u := range users {
+		want[u] = true
+	}
+	for u := range c.usedBy[id] {
+		if !want[u] {
+			if e, ok := c.objs[u]; ok {
+				e.inst.Uses = slices.DeleteFunc(slices.Clone(e.inst.Uses), func(s string) bool { return s == id })
+			}
+			delete(c.usedBy[id], u)
+		}
+	}
+	for _, u := range users {
+		e, ok := c.objs[u]
+		if !ok || slices.Contains(e.inst.Uses, id) {
+			continue // not cached yet: it comes with its own Uses
+		}
+		uses := append(slices.Clone(e.inst.Uses), id)
+		slices.SortStableFunc(uses, func(a, b string) int {
+			ea, oka := c.objs[a]
+			eb, okb := c.objs[b]
+			switch {
+			case oka && okb:
+				return compare(ea, eb)
+			case oka:
+				return -1
+			case okb:
+				return 1
+			}
+			return 0
+		})
+		e.inst.Uses = uses
+		if c.usedBy[id] == nil {
+			c.usedBy[id] = map[string]struct{}{}
+		}
+		c.usedBy[id][u] = struct{}{}
+	}
+}
+
+// remove forgets id, and the edges other instances had to it: the store
+// refuses to delete a used instance, so whoever used it dropped the edge
+// in the same transaction. c.mu is held.
+func (c *Cache) remove(id string) {
+	old, ok := c.objs[id]
+	if !ok {
+		return
+	}
+	c.unindex(old)
+	delete(c.objs, id)
+	for from := range c.usedBy[id] {
+		if u, ok := c.objs[from]; ok {
+			u.inst.Uses = slices.DeleteFunc(slices.Clone(u.inst.Uses), func(s string) bool { return s == id })
+		}
+	}
+	delete(c.usedBy, id)
+}
+
+func (c *Cache) unindex(e *entry) {
+	k := nameKey{e.inst.TypeRef.Path, e.inst.Namespace, e.inst.Name}
+	if c.byName[k] == e {
+		delete(c.byName, k)
+	}
+	if ti := c.byType[e.inst.TypeRef.Path]; ti != nil {
+		delete(ti.set, e.inst.ID)
+		ti.dirty = true
+		if len(ti.set) == 0 {
+			delete(c.byType, e.inst.TypeRef.Path)
+		}
+	}
+	for _, to := range e.inst.Uses {
+		if users := c.usedBy[to]; users != nil {
+			delete(users, e.inst.ID)
+			if len(users) == 0 {
+				delete(c.usedBy, to)
+			}
+		}
+	}
+}
+
+// out returns a copy of e's instance for a caller, with UsedBy derived and
+// the value only when asked for. Labels and Annotations are the cache's
+// own maps unless clone: a list shares them (cloning them was most of a
+// list's cost), and its callers must not modify them. c.mu is held for
+// reading.
+func (c *Cache) out(e *entry, withValue, clone bool) cairn.Instance {
+	inst := e.inst
+	inst.Uses = slices.Clone(inst.Uses)
+	if inst.Uses == nil {
+		inst.Uses = []string{}
+	}
+	inst.UsedBy = c.usersOf(inst.ID)
+	if clone {
+		inst.Labels = maps.Clone(inst.Labels)
+		inst.Annotations = maps.Clone(inst.Annotations)
+	}
+	if !withValue {
+		inst.Latest.Value = nil
+	}
+	return inst
+}
+
+func (c *Cache) usersOf(id string) []string {
+	users := c.usedBy[id]
+	if len(users) == 0 {
+		return []string{}
+	}
+	es := make([]*entry, 0, len(users))
+	for from := range users {
+		if e, ok := c.objs[from]; ok {
+			es = append(es, e)
+		}
+	}
+	slices.SortFunc(es, compare)
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.inst.ID
+	}
+	return ids
+}
+
+// Get returns the instance with id, consistently; ok is false when there
+// is none. With withValue the value is filled for the built-in backend.
+func (c *Cache) Get(ctx context.Context, id string, withValue bool) (inst cairn.Instance, ok bool, err error) {
+	if err := c.Sync(ctx); err != nil {
+		return cairn.Instance{}, false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.objs[id]
+	if !ok {
+		return cairn.Instance{}, false, nil
+	}
+	return c.out(e, withValue, true), true, nil
+}
+
+// GetByName returns the instance of a type path by namespace and name.
+func (c *Cache) GetByName(ctx context.Context, typePath, namespace, name string, withValue bool) (inst cairn.Instance, ok bool, err error) {
+	if err := c.Sync(ctx); err != nil {
+		return cairn.Instance{}, false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.byName[nameKey{typePath, namespace, name}]
+	if !ok {
+		return cairn.Instance{}, false, nil
+	}
+	return c.out(e, withValue, true), true, nil
+}
+
+// Serves reports whether List can answer f; filters on attributes are
+// left to the store.
+func Serves(f store.InstanceFilter) bool {
+	return len(f.Attributes) == 0
+}
+
+// List returns the instances matching f in the store's list order, as
+// store.Reader.ListInstances does. f must satisfy Serves.
+func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
+	list, _, err := c.ListAt(ctx, f, withValues)
+	return list, err
+}
+
+// ListAt is List, also returning a change-log position the list is
+// current with: every change up to it is in the list.
+func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64, error) {
+	if !Serves(f) {
+		return nil, 0, fmt.Errorf("cache: cannot filter on attributes")
+	}
+	seq, err := c.SyncPosition(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var after *entry
+	if f.After != nil {
+		after = &entry{inst: *f.After, revKey: store.RevisionKey(f.After.TypeRef.Revision)}
+	}
+	c.mu.RLock()
+	for c.anyDirty() {
+		// Sorting an index writes it: sort under the write lock, then
+		// read under the read lock with every index clean.
+		c.mu.RUnlock()
+		c.mu.Lock()
+		for _, ti := range c.byType {
+			ti.sort()
+		}
+		c.mu.Unlock()
+		c.mu.RLock()
+	}
+	defer c.mu.RUnlock()
+	var paths []string
+	if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok || f.TypePath == "" {
+		for path := range c.byType {
+			if f.TypePath == "" || strings.HasPrefix(path, p+".") {
+				paths = append(paths, path)
+			}
+		}
+		slices.Sort(paths)
+	} else if _, ok := c.byType[f.TypePath]; ok {
+		paths = []string{f.TypePath}
+	}
+	out := []cairn.Instance{}
+	for _, path := range paths {
+		for _, e := range c.byType[path].sorted {
+			if after != nil && compare(e, after) <= 0 {
+				continue
+			}
+			if !matches(e, f) {
+				continue
+			}
+			out = append(out, c.out(e, withValues, false))
+			if f.Limit > 0 && len(out) == f.Limit {
+				return out, seq, nil
+			}
+		}
+	}
+	return out, seq, nil
+}
+
+func (c *Cache) anyDirty() bool {
+	for _, ti := range c.byType {
+		if ti.dirty {
+			return true
+		}
+	}
+	return false
+}
+
+func (ti *typeIndex) sort() {
+	if ti.dirty {
+		ti.sorted = ti.sorted[:0]
+		for _, e := range ti.set {
+			ti.sorted = append(ti.sorted, e)
+		}
+		slices.SortFunc(ti.sorted, compare)
+		ti.dirty = false
+	}
+}
+
+func matches(e *entry, f store.InstanceFilter) bool {
+	in := &e.inst
+	switch {
+	case f.TypeRevision != "" && in.TypeRef.Revision != f.TypeRevision,
+		f.Namespace != "" && in.Namespace != f.Namespace,
+		f.Name != "" && in.Name != f.Name,
+		f.CreatedBy != "" && in.Latest.CreatedBy != f.CreatedBy,
+		f.BackendID != "" && in.Backend.ID != f.BackendID:
+		return false
+	}
+	for _, r := range f.Labels {
+		if !r.Matches(in.Labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// compare is the store's list order: type path ascending, revision
+// descending (by its sort key, then its text), createdAt descending, id
+// ascending.
+func compare(a, b *entry) int {
+	if c := strings.Compare(a.inst.TypeRef.Path, b.inst.TypeRef.Path); c != 0 {
+		return c
+	}
+	if c := strings.Compare(b.revKey, a.revKey); c != 0 {
+		return c
+	}
+	if c := strings.Compare(b.inst.TypeRef.Revision, a.inst.TypeRef.Revision); c != 0 {
+		return c
+	}
+	if c := b.inst.CreatedAt.Compare(a.inst.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.inst.ID, b.inst.ID)
+}
+
+// positionGate shares one change-log position query among the consistent
+// reads waiting for it. A read joins only a query that has not started
+// yet, so the position it gets was read after the read began, which is
+// all consistency asks; under load one query serves many reads.
+type positionGate struct {
+	mu      sync.Mutex
+	running bool
+	next    *positionRound // the round that starts when the running one ends
+}
+
+type positionRound struct {
+	done chan struct{}
+	seq  int64
+	err  error
+}
+
+func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
+	g.mu.Lock()
+	r := g.next
+	if r == nil {
+		r = &positionRound{done: make(chan struct{})}
+		g.next = r
+	}
+	if !g.running {
+		g.running = true
+		g.next = nil
+		go g.run(context.WithoutCancel(ctx), src, r)
+	}
+	g.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.seq, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// run queries for r, then for the round that gathered meanwhile, until
+// none did.
+func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
+	for r != nil {
+		r.seq, r.err = src.LastSeq(ctx)
+		close(r.done)
+		g.mu.Lock()
+		r = g.next
+		g.next = nil
+		if r == nil {
+			g.running = false
+		}
+		g.mu.Unlock()
+	}
+}

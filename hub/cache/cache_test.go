@@ -1,0 +1,294 @@
+package cache_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/hub/cache"
+	"github.com/cairn-dev/cairn/labels"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// fixture is a hub on a real SQLite file with instances of three Type
+// revisions across two namespaces, labelled, some using others.
+func fixture(t testing.TB, n int) (store.Store, *hub.Hub) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cache.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st, NoReadCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []cairn.TypeRef{{Path: "cap.type.a", Revision: "0.1.0"}, {Path: "cap.type.a", Revision: "0.10.0"}, {Path: "cap.type.b.c", Revision: "1.0.0"}}
+	var ins []hub.NewInstance
+	var rels []hub.UsesRelation
+	for i := range n {
+		ins = append(ins, hub.NewInstance{
+			Alias:     fmt.Sprintf("i%d", i),
+			TypeRef:   refs[i%len(refs)],
+			Namespace: []string{"default", "other"}[i%2],
+			Name:      fmt.Sprintf("n%03d", i),
+			Labels:    map[string]string{"team": fmt.Sprintf("t%d", i%4), "tier": []string{"web", "db", "cache"}[i%3]},
+			Value:     json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
+		})
+		if i > 0 && i%5 == 0 {
+			rels = append(rels, hub.UsesRelation{From: fmt.Sprintf("i%d", i), To: fmt.Sprintf("i%d", i-1)})
+		}
+	}
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: ins, UsesRelations: rels}); err != nil {
+		t.Fatal(err)
+	}
+	return st, h
+}
+
+func sel(t *testing.T, s string) []labels.Requirement {
+	t.Helper()
+	l, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestListMatchesStore: for every filter the cache serves, it answers
+// exactly what the store answers, order, relations and values included,
+// page by page with limit and after.
+func TestListMatchesStore(t *testing.T) {
+	ctx := context.Background()
+	st, _ := fixture(t, 60)
+	c := cache.New(st)
+	tests := []struct {
+		name string
+		f    store.InstanceFilter
+	}{
+		{"all", store.InstanceFilter{}},
+		{"type", store.InstanceFilter{TypePath: "cap.type.a"}},
+		{"type prefix", store.InstanceFilter{TypePath: "cap.type.*"}},
+		{"type prefix b", store.InstanceFilter{TypePath: "cap.type.b.*"}},
+		{"revision", store.InstanceFilter{TypePath: "cap.type.a", TypeRevision: "0.10.0"}},
+		{"namespace", store.InstanceFilter{Namespace: "other"}},
+		{"name", store.InstanceFilter{Name: "n007"}},
+		{"labels", store.InstanceFilter{Labels: sel(t, "team in (t1,t2),tier!=db")}},
+		{"label exists", store.InstanceFilter{Labels: sel(t, "!team")}},
+		{"backend", store.InstanceFilter{BackendID: cairn.BuiltinBackendID}},
+		{"created by", store.InstanceFilter{CreatedBy: "nobody"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := st.ListInstances(ctx, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.List(ctx, tt.f, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ids(got), ids(want)) {
+				t.Fatalf("cache lists\n%v\nstore lists\n%v", ids(got), ids(want))
+			}
+			for i := range want {
+				w, g := want[i], got[i]
+				if !reflect.DeepEqual(g.Uses, w.Uses) || !reflect.DeepEqual(g.UsedBy, w.UsedBy) || g.Seq != w.Seq || g.Latest.ResourceVersion != w.Latest.ResourceVersion {
+					t.Fatalf("%s: cache has uses %v usedBy %v seq %d, store %v %v %d", w.ID, g.Uses, g.UsedBy, g.Seq, w.Uses, w.UsedBy, w.Seq)
+				}
+			}
+			// Pages of 7 with after give the same sequence.
+			var paged []cairn.Instance
+			f := tt.f
+			f.Limit = 7
+			for {
+				page, err := c.List(ctx, f, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paged = append(paged, page...)
+				if len(page) < f.Limit {
+					break
+				}
+				f.After = &page[len(page)-1]
+			}
+			if !reflect.DeepEqual(ids(paged), ids(want)) {
+				t.Fatalf("paged cache lists\n%v\nstore lists\n%v", ids(paged), ids(want))
+			}
+		})
+	}
+}
+
+// TestFollowsChanges: after writes through the hub the cache re-reads
+// what changed, including relations a deletion removes from another
+// instance and values of new resource versions.
+func TestFollowsChanges(t *testing.T) {
+	ctx := context.Background()
+	st, h := fixture(t, 12)
+	c := cache.New(st)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delete a user (i10 uses i9), update another, create one more.
+	var user, other cairn.Instance
+	for _, in := range all {
+		switch in.Name {
+		case "n010":
+			user = in
+		case "n003":
+			other = in
+		}
+	}
+	if err := h.DeleteInstance(ctx, user.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: other.ID, Value: json.RawMessage(`{"i":"new"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := st.ListInstances(ctx, store.InstanceFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.List(ctx, store.InstanceFilter{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ids(got), ids(want)) {
+		t.Fatalf("cache lists %v, store %v", ids(got), ids(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].UsedBy, want[i].UsedBy) {
+			t.Fatalf("%s: cache usedBy %v, store %v", want[i].ID, got[i].UsedBy, want[i].UsedBy)
+		}
+	}
+	o, ok, err := c.Get(ctx, other.ID, true)
+	if err != nil || !ok || string(o.Latest.Value) != `{"i":"new"}` || o.Latest.ResourceVersion != 2 {
+		t.Fatalf("cache has %s version %d (ok %v, err %v), want the update", o.Latest.Value, o.Latest.ResourceVersion, ok, err)
+	}
+	if _, ok, _ := c.Get(ctx, user.ID, false); ok {
+		t.Fatal("cache still has the deleted instance")
+	}
+	if c.Applied() < o.Seq {
+		t.Fatalf("cache applied %d, behind the update's seq %d", c.Applied(), o.Seq)
+	}
+}
+
+func ids(list []cairn.Instance) []string {
+	out := make([]string, len(list))
+	for i, in := range list {
+		out[i] = in.Namespace + "/" + in.Name
+	}
+	return out
+}
+
+// BenchmarkGet compares a consistent read of one instance from the cache
+// with the same read from the store (the baseline, in the same run).
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	st, _ := fixture(b, 100)
+	c := cache.New(st)
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			in, err := st.GetInstanceByName(ctx, "cap.type.a", "default", "n042")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.Value(ctx, in.ID, in.Latest.ResourceVersion); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cache", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok, err := c.GetByName(ctx, "cap.type.a", "default", "n042", true); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}
+
+// BenchmarkList100 compares listing 100 instances with values.
+func BenchmarkList100(b *testing.B) {
+	ctx := context.Background()
+	st, h := fixture(b, 300)
+	c := cache.New(st)
+	f := store.InstanceFilter{TypePath: "cap.type.a", TypeRevision: "0.1.0"}
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			list, err := st.ListInstances(ctx, f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			refs := make([]hub.ValueRef, len(list))
+			for i := range list {
+				refs[i] = hub.ValueRef{Instance: list[i], Version: list[i].Latest}
+			}
+			if _, err := h.Values(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cache", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.List(ctx, f, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestEdgeToChangedInstance: an edge added to an instance in a transaction
+// that logs a change of that instance only (a stack's installation using
+// a child it creates) is in the user's Uses, in the store's order.
+func TestEdgeToChangedInstance(t *testing.T) {
+	ctx := context.Background()
+	st, _ := fixture(t, 6)
+	c := cache.New(st)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := all[0]
+	// Two children, each created with only the owner's edge to it.
+	for _, child := range []string{"child-b", "child-a"} {
+		err := st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			in := cairn.Instance{ID: child, TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}, Namespace: "default", Name: child,
+				Backend: cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true}, CreatedAt: owner.CreatedAt,
+				Latest: cairn.ResourceVersion{ResourceVersion: 1, CreatedAt: owner.CreatedAt}}
+			if err := tx.CreateInstance(ctx, in); err != nil {
+				return err
+			}
+			if err := tx.PutValue(ctx, child, 1, json.RawMessage(`{}`)); err != nil {
+				return err
+			}
+			return tx.AddUses(ctx, owner.ID, child)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := st.GetInstances(ctx, []string{owner.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.Get(ctx, owner.ID, false)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if !reflect.DeepEqual(got.Uses, want[0].Uses) {
+		t.Fatalf("cache has the owner using %v, store %v", got.Uses, want[0].Uses)
+	}
+}
