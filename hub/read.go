@@ -69,9 +69,6 @@ func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool)
 // ListInstances lists instances matching f, sorted by type path ascending,
 // revision descending, createdAt descending. With withValues each latest
 // value is read from its backend.
-//
-// Labels and Annotations of the instances returned may be shared with the
-// hub's cache: read them, do not modify them.
 func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
 	list, _, err := h.ListInstancesAt(ctx, f, withValues)
 	return list, err

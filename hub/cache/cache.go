@@ -352,9 +352,10 @@ func (c *Cache) unindex(e *entry) {
 
 // out returns a copy of e's instance for a caller, with UsedBy derived and
 // the value only when asked for. Labels and Annotations are the cache's
-// own maps unless clone: a list shares them (cloning them was most of a
-// list's cost), and its callers must not modify them. c.mu is held for
-// reading.
+// own maps unless clone. Every read clones them today: sharing them with
+// lists was measurably faster, but one caller writing to a shared map
+// would corrupt the cache for every reader, and the hub's callers
+// (controllers included) are many. c.mu is held for reading.
 func (c *Cache) out(e *entry, withValue, clone bool) cairn.Instance {
 	inst := e.inst
 	inst.Uses = slices.Clone(inst.Uses)
@@ -480,7 +481,7 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 			if !matches(e, f) {
 				continue
 			}
-			out = append(out, c.out(e, withValues, false))
+			out = append(out, c.out(e, withValues, true))
 			if f.Limit > 0 && len(out) == f.Limit {
 				return out, seq, nil
 			}
