@@ -104,6 +104,9 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	var stored []cairn.Instance
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		stored = nil
+		if err := h.pinTypes(ctx, tx, items); err != nil {
+			return err
+		}
 		for _, p := range items {
 			if err := tx.CreateInstance(ctx, p.inst); err != nil {
 				return &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}
@@ -143,6 +146,33 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
 	return out, nil
+}
+
+// pinTypes reads the Types of the batch inside its transaction, which keeps
+// a concurrent DeleteType from removing one before the instances commit (the
+// store then refuses the delete: the Type has instances). A Type deleted
+// before this point makes the instances ones of an unregistered Type, as if
+// the delete had come first; only a strict hub refuses those.
+func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error {
+	seen := make(map[cairn.TypeRef]bool, 1)
+	for _, p := range items {
+		ref := p.inst.TypeRef
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		_, err := tx.GetType(ctx, ref)
+		switch {
+		case cairn.HasCode(err, cairn.CodeNotFound):
+			if h.strict {
+				return &cairn.Error{Code: cairn.CodeInvalid, Subject: subjectOf(p.in.Alias),
+					Msg: fmt.Sprintf("Type %s is not registered and the hub runs in strict mode", ref)}
+			}
+		case err != nil:
+			return fmt.Errorf("read Type %s: %w", ref, err)
+		}
+	}
+	return nil
 }
 
 func subjectOf(alias string) string { return fmt.Sprintf("TypeInstance %q", alias) }

@@ -34,7 +34,9 @@ type Store interface {
 
 // Reader reads committed state (or, through a Tx, the transaction's state).
 type Reader interface {
-	// GetType returns one Type revision; CodeNotFound when absent.
+	// GetType returns one Type revision; CodeNotFound when absent. Through
+	// a Tx it keeps the revision from being deleted by another transaction
+	// until this one ends.
 	GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error)
 	// ListTypes returns Types sorted by path ascending, revision descending.
 	ListTypes(ctx context.Context, f TypeFilter) ([]cairn.Type, error)
@@ -89,7 +91,10 @@ type Tx interface {
 	Reader
 	// CreateType inserts a Type; CodeAlreadyExists when the revision exists.
 	CreateType(ctx context.Context, t cairn.Type) error
-	// DeleteType removes a Type revision; CodeNotFound when absent.
+	// DeleteType removes a Type revision; CodeNotFound when absent,
+	// CodeUsedBy while instances of it exist, counting those of
+	// transactions that commit while it waits: the database decides, so a
+	// create racing the delete either keeps the Type or sees it gone.
 	DeleteType(ctx context.Context, ref cairn.TypeRef) error
 	// CreateInstance inserts an instance with its first resource version
 	// (inst.Latest), labels, attributes, status and managed fields. Uses and

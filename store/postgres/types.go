@@ -28,7 +28,14 @@ const (
 	SELECT t.path, t.revision, x.parent FROM t, unnest($5::text[]) AS x(parent) ON CONFLICT DO NOTHING
 )
 SELECT count(*) FROM t`
-	qDeleteType = `DELETE FROM types WHERE path = $1 AND revision = $2`
+	// qGetTypeLocked is GetType through a Tx: the key-share lock keeps a
+	// concurrent DeleteType waiting until this transaction ends, so a Type
+	// read while creating its instances cannot vanish before they commit.
+	qGetTypeLocked = qGetType + ` FOR KEY SHARE`
+	// qLockTypeForDelete waits for every transaction that read the Type
+	// through GetType (key share) to end.
+	qLockTypeForDelete = `SELECT 1 FROM types WHERE path = $1 AND revision = $2 FOR UPDATE`
+	qDeleteType        = `DELETE FROM types WHERE path = $1 AND revision = $2`
 )
 
 func scanType(row pgx.Row) (cairn.Type, error) {
@@ -148,7 +155,44 @@ func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
 	return nil
 }
 
+// GetType through a Tx locks the Type revision against DeleteType until the
+// transaction ends.
+func (t *tx) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error) {
+	typ, err := scanType(t.q.QueryRow(ctx, qGetTypeLocked, ref.Path, ref.Revision))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Type{}, cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
+	}
+	if err != nil {
+		return cairn.Type{}, fmt.Errorf("postgres: get type %s: %w", ref, classify(err))
+	}
+	return typ, nil
+}
+
+// DeleteType refuses a Type revision that has instances, counting them only
+// once no transaction can still be adding one: it first waits for those that
+// read the Type through a Tx (the row lock), then for every transaction with
+// an uncommitted instance (they all hold the change-log lock, see
+// qCreateInstance). Under READ COMMITTED the count, a new statement, then
+// sees all of them.
 func (t *tx) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
+	var one int
+	err := t.q.QueryRow(ctx, qLockTypeForDelete, ref.Path, ref.Revision).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete type %s: lock: %w", ref, classify(err))
+	}
+	if _, err := t.q.Exec(ctx, `SELECT id FROM change_log_lock WHERE id = 1 FOR UPDATE`); err != nil {
+		return fmt.Errorf("postgres: delete type %s: lock the change log: %w", ref, classify(err))
+	}
+	n, err := t.CountInstances(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("postgres: delete type %s: %w", ref, err)
+	}
+	if n > 0 {
+		return cairn.Errorf(cairn.CodeUsedBy, "type %q has %d instance(s)", ref, n)
+	}
 	tag, err := t.q.Exec(ctx, qDeleteType, ref.Path, ref.Revision)
 	if err != nil {
 		return fmt.Errorf("postgres: delete type %s: %w", ref, classify(err))

@@ -7,11 +7,14 @@ package sqlite
 const (
 	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at`
 
-	qGetType       = `SELECT ` + typeColumns + ` FROM types WHERE path = ? AND revision = ?`
-	qListTypesAll  = `SELECT ` + typeColumns + ` FROM types ORDER BY path, revision_key DESC, revision DESC`
-	qInsertType    = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	qInsertParent  = `INSERT INTO type_parents (path, revision, parent) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
-	qDeleteType    = `DELETE FROM types WHERE path = ? AND revision = ?`
+	qGetType      = `SELECT ` + typeColumns + ` FROM types WHERE path = ? AND revision = ?`
+	qListTypesAll = `SELECT ` + typeColumns + ` FROM types ORDER BY path, revision_key DESC, revision DESC`
+	qInsertType   = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	qInsertParent = `INSERT INTO type_parents (path, revision, parent) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
+	// qDeleteType deletes a Type revision only while no instance has it;
+	// under BEGIN IMMEDIATE no create can slip in between check and delete.
+	qDeleteType = `DELETE FROM types WHERE path = ?1 AND revision = ?2
+AND NOT EXISTS (SELECT 1 FROM instances WHERE type_path = ?1 AND type_revision = ?2)`
 	qCountInstance = `SELECT COUNT(*) FROM instances WHERE type_path = ? AND type_revision = ?`
 
 	// instanceSelect reads an instance with its latest resource version in

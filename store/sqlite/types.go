@@ -139,8 +139,15 @@ func (t *tx) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: delete type %s: %w", ref, err)
 	}
-	if n == 0 {
-		return cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
+	if n == 1 {
+		return nil
 	}
-	return nil
+	if _, err := t.GetType(ctx, ref); err != nil {
+		return err
+	}
+	used, err := t.CountInstances(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete type %s: %w", ref, err)
+	}
+	return cairn.Errorf(cairn.CodeUsedBy, "type %q has %d instance(s)", ref, used)
 }
