@@ -3,6 +3,7 @@ package grpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,12 +90,27 @@ func optional(d json.RawMessage) []byte {
 	return []byte(d)
 }
 
-// doc reads wire bytes as a document; empty means none.
-func doc(b []byte) json.RawMessage {
+// doc reads wire bytes as a document; empty means none. A backend's answer
+// is checked here, once, so bytes that are not JSON never reach the hub (and
+// from it a REST or GraphQL encoder). The error leaves the bytes out: they
+// may be a secret.
+func (c *Client) doc(what, field, instanceID string, b []byte) (json.RawMessage, error) {
 	if len(b) == 0 {
-		return nil
+		return nil, nil
 	}
-	return json.RawMessage(b)
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(b, new(json.RawMessage)); err != nil {
+		msg := fmt.Sprintf("%s: the backend answered with a %s that is not JSON (%d bytes)", what, field, len(b))
+		if errors.As(err, &syn) {
+			msg += fmt.Sprintf(": syntax error at byte %d", syn.Offset)
+		}
+		e := backendErr(c.id, cairn.CodeInternal, msg, nil)
+		if instanceID != "" {
+			e.IDs = []string{instanceID}
+		}
+		return nil, e
+	}
+	return json.RawMessage(b), nil
 }
 
 func ownerPtr(owner string) *string {
@@ -123,20 +139,24 @@ func (c *Client) GetPreCreateValue(ctx context.Context, req cairn.GetPreCreateVa
 	if c.acceptValue {
 		return nil, nil
 	}
-	var out json.RawMessage
-	err := c.call(ctx, "GetPreCreateValue", "get the pre-create value", "", true, func(ctx context.Context) error {
+	var raw []byte
+	what := "get the pre-create value"
+	err := c.call(ctx, "GetPreCreateValue", what, "", true, func(ctx context.Context) error {
 		resp, err := c.context.GetPreCreateValue(ctx, &pb.GetPreCreateValueRequest{Context: req.Context})
 		if err == nil {
-			out = doc(resp.Value)
+			raw = resp.Value
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return c.doc(what, "value", "", raw)
 }
 
 // OnCreate stores resource version 1.
 func (c *Client) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json.RawMessage, error) {
-	var out json.RawMessage
+	var raw []byte
 	what := fmt.Sprintf("create TypeInstance %q", req.InstanceID)
 	err := c.call(ctx, "OnCreate", what, req.InstanceID, false, func(ctx context.Context) error {
 		var resp *pb.OnCreateResponse
@@ -149,11 +169,14 @@ func (c *Client) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json.
 			resp, err = c.context.OnCreate(ctx, &pb.OnCreateRequest{TypeInstanceId: req.InstanceID, Context: req.Context})
 		}
 		if err == nil {
-			out = doc(resp.Context)
+			raw = resp.Context
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return c.doc(what, "context", req.InstanceID, raw)
 }
 
 // OnUpdate stores a new resource version.
@@ -163,7 +186,7 @@ func (c *Client) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json.
 	if err != nil {
 		return nil, c.badRevision(what, req.InstanceID, err)
 	}
-	var out json.RawMessage
+	var raw []byte
 	err = c.call(ctx, "OnUpdate", what, req.InstanceID, false, func(ctx context.Context) error {
 		var resp *pb.OnUpdateResponse
 		var err error
@@ -178,11 +201,14 @@ func (c *Client) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json.
 			})
 		}
 		if err == nil {
-			out = doc(resp.Context)
+			raw = resp.Context
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return c.doc(what, "context", req.InstanceID, raw)
 }
 
 // OnDelete removes every resource version of an instance.
@@ -233,7 +259,7 @@ func (c *Client) GetValue(ctx context.Context, req cairn.GetValueRequest) (json.
 	if err != nil {
 		return nil, c.badRevision(what, req.InstanceID, err)
 	}
-	var out json.RawMessage
+	var raw []byte
 	err = c.call(ctx, "GetValue", what, req.InstanceID, true, func(ctx context.Context) error {
 		in := &pb.GetValueRequest{TypeInstanceId: req.InstanceID, ResourceVersion: rv, Context: req.Context}
 		var resp *pb.GetValueResponse
@@ -244,11 +270,14 @@ func (c *Client) GetValue(ctx context.Context, req cairn.GetValueRequest) (json.
 			resp, err = c.context.GetValue(ctx, in)
 		}
 		if err == nil {
-			out = doc(resp.Value)
+			raw = resp.Value
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return c.doc(what, "value", req.InstanceID, raw)
 }
 
 // GetLockedBy reads the lock owner, "" when unlocked.

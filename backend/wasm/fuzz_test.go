@@ -1,0 +1,38 @@
+package wasm
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzControllerOutput feeds arbitrary stdout of a WASM controller: a list
+// is objects only, a message has text, and nothing panics.
+func FuzzControllerOutput(f *testing.F) {
+	for _, s := range []string{
+		`[{"metadata":{"name":"a"}}]`, `{"a":1}{"b":2}`, `{"a":1} 2`, `[1]`, `[`, ``, ` `, `{"message":"not found","code":"NotFound"}`,
+		`{"message":""}`, "\xff", `{"a":1}]`, `[{"a":1},null]`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		items, err := parseList(out)
+		if err == nil {
+			for i, it := range items {
+				if !isObject(it) {
+					t.Fatalf("item %d %q is not an object", i, it)
+				}
+				var m map[string]any
+				if json.Unmarshal(it, &m) != nil {
+					t.Fatalf("item %d %q does not decode", i, it)
+				}
+			}
+		} else if err.Error() == "" {
+			t.Fatal("empty error")
+		}
+		if m, ok := parseMessage(out); ok && m.Message == "" {
+			t.Fatal("a message without text was accepted")
+		}
+		_ = subjectOf(out)
+		_ = excerpt(out)
+	})
+}
