@@ -2,7 +2,7 @@ package authn
 
 import (
 	"crypto/sha256"
-		"encoding/csv"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"

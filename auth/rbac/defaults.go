@@ -37,7 +37,9 @@ func Defaults() Policy {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subjects}
 	}
-	group := func(g string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g} }
+	group := func(g string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g}
+	}
 	return Policy{
 		ClusterRoles: []rbacv1.ClusterRole{
 			cr(AdminRole,
