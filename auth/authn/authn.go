@@ -43,20 +43,16 @@ func (c *Chain) Configured() bool { return c.Certs != nil || len(c.Tokens) > 0 }
 // system:anonymous in group system:unauthenticated; every authenticated user
 // also gets group system:authenticated.
 func (c *Chain) Authenticate(r *http.Request) (cairn.User, error) {
+	if _, pass, ok := r.BasicAuth(); ok {
+		// Clients that only speak basic auth (Terraform's http backend) give
+		// a token as the password; the user name is not trusted.
+		return c.token(pass)
+	}
 	if tok, present, err := BearerToken(r.Header); present {
 		if err != nil {
 			return cairn.User{}, err
 		}
-		for _, t := range c.Tokens {
-			u, ok, err := t.AuthenticateToken(tok)
-			if err != nil {
-				return cairn.User{}, err
-			}
-			if ok {
-				return authenticated(u), nil
-			}
-		}
-		return cairn.User{}, errors.Join(ErrInvalid, errors.New("the bearer token is not valid"))
+		return c.token(tok)
 	}
 	if c.Certs != nil {
 		u, ok, err := c.Certs.Authenticate(r)
@@ -68,6 +64,22 @@ func (c *Chain) Authenticate(r *http.Request) (cairn.User, error) {
 		}
 	}
 	return AnonymousUser(), nil
+}
+
+func (c *Chain) token(tok string) (cairn.User, error) {
+	if tok == "" {
+		return cairn.User{}, errors.Join(ErrInvalid, errors.New("the token is empty"))
+	}
+	for _, t := range c.Tokens {
+		u, ok, err := t.AuthenticateToken(tok)
+		if err != nil {
+			return cairn.User{}, err
+		}
+		if ok {
+			return authenticated(u), nil
+		}
+	}
+	return cairn.User{}, errors.Join(ErrInvalid, errors.New("the token is not valid"))
 }
 
 // AnonymousUser is the caller that presented no credential.

@@ -246,6 +246,9 @@ func FuzzBearerToken(f *testing.F) {
 			t.Fatalf("%q authenticated as %q without error", h, u.Name)
 		}
 		tok, _, _ := authn.BearerToken(r.Header)
+		if _, pass, ok := r.BasicAuth(); ok {
+			tok = pass
+		}
 		if tok != "s3cret" {
 			t.Fatalf("%q authenticated jane with token %q", h, tok)
 		}

@@ -31,7 +31,7 @@ func TestClientBinary(t *testing.T) {
 		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"))
 
 	// Port 0: the server picks a free port and prints it.
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
 	srv.Env = env
 	var srvErr syncBuffer
 	srv.Stderr = &srvErr

@@ -133,7 +133,7 @@ func startServe(t *testing.T, vars map[string]string, args ...string) string {
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), cli.Env{
+		done <- cli.Main(ctx, append([]string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, args...), cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
 		})
 		pw.Close()
