@@ -128,12 +128,18 @@ func TestCommandsOnPostgres(t *testing.T) {
 // its base URL.
 func startServe(t *testing.T, vars map[string]string, args ...string) string {
 	t.Helper()
+	return startServeSecure(t, vars, append([]string{"--allow-anonymous"}, args...)...)
+}
+
+// startServeSecure is startServe without --allow-anonymous.
+func startServeSecure(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, append([]string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, args...), cli.Env{
+		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
 		})
 		pw.Close()
