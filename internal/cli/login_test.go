@@ -50,3 +50,65 @@ func TestServeSecureCLI(t *testing.T) {
 		t.Fatalf("jane (impersonated, without rights) listed flags: %+v", r)
 	}
 }
+
+// TestServeRBACFile: users of --token-auth-file get what --rbac-file binds.
+func TestServeRBACFile(t *testing.T) {
+	dir := t.TempDir()
+	tokens, rbacFile := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "rbac.yaml")
+	os.WriteFile(tokens, []byte("vic-token,vic,1\ned-token,ed,2\n"), 0o600)
+	os.WriteFile(rbacFile, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vic-views}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: vic}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ed-edits, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: ed}]
+`), 0o600)
+	data := t.TempDir()
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": filepath.Join(dir, "config.yaml")}
+	url := startServeSecure(t, vars, "--token-auth-file", tokens, "--rbac-file", rbacFile)
+	if r := runVars(t, vars, "--server", url, "apply", "-f", "../../examples/flags/flags.json"); r.code != 0 {
+		t.Fatalf("admin apply: %+v", r)
+	}
+	flag := func(ns string) string {
+		p := filepath.Join(dir, ns+".yaml")
+		os.WriteFile(p, []byte("apiVersion: flipt.io/v1alpha1\nkind: Flag\nmetadata: {name: f, namespace: "+ns+"}\nspec: {enabled: true}\n"), 0o600)
+		return p
+	}
+	as := func(user string) map[string]string {
+		v := map[string]string{"CAIRN_DATA_DIR": t.TempDir(), "CAIRN_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+		if r := runVars(t, v, "login", "--server", url, "--token", user+"-token"); r.code != 0 {
+			t.Fatalf("login %s: %+v", user, r)
+		}
+		return v
+	}
+	vic, ed := as("vic"), as("ed")
+	for _, tc := range []struct {
+		who  map[string]string
+		name string
+		args []string
+		ok   bool
+	}{
+		{ed, "editor creates in a", []string{"apply", "-f", flag("a")}, true},
+		{ed, "editor creates in b", []string{"apply", "-f", flag("b")}, false},
+		{vic, "viewer lists", []string{"get", "flags", "-A"}, true},
+		{vic, "viewer creates", []string{"apply", "-f", flag("c")}, false},
+	} {
+		r := runVars(t, tc.who, tc.args...)
+		if (r.code == 0) != tc.ok {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+		if !tc.ok && !strings.Contains(r.stderr, "forbidden") {
+			t.Errorf("%s: no reason: %s", tc.name, r.stderr)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r}\n"), 0o600)
+	if r := runVars(t, vars, "serve", "--addr", "127.0.0.1:0", "--rbac-file", bad); r.code == 0 || !strings.Contains(r.stderr, "metadata.namespace is required") {
+		t.Errorf("a bad --rbac-file: %+v", r)
+	}
+}

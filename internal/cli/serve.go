@@ -92,6 +92,10 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err := sec.checkAddr(addr); err != nil {
 		return err
 	}
+	rbacPolicy, err := sec.policy()
+	if err != nil {
+		return err
+	}
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
 		return err
@@ -104,7 +108,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	defer backends.Close()
 	opener := a.withBackends(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: sec.policy()})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

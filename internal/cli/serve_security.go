@@ -45,6 +45,7 @@ type securityOptions struct {
 	auditBackups     int
 	ratePerUser      float64
 	burst            int
+	rbacFiles        []string
 }
 
 func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
@@ -67,6 +68,7 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.IntVar(&o.auditMaxMB, "audit-log-maxsize", 100, "rotate the audit log at this many megabytes")
 	f.IntVar(&o.auditBackups, "audit-log-maxbackup", 5, "rotated audit logs to keep")
 	f.Float64Var(&o.ratePerUser, "max-requests-per-user", 0, "sustained requests per second allowed to one user (0: no limit); over it: 429 with Retry-After")
+	f.StringArrayVar(&o.rbacFiles, "rbac-file", nil, "YAML/JSON file of rbac.authorization.k8s.io/v1 Roles, ClusterRoles, RoleBindings and ClusterRoleBindings (--- between documents) added to the default roles; repeatable")
 	f.IntVar(&o.burst, "max-requests-burst", 100, "requests one user may make at once above --max-requests-per-user")
 }
 
@@ -76,16 +78,31 @@ func (o *securityOptions) configured() bool {
 }
 
 // policy is what the flags add to the default RBAC policy.
-func (o *securityOptions) policy() rbac.Policy {
-	if !o.allowAnonymous {
-		return rbac.Policy{}
+func (o *securityOptions) policy() (rbac.Policy, error) {
+	var p rbac.Policy
+	for _, f := range o.rbacFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return p, fmt.Errorf("--rbac-file: %w", err)
+		}
+		for i, doc := range strings.Split("\n"+string(b), "\n---") {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			if err := p.Parse([]byte(doc)); err != nil {
+				return rbac.Policy{}, fmt.Errorf("--rbac-file %s, document %d: %w", f, i+1, err)
+			}
+		}
 	}
-	return rbac.Policy{ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{
+	if !o.allowAnonymous {
+		return p, nil
+	}
+	return p.Merge(rbac.Policy{ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: "cairn-allow-anonymous"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.AdminRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: cairn.Unauthenticated}},
-	}}}
+	}}}), nil
 }
 
 // checkAddr refuses to serve a non-loopback address with nobody to
