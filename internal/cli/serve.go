@@ -193,11 +193,12 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		}
 		errc <- srv.Serve(ln)
 	}()
-	close(ready)
+	// The kubeconfig is there before /readyz says ready.
 	kubeconfig, err := secure.writeKubeconfig(a.dataDir, ln.Addr().String())
 	if err != nil {
 		return err
 	}
+	close(ready)
 	log.Info("serving", "addr", ln.Addr().String(), "dataDir", a.dataDir, "tls", secure.tls != nil)
 	fmt.Fprintf(a.env.Stdout, "cairn serving on %s://%s (store %s)\n", secure.scheme, ln.Addr(), path)
 	if secure.dual {
