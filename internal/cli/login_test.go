@@ -1,20 +1,25 @@
 package cli_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestServeSecureCLI: a server started without --allow-anonymous refuses
+// TestServeSecureCLI: a server with an authenticator configured refuses
 // the anonymous CLI, and accepts it with the data directory's generated
 // kubeconfig, with --kubeconfig and after cairn login --token.
 func TestServeSecureCLI(t *testing.T) {
 	data, other := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("vic-token,vic,1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": cfg}
-	url := startServeSecure(t, vars)
+	url := startServeSecure(t, vars, "--token-auth-file", tokens)
 	for _, f := range []string{"admin.token", "kubeconfig", "tls/serving.key"} {
 		st, err := os.Stat(filepath.Join(data, f))
 		if err != nil || st.Mode().Perm() != 0o600 {
@@ -110,5 +115,55 @@ subjects: [{kind: User, name: ed}]
 	os.WriteFile(bad, []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r}\n"), 0o600)
 	if r := runVars(t, vars, "serve", "--addr", "127.0.0.1:0", "--rbac-file", bad); r.code == 0 || !strings.Contains(r.stderr, "metadata.namespace is required") {
 		t.Errorf("a bad --rbac-file: %+v", r)
+	}
+}
+
+// TestServeLoopbackDefault: with nothing about access configured, a
+// loopback server serves callers without credentials as before the guard
+// (as cairn-admin), while credentials that are presented are still checked.
+func TestServeLoopbackDefault(t *testing.T) {
+	data, other := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": cfg}
+	url := startServeSecure(t, vars)
+	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	if err != nil {
+		t.Fatalf("admin token not written: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "kubeconfig")); err != nil {
+		t.Fatalf("kubeconfig not written: %v", err)
+	}
+	list := url + "/apis/hub.cairn.dev/v1/typeinstances"
+	for _, c := range []struct {
+		name, token string
+		want        int
+	}{
+		{"anonymous", "", http.StatusOK},
+		{"admin token", strings.TrimSpace(string(tok)), http.StatusOK},
+		{"bogus token", "not-a-token", http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, list, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: GET typeinstances answered %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+	otherVars := map[string]string{"CAIRN_DATA_DIR": other, "CAIRN_CONFIG": cfg}
+	if r := runVars(t, otherVars, "--server", url, "apply", "-f", "../../examples/flags/flags.json", "-f", "../../examples/flags/new-project.yaml"); r.code != 0 {
+		t.Fatalf("anonymous CLI apply: %+v", r)
+	}
+	if r := runVars(t, otherVars, "--server", url, "get", "flags"); r.code != 0 || !strings.Contains(r.stdout, "new-project") {
+		t.Fatalf("anonymous CLI get: %+v", r)
+	}
+	// An impersonated user has only its own rights.
+	if r := runVars(t, vars, "--server", url, "--as", "jane", "get", "flags"); r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+		t.Fatalf("jane (impersonated, without rights) listed flags: %+v", r)
 	}
 }

@@ -205,7 +205,10 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		fmt.Fprintf(a.env.Stdout, "and on https://%s with the self-signed certificate %s\n", ln.Addr(), secure.certFile)
 	}
 	fmt.Fprintf(a.env.Stdout, "admin token in %s; kubectl --kubeconfig %s get typeinstances\n", secure.adminFile, kubeconfig)
-	if !sec.configured() && !sec.allowAnonymous {
+	switch {
+	case sec.openLoopback():
+		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback without authentication; configure --token-auth-file, --client-ca or --oidc-issuer-url to require it")
+	case !sec.configured() && !sec.allowAnonymous:
 		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback only, to the admin token")
 	}
 

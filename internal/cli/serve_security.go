@@ -61,7 +61,7 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "", "the ID token claim holding the user's groups")
 	f.StringVar(&o.oidc.GroupsPrefix, "oidc-groups-prefix", "", "prefix of OIDC group names")
 	f.StringVar(&o.oidcCAFile, "oidc-ca-file", "", "PEM CA the OIDC issuer's certificate is signed by (default: the system's)")
-	f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "serve requests without credentials as cairn-admin (insecure; needed to bind a non-loopback address without an authenticator)")
+	f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "serve requests without credentials as cairn-admin (insecure; needed to bind a non-loopback address without an authenticator; the default on loopback when no authenticator and no --rbac-file is given)")
 	f.BoolVar(&o.metricsAnonymous, "metrics-anonymous", false, "serve /metrics without authorization")
 	f.StringVar(&o.auditPath, "audit-log-path", "", "audit log file, one audit.k8s.io/v1 Event per line (default <data-dir>/audit.log; - : none)")
 	f.StringVar(&o.auditLevel, "audit-level", "Metadata", "audit level: None, Metadata or Request (Request adds the object's kind and metadata, never values)")
@@ -75,6 +75,16 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 // configured reports whether an authenticator beyond the admin token is set.
 func (o *securityOptions) configured() bool {
 	return o.clientCA != "" || o.tokenFile != "" || o.oidc.IssuerURL != ""
+}
+
+// openLoopback reports whether requests without credentials are served as
+// cairn-admin because nothing about access was configured: no authenticator
+// and no --rbac-file. checkAddr lets that happen on a loopback address only.
+// Landing the guard opt-in keeps loopback development and the tools that
+// talk to a plain `cairn serve` working; refusing anonymous callers by
+// default is the next step (issue 16).
+func (o *securityOptions) openLoopback() bool {
+	return !o.allowAnonymous && !o.configured() && len(o.rbacFiles) == 0
 }
 
 // policy is what the flags add to the default RBAC policy.
@@ -94,12 +104,17 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 			}
 		}
 	}
-	if !o.allowAnonymous {
+	binding := "cairn-allow-anonymous"
+	switch {
+	case o.allowAnonymous:
+	case o.openLoopback():
+		binding = "cairn-loopback-anonymous"
+	default:
 		return p, nil
 	}
 	return p.Merge(rbac.Policy{ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: "cairn-allow-anonymous"},
+		ObjectMeta: metav1.ObjectMeta{Name: binding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.AdminRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: cairn.Unauthenticated}},
 	}}}), nil
