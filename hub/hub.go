@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,9 @@ type Config struct {
 	// NoReadCache reads every instance from the store instead of the
 	// in-memory watch cache (hub/cache). Reads are consistent either way.
 	NoReadCache bool
+	// RBAC is added to the default roles and bindings (rbac.Defaults);
+	// bindings created through the API are added to both.
+	RBAC rbac.Policy
 }
 
 // Hub is the service. It is safe for concurrent use.
@@ -82,6 +86,7 @@ type Hub struct {
 	now       func() time.Time
 
 	notify       *notifier
+	authz        authz
 	pollInterval time.Duration
 	// typesGen counts Type changes made through this hub, so façades can
 	// cache what they derive from the Types.
@@ -142,6 +147,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if err := h.bootstrapGotemplate(ctx); err != nil {
 		return nil, fmt.Errorf("hub: register the gotemplate backend: %w", err)
 	}
+	h.authz.init(cfg.RBAC)
 	return h, nil
 }
 

@@ -94,7 +94,7 @@ func startServe(t *testing.T) string {
 	done := make(chan int, 1)
 	vars := map[string]string{cli.EnvDataDir: t.TempDir()}
 	go func() {
-		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, cli.Env{
+		done <- cli.Main(ctx, []string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
 		})
 		pw.Close()

@@ -89,7 +89,7 @@ func (l *lockedBuffer) String() string {
 func serveCairn(t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"))
+	cmd := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"))
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -174,10 +174,14 @@ func (s *Server) onlyGET(w http.ResponseWriter, r *http.Request, fn func()) {
 	fn()
 }
 
-// actorOf returns the caller's identity. cairn does not authenticate yet;
-// kubectl --as and client-go's impersonation send Impersonate-User, which
-// is recorded as createdBy.
+// actorOf returns the caller's identity: the authenticated user when the
+// request passed the access guard (which has applied impersonation, if the
+// caller may), else what an unguarded in-process server was told by
+// Impersonate-User (kubectl --as).
 func actorOf(r *http.Request) string {
+	if u, ok := cairn.UserFrom(r.Context()); ok {
+		return u.Name
+	}
 	return r.Header.Get("Impersonate-User")
 }
 

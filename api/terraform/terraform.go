@@ -79,9 +79,12 @@ func New(cfg Config) *Handler {
 
 // ServeHTTP routes a request of the protocol.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Basic auth's user name is the caller's identity (createdBy of each
-	// state version). cairn does not check passwords itself.
-	if user, _, ok := r.BasicAuth(); ok && user != "" {
+	// Behind the access guard the authenticated user is the identity (its
+	// password is a token). Unguarded, basic auth's user name is taken as
+	// the caller's identity (createdBy of each state version).
+	if u, ok := cairn.UserFrom(r.Context()); ok {
+		r = r.WithContext(cairn.WithActor(r.Context(), u.Name))
+	} else if user, _, ok := r.BasicAuth(); ok && user != "" {
 		r = r.WithContext(cairn.WithActor(r.Context(), user))
 	} else if u := r.Header.Get("Impersonate-User"); u != "" {
 		r = r.WithContext(cairn.WithActor(r.Context(), u))

@@ -72,7 +72,7 @@ func startHub(t *testing.T, flags ...string) *hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &addrWriter{addr: make(chan string, 1)}
 	logs := &syncBuffer{}
-	args := append([]string{"--data-dir", t.TempDir(), "serve", "--addr", "127.0.0.1:0"}, flags...)
+	args := append([]string{"--data-dir", t.TempDir(), "serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, flags...)
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, args, cli.Env{Stdout: out, Stderr: logs, Getenv: func(string) string { return "" }})

@@ -47,6 +47,9 @@ type app struct {
 	strict   bool
 	output   string
 	as       string
+	// asExplicit: --as was given; with credentials, only then is the
+	// server asked to impersonate (Impersonate-User).
+	asExplicit bool
 	// backends holds the settings for reaching external storage backends.
 	backends backendOptions
 
@@ -142,6 +145,7 @@ Every command works the same in both modes:
 			if cmd.Annotations[noOutput] == "true" && cmd.Flags().Changed("output") {
 				return usageErrorf("%s prints what it did, one line per object, and takes no --output", cmd.Name())
 			}
+			a.asExplicit = cmd.Flags().Changed("as")
 			cmd.SetContext(cairn.WithActor(cmd.Context(), a.as))
 			if err := dryRunContext(cmd); err != nil {
 				return err
@@ -172,6 +176,7 @@ Every command works the same in both modes:
 	// declared so they parse and show in the help.
 	f.String("server", "", "server URL, http://HOST:PORT: run as a client of that cairn server [$"+EnvServer+"]; '' for local mode")
 	f.String("context", "", "context of the configuration file whose server to use")
+	f.String("kubeconfig", "", "kubeconfig whose current context gives the server and its credentials (token or client certificate)")
 	f.StringVar(&a.dataDir, "data-dir", a.defaultDataDir(), "directory of the embedded store (cairn.db) [$"+EnvDataDir+"]")
 	f.BoolVar(&a.strict, "strict", strict, "refuse instances of unregistered Types [$"+EnvStrict+"]")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
@@ -214,6 +219,7 @@ Every command works the same in both modes:
 		a.serveCommand(),
 		a.backendServeCommand(),
 		configCommand(a.env),
+		loginCommand(a.env),
 	)
 	root.AddCommand(stackCommands(func(ctx context.Context, fn func(stackAPI) error) error {
 		if a.hub != nil {
@@ -245,7 +251,7 @@ func needsClient(cmd *cobra.Command) bool {
 		return false // the root: help
 	}
 	switch top.Name() {
-	case "serve", "migrate", "backend", "version", "config", "render", "help", "completion", "__complete":
+	case "serve", "migrate", "backend", "version", "config", "login", "render", "help", "completion", "__complete":
 		return false
 	}
 	return true
@@ -277,7 +283,11 @@ func (a *app) defaultDataDir() string {
 // until the command ends.
 func (a *app) openClient(ctx context.Context) error {
 	if a.target.url != "" {
-		c, err := client.New(a.target.url, client.WithActor(a.as))
+		opts, err := a.credentials()
+		if err != nil {
+			return err
+		}
+		c, err := client.New(a.target.url, opts...)
 		if err != nil {
 			return cairn.Errorf(cairn.CodeInvalid, "the server from %s: %w", a.target.from, err)
 		}

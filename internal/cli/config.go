@@ -42,6 +42,13 @@ type clientConfig struct {
 type clientContext struct {
 	Name   string `json:"name"`
 	Server string `json:"server"`
+	// Credentials, as a kubeconfig's user: a bearer token (cairn login
+	// --token) or a client certificate and key; the CA the server's
+	// certificate is checked against.
+	Token                string `json:"token,omitempty"`
+	ClientCertificate    string `json:"client-certificate,omitempty"`
+	ClientKey            string `json:"client-key,omitempty"`
+	CertificateAuthority string `json:"certificate-authority,omitempty"`
 }
 
 func (c *clientConfig) context(name string) (clientContext, bool) {

@@ -74,7 +74,7 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 	}
 	run(bin, "policy", "apply", "-f", policy)
 
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
 	srv.Env = env
 	var srvErr syncBuffer
 	srv.Stderr = &srvErr

@@ -28,6 +28,9 @@ type serverTarget struct {
 	// from says where url came from, for messages: "--server",
 	// "$CAIRN_SERVER", `context "dev" of FILE`.
 	from string
+	// creds are the credentials of the context or kubeconfig the server
+	// came from; nil: none given (see app.credentials).
+	creds *clientContext
 }
 
 // newRoot builds the command tree for the mode args and env select.
@@ -46,6 +49,16 @@ func newRoot(env Env, args []string) (*app, *cobra.Command, error) {
 // are read before cobra parses them because they choose the command tree.
 func resolveServer(env Env, args []string) (serverTarget, error) {
 	server, hasServer := flagValue(args, "server")
+	if kc, ok := flagValue(args, "kubeconfig"); ok {
+		x, err := loadKubeconfig(kc)
+		if err != nil {
+			return serverTarget{}, err
+		}
+		if hasServer {
+			x.Server = server
+		}
+		return serverTarget{url: x.Server, from: "--kubeconfig " + kc, creds: &x}, nil
+	}
 	if hasServer {
 		return serverTarget{url: server, from: "--server"}, nil
 	}
@@ -59,7 +72,7 @@ func resolveServer(env Env, args []string) (serverTarget, error) {
 		if !found {
 			return serverTarget{}, cairn.Errorf(cairn.CodeNotFound, "--context %q: no context exists with that name in %s", name, displayPath(path))
 		}
-		return serverTarget{url: x.Server, from: fmt.Sprintf("context %q of %s", name, path)}, nil
+		return serverTarget{url: x.Server, from: fmt.Sprintf("context %q of %s", name, path), creds: &x}, nil
 	}
 	if s := env.Getenv(EnvServer); s != "" {
 		return serverTarget{url: s, from: "$" + EnvServer}, nil
@@ -76,7 +89,7 @@ func resolveServer(env Env, args []string) (serverTarget, error) {
 	if !found {
 		return serverTarget{}, cairn.Errorf(cairn.CodeInvalid, "current-context %q of %s names no context; fix it with cairn config use-context", c.CurrentContext, path)
 	}
-	return serverTarget{url: x.Server, from: fmt.Sprintf("context %q of %s", x.Name, path)}, nil
+	return serverTarget{url: x.Server, from: fmt.Sprintf("context %q of %s", x.Name, path), creds: &x}, nil
 }
 
 // flagValue finds --name VALUE or --name=VALUE before a "--". The

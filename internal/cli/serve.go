@@ -38,6 +38,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var compat string
 	var gitSync gitSyncOptions
 	var stacks stackControllerOptions
+	var sec securityOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
@@ -73,7 +74,7 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			default:
 				return usageErrorf("--compat %q: the only compatibility mode is capact", compat)
 			}
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync, stacks)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync, stacks, &sec)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
@@ -82,11 +83,19 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
 	a.addStackControllerFlags(cmd, &stacks)
+	a.addSecurityFlags(cmd, &sec)
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, sec *securityOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
+	if err := sec.checkAddr(addr); err != nil {
+		return err
+	}
+	rbacPolicy, err := sec.policy()
+	if err != nil {
+		return err
+	}
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
 		return err
@@ -99,13 +108,19 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	defer backends.Close()
 	opener := a.withBackends(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact})
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
 	if err := registerHubTypes(ctx, h); err != nil {
 		return err
 	}
+
+	secure, err := a.setupSecurity(ctx, addr, sec, h, gitSync.secretFile != "", log)
+	if err != nil {
+		return err
+	}
+	defer secure.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -142,6 +157,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	defer stopSync()
 	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
+	secure.guard.Handle(mux)
 	mux.Handle("/", api)
 	mux.Handle(web.Prefix, web.Handler()) // the web console
 	mux.Handle("GET /{$}", web.Redirect())
@@ -150,7 +166,11 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err != nil {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Slow clients are cut off: headers within 10 s, a body within 5 min,
+	// idle keep-alives after 2 min. There is no write timeout, since a
+	// watch streams for as long as the client stays.
+	srv := &http.Server{Handler: secure.guard.Wrap(mux), TLSConfig: secure.tls, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
 	// Requests outlive the signal: in-flight writes finish during Shutdown;
 	// watch streams, which never finish, are ended by StopWatches.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -162,10 +182,35 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	stopStacks := startStackController(ctx, h, stacks, log)
 	defer stopStacks()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if secure.dual {
+			errc <- srv.Serve(newDualListener(ln, secure.tls))
+			return
+		}
+		if secure.tls != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	// The kubeconfig is there before /readyz says ready.
+	kubeconfig, err := secure.writeKubeconfig(a.dataDir, ln.Addr().String())
+	if err != nil {
+		return err
+	}
 	close(ready)
-	log.Info("serving", "addr", ln.Addr().String(), "dataDir", a.dataDir)
-	fmt.Fprintf(a.env.Stdout, "cairn serving on http://%s (store %s)\n", ln.Addr(), path)
+	log.Info("serving", "addr", ln.Addr().String(), "dataDir", a.dataDir, "tls", secure.tls != nil)
+	fmt.Fprintf(a.env.Stdout, "cairn serving on %s://%s (store %s)\n", secure.scheme, ln.Addr(), path)
+	if secure.dual {
+		fmt.Fprintf(a.env.Stdout, "and on https://%s with the self-signed certificate %s\n", ln.Addr(), secure.certFile)
+	}
+	fmt.Fprintf(a.env.Stdout, "admin token in %s; kubectl --kubeconfig %s get typeinstances\n", secure.adminFile, kubeconfig)
+	switch {
+	case sec.openLoopback():
+		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback without authentication; configure --token-auth-file, --client-ca or --oidc-issuer-url to require it")
+	case !sec.configured() && !sec.allowAnonymous:
+		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback only, to the admin token")
+	}
 
 	select {
 	case err := <-errc:

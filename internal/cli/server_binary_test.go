@@ -26,12 +26,14 @@ func TestClientBinary(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// Nothing of the machine's configuration counts.
+	// Nothing of the machine's configuration counts. The CLI shares the
+	// server's data directory, so it uses the admin kubeconfig serve wrote:
+	// createdBy is "admin", the authenticated user, not $USER.
 	env := append(os.Environ(), "USER=binary-client", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dir, "no-config.yaml"),
 		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"))
 
 	// Port 0: the server picks a free port and prints it.
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
 	srv.Env = env
 	var srvErr syncBuffer
 	srv.Stderr = &srvErr
@@ -93,7 +95,7 @@ func TestClientBinary(t *testing.T) {
 	}
 	var spec struct{ Enabled bool }
 	if list.Kind != "List" || len(list.Items) != 1 || list.Items[0].Metadata.Name != "new-project" ||
-		list.Items[0].Status == nil || list.Items[0].Status.CreatedBy != "binary-client" ||
+		list.Items[0].Status == nil || list.Items[0].Status.CreatedBy != "admin" ||
 		json.Unmarshal(list.Items[0].Spec, &spec) != nil || !spec.Enabled {
 		t.Errorf("get -o json = %s", out)
 	}

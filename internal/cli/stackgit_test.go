@@ -73,7 +73,7 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 	run(bin, "apply", "-f", "../../examples/flags/flags.json", "-f", setup)
 	run(bin, "policy", "apply", "-f", "../../examples/stacks/git-backend/policy.yaml")
 
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--stack-resync", "2s")
+	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0", "--stack-resync", "2s")
 	srv.Env = env
 	var srvErr syncBuffer
 	srv.Stderr = &srvErr

@@ -128,6 +128,12 @@ func TestCommandsOnPostgres(t *testing.T) {
 // its base URL.
 func startServe(t *testing.T, vars map[string]string, args ...string) string {
 	t.Helper()
+	return startServeSecure(t, vars, append([]string{"--allow-anonymous"}, args...)...)
+}
+
+// startServeSecure is startServe without --allow-anonymous.
+func startServeSecure(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	var errOut bytes.Buffer

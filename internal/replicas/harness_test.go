@@ -171,7 +171,7 @@ func startReplica(tb testing.TB, bin string, db database, name string, extra ...
 	tb.Helper()
 	dir := tb.TempDir()
 	r := &replica{name: name, app: "cairn-replica-" + name, logs: &lockedBuffer{}, exited: make(chan struct{})}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+	args := append([]string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
 		"--database", db.dsn(tb, r.app)}, extra...)
 	r.cmd = exec.Command(bin, args...)
 	// Nothing from the environment but PATH: no user configuration, no

@@ -27,6 +27,7 @@ type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	actor string
+	token string
 }
 
 // Option configures a Client.
@@ -52,6 +53,9 @@ func New(serverURL string, opts ...Option) (*Client, error) {
 	}
 	return c, nil
 }
+
+// WithToken sends a bearer token (Authorization: Bearer) on every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // Actor is the caller identity the client sends.
 func (c *Client) Actor() string { return c.actor }
@@ -408,6 +412,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, co
 	}
 	if c.actor != "" {
 		req.Header.Set("Impersonate-User", c.actor)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -1,0 +1,354 @@
+// Package access guards the HTTP surface: it authenticates each request
+// (authn.Chain), applies impersonation when the caller holds the impersonate
+// verb, asks the hub's RBAC decision for resource and path requests, limits
+// each user's request rate, and writes one audit event per request. It
+// also serves SelfSubjectAccessReview and SubjectAccessReview, so
+// `kubectl auth can-i` works.
+package access
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/audit"
+	"github.com/cairn-dev/cairn/auth/authn"
+	"github.com/cairn-dev/cairn/auth/rbac"
+)
+
+// Authorizer is the hub's decision point (hub.Hub implements it).
+type Authorizer interface {
+	Authorize(ctx context.Context, a rbac.Attributes) rbac.Decision
+	AuthorizeUser(a rbac.Attributes) rbac.Decision
+}
+
+// Config configures a Guard.
+type Config struct {
+	Authn *authn.Chain
+	Authz Authorizer
+	// Audit receives one event per request; nil writes none.
+	Audit      *audit.Writer
+	AuditLevel audit.Level
+	// RatePerUser is the sustained requests per second allowed to one user
+	// (anonymous callers: to one source address), Burst the bucket size.
+	// 0: no limit.
+	RatePerUser float64
+	Burst       int
+	// Public are path prefixes served without authorization because they
+	// check credentials of their own (the Git webhooks' HMAC signature).
+	Public []string
+	// GraphQLPath is where GraphQL is served (gated by operation, see
+	// graphqlAttributes). Default /graphql.
+	GraphQLPath string
+	Logger      *slog.Logger
+}
+
+// Guard is the middleware.
+type Guard struct {
+	cfg Config
+	log *slog.Logger
+
+	codecs serializer.CodecFactory
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+}
+
+// New returns a Guard.
+func New(cfg Config) *Guard {
+	if cfg.Authn == nil {
+		cfg.Authn = &authn.Chain{}
+	}
+	if cfg.GraphQLPath == "" {
+		cfg.GraphQLPath = "/graphql"
+	}
+	if cfg.AuditLevel == "" {
+		cfg.AuditLevel = audit.LevelMetadata
+	}
+	g := &Guard{cfg: cfg, log: cfg.Logger, limiters: map[string]*rate.Limiter{}, codecs: reviewCodecs()}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g
+}
+
+// Wrap returns next behind the guard.
+func (g *Guard) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.serve(w, r, next)
+	})
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	received := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	var ev *audit.Event
+	if g.cfg.Audit != nil && g.cfg.AuditLevel != audit.LevelNone {
+		ev = audit.NewEvent(g.cfg.AuditLevel, uuid.NewString(), received)
+		ev.RequestURI = audit.RequestURI(r.URL)
+		ev.UserAgent = r.UserAgent()
+		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+			ev.SourceIPs = []string{host}
+		}
+		w.Header().Set("Audit-Id", ev.AuditID)
+		defer func() {
+			code := rec.status
+			if code == 0 {
+				code = http.StatusOK
+			}
+			ev.ResponseStatus = &audit.Status{Code: code}
+			if err := g.cfg.Audit.Write(ev); err != nil {
+				g.log.Error("audit", "err", err)
+			}
+		}()
+	}
+	attrs := requestAttributes(r)
+	if ev != nil {
+		ev.Verb = attrs.Verb
+		if attrs.ResourceRequest {
+			ev.ObjectRef = &audit.ObjectRef{Resource: attrs.Resource, Subresource: attrs.Subresource, Namespace: attrs.Namespace,
+				Name: attrs.Name, APIGroup: attrs.APIGroup, APIVersion: apiVersionOf(r.URL.Path)}
+		}
+	}
+
+	user, err := g.cfg.Authn.Authenticate(r)
+	if err != nil {
+		// The reason goes to the log without the credential; the client
+		// learns only that it was refused, as from the API server.
+		g.log.Info("authentication failed", "path", r.URL.Path, "reason", err.Error())
+		if ev != nil {
+			ev.User = audit.UserInfo{Username: cairn.Anonymous}
+		}
+		writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+		return
+	}
+	if ev != nil {
+		ev.User = userInfo(user)
+	}
+	if user, err = g.impersonate(r, user); err != nil {
+		var f *forbidden
+		if errors.As(err, &f) {
+			writeStatus(rec, http.StatusForbidden, "Forbidden", f.msg)
+		} else {
+			writeStatus(rec, http.StatusBadRequest, "BadRequest", err.Error())
+		}
+		return
+	}
+	if ev != nil && user.Impersonator != "" {
+		ui := userInfo(user)
+		ev.ImpersonatedUser = &ui
+	}
+	if !g.allow(rec, r, user) {
+		return
+	}
+	ctx := cairn.WithUser(r.Context(), user)
+	r = r.WithContext(ctx)
+
+	if g.public(r.URL.Path) {
+		next.ServeHTTP(rec, r)
+		return
+	}
+	var decisions []rbac.Attributes
+	if r.URL.Path == g.cfg.GraphQLPath {
+		decisions = g.graphqlAttributes(r)
+	} else {
+		decisions = []rbac.Attributes{attrs}
+	}
+	for _, a := range decisions {
+		a.User = user
+		d := g.cfg.Authz.Authorize(ctx, a)
+		if ev != nil {
+			ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": d.Reason}
+		}
+		if !d.Allowed {
+			if ev != nil {
+				ev.Annotations["authorization.k8s.io/decision"] = "forbid"
+			}
+			if user.Name == cairn.Anonymous && !g.cfg.Authn.Configured() {
+				// Nothing but the admin token can authenticate: say so.
+				writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized: use the admin token (<data-dir>/admin.token) or the kubeconfig written beside it")
+				return
+			}
+			writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, a))
+			return
+		}
+	}
+	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
+		// Keep the first MiB for the event; the handler reads it all.
+		cap := &capped{max: 1 << 20}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, cap), r.Body}
+		defer func() { ev.RequestObject = audit.RequestObject(cap.buf.Bytes()) }()
+	}
+	next.ServeHTTP(rec, r)
+}
+
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (g *Guard) public(path string) bool {
+	for _, p := range g.cfg.Public {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// allow applies the per-user rate limit; false means 429 was written.
+func (g *Guard) allow(w http.ResponseWriter, r *http.Request, u cairn.User) bool {
+	if g.cfg.RatePerUser <= 0 {
+		return true
+	}
+	key := "user:" + u.Name
+	if u.Name == cairn.Anonymous {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		key = "addr:" + host
+	}
+	g.mu.Lock()
+	lim, ok := g.limiters[key]
+	if !ok {
+		if len(g.limiters) >= 100_000 { // bound memory; buckets refill anyway
+			clear(g.limiters)
+		}
+		lim = rate.NewLimiter(rate.Limit(g.cfg.RatePerUser), max(g.cfg.Burst, 1))
+		g.limiters[key] = lim
+	}
+	g.mu.Unlock()
+	now := time.Now()
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests from user \""+u.Name+"\": retry after "+strconv.Itoa(int(math.Ceil(d.Seconds())))+"s")
+		return false
+	}
+	return true
+}
+
+type forbidden struct{ msg string }
+
+func (f *forbidden) Error() string { return f.msg }
+
+// impersonate applies Impersonate-User, -Group and -Uid when the caller may
+// impersonate each of them (verb impersonate on users, groups, uids, as in
+// the API server); both identities are kept.
+func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error) {
+	name := r.Header.Get("Impersonate-User")
+	groups := r.Header.Values("Impersonate-Group")
+	uid := r.Header.Get("Impersonate-Uid")
+	if name == "" {
+		if len(groups) > 0 || uid != "" {
+			return real, errors.New("Impersonate-Group and Impersonate-Uid need Impersonate-User")
+		}
+		return real, nil
+	}
+	check := func(group, resource, value string) error {
+		a := rbac.Attributes{User: real, Verb: "impersonate", ResourceRequest: true, APIGroup: group, Resource: resource, Name: value}
+		if !g.cfg.Authz.AuthorizeUser(a).Allowed {
+			return &forbidden{forbiddenMessage(real.Name, a)}
+		}
+		return nil
+	}
+	if err := check("", "users", name); err != nil {
+		return real, err
+	}
+	for _, gr := range groups {
+		if err := check("", "groups", gr); err != nil {
+			return real, err
+		}
+	}
+	if uid != "" {
+		if err := check("authentication.k8s.io", "uids", uid); err != nil {
+			return real, err
+		}
+	}
+	u := cairn.User{Name: name, UID: uid, Groups: slices.Clone(groups), Impersonator: real.Name}
+	switch {
+	case slices.Contains(real.Groups, cairn.Unauthenticated):
+		// A name claimed without credentials (allowed only when anonymous
+		// callers may impersonate, --allow-anonymous) stays unauthenticated.
+		u.Groups = append(u.Groups, cairn.Unauthenticated)
+	case name != cairn.Anonymous && !slices.Contains(u.Groups, cairn.Authenticated):
+		u.Groups = append(u.Groups, cairn.Authenticated)
+	}
+	return u, nil
+}
+
+func userInfo(u cairn.User) audit.UserInfo {
+	return audit.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+}
+
+func apiVersionOf(path string) string {
+	seg := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(seg) >= 2 && seg[0] == "api":
+		return seg[1]
+	case len(seg) >= 3 && seg[0] == "apis":
+		return seg[2]
+	}
+	return ""
+}
+
+// writeStatus answers with a Kubernetes Status object.
+func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
+		"status": "Failure", "message": msg, "reason": reason, "code": code})
+}

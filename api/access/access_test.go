@@ -1,0 +1,382 @@
+package access_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/cairn-dev/cairn/api/access"
+	"github.com/cairn-dev/cairn/api/graphql"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/auth/audit"
+	"github.com/cairn-dev/cairn/auth/authn"
+	"github.com/cairn-dev/cairn/auth/rbac"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+const policyYAML = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: viewers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: vic}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: editors, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: ed}]`
+
+const tokens = "viewer-token,vic,u-vic\n"
+
+type env struct {
+	url      string
+	client   *http.Client // trusts the server, presents no certificate
+	certFor  map[string]tls.Certificate
+	tokenFor map[string]string
+	audit    string
+	caFile   string
+}
+
+type ca struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+func newCA(t *testing.T) *ca {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	c, _ := x509.ParseCertificate(der)
+	return &ca{c, key}
+}
+
+func (c *ca) client(t *testing.T, cn string, orgs ...string) tls.Certificate {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// oidcIssuer serves discovery and JWKS and signs ID tokens with RS256.
+func oidcIssuer(t *testing.T) (url string, sign func(key *rsa.PrivateKey, sub string, groups []string, exp time.Time) string, key *rsa.PrivateKey) {
+	key, _ = rsa.GenerateKey(rand.Reader, 2048)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"issuer": srv.URL, "jwks_uri": srv.URL + "/keys", "authorization_endpoint": srv.URL + "/auth",
+			"id_token_signing_alg_values_supported": []string{"RS256"}})
+	})
+	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k", Algorithm: "RS256", Use: "sig"}}})
+	})
+	sign = func(k *rsa.PrivateKey, sub string, groups []string, exp time.Time) string {
+		s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: k}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k"))
+		tok, err := jwt.Signed(s).Claims(map[string]any{"iss": srv.URL, "aud": "cairn", "sub": sub, "groups": groups,
+			"iat": time.Now().Unix(), "exp": exp.Unix()}).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	return srv.URL, sign, key
+}
+
+func start(t *testing.T) *env {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var pol rbac.Policy
+	for doc := range strings.SplitSeq(policyYAML, "\n---\n") {
+		if err := pol.Parse([]byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := hub.New(ctx, hub.Config{Store: st, RBAC: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := authn.ParseTokenFile(strings.NewReader(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer, sign, issuerKey := oidcIssuer(t)
+	oc, err := authn.NewOIDC(ctx, authn.OIDCConfig{IssuerURL: issuer, ClientID: "cairn", UsernamePrefix: "oidc:", GroupsClaim: "groups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, other := newCA(t), newCA(t)
+	pool := x509.NewCertPool()
+	pool.AddCert(good.cert)
+	auditPath := filepath.Join(t.TempDir(), "audit.log")
+	aw, err := audit.Open(auditPath, 10<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { aw.Close() })
+	g := access.New(access.Config{Authn: &authn.Chain{Certs: authn.NewClientCerts(pool), Tokens: []authn.TokenAuthenticator{tf, oc}},
+		Authz: h, Audit: aw, AuditLevel: audit.LevelRequest})
+	mux := http.NewServeMux()
+	g.Handle(mux)
+	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h}))
+	mux.Handle("/", rest.New(rest.Config{Hub: h}))
+	srv := httptest.NewUnstartedServer(g.Wrap(mux))
+	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+	otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	return &env{url: srv.URL, client: srv.Client(), audit: auditPath, caFile: caFile,
+		certFor: map[string]tls.Certificate{"editor of a (cert)": good.client(t, "ed", "team-a"), "cert of another CA": other.client(t, "admin", "cairn:admins")},
+		tokenFor: map[string]string{
+			"viewer (token file)":     "viewer-token",
+			"admin (OIDC)":            sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
+			"expired OIDC token":      sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(-time.Minute)),
+			"OIDC token of other key": sign(otherKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
+		}}
+}
+
+func (e *env) do(t *testing.T, who, method, path, body string, hdr ...string) (int, string) {
+	t.Helper()
+	c := e.client
+	if cert, ok := e.certFor[who]; ok {
+		tr := e.client.Transport.(*http.Transport).Clone()
+		tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
+		c = &http.Client{Transport: tr}
+	}
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if tok, ok := e.tokenFor[who]; ok {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	bufio.NewReader(resp.Body).WriteTo(&sb)
+	return resp.StatusCode, sb.String()
+}
+
+const flagsRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition", "metadata": {"name": "flags.flipt.io"},
+ "names": {"kind": "Flag", "singular": "flag", "plural": "flags"},
+ "spec": {"group": "flipt.io", "versions": {"v1": {"schema": {"type": "object", "properties": {"description": {"type": "string"}}}}}}}`
+
+// ti is a namespaced Flag whose value holds a would-be secret.
+func ti(ns, name string) string {
+	return fmt.Sprintf(`{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":%q,"namespace":%q},
+	"spec":{"description":"hunter2-%s"}}`, name, ns, name)
+}
+
+// TestMatrix is the identity x verb x resource matrix over REST and GraphQL.
+func TestMatrix(t *testing.T) {
+	e := start(t)
+	const (
+		anon   = "anonymous"
+		viewer = "viewer (token file)"
+		editor = "editor of a (cert)"
+		admin  = "admin (OIDC)"
+	)
+	invalid := []string{"expired OIDC token", "OIDC token of other key", "cert of another CA"}
+	if code, out := e.do(t, admin, "POST", "/apis/hub.cairn.dev/v1/types", flagsRD); code != 201 {
+		t.Fatalf("register flags: %d %s", code, out)
+	}
+	type op struct {
+		name, method, path string
+		body               func(who string) string
+		ok                 int
+	}
+	slug := func(who string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r
+			}
+			return -1
+		}, who)
+	}
+	ops := []op{
+		{"create in a", "POST", "/apis/flipt.io/v1/namespaces/a/flags", func(w string) string { return ti("a", "x"+slug(w)) }, 201},
+		{"create in b", "POST", "/apis/flipt.io/v1/namespaces/b/flags", func(w string) string { return ti("b", "x"+slug(w)) }, 201},
+		{"list in a", "GET", "/apis/flipt.io/v1/namespaces/a/flags", nil, 200},
+		{"list everywhere", "GET", "/apis/flipt.io/v1/flags", nil, 200},
+		{"graphql query", "POST", "/graphql", func(string) string { return `{"query":"{ typeInstances { id } }"}` }, 200},
+		{"graphql mutation", "POST", "/graphql", func(w string) string {
+			return `{"query":"mutation { createTypeInstance(in: {typeRef: {path: \"cap.type.x\", revision: \"0.1.0\"}, value: {}}) }"}`
+		}, 200},
+		{"metrics path", "GET", "/metrics", nil, 404}, // allowed through, nothing served there in this mux
+	}
+	allowed := map[string][]string{
+		anon:   {},
+		viewer: {"list in a", "list everywhere", "graphql query"},
+		editor: {"create in a", "list in a"},
+		admin:  {"create in a", "create in b", "list in a", "list everywhere", "graphql query", "graphql mutation", "metrics path"},
+	}
+	for _, who := range []string{anon, viewer, editor, admin} {
+		for _, o := range ops {
+			body := ""
+			if o.body != nil {
+				body = o.body(who)
+			}
+			code, out := e.do(t, who, o.method, o.path, body)
+			want := 403
+			for _, a := range allowed[who] {
+				if a == o.name {
+					want = o.ok
+				}
+			}
+			if code != want {
+				t.Errorf("%s / %s: %d, want %d: %.200s", who, o.name, code, want, out)
+			}
+			if code == 403 && !strings.Contains(out, "is forbidden") && !strings.Contains(out, "forbidden:") {
+				t.Errorf("%s / %s: 403 without the reason: %s", who, o.name, out)
+			}
+		}
+	}
+	for _, who := range invalid {
+		if code, out := e.do(t, who, "GET", "/apis/hub.cairn.dev/v1/typeinstances", ""); code != 401 {
+			t.Errorf("%s: %d, want 401: %s", who, code, out)
+		}
+	}
+	// The editor's 403 names verb, resource and namespace.
+	_, out := e.do(t, editor, "POST", "/apis/flipt.io/v1/namespaces/b/flags", ti("b", "y"))
+	if !strings.Contains(out, `User \"ed\" cannot create resource \"flags\" in API group \"flipt.io\" in the namespace \"b\"`) {
+		t.Errorf("editor's denial: %s", out)
+	}
+	// createdBy is the authenticated user, not a claim.
+	_, out = e.do(t, admin, "GET", "/apis/flipt.io/v1/namespaces/a/flags/xadmin", "")
+	if !strings.Contains(out, "oidc:root") {
+		t.Errorf("createdBy of the admin's instance: %.300s", out)
+	}
+
+	// Impersonation needs the verb: the viewer cannot, the admin can.
+	if code, out := e.do(t, viewer, "GET", "/apis/hub.cairn.dev/v1/typeinstances", "", "Impersonate-User", "ed"); code != 403 || !strings.Contains(out, "cannot impersonate") {
+		t.Errorf("viewer impersonating: %d %s", code, out)
+	}
+	if code, out := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/a/flags", ti("a", "asjane"), "Impersonate-User", "ed"); code != 201 {
+		t.Errorf("admin as ed creating in a: %d %s", code, out)
+	}
+	if code, _ := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/b/flags", ti("b", "asjane"), "Impersonate-User", "ed"); code != 403 {
+		t.Errorf("admin as ed creating in b: %d, want 403 (ed's rights, not the admin's)", code)
+	}
+
+	// Access reviews.
+	code, out := e.do(t, viewer, "POST", access.SelfSubjectAccessReviewPath,
+		`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"create","group":"flipt.io","resource":"flags","namespace":"a"}}}`)
+	if code != 201 || !strings.Contains(out, `"allowed":false`) {
+		t.Errorf("viewer can-i create: %d %s", code, out)
+	}
+	code, out = e.do(t, admin, "POST", access.SubjectAccessReviewPath,
+		`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"ed","resourceAttributes":{"verb":"delete","group":"flipt.io","resource":"flags","namespace":"a"}}}`)
+	if code != 201 || !strings.Contains(out, `"allowed":true`) {
+		t.Errorf("SubjectAccessReview for ed: %d %s", code, out)
+	}
+	if code, _ := e.do(t, viewer, "POST", access.SubjectAccessReviewPath, `{"spec":{"user":"ed"}}`); code != 403 {
+		t.Errorf("viewer asking a SubjectAccessReview: %d, want 403", code)
+	}
+
+	// The audit log: one event per request, both identities, no secrets.
+	b, err := os.ReadFile(e.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if want := 4*len(ops) + len(invalid) + 9; len(lines) != want {
+		t.Errorf("audit log has %d events, want %d", len(lines), want)
+	}
+	for _, secret := range []string{"hunter2", "viewer-token", e.tokenFor[admin]} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the audit log holds a secret (%.12s...)", secret)
+		}
+	}
+	var sawImpersonation bool
+	for _, l := range lines {
+		var ev audit.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
+			t.Fatalf("audit line %s: %v", l, err)
+		}
+		if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "ed" && ev.User.Username == "oidc:root" {
+			sawImpersonation = true
+		}
+	}
+	if !sawImpersonation {
+		t.Error("no audit event records both the admin and the impersonated ed")
+	}
+}
+
+// TestKubectl runs the real kubectl over TLS with a generated kubeconfig.
+func TestKubectl(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl not installed")
+	}
+	e := start(t)
+	kc := func(token string) string {
+		p := filepath.Join(t.TempDir(), "kubeconfig")
+		os.WriteFile(p, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: u, user: {token: %q}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, e.url, e.caFile, token)), 0o600)
+		return p
+	}
+	k := func(token string, args ...string) (string, error) {
+		cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kc(token)}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	admin, viewer := e.tokenFor["admin (OIDC)"], e.tokenFor["viewer (token file)"]
+	for _, tc := range []struct {
+		token string
+		args  []string
+		want  string
+	}{
+		{admin, []string{"auth", "can-i", "create", "typeinstances.hub.cairn.dev", "-n", "b"}, "yes"},
+		{viewer, []string{"auth", "can-i", "create", "typeinstances.hub.cairn.dev", "-n", "a"}, "no"},
+		{viewer, []string{"auth", "can-i", "list", "typeinstances.hub.cairn.dev"}, "yes"},
+		{viewer, []string{"get", "typeinstances.hub.cairn.dev", "-n", "a", "--as", "ed"}, "Forbidden"},
+		{admin, []string{"get", "--raw", "/apis/hub.cairn.dev/v1/typeinstances", "--as", "vic"}, "TypeInstanceList"},
+		{"bogus", []string{"get", "typeinstances.hub.cairn.dev"}, "provide credentials"},
+	} {
+		out, _ := k(tc.token, tc.args...)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("kubectl %s: %q, want %q", strings.Join(tc.args, " "), out, tc.want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package access
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/cairn-dev/cairn/auth/rbac"
+)
+
+// requestAttributes maps a request to what RBAC decides on, the way the
+// Kubernetes API server's RequestInfoFactory does: resource requests under
+// /api/v1 and /apis/<group>/<version>, everything else a path with the
+// lower-cased HTTP method as its verb.
+func requestAttributes(r *http.Request) rbac.Attributes {
+	path := strings.Trim(r.URL.Path, "/")
+	seg := strings.Split(path, "/")
+	nonResource := rbac.Attributes{Verb: strings.ToLower(r.Method), Path: "/" + path}
+	if r.Method == http.MethodHead {
+		nonResource.Verb = "get"
+	}
+	var group string
+	var rest []string
+	switch {
+	case len(seg) >= 3 && seg[0] == "api":
+		rest = seg[2:]
+	case len(seg) >= 4 && seg[0] == "apis":
+		group, rest = seg[1], seg[3:]
+	default:
+		return nonResource // discovery and paths
+	}
+	a := rbac.Attributes{ResourceRequest: true, APIGroup: group}
+	watchPrefix := false
+	if len(rest) > 0 && rest[0] == "watch" {
+		watchPrefix, rest = true, rest[1:]
+	}
+	if len(rest) >= 2 && rest[0] == "namespaces" {
+		if len(rest) == 2 {
+			a.Resource, a.Name = "namespaces", rest[1]
+		} else {
+			a.Namespace, rest = rest[1], rest[2:]
+		}
+	}
+	if a.Resource == "" {
+		if len(rest) == 0 {
+			return nonResource
+		}
+		a.Resource = rest[0]
+		if len(rest) >= 2 {
+			a.Name = rest[1]
+		}
+		if len(rest) >= 3 {
+			a.Subresource = strings.Join(rest[2:], "/")
+		}
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		w := r.URL.Query().Get("watch")
+		switch {
+		case watchPrefix || w == "true" || w == "1":
+			a.Verb = "watch"
+		case a.Name == "":
+			a.Verb = "list"
+		default:
+			a.Verb = "get"
+		}
+	case http.MethodPost:
+		a.Verb = "create"
+	case http.MethodPut:
+		a.Verb = "update"
+	case http.MethodPatch:
+		a.Verb = "patch"
+	case http.MethodDelete:
+		a.Verb = "delete"
+		if a.Name == "" {
+			a.Verb = "deletecollection"
+		}
+	default:
+		a.Verb = strings.ToLower(r.Method)
+	}
+	return a
+}
+
+// forbiddenMessage is the API server's text for a denial, which kubectl
+// users know.
+func forbiddenMessage(user string, a rbac.Attributes) string {
+	if !a.ResourceRequest {
+		return "forbidden: User \"" + user + "\" cannot " + a.Verb + " path \"" + a.Path + "\""
+	}
+	res := a.Resource
+	if a.Subresource != "" {
+		res += "/" + a.Subresource
+	}
+	qual := a.Resource
+	if a.APIGroup != "" {
+		qual += "." + a.APIGroup
+	}
+	if a.Name != "" {
+		qual += " \"" + a.Name + "\""
+	}
+	scope := "at the cluster scope"
+	if a.Namespace != "" {
+		scope = "in the namespace \"" + a.Namespace + "\""
+	}
+	return qual + " is forbidden: User \"" + user + "\" cannot " + a.Verb + " resource \"" + res + "\" in API group \"" + a.APIGroup + "\" " + scope
+}

@@ -1,0 +1,119 @@
+package access
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
+)
+
+// Paths of the access reviews, as the API server serves them.
+const (
+	SelfSubjectAccessReviewPath = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+	SubjectAccessReviewPath     = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+)
+
+// Handle registers the access reviews on mux; the guard has already
+// authorized the create (system:basic-user grants it for the self review to
+// everyone authenticated; the other needs a role that grants it).
+func (g *Guard) Handle(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+SelfSubjectAccessReviewPath, g.selfReview)
+	mux.HandleFunc("POST "+SubjectAccessReviewPath, g.subjectReview)
+}
+
+func (g *Guard) selfReview(w http.ResponseWriter, r *http.Request) {
+	var rev authzv1.SelfSubjectAccessReview
+	if !g.decode(w, r, &rev) {
+		return
+	}
+	u, _ := cairn.UserFrom(r.Context())
+	attrs, ok := reviewAttributes(w, rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
+	if !ok {
+		return
+	}
+	attrs.User = u
+	d := g.cfg.Authz.AuthorizeUser(attrs)
+	rev.Status = authzv1.SubjectAccessReviewStatus{Allowed: d.Allowed, Reason: d.Reason}
+	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+	writeJSON(w, http.StatusCreated, rev)
+}
+
+func (g *Guard) subjectReview(w http.ResponseWriter, r *http.Request) {
+	var rev authzv1.SubjectAccessReview
+	if !g.decode(w, r, &rev) {
+		return
+	}
+	if rev.Spec.User == "" && len(rev.Spec.Groups) == 0 {
+		writeStatus(w, http.StatusUnprocessableEntity, "Invalid", "SubjectAccessReview: spec.user or spec.groups is required")
+		return
+	}
+	attrs, ok := reviewAttributes(w, rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
+	if !ok {
+		return
+	}
+	attrs.User = cairn.User{Name: rev.Spec.User, UID: rev.Spec.UID, Groups: rev.Spec.Groups}
+	d := g.cfg.Authz.AuthorizeUser(attrs)
+	rev.Status = authzv1.SubjectAccessReviewStatus{Allowed: d.Allowed, Reason: d.Reason}
+	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	writeJSON(w, http.StatusCreated, rev)
+}
+
+func reviewAttributes(w http.ResponseWriter, ra *authzv1.ResourceAttributes, na *authzv1.NonResourceAttributes) (rbac.Attributes, bool) {
+	switch {
+	case ra != nil && na != nil:
+		writeStatus(w, http.StatusUnprocessableEntity, "Invalid", "spec: give resourceAttributes or nonResourceAttributes, not both")
+	case ra != nil:
+		return rbac.Attributes{Verb: ra.Verb, ResourceRequest: true, APIGroup: ra.Group, Resource: ra.Resource,
+			Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}, true
+	case na != nil:
+		return rbac.Attributes{Verb: na.Verb, Path: na.Path}, true
+	default:
+		writeStatus(w, http.StatusUnprocessableEntity, "Invalid", "spec: resourceAttributes or nonResourceAttributes is required")
+	}
+	return rbac.Attributes{}, false
+}
+
+// reviewCodecs decodes access reviews in JSON, YAML and the protobuf
+// encoding client-go uses for built-in kinds (kubectl auth can-i).
+func reviewCodecs() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	if err := authzv1.AddToScheme(scheme); err != nil {
+		panic(err) // static registration of generated types
+	}
+	return serializer.NewCodecFactory(scheme)
+}
+
+func (g *Guard) decode(w http.ResponseWriter, r *http.Request, into runtime.Object) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err == nil {
+		mt, _, perr := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if perr != nil {
+			mt = "application/json"
+		}
+		info, ok := runtime.SerializerInfoForMediaType(g.codecs.SupportedMediaTypes(), mt)
+		if !ok {
+			writeStatus(w, http.StatusUnsupportedMediaType, "UnsupportedMediaType", fmt.Sprintf("Content-Type %q: send application/json, application/yaml or application/vnd.kubernetes.protobuf", mt))
+			return false
+		}
+		_, _, err = info.Serializer.Decode(body, nil, into)
+	}
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, "BadRequest", "the body is not an access review: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,237 @@
+// Package audit writes one JSON line per request in the shape of the
+// Kubernetes audit.k8s.io/v1 Event, to a file that is rotated by size.
+// Events never carry values or credentials: the request object, at level
+// Request, is reduced to its kind and identifying metadata.
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Level says how much of a request is recorded.
+type Level string
+
+// Levels, as in audit.k8s.io/v1.
+const (
+	LevelNone     Level = "None"
+	LevelMetadata Level = "Metadata"
+	LevelRequest  Level = "Request"
+)
+
+// ParseLevel reads a --audit-level value.
+func ParseLevel(s string) (Level, error) {
+	switch Level(s) {
+	case LevelNone, LevelMetadata, LevelRequest:
+		return Level(s), nil
+	}
+	return "", fmt.Errorf("audit level %q: want None, Metadata or Request", s)
+}
+
+// UserInfo is authentication.k8s.io/v1 UserInfo.
+type UserInfo struct {
+	Username string   `json:"username"`
+	UID      string   `json:"uid,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+}
+
+// ObjectRef names the object of a request.
+type ObjectRef struct {
+	Resource    string `json:"resource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	APIGroup    string `json:"apiGroup,omitempty"`
+	APIVersion  string `json:"apiVersion,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+}
+
+// Status is the part of a metav1.Status the audit event keeps.
+type Status struct {
+	Code    int    `json:"code"`
+	Status  string `json:"status,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Event is an audit.k8s.io/v1 Event.
+type Event struct {
+	Kind                     string            `json:"kind"`
+	APIVersion               string            `json:"apiVersion"`
+	Level                    Level             `json:"level"`
+	AuditID                  string            `json:"auditID"`
+	Stage                    string            `json:"stage"`
+	RequestURI               string            `json:"requestURI"`
+	Verb                     string            `json:"verb"`
+	User                     UserInfo          `json:"user"`
+	ImpersonatedUser         *UserInfo         `json:"impersonatedUser,omitempty"`
+	SourceIPs                []string          `json:"sourceIPs,omitempty"`
+	UserAgent                string            `json:"userAgent,omitempty"`
+	ObjectRef                *ObjectRef        `json:"objectRef,omitempty"`
+	ResponseStatus           *Status           `json:"responseStatus,omitempty"`
+	RequestObject            json.RawMessage   `json:"requestObject,omitempty"`
+	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time         `json:"stageTimestamp"`
+	Annotations              map[string]string `json:"annotations,omitempty"`
+}
+
+// NewEvent returns an Event with kind, apiVersion and stage set.
+func NewEvent(level Level, id string, received time.Time) *Event {
+	return &Event{Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: level, AuditID: id,
+		Stage: "ResponseComplete", RequestReceivedTimestamp: received.UTC()}
+}
+
+// Writer appends events to a file, rotating it when it would grow past
+// MaxBytes: file becomes file.1, file.1 becomes file.2 and so on up to
+// MaxBackups; older ones are removed.
+type Writer struct {
+	path       string
+	maxBytes   int64
+	maxBackups int
+
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+// Open opens (or creates, 0600) the audit file at path.
+func Open(path string, maxBytes int64, maxBackups int) (*Writer, error) {
+	if maxBytes <= 0 {
+		maxBytes = 100 << 20
+	}
+	if maxBackups < 0 {
+		maxBackups = 0
+	}
+	w := &Writer{path: path, maxBytes: maxBytes, maxBackups: maxBackups}
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) open() error {
+	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("audit log: %w", err)
+	}
+	w.f, w.size = f, st.Size()
+	return nil
+}
+
+// Write appends one event as a JSON line.
+func (w *Writer) Write(ev *Event) error {
+	ev.StageTimestamp = time.Now().UTC()
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("audit event: %w", err)
+	}
+	line = append(line, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return fmt.Errorf("audit log %s is closed", w.path)
+	}
+	if w.size > 0 && w.size+int64(len(line)) > w.maxBytes {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(line)
+	w.size += int64(n)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	return nil
+}
+
+func (w *Writer) rotate() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("audit log: close for rotation: %w", err)
+	}
+	w.f = nil
+	if w.maxBackups == 0 {
+		if err := os.Remove(w.path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("audit log: rotate: %w", err)
+		}
+	} else {
+		os.Remove(fmt.Sprintf("%s.%d", w.path, w.maxBackups))
+		for i := w.maxBackups - 1; i >= 1; i-- {
+			if err := os.Rename(fmt.Sprintf("%s.%d", w.path, i), fmt.Sprintf("%s.%d", w.path, i+1)); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("audit log: rotate: %w", err)
+			}
+		}
+		if err := os.Rename(w.path, w.path+".1"); err != nil {
+			return fmt.Errorf("audit log: rotate: %w", err)
+		}
+	}
+	return w.open()
+}
+
+// Close closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+// RequestObject reduces a request body to what may be recorded: apiVersion,
+// kind and the identifying metadata (name, generateName, namespace, labels,
+// resourceVersion, uid). Values, specs, annotations (kubectl's
+// last-applied-configuration holds the whole object) and everything else
+// are left out. A body that is not a JSON object gives nil.
+func RequestObject(body []byte) json.RawMessage {
+	var obj struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+		Metadata   struct {
+			Name            string            `json:"name,omitempty"`
+			GenerateName    string            `json:"generateName,omitempty"`
+			Namespace       string            `json:"namespace,omitempty"`
+			UID             string            `json:"uid,omitempty"`
+			ResourceVersion string            `json:"resourceVersion,omitempty"`
+			Labels          map[string]string `json:"labels,omitempty"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// secretParams are query parameters whose values never reach the log.
+var secretParams = []string{"token", "access_token", "id_token", "password", "secret"}
+
+// RequestURI is the path and query of u with the values of credential-like
+// parameters replaced.
+func RequestURI(u *url.URL) string {
+	if u.RawQuery == "" {
+		return u.EscapedPath()
+	}
+	q := u.Query()
+	for k := range q {
+		for _, s := range secretParams {
+			if strings.EqualFold(k, s) {
+				q[k] = []string{"REDACTED"}
+			}
+		}
+	}
+	return u.EscapedPath() + "?" + q.Encode()
+}

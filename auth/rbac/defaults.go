@@ -1,0 +1,80 @@
+package rbac
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// Names of the default roles and of the group the admin token belongs to.
+const (
+	AdminRole  = "cairn-admin"
+	EditorRole = "cairn-editor"
+	ViewerRole = "cairn-viewer"
+	// AdminsGroup is bound to cairn-admin by default.
+	AdminsGroup = "cairn:admins"
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	// discoveryPaths are what kubectl reads before anything else.
+	discoveryPaths = []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"}
+)
+
+// Defaults is the policy every server starts with: the three cairn roles,
+// the Kubernetes API server's public-info, discovery and basic-user roles
+// bound to everyone (authenticated or not, as there), and cairn:admins bound
+// to cairn-admin. Bindings created through the API are added to it.
+func Defaults() Policy {
+	cr := func(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
+		return rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}, Rules: rules}
+	}
+	crb := func(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+		return rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subjects}
+	}
+	group := func(g string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g}
+	}
+	return Policy{
+		ClusterRoles: []rbacv1.ClusterRole{
+			cr(AdminRole,
+				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+				rbacv1.PolicyRule{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}),
+			// An editor reads and writes every kind but cannot impersonate;
+			// writes of RBAC objects are further checked for escalation.
+			cr(EditorRole,
+				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: writeVerbs},
+				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
+			cr(ViewerRole,
+				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: readVerbs},
+				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
+			cr("system:public-info-viewer",
+				rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz", "/readyz", "/livez", "/version", "/version/"}, Verbs: []string{"get"}}),
+			cr("system:discovery",
+				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
+			cr("system:basic-user",
+				rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, Verbs: []string{"create"}}),
+		},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
+			crb("cairn-admins", AdminRole, group(AdminsGroup)),
+			crb("system:public-info-viewer", "system:public-info-viewer", group(cairn.Authenticated), group(cairn.Unauthenticated)),
+			crb("system:discovery", "system:discovery", group(cairn.Authenticated)),
+			crb("system:basic-user", "system:basic-user", group(cairn.Authenticated)),
+		},
+	}
+}
+
+// Merge returns p with the objects of q added.
+func (p Policy) Merge(q Policy) Policy {
+	return Policy{
+		ClusterRoles:        append(append([]rbacv1.ClusterRole(nil), p.ClusterRoles...), q.ClusterRoles...),
+		Roles:               append(append([]rbacv1.Role(nil), p.Roles...), q.Roles...),
+		ClusterRoleBindings: append(append([]rbacv1.ClusterRoleBinding(nil), p.ClusterRoleBindings...), q.ClusterRoleBindings...),
+		RoleBindings:        append(append([]rbacv1.RoleBinding(nil), p.RoleBindings...), q.RoleBindings...),
+	}
+}

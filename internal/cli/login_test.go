@@ -1,0 +1,169 @@
+package cli_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeSecureCLI: a server with an authenticator configured refuses
+// the anonymous CLI, and accepts it with the data directory's generated
+// kubeconfig, with --kubeconfig and after cairn login --token.
+func TestServeSecureCLI(t *testing.T) {
+	data, other := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("vic-token,vic,1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": cfg}
+	url := startServeSecure(t, vars, "--token-auth-file", tokens)
+	for _, f := range []string{"admin.token", "kubeconfig", "tls/serving.key"} {
+		st, err := os.Stat(filepath.Join(data, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v, want mode 0600", f, st, err)
+		}
+	}
+	otherVars := map[string]string{"CAIRN_DATA_DIR": other, "CAIRN_CONFIG": cfg}
+	if r := runVars(t, otherVars, "--server", url, "get", "typeinstances"); r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+		t.Fatalf("anonymous CLI: %+v", r)
+	}
+	// The same data directory: the kubeconfig serve wrote is used.
+	if r := runVars(t, vars, "--server", url, "apply", "-f", "../../examples/flags/flags.json", "-f", "../../examples/flags/new-project.yaml"); r.code != 0 {
+		t.Fatalf("apply with the data directory's credentials: %+v", r)
+	}
+	if r := runVars(t, otherVars, "--kubeconfig", filepath.Join(data, "kubeconfig"), "get", "flags", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"createdBy": "admin"`) {
+		t.Fatalf("--kubeconfig: %+v", r)
+	}
+	tok, _ := os.ReadFile(filepath.Join(data, "admin.token"))
+	if r := runVars(t, otherVars, "login", "--server", url, "--token", "bad token"); r.code == 0 {
+		t.Fatalf("login took a token with a space: %+v", r)
+	}
+	if r := runVars(t, otherVars, "login", "--server", url, "--token", strings.TrimSpace(string(tok))); r.code != 0 {
+		t.Fatalf("login: %+v", r)
+	}
+	if st, err := os.Stat(cfg); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("config after login: %v %v", st, err)
+	}
+	if r := runVars(t, otherVars, "get", "flags"); r.code != 0 || !strings.Contains(r.stdout, "new-project") {
+		t.Fatalf("after login: %+v", r)
+	}
+	// --as needs the impersonate verb; the admin has it, and the record is the impersonated user's.
+	if r := runVars(t, otherVars, "--as", "jane", "get", "flags"); r.code == 0 {
+		t.Fatalf("jane (impersonated, without rights) listed flags: %+v", r)
+	}
+}
+
+// TestServeRBACFile: users of --token-auth-file get what --rbac-file binds.
+func TestServeRBACFile(t *testing.T) {
+	dir := t.TempDir()
+	tokens, rbacFile := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "rbac.yaml")
+	os.WriteFile(tokens, []byte("vic-token,vic,1\ned-token,ed,2\n"), 0o600)
+	os.WriteFile(rbacFile, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vic-views}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: vic}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ed-edits, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: ed}]
+`), 0o600)
+	data := t.TempDir()
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": filepath.Join(dir, "config.yaml")}
+	url := startServeSecure(t, vars, "--token-auth-file", tokens, "--rbac-file", rbacFile)
+	if r := runVars(t, vars, "--server", url, "apply", "-f", "../../examples/flags/flags.json"); r.code != 0 {
+		t.Fatalf("admin apply: %+v", r)
+	}
+	flag := func(ns string) string {
+		p := filepath.Join(dir, ns+".yaml")
+		os.WriteFile(p, []byte("apiVersion: flipt.io/v1alpha1\nkind: Flag\nmetadata: {name: f, namespace: "+ns+"}\nspec: {enabled: true}\n"), 0o600)
+		return p
+	}
+	as := func(user string) map[string]string {
+		v := map[string]string{"CAIRN_DATA_DIR": t.TempDir(), "CAIRN_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+		if r := runVars(t, v, "login", "--server", url, "--token", user+"-token"); r.code != 0 {
+			t.Fatalf("login %s: %+v", user, r)
+		}
+		return v
+	}
+	vic, ed := as("vic"), as("ed")
+	for _, tc := range []struct {
+		who  map[string]string
+		name string
+		args []string
+		ok   bool
+	}{
+		{ed, "editor creates in a", []string{"apply", "-f", flag("a")}, true},
+		{ed, "editor creates in b", []string{"apply", "-f", flag("b")}, false},
+		{vic, "viewer lists", []string{"get", "flags", "-A"}, true},
+		{vic, "viewer creates", []string{"apply", "-f", flag("c")}, false},
+	} {
+		r := runVars(t, tc.who, tc.args...)
+		if (r.code == 0) != tc.ok {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+		if !tc.ok && !strings.Contains(r.stderr, "forbidden") {
+			t.Errorf("%s: no reason: %s", tc.name, r.stderr)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r}\n"), 0o600)
+	if r := runVars(t, vars, "serve", "--addr", "127.0.0.1:0", "--rbac-file", bad); r.code == 0 || !strings.Contains(r.stderr, "metadata.namespace is required") {
+		t.Errorf("a bad --rbac-file: %+v", r)
+	}
+}
+
+// TestServeLoopbackDefault: with nothing about access configured, a
+// loopback server serves callers without credentials as before the guard
+// (as cairn-admin), while credentials that are presented are still checked.
+func TestServeLoopbackDefault(t *testing.T) {
+	data, other := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": cfg}
+	url := startServeSecure(t, vars)
+	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	if err != nil {
+		t.Fatalf("admin token not written: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "kubeconfig")); err != nil {
+		t.Fatalf("kubeconfig not written: %v", err)
+	}
+	list := url + "/apis/hub.cairn.dev/v1/typeinstances"
+	for _, c := range []struct {
+		name, token string
+		want        int
+	}{
+		{"anonymous", "", http.StatusOK},
+		{"admin token", strings.TrimSpace(string(tok)), http.StatusOK},
+		{"bogus token", "not-a-token", http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, list, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: GET typeinstances answered %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+	otherVars := map[string]string{"CAIRN_DATA_DIR": other, "CAIRN_CONFIG": cfg}
+	if r := runVars(t, otherVars, "--server", url, "apply", "-f", "../../examples/flags/flags.json", "-f", "../../examples/flags/new-project.yaml"); r.code != 0 {
+		t.Fatalf("anonymous CLI apply: %+v", r)
+	}
+	if r := runVars(t, otherVars, "--server", url, "get", "flags"); r.code != 0 || !strings.Contains(r.stdout, "new-project") {
+		t.Fatalf("anonymous CLI get: %+v", r)
+	}
+	// An impersonated user has only its own rights.
+	if r := runVars(t, vars, "--server", url, "--as", "jane", "get", "flags"); r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+		t.Fatalf("jane (impersonated, without rights) listed flags: %+v", r)
+	}
+}
