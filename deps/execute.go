@@ -338,10 +338,12 @@ func (r *run) do(ctx context.Context, n *Node) error {
 			return nil
 		case shared && got.RootID != r.plan.RootID:
 			// Another install created it (first, or in a race): share it.
-			if err := sameStack(got, n); err != nil {
+			// Ready first: the stack and version it carries are in the
+			// status its controller writes, absent until it reconciles.
+			if got, err = r.ready(ctx, n, got); err != nil {
 				return err
 			}
-			if got, err = r.ready(ctx, n, got); err != nil {
+			if err := sameStack(got, n); err != nil {
 				return err
 			}
 			r.finish(n, got, PhaseReused, "created by another install of the sharing group", start)
@@ -360,10 +362,10 @@ func (r *run) do(ctx context.Context, n *Node) error {
 		if got == nil {
 			return fmt.Errorf("installation %s: created concurrently, then gone", n.Key)
 		}
-		if err := sameStack(got, n); err != nil {
+		if got, err = r.ready(ctx, n, got); err != nil {
 			return err
 		}
-		if got, err = r.ready(ctx, n, got); err != nil {
+		if err := sameStack(got, n); err != nil {
 			return err
 		}
 		r.finish(n, got, PhaseReused, "created concurrently by another install of the sharing group", start)

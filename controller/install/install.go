@@ -423,16 +423,25 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		if err := in.s.Hub.AddUses(ctx, id, uses); err != nil {
 			return nil, fmt.Errorf("uses edges: %w", err)
 		}
-		up := hub.UpdateInstance{ID: id, IfSeq: cur.Seq, Annotations: hub.WithAnnotations(cur.Annotations, set, del...), Labels: cur.Labels}
-		full, err := in.s.Hub.GetInstance(ctx, id, true)
-		if err != nil {
-			return nil, err
-		}
-		if !hub.JSONEqual(full.Latest.Value, value) {
-			up.Value = value
-		}
-		if _, err := in.s.Hub.UpdateInstances(ctx, []hub.UpdateInstance{up}); err != nil {
-			return nil, err
+		// Read, change, write; the stack controller writes the same
+		// installation's status at any time, so a conflict means "read
+		// again", as a kubectl client would.
+		for attempt := 1; ; attempt++ {
+			full, err := in.s.Hub.GetInstance(ctx, id, true)
+			if err != nil {
+				return nil, err
+			}
+			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: hub.WithAnnotations(full.Annotations, set, del...), Labels: full.Labels}
+			if !hub.JSONEqual(full.Latest.Value, value) {
+				up.Value = value
+			}
+			_, err = in.s.Hub.UpdateInstances(ctx, []hub.UpdateInstance{up})
+			if err == nil {
+				break
+			}
+			if !cairn.HasCode(err, cairn.CodeConflict) || attempt == maxConflictRetries {
+				return nil, err
+			}
 		}
 	}
 	in.mu.Lock()
@@ -441,6 +450,10 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
 	return in.wait(ctx, id, key)
 }
+
+// maxConflictRetries bounds the re-reads of an installation whose write
+// raced with another writer (the stack controller's status updates).
+const maxConflictRetries = 5
 
 // Wait implements deps.Waiter: a shared installation another install is
 // creating is used once it is ready.
