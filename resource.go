@@ -55,13 +55,31 @@ type BatchWrite struct {
 	Delete *OnDeleteRequest
 }
 
-// BatchWriter is implemented by a backend that can store several writes as
-// one unit: a Git backend makes one commit of them. The hub uses it when
-// one request (a create, update or delete of several instances) writes
-// more than one instance in the backend. OnBatch is all or nothing: when it
-// fails, none of the writes is stored. It returns, in order, the new
-// context of every create and update (nil for deletes and when the context
-// is unchanged).
+// BatchResult is what a backend stored for a batch.
+type BatchResult struct {
+	// Contexts holds, in the order of the writes, the new context of
+	// every create and update (nil for deletes and when the context is
+	// unchanged).
+	Contexts []json.RawMessage
+	// Token names the stored batch for UndoBatch (a Git backend: the
+	// commit, or the pull request in propose mode); empty when the batch
+	// changed nothing the backend could name.
+	Token string
+}
+
+// BatchWriter is implemented by a backend that can store several writes,
+// creates, updates and deletes mixed, as one unit: a Git backend makes one
+// commit of them (one pull request in propose mode). The hub hands such a
+// backend its whole share of a request (a create, update or delete of
+// several instances, or a stack reconcile's changes) as one batch.
+//
+// OnBatch is all or nothing: when it fails, none of the writes is stored.
+// UndoBatch takes back a batch OnBatch stored, as one unit, when something
+// after it failed (another backend, or the hub's store transaction): what
+// the batch created is gone again, what it updated is back to the
+// previous version and what it deleted is back. It leaves alone what
+// someone else changed since.
 type BatchWriter interface {
-	OnBatch(ctx context.Context, writes []BatchWrite) ([]json.RawMessage, error)
+	OnBatch(ctx context.Context, writes []BatchWrite) (BatchResult, error)
+	UndoBatch(ctx context.Context, writes []BatchWrite, stored BatchResult) error
 }

@@ -74,7 +74,6 @@ type pending struct {
 	inst    cairn.Instance
 	value   json.RawMessage
 	backend *resolvedBackend
-	stored  bool // OnCreate succeeded in an external backend
 }
 
 // CreateInstances creates the batch atomically: either every instance, its
@@ -98,43 +97,18 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 		return nil, err
 	}
 
-	if err := h.storeExternal(ctx, items); err != nil {
+	j, err := h.storeExternal(ctx, items)
+	if err != nil {
 		return nil, err
 	}
 	var stored []cairn.Instance
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
-		stored = nil
-		if err := h.pinTypes(ctx, tx, items); err != nil {
-			return err
-		}
-		for _, p := range items {
-			if err := tx.CreateInstance(ctx, p.inst); err != nil {
-				return &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}
-			}
-			if p.inst.Backend.Abstract {
-				if err := tx.PutValue(ctx, p.inst.ID, 1, p.value); err != nil {
-					return fmt.Errorf("store value of %q: %w", p.inst.ID, err)
-				}
-			}
-			if err := tx.AddUses(ctx, p.inst.ID, p.inst.Backend.ID); err != nil {
-				return fmt.Errorf("relate %q to its backend: %w", p.inst.ID, err)
-			}
-		}
-		for _, e := range edges {
-			if err := tx.AddUses(ctx, e.From, e.To); err != nil {
-				return fmt.Errorf("add uses relation %s -> %s: %w", e.From, e.To, err)
-			}
-		}
-		ids := make([]string, len(items))
-		for i, p := range items {
-			ids[i] = p.inst.ID
-		}
 		var err error
-		stored, err = tx.GetInstances(ctx, ids)
+		stored, err = h.storeCreates(ctx, tx, items, edges)
 		return err
 	})
 	if err != nil {
-		return nil, h.rollbackCreated(ctx, items, err)
+		return nil, h.undo(ctx, j, err)
 	}
 
 	out := make([]Created, len(items))
@@ -146,6 +120,38 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
 	return out, nil
+}
+
+// storeCreates writes prepared instances, their first resource versions,
+// their uses edges to their backends and edges in tx, and returns the
+// instances as stored, in order.
+func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, edges []UsesRelation) ([]cairn.Instance, error) {
+	if err := h.pinTypes(ctx, tx, items); err != nil {
+		return nil, err
+	}
+	for _, p := range items {
+		if err := tx.CreateInstance(ctx, p.inst); err != nil {
+			return nil, &cairn.Error{Code: cairn.ErrorCode(err), Subject: subjectOf(p.in.Alias), Msg: err.Error(), Err: err}
+		}
+		if p.inst.Backend.Abstract {
+			if err := tx.PutValue(ctx, p.inst.ID, 1, p.value); err != nil {
+				return nil, fmt.Errorf("store value of %q: %w", p.inst.ID, err)
+			}
+		}
+		if err := tx.AddUses(ctx, p.inst.ID, p.inst.Backend.ID); err != nil {
+			return nil, fmt.Errorf("relate %q to its backend: %w", p.inst.ID, err)
+		}
+	}
+	for _, e := range edges {
+		if err := tx.AddUses(ctx, e.From, e.To); err != nil {
+			return nil, fmt.Errorf("add uses relation %s -> %s: %w", e.From, e.To, err)
+		}
+	}
+	ids := make([]string, len(items))
+	for i, p := range items {
+		ids[i] = p.inst.ID
+	}
+	return tx.GetInstances(ctx, ids)
 }
 
 // pinTypes reads the Types of the batch inside its transaction, which keeps
@@ -389,12 +395,23 @@ func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items [
 	return out, nil
 }
 
-// storeExternal calls OnCreate on every external backend of the batch. When
-// one fails, those already stored are deleted again.
-func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
-	if isDryRun(ctx) {
-		return nil
+// storeExternal calls OnCreate on every external backend of the batch
+// (OnBatch on those that take batches). When one fails, what was stored
+// already is taken back; else the journal says what to take back should
+// the store transaction fail.
+func (h *Hub) storeExternal(ctx context.Context, items []*pending) (*journal, error) {
+	ws := h.createWrites(items)
+	j, failed, err := h.writeExternal(ctx, ws)
+	if err != nil {
+		err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+		return nil, h.undo(ctx, j, err)
 	}
+	return j, nil
+}
+
+// createWrites are the external writes of a create: one OnCreate per
+// instance not in the built-in backend.
+func (h *Hub) createWrites(items []*pending) []*externalWrite {
 	var ws []*externalWrite
 	for _, p := range items {
 		if p.inst.Backend.Abstract {
@@ -403,41 +420,10 @@ func (h *Hub) storeExternal(ctx context.Context, items []*pending) error {
 		ws = append(ws, &externalWrite{b: p.backend, inst: p.inst,
 			w: cairn.BatchWrite{Create: &cairn.OnCreateRequest{InstanceID: p.inst.ID, Value: p.value, Context: p.inst.Latest.Context}},
 			done: func(newCtx json.RawMessage) {
-				p.stored = true
 				if newCtx != nil {
 					p.inst.Latest.Context = newCtx
 				}
 			}})
 	}
-	failed, err := h.writeExternal(ctx, ws)
-	if err != nil {
-		err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
-		return h.rollbackCreated(ctx, items, err)
-	}
-	return nil
-}
-
-// rollbackCreated deletes what external backends stored for the batch and
-// returns cause joined with any rollback failure.
-func (h *Hub) rollbackCreated(ctx context.Context, items []*pending, cause error) error {
-	// Rollback must run even when ctx was cancelled mid-batch.
-	rctx := context.WithoutCancel(ctx)
-	var rbErrs []error
-	for _, p := range items {
-		if !p.stored {
-			continue
-		}
-		err := p.backend.client.OnDelete(rctx, cairn.OnDeleteRequest{InstanceID: p.inst.ID, Context: p.inst.Latest.Context})
-		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			rbErrs = append(rbErrs, externalErr(p.backend.ID, fmt.Sprintf("delete %q", p.inst.ID), err))
-			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", p.backend.ID, "instance", p.inst.ID, "err", err)
-			continue
-		}
-		p.stored = false
-	}
-	if len(rbErrs) > 0 {
-		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,
-			Msg: "rollback externally stored values: " + errors.Join(rbErrs...).Error()})
-	}
-	return cause
+	return ws
 }

@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/cairn-dev/cairn"
 )
@@ -14,18 +16,48 @@ type externalWrite struct {
 	w    cairn.BatchWrite
 	// done records the write's success and the context it returned.
 	done func(newCtx json.RawMessage)
+	// newCtx is what done got: the context the backend returned, nil
+	// when unchanged.
+	newCtx json.RawMessage
 }
 
-// writeExternal sends a request's writes to their backends in order. A
-// backend that implements cairn.BatchWriter and gets more than one write
-// gets them all in one OnBatch call (a Git backend: one commit); the others
-// get one call per write; a delete of what a backend forgot already counts
-// as done. It stops at the first failure, which it returns
-// with the instance it is about; the writes reported done before stay
-// done, for the caller to roll back. A dry run sends nothing.
-func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (failed *externalWrite, err error) {
-	if isDryRun(ctx) {
-		return nil, nil
+func (w *externalWrite) finish(newCtx json.RawMessage) {
+	w.newCtx = newCtx
+	if w.done != nil {
+		w.done(newCtx)
+	}
+}
+
+// storedBatch is one backend's share of a request, stored by OnBatch.
+type storedBatch struct {
+	bw     cairn.BatchWriter
+	b      *resolvedBackend
+	ws     []*externalWrite
+	writes []cairn.BatchWrite
+	res    cairn.BatchResult
+}
+
+// journal records what a request stored in external backends, so that a
+// failure later in the request (another backend, the store transaction)
+// can take it back.
+type journal struct {
+	batches []storedBatch
+	singles []*externalWrite // writes of backends without batches, done
+}
+
+// writeExternal sends a request's writes to their backends. Each backend
+// that implements cairn.BatchWriter gets its whole share as one OnBatch
+// call (a Git backend: one commit or one pull request), whatever mix of
+// creates, updates and deletes it is; the others get one call per write,
+// creates and updates first and deletes last, since a delete is the one
+// write the storage-backend protocol cannot take back. A delete of what a
+// backend forgot already counts as done. It stops at the first failure,
+// which it returns with the write it is about; what was stored before is
+// in the journal, for the caller to undo. A dry run sends nothing.
+func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journal, failed *externalWrite, err error) {
+	j = &journal{}
+	if isDryRun(ctx) || len(ws) == 0 {
+		return j, nil, nil
 	}
 	byBackend := map[string][]*externalWrite{}
 	var order []string
@@ -35,9 +67,10 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (failed *e
 		}
 		byBackend[w.b.ID] = append(byBackend[w.b.ID], w)
 	}
+	var deletes []*externalWrite
 	for _, id := range order {
 		group := byBackend[id]
-		if bw, ok := group[0].b.client.(cairn.BatchWriter); ok && len(group) > 1 {
+		if bw, ok := group[0].b.client.(cairn.BatchWriter); ok {
 			batch := make([]cairn.BatchWrite, len(group))
 			for i, w := range group {
 				batch[i] = w.w
@@ -45,39 +78,143 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (failed *e
 					batch[i].Meta = &m
 				}
 			}
-			ctxs, err := bw.OnBatch(ctx, batch)
+			res, err := bw.OnBatch(ctx, batch)
 			if err != nil {
-				return group[0], err
+				return j, batchFailure(group, err), err
 			}
 			for i, w := range group {
 				var c json.RawMessage
-				if i < len(ctxs) {
-					c = ctxs[i]
+				if i < len(res.Contexts) {
+					c = res.Contexts[i]
 				}
-				w.done(c)
+				w.finish(c)
 			}
+			j.batches = append(j.batches, storedBatch{bw: bw, b: group[0].b, ws: group, writes: batch, res: res})
 			continue
 		}
 		for _, w := range group {
-			wctx := h.withResourceMeta(ctx, w.b, w.inst)
-			var newCtx json.RawMessage
-			var err error
-			switch {
-			case w.w.Create != nil:
-				newCtx, err = w.b.client.OnCreate(wctx, *w.w.Create)
-			case w.w.Update != nil:
-				newCtx, err = w.b.client.OnUpdate(wctx, *w.w.Update)
-			case w.w.Delete != nil:
-				err = w.b.client.OnDelete(wctx, *w.w.Delete)
-				if cairn.HasCode(err, cairn.CodeNotFound) {
-					err = nil // the backend forgot it already: done
-				}
+			if w.w.Delete != nil {
+				deletes = append(deletes, w)
+				continue
 			}
-			if err != nil {
-				return w, err
+			if err := h.writeOne(ctx, w); err != nil {
+				return j, w, err
 			}
-			w.done(newCtx)
+			j.singles = append(j.singles, w)
 		}
 	}
-	return nil, nil
+	for _, w := range deletes {
+		if err := h.writeOne(ctx, w); err != nil {
+			return j, w, err
+		}
+		j.singles = append(j.singles, w)
+	}
+	return j, nil, nil
+}
+
+// batchFailure is the write of a failed batch that the backend's error
+// names (by instance id), else the batch's first.
+func batchFailure(group []*externalWrite, err error) *externalWrite {
+	var e *cairn.Error
+	if errors.As(err, &e) {
+		for _, id := range e.IDs {
+			for _, w := range group {
+				if w.inst.ID == id {
+					return w
+				}
+			}
+		}
+	}
+	return group[0]
+}
+
+func (h *Hub) writeOne(ctx context.Context, w *externalWrite) error {
+	wctx := h.withResourceMeta(ctx, w.b, w.inst)
+	var newCtx json.RawMessage
+	var err error
+	switch {
+	case w.w.Create != nil:
+		newCtx, err = w.b.client.OnCreate(wctx, *w.w.Create)
+	case w.w.Update != nil:
+		newCtx, err = w.b.client.OnUpdate(wctx, *w.w.Update)
+	case w.w.Delete != nil:
+		err = w.b.client.OnDelete(wctx, *w.w.Delete)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			err = nil // the backend forgot it already: done
+		}
+	}
+	if err != nil {
+		return err
+	}
+	w.finish(newCtx)
+	return nil
+}
+
+// undo takes back what the journal recorded: each batch
+// with one UndoBatch (a Git backend: one commit restoring the files, or
+// its pull request closed), each single create with OnDelete and each
+// single update with OnDeleteRevision. A single delete cannot be taken
+// back; writeExternal sends those last, so only a failure of the store
+// transaction leaves one done (the caller's error says so). It returns
+// cause joined with whatever the undo could not do.
+func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
+	if j == nil {
+		return cause
+	}
+	// Undo must run even when ctx was cancelled mid-request.
+	rctx := context.WithoutCancel(ctx)
+	var errs []error
+	for _, w := range j.singles {
+		wctx := h.withResourceMeta(rctx, w.b, w.inst)
+		var err error
+		var what string
+		switch {
+		case w.w.Create != nil:
+			c := w.w.Create.Context
+			if w.newCtx != nil {
+				c = w.newCtx
+			}
+			what = fmt.Sprintf("delete %q", w.inst.ID)
+			err = w.b.client.OnDelete(wctx, cairn.OnDeleteRequest{InstanceID: w.inst.ID, Context: c})
+		case w.w.Update != nil:
+			c := w.w.Update.Context
+			if w.newCtx != nil {
+				c = w.newCtx
+			}
+			what = fmt.Sprintf("delete revision %d of %q", w.w.Update.NewResourceVersion, w.inst.ID)
+			err = w.b.client.OnDeleteRevision(wctx, cairn.OnDeleteRevisionRequest{InstanceID: w.inst.ID,
+				ResourceVersion: w.w.Update.NewResourceVersion, Context: c, OwnerID: w.w.Update.OwnerID})
+		default:
+			continue
+		}
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			errs = append(errs, externalErr(w.b.ID, what, err))
+			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", w.b.ID, "instance", w.inst.ID, "err", err)
+		}
+	}
+	for i := len(j.batches) - 1; i >= 0; i-- {
+		sb := j.batches[i]
+		if err := sb.bw.UndoBatch(rctx, sb.writes, sb.res); err != nil {
+			errs = append(errs, externalErr(sb.b.ID, fmt.Sprintf("undo a batch of %d writes", len(sb.writes)), err))
+			h.log.ErrorContext(ctx, "rollback of an externally stored batch failed", "backend", sb.b.ID, "writes", len(sb.writes), "err", err)
+		}
+	}
+	*j = journal{}
+	if len(errs) > 0 {
+		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,
+			Msg: "rollback externally stored values: " + errors.Join(errs...).Error()})
+	}
+	return cause
+}
+
+// deletedSingles lists the instances whose values a request deleted in
+// backends that cannot take a delete back.
+func (j *journal) deletedSingles() []*externalWrite {
+	var out []*externalWrite
+	for _, w := range j.singles {
+		if w.w.Delete != nil {
+			out = append(out, w)
+		}
+	}
+	return out
 }

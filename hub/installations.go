@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -126,22 +125,46 @@ func (h *Hub) requestDeletion(ctx context.Context, inst cairn.Instance, ownerID 
 // owner's uses edge to each and deletes them, all in one store transaction.
 // It changes nothing when any of them is locked (by someone other than
 // lockOwner) or used by an instance other than the owner; the error names
-// them. Values in external backends are deleted first, as DeleteInstance
-// does; a backend that already forgot one counts as done, so a delete that
-// failed halfway is finished by calling it again.
+// them. Values in external backends are deleted first, each backend's
+// share as one batch where it takes batches (a Git backend: one commit);
+// when the store transaction then fails, such a batch is taken back (the
+// files restored). A backend without batches cannot take a delete back: a
+// backend that already forgot one counts as done, so a delete that failed
+// halfway is finished by calling it again.
 func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, lockOwner string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	ws, found, err := h.stageOwnedDeletes(ctx, ownerID, ids, lockOwner)
+	if err != nil {
+		return err
+	}
+	j, failed, err := h.writeExternal(ctx, ws)
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return h.undo(ctx, j, externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
+	}
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		return storeOwnedDeletes(ctx, tx, ownerID, ids, lockOwner)
+	})
+	if err != nil {
+		return h.undo(ctx, j, deleteStoreFailure(ownerID, j, err))
+	}
+	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx))
+	return nil
+}
+
+// stageOwnedDeletes checks that the children ids of ownerID can go and
+// returns the external deletes.
+func (h *Hub) stageOwnedDeletes(ctx context.Context, ownerID string, ids []string, lockOwner string) ([]*externalWrite, []cairn.Instance, error) {
 	found, err := h.st.GetInstances(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("delete the children of %q: %w", ownerID, err)
+		return nil, nil, fmt.Errorf("delete the children of %q: %w", ownerID, err)
 	}
 	if err := checkOwnedDeletable(found, ownerID, lockOwner); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := h.checkNoGrandchildren(ctx, found); err != nil {
-		return err
+		return nil, nil, err
 	}
 	bs := h.newBackendSet()
 	var ws []*externalWrite
@@ -151,43 +174,54 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		}
 		b, err := bs.get(ctx, inst.Backend.ID)
 		if err != nil {
-			return fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
+			return nil, nil, fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
 		}
 		ws = append(ws, &externalWrite{b: b, inst: inst,
-			w:    cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}},
-			done: func(json.RawMessage) {}})
+			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}}})
 	}
-	if failed, err := h.writeExternal(ctx, ws); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-		return externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
-	}
-	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
-		cur, err := tx.GetInstances(ctx, ids)
-		if err != nil {
-			return err
-		}
-		if err := checkOwnedDeletable(cur, ownerID, lockOwner); err != nil {
-			return err
-		}
-		for _, inst := range cur {
-			if err := tx.RemoveUses(ctx, ownerID, inst.ID); err != nil {
-				return err
-			}
-			if err := tx.DeleteInstance(ctx, inst.ID); err != nil {
-				return err
-			}
-			if inst.Backend.Abstract {
-				if err := tx.DeleteValues(ctx, inst.ID); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	return ws, found, nil
+}
+
+// storeOwnedDeletes deletes the children ids of ownerID in tx, checking
+// again that none is locked or used from outside.
+func storeOwnedDeletes(ctx context.Context, tx store.Tx, ownerID string, ids []string, lockOwner string) error {
+	cur, err := tx.GetInstances(ctx, ids)
 	if err != nil {
+		return err
+	}
+	if err := checkOwnedDeletable(cur, ownerID, lockOwner); err != nil {
+		return err
+	}
+	for _, inst := range cur {
+		if err := tx.RemoveUses(ctx, ownerID, inst.ID); err != nil {
+			return err
+		}
+		if err := tx.DeleteInstance(ctx, inst.ID); err != nil {
+			return err
+		}
+		if inst.Backend.Abstract {
+			if err := tx.DeleteValues(ctx, inst.ID); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteStoreFailure is the error of a store transaction that failed after
+// external deletes; it names the values deleted in backends that cannot
+// take a delete back.
+func deleteStoreFailure(ownerID string, j *journal, err error) error {
+	gone := j.deletedSingles()
+	if len(gone) == 0 {
 		return fmt.Errorf("delete the children of %q: %w", ownerID, err)
 	}
-	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx))
-	return nil
+	ids := make([]string, len(gone))
+	for i, w := range gone {
+		ids[i] = w.inst.ID
+	}
+	return &cairn.Error{Code: cairn.ErrorCode(err), IDs: ids, Err: err,
+		Msg: fmt.Sprintf("delete the children of %q: the values of %s were deleted from their backends but the metadata was not (retry to finish): %v", ownerID, cairn.QuoteIDs(ids), err)}
 }
 
 // RequestDeletion records that an installation is to be deleted, as

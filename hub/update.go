@@ -132,22 +132,50 @@ type staged struct {
 	up       UpdateInstance
 	inst     cairn.Instance
 	rv       cairn.ResourceVersion
-	value    json.RawMessage
-	backend  *resolvedBackend
-	external bool // OnUpdate succeeded in an external backend
+	value   json.RawMessage
+	backend *resolvedBackend
 }
 
 func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
+	ids, items, err := h.stageUpdates(ctx, ups)
+	if err != nil {
+		return nil, err
+	}
+	j, failed, err := h.writeExternal(ctx, updateWrites(items))
+	if err != nil {
+		return nil, h.undo(ctx, j, updateFailure(failed, err))
+	}
+
+	var out []cairn.Instance
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		out, err = storeUpdates(ctx, tx, ups, ids, items)
+		return err
+	})
+	if err != nil {
+		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
+			err = fmt.Errorf("failed to update TypeInstances: %w", err)
+		}
+		return nil, h.undo(ctx, j, err)
+	}
+	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx))
+	return out, nil
+}
+
+// stageUpdates reads the instances to update, checks every update against
+// them (lock owner, IfSeq, the value against the Type and the backend)
+// and prepares each new resource version, reporting every refusal.
+func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string, []*staged, error) {
 	ids := make([]string, len(ups))
 	for i, u := range ups {
 		ids[i] = u.ID
 	}
 	found, err := h.st.GetInstancesBrief(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("failed to update TypeInstances: %w", err)
+		return nil, nil, fmt.Errorf("failed to update TypeInstances: %w", err)
 	}
 	if err := checkPresentAndOwned(ups, found, "update"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := make(map[string]cairn.Instance, len(found))
 	for _, f := range found {
@@ -155,7 +183,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	}
 	for _, u := range ups {
 		if err := checkSeq(u, byID[u.ID]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -232,12 +260,17 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		items[i] = s
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("failed to update TypeInstances: %w", errors.Join(errs...))
+		return nil, nil, fmt.Errorf("failed to update TypeInstances: %w", errors.Join(errs...))
 	}
+	return ids, items, nil
+}
 
+// updateWrites are the external writes of staged updates: one OnUpdate
+// per instance not in the built-in backend.
+func updateWrites(items []*staged) []*externalWrite {
 	var ws []*externalWrite
 	for _, s := range items {
-		if s.inst.Backend.Abstract || isDryRun(ctx) {
+		if s.inst.Backend.Abstract {
 			continue
 		}
 		req := cairn.OnUpdateRequest{
@@ -251,96 +284,91 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		ws = append(ws, &externalWrite{b: s.backend, inst: s.inst, w: cairn.BatchWrite{Update: &req},
 			done: func(newCtx json.RawMessage) {
-				s.external = true
 				if newCtx != nil {
 					s.rv.Context = newCtx
 				}
 			}})
 	}
-	if failed, err := h.writeExternal(ctx, ws); err != nil {
-		err = withSubject(externalErr(failed.b.ID, "update", err), subjectOf(failed.inst.ID))
-		if cairn.HasCode(err, cairn.CodeAlreadyExists) {
-			// Another writer took this resource version first.
-			err = fmt.Errorf("%w: %w", errVersionRace, err)
-		}
-		return nil, h.rollbackUpdated(ctx, items, err)
-	}
+	return ws
+}
 
-	var out []cairn.Instance
-	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
-		current, err := tx.GetInstancesBrief(ctx, ids)
-		if err != nil {
-			return err
-		}
-		if err := checkPresentAndOwned(ups, current, "update"); err != nil {
-			return err
-		}
-		for i, c := range current {
-			s := items[i]
-			if err := checkSeq(s.up, c); err != nil {
-				return err
-			}
-			if !s.inst.Backend.Abstract {
-				// The backend already stored this revision number.
-				if c.Latest.ResourceVersion != s.inst.Latest.ResourceVersion {
-					return errVersionRace
-				}
-				continue
-			}
-			// Built-in values are written in this transaction, so the
-			// version is based on what is latest now and never races.
-			if err := rebase(ctx, tx, s, c); err != nil {
-				return err
-			}
-		}
-		for _, s := range items {
-			if err := tx.AddResourceVersion(ctx, s.inst.ID, s.rv); err != nil {
-				if cairn.HasCode(err, cairn.CodeConflict) {
-					return fmt.Errorf("%w: %w", errVersionRace, err)
-				}
-				return err
-			}
-			if s.inst.Backend.Abstract {
-				if err := tx.PutValue(ctx, s.inst.ID, s.rv.ResourceVersion, s.value); err != nil {
-					if cairn.HasCode(err, cairn.CodeAlreadyExists) {
-						return fmt.Errorf("%w: %w", errVersionRace, err)
-					}
-					return err
-				}
-			}
-			if s.up.Labels != nil || s.up.Annotations != nil {
-				l, a := s.inst.Labels, s.inst.Annotations
-				if s.up.Labels != nil {
-					l = maps.Clone(s.up.Labels)
-				}
-				if s.up.Annotations != nil {
-					a = maps.Clone(s.up.Annotations)
-				}
-				if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
-					return err
-				}
-			}
-			if s.up.ManagedFields != nil {
-				if err := tx.SetManagedFields(ctx, s.inst.ID, s.up.ManagedFields); err != nil {
-					return err
-				}
-			}
-		}
-		// Read back what this transaction wrote: after the commit another
-		// writer's version may already be the latest, and the caller must
-		// get its own (REST serves its Seq as the resourceVersion to
-		// update from).
-		out, err = tx.GetInstancesBrief(ctx, ids)
-		return err
-	})
-	if err != nil {
-		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
-			err = fmt.Errorf("failed to update TypeInstances: %w", err)
-		}
-		return nil, h.rollbackUpdated(ctx, items, err)
+// updateFailure is the error of a failed external update; a resource
+// version another writer took first makes it a race, retried.
+func updateFailure(failed *externalWrite, err error) error {
+	err = withSubject(externalErr(failed.b.ID, "update", err), subjectOf(failed.inst.ID))
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		err = fmt.Errorf("%w: %w", errVersionRace, err)
 	}
-	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", actor)
-	return out, nil
+	return err
+}
+
+// storeUpdates writes staged updates in tx, checking again that every
+// instance is there, unlocked (or locked by the caller) and unchanged
+// since it was staged, and returns the updated instances.
+func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []string, items []*staged) ([]cairn.Instance, error) {
+	current, err := tx.GetInstancesBrief(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPresentAndOwned(ups, current, "update"); err != nil {
+		return nil, err
+	}
+	for i, c := range current {
+		s := items[i]
+		if err := checkSeq(s.up, c); err != nil {
+			return nil, err
+		}
+		if !s.inst.Backend.Abstract {
+			// The backend already stored this revision number.
+			if c.Latest.ResourceVersion != s.inst.Latest.ResourceVersion {
+				return nil, errVersionRace
+			}
+			continue
+		}
+		// Built-in values are written in this transaction, so the
+		// version is based on what is latest now and never races.
+		if err := rebase(ctx, tx, s, c); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range items {
+		if err := tx.AddResourceVersion(ctx, s.inst.ID, s.rv); err != nil {
+			if cairn.HasCode(err, cairn.CodeConflict) {
+				return nil, fmt.Errorf("%w: %w", errVersionRace, err)
+			}
+			return nil, err
+		}
+		if s.inst.Backend.Abstract {
+			if err := tx.PutValue(ctx, s.inst.ID, s.rv.ResourceVersion, s.value); err != nil {
+				if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+					return nil, fmt.Errorf("%w: %w", errVersionRace, err)
+				}
+				return nil, err
+			}
+		}
+		if s.up.Labels != nil || s.up.Annotations != nil {
+			l, a := s.inst.Labels, s.inst.Annotations
+			if s.up.Labels != nil {
+				l = maps.Clone(s.up.Labels)
+			}
+			if s.up.Annotations != nil {
+				a = maps.Clone(s.up.Annotations)
+			}
+			if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
+				return nil, err
+			}
+		}
+		if s.up.ManagedFields != nil {
+			if err := tx.SetManagedFields(ctx, s.inst.ID, s.up.ManagedFields); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Read back what this transaction wrote: after the commit another
+	// writer's version may already be the latest, and the caller must
+	// get its own (REST serves its Seq as the resourceVersion to update
+	// from).
+	return tx.GetInstancesBrief(ctx, ids)
 }
 
 // rebase bases an abstract-backend update on the instance's current latest
@@ -430,32 +458,3 @@ func (e *opError) Error() string {
 }
 
 func (e *opError) Unwrap() error { return e.err }
-
-// rollbackUpdated removes the revisions external backends stored for a
-// failed update and returns cause joined with any rollback failure.
-func (h *Hub) rollbackUpdated(ctx context.Context, items []*staged, cause error) error {
-	rctx := context.WithoutCancel(ctx)
-	var rbErrs []error
-	for _, s := range items {
-		if s == nil || !s.external {
-			continue
-		}
-		err := s.backend.client.OnDeleteRevision(rctx, cairn.OnDeleteRevisionRequest{
-			InstanceID:      s.inst.ID,
-			ResourceVersion: s.rv.ResourceVersion,
-			Context:         s.rv.Context,
-			OwnerID:         s.up.OwnerID,
-		})
-		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			rbErrs = append(rbErrs, externalErr(s.backend.ID, fmt.Sprintf("delete revision %d of %q", s.rv.ResourceVersion, s.inst.ID), err))
-			h.log.ErrorContext(ctx, "rollback of an externally stored revision failed", "backend", s.backend.ID, "instance", s.inst.ID, "resourceVersion", s.rv.ResourceVersion, "err", err)
-			continue
-		}
-		s.external = false
-	}
-	if len(rbErrs) > 0 {
-		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,
-			Msg: "rollback externally stored values: " + errors.Join(rbErrs...).Error()})
-	}
-	return cause
-}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/cairn-dev/cairn"
 )
 
@@ -16,75 +18,343 @@ import (
 // tells cairn's commits from others' by that trailer (sync) still does.
 const trChange = "Cairn-Change"
 
-// OnBatch commits every write as one commit (pushed once): a stack
-// reconcile that changes many children in this backend makes one commit,
-// not one per child. It is all or nothing: when any write's check fails,
-// nothing is committed. In propose mode, or when a sync imports, the
-// writes go one by one (one proposal each).
-func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) ([]json.RawMessage, error) {
-	out := make([]json.RawMessage, len(writes))
-	if _, imp := b.importing(ctx); imp || b.proposing(ctx) || len(writes) == 1 {
+// trRevert names the commit an undo commit takes back (UndoBatch).
+const trRevert = "Cairn-Revert"
+
+// OnBatch stores every write, creates, updates and deletes mixed, as one
+// commit pushed once (commit mode), or as one branch and one pull request
+// (propose mode): a stack reconcile that changes many children in this
+// backend makes one commit or one pull request, not one per child. It is
+// all or nothing: when any write's check fails, nothing is committed or
+// proposed. The result's token names the commit (or the pull request) for
+// UndoBatch. A sync's import goes write by write (each records its own
+// outside commit).
+func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn.BatchResult, error) {
+	out := cairn.BatchResult{Contexts: make([]json.RawMessage, len(writes))}
+	if _, imp := b.importing(ctx); imp {
 		for i, w := range writes {
-			wctx := ctx
-			if w.Meta != nil {
-				wctx = cairn.WithResourceMeta(ctx, *w.Meta)
-			}
+			wctx := writeContext(ctx, w)
 			var err error
 			switch {
 			case w.Create != nil:
-				out[i], err = b.OnCreate(wctx, *w.Create)
+				out.Contexts[i], err = b.OnCreate(wctx, *w.Create)
 			case w.Update != nil:
-				out[i], err = b.OnUpdate(wctx, *w.Update)
+				out.Contexts[i], err = b.OnUpdate(wctx, *w.Update)
 			case w.Delete != nil:
 				err = b.OnDelete(wctx, *w.Delete)
 			}
 			if err != nil {
-				return nil, err
+				return cairn.BatchResult{}, err
 			}
 		}
 		return out, nil
 	}
 	chs := make([]change, 0, len(writes))
 	at := make([]int, 0, len(writes)) // chs[j] is writes[at[j]]
+	prevs := make([]json.RawMessage, 0, len(writes))
 	for i, w := range writes {
-		wctx := ctx
-		if w.Meta != nil {
-			wctx = cairn.WithResourceMeta(ctx, *w.Meta)
-		}
+		wctx := writeContext(ctx, w)
 		var ch change
+		var prev json.RawMessage
 		var err error
 		switch {
 		case w.Create != nil:
 			ch, err = b.createChange(wctx, *w.Create)
 		case w.Update != nil:
 			ch, err = b.updateChange(wctx, *w.Update)
+			prev = w.Update.Context
 		case w.Delete != nil:
+			prev = w.Delete.Context
 			ch, err = b.deleteChange(wctx, *w.Delete)
 			if cairn.HasCode(err, cairn.CodeNotFound) {
-				continue // gone already, as OnDelete's callers count it
+				if b.scm == nil || proposalOf(prev) == nil {
+					continue // gone already, as OnDelete's callers count it
+				}
+				// Created by a proposal not merged yet: on no branch, so
+				// the proposal's tree says where its file is.
+				ch, err = b.proposedDeleteChange(wctx, *w.Delete), nil
 			}
 		default:
 			err = errorf(cairn.CodeInvalid, "", "batch write %d has no operation", i)
 		}
 		if err != nil {
-			return nil, err
+			return cairn.BatchResult{}, err
 		}
 		chs = append(chs, ch)
 		at = append(at, i)
+		prevs = append(prevs, prev)
 	}
 	if len(chs) == 0 {
 		return out, nil
 	}
-	commit, err := b.write(ctx, chs...)
+	if b.proposing(ctx) {
+		return b.proposeBatch(ctx, chs, at, prevs, out)
+	}
+	commit, made, err := b.writeChanges(ctx, chs)
 	if err != nil {
-		return nil, err
+		return cairn.BatchResult{}, err
+	}
+	if made {
+		out.Token = commit.String()
 	}
 	for j, c := range chs {
 		if c.op != opDelete {
-			out[at[j]] = b.versionContext(c.ident, c.rv, commit)
+			out.Contexts[at[j]] = b.versionContext(c.ident, c.rv, commit)
 		}
 	}
 	return out, nil
+}
+
+// writeContext is ctx with the write's ResourceMeta.
+func writeContext(ctx context.Context, w cairn.BatchWrite) context.Context {
+	if w.Meta != nil {
+		return cairn.WithResourceMeta(ctx, *w.Meta)
+	}
+	return ctx
+}
+
+// UndoBatch takes back a batch OnBatch stored. In commit mode it pushes
+// one commit restoring every file the batch changed to its content before
+// the batch (a file someone changed since is left alone) and recording the
+// inverse changes in its trailers (a create becomes a delete, an update a
+// delete-revision, a delete a create of the latest resource version), so
+// every process sharing the remote forgets what the batch did; the batch's
+// commit stays in the history, with the undo commit naming it (trRevert).
+// In propose mode it closes the batch's pull request and deletes its
+// branch.
+func (b *Backend) UndoBatch(ctx context.Context, writes []cairn.BatchWrite, stored cairn.BatchResult) error {
+	if _, imp := b.importing(ctx); imp {
+		return b.undoEach(ctx, writes, stored)
+	}
+	if b.scm != nil && stored.Token != "" {
+		num, branch, _ := strings.Cut(stored.Token, " ")
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			return errorf(cairn.CodeInvalid, "", "undo: %q is not a proposal of this backend", stored.Token)
+		}
+		if err := b.closeProposal(ctx, &Proposal{ID: branch, Number: n, Branch: branch}); err != nil {
+			return err
+		}
+		b.deleteBranch(ctx, branch)
+		return nil
+	}
+	inv, err := b.inverse(ctx, writes)
+	if err != nil {
+		return err
+	}
+	if len(inv) == 0 {
+		return nil
+	}
+	if stored.Token == "" || b.scm != nil {
+		// The batch changed no file: it is only in this process's index.
+		b.applyInMemory(inv)
+		return nil
+	}
+	batch := plumbing.NewHash(stored.Token)
+	if inv, err = b.inBatch(ctx, batch, inv); err != nil || len(inv) == 0 {
+		return err
+	}
+	undo := change{op: "revert", ident: inv[0].ident,
+		check:   func(*entry) error { return nil },
+		message: revertMessage(ctx, batch, inv),
+		apply: func(ctx context.Context, root string) error {
+			return b.restoreFiles(ctx, root, batch, inv)
+		},
+	}
+	commit, made, err := b.writeChanges(ctx, []change{undo})
+	if err != nil {
+		return fmt.Errorf("git backend: undo commit %s: %w", batch, err)
+	}
+	if !made {
+		// Every file was changed since: nothing to restore, but the
+		// index must still forget the batch.
+		b.applyInMemory(inv)
+		return nil
+	}
+	b.log.InfoContext(ctx, "git backend: batch undone", "batch", batch.String(), "commit", commit.String(), "changes", len(inv))
+	return nil
+}
+
+// inverseChange is one change of a batch taken back: its operation is
+// the inverse one, as applyIndex records it.
+type inverseChange struct {
+	op    string
+	id    string
+	rv    int
+	ident identity
+	// commit holds the version a taken-back delete restores (from its
+	// context): the index points the version there when no undo commit
+	// is made.
+	commit plumbing.Hash
+	// undid is the batch's own operation.
+	undid string
+}
+
+func (b *Backend) inverse(ctx context.Context, writes []cairn.BatchWrite) ([]inverseChange, error) {
+	var out []inverseChange
+	for _, w := range writes {
+		wctx := writeContext(ctx, w)
+		switch {
+		case w.Create != nil:
+			ident, err := resolveIdentity(wctx, w.Create.InstanceID, w.Create.Context, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, inverseChange{op: opDelete, id: w.Create.InstanceID, ident: ident, undid: opCreate})
+		case w.Update != nil:
+			ident, err := resolveIdentity(wctx, w.Update.InstanceID, w.Update.Context, b.identityOf(b.lookup(w.Update.InstanceID)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, inverseChange{op: opDeleteRevision, id: w.Update.InstanceID, rv: w.Update.NewResourceVersion, ident: ident, undid: opUpdate})
+		case w.Delete != nil:
+			c := parseContext(w.Delete.Context)
+			ident, err := resolveIdentity(wctx, w.Delete.InstanceID, w.Delete.Context, b.identityOf(b.lookup(w.Delete.InstanceID)))
+			if err != nil {
+				return nil, err
+			}
+			ic := inverseChange{op: opCreate, id: w.Delete.InstanceID, rv: max(c.ResourceVersion, 1), ident: ident, undid: opDelete}
+			if c.Commit != "" {
+				ic.commit = plumbing.NewHash(c.Commit)
+			}
+			out = append(out, ic)
+		}
+	}
+	return out, nil
+}
+
+// inBatch keeps the inverse changes of what the batch commit recorded (a
+// delete of what was gone already is not in it).
+func (b *Backend) inBatch(ctx context.Context, batch plumbing.Hash, inv []inverseChange) ([]inverseChange, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return nil, err
+	}
+	c, err := b.repo.CommitObject(batch)
+	if err != nil {
+		return nil, fmt.Errorf("git backend: undo: commit %s: %w", batch, err)
+	}
+	in := map[string]bool{}
+	if chs := batchTrailers(c.Message); len(chs) > 0 {
+		for _, ch := range chs {
+			in[ch.id] = true
+		}
+	} else {
+		in[trailers(c.Message)[trInstance]] = true
+	}
+	out := inv[:0]
+	for _, ic := range inv {
+		if in[ic.id] {
+			out = append(out, ic)
+		}
+	}
+	return out, nil
+}
+
+// applyInMemory records inverse changes in this process's index only.
+func (b *Backend) applyInMemory(inv []inverseChange) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.imu.Lock()
+	defer b.imu.Unlock()
+	for _, c := range inv {
+		if c.op == opCreate && b.idx[c.id] != nil {
+			continue // the delete made no change: the entry is still there
+		}
+		commit := c.commit
+		if commit.IsZero() {
+			commit = b.tip
+		}
+		b.applyIndex(c.id, c.op, c.rv, commit, c.ident)
+	}
+}
+
+// restoreFiles puts every resource the batch commit changed back to its
+// content in the batch's parent, unless it differs now from what the batch
+// left (someone changed it since).
+func (b *Backend) restoreFiles(ctx context.Context, root string, batch plumbing.Hash, inv []inverseChange) error {
+	c, err := b.repo.CommitObject(batch)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", batch, err)
+	}
+	var parent json.RawMessage
+	for _, ic := range inv {
+		mine, err := b.getAt(ctx, c, ic.ident)
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return err
+		}
+		parent = nil
+		if c.NumParents() > 0 {
+			p, err := c.Parent(0)
+			if err != nil {
+				return fmt.Errorf("parent of %s: %w", batch, err)
+			}
+			if parent, err = b.getAt(ctx, p, ic.ident); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+				return err
+			}
+		}
+		cur, err := b.ctl.Get(ctx, root, ic.ident.Kind, ic.ident.Namespace, ic.ident.Name)
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return err
+		}
+		if (cur == nil) != (mine == nil) || (cur != nil && !sameJSON(cur, mine)) {
+			continue // changed since: keep it
+		}
+		switch {
+		case parent == nil && cur != nil:
+			err = b.ctl.Delete(ctx, root, ic.ident.Kind, ic.ident.Namespace, ic.ident.Name)
+		case parent != nil:
+			err = b.ctl.Put(ctx, root, ic.ident.Kind, parent)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// revertMessage is the undo commit's message: what it takes back, then the
+// trailers (one trChange per inverse change, trRevert, trActor).
+func revertMessage(ctx context.Context, batch plumbing.Hash, inv []inverseChange) string {
+	actor := cairn.Actor(ctx)
+	if actor == "" {
+		actor = "unknown"
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "cairn: undo %s (%d changes) by %s\n\n", batch.String()[:12], len(inv), actor)
+	s.WriteString("The request that made it failed after the commit, so cairn took it back:\n")
+	for _, c := range inv {
+		fmt.Fprintf(&s, "- undo %s %s %s/%s\n", c.undid, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
+	}
+	fmt.Fprintf(&s, "\n%s: %s\n", trInstance, inv[0].id)
+	for _, c := range inv {
+		fmt.Fprintf(&s, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
+	}
+	fmt.Fprintf(&s, "%s: %s\n%s: %s\n", trRevert, batch, trActor, oneLine(actor))
+	return s.String()
+}
+
+// undoEach takes back a batch that went write by write (an import).
+func (b *Backend) undoEach(ctx context.Context, writes []cairn.BatchWrite, stored cairn.BatchResult) error {
+	for i, w := range writes {
+		wctx := writeContext(ctx, w)
+		var err error
+		switch {
+		case w.Create != nil:
+			c := w.Create.Context
+			if i < len(stored.Contexts) && stored.Contexts[i] != nil {
+				c = stored.Contexts[i]
+			}
+			err = b.OnDelete(wctx, cairn.OnDeleteRequest{InstanceID: w.Create.InstanceID, Context: c})
+		case w.Update != nil:
+			err = b.OnDeleteRevision(wctx, cairn.OnDeleteRevisionRequest{InstanceID: w.Update.InstanceID, ResourceVersion: w.Update.NewResourceVersion, OwnerID: w.Update.OwnerID})
+		}
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // batchMessage is the commit message of several changes: a summary, one
@@ -94,18 +364,8 @@ func batchMessage(ctx context.Context, chs []change) string {
 	if actor == "" {
 		actor = "unknown"
 	}
-	counts := map[string]int{}
-	for _, c := range chs {
-		counts[c.op]++
-	}
-	var parts []string
-	for _, op := range []string{opCreate, opUpdate, opDelete} {
-		if counts[op] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", op, counts[op]))
-		}
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cairn: %s resources by %s\n\n", strings.Join(parts, ", "), actor)
+	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, actor))
 	for _, c := range chs {
 		fmt.Fprintf(&b, "- %s %s %s/%s", c.op, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
 		if c.rv > 0 {
@@ -119,6 +379,22 @@ func batchMessage(ctx context.Context, chs []change) string {
 	}
 	fmt.Fprintf(&b, "%s: %s\n", trActor, oneLine(actor))
 	return b.String()
+}
+
+// batchSummary is a batch commit's first line: "cairn: create 2, update 3
+// resources by <actor>".
+func batchSummary(chs []change, actor string) string {
+	counts := map[string]int{}
+	for _, c := range chs {
+		counts[c.op]++
+	}
+	var parts []string
+	for _, op := range []string{opCreate, opUpdate, opDelete} {
+		if counts[op] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", op, counts[op]))
+		}
+	}
+	return fmt.Sprintf("cairn: %s resources by %s", strings.Join(parts, ", "), oneLine(actor))
 }
 
 // batchTrailers parses the trChange trailers of a commit message; nil for

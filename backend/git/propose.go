@@ -211,10 +211,7 @@ func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) 
 	pr, err := b.scm.Open(ctx, scm.NewPullRequest{Title: title, Body: body, Head: branch.Short(), Base: b.cfg.Branch})
 	if err != nil {
 		// Leave no orphan branch behind when possible.
-		del := config.RefSpec(":" + branch.String())
-		if derr := b.repo.PushContext(context.WithoutCancel(ctx), &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{del}, Auth: b.auth}); derr != nil {
-			b.log.WarnContext(ctx, "git backend: could not delete the proposal branch", "branch", branch.Short(), "error", derr)
-		}
+		b.deleteBranchLocked(context.WithoutCancel(ctx), branch)
 		return nil, fmt.Errorf("git backend: open a pull request for %s: %w", branch.Short(), err)
 	}
 	p := &Proposal{ID: pid, Provider: b.scm.Name(), Number: pr.Number, URL: pr.URL, Branch: branch.Short(), Base: b.cfg.Branch}
@@ -339,4 +336,221 @@ func (b *Backend) closeProposal(ctx context.Context, p *Proposal) error {
 	}
 	b.log.InfoContext(ctx, "git backend: proposal closed", "proposal", p.ID, "url", p.URL)
 	return nil
+}
+
+// proposedDeleteChange deletes, in propose mode, an instance that is on no
+// branch yet because the proposal creating it is not merged: on a proposal
+// stacked on that one its file goes; on the target branch there is
+// nothing to delete.
+func (b *Backend) proposedDeleteChange(ctx context.Context, req cairn.OnDeleteRequest) change {
+	id := req.InstanceID
+	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	return change{
+		op: opDelete, id: id, ident: ident,
+		check: func(e *entry) error {
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				return checkLock(e, id, req.OwnerID, "delete")
+			}
+			return nil
+		},
+		apply: func(ctx context.Context, root string) error {
+			err := b.ctl.Delete(ctx, root, ident.Kind, ident.Namespace, ident.Name)
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+// proposeBatch commits every change as one commit on one proposal branch
+// and opens one pull request for it (OnBatch in propose mode). The commit
+// starts at the target branch's tip, or, when writes of the batch follow
+// versions still in open proposals, at the newest of those proposals'
+// commits that contains all the others (a stack reconcile's next change
+// while its previous pull request is open), so that merging the new pull
+// request merges everything cairn shows. Proposals that are not on one
+// line cannot all be carried; the batch then starts at the tip.
+func (b *Backend) proposeBatch(ctx context.Context, chs []change, at []int, prevs []json.RawMessage, out cairn.BatchResult) (cairn.BatchResult, error) {
+	var opens []openProposal
+	seen := map[int]bool{}
+	for _, prev := range prevs {
+		p := proposalOf(prev)
+		if p == nil || p.Number <= 0 || seen[p.Number] {
+			continue
+		}
+		seen[p.Number] = true
+		pr, err := b.scm.Get(ctx, p.Number)
+		if err != nil {
+			return cairn.BatchResult{}, fmt.Errorf("git backend: state of proposal %s: %w", p.ID, err)
+		}
+		if c := parseContext(prev).Commit; pr.State == scm.StateOpen && c != "" {
+			opens = append(opens, openProposal{p: p, commit: plumbing.NewHash(c)})
+		}
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return cairn.BatchResult{}, err
+	}
+	if err := b.fetchLocked(ctx); err != nil {
+		return cairn.BatchResult{}, err
+	}
+	if b.tip.IsZero() {
+		return cairn.BatchResult{}, errorf(cairn.CodeInvalid, chs[0].id, "propose mode: branch %s does not exist on %s yet; a pull request needs a branch to merge into", b.cfg.Branch, b.cfg.URL)
+	}
+	base := b.tip
+	var carried *Proposal
+	for _, o := range opens {
+		if err := b.haveCommitLocked(ctx, o.commit, o.p.Branch); err != nil {
+			return cairn.BatchResult{}, err
+		}
+	}
+	for _, o := range opens {
+		if b.containsAll(o.commit, opens) {
+			base, carried = o.commit, o.p
+			break
+		}
+	}
+	b.imu.RLock()
+	for j := range chs {
+		ch := &chs[j]
+		e := b.idx[ch.id]
+		var err error
+		switch {
+		case e != nil || ch.op == opCreate:
+			err = ch.check(e)
+		case ch.op == opUpdate && proposalOf(prevs[j]) == nil:
+			err = errorf(cairn.CodeNotFound, ch.id, "TypeInstance %q not found", ch.id)
+		case ch.op == opDelete:
+			err = ch.check(nil)
+		}
+		if err != nil {
+			b.imu.RUnlock()
+			return cairn.BatchResult{}, err
+		}
+		if e == nil && carried == nil && ch.op == opUpdate {
+			// Not on the branch (its creation was closed unmerged): this
+			// proposal creates it, and says so in its trailers.
+			ch.op = opCreate
+		}
+	}
+	b.imu.RUnlock()
+
+	tip := b.tip
+	b.tip = base
+	commit, changed, err := b.commitLocked(ctx, chs)
+	b.tip = tip
+	if err != nil {
+		return cairn.BatchResult{}, err
+	}
+	if !changed {
+		if carried == nil {
+			b.imu.Lock()
+			for _, ch := range chs {
+				b.applyIndex(ch.id, ch.op, ch.rv, base, ch.ident)
+			}
+			b.imu.Unlock()
+		}
+		for j, ch := range chs {
+			if ch.op != opDelete {
+				out.Contexts[at[j]] = b.proposalContext(ch.ident, ch.rv, base, carried)
+			}
+		}
+		return out, nil
+	}
+	pid, err := newProposalID()
+	if err != nil {
+		return cairn.BatchResult{}, err
+	}
+	branch := plumbing.NewBranchReferenceName(ProposalBranchPrefix + pid)
+	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(branch, commit)); err != nil {
+		return cairn.BatchResult{}, fmt.Errorf("git backend: %w", err)
+	}
+	spec := config.RefSpec(branch.String() + ":" + branch.String())
+	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth}); err != nil {
+		return cairn.BatchResult{}, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)
+	}
+	msg := message(ctx, chs[0])
+	if len(chs) > 1 {
+		msg = batchMessage(ctx, chs)
+	}
+	title, rest, _ := strings.Cut(msg, "\n\n")
+	body := fmt.Sprintf("Proposed through cairn: %s.\n\nMerging this pull request applies the change%s to `%s`; until then cairn shows the proposed values as the TypeInstances' latest resource versions.\n\n```\n%s```\n",
+		title, plural(len(chs)), b.cfg.Branch, rest)
+	if carried != nil {
+		body += fmt.Sprintf("\nIt carries the open pull request %s (%s), on which it is stacked; merging this one merges both.\n", carried.URL, carried.Branch)
+	}
+	pr, err := b.scm.Open(ctx, scm.NewPullRequest{Title: title, Body: body, Head: branch.Short(), Base: b.cfg.Branch})
+	if err != nil {
+		b.deleteBranchLocked(context.WithoutCancel(ctx), branch)
+		return cairn.BatchResult{}, fmt.Errorf("git backend: open a pull request for %s: %w", branch.Short(), err)
+	}
+	p := &Proposal{ID: pid, Provider: b.scm.Name(), Number: pr.Number, URL: pr.URL, Branch: branch.Short(), Base: b.cfg.Branch}
+	b.log.InfoContext(ctx, "git backend: proposed a batch", "changes", len(chs), "commit", commit.String(), "branch", p.Branch, "url", p.URL)
+	for j, ch := range chs {
+		if ch.op != opDelete {
+			out.Contexts[at[j]] = b.proposalContext(ch.ident, ch.rv, commit, p)
+		}
+	}
+	out.Token = fmt.Sprintf("%d %s", pr.Number, p.Branch)
+	return out, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// openProposal is an open pull request a batch's writes follow.
+type openProposal struct {
+	p      *Proposal
+	commit plumbing.Hash
+}
+
+// containsAll reports whether every open proposal's commit is c or one of
+// its ancestors.
+func (b *Backend) containsAll(c plumbing.Hash, opens []openProposal) bool {
+	head, err := b.repo.CommitObject(c)
+	if err != nil {
+		return false
+	}
+	for _, o := range opens {
+		if o.commit == c {
+			continue
+		}
+		other, err := b.repo.CommitObject(o.commit)
+		if err != nil {
+			return false
+		}
+		if ok, err := other.IsAncestor(head); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteBranch deletes a proposal branch on the remote (an undone batch's);
+// a failure is logged, not returned: the pull request is closed already.
+func (b *Backend) deleteBranch(ctx context.Context, branch string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		b.log.WarnContext(ctx, "git backend: could not delete the proposal branch", "branch", branch, "error", err)
+		return
+	}
+	b.deleteBranchLocked(ctx, plumbing.NewBranchReferenceName(branch))
+}
+
+func (b *Backend) deleteBranchLocked(ctx context.Context, branch plumbing.ReferenceName) {
+	del := config.RefSpec(":" + branch.String())
+	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{del}, Auth: b.auth}); err != nil {
+		b.log.WarnContext(ctx, "git backend: could not delete the proposal branch", "branch", branch.Short(), "error", err)
+	}
 }

@@ -60,6 +60,8 @@ type change struct {
 	// source, when set, is the outside commit a sync imports: the tree is
 	// left alone and an empty commit records the change (sync.go).
 	source plumbing.Hash
+	// message, when set, is the commit message (an undo's revert commit).
+	message string
 }
 
 func (b *Backend) remoteRef() plumbing.ReferenceName {
@@ -288,7 +290,14 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // write applies ch on the branch tip, commits and pushes, retrying on a
 // moved branch. It returns the commit that holds the change: the new one,
 // or the tip when the change altered no file.
-func (b *Backend) write(ctx context.Context, chs ...change) (made plumbing.Hash, err error) {
+func (b *Backend) write(ctx context.Context, chs ...change) (plumbing.Hash, error) {
+	h, _, err := b.writeChanges(ctx, chs)
+	return h, err
+}
+
+// writeChanges is write that also says whether it made a commit (false:
+// no file changed, and the hash is the tip that already holds the changes).
+func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing.Hash, committed bool, err error) {
 	ch := chs[0]
 	if src, ok := b.importing(ctx); ok && len(chs) == 1 {
 		// A sync's import: the version's file is in the outside commit.
@@ -303,12 +312,12 @@ func (b *Backend) write(ctx context.Context, chs ...change) (made plumbing.Hash,
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.openLocked(ctx); err != nil {
-		return plumbing.ZeroHash, err
+		return plumbing.ZeroHash, false, err
 	}
 	fresh := false // whether tip was fetched during this write
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("git backend: %s %s: %w", ch.op, ch.ident, err)
+			return plumbing.ZeroHash, false, fmt.Errorf("git backend: %s %s: %w", ch.op, ch.ident, err)
 		}
 		b.imu.RLock()
 		var err error
@@ -319,17 +328,17 @@ func (b *Backend) write(ctx context.Context, chs ...change) (made plumbing.Hash,
 		}
 		b.imu.RUnlock()
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, false, err
 		}
 		commit, changed, err := b.commitLocked(ctx, chs)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, false, err
 		}
 		if !changed && !fresh {
 			// Unchanged on what may be a stale tip: make sure before
 			// saying so, or a newer remote change would be hidden.
 			if err := b.fetchLocked(ctx); err != nil {
-				return plumbing.ZeroHash, err
+				return plumbing.ZeroHash, false, err
 			}
 			fresh = true
 			continue
@@ -341,34 +350,34 @@ func (b *Backend) write(ctx context.Context, chs ...change) (made plumbing.Hash,
 			}
 			b.imu.Unlock()
 			b.log.DebugContext(ctx, "git backend: unchanged, no commit", "op", ch.op, "instance", ch.id, "resource", ch.ident.String())
-			return b.tip, nil
+			return b.tip, false, nil
 		}
 		pushErr := b.pushLocked(ctx)
 		if pushErr == nil {
 			b.tip = commit
 			if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.remoteRef(), commit)); err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("git backend: %w", err)
+				return plumbing.ZeroHash, false, fmt.Errorf("git backend: %w", err)
 			}
 			if err := b.scanLocked(); err != nil {
-				return plumbing.ZeroHash, err
+				return plumbing.ZeroHash, false, err
 			}
 			b.log.InfoContext(ctx, "git backend: pushed", "op", ch.op, "instance", ch.id, "resource", ch.ident.String(), "changes", len(chs), "commit", commit.String(), "attempt", attempt)
-			return commit, nil
+			return commit, true, nil
 		}
 		old := b.tip
 		if err := b.fetchLocked(ctx); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err)
+			return plumbing.ZeroHash, false, fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err)
 		}
 		fresh = true
 		if b.tip == commit {
 			// The push went through but its answer was lost.
-			return commit, nil
+			return commit, true, nil
 		}
 		if b.tip == old {
-			return plumbing.ZeroHash, cairn.Errorf(cairn.CodeUnavailable, "git backend: push to %s of %s: %w", b.cfg.Branch, b.cfg.URL, pushErr)
+			return plumbing.ZeroHash, false, cairn.Errorf(cairn.CodeUnavailable, "git backend: push to %s of %s: %w", b.cfg.Branch, b.cfg.URL, pushErr)
 		}
 		if attempt >= b.maxAttempts {
-			return plumbing.ZeroHash, cairn.Errorf(cairn.CodeUnavailable, "git backend: %s %s: the branch %s kept moving; gave up after %d attempts", ch.op, ch.ident, b.cfg.Branch, attempt)
+			return plumbing.ZeroHash, false, cairn.Errorf(cairn.CodeUnavailable, "git backend: %s %s: the branch %s kept moving; gave up after %d attempts", ch.op, ch.ident, b.cfg.Branch, attempt)
 		}
 		b.log.DebugContext(ctx, "git backend: branch moved, re-applying", "op", ch.op, "instance", ch.id, "attempt", attempt)
 		// A little jitter keeps two writers racing each other from
@@ -446,7 +455,10 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 		parents = []plumbing.Hash{b.tip}
 	}
 	msg := message(ctx, ch)
-	if len(chs) > 1 {
+	switch {
+	case ch.message != "":
+		msg = ch.message
+	case len(chs) > 1:
 		msg = batchMessage(ctx, chs)
 	}
 	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})

@@ -355,22 +355,22 @@ func (s applyStats) String() string {
 }
 
 // apply writes the difference between the desired children and the owned
-// ones: one hub call creating every new child (with the installation's uses
-// edge to it), one updating every changed child, one deleting every child
-// no longer rendered. Each call is atomic.
+// ones in one hub call: every new child (with the installation's uses edge
+// to it), every changed child and the deletion of every child no longer
+// rendered, in one store transaction and, per backend that takes batches,
+// one write (a Git backend: one commit or one pull request per
+// reconcile). It is atomic: on a failure nothing is left changed.
 func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*child, owned map[string]cairn.Instance) (applyStats, *reconcileError) {
 	var stats applyStats
-	var req hub.CreateRequest
-	var ups []hub.UpdateInstance
+	var ch hub.ChildChanges
 	keep := map[string]bool{}
 	for _, d := range desired {
 		keep[d.key()] = true
 		cur, ok := owned[d.key()]
 		if !ok {
-			alias := fmt.Sprintf("child-%d", len(req.Instances))
-			req.Instances = append(req.Instances, hub.NewInstance{Alias: alias, Namespace: d.ns, Name: d.name, TypeRef: d.typ.Ref(),
+			alias := fmt.Sprintf("child-%d", len(ch.Create))
+			ch.Create = append(ch.Create, hub.NewInstance{Alias: alias, Namespace: d.ns, Name: d.name, TypeRef: d.typ.Ref(),
 				Labels: d.labels, Annotations: d.annots, Value: d.value})
-			req.UsesRelations = append(req.UsesRelations, hub.UsesRelation{From: inst.ID, To: alias})
 			continue
 		}
 		up := hub.UpdateInstance{ID: cur.ID, IfSeq: cur.Seq}
@@ -382,49 +382,37 @@ func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*
 			up.Labels, up.Annotations, changed = d.labels, nonNil(d.annots), true
 		}
 		if changed {
-			ups = append(ups, up)
+			ch.Update = append(ch.Update, up)
 		}
 	}
-	var gone []string
 	for k, cur := range owned {
 		if !keep[k] {
-			gone = append(gone, cur.ID)
+			ch.Delete = append(ch.Delete, cur.ID)
 		}
 	}
-	slices.Sort(gone)
-	if len(req.Instances) > 0 {
-		created, err := c.hub.CreateInstances(ctx, req)
-		if err != nil {
-			return stats, applyErr("create", err)
-		}
-		stats.created = len(created)
-		ids := make([]string, len(created))
-		for i, cr := range created {
-			ids[i] = cr.ID
-		}
-		c.setOwners(inst.ID, ids)
-	}
-	if len(ups) > 0 {
-		if _, err := c.hub.UpdateInstances(ctx, ups); err != nil {
-			return stats, applyErr("update", err)
-		}
-		stats.updated = len(ups)
-	}
-	if len(gone) > 0 {
-		if err := c.hub.DeleteOwned(ctx, inst.ID, gone, ""); err != nil {
-			return stats, applyErr("delete", err)
-		}
-		stats.deleted = len(gone)
-	}
+	slices.Sort(ch.Delete)
 	ids := make([]string, 0, len(owned))
 	for _, cur := range owned {
 		ids = append(ids, cur.ID)
 	}
 	c.setOwners(inst.ID, ids)
+	if ch.Empty() {
+		return stats, nil
+	}
+	done, err := c.hub.ApplyChildren(ctx, inst.ID, ch)
+	if err != nil {
+		return stats, applyErr(err)
+	}
+	stats = applyStats{created: len(done.Created), updated: len(done.Updated), deleted: len(done.Deleted)}
+	ids = ids[:0]
+	for _, cr := range done.Created {
+		ids = append(ids, cr.ID)
+	}
+	c.setOwners(inst.ID, ids)
 	return stats, nil
 }
 
-func applyErr(op string, err error) *reconcileError {
+func applyErr(err error) *reconcileError {
 	code := cairn.ErrorCode(err)
 	retry := code != cairn.CodeInvalid
 	reason := "ApplyError"
@@ -434,7 +422,7 @@ func applyErr(op string, err error) *reconcileError {
 	case cairn.CodeAlreadyExists:
 		reason = "NameCollision"
 	}
-	return &reconcileError{reason: reason, msg: fmt.Sprintf("%s children: %v", op, err), retry: retry}
+	return &reconcileError{reason: reason, msg: fmt.Sprintf("apply children: %v", err), retry: retry}
 }
 
 func nonNil(m map[string]string) map[string]string {
