@@ -1,0 +1,216 @@
+package git_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/scm/scmtest"
+)
+
+func metaOf(name string) *cairn.ResourceMeta {
+	m := flagMeta(name, nil)
+	return &m
+}
+
+// TestBatchIsOneCommitAndUndoIsAnother: a batch creating one resource,
+// updating one and deleting one is one commit changing the three files,
+// its message listing each change; undoing it is one more commit that puts
+// the tree back exactly as before, and a second process (another cache)
+// reads the index the same way as the writer: the created resource is
+// unknown, the updated one is back at its previous version, the deleted one
+// is back.
+func TestBatchIsOneCommitAndUndoIsAnother(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	ctx := cairn.WithActor(t.Context(), "stack-controller")
+	upID, delID, newID := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	upCtx := create(t, ctx, b, upID, "kept", `{"enabled":false}`)
+	delCtx := create(t, ctx, b, delID, "gone", `{"enabled":true}`)
+	before := r.commits(t)
+	treeBefore := gitCmd(t, r.path, "rev-parse", "main^{tree}")
+
+	writes := []cairn.BatchWrite{
+		{Meta: metaOf("fresh"), Create: &cairn.OnCreateRequest{InstanceID: newID, Value: json.RawMessage(`{"enabled":true}`)}},
+		{Meta: metaOf("kept"), Update: &cairn.OnUpdateRequest{InstanceID: upID, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: upCtx}},
+		{Meta: metaOf("gone"), Delete: &cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx}},
+	}
+	res, err := b.OnBatch(ctx, writes)
+	if err != nil {
+		t.Fatalf("OnBatch: %v", err)
+	}
+	if n := r.commits(t); n != before+1 {
+		t.Fatalf("the batch made %d commits, want 1", n-before)
+	}
+	head := gitCmd(t, r.path, "rev-parse", "main")
+	if res.Token != head {
+		t.Errorf("token %q, want the commit %s", res.Token, head)
+	}
+	if stat := gitCmd(t, r.path, "show", "--no-renames", "--name-status", "--format=", "main"); !strings.Contains(stat, "A\t"+flagPath("fresh")) ||
+		!strings.Contains(stat, "M\t"+flagPath("kept")) || !strings.Contains(stat, "D\t"+flagPath("gone")) {
+		t.Errorf("the batch commit changes:\n%s", stat)
+	}
+	msg := gitCmd(t, r.path, "log", "-1", "--format=%B", "main")
+	for _, s := range []string{"cairn: create 1, update 1, delete 1 resources by stack-controller",
+		"- create Flag production/fresh (resource version 1)", "- update Flag production/kept (resource version 2)", "- delete Flag production/gone",
+		"Cairn-Change: create " + newID + " 1 flipt.io/v1 Flag production/fresh", "Cairn-Change: update " + upID + " 2 flipt.io/v1 Flag production/kept",
+		"Cairn-Change: delete " + delID + " 0 flipt.io/v1 Flag production/gone", "Cairn-Actor: stack-controller"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("batch commit message lacks %q:\n%s", s, msg)
+		}
+	}
+	var vc struct{ Commit string }
+	for i, c := range res.Contexts[:2] {
+		if err := json.Unmarshal(c, &vc); err != nil || vc.Commit != head {
+			t.Errorf("context %d = %s, want the batch commit", i, c)
+		}
+	}
+
+	if err := b.UndoBatch(ctx, writes, res); err != nil {
+		t.Fatalf("UndoBatch: %v", err)
+	}
+	if n := r.commits(t); n != before+2 {
+		t.Fatalf("batch and undo made %d commits, want 2", n-before)
+	}
+	if tree := gitCmd(t, r.path, "rev-parse", "main^{tree}"); tree != treeBefore {
+		t.Errorf("after the undo the tree is %s, want the tree before the batch %s:\n%s", tree, treeBefore, gitCmd(t, r.path, "ls-tree", "-r", "main"))
+	}
+	undo := gitCmd(t, r.path, "log", "-1", "--format=%B", "main")
+	for _, s := range []string{"cairn: undo " + head[:12], "Cairn-Revert: " + head, "- undo delete Flag production/gone"} {
+		if !strings.Contains(undo, s) {
+			t.Errorf("undo commit message lacks %q:\n%s", s, undo)
+		}
+	}
+
+	other := newBackend(t, r.fileURL())
+	for name, bk := range map[string]*git.Backend{"writer": b, "other cache": other} {
+		if _, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: newID, ResourceVersion: 1, Context: res.Contexts[0]}); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("%s: the undone create still reads: %v", name, err)
+		}
+		if v, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: upID, ResourceVersion: 1, Context: upCtx}); err != nil || string(v) != `{"enabled":false}` {
+			t.Errorf("%s: version 1 of the updated resource = %s, %v", name, v, err)
+		}
+		if v, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: delID, ResourceVersion: 1, Context: delCtx}); err != nil || string(v) != `{"enabled":true}` {
+			t.Errorf("%s: the restored resource = %s, %v", name, v, err)
+		}
+	}
+	// The backend writes on from the restored state: version 2 of the
+	// updated resource is free again, the restored one can be deleted.
+	if _, err := other.OnUpdate(cairn.WithResourceMeta(ctx, *metaOf("kept")), cairn.OnUpdateRequest{InstanceID: upID, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: upCtx}); err != nil {
+		t.Errorf("update after the undo: %v", err)
+	}
+	if err := other.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx}); err != nil {
+		t.Errorf("delete of the restored resource: %v", err)
+	}
+}
+
+// TestBatchCheckFailureCommitsNothing: a batch whose last write is refused
+// (a create of an id that exists) commits none of its writes.
+func TestBatchCheckFailureCommitsNothing(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "a", `{"enabled":false}`)
+	before := r.commits(t)
+	_, err := b.OnBatch(ctx, []cairn.BatchWrite{
+		{Meta: metaOf("a"), Update: &cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: c1}},
+		{Meta: metaOf("b"), Create: &cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(`{}`)}},
+	})
+	if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		t.Fatalf("OnBatch = %v, want AlreadyExists", err)
+	}
+	if n := r.commits(t); n != before {
+		t.Errorf("a refused batch made %d commits", n-before)
+	}
+	if got := specOf(t, r.show(t, "", flagPath("a"))); !strings.Contains(string(got), "false") {
+		t.Errorf("the refused update reached the file: %s", got)
+	}
+}
+
+// TestProposeBatchIsOnePullRequest: in propose mode a batch is one branch
+// with one commit and one pull request (checked by the fake GitHub against
+// its REST API); the next batch, while it is open, is stacked on it; an
+// undo closes the pull request and deletes its branch.
+func TestProposeBatchIsOnePullRequest(t *testing.T) {
+	r := newRemote(t)
+	mainBefore := r.seedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
+	b := proposeBackend(t, r.serveHTTP(t), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "stack-controller")
+	ids := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	var writes []cairn.BatchWrite
+	for i, n := range []string{"a", "b", "c"} {
+		writes = append(writes, cairn.BatchWrite{Meta: metaOf(n), Create: &cairn.OnCreateRequest{InstanceID: ids[i], Value: json.RawMessage(`{"enabled":true}`)}})
+	}
+	res, err := b.OnBatch(ctx, writes)
+	if err != nil {
+		t.Fatalf("OnBatch: %v", err)
+	}
+	if n := gh.Count("POST /repos/acme/flags/pulls"); n != 1 {
+		t.Fatalf("%d pull requests opened for one batch, want 1", n)
+	}
+	p := git.ProposalOf(res.Contexts[0])
+	if p == nil || p.Number != 1 {
+		t.Fatalf("context %s carries no proposal", res.Contexts[0])
+	}
+	for i, c := range res.Contexts {
+		if q := git.ProposalOf(c); q == nil || *q != *p {
+			t.Errorf("write %d: proposal %+v, want the batch's %+v", i, q, p)
+		}
+	}
+	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("main moved; a proposal must leave it alone")
+	}
+	if n := gitCmd(t, r.path, "rev-list", "--count", mainBefore+".."+p.Branch); n != "1" {
+		t.Errorf("the proposal branch has %s commits over main, want 1", n)
+	}
+	pull := mustPull(t, gh, 1)
+	if pull.Title != "cairn: create 3 resources by stack-controller" || !strings.Contains(pull.Body, "Cairn-Change: create "+ids[2]) {
+		t.Errorf("pull request = %+v", pull)
+	}
+
+	// The next batch follows versions in the open pull request: one more
+	// pull request, stacked on the first.
+	next := []cairn.BatchWrite{
+		{Meta: metaOf("a"), Update: &cairn.OnUpdateRequest{InstanceID: ids[0], NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":false}`), Context: res.Contexts[0]}},
+		{Meta: metaOf("c"), Delete: &cairn.OnDeleteRequest{InstanceID: ids[2], Context: res.Contexts[2]}},
+	}
+	res2, err := b.OnBatch(ctx, next)
+	if err != nil {
+		t.Fatalf("second OnBatch: %v", err)
+	}
+	if n := gh.Count("POST /repos/acme/flags/pulls"); n != 2 {
+		t.Fatalf("%d pull requests after two batches, want 2", n)
+	}
+	p2 := git.ProposalOf(res2.Contexts[0])
+	if p2 == nil || p2.Number != 2 {
+		t.Fatalf("second context %s", res2.Contexts[0])
+	}
+	if n := gitCmd(t, r.path, "rev-list", "--count", p.Branch+".."+p2.Branch); n != "1" {
+		t.Errorf("the second proposal is %s commits over the first, want 1 (stacked)", n)
+	}
+	files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", p2.Branch)
+	if !strings.Contains(files, flagPath("a")) || !strings.Contains(files, flagPath("b")) || strings.Contains(files, flagPath("c")) {
+		t.Errorf("files of the second proposal:\n%s", files)
+	}
+
+	// Undoing the second batch closes its pull request and deletes its
+	// branch; the first stays open.
+	if err := b.UndoBatch(ctx, next, res2); err != nil {
+		t.Fatalf("UndoBatch: %v", err)
+	}
+	if pr := mustPull(t, gh, 2); pr.State != "closed" {
+		t.Errorf("pull request 2 is %s after the undo, want closed", pr.State)
+	}
+	if pr := mustPull(t, gh, 1); pr.State != "open" {
+		t.Errorf("pull request 1 is %s, want open", pr.State)
+	}
+	if out := gitCmd(t, r.path, "branch", "--list", p2.Branch); out != "" {
+		t.Errorf("branch %s is left after the undo", p2.Branch)
+	}
+}
