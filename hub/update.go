@@ -129,9 +129,9 @@ func checkUpdates(ups []UpdateInstance) error {
 
 // staged is one instance's update between the backend call and the commit.
 type staged struct {
-	up       UpdateInstance
-	inst     cairn.Instance
-	rv       cairn.ResourceVersion
+	up      UpdateInstance
+	inst    cairn.Instance
+	rv      cairn.ResourceVersion
 	value   json.RawMessage
 	backend *resolvedBackend
 }
