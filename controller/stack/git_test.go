@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn"
-	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 	"github.com/cairn-dev/cairn/stack"
