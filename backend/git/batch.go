@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -360,16 +361,33 @@ func (b *Backend) undoEach(ctx context.Context, writes []cairn.BatchWrite, store
 // batchMessage is the commit message of several changes: a summary, one
 // line per change, then the trailers (one trChange per change).
 func batchMessage(ctx context.Context, chs []change) string {
-	actor := cairn.Actor(ctx)
-	if actor == "" {
-		actor = "unknown"
+	// Who asked: one actor for a request's batch, one per member of a
+	// group commit.
+	actorOf := func(c change) string {
+		a := c.actor
+		if a == "" {
+			a = cairn.Actor(ctx)
+		}
+		if a == "" {
+			a = "unknown"
+		}
+		return oneLine(a)
+	}
+	var actors []string
+	for _, c := range chs {
+		if a := actorOf(c); !slices.Contains(actors, a) {
+			actors = append(actors, a)
+		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, actor))
+	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, strings.Join(actors, ", ")))
 	for _, c := range chs {
 		fmt.Fprintf(&b, "- %s %s %s/%s", c.op, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
 		if c.rv > 0 {
 			fmt.Fprintf(&b, " (resource version %d)", c.rv)
+		}
+		if len(actors) > 1 {
+			fmt.Fprintf(&b, " by %s", actorOf(c))
 		}
 		b.WriteString("\n")
 	}
@@ -377,7 +395,9 @@ func batchMessage(ctx context.Context, chs []change) string {
 	for _, c := range chs {
 		fmt.Fprintf(&b, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
 	}
-	fmt.Fprintf(&b, "%s: %s\n", trActor, oneLine(actor))
+	for _, a := range actors {
+		fmt.Fprintf(&b, "%s: %s\n", trActor, a)
+	}
 	return b.String()
 }
 
@@ -394,7 +414,7 @@ func batchSummary(chs []change, actor string) string {
 			parts = append(parts, fmt.Sprintf("%s %d", op, counts[op]))
 		}
 	}
-	return fmt.Sprintf("cairn: %s resources by %s", strings.Join(parts, ", "), oneLine(actor))
+	return fmt.Sprintf("cairn: %s resources by %s", strings.Join(parts, ", "), actor)
 }
 
 // batchTrailers parses the trChange trailers of a commit message; nil for

@@ -38,7 +38,8 @@ const TypeSchema = `{
     "paths": {"type": "object"},
     "author": {"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
     "credentials": {"type": "object"},
-    "controller": {"type": "object"}
+    "controller": {"type": "object"},
+    "groupCommit": {"type": "boolean"}
   }
 }`
 
@@ -106,6 +107,10 @@ type Config struct {
 	// Controller chooses a WASM controller instead of the template
 	// controller (OpenerConfig.Controller loads it).
 	Controller *ControllerRef `json:"controller,omitempty"`
+	// GroupCommit writes concurrent writes that queued behind one commit
+	// together as the next commit (group.go). Default false: one commit
+	// per write.
+	GroupCommit bool `json:"groupCommit,omitempty"`
 }
 
 // ControllerRef names the controller of a Git backend.

@@ -106,6 +106,9 @@ type Backend struct {
 	idx map[string]*entry
 
 	values valueCache
+
+	// group gathers concurrent writes for group commit (group.go).
+	group groupQueue
 }
 
 var (
@@ -375,7 +378,7 @@ func (b *Backend) OnCreate(ctx context.Context, req cairn.OnCreateRequest) (json
 	if b.proposing(ctx) {
 		return b.propose(ctx, ch, nil)
 	}
-	commit, err := b.write(ctx, ch)
+	commit, err := b.commitOne(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +422,7 @@ func (b *Backend) OnUpdate(ctx context.Context, req cairn.OnUpdateRequest) (json
 	if b.proposing(ctx) {
 		return b.propose(ctx, ch, req.Context)
 	}
-	commit, err := b.write(ctx, ch)
+	commit, err := b.commitOne(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +480,7 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 	if err != nil {
 		return err
 	}
-	_, err = b.write(ctx, ch)
+	_, err = b.commitOne(ctx, ch)
 	return err
 }
 
@@ -548,7 +551,7 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 			}
 		}
 	}
-	_, err = b.write(ctx, change{
+	_, err = b.commitOne(ctx, change{
 		op: opDeleteRevision, id: id, rv: rv, ident: ident,
 		check: func(e *entry) error {
 			if e == nil {

@@ -62,6 +62,9 @@ type change struct {
 	source plumbing.Hash
 	// message, when set, is the commit message (an undo's revert commit).
 	message string
+	// actor, when set, is who asked for the change (a group commit's
+	// members differ); else the write's context says.
+	actor string
 }
 
 func (b *Backend) remoteRef() plumbing.ReferenceName {
@@ -260,7 +263,10 @@ func parseResource(s string) identity {
 // message is the commit message: a summary naming the operation, the
 // resource and who asked, then the trailers.
 func message(ctx context.Context, ch change) string {
-	actor := cairn.Actor(ctx)
+	actor := ch.actor
+	if actor == "" {
+		actor = cairn.Actor(ctx)
+	}
 	if actor == "" {
 		actor = "unknown"
 	}
@@ -321,8 +327,9 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 		}
 		b.imu.RLock()
 		var err error
-		for _, c := range chs {
+		for i, c := range chs {
 			if err = c.check(b.idx[c.id]); err != nil {
+				err = &changeError{i: i, err: err}
 				break
 			}
 		}
@@ -433,9 +440,9 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 	if err := b.resetLocked(wt); err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: reset the work tree to %s: %w", b.tip, err)
 	}
-	for _, c := range chs {
+	for i, c := range chs {
 		if err := c.apply(ctx, b.dir); err != nil {
-			return plumbing.ZeroHash, false, err
+			return plumbing.ZeroHash, false, &changeError{i: i, err: err}
 		}
 	}
 	if err := wt.AddWithOptions(&gogit.AddOptions{All: true}); err != nil {
