@@ -364,3 +364,51 @@ func TestStackInGitProposeOnePullRequestPerReconcile(t *testing.T) {
 		fmt.Println(git(t, "-C", e.bare, "log", "--all", "--format=%h %s"))
 	}
 }
+
+// TestApplyChildrenFailingHalfwayProposeClosesThePullRequest: in propose
+// mode a reconcile's pull request whose store transaction then fails is
+// closed again and its branch deleted; the hub is unchanged.
+func TestApplyChildrenFailingHalfwayProposeClosesThePullRequest(t *testing.T) {
+	e := newGitEnv(t, true)
+	entry := e.addStack(filepath.Join("testdata", "flagset"))
+	inst := e.install(entry, "moon", nil, `{"team":"moonshots"}`)
+	e.reconcile(inst.ID)
+	kids := e.children(inst)
+	if len(kids) != 3 || e.gh.Count("POST /repos/acme/flags/pulls") != 1 {
+		t.Fatalf("%d children, %d pull requests after the install", len(kids), e.gh.Count("POST /repos/acme/flags/pulls"))
+	}
+	flag := cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"}
+	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "moon-extra", TypeRef: flag,
+		Value: json.RawMessage(`{"enabled":true}`), Backend: &hub.BackendInput{ID: cairn.BuiltinBackendID}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.h.ApplyChildren(e.ctx, inst.ID, hub.ChildChanges{
+		Create: []hub.NewInstance{{Name: "moon-extra", TypeRef: flag, Value: json.RawMessage(`{"enabled":false}`)}},
+		Update: []hub.UpdateInstance{{ID: kids[0].ID, Value: json.RawMessage(`{"enabled":true,"description":"changed"}`)}},
+	})
+	if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		t.Fatalf("ApplyChildren = %v, want AlreadyExists from the store", err)
+	}
+	if n := e.gh.Count("POST /repos/acme/flags/pulls"); n != 2 {
+		t.Fatalf("%d pull requests, want 2 (the install's and the failed apply's)", n)
+	}
+	pr, _ := e.gh.Pull(2)
+	if pr.State != "closed" || pr.Merged {
+		t.Errorf("the failed apply's pull request = %+v, want closed unmerged", pr)
+	}
+	if out := git(t, "-C", e.bare, "branch", "--list", pr.Head); out != "" {
+		t.Errorf("branch %s left after the undo", pr.Head)
+	}
+	if first, _ := e.gh.Pull(1); first.State != "open" {
+		t.Errorf("the install's pull request is %s, want open", first.State)
+	}
+	after := e.children(inst)
+	if len(after) != 3 {
+		t.Fatalf("%d children after the failed apply, want 3", len(after))
+	}
+	for _, k := range after {
+		if k.Latest.ResourceVersion != 1 {
+			t.Errorf("%s has resource version %d after the failed apply, want 1", k.Name, k.Latest.ResourceVersion)
+		}
+	}
+}
