@@ -53,8 +53,9 @@ type Config struct {
 	// Public are path prefixes served without authorization because they
 	// check credentials of their own (the Git webhooks' HMAC signature).
 	Public []string
-	// GraphQLPath is where GraphQL is served (gated by operation, see
-	// graphqlAttributes). Default /graphql.
+	// GraphQLPath is where GraphQL is served: the path is authorized as a
+	// whole (post /graphql), each field by the GraphQL handler. Its bodies
+	// are not kept at audit level Request. Default /graphql.
 	GraphQLPath string
 	Logger      *slog.Logger
 }
@@ -191,13 +192,9 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		next.ServeHTTP(rec, r)
 		return
 	}
-	var decisions []rbac.Attributes
-	if r.URL.Path == g.cfg.GraphQLPath {
-		decisions = g.graphqlAttributes(r)
-	} else {
-		decisions = []rbac.Attributes{attrs}
-	}
-	for _, a := range decisions {
+	// GraphQL is a path here (post /graphql); its fields ask the same
+	// decision for each object they read or write (api/graphql/authz.go).
+	for _, a := range []rbac.Attributes{attrs} {
 		a.User = user
 		d := g.cfg.Authz.Authorize(ctx, a)
 		if ev != nil {

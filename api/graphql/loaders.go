@@ -41,6 +41,9 @@ type loaders struct {
 	versions  *loader[string, []cairn.ResourceVersion]
 	backends  *loader[string, cairn.StorageBackend]
 
+	// guard holds the request's authorization decisions (authz.go).
+	guard *guard
+
 	// refs holds what the hub needs to read a value (the instance's
 	// backend and the version's context) for each value key asked for.
 	mu   sync.Mutex
@@ -48,7 +51,7 @@ type loaders struct {
 }
 
 func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
-	l := &loaders{refs: map[valueKey]hub.ValueRef{}}
+	l := &loaders{refs: map[valueKey]hub.ValueRef{}, guard: newGuard(h)}
 	l.instances = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, ids []string) (map[string]cairn.Instance, error) {
 		found, err := h.GetInstances(ctx, ids)
 		if err != nil {

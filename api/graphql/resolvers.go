@@ -159,10 +159,15 @@ func (q *query) TypeInstances(ctx context.Context, filter *model.TypeInstanceFil
 			})
 		}
 	}
+	g, err := guardFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
 	list, err := q.hub.ListInstances(ctx, f, false)
 	if err != nil {
 		return nil, fail(opRead, "", err)
 	}
+	list = g.readable(ctx, list)
 	out := make([]model.TypeInstance, len(list))
 	for i, inst := range list {
 		out[i] = (*resolver)(q).instance(inst)
@@ -178,6 +183,13 @@ func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstanc
 	if err != nil {
 		return nil, fail(opRead, id, err)
 	}
+	g, err := guardFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.check(ctx, instanceAttrs("get", inst.Namespace, inst.ID)); err != nil {
+		return nil, err
+	}
 	out := (*resolver)(q).instance(inst)
 	return &out, nil
 }
@@ -186,6 +198,9 @@ func (q *query) Types(ctx context.Context, filter *model.TypeFilter) ([]model.Hu
 	var f store.TypeFilter
 	if filter != nil {
 		f.PathPrefix = deref(filter.PathPattern)
+	}
+	if err := checkCluster(ctx, "list", "types", ""); err != nil {
+		return nil, err
 	}
 	ts, err := q.hub.ListTypes(ctx, f)
 	if err != nil {
@@ -213,6 +228,9 @@ func (q *query) Types(ctx context.Context, filter *model.TypeFilter) ([]model.Hu
 func (q *query) StorageBackends(ctx context.Context) ([]model.StorageBackend, error) {
 	l, err := loadersFrom(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.guard.check(ctx, clusterAttrs("list", "backends", "")); err != nil {
 		return nil, err
 	}
 	list, err := q.hub.ListInstances(ctx, store.InstanceFilter{
@@ -262,7 +280,8 @@ func (r *resolver) related(ctx context.Context, ids []string) ([]model.TypeInsta
 		if err != nil {
 			return nil, fail(opRead, id, err)
 		}
-		if found {
+		// What the caller may not get is left out, as a deleted one is.
+		if found && l.guard.allowed(ctx, instanceAttrs("get", inst.Namespace, inst.ID)) {
 			out = append(out, r.instance(inst))
 		}
 	}
@@ -474,6 +493,9 @@ func (m *mutation) create(ctx context.Context, in model.CreateTypeInstancesInput
 	for _, r := range in.UsesRelations {
 		req.UsesRelations = append(req.UsesRelations, hub.UsesRelation{From: r.From, To: r.To})
 	}
+	if err := m.mayCreate(ctx, req); err != nil {
+		return nil, err
+	}
 	return m.hub.CreateInstances(ctx, req)
 }
 
@@ -519,6 +541,13 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 		}
 		ups = append(ups, up)
 	}
+	ids := make([]string, len(ups))
+	for i, u := range ups {
+		ids[i] = u.ID
+	}
+	if err := m.mayChange(ctx, "update", ids); err != nil {
+		return nil, err
+	}
 	updated, err := m.hub.UpdateInstances(ctx, ups)
 	if err != nil {
 		return nil, fail(opUpdate, "", err)
@@ -547,6 +576,9 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 
 func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *string, dryRun *bool) (string, error) {
 	ctx = withDryRun(ctx, dryRun)
+	if err := m.mayChange(ctx, "delete", []string{id}); err != nil {
+		return "", err
+	}
 	if err := m.hub.DeleteInstance(ctx, id, deref(ownerID)); err != nil {
 		return "", fail(opDelete, id, err)
 	}
@@ -555,6 +587,9 @@ func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *s
 
 func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput, dryRun *bool) ([]string, error) {
 	ctx = withDryRun(ctx, dryRun)
+	if err := m.mayChange(ctx, "update", in.Ids); err != nil {
+		return nil, err
+	}
 	if err := m.hub.LockInstances(ctx, in.Ids, in.OwnerID); err != nil {
 		return nil, fail(opLock, "", err)
 	}
@@ -563,6 +598,9 @@ func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInsta
 
 func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput, dryRun *bool) ([]string, error) {
 	ctx = withDryRun(ctx, dryRun)
+	if err := m.mayChange(ctx, "update", in.Ids); err != nil {
+		return nil, err
+	}
 	if err := m.hub.UnlockInstances(ctx, in.Ids, in.OwnerID); err != nil {
 		return nil, fail(opUnlock, "", err)
 	}
@@ -571,6 +609,9 @@ func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeI
 
 // Policy returns the current policy document.
 func (q *query) Policy(ctx context.Context) (*model.Policy, error) {
+	if err := checkCluster(ctx, "get", "policies", "default"); err != nil {
+		return nil, err
+	}
 	doc, err := q.hub.GetPolicy(ctx)
 	if err != nil {
 		return nil, fail(opRead, "", err)

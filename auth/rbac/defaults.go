@@ -12,6 +12,9 @@ const (
 	AdminRole  = "cairn-admin"
 	EditorRole = "cairn-editor"
 	ViewerRole = "cairn-viewer"
+	// GraphQLRole grants post and get on /graphql; it is bound to
+	// system:authenticated.
+	GraphQLRole = "cairn-graphql"
 	// AdminsGroup is bound to cairn-admin by default.
 	AdminsGroup = "cairn:admins"
 )
@@ -57,6 +60,11 @@ func Defaults() Policy {
 				rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz", "/readyz", "/livez", "/version", "/version/"}, Verbs: []string{"get"}}),
 			cr("system:discovery",
 				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
+			// GraphQL authorizes each field as REST authorizes each
+			// request; speaking to the endpoint is open to every
+			// authenticated user, as discovery is.
+			cr(GraphQLRole,
+				rbacv1.PolicyRule{NonResourceURLs: []string{"/graphql"}, Verbs: []string{"get", "post"}}),
 			cr("system:basic-user",
 				rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, Verbs: []string{"create"}}),
 		},
@@ -65,6 +73,7 @@ func Defaults() Policy {
 			crb("system:public-info-viewer", "system:public-info-viewer", group(cairn.Authenticated), group(cairn.Unauthenticated)),
 			crb("system:discovery", "system:discovery", group(cairn.Authenticated)),
 			crb("system:basic-user", "system:basic-user", group(cairn.Authenticated)),
+			crb(GraphQLRole, GraphQLRole, group(cairn.Authenticated)),
 		},
 	}
 }
