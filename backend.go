@@ -103,14 +103,29 @@ type OnUnlockRequest struct {
 
 type actorKey struct{}
 
+// actor is who a request acts as and, when that identity was impersonated,
+// who authenticated.
+type actor struct{ name, impersonator string }
+
 // WithActor returns a context that carries the caller's identity from a
-// façade to the hub, which records it (createdBy) and will authorize by it.
-func WithActor(ctx context.Context, actor string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor)
+// façade to the hub, which records it (createdBy, lock owner, the Cairn-Actor
+// trailer of a Git commit). It replaces an impersonator ctx carried: the
+// actor now acts as itself (a controller, a sync).
+func WithActor(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor{name: name})
 }
 
 // Actor returns the caller's identity carried by ctx, "" when unknown.
 func Actor(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(string)
-	return a
+	a, _ := ctx.Value(actorKey{}).(actor)
+	return a.name
+}
+
+// Impersonator returns the authenticated user who acts as Actor(ctx)
+// (Impersonate-User, kubectl --as), "" when the actor acts as itself.
+// Backends that record who changed what record both (the Git backend's
+// Cairn-Impersonator trailer).
+func Impersonator(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(actor)
+	return a.impersonator
 }

@@ -26,9 +26,9 @@ type userKey struct{}
 
 // WithUser returns a context carrying the authenticated caller; it also sets
 // the actor (WithActor) the hub records as createdBy, lock owner and commit
-// author.
+// author, and the impersonator (Impersonator) when u was impersonated.
 func WithUser(ctx context.Context, u User) context.Context {
-	return WithActor(context.WithValue(ctx, userKey{}, u), u.Name)
+	return context.WithValue(context.WithValue(ctx, userKey{}, u), actorKey{}, actor{name: u.Name, impersonator: u.Impersonator})
 }
 
 // UserFrom returns the authenticated caller carried by ctx; ok is false when

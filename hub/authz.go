@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -46,4 +47,13 @@ func (h *Hub) Authorize(ctx context.Context, attrs rbac.Attributes) rbac.Decisio
 // (SubjectAccessReview, impersonation checks).
 func (h *Hub) AuthorizeUser(attrs rbac.Attributes) rbac.Decision {
 	return h.authz.cur.Load().Authorize(attrs)
+}
+
+// impersonatorAttr is the log attribute naming the authenticated user who
+// impersonated the actor; empty (and left out by slog) when nobody did.
+func impersonatorAttr(ctx context.Context) slog.Attr {
+	if imp := cairn.Impersonator(ctx); imp != "" {
+		return slog.String("impersonator", imp)
+	}
+	return slog.Attr{}
 }

@@ -188,6 +188,6 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 	}
 	out.Deleted = ch.Delete
 	h.log.InfoContext(ctx, "applied children", "owner", ownerID, "created", len(out.Created), "updated", len(out.Updated),
-		"deleted", len(out.Deleted), "actor", cairn.Actor(ctx))
+		"deleted", len(out.Deleted), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }

@@ -118,7 +118,7 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 			out[i].Instance.Latest.Value = p.value
 		}
 	}
-	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }
 

@@ -100,7 +100,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		}
 		return err
 	}
-	h.log.InfoContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	h.deleteExclusiveDependencies(ctx, inst)
 	return nil
 }

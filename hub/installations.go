@@ -117,7 +117,7 @@ func (h *Hub) requestDeletion(ctx context.Context, inst cairn.Instance, ownerID 
 	if err != nil {
 		return false, err
 	}
-	h.log.InfoContext(ctx, "deletion of an installation requested; its children go first", "id", inst.ID, "children", len(kids), "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, "deletion of an installation requested; its children go first", "id", inst.ID, "children", len(kids), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return true, nil
 }
 
@@ -149,7 +149,7 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 	if err != nil {
 		return h.undo(ctx, j, deleteStoreFailure(ownerID, j, err))
 	}
-	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return nil
 }
 

@@ -80,7 +80,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 		}
 		return &opError{op: op, err: err}
 	}
-	h.log.InfoContext(ctx, op+"ed instances", "count", len(uniq), "owner", owner, "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, op+"ed instances", "count", len(uniq), "owner", owner, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return nil
 }
 

@@ -158,7 +158,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
-	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx))
+	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }
 

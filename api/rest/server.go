@@ -111,7 +111,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // route dispatches and returns the route template for metrics.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
-	r = r.WithContext(cairn.WithActor(r.Context(), actorOf(r)))
+	if _, guarded := cairn.UserFrom(r.Context()); !guarded {
+		// Behind the guard the context already names the actor, and the
+		// impersonator with it (cairn.WithUser).
+		r = r.WithContext(cairn.WithActor(r.Context(), actorOf(r)))
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		dry, err := dryRun(r)
 		if err != nil {

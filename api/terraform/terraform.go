@@ -82,12 +82,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Behind the access guard the authenticated user is the identity (its
 	// password is a token). Unguarded, basic auth's user name is taken as
 	// the caller's identity (createdBy of each state version).
-	if u, ok := cairn.UserFrom(r.Context()); ok {
-		r = r.WithContext(cairn.WithActor(r.Context(), u.Name))
-	} else if user, _, ok := r.BasicAuth(); ok && user != "" {
-		r = r.WithContext(cairn.WithActor(r.Context(), user))
-	} else if u := r.Header.Get("Impersonate-User"); u != "" {
-		r = r.WithContext(cairn.WithActor(r.Context(), u))
+	// (cairn.WithUser has set the actor, and the impersonator with it.)
+	if _, guarded := cairn.UserFrom(r.Context()); !guarded {
+		if user, _, ok := r.BasicAuth(); ok && user != "" {
+			r = r.WithContext(cairn.WithActor(r.Context(), user))
+		} else if u := r.Header.Get("Impersonate-User"); u != "" {
+			r = r.WithContext(cairn.WithActor(r.Context(), u))
+		}
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	seg := strings.Split(strings.Trim(rest, "/"), "/")

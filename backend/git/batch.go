@@ -318,12 +318,9 @@ func (b *Backend) restoreFiles(ctx context.Context, root string, batch plumbing.
 // revertMessage is the undo commit's message: what it takes back, then the
 // trailers (one trChange per inverse change, trRevert, trActor).
 func revertMessage(ctx context.Context, batch plumbing.Hash, inv []inverseChange) string {
-	actor := cairn.Actor(ctx)
-	if actor == "" {
-		actor = "unknown"
-	}
+	actor, imp := who(ctx, change{})
 	var s strings.Builder
-	fmt.Fprintf(&s, "cairn: undo %s (%d changes) by %s\n\n", batch.String()[:12], len(inv), actor)
+	fmt.Fprintf(&s, "cairn: undo %s (%d changes) by %s\n\n", batch.String()[:12], len(inv), byline(actor, imp))
 	s.WriteString("The request that made it failed after the commit, so cairn took it back:\n")
 	for _, c := range inv {
 		fmt.Fprintf(&s, "- undo %s %s %s/%s\n", c.undid, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
@@ -332,7 +329,10 @@ func revertMessage(ctx context.Context, batch plumbing.Hash, inv []inverseChange
 	for _, c := range inv {
 		fmt.Fprintf(&s, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
 	}
-	fmt.Fprintf(&s, "%s: %s\n%s: %s\n", trRevert, batch, trActor, oneLine(actor))
+	fmt.Fprintf(&s, "%s: %s\n%s: %s\n", trRevert, batch, trActor, actor)
+	if imp != "" {
+		fmt.Fprintf(&s, "%s: %s\n", trImpersonator, imp)
+	}
 	return s.String()
 }
 
@@ -362,32 +362,29 @@ func (b *Backend) undoEach(ctx context.Context, writes []cairn.BatchWrite, store
 // line per change, then the trailers (one trChange per change).
 func batchMessage(ctx context.Context, chs []change) string {
 	// Who asked: one actor for a request's batch, one per member of a
-	// group commit.
-	actorOf := func(c change) string {
-		a := c.actor
-		if a == "" {
-			a = cairn.Actor(ctx)
-		}
-		if a == "" {
-			a = "unknown"
-		}
-		return oneLine(a)
-	}
-	var actors []string
+	// group commit; each with whoever impersonated them.
+	var bylines, actors, imps []string
 	for _, c := range chs {
-		if a := actorOf(c); !slices.Contains(actors, a) {
+		a, imp := who(ctx, c)
+		if by := byline(a, imp); !slices.Contains(bylines, by) {
+			bylines = append(bylines, by)
+		}
+		if !slices.Contains(actors, a) {
 			actors = append(actors, a)
+		}
+		if imp != "" && !slices.Contains(imps, imp) {
+			imps = append(imps, imp)
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, strings.Join(actors, ", ")))
+	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, strings.Join(bylines, ", ")))
 	for _, c := range chs {
 		fmt.Fprintf(&b, "- %s %s %s/%s", c.op, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
 		if c.rv > 0 {
 			fmt.Fprintf(&b, " (resource version %d)", c.rv)
 		}
-		if len(actors) > 1 {
-			fmt.Fprintf(&b, " by %s", actorOf(c))
+		if len(bylines) > 1 {
+			fmt.Fprintf(&b, " by %s", byline(who(ctx, c)))
 		}
 		b.WriteString("\n")
 	}
@@ -397,6 +394,9 @@ func batchMessage(ctx context.Context, chs []change) string {
 	}
 	for _, a := range actors {
 		fmt.Fprintf(&b, "%s: %s\n", trActor, a)
+	}
+	for _, imp := range imps {
+		fmt.Fprintf(&b, "%s: %s\n", trImpersonator, imp)
 	}
 	return b.String()
 }

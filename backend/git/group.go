@@ -69,7 +69,7 @@ func (b *Backend) commitOne(ctx context.Context, ch change) (plumbing.Hash, erro
 	if _, imp := b.importing(ctx); !b.cfg.GroupCommit || imp {
 		return b.write(ctx, ch)
 	}
-	ch.actor = cairn.Actor(ctx)
+	ch.actor, ch.impersonator = cairn.Actor(ctx), cairn.Impersonator(ctx)
 	q := &queued{ctx: ctx, ch: ch, lead: make(chan struct{}, 1), done: make(chan groupResult, 1)}
 	g := &b.group
 	g.mu.Lock()

@@ -43,6 +43,10 @@ const (
 	trOperation = "Cairn-Operation"
 	trResource  = "Cairn-Resource"
 	trActor     = "Cairn-Actor"
+	// trImpersonator names the authenticated user who acted as the actor
+	// (Impersonate-User, kubectl --as); absent when the actor acted as
+	// itself.
+	trImpersonator = "Cairn-Impersonator"
 	// trSource names the commit of a change made outside cairn that a
 	// sync imported (sync.go): the resource version's file is there.
 	trSource = "Cairn-Source"
@@ -63,8 +67,22 @@ type change struct {
 	// message, when set, is the commit message (an undo's revert commit).
 	message string
 	// actor, when set, is who asked for the change (a group commit's
-	// members differ); else the write's context says.
-	actor string
+	// members differ), with the authenticated user who impersonated them;
+	// else the write's context says.
+	actor, impersonator string
+}
+
+// who returns who asked for ch: the actor ("unknown" when nobody says) and
+// the user who impersonated it ("" when the actor acted as itself).
+func who(ctx context.Context, ch change) (actor, impersonator string) {
+	actor, impersonator = ch.actor, ch.impersonator
+	if actor == "" {
+		actor, impersonator = cairn.Actor(ctx), cairn.Impersonator(ctx)
+	}
+	if actor == "" {
+		actor = "unknown"
+	}
+	return oneLine(actor), oneLine(impersonator)
 }
 
 func (b *Backend) remoteRef() plumbing.ReferenceName {
@@ -263,13 +281,7 @@ func parseResource(s string) identity {
 // message is the commit message: a summary naming the operation, the
 // resource and who asked, then the trailers.
 func message(ctx context.Context, ch change) string {
-	actor := ch.actor
-	if actor == "" {
-		actor = cairn.Actor(ctx)
-	}
-	if actor == "" {
-		actor = "unknown"
-	}
+	actor, imp := who(ctx, ch)
 	verb := "cairn:"
 	if !ch.source.IsZero() {
 		verb = "cairn: sync"
@@ -278,13 +290,16 @@ func message(ctx context.Context, ch change) string {
 	if ch.rv > 0 {
 		summary += fmt.Sprintf(" (resource version %d)", ch.rv)
 	}
-	summary += " by " + actor
+	summary += " by " + byline(actor, imp)
 	var t strings.Builder
 	fmt.Fprintf(&t, "%s: %s\n", trInstance, ch.id)
 	if ch.rv > 0 {
 		fmt.Fprintf(&t, "%s: %d\n", trVersion, ch.rv)
 	}
-	fmt.Fprintf(&t, "%s: %s\n%s: %s\n%s: %s\n", trOperation, ch.op, trResource, resourceTrailer(ch.ident), trActor, oneLine(actor))
+	fmt.Fprintf(&t, "%s: %s\n%s: %s\n%s: %s\n", trOperation, ch.op, trResource, resourceTrailer(ch.ident), trActor, actor)
+	if imp != "" {
+		fmt.Fprintf(&t, "%s: %s\n", trImpersonator, imp)
+	}
 	if !ch.source.IsZero() {
 		fmt.Fprintf(&t, "%s: %s\n", trSource, ch.source)
 	}
@@ -292,6 +307,14 @@ func message(ctx context.Context, ch change) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// byline names the actor in a summary, and who impersonated it.
+func byline(actor, impersonator string) string {
+	if impersonator != "" {
+		return actor + " (impersonated by " + impersonator + ")"
+	}
+	return actor
+}
 
 // write applies ch on the branch tip, commits and pushes, retrying on a
 // moved branch. It returns the commit that holds the change: the new one,
