@@ -38,7 +38,14 @@ const (
 	DefaultTimeout       = 30 * time.Second
 	DefaultMaxDepth      = 15
 	DefaultMaxComplexity = 1000
+	// DefaultMaxResponseBytes bounds a response: far above any list a
+	// client pages through, far below what exhausts a server's memory.
+	DefaultMaxResponseBytes = 32 << 20
 )
+
+// MaxResponseFlag is the setting that raises Config.MaxResponseBytes, named
+// by the error of a response over it.
+const MaxResponseFlag = "cairn serve --graphql-max-response-bytes"
 
 // Config configures the GraphQL handler.
 type Config struct {
@@ -59,6 +66,11 @@ type Config struct {
 	// MaxComplexity bounds an operation's complexity, one per field.
 	// Default DefaultMaxComplexity.
 	MaxComplexity int
+	// MaxResponseBytes bounds the bytes one request's response may hold,
+	// counted while fields resolve; over it the request stops and answers
+	// one error. Default (0) DefaultMaxResponseBytes; negative: no bound and
+	// no accounting.
+	MaxResponseBytes int64
 	// Capact presents the built-in backend as Capact's clients look it up
 	// (cairn serve --compat capact): of Type CapactBuiltinTypePath, also
 	// when a typeInstances filter names that Type.
@@ -80,6 +92,7 @@ type Handler struct {
 	srv     *handler.Server
 	page    http.Handler
 	maxBody int64
+	maxResp int64
 	timeout time.Duration
 }
 
@@ -88,7 +101,10 @@ var pageFiles embed.FS
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	h := &Handler{hub: cfg.Hub, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, timeout: cfg.Timeout}
+	h := &Handler{hub: cfg.Hub, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxResp: cfg.MaxResponseBytes, timeout: cfg.Timeout}
+	if h.maxResp == 0 {
+		h.maxResp = DefaultMaxResponseBytes
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -116,6 +132,12 @@ func New(cfg Config) *Handler {
 	}
 	srv.Use(depthLimit{max: depth})
 	srv.Use(extension.FixedComplexityLimit(complexity))
+	if h.maxResp > 0 {
+		srv.AroundFields(accountField)
+		srv.AroundRootFields(aroundRootField)
+		srv.AroundResponses(aroundResponse)
+		srv.SetErrorPresenter(presentError)
+	}
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		h.log.ErrorContext(ctx, "graphql resolver panicked", "panic", fmt.Sprint(p))
 		return errors.New("internal server error")
@@ -141,6 +163,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	if h.maxResp > 0 {
+		ctx = withBudget(ctx, &budget{max: h.maxResp, cancel: cancel})
+		ctx = context.WithValue(ctx, rootSlotsKey{}, newRootSlots())
+	}
 	ctx = withLoaders(ctx, newLoaders(ctx, h.hub))
 	h.srv.ServeHTTP(w, r.WithContext(ctx))
 }

@@ -34,7 +34,7 @@ const changeLogKeep = 100_000
 func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
-	var introspection bool
+	var gql graphqlOptions
 	var compat string
 	var gitSync gitSyncOptions
 	var stacks stackControllerOptions
@@ -74,12 +74,17 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			default:
 				return usageErrorf("--compat %q: the only compatibility mode is capact", compat)
 			}
-			return a.serve(cmd.Context(), addr, shutdownTimeout, introspection, compat == "capact", gitSync, stacks, &sec)
+			if gql.maxResponseBytes <= 0 {
+				return usageErrorf("--graphql-max-response-bytes %d: must be a positive number of bytes", gql.maxResponseBytes)
+			}
+			return a.serve(cmd.Context(), addr, shutdownTimeout, gql, compat == "capact", gitSync, stacks, &sec)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests finish on SIGINT/SIGTERM")
-	cmd.Flags().BoolVar(&introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
+	cmd.Flags().BoolVar(&gql.introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
+	cmd.Flags().Int64Var(&gql.maxResponseBytes, "graphql-max-response-bytes", graphql.DefaultMaxResponseBytes,
+		"bound of one /graphql response, counted while it is resolved; over it the request stops and answers an error")
 	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
 	a.addStackControllerFlags(cmd, &stacks)
@@ -87,7 +92,13 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, introspection, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, sec *securityOptions) error {
+// graphqlOptions are serve's settings of /graphql.
+type graphqlOptions struct {
+	introspection    bool
+	maxResponseBytes int64
+}
+
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, sec *securityOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	if err := sec.checkAddr(addr); err != nil {
 		return err
@@ -150,7 +161,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: introspection, Capact: capact}))
+	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: gql.introspection, Capact: capact, MaxResponseBytes: gql.maxResponseBytes}))
 	stopSync, err := a.gitSync(ctx, h, opener, gitSync, mux, reg, log)
 	if err != nil {
 		return err
