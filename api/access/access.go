@@ -51,7 +51,9 @@ type Config struct {
 	RatePerUser float64
 	Burst       int
 	// Public are path prefixes served without authorization because they
-	// check credentials of their own (the Git webhooks' HMAC signature).
+	// check credentials of their own (the Git webhooks' HMAC signature),
+	// each optionally after a method and a space ("POST /hooks/"): only
+	// requests of that method are let through.
 	Public []string
 	// GraphQLPath is where GraphQL is served: the path is authorized as a
 	// whole (post /graphql), each field by the GraphQL handler. Its bodies
@@ -188,7 +190,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	ctx := cairn.WithUser(r.Context(), user)
 	r = r.WithContext(ctx)
 
-	if g.public(r.URL.Path) {
+	if g.public(r) {
 		next.ServeHTTP(rec, r)
 		return
 	}
@@ -237,9 +239,13 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (g *Guard) public(path string) bool {
+func (g *Guard) public(r *http.Request) bool {
 	for _, p := range g.cfg.Public {
-		if strings.HasPrefix(path, p) {
+		method, prefix, ok := strings.Cut(p, " ")
+		if !ok {
+			method, prefix = "", p
+		}
+		if (method == "" || method == r.Method) && strings.HasPrefix(r.URL.Path, prefix) {
 			return true
 		}
 	}

@@ -238,7 +238,9 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	}
 	var public []string
 	if webhooksChecked {
-		public = append(public, "/hooks/")
+		// Only the pushes: their signature is their credential. The sync
+		// status (GET) shows what was synced and needs RBAC.
+		public = append(public, "POST /hooks/")
 	}
 	if o.metricsAnonymous {
 		public = append(public, "/metrics")

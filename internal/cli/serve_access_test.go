@@ -1,0 +1,86 @@
+package cli_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeGuardsMetricsGraphQLAndWebhooks: with an authenticator
+// configured, /metrics needs get on the path (cairn-admin has it) unless
+// --metrics-anonymous; push webhooks are let through on their HMAC
+// signature alone, while the sync status beside them needs RBAC; /graphql
+// is open to authenticated users and authorizes each field.
+func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	tokens, secret := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "hook.secret")
+	os.WriteFile(tokens, []byte("vic-token,vic,1\n"), 0o600)
+	os.WriteFile(secret, []byte("s3cret\n"), 0o600)
+	data := t.TempDir()
+	url := startServeSecure(t, map[string]string{"CAIRN_DATA_DIR": data}, "--token-auth-file", tokens, "--git-webhook-secret-file", secret)
+	admin, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, token, body string, hdr ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	sign := func(body string) string {
+		m := hmac.New(sha256.New, []byte("s3cret"))
+		m.Write([]byte(body))
+		return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	}
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		hdr                             []string
+		code                            int
+		want                            string
+	}{
+		{"metrics, anonymous", "GET", "/metrics", "", "", nil, 403, `cannot get path \"/metrics\"`},
+		{"metrics, an authenticated user without the permission", "GET", "/metrics", "vic-token", "", nil, 403, `User \"vic\" cannot get path \"/metrics\"`},
+		{"metrics, admin", "GET", "/metrics", string(admin), "", nil, 200, "# TYPE go_goroutines gauge"},
+		{"webhook without a signature", "POST", "/hooks/git/nope", "", "{}", nil, 401, "not signed with the configured secret"},
+		{"webhook signed, no credentials", "POST", "/hooks/git/nope", "", "{}", []string{"X-Hub-Signature-256", sign("{}")}, 404, "nope"},
+		{"sync status, anonymous", "GET", "/hooks/git/nope", "", "", nil, 403, `cannot get path \"/hooks/git/nope\"`},
+		{"graphql, anonymous", "POST", "/graphql", "", `{"query":"{ typeInstances { id } }"}`, nil, 403, `cannot post path \"/graphql\"`},
+		{"graphql list, a user without bindings", "POST", "/graphql", "vic-token", `{"query":"{ typeInstances { id } }"}`, nil, 200, `{"data":{"typeInstances":[]}}`},
+		{"graphql types, a user without bindings", "POST", "/graphql", "vic-token", `{"query":"{ types { path } }"}`, nil, 200, `User \"vic\" cannot list resource \"types\" in API group \"hub.cairn.dev\" at the cluster scope`},
+		{"graphql list, admin", "POST", "/graphql", string(admin), `{"query":"{ typeInstances { id } }"}`, nil, 200, `"id"`},
+	} {
+		code, body := do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %.300s; want %d with %s", tc.name, code, body, tc.code, tc.want)
+		}
+	}
+
+	open := startServeSecure(t, map[string]string{"CAIRN_DATA_DIR": t.TempDir()}, "--token-auth-file", tokens, "--metrics-anonymous")
+	resp, err := http.Get(open + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("--metrics-anonymous: /metrics answered %d", resp.StatusCode)
+	}
+}
