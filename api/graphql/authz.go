@@ -14,26 +14,37 @@ import (
 )
 
 // Every field that reads or writes hub objects asks hub.Authorize, the
-// decision REST's guard asks, with the attributes a REST request for the
-// same object would carry. GraphQL's TypeInstances are checked as
-// typeinstances.hub.cairn.dev in the instance's own namespace (named by its
-// id, as REST names them), so a RoleBinding in namespace a opens exactly the
-// instances of a; Types, backends and the policy are cluster-scoped as on
-// REST.
+// decision REST's guard asks, with the attributes of a REST request for the
+// same object. REST reaches an instance two ways, so GraphQL accepts either
+// grant, in the instance's own namespace: typeinstances.hub.cairn.dev (named
+// by its id, as REST names them), or the resource its Type is served as
+// (flags.flipt.io, named by the instance's name). A RoleBinding in
+// namespace a thus opens exactly the instances of a. Types, backends and
+// the policy are cluster-scoped, as on REST.
 
 // hubGroup is the API group of the hub's own resources (api/rest.HubGroup).
 const hubGroup = "hub.cairn.dev"
 
 // guard holds one request's decisions about collections (a list asks once
-// per namespace, however many instances it holds).
+// per namespace and Type, however many instances it holds) and the REST
+// resource of each Type it met.
 type guard struct {
 	hub *hub.Hub
-	mu  sync.Mutex
-	ok  map[string]bool // by verb, resource and namespace, for name-less attributes
+
+	mu        sync.Mutex
+	ok        map[string]bool // by verb, resource and namespace, for name-less attributes
+	resources map[cairn.TypeRef]restResource
 }
 
-func newGuard(h *hub.Hub) *guard { return &guard{hub: h, ok: map[string]bool{}} }
+// restResource is what a Type's instances are served as over REST; zero
+// when the Type declares no REST names (or is not registered).
+type restResource struct{ group, plural string }
 
+func newGuard(h *hub.Hub) *guard {
+	return &guard{hub: h, ok: map[string]bool{}, resources: map[cairn.TypeRef]restResource{}}
+}
+
+// instanceAttrs are the typeinstances attributes of verb on an instance.
 func instanceAttrs(verb, namespace, id string) rbac.Attributes {
 	if namespace == "" {
 		namespace = cairn.DefaultNamespace
@@ -45,10 +56,18 @@ func clusterAttrs(verb, resource, name string) rbac.Attributes {
 	return rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: hubGroup, Resource: resource, Name: name}
 }
 
+// guarded reports whether ctx carries an authenticated caller; without one
+// (in-process callers) hub.Authorize allows everything and nothing needs
+// asking.
+func guarded(ctx context.Context) bool {
+	_, ok := cairn.UserFrom(ctx)
+	return ok
+}
+
 // allowed reports whether the caller may do a.
 func (g *guard) allowed(ctx context.Context, a rbac.Attributes) bool {
-	if _, ok := cairn.UserFrom(ctx); !ok {
-		return true // in-process caller: hub.Authorize allows it too
+	if !guarded(ctx) {
+		return true
 	}
 	if a.Name != "" {
 		return g.hub.Authorize(ctx, a).Allowed
@@ -67,6 +86,54 @@ func (g *guard) allowed(ctx context.Context, a rbac.Attributes) bool {
 	return ok
 }
 
+// resourceOf returns the REST resource instances of ref are served as.
+func (g *guard) resourceOf(ctx context.Context, ref cairn.TypeRef) restResource {
+	g.mu.Lock()
+	r, seen := g.resources[ref]
+	g.mu.Unlock()
+	if seen {
+		return r
+	}
+	if t, err := g.hub.GetType(ctx, ref); err == nil && t.Names != nil && t.Group != "" {
+		r = restResource{group: t.Group, plural: t.Names.Plural}
+	}
+	g.mu.Lock()
+	g.resources[ref] = r
+	g.mu.Unlock()
+	return r
+}
+
+// target is an instance a field reads or writes (or creates: no id, no
+// name needed).
+type target struct {
+	ref       cairn.TypeRef
+	namespace string
+	id, name  string
+}
+
+func targetOf(inst cairn.Instance) target {
+	return target{ref: inst.TypeRef, namespace: inst.Namespace, id: inst.ID, name: inst.Name}
+}
+
+// may reports whether the caller may do verb on t; when not, the
+// typeinstances attributes name the denial. name-less verbs (list,
+// create) are decided for the namespace.
+func (g *guard) may(ctx context.Context, verb string, t target) (bool, rbac.Attributes) {
+	id, name := t.id, t.name
+	if verb == "list" || verb == "create" {
+		id, name = "", ""
+	}
+	a := instanceAttrs(verb, t.namespace, id)
+	if !guarded(ctx) || g.allowed(ctx, a) {
+		return true, a
+	}
+	r := g.resourceOf(ctx, t.ref)
+	if r.plural == "" {
+		return false, a
+	}
+	return g.allowed(ctx, rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: r.group, Resource: r.plural, Namespace: a.Namespace, Name: name}), a
+}
+
 // check returns the GraphQL error for a denial of a, nil when allowed.
 func (g *guard) check(ctx context.Context, a rbac.Attributes) error {
 	if g.allowed(ctx, a) {
@@ -75,18 +142,22 @@ func (g *guard) check(ctx context.Context, a rbac.Attributes) error {
 	return &gqlerror.Error{Message: forbiddenMessage(ctx, a)}
 }
 
-// checkAll checks every attribute set and reports every denial at once, so a
-// multi-instance mutation says everything it may not do; nothing is done
-// unless all are allowed.
-func (g *guard) checkAll(ctx context.Context, as []rbac.Attributes) error {
+// denials returns the denial of verb on each target the caller may not
+// touch, once each, so a multi-instance mutation says everything it may not
+// do; nothing is done unless there are none.
+func (g *guard) denials(ctx context.Context, verb string, ts []target) []string {
 	var msgs []string
-	for _, a := range as {
-		if !g.allowed(ctx, a) {
+	for _, t := range ts {
+		if ok, a := g.may(ctx, verb, t); !ok {
 			if m := forbiddenMessage(ctx, a); !slices.Contains(msgs, m) {
 				msgs = append(msgs, m)
 			}
 		}
 	}
+	return msgs
+}
+
+func denied(msgs []string) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -119,11 +190,12 @@ func guardFrom(ctx context.Context) (*guard, error) {
 
 // readable keeps the instances the caller may list in their namespace.
 func (g *guard) readable(ctx context.Context, list []cairn.Instance) []cairn.Instance {
-	if _, ok := cairn.UserFrom(ctx); !ok {
+	if !guarded(ctx) {
 		return list
 	}
 	return slices.DeleteFunc(list, func(inst cairn.Instance) bool {
-		return !g.allowed(ctx, instanceAttrs("list", inst.Namespace, ""))
+		ok, _ := g.may(ctx, "list", targetOf(inst))
+		return !ok
 	})
 }
 
@@ -141,17 +213,17 @@ func checkCluster(ctx context.Context, verb, resource, name string) error {
 // names (a relation to it blocks its deletion, so it must at least be
 // visible to the caller).
 func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
-	if _, ok := cairn.UserFrom(ctx); !ok {
+	if !guarded(ctx) {
 		return nil
 	}
 	g, err := guardFrom(ctx)
 	if err != nil {
 		return err
 	}
-	var as []rbac.Attributes
 	aliases := map[string]bool{}
-	for _, in := range req.Instances {
-		as = append(as, instanceAttrs("create", in.Namespace, ""))
+	creates := make([]target, len(req.Instances))
+	for i, in := range req.Instances {
+		creates[i] = target{ref: in.TypeRef, namespace: in.Namespace}
 		if in.Alias != "" {
 			aliases[in.Alias] = true
 		}
@@ -169,17 +241,18 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 	if err != nil {
 		return fail(opCreateMany, "", err)
 	}
-	for _, inst := range found {
-		as = append(as, instanceAttrs("get", inst.Namespace, inst.ID))
+	used := make([]target, len(found))
+	for i, inst := range found {
+		used[i] = targetOf(inst)
 	}
-	return g.checkAll(ctx, as)
+	return denied(append(g.denials(ctx, "create", creates), g.denials(ctx, "get", used)...))
 }
 
 // mayChange checks verb on each existing instance of ids, in its namespace,
 // before the hub is asked; ids that do not exist are left for the hub to
 // report in Local Hub's words.
 func (m *mutation) mayChange(ctx context.Context, verb string, ids []string) error {
-	if _, ok := cairn.UserFrom(ctx); !ok {
+	if !guarded(ctx) {
 		return nil
 	}
 	g, err := guardFrom(ctx)
@@ -190,9 +263,9 @@ func (m *mutation) mayChange(ctx context.Context, verb string, ids []string) err
 	if err != nil {
 		return &gqlerror.Error{Message: err.Error()}
 	}
-	as := make([]rbac.Attributes, len(found))
+	ts := make([]target, len(found))
 	for i, inst := range found {
-		as[i] = instanceAttrs(verb, inst.Namespace, inst.ID)
+		ts[i] = targetOf(inst)
 	}
-	return g.checkAll(ctx, as)
+	return denied(g.denials(ctx, verb, ts))
 }

@@ -34,12 +34,24 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: editors, namespace: a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
-subjects: [{kind: User, name: ed}]`
+subjects: [{kind: User, name: ed}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: flag-editor, namespace: a}
+rules: [{apiGroups: [flipt.io], resources: [flags], verbs: [get, list, create, update]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: flag-editors, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-editor}
+subjects: [{kind: User, name: fay}]`
 
 // The --token-auth-file of the matrix.
 const authzTokens = `admin-token,ada,1,"cairn:admins"
 viewer-token,vic,2
 editor-token,ed,3
+flags-token,fay,4
 `
 
 type guarded struct {
@@ -138,6 +150,9 @@ const testType = "cap.type.authz.thing"
 
 func typeRef() cairn.TypeRef { return cairn.TypeRef{Path: testType, Revision: "0.1.0"} }
 
+// flagRef is a Type served over REST as flags.flipt.io.
+var flagRef = cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"}
+
 // TestAuthorization is the identity x operation matrix of GraphQL: every
 // field asks the RBAC decision REST asks, lists are filtered per namespace,
 // gets and writes that are not allowed fail naming verb, resource and
@@ -145,17 +160,25 @@ func typeRef() cairn.TypeRef { return cairn.TypeRef{Path: testType, Revision: "0
 func TestAuthorization(t *testing.T) {
 	g := startGuarded(t)
 	ctx := context.Background()
+	if _, err := g.h.CreateType(ctx, cairn.Type{Path: flagRef.Path, Revision: flagRef.Revision, Group: "flipt.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"}, JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	seed, err := g.h.CreateInstances(ctx, hub.CreateRequest{
 		Instances: []hub.NewInstance{
 			{Alias: "a1", Namespace: "a", Name: "a1", TypeRef: typeRef(), Value: json.RawMessage(`{"n":1}`)},
 			{Alias: "b1", Namespace: "b", Name: "b1", TypeRef: typeRef(), Value: json.RawMessage(`{"n":2}`)},
+			{Alias: "fa", Namespace: "a", Name: "fa", TypeRef: flagRef, Value: json.RawMessage(`{}`)},
+			{Alias: "fb", Namespace: "b", Name: "fb", TypeRef: flagRef, Value: json.RawMessage(`{}`)},
 		},
 		UsesRelations: []hub.UsesRelation{{From: "a1", To: "b1"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, b1 := seed[0].ID, seed[1].ID
+	a1, b1, fa, fb := seed[0].ID, seed[1].ID, seed[2].ID, seed[3].ID
+	flags := []string{fa, fb}
+	slices.Sort(flags)
 	both := []string{a1, b1}
 	slices.Sort(both)
 	usedByA1 := []string{b1, cairn.BuiltinBackendID} // a1's value lives in the built-in backend
@@ -166,6 +189,9 @@ func TestAuthorization(t *testing.T) {
 		admin  = "admin-token"
 		viewer = "viewer-token"
 		editor = "editor-token"
+		// fay may edit flags.flipt.io in a, nothing else: over GraphQL
+		// she reaches the Flags of a and no other instance.
+		flagger = "flags-token"
 	)
 	forbidden := func(verb, resource, ns string) string {
 		scope := "at the cluster scope"
@@ -182,6 +208,10 @@ func TestAuthorization(t *testing.T) {
 	create := func(ns string) string {
 		return `mutation { createTypeInstance(in: {typeRef: {path: "` + testType + `", revision: "0.1.0"}, namespace: "` + ns + `", value: {}}, dryRun: true) }`
 	}
+	createFlag := func(ns string) string {
+		return `mutation { createTypeInstance(in: {typeRef: {path: "io.flipt.flag", revision: "1.0.0"}, namespace: "` + ns + `", name: "new", value: {}}, dryRun: true) }`
+	}
+	noTI := func(verb, ns string) want { return want{err: `User "fay" ` + forbidden(verb, "typeinstances", ns)} }
 	for _, op := range []struct {
 		name  string
 		query string
@@ -189,33 +219,45 @@ func TestAuthorization(t *testing.T) {
 		want  map[string]want
 	}{
 		{"list typeInstances", `{ typeInstances(filter: {typeRef: {path: "` + testType + `"}}) { id } }`, []string{"typeInstances"},
-			map[string]want{admin: {ids: both}, viewer: {ids: both}, editor: {ids: []string{a1}}}},
+			map[string]want{admin: {ids: both}, viewer: {ids: both}, editor: {ids: []string{a1}}, flagger: {ids: nil}}},
+		{"list flags", `{ typeInstances(filter: {typeRef: {path: "io.flipt.flag"}}) { id } }`, []string{"typeInstances"},
+			map[string]want{admin: {ids: flags}, viewer: {ids: flags}, editor: {ids: []string{fa}}, flagger: {ids: []string{fa}}}},
+		{"get a flag in a", `{ typeInstance(id: "` + fa + `") { id } }`, nil,
+			map[string]want{admin: ok, viewer: ok, editor: ok, flagger: ok}},
+		{"get a flag in b", `{ typeInstance(id: "` + fb + `") { id } }`, nil,
+			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("get", "typeinstances", "b")}, flagger: noTI("get", "b")}},
+		{"create a flag in a", createFlag("a"), nil,
+			map[string]want{admin: ok, viewer: {err: forbidden("create", "typeinstances", "a")}, editor: ok, flagger: ok}},
+		{"update a flag in a", `mutation { updateTypeInstances(in: [{id: "` + fa + `", typeInstance: {value: {on: true}}}], dryRun: true) { id } }`, nil,
+			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: ok}},
+		{"delete a flag in a", `mutation { deleteTypeInstance(id: "` + fa + `", dryRun: true) }`, nil,
+			map[string]want{admin: ok, viewer: {err: forbidden("delete", "typeinstances", "a")}, editor: ok, flagger: noTI("delete", "a")}},
 		{"get in a", `{ typeInstance(id: "` + a1 + `") { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: ok}},
+			map[string]want{admin: ok, viewer: ok, editor: ok, flagger: noTI("get", "a")}},
 		{"get in b", `{ typeInstance(id: "` + b1 + `") { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: `typeinstances.hub.cairn.dev "` + b1 + `" is forbidden: User "ed" ` + forbidden("get", "typeinstances", "b")}}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: `typeinstances.hub.cairn.dev "` + b1 + `" is forbidden: User "ed" ` + forbidden("get", "typeinstances", "b")}, flagger: noTI("get", "b")}},
 		{"relations of a1", `{ typeInstance(id: "` + a1 + `") { uses { id } } }`, []string{"typeInstance", "uses"},
-			map[string]want{admin: {ids: usedByA1}, viewer: {ids: usedByA1}, editor: {ids: nil}}},
+			map[string]want{admin: {ids: usedByA1}, viewer: {ids: usedByA1}, editor: {ids: nil}, flagger: {err: `User "fay" ` + forbidden("get", "typeinstances", "a")}}},
 		{"types", `{ types { path } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("list", "types", "")}}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("list", "types", "")}, flagger: {err: forbidden("list", "types", "")}}},
 		{"storageBackends", `{ storageBackends { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("list", "backends", "")}}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("list", "backends", "")}, flagger: {err: forbidden("list", "backends", "")}}},
 		{"policy", `{ policy { resourceVersion } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("get", "policies", "")}}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("get", "policies", "")}, flagger: {err: forbidden("get", "policies", "")}}},
 		{"create in a", create("a"), nil,
-			map[string]want{admin: ok, viewer: {err: `User "vic" ` + forbidden("create", "typeinstances", "a")}, editor: ok}},
+			map[string]want{admin: ok, viewer: {err: `User "vic" ` + forbidden("create", "typeinstances", "a")}, editor: ok, flagger: noTI("create", "a")}},
 		{"create in b", create("b"), nil,
-			map[string]want{admin: ok, viewer: {err: forbidden("create", "typeinstances", "b")}, editor: {err: `User "ed" ` + forbidden("create", "typeinstances", "b")}}},
+			map[string]want{admin: ok, viewer: {err: forbidden("create", "typeinstances", "b")}, editor: {err: `User "ed" ` + forbidden("create", "typeinstances", "b")}, flagger: noTI("create", "b")}},
 		{"update in a", `mutation { updateTypeInstances(in: [{id: "` + a1 + `", typeInstance: {value: {n: 3}}}], dryRun: true) { id } }`, nil,
-			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok}},
+			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "a")}},
 		{"delete in b", `mutation { deleteTypeInstance(id: "` + b1 + `", dryRun: true) }`, nil,
-			map[string]want{admin: {err: "used by other TypeInstances"}, viewer: {err: forbidden("delete", "typeinstances", "b")}, editor: {err: forbidden("delete", "typeinstances", "b")}}},
+			map[string]want{admin: {err: "used by other TypeInstances"}, viewer: {err: forbidden("delete", "typeinstances", "b")}, editor: {err: forbidden("delete", "typeinstances", "b")}, flagger: noTI("delete", "b")}},
 		{"lock in a", `mutation { lockTypeInstances(in: {ids: ["` + a1 + `"], ownerID: "o"}, dryRun: true) }`, nil,
-			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok}},
+			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "a")}},
 	} {
-		for _, who := range []string{anon, viewer, editor, admin} {
+		for _, who := range []string{anon, viewer, editor, flagger, admin} {
 			code, res := g.post(t, who, op.query)
-			name := map[string]string{anon: "anonymous", admin: "admin", viewer: "viewer", editor: "editor of a"}[who]
+			name := map[string]string{anon: "anonymous", admin: "admin", viewer: "viewer", editor: "editor of a", flagger: "flags editor of a"}[who]
 			if who == anon {
 				// With an authenticator configured, nothing answers
 				// without credentials.

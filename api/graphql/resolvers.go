@@ -187,7 +187,7 @@ func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstanc
 	if err != nil {
 		return nil, err
 	}
-	if err := g.check(ctx, instanceAttrs("get", inst.Namespace, inst.ID)); err != nil {
+	if err := denied(g.denials(ctx, "get", []target{targetOf(inst)})); err != nil {
 		return nil, err
 	}
 	out := (*resolver)(q).instance(inst)
@@ -281,7 +281,10 @@ func (r *resolver) related(ctx context.Context, ids []string) ([]model.TypeInsta
 			return nil, fail(opRead, id, err)
 		}
 		// What the caller may not get is left out, as a deleted one is.
-		if found && l.guard.allowed(ctx, instanceAttrs("get", inst.Namespace, inst.ID)) {
+		if !found {
+			continue
+		}
+		if ok, _ := l.guard.may(ctx, "get", targetOf(inst)); ok {
 			out = append(out, r.instance(inst))
 		}
 	}
