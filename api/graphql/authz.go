@@ -168,7 +168,10 @@ func denied(msgs []string) error {
 // which names user, verb, resource, group and namespace.
 func forbiddenMessage(ctx context.Context, a rbac.Attributes) string {
 	u, _ := cairn.UserFrom(ctx)
-	qual := a.Resource + "." + a.APIGroup
+	qual := a.Resource
+	if a.APIGroup != "" {
+		qual += "." + a.APIGroup
+	}
 	if a.Name != "" {
 		qual += " \"" + a.Name + "\""
 	}
@@ -177,6 +180,31 @@ func forbiddenMessage(ctx context.Context, a rbac.Attributes) string {
 		scope = "in the namespace \"" + a.Namespace + "\""
 	}
 	return qual + " is forbidden: User \"" + u.Name + "\" cannot " + a.Verb + " resource \"" + a.Resource + "\" in API group \"" + a.APIGroup + "\" " + scope
+}
+
+// claims returns the denials of createdBy values that name someone other
+// than the caller: recording a write as another user's is impersonating
+// them, so it needs the impersonate verb on that user, as Impersonate-User
+// does. Capact's clients that set createdBy keep working with a role that
+// grants it.
+func (g *guard) claims(ctx context.Context, names []string) []string {
+	u, ok := cairn.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	var msgs []string
+	for _, n := range names {
+		if n == "" || n == u.Name {
+			continue
+		}
+		a := rbac.Attributes{Verb: "impersonate", ResourceRequest: true, Resource: "users", Name: n}
+		if !g.allowed(ctx, a) {
+			if m := forbiddenMessage(ctx, a) + ": createdBy names another user"; !slices.Contains(msgs, m) {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	return msgs
 }
 
 // guardFrom returns the request's guard.
@@ -222,8 +250,10 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 	}
 	aliases := map[string]bool{}
 	creates := make([]target, len(req.Instances))
+	var claimed []string
 	for i, in := range req.Instances {
 		creates[i] = target{ref: in.TypeRef, namespace: in.Namespace}
+		claimed = append(claimed, in.CreatedBy)
 		if in.Alias != "" {
 			aliases[in.Alias] = true
 		}
@@ -245,13 +275,13 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 	for i, inst := range found {
 		used[i] = targetOf(inst)
 	}
-	return denied(append(g.denials(ctx, "create", creates), g.denials(ctx, "get", used)...))
+	return denied(slices.Concat(g.denials(ctx, "create", creates), g.denials(ctx, "get", used), g.claims(ctx, claimed)))
 }
 
 // mayChange checks verb on each existing instance of ids, in its namespace,
-// before the hub is asked; ids that do not exist are left for the hub to
-// report in Local Hub's words.
-func (m *mutation) mayChange(ctx context.Context, verb string, ids []string) error {
+// and the createdBy values claimed, before the hub is asked; ids that do not
+// exist are left for the hub to report in Local Hub's words.
+func (m *mutation) mayChange(ctx context.Context, verb string, ids []string, claimed ...string) error {
 	if !guarded(ctx) {
 		return nil
 	}
@@ -267,5 +297,5 @@ func (m *mutation) mayChange(ctx context.Context, verb string, ids []string) err
 	for i, inst := range found {
 		ts[i] = targetOf(inst)
 	}
-	return denied(g.denials(ctx, verb, ts))
+	return denied(append(g.denials(ctx, verb, ts), g.claims(ctx, claimed)...))
 }

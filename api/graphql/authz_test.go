@@ -318,6 +318,28 @@ func TestAuthorization(t *testing.T) {
 		}
 	}
 
+	// createdBy naming someone else is impersonating them: the editor may
+	// not, the admin may; one's own name is always fine.
+	claim := func(token, createdBy string) response {
+		_, res := g.post(t, token, `mutation { createTypeInstance(in: {typeRef: {path: "`+testType+`", revision: "0.1.0"}, namespace: "a", createdBy: "`+createdBy+`", value: {}}, dryRun: true) }`)
+		return res
+	}
+	if res := claim(editor, "someone-else"); !strings.Contains(errText(res), `users "someone-else" is forbidden: User "ed" cannot impersonate resource "users" in API group "" at the cluster scope: createdBy names another user`) {
+		t.Errorf("editor claiming createdBy someone-else: %s", errText(res))
+	}
+	if res := claim(editor, "ed"); len(res.Errors) > 0 {
+		t.Errorf("editor giving their own name as createdBy: %s", errText(res))
+	}
+	if res := claim(admin, "capact-engine"); len(res.Errors) > 0 {
+		t.Errorf("admin claiming createdBy: %s", errText(res))
+	}
+	if _, res := g.post(t, editor, `mutation { updateTypeInstances(in: [{id: "`+a1+`", createdBy: "someone-else", typeInstance: {value: {n: 4}}}]) { id } }`); !strings.Contains(errText(res), "createdBy names another user") {
+		t.Errorf("editor updating with createdBy someone-else: %s", errText(res))
+	}
+	if inst, err := g.h.GetInstance(ctx, a1, false); err != nil || inst.Latest.ResourceVersion != 1 {
+		t.Errorf("a1 after the refused update: version %d, %v", inst.Latest.ResourceVersion, err)
+	}
+
 	// What is allowed happens, with the authenticated user recorded.
 	code, res = g.post(t, editor, `mutation { createTypeInstance(in: {typeRef: {path: "`+testType+`", revision: "0.1.0"}, namespace: "a", name: "mine", value: {}}) }`)
 	if code != 200 || len(res.Errors) > 0 {

@@ -545,10 +545,11 @@ func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTy
 		ups = append(ups, up)
 	}
 	ids := make([]string, len(ups))
+	claimed := make([]string, len(ups))
 	for i, u := range ups {
-		ids[i] = u.ID
+		ids[i], claimed[i] = u.ID, u.CreatedBy
 	}
-	if err := m.mayChange(ctx, "update", ids); err != nil {
+	if err := m.mayChange(ctx, "update", ids, claimed...); err != nil {
 		return nil, err
 	}
 	updated, err := m.hub.UpdateInstances(ctx, ups)
