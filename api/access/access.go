@@ -196,24 +196,22 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	// GraphQL is a path here (post /graphql); its fields ask the same
 	// decision for each object they read or write (api/graphql/authz.go).
-	for _, a := range []rbac.Attributes{attrs} {
-		a.User = user
-		d := g.cfg.Authz.Authorize(ctx, a)
+	attrs.User = user
+	d := g.cfg.Authz.Authorize(ctx, attrs)
+	if ev != nil {
+		ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": d.Reason}
+	}
+	if !d.Allowed {
 		if ev != nil {
-			ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": d.Reason}
+			ev.Annotations["authorization.k8s.io/decision"] = "forbid"
 		}
-		if !d.Allowed {
-			if ev != nil {
-				ev.Annotations["authorization.k8s.io/decision"] = "forbid"
-			}
-			if user.Name == cairn.Anonymous && !g.cfg.Authn.Configured() {
-				// Nothing but the admin token can authenticate: say so.
-				writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized: use the admin token (<data-dir>/admin.token) or the kubeconfig written beside it")
-				return
-			}
-			writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, a))
+		if user.Name == cairn.Anonymous && !g.cfg.Authn.Configured() {
+			// Nothing but the admin token can authenticate: say so.
+			writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized: use the admin token (<data-dir>/admin.token) or the kubeconfig written beside it")
 			return
 		}
+		writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, attrs))
+		return
 	}
 	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
 		// Keep the first MiB for the event; the handler reads it all.
