@@ -70,7 +70,12 @@ func (g *guard) allowed(ctx context.Context, a rbac.Attributes) bool {
 		return true
 	}
 	if a.Name != "" {
-		return g.hub.Authorize(ctx, a).Allowed
+		// A rule without resourceNames grants every name, so what is
+		// allowed for the namespace (cached) is allowed for each name in
+		// it; only a rule naming objects needs the name asked.
+		nameless := a
+		nameless.Name = ""
+		return g.allowed(ctx, nameless) || g.hub.Authorize(ctx, a).Allowed
 	}
 	key := a.Verb + " " + a.Resource + "." + a.APIGroup + " " + a.Namespace
 	g.mu.Lock()

@@ -46,13 +46,25 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: flag-editors, namespace: a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-editor}
-subjects: [{kind: User, name: fay}]`
+subjects: [{kind: User, name: fay}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: one-flag, namespace: a}
+rules: [{apiGroups: [flipt.io], resources: [flags], resourceNames: [fa], verbs: [get, update]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: one-flag, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: one-flag}
+subjects: [{kind: User, name: nora}]`
 
 // The --token-auth-file of the matrix.
 const authzTokens = `admin-token,ada,1,"cairn:admins"
 viewer-token,vic,2
 editor-token,ed,3
 flags-token,fay,4
+nora-token,nora,5
 `
 
 type guarded struct {
@@ -316,6 +328,23 @@ func TestAuthorization(t *testing.T) {
 	for _, inst := range list {
 		if inst.Latest.ResourceVersion != 1 || strings.Contains(string(inst.Latest.Value), "9") {
 			t.Errorf("%s changed by a refused write: version %d, value %s", inst.Name, inst.Latest.ResourceVersion, inst.Latest.Value)
+		}
+	}
+
+	// A Role naming one object (resourceNames) opens that object for the
+	// verbs it grants, and no list.
+	for _, c := range []struct {
+		query, want string
+	}{
+		{`{ typeInstance(id: "` + fa + `") { name } }`, `{"typeInstance":{"name":"fa"}}`},
+		{`{ typeInstances(filter: {typeRef: {path: "io.flipt.flag"}}) { id } }`, `{"typeInstances":[]}`},
+		{`{ typeInstance(id: "` + fb + `") { name } }`, forbidden("get", "typeinstances", "b")},
+		{`mutation { updateTypeInstances(in: [{id: "` + fa + `", typeInstance: {value: {on: true}}}], dryRun: true) { name } }`, `"name":"fa"`},
+		{`mutation { deleteTypeInstance(id: "` + fa + `", dryRun: true) }`, forbidden("delete", "typeinstances", "a")},
+	} {
+		_, res := g.post(t, "nora-token", c.query)
+		if got := string(res.Data) + errText(res); !strings.Contains(got, c.want) {
+			t.Errorf("nora: %s: %s, want %s", c.query, got, c.want)
 		}
 	}
 
