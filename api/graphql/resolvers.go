@@ -418,9 +418,14 @@ func (s *spec) Instrumentation(ctx context.Context, obj *model.TypeInstanceResou
 	return nil, nil // not implemented, as in Local Hub
 }
 
+// details loads the backend's details, which are the backend's own (REST's
+// backends.hub.cairn.dev): reading them needs get on the backend.
 func (b *backendRef) details(ctx context.Context, obj *model.TypeInstanceBackendReference) (cairn.StorageBackend, error) {
 	l, err := loadersFrom(ctx)
 	if err != nil {
+		return cairn.StorageBackend{}, err
+	}
+	if err := l.guard.check(ctx, clusterAttrs("get", "backends", obj.ID)); err != nil {
 		return cairn.StorageBackend{}, err
 	}
 	sb, _, err := l.backends.load(ctx, obj.ID)
