@@ -128,3 +128,56 @@ func TestCommitIdentity(t *testing.T) {
 		t.Errorf("WithActor kept the impersonator %q", imp)
 	}
 }
+
+// TestGroupCommitIdentity: writers queued into one group commit each keep
+// their identities: the impersonated one's line and trailers name both
+// users, the other's only itself.
+func TestGroupCommitIdentity(t *testing.T) {
+	r := newRemote(t)
+	url, arm, arrived, release := r.serveGated(t)
+	b := groupBackend(t, url)
+	ctx := t.Context()
+	create(t, ctx, b, "seed", "seed", `{}`)
+
+	arm()
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.OnCreate(cairn.WithResourceMeta(cairn.WithActor(ctx, "w0"), flagMeta("first", nil)), cairn.OnCreateRequest{InstanceID: "first", Value: json.RawMessage(`{}`)})
+		first <- err
+	}()
+	<-arrived
+	writers := map[string]context.Context{
+		"as-jane": cairn.WithUser(ctx, cairn.User{Name: "jane", Impersonator: "ada"}),
+		"as-bob":  cairn.WithUser(ctx, cairn.User{Name: "bob"}),
+	}
+	errs := make(chan error, len(writers))
+	for name, wctx := range writers {
+		go func() {
+			_, err := b.OnCreate(cairn.WithResourceMeta(wctx, flagMeta(name, nil)), cairn.OnCreateRequest{InstanceID: name, Value: json.RawMessage(`{}`)})
+			errs <- err
+		}()
+	}
+	waitQueued(t, b, len(writers))
+	release()
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	msg := gitCmd(t, r.path, "log", "-1", "--format=%B", "main") + "\n" // gitCmd trims
+	for _, want := range []string{
+		"production/as-jane (resource version 1) by jane (impersonated by ada)\n",
+		"production/as-bob (resource version 1) by bob\n",
+		"Cairn-Actor: jane\n", "Cairn-Actor: bob\n", "Cairn-Impersonator: ada\n",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the group commit lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Count(msg, "Cairn-Impersonator:") != 1 {
+		t.Errorf("the group commit names impersonators other than ada:\n%s", msg)
+	}
+}
