@@ -45,8 +45,9 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base := startServe(t)
+	base, _ := startServe(t, "--allow-anonymous")
 	seed := seedConsole(t, base)
+	seed.Guarded = startGuarded(t)
 	seedJSON, _ := json.Marshal(seed)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -85,16 +86,17 @@ func lookTool(t *testing.T, name, explicit, def string) string {
 }
 
 // startServe runs `cairn serve` in-process on a loopback port until the
-// test ends and returns its base URL.
-func startServe(t *testing.T) string {
+// test ends and returns its base URL and data directory.
+func startServe(t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
-	vars := map[string]string{cli.EnvDataDir: t.TempDir()}
+	dataDir := t.TempDir()
+	vars := map[string]string{cli.EnvDataDir: dataDir}
 	go func() {
-		done <- cli.Main(ctx, []string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, cli.Env{
+		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
 		})
 		pw.Close()
@@ -114,7 +116,45 @@ func startServe(t *testing.T) string {
 	if len(f) < 4 || !strings.HasPrefix(f[3], "http://") {
 		t.Fatalf("serve printed %q", line)
 	}
-	return f[3]
+	return f[3], dataDir
+}
+
+// guarded is a second server that requires credentials: an admin (ada)
+// and a viewer (vic) by bearer token.
+type guarded struct {
+	URL         string `json:"url"`
+	Kubeconfig  string `json:"kubeconfig"` // the admin's, written by serve
+	AdminToken  string `json:"adminToken"`
+	ViewerToken string `json:"viewerToken"`
+	Flag        string `json:"flag"` // id of a flag the viewer may read and not edit
+}
+
+func startGuarded(t *testing.T) guarded {
+	t.Helper()
+	dir := t.TempDir()
+	tokens, rbac := dir+"/tokens.csv", dir+"/rbac.yaml"
+	if err := os.WriteFile(tokens, []byte("ada-e2e-token,ada,1,cairn:admins\nvic-e2e-token,vic,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vic-views}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: vic}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, dataDir := startServe(t, "--token-auth-file", tokens, "--rbac-file", rbac)
+	g := guarded{URL: base, Kubeconfig: dataDir + "/kubeconfig", AdminToken: "ada-e2e-token", ViewerToken: "vic-e2e-token"}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--kubeconfig", g.Kubeconfig, "apply", "-f", "../examples/flags/flags.json"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn apply -f flags.json on the guarded server: exit %d: %s", code, errOut.String())
+	}
+	g.Flag = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances",
+		instanceDoc("guarded-flag", "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true, "description": "seen after signing in"}, nil, nil))
+	return g
 }
 
 // seed holds the ids the browser test looks for.
@@ -127,6 +167,8 @@ type seed struct {
 	// made through the stack catalog and controller, when the server has
 	// them (GET hub.cairn.dev/v1/stacks answers).
 	RealStack string `json:"realStack,omitempty"`
+	// Guarded is a server that requires credentials.
+	Guarded guarded `json:"guarded"`
 }
 
 func seedConsole(t *testing.T, base string) seed {
@@ -239,11 +281,25 @@ func instanceDoc(name, path, rev string, value any, labels map[string]string, us
 // post sends a JSON document and returns the created object's name.
 func post(t *testing.T, u string, doc any) string {
 	t.Helper()
+	return postAs(t, "", u, doc)
+}
+
+// postAs is post with a bearer token ("": none).
+func postAs(t *testing.T, token, u string, doc any) string {
+	t.Helper()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(u, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

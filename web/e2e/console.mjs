@@ -17,6 +17,7 @@ if (!BASE || !SHOTS) throw new Error('CAIRN_URL and CAIRN_SCREENSHOTS must be se
 
 const T = 20_000; // generous: CI runs this beside the other packages' tests on 2 cores
 let step = 0;
+const started = performance.now();
 const problems = [];
 
 // A fresh profile, and no background traffic (the test machine's network is closed).
@@ -28,16 +29,19 @@ const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir()
   viewport: { width: 1280, height: 900 },
   colorScheme: 'light',
 });
-const page = browser.pages()[0] || await browser.newPage();
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+let page = browser.pages()[0] || await browser.newPage();
+function listen(p) {
+  p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  p.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+}
+listen(page);
 
 async function shot(name) {
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
   await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
   const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
-  console.log(`ok ${name} (${file})`);
+  console.log(`ok ${name} at ${((performance.now() - started) / 1000).toFixed(1)}s (${file})`);
 }
 function expect(cond, what) { if (!cond) throw new Error(`expected ${what}`); }
 async function text(sel) { return (await page.locator(sel).first().textContent({ timeout: T })) || ''; }
@@ -47,8 +51,8 @@ async function unlabelled() {
     .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
     .map((el) => el.outerHTML.slice(0, 80)));
 }
-async function visit(hash) {
-  await page.goto(`${BASE}/ui/${hash}`);
+async function visit(hash, base = BASE) {
+  await page.goto(`${base}/ui/${hash}`);
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
 }
 const h1 = () => text('main h1');
@@ -271,6 +275,51 @@ try {
   await visit('#/instances');
   expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal overflow on a phone-sized screen');
   await shot('instances-narrow');
+
+  // A server that requires credentials: the console asks for a bearer
+  // token, sends it with every request (the watch too), shows who is signed
+  // in and what the server refuses them, and forgets the token on sign-out.
+  const G = seed.guarded;
+  await page.setViewportSize({ width: 1280, height: 900 });
+  page = await browser.newPage(); // a new tab: sessionStorage of its own
+  listen(page);
+  await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1', G.url);
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
+  const why = await text('#signin-reason');
+  expect(why.includes('needs credentials') && why.includes('system:anonymous'), `the server's refusal of an anonymous caller shown, got: ${why}`);
+  expect((await unlabelled()).length === 0, `the token field labelled: ${await unlabelled()}`);
+  await shot('sign-in');
+  await page.fill('#signin-token', 'not-a-token');
+  await page.click('#signin');
+  await page.waitForSelector('#signin-error:has-text("refused this token")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'a refused token not kept');
+  await page.fill('#signin-token', G.viewerToken);
+  await page.click('#signin');
+  await page.waitForSelector('main h1:text("Instances of io.flipt.flag")', { timeout: T }); // back where the user was sent from
+  expect((await text('#who')).includes('vic'), 'the header to name the signed-in user');
+  expect((await text('main table tbody')).includes('default/guarded-flag'), 'the guarded server\'s flag listed');
+  await page.waitForSelector('#live.on', { timeout: T }); // the watch sends the token too
+  execFileSync(KUBECTL, ['--kubeconfig', G.kubeconfig, 'apply', '-f', '-'], { encoding: 'utf8',
+    input: JSON.stringify({ apiVersion: 'flipt.io/v1alpha1', kind: 'Flag', metadata: { name: 'guarded-live', namespace: 'default' }, spec: { enabled: true } }) });
+  await page.waitForSelector('main tbody tr:has-text("default/guarded-live")', { timeout: T });
+  await shot('signed-in-viewer');
+  // The viewer may read, not edit: the refusal names the user and the verb.
+  await page.click('main a:text("default/guarded-flag")');
+  await page.waitForSelector('main h1:text("default/guarded-flag")', { timeout: T });
+  await page.click('#edit');
+  await page.click('#save');
+  const refused = page.locator('#edit-message .alert.bad');
+  await refused.waitFor({ timeout: T });
+  const said = await refused.textContent();
+  expect(said.includes('Forbidden') && said.includes('User "vic" cannot update') && said.includes('signed in as vic'), `a clear refusal of the viewer's edit, got: ${said}`);
+  expect(await refused.locator('a:text("Sign in with another token")').count() === 1, 'a way to sign in as someone else');
+  await shot('viewer-edit-refused');
+  // Sign out: the token is forgotten and the pages ask for one again.
+  await page.click('#sign-out');
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'the token forgotten on sign-out');
+  await visit('#/types', G.url);
+  await page.waitForSelector('#signin-reason', { timeout: T });
 
   if (problems.length) throw new Error(problems.join('\n'));
   console.log('PASS');

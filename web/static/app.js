@@ -2,7 +2,7 @@
 // (#/instances?type=...), so the server serves one page and every view can
 // be bookmarked. Every read and write goes through cairn's public REST API
 // (and GraphQL where one query replaces many requests).
-import { h, api, gql, HUB, ApiError, watch, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
+import { h, api, gql, HUB, ApiError, watch, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
 import { schemaForm } from './form.js';
 import { drawGraph } from './graph.js';
 
@@ -25,6 +25,7 @@ const routes = [
   [/^\/proposals$/, proposalsPage],
   [/^\/stacks$/, stacksPage],
   [/^\/stacks\/([^/]+)$/, installationPage],
+  [/^\/sign-in$/, signInPage],
 ];
 
 async function render(ev) {
@@ -50,6 +51,9 @@ async function render(ev) {
       main.replaceChildren(...[content].flat());
     } catch (e) {
       if (ctx.signal.aborted) return;
+      // A page the server will not show without (other) credentials:
+      // sign in, with the server's reason, and come back here after.
+      if (e instanceof ApiError && (e.code === 401 || e.code === 403) && path !== '/sign-in') { toSignIn(e); return; }
       main.replaceChildren(h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) }));
     }
     main.setAttribute('aria-busy', 'false');
@@ -71,6 +75,73 @@ async function render(ev) {
 function notServed(e) { return e instanceof ApiError && e.code === 404 && !e.status.details; }
 
 function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
+
+// ---- session -----------------------------------------------------------
+// signInReason is the refusal that sent the user to the sign-in page.
+let signInReason = null;
+function toSignIn(err) {
+  signInReason = err;
+  if (err?.code === 401) { session.signOut(); renderSession(); }
+  const here = location.hash.replace(/^#/, '');
+  const back = here.startsWith('/sign-in') ? new URLSearchParams(here.split('?')[1] || '').get('next') || '/' : here || '/';
+  go(`#/sign-in?${new URLSearchParams({ next: back })}`);
+}
+session.onUnauthorized = toSignIn;
+
+const sessionBox = document.getElementById('session');
+function renderSession() {
+  sessionBox.replaceChildren(...(session.token()
+    ? [h('span', { class: 'who', id: 'who' }, 'Signed in as ', h('strong', {}, session.user() || 'a user')),
+      h('button', { type: 'button', class: 'ghost', id: 'sign-out', onclick: () => {
+        session.signOut();
+        signInReason = null;
+        renderSession();
+        toast('Signed out');
+        go('#/sign-in');
+      } }, 'Sign out')]
+    : [h('a', { href: '#/sign-in', id: 'sign-in-link' }, 'Sign in')]));
+}
+renderSession();
+
+async function signInPage(ctx, params) {
+  const next = params.get('next') || '/';
+  const reason = signInReason;
+  signInReason = null;
+  const token = h('input', { id: 'signin-token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-required': 'true', 'aria-describedby': 'signin-token-hint signin-error' });
+  const err = h('div', { id: 'signin-error', 'aria-live': 'assertive' });
+  return [h('h1', {}, 'Sign in'),
+    reason ? h('div', { class: 'alert warn', role: 'alert', id: 'signin-reason' },
+      h('p', {}, reason.code === 401 ? 'The server did not accept your credentials. ' : session.token() ? 'Your token does not allow this page. ' : 'This server needs credentials. ',
+        h('span', { class: 'muted' }, 'The server said: '), h('strong', {}, reason.reason ? `${reason.reason}: ` : ''), reason.message)) : null,
+    h('form', { class: 'panel narrow', 'aria-label': 'Sign in with a bearer token', novalidate: true, onsubmit: async (ev) => {
+      ev.preventDefault();
+      const t = token.value.trim();
+      if (!t) { err.replaceChildren(h('p', { class: 'field-error' }, 'Enter a token.')); token.setAttribute('aria-invalid', 'true'); token.focus(); return; }
+      const before = [session.token(), session.user()];
+      session.signIn(t, '');
+      try {
+        const u = await whoami({ quiet: true });
+        session.signIn(t, u.username || '');
+      } catch (e) {
+        if (e.code === 401 || e.code === 403) {
+          session.signIn(...before);
+          if (!before[0]) session.signOut();
+          token.setAttribute('aria-invalid', 'true');
+          err.replaceChildren(h('p', { class: 'field-error' }, `The server refused this token (${e.reason || e.code}: ${e.message}).`));
+          token.focus();
+          return;
+        }
+        // An older server without SelfSubjectReview: the token is tried by the pages.
+      }
+      renderSession();
+      toast(`Signed in as ${session.user() || 'a user'}`);
+      go(`#${next}`);
+    } },
+    h('div', { class: 'field' }, h('label', { for: 'signin-token' }, 'Bearer token'), token,
+      h('span', { class: 'hint', id: 'signin-token-hint' }, 'The admin token is in the server\'s data directory (admin.token); other tokens come from its --token-auth-file or your OIDC provider (an ID token). It is kept in this browser tab only and sent as an Authorization header with every request.')),
+    err, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'signin' }, 'Sign in'))),
+    session.token() ? h('p', {}, `Signed in as ${session.user() || 'a user'}. `, link(`#${next}`, 'Go back')) : null];
+}
 
 // ---- theme -------------------------------------------------------------
 const themeBtn = document.getElementById('theme');
@@ -220,7 +291,7 @@ async function instancesPage(ctx, params) {
     empty.hidden = true;
   }, ctx.signal, (state) => {
     liveEl.classList.toggle('on', state === 'on');
-    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : 'reconnecting…';
+    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : state === 'denied' ? 'not live: you may not watch' : 'reconnecting…';
   });
   return [...head, table, pager];
 }

@@ -32,8 +32,28 @@ export class ApiError extends Error {
   }
 }
 
+// The session: a bearer token the user signed in with, kept for this tab
+// only (sessionStorage) and sent with every request. Without one the
+// console sends no credentials, which a loopback server without an
+// authenticator accepts.
+const TOKEN = 'cairn-token', USER = 'cairn-user';
+export const session = {
+  token: () => sessionStorage.getItem(TOKEN) || '',
+  user: () => sessionStorage.getItem(USER) || '',
+  signIn(token, user) { sessionStorage.setItem(TOKEN, token); sessionStorage.setItem(USER, user || ''); },
+  signOut() { sessionStorage.removeItem(TOKEN); sessionStorage.removeItem(USER); },
+  // onUnauthorized is called with the ApiError of any 401: the token is
+  // not (or no longer) valid; the app sends the user to sign in.
+  onUnauthorized: null,
+};
+export function authHeaders(headers = {}) {
+  const t = session.token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  return headers;
+}
+
 export async function api(path, opts = {}) {
-  const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' } };
+  const init = { method: opts.method || 'GET', headers: authHeaders({ Accept: 'application/json' }) };
   if (opts.body !== undefined) {
     init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     init.headers['Content-Type'] = opts.contentType || 'application/json';
@@ -42,8 +62,20 @@ export async function api(path, opts = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
-  if (!res.ok) throw new ApiError(data, res.status);
+  if (!res.ok) {
+    const err = new ApiError(data, res.status);
+    if (res.status === 401 && !opts.quiet) session.onUnauthorized?.(err);
+    throw err;
+  }
   return data;
+}
+
+// whoami asks the server who the request's credentials stand for
+// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+export async function whoami(opts) {
+  const r = await api('/apis/authentication.k8s.io/v1/selfsubjectreviews', { ...opts, method: 'POST',
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  return r?.status?.userInfo || {};
 }
 
 export async function gql(query, variables) {
@@ -60,8 +92,17 @@ export async function watch(path, rv, onEvent, signal, onState) {
   while (!signal.aborted) {
     try {
       const sep = path.includes('?') ? '&' : '?';
-      const res = await fetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(since)}`, { signal });
+      // fetch, not EventSource: EventSource cannot send the Authorization header.
+      const res = await fetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(since)}`, { signal, headers: authHeaders() });
       if (res.status === 410) { onState?.('gone'); return; }
+      if (res.status === 401 || res.status === 403) {
+        let data = null;
+        try { data = await res.json(); } catch { /* not a Status */ }
+        const err = new ApiError(data, res.status);
+        if (res.status === 401) session.onUnauthorized?.(err);
+        onState?.('denied', err);
+        return;
+      }
       if (!res.ok) throw new Error(`watch: HTTP ${res.status}`);
       onState?.('on');
       const reader = res.body.getReader();
@@ -173,6 +214,12 @@ export function toast(msg) {
 export function errorBox(e, extra) {
   const box = h('div', { class: 'alert bad', role: 'alert' },
     h('p', {}, h('strong', {}, e.reason ? `${e.reason}: ` : 'Error: '), e.message));
+  // A refusal says who was refused and how to be someone else.
+  if (e.code === 403) {
+    box.append(h('p', { class: 'signed-in-as' }, session.token()
+      ? [`You are signed in as ${session.user() || 'a user'}, who may not do this. `, h('a', { href: '#/sign-in' }, 'Sign in with another token')]
+      : ['You are not signed in. ', h('a', { href: '#/sign-in' }, 'Sign in')]));
+  }
   for (const c of e.causes || []) if (c.field || c.message) box.append(h('p', { class: 'cause' }, c.field ? h('code', {}, c.field) : '', ' ', c.message));
   if (extra) box.append(extra);
   return box;
