@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/scm"
+	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 	"github.com/cairn-dev/cairn/internal/cli"
 )
 
@@ -94,7 +97,7 @@ func startServe(t *testing.T, args ...string) (string, string) {
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	dataDir := t.TempDir()
-	vars := map[string]string{cli.EnvDataDir: dataDir}
+	vars := map[string]string{cli.EnvDataDir: dataDir, "E2E_GH_TOKEN": ghToken}
 	go func() {
 		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
@@ -167,6 +170,9 @@ type seed struct {
 	// made through the stack catalog and controller, when the server has
 	// them (GET hub.cairn.dev/v1/stacks answers).
 	RealStack string `json:"realStack,omitempty"`
+	// Proposals names the instances whose latest version is a proposal,
+	// by the state of its pull request (open, merged, closed).
+	Proposals map[string]string `json:"proposals"`
 	// Guarded is a server that requires credentials.
 	Guarded guarded `json:"guarded"`
 }
@@ -216,7 +222,76 @@ func seedConsole(t *testing.T, base string) seed {
 		instanceDoc("shared-db-server", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shared.db", "port": 5432}, owned(db, "shared-db"), nil),
 	}})
 	s.RealStack = installRealStack(t, base)
+	s.Proposals = seedProposals(t, base)
 	return s
+}
+
+const ghToken = "gh-e2e-token"
+
+// seedProposals registers a Git backend in propose mode on a real bare
+// repository, with a fake GitHub (backend/scm/scmtest) that merges with
+// real git, and makes three proposals through it: one left open, one
+// merged and one closed through the provider. It returns their instances'
+// names by state.
+func seedProposals(t *testing.T, base string) map[string]string {
+	t.Helper()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	bare := t.TempDir() + "/flags.git"
+	git("", "init", "--bare", "--quiet", "--initial-branch=main", bare)
+	work := t.TempDir()
+	git("", "clone", "--quiet", "file://"+bare, work)
+	git(work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
+	git(work, "push", "--quiet", "origin", "HEAD:main")
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, func(p scmtest.Pull) error {
+		cmd := exec.Command("git", "update-ref", "refs/heads/"+p.Base, "refs/heads/"+p.Head)
+		cmd.Dir = bare
+		return cmd.Run()
+	})
+	scmCfg := scm.Config{Provider: "github", APIURL: gh.URL, Repository: "acme/flags", TokenEnv: "E2E_GH_TOKEN"}
+	backend := post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+		"metadata": map[string]any{"name": "flags-repo", "namespace": "cairn-system", "alias": "flags-repo"},
+		"spec": map[string]any{"typeRef": map[string]any{"path": gitbackend.TypePath, "revision": "0.1.0"},
+			"attributes": []any{map[string]any{"path": "cap.core.attribute.hub.storage.backend", "revision": "0.1.0"}},
+			"value": map[string]any{"url": "file://" + bare, "acceptValue": true, "contextSchema": json.RawMessage(gitbackend.ContextSchema),
+				"mode": "propose", "author": map[string]string{"name": "cairn", "email": "cairn@example.com"}, "scm": scmCfg}}})
+	numbers := map[string]int{}
+	out := map[string]string{}
+	for i, state := range []string{"open", "merged", "closed"} {
+		doc := instanceDoc("proposed-"+state, "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true}, nil, nil)
+		doc["spec"].(map[string]any)["backend"] = map[string]any{"id": backend}
+		b, _ := json.Marshal(doc)
+		resp, err := http.Post(base+"/apis/hub.cairn.dev/v1/typeinstances", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 || !bytes.Contains(body, []byte(`"proposal":{`)) {
+			t.Fatalf("create through the propose-mode backend: %s\n%s, want a proposal in the context", resp.Status, body)
+		}
+		numbers[state] = i + 1
+		out[state] = "proposed-" + state
+	}
+	prov, err := scm.New(scmCfg, scm.Options{Getenv: func(string) string { return ghToken }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prov.Merge(context.Background(), numbers["merged"]); err != nil {
+		t.Fatalf("merge pull request %d: %v", numbers["merged"], err)
+	}
+	if err := prov.Close(context.Background(), numbers["closed"]); err != nil {
+		t.Fatalf("close pull request %d: %v", numbers["closed"], err)
+	}
+	return out
 }
 
 // installRealStack adds examples/stacks/minimal-gcp to the catalog, creates

@@ -229,10 +229,22 @@ try {
   else expect((await text('#explain-result')).includes('does not explain'), 'the console to say the server has no explain');
   await shot('policy-explain');
 
-  // Proposals.
+  // Proposals of the propose-mode Git backend, with the state the server
+  // asked of the (fake) GitHub and a link to each pull request.
   await visit('#/proposals');
   await page.waitForSelector('main h1:text("Proposals")', { timeout: T });
+  for (const [state, name] of Object.entries(seed.proposals)) {
+    const row = page.locator(`main tbody tr:has-text("default/${name}")`);
+    expect(await row.count() === 1, `the proposal of ${name} listed`);
+    expect((await row.locator('.badge').textContent()) === state, `${name}'s pull request ${state}, got ${await row.locator('.badge').textContent()}`);
+    const href = await row.locator('a[href^="https://"]').getAttribute('href');
+    expect(/^https:\/\/github\.example\/acme\/flags\/pull\/\d+$/.test(href), `a link to ${name}'s pull request, got ${href}`);
+  }
+  expect((await text('#proposal-counts')).includes('1 open'), 'the proposals counted by state');
   await shot('proposals');
+  await page.click(`main a:text("default/${seed.proposals.open}")`);
+  await page.waitForSelector('#proposal-state:text("open")', { timeout: T }); // the instance page says so too
+  expect(await page.locator('main a[href^="https://github.example/acme/flags/pull/"]').count() >= 1, 'the instance page links its pull request');
 
   // Stacks: installations, the dependency graph (reused vs new), a tree of children.
   await visit('#/stacks');

@@ -48,7 +48,7 @@ async function render(ev) {
     try {
       const content = await page(ctx, params, ...m.slice(1).map(decodeURIComponent));
       if (ctx.signal.aborted) return;
-      main.replaceChildren(...[content].flat());
+      main.replaceChildren(...[content].flat().filter((c) => c !== null && c !== undefined && c !== false));
     } catch (e) {
       if (ctx.signal.aborted) return;
       // A page the server will not show without (other) credentials:
@@ -343,6 +343,13 @@ async function instancePage(ctx, params, id) {
   const repo = backend?.spec?.url || backend?.spec?.config?.url;
   const webRepo = typeof repo === 'string' && /^https:\/\//.test(repo) ? repo.replace(/\.git$/, '') : null;
   const proposal = context?.proposal;
+  // The state is the provider's, asked through the server; it may be slow.
+  const proposalState = h('span', { id: 'proposal-state', class: 'badge warn' }, 'asking…');
+  if (proposal) api(`${HUB}/proposals/${encodeURIComponent(proposal.id)}`).then((p) => {
+    proposalState.className = `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}`;
+    proposalState.textContent = p.status.state;
+    if (p.status.message) proposalState.title = p.status.message;
+  }, () => { proposalState.textContent = 'state unknown'; });
 
   // Lock and unlock, with an owner the user names (remembered).
   const owner = h('input', { id: 'lock-owner', value: localStorage.getItem('cairn-owner') || 'console', spellcheck: 'false' });
@@ -428,7 +435,7 @@ async function instancePage(ctx, params, id) {
         backend && ['Type', h('code', {}, typeName(backend.spec.typeRef))],
         ti.spec.backend?.abstract && ['Abstract', 'yes (the hub picked its built-in store)'],
         commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
-        proposal && ['Proposal', proposal.url ? h('a', { href: proposal.url, rel: 'noopener' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id],
+        proposal && ['Proposal', [proposal.url ? h('a', { href: proposal.url, rel: 'noopener noreferrer', target: '_blank' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id, ' ', proposalState]],
       ]), h('h3', {}, 'Context'), pre(context === undefined || context === null ? '(none)' : JSON.stringify(maskSecrets(context, reveal), null, 2), 'Backend context')),
       h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
@@ -582,28 +589,40 @@ async function policyPage() {
 }
 
 // ---- proposals --------------------------------------------------------------
+const PROPOSAL_STATE = { open: 'warn', merged: 'ok', closed: 'bad' };
 async function proposalsPage() {
-  // A proposal is announced in the backend context of the version a backend
-  // wrote (Git in propose mode). Scan the instances page by page.
-  const found = [];
-  let cont = '', pages = 0;
-  do {
-    const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
-    for (const ti of l.items) if (ti.spec.backend?.context?.proposal) found.push(ti);
-    cont = l.metadata.continue;
-  } while (cont && ++pages < 20);
+  // hub.cairn.dev/v1 proposals: what each backend recorded when it proposed
+  // a change, with the state the server asked of the provider now.
+  let list, older = false;
+  try { list = (await api(`${HUB}/proposals`)).items; } catch (e) {
+    if (!notServed(e)) throw e;
+    // An older server: the proposals recorded in instances' contexts, no state.
+    older = true;
+    list = [];
+    let cont = '', pages = 0;
+    do {
+      const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+      for (const ti of l.items) {
+        const p = ti.spec.backend?.context?.proposal;
+        if (p) list.push({ metadata: { name: p.id }, spec: { ...p, instance: { id: ti.metadata.name, namespace: ti.spec.namespace, name: ti.spec.name, resourceVersion: ti.status.resourceVersion } }, status: { state: 'Unknown', message: 'this server does not report proposal states' } });
+      }
+      cont = l.metadata.continue;
+    } while (cont && ++pages < 20);
+  }
+  const counts = list.reduce((m, p) => ({ ...m, [p.status.state]: (m[p.status.state] || 0) + 1 }), {});
   return [h('h1', {}, 'Proposals'), h('p', { class: 'sub' }, 'Changes a backend proposed for review (a branch and a pull request) rather than applied. The value cairn shows is the proposed one until the pull request is merged or the instance written again.'),
-    found.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Proposal'), h('th', {}, 'State'), h('th', {}, 'Branch'))),
-      h('tbody', {}, found.map((ti) => { const p = ti.spec.backend.context.proposal; return h('tr', {},
-        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
-        h('td', {}, p.url ? h('a', { href: p.url, rel: 'noopener' }, `${p.provider || ''} #${p.number || p.id}`) : p.id),
-        // The REST API carries what the backend recorded when it proposed;
-        // the live state (merged, closed) is the provider's: cairn proposals.
-        h('td', {}, p.state ? h('span', { class: `badge ${p.state === 'merged' ? 'ok' : p.state === 'closed' ? 'bad' : 'warn'}` }, p.state)
-          : [h('span', { class: 'badge warn' }, 'proposed'), h('span', { class: 'reason' }, ' live state at the provider')]),
-        h('td', {}, h('code', {}, p.branch || '—'))); }))))
-      : h('div', { class: 'panel' }, h('p', {}, 'No open proposals. A Git backend in propose mode opens one for each write.'))];
+    older ? h('p', { class: 'alert warn' }, 'This server does not serve hub.cairn.dev/v1 proposals: states are unknown (cairn proposals list asks the providers).') : null,
+    list.length ? h('p', { class: 'muted', id: 'proposal-counts' }, Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ')) : null,
+    list.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Pull request'), h('th', {}, 'State'), h('th', {}, 'Branch'), h('th', { class: 'opt' }, 'Proposed'))),
+      h('tbody', {}, list.map((p) => { const s = p.spec, inst = s.instance || {}; return h('tr', { 'data-proposal': p.metadata.name },
+        h('td', {}, link(`#/instance/${inst.id}`, inst.namespace ? `${inst.namespace}/${inst.name}` : inst.name || shortID(inst.id)), h('span', { class: 'muted' }, ` version ${inst.resourceVersion}`)),
+        h('td', {}, s.url && /^https?:\/\//.test(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer', target: '_blank' }, `${s.provider || ''} #${s.number || p.metadata.name}`) : `${s.provider || ''} #${s.number || p.metadata.name}`),
+        h('td', {}, h('span', { class: `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}` }, p.status.state),
+          p.status.message ? h('span', { class: 'reason' }, ` ${p.status.message}`) : null),
+        h('td', {}, h('code', {}, s.branch || '—'), s.base ? h('span', { class: 'muted' }, ` → ${s.base}`) : null),
+        h('td', { class: 'opt' }, when(p.metadata.creationTimestamp), inst.createdBy ? ` by ${inst.createdBy}` : '')); }))))
+      : h('div', { class: 'panel' }, h('p', {}, 'No proposals. A Git backend in propose mode opens one for each write.'))];
 }
 
 // ---- stacks ------------------------------------------------------------------
