@@ -173,6 +173,9 @@ type seed struct {
 	// Proposals names the instances whose latest version is a proposal,
 	// by the state of its pull request (open, merged, closed).
 	Proposals map[string]string `json:"proposals"`
+	// Portals are two installations of team-portal sharing one flags-env
+	// dependency: new with the first, reused by the second.
+	Portals []string `json:"portals,omitempty"`
 	// Guarded is a server that requires credentials.
 	Guarded guarded `json:"guarded"`
 }
@@ -223,7 +226,38 @@ func seedConsole(t *testing.T, base string) seed {
 	}})
 	s.RealStack = installRealStack(t, base)
 	s.Proposals = seedProposals(t, base)
+	s.Portals = installPortals(t, base)
 	return s
+}
+
+// installPortals installs examples/stacks/team-portal twice for the same
+// team with cairn install (the dependency resolver and installer the
+// server runs): the first install creates the team's flags-env
+// installation, the second reuses it. It returns the portals' names, or
+// nil when the server has no stack catalog.
+func installPortals(t *testing.T, base string) []string {
+	t.Helper()
+	if resp, err := http.Get(base + "/apis/hub.cairn.dev/v1/stacks"); err != nil || resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	run := func(args ...string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := cli.Main(context.Background(), append([]string{"--server", base}, args...), cli.Env{
+			Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+		}); code != 0 {
+			t.Fatalf("cairn %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
+	}
+	run("stack", "add", "../examples/stacks/flags-env")
+	run("stack", "add", "../examples/stacks/team-portal")
+	names := []string{"web-portal", "web-portal-v2"}
+	for _, n := range names {
+		start := time.Now()
+		run("install", "team-portal", "-p", "team=web", "--name", n)
+		t.Logf("install %s: %s", n, time.Since(start))
+	}
+	return names
 }
 
 const ghToken = "gh-e2e-token"

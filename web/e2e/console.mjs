@@ -251,7 +251,15 @@ try {
   expect((await text('main table[aria-label="Installations"]')).includes('default/shop'), 'the shop installation listed');
   const dep = page.locator('svg.graph[aria-label="Dependency graph"]');
   await dep.waitFor({ timeout: T });
-  expect(await dep.locator('.node.reused').count() === 1, 'the shared database installation marked reused');
+  // Reused or new as the installer recorded it (deps.cairn.dev/root-id), not by timestamps.
+  const how = async (sel) => (await page.locator(`tr[data-dependency${sel}] .badge`).allTextContents()).join(',');
+  expect(await how('="shop>shared-db"') === 'reused', 'shared-db (made by hand, before) reused by shop');
+  if (seed.portals) {
+    expect(await how('^="web-portal>flags-env-"') === 'new', `the flags installed with web-portal new, got ${await how('^="web-portal>flags-env-"')}`);
+    expect(await how('^="web-portal-v2>flags-env-"') === 'reused', `the same flags reused by web-portal-v2, got ${await how('^="web-portal-v2>flags-env-"')}`);
+    expect((await text('tr[data-dependency^="web-portal-v2>"]')).includes('installed by another install'), 'why it counts as reused');
+    expect(await dep.locator('path.edge.new').count() === 1 && await dep.locator('path.edge.reused').count() === 2, 'one new and two reused edges drawn');
+  }
   await shot('stacks');
   await page.click('main table a:text("default/shop")');
   await page.waitForSelector('#stack-tree', { timeout: T });

@@ -8,6 +8,10 @@ import { drawGraph } from './graph.js';
 
 const INSTALLATION_PARENT = 'cap.core.type.stack.installation';
 const LABEL_INSTALLATION_UID = 'stacks.cairn.dev/uid';
+// What the dependency installer records on the installations it creates (hub/deps.go).
+const DEPS_ROOT_ID = 'deps.cairn.dev/root-id';
+const DEPS_SHARING_MODE = 'deps.cairn.dev/sharing-mode';
+const DEPS_SHARING_GROUP = 'deps.cairn.dev/sharing-group';
 const PAGE = 50;
 
 const main = document.getElementById('main');
@@ -655,19 +659,34 @@ async function stacksPage() {
   const installs = lists.flatMap((l, i) => l.items.filter((ti) => ti.spec.typeRef.revision === stackTypes[i].spec.revision));
   const objs = await Promise.all(installs.map((ti) => served(ti, types)));
   const ids = new Set(installs.map((x) => x.metadata.name));
-  const created = new Map(installs.map((x) => [x.metadata.name, x.metadata.creationTimestamp]));
+  const byID = new Map(installs.map((x) => [x.metadata.name, x]));
   // Dependencies: the uses edges from an installation to the installations
-  // it requires. One that existed before its dependent was reused; one
-  // created with or after it (the root is created first) is new.
-  const nodes = installs.map((ti) => {
-    const users = (ti.status.usedBy || []).filter((u) => ids.has(u));
-    const reused = users.some((u) => created.get(u) > ti.metadata.creationTimestamp);
-    const isDep = users.length > 0;
-    const what = isDep ? (reused ? 'reused' : 'new') : 'requested';
+  // it requires. Reused or new is what the installer recorded: every
+  // installation an install creates carries deps.cairn.dev/root-id, the id
+  // of that install's root. A dependency created by its dependent's own
+  // install (same root) is new; any other (another install's, or one made
+  // by hand, without the annotation) was there already and is reused.
+  const ann = (ti, k) => ti.metadata.annotations?.[k] || '';
+  const rootOf = (ti) => ann(ti, DEPS_ROOT_ID) || ti.metadata.name;
+  const deps = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => {
+    const dep = byID.get(u);
+    const created = ann(dep, DEPS_ROOT_ID) !== '' && ann(dep, DEPS_ROOT_ID) === rootOf(ti);
+    return { dependent: ti, dependency: dep, how: created ? 'new' : 'reused' };
+  }));
+  const sharing = (ti) => {
+    const mode = ann(ti, DEPS_SHARING_MODE);
+    if (!mode && !ti.metadata.annotations?.[DEPS_SHARING_GROUP]) return 'not installed as a dependency';
+    return mode === 'none' ? 'exclusive (sharing mode none)' : `shared in group "${ann(ti, DEPS_SHARING_GROUP)}"`;
+  };
+  const inGraph = new Set(deps.flatMap((d) => [d.dependent.metadata.name, d.dependency.metadata.name]));
+  const nodes = installs.filter((ti) => inGraph.has(ti.metadata.name)).map((ti) => {
+    const as = deps.filter((d) => d.dependency === ti);
+    const reusedBy = as.filter((d) => d.how === 'reused').length, newWith = as.length - reusedBy;
+    const what = !as.length ? 'requested' : [newWith ? 'new' : '', reusedBy ? `reused${as.length > 1 ? ` by ${reusedBy}` : ''}` : ''].filter(Boolean).join(', ');
     return { id: ti.metadata.name, label: instTitle(ti), sub: `${ti.spec.typeRef.path} · ${what}`,
-      cls: isDep ? what : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
+      cls: reusedBy ? 'reused' : newWith ? 'new' : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
   });
-  const edges = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => [u, ti.metadata.name]));
+  const edges = deps.map((d) => [d.dependency.metadata.name, d.dependent.metadata.name, d.how]);
   const typeLink = (ref) => link(`#/types/${encodeURIComponent(typeName(ref))}`, typeName(ref));
   const catalogView = catalog
     ? (catalog.length ? h('table', { 'aria-label': 'Stack catalog' }, h('thead', {}, h('tr', {}, h('th', {}, 'Stack'), h('th', {}, 'Version'), h('th', {}, 'Installation Type'), h('th', { class: 'opt' }, 'Description'))),
@@ -682,9 +701,17 @@ async function stacksPage() {
       h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Stack'), h('th', {}, 'Conditions'))),
       h('tbody', {}, installs.map((ti, i) => h('tr', {}, h('td', {}, link(`#/stacks/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', {}, condView(objs[i]))))))
       : h('p', { class: 'muted' }, 'No installations.')),
-    edges.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
-      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Green border: an existing installation reused; amber: a new one installed with its dependent.'),
-      h('div', { class: 'table-wrap' }, drawGraph({ nodes: nodes.filter((n) => edges.some(([a, b]) => a === n.id || b === n.id)), edges, title: 'Dependency graph' }))) : null];
+    deps.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
+      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Amber, solid: new, installed by its dependent\'s install; green, dashed: an existing installation reused (from the installer\'s deps.cairn.dev/root-id annotations).'),
+      h('div', { class: 'table-wrap' }, drawGraph({ nodes, edges, title: 'Dependency graph' })),
+      h('div', { class: 'table-wrap' }, h('table', { 'aria-label': 'Dependency edges' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Requires'), h('th', {}, 'New or reused'), h('th', { class: 'opt' }, 'Sharing of the dependency'))),
+        h('tbody', {}, deps.map((d) => h('tr', { 'data-dependency': `${d.dependent.spec.name}>${d.dependency.spec.name}` },
+          h('td', {}, link(`#/stacks/${d.dependent.metadata.name}`, instTitle(d.dependent))),
+          h('td', {}, link(`#/stacks/${d.dependency.metadata.name}`, instTitle(d.dependency))),
+          h('td', {}, h('span', { class: `badge ${d.how === 'new' ? 'warn' : 'ok'}` }, d.how),
+            h('span', { class: 'reason' }, d.how === 'new' ? ' installed with it' : ann(d.dependency, DEPS_ROOT_ID) ? ' installed by another install' : ' made outside an install')),
+          h('td', { class: 'opt' }, sharing(d.dependency)))))))) : null];
 }
 
 // installationPage shows what cairn trace shows: the installation's
