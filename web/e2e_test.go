@@ -30,9 +30,11 @@ func TestConsoleInChromium(t *testing.T) {
 	chromium := lookTool(t, "chromium", os.Getenv("CHROMIUM"), "/usr/bin/chromium")
 	node := lookTool(t, "node", "", "node")
 	kubectl := lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl")
-	if _, err := os.Stat("e2e/node_modules/playwright-core/package.json"); err != nil {
-		// The test command installs what it needs: playwright-core, pinned
-		// by e2e/package-lock.json.
+	_, err1 := os.Stat("e2e/node_modules/playwright-core/package.json")
+	_, err2 := os.Stat("e2e/node_modules/axe-core/package.json")
+	if err1 != nil || err2 != nil {
+		// The test command installs what it needs: playwright-core and
+		// axe-core, pinned by e2e/package-lock.json.
 		npm := lookTool(t, "npm", "", "npm")
 		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		cmd.Dir = "e2e"
@@ -176,6 +178,8 @@ type seed struct {
 	// Portals are two installations of team-portal sharing one flags-env
 	// dependency: new with the first, reused by the second.
 	Portals []string `json:"portals,omitempty"`
+	// Connection is an instance whose Type marks fields x-cairn-secret.
+	Connection string `json:"connection"`
 	// Guarded is a server that requires credentials.
 	Guarded guarded `json:"guarded"`
 }
@@ -224,6 +228,21 @@ func seedConsole(t *testing.T, base string) seed {
 		instanceDoc("shop-config", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shop.db", "port": 5432}, owned(shop, "shop"), nil),
 		instanceDoc("shared-db-server", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shared.db", "port": 5432}, owned(db, "shared-db"), nil),
 	}})
+	// A Type whose schema marks secrets (x-cairn-secret), directly and
+	// through a $ref inside an array's items, and an instance of it.
+	post(t, base+"/apis/hub.cairn.dev/v1/types", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "Type",
+		"metadata": map[string]any{"name": "cap.type.e2e.connection"},
+		"spec": map[string]any{"revision": "0.1.0", "jsonSchema": map[string]any{"type": "object",
+			"$defs": map[string]any{"auth": map[string]any{"type": "string", "x-cairn-secret": true}},
+			"properties": map[string]any{
+				"host": map[string]any{"type": "string"},
+				"dsn":  map[string]any{"type": "string", "x-cairn-secret": true},
+				"replicas": map[string]any{"type": "array", "items": map[string]any{"type": "object",
+					"properties": map[string]any{"url": map[string]any{"type": "string"}, "auth": map[string]any{"$ref": "#/$defs/auth"}}}},
+			}}}})
+	s.Connection = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc("conn", "cap.type.e2e.connection", "0.1.0",
+		map[string]any{"host": "db.example.org", "dsn": "postgres://app:hunter2-dsn@db.example.org/app",
+			"replicas": []any{map[string]any{"url": "replica-1.example.org", "auth": "s3cr3t-replica-auth"}}}, nil, nil))
 	s.RealStack = installRealStack(t, base)
 	s.Proposals = seedProposals(t, base)
 	s.Portals = installPortals(t, base)

@@ -4,7 +4,8 @@
 // CAIRN_SCREENSHOTS. Any failed expectation exits non-zero with a message.
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,14 +31,41 @@ const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir()
   colorScheme: 'light',
 });
 let page = browser.pages()[0] || await browser.newPage();
+// Every list of instances the console asks for is a page (limit), unless
+// narrowed to one Type or a label selector: 10,000 instances are never
+// fetched at once.
+const unpaged = [];
+function recordLists(p) {
+  p.on('request', (r) => {
+    const u = new URL(r.url());
+    if (r.method() !== 'GET' || !u.pathname.endsWith('/apis/hub.cairn.dev/v1/typeinstances') || u.searchParams.get('watch')) return;
+    const limit = Number(u.searchParams.get('limit') || 0);
+    if (!(limit > 0 && limit <= 500) && !u.searchParams.get('typePath') && !u.searchParams.get('labelSelector')) unpaged.push(r.url());
+  });
+}
+recordLists(page);
 function listen(p) {
   p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   p.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
 }
 listen(page);
 
+// axe-core checks every page shot against WCAG 2.1 A and AA (labels, roles,
+// names, contrast, ...). Its source is evaluated in the page through the
+// DevTools protocol, which the console's Content-Security-Policy (own
+// scripts only) does not govern; the console itself never loads it.
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const axeFindings = [];
+async function axe(name) {
+  if (!await page.evaluate(() => typeof window.axe !== 'undefined')) await page.evaluate(AXE);
+  const found = await page.evaluate(async () => (await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] }))
+    .violations.map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`));
+  for (const f of found) axeFindings.push(`${name}: ${f}`);
+}
+
 async function shot(name) {
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+  await axe(name);
   await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
   const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
@@ -133,7 +161,33 @@ try {
   expect(await next.count() === 1, 'a Next page link over the seeded flags');
   await next.click();
   await page.waitForSelector('main button:text("Previous page")', { timeout: T });
-  expect(await page.locator('main tbody tr').count() > 0, 'rows on the second page');
+  expect(await page.locator('main tbody tr').count() === 50, `a page of 50 rows of the 10,000 flags, got ${await page.locator('main tbody tr').count()}`);
+
+  // Fields the Type's schema marks x-cairn-secret (one through a $ref in an
+  // array's items) are dots until asked, in the value, the form and the diff.
+  await visit(`#/instance/${seed.connection}`);
+  const shown = async () => text('main pre[aria-label="Value"]');
+  expect((await shown()).includes('db.example.org'), 'a field not marked secret shown');
+  for (const secret of ['hunter2-dsn', 's3cr3t-replica-auth']) expect(!(await page.textContent('main')).includes(secret), `${secret} hidden`);
+  expect((await shown()).includes('••••••'), 'secret fields shown as dots');
+  await shot('instance-secrets-hidden');
+  await page.click('#reveal');
+  expect((await shown()).includes('hunter2-dsn') && (await shown()).includes('s3cr3t-replica-auth'), 'the secrets shown when asked');
+  await page.click('#reveal');
+  expect(!(await shown()).includes('hunter2-dsn'), 'the secrets hidden again');
+  await page.click('#edit');
+  const dsn = page.locator('form[aria-label="Edit the value"] input[name="dsn"]');
+  expect(await dsn.getAttribute('type') === 'password', 'the secret field of the edit form masked');
+  await page.click('form[aria-label="Edit the value"] button[data-reveal="dsn"]');
+  expect(await dsn.getAttribute('type') === 'text' && (await dsn.inputValue()).includes('hunter2-dsn'), 'the secret field shown when asked');
+  await dsn.fill('postgres://app:hunter3-dsn@db.example.org/app');
+  await page.click('#save');
+  await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
+  expect(!(await text('#diff')).includes('hunter'), 'the diff of a secret field masked');
+  expect(await page.locator('#diff').getAttribute('data-changes') === '0', 'a change to a secret alone shows no visible difference until asked');
+  await page.click('#reveal');
+  expect((await text('#diff')).includes('hunter3-dsn'), 'the diff shows the secret change when asked');
+  await shot('instance-secrets-shown');
 
   // An instance: value with secrets hidden until asked, backend, lock, relations graph.
   await visit(`#/instance/${seed.dbConfig}`);
@@ -341,7 +395,10 @@ try {
   await visit('#/types', G.url);
   await page.waitForSelector('#signin-reason', { timeout: T });
 
+  if (unpaged.length) problems.push(`lists of instances not paged by the server: ${unpaged.join(', ')}`);
+  if (axeFindings.length) problems.push(`accessibility (axe-core, WCAG 2.1 AA):\n  ${axeFindings.join('\n  ')}`);
   if (problems.length) throw new Error(problems.join('\n'));
+  console.log(`axe-core: no WCAG 2.1 AA violation on the ${step} pages checked`);
   console.log('PASS');
 } catch (e) {
   try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}

@@ -309,19 +309,22 @@ async function instancePage(ctx, params, id) {
   const backend = backends.items.find((b) => b.metadata.name === ti.spec.backend?.id);
   let reveal = params.get('secrets') === 'shown';
 
-  // Value, as JSON or YAML, secrets hidden unless asked.
+  // Value, as JSON or YAML, secrets hidden unless asked: the Type's schema
+  // says which (x-cairn-secret), the backend's context schema for contexts.
+  const schema = type?.spec?.jsonSchema;
+  const ctxSchema = backend?.spec?.contextSchema || undefined;
   const valueBox = h('div', {});
+  const contextBox = h('div', {});
   let fmt = 'json';
   const showValue = () => {
-    const v = maskSecrets(ti.spec.value, reveal);
+    const v = maskSecrets(ti.spec.value, reveal, schema);
     valueBox.replaceChildren(pre(ti.spec.value === undefined ? '(no value: this backend computes or holds it)' : fmt === 'json' ? JSON.stringify(v, null, 2) : toYAML(v), 'Value'));
+    const c = ti.spec.backend?.context;
+    contextBox.replaceChildren(pre(c === undefined || c === null ? '(none)' : JSON.stringify(maskSecrets(c, reveal, ctxSchema), null, 2), 'Backend context'));
   };
   const tab = (f, label) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(f === fmt), onclick: (ev) => {
     fmt = f; for (const b of ev.target.parentNode.children) b.setAttribute('aria-selected', String(b === ev.target)); showValue();
   } }, label);
-  const secretsBtn = hasSecrets(ti.spec.value) ? h('button', { type: 'button', class: 'ghost', 'aria-pressed': String(reveal), onclick: (ev) => {
-    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
-  } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
   showValue();
 
   // Versions and a diff between any two (GraphQL: every version in one query).
@@ -332,7 +335,12 @@ async function instancePage(ctx, params, id) {
   const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
   const toSel = h('select', { id: 'diff-to', onchange: () => renderDiff() }, opts(last));
   const diffBox = h('div', { class: 'diff', id: 'diff', tabindex: 0, 'aria-label': 'Differences between the two versions' });
-  const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal), context: v.spec?.backend?.context ?? null }) : ''; };
+  const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal, schema), context: maskSecrets(v.spec?.backend?.context ?? null, reveal, ctxSchema) }) : ''; };
+  const anySecret = hasSecrets(ti.spec.value, schema) || hasSecrets(ti.spec.backend?.context, ctxSchema) ||
+    versions.some((v) => hasSecrets(v.spec?.value, schema) || hasSecrets(v.spec?.backend?.context, ctxSchema));
+  const secretsBtn = anySecret ? h('button', { type: 'button', class: 'ghost', id: 'reveal', 'aria-pressed': String(reveal), onclick: (ev) => {
+    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
+  } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
   function renderDiff() {
     const d = lineDiff(snap(fromSel.value), snap(toSel.value));
     const changed = d.filter((x) => x.op !== 'same').length;
@@ -440,7 +448,7 @@ async function instancePage(ctx, params, id) {
         ti.spec.backend?.abstract && ['Abstract', 'yes (the hub picked its built-in store)'],
         commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
         proposal && ['Proposal', [proposal.url ? h('a', { href: proposal.url, rel: 'noopener noreferrer', target: '_blank' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id, ' ', proposalState]],
-      ]), h('h3', {}, 'Context'), pre(context === undefined || context === null ? '(none)' : JSON.stringify(maskSecrets(context, reveal), null, 2), 'Backend context')),
+      ]), h('h3', {}, 'Context'), contextBox),
       h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
       h('section', { class: 'panel wide', 'aria-label': 'History' }, h('h2', {}, `History (${versions.length} version${versions.length === 1 ? '' : 's'})`),
@@ -759,10 +767,11 @@ async function installationPage(ctx, params, id) {
   return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)),
     st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null, ' · ', link(`#/instance/${id}`, 'as an instance')),
     h('div', { class: 'grid' },
-      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conditions table' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
         h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))
         : h('p', { class: 'muted' }, 'No conditions reported yet: the stack controller reports them.')),
-      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false) ?? {}), 'Parameters')),
+      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false, types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))?.spec?.jsonSchema) ?? {}), 'Parameters'),
+        h('p', { class: 'muted' }, 'Secret values are hidden here; ', link(`#/instance/${id}`, 'the instance page'), ' shows them when asked.')),
       st.outputs ? panel('Outputs', pre(toYAML(maskSecrets(st.outputs, false)), 'Outputs')) : null,
       h('section', { class: 'panel wide', 'aria-label': 'Tree of children' }, h('h2', {}, 'Tree of children'),
         h('ul', { class: 'tree root', id: 'stack-tree' }, h('li', {}, h('div', { class: 'row' }, h('strong', {}, `${obj?.kind || ti.spec.typeRef.path}/${ti.spec.name}`),

@@ -51,7 +51,9 @@ export function drawGraph({ nodes, edges, columns = [], title }) {
       svg('rect', { width: W, height: H, rx: 8 }),
       svg('text', { x: 10, y: 20 }, clip(n.label, 30)),
       svg('text', { x: 10, y: 38, class: 'small' }, clip(n.sub || '', 36)));
-    root.append(n.href ? svg('a', { href: n.href, 'aria-label': n.title || `${n.label}, ${n.sub || ''}`, 'data-node': n.id }, g) : g);
+    // The link is named by what the node shows and its title (no
+    // aria-label, so the visible text is part of the name: WCAG 2.5.3).
+    root.append(n.href ? svg('a', { href: n.href, 'data-node': n.id }, g) : g);
   }
   return root;
 }
