@@ -55,7 +55,7 @@ func TestConsoleInChromium(t *testing.T) {
 	seed.Guarded = startGuarded(t)
 	seedJSON, _ := json.Marshal(seed)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "console.mjs")
 	cmd.Dir = "e2e"

@@ -56,11 +56,14 @@ listen(page);
 // scripts only) does not govern; the console itself never loads it.
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const axeFindings = [];
+let axeMillis = 0;
 async function axe(name) {
+  const t0 = performance.now();
   if (!await page.evaluate(() => typeof window.axe !== 'undefined')) await page.evaluate(AXE);
   const found = await page.evaluate(async () => (await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] }))
     .violations.map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`));
   for (const f of found) axeFindings.push(`${name}: ${f}`);
+  axeMillis += performance.now() - t0;
 }
 
 async function shot(name) {
@@ -109,7 +112,17 @@ try {
   expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'the skip link to focus the content');
   expect((await h1()) === 'Overview', 'the route kept by the skip link');
 
+  // The sections are reached with Tab and opened with Enter.
+  await page.focus('a.brand');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.textContent) === 'Types', 'Tab from the brand to reach the first section');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('main h1:text("Types")', { timeout: T });
+  expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'focus moved to the new page');
+  expect(await page.locator('nav a[aria-current="page"]').textContent() === 'Types', 'the current section marked for assistive technology');
+
   // Types, and one Type's schema as a form and as JSON.
+  await visit('#/');
   await page.click('nav >> text=Types');
   await page.waitForSelector('main h1:text("Types")', { timeout: T });
   expect((await text('main table')).includes('cap.type.database.postgresql.server'), 'the quick-start Types listed');
@@ -357,12 +370,17 @@ try {
   await page.setViewportSize({ width: 1280, height: 900 });
   page = await browser.newPage(); // a new tab: sessionStorage of its own
   listen(page);
+  recordLists(page);
+  // No theme chosen on this origin: the console follows the system's (dark here).
+  await page.emulateMedia({ colorScheme: 'dark' });
   await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1', G.url);
   await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
   const why = await text('#signin-reason');
   expect(why.includes('needs credentials') && why.includes('system:anonymous'), `the server's refusal of an anonymous caller shown, got: ${why}`);
   expect((await unlabelled()).length === 0, `the token field labelled: ${await unlabelled()}`);
-  await shot('sign-in');
+  expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor) === 'rgb(20, 23, 26)', 'the dark theme of a dark system');
+  expect((await text('#theme')) === 'Light theme', 'the toggle offers the other theme');
+  await shot('sign-in-dark');
   await page.fill('#signin-token', 'not-a-token');
   await page.click('#signin');
   await page.waitForSelector('#signin-error:has-text("refused this token")', { timeout: T });
@@ -398,7 +416,7 @@ try {
   if (unpaged.length) problems.push(`lists of instances not paged by the server: ${unpaged.join(', ')}`);
   if (axeFindings.length) problems.push(`accessibility (axe-core, WCAG 2.1 AA):\n  ${axeFindings.join('\n  ')}`);
   if (problems.length) throw new Error(problems.join('\n'));
-  console.log(`axe-core: no WCAG 2.1 AA violation on the ${step} pages checked`);
+  console.log(`axe-core: no WCAG 2.1 AA violation on the ${step} pages checked (${(axeMillis / 1000).toFixed(1)}s); browser ${((performance.now() - started) / 1000).toFixed(1)}s`);
   console.log('PASS');
 } catch (e) {
   try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}
