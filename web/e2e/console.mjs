@@ -412,6 +412,12 @@ try {
   expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'the token forgotten on sign-out');
   await visit('#/types', G.url);
   await page.waitForSelector('#signin-reason', { timeout: T });
+  // A token the server no longer accepts (401): forgotten, and the user is told.
+  await page.evaluate(() => { sessionStorage.setItem('cairn-token', 'revoked-token'); sessionStorage.setItem('cairn-user', 'vic'); });
+  await visit('#/types', G.url);
+  await page.waitForSelector('#signin-reason:has-text("did not accept your credentials")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'a refused token forgotten');
+  expect((await text('header')).includes('Sign in'), 'the header no longer names a user');
 
   if (unpaged.length) problems.push(`lists of instances not paged by the server: ${unpaged.join(', ')}`);
   if (axeFindings.length) problems.push(`accessibility (axe-core, WCAG 2.1 AA):\n  ${axeFindings.join('\n  ')}`);

@@ -57,7 +57,9 @@ async function render(ev) {
       if (ctx.signal.aborted) return;
       // A page the server will not show without (other) credentials:
       // sign in, with the server's reason, and come back here after.
-      if (e instanceof ApiError && (e.code === 401 || e.code === 403) && path !== '/sign-in') { toSignIn(e); return; }
+      // (A 401 has already been sent there by api's hook.)
+      if (e instanceof ApiError && e.code === 401) return;
+      if (e instanceof ApiError && e.code === 403 && path !== '/sign-in') { toSignIn(e); return; }
       main.replaceChildren(h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) }));
     }
     main.setAttribute('aria-busy', 'false');
