@@ -201,6 +201,20 @@ func TestProposeEndToEnd(t *testing.T) {
 		t.Errorf("GET proposals?state=false = %v, want the state not asked", got)
 	}
 	do("GET", proposals+"?state=maybe", "", http.StatusUnprocessableEntity)
+	// As the Table kubectl get asks for.
+	treq, _ := http.NewRequest("GET", proposals, nil)
+	treq.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	tresp, err := http.DefaultClient.Do(treq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _ := io.ReadAll(tresp.Body)
+	tresp.Body.Close()
+	for _, want := range []string{`"kind":"Table"`, `"name":"State"`, `"name":"URL"`, `"` + id + `"`, `"open"`, `/acme/flags/pull/1"`} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("proposals as a Table lack %s: %s", want, table)
+		}
+	}
 	do("GET", proposals+"/000000000000", "", http.StatusNotFound)
 
 	list := okWithToken(e, "proposals", "list")
