@@ -398,6 +398,7 @@ try {
   // The viewer may read, not edit: the refusal names the user and the verb.
   await page.click('main a:text("default/guarded-flag")');
   await page.waitForSelector('main h1:text("default/guarded-flag")', { timeout: T });
+  await page.waitForSelector('main h2:text("History (1 version)")', { timeout: T }); // GraphQL sends the token too
   await page.click('#edit');
   await page.click('#save');
   const refused = page.locator('#edit-message .alert.bad');
