@@ -30,7 +30,9 @@ type ProposalChecker interface {
 }
 
 // Proposal is a change a backend proposed for review, as recorded in the
-// latest resource version of an instance, with its state where reviewed.
+// latest resource versions of instances, with its state where reviewed.
+// A batch (a stack reconcile) proposes several instances' versions in one
+// pull request: they share the proposal, listed in Instances.
 type Proposal struct {
 	ID       string `json:"id"`
 	Provider string `json:"provider"`
@@ -44,14 +46,21 @@ type Proposal struct {
 	State      string `json:"state,omitempty"`
 	StateError string `json:"stateError,omitempty"`
 
-	InstanceID      string        `json:"instanceID"`
+	Backend   string             `json:"backend"`
+	CreatedAt time.Time          `json:"createdAt"` // of the earliest version carrying it
+	Instances []ProposalInstance `json:"instances"`
+}
+
+// ProposalInstance is an instance whose latest resource version carries a
+// proposal.
+type ProposalInstance struct {
+	ID              string        `json:"id"`
 	TypeRef         cairn.TypeRef `json:"typeRef"`
 	Namespace       string        `json:"namespace"`
 	Name            string        `json:"name"`
 	ResourceVersion int           `json:"resourceVersion"`
 	CreatedBy       string        `json:"createdBy,omitempty"`
 	CreatedAt       time.Time     `json:"createdAt"`
-	Backend         string        `json:"backend"`
 }
 
 // ProposalOf reads the proposal a resource version's backend context
@@ -72,57 +81,71 @@ func ProposalOf(context json.RawMessage) *Proposal {
 const proposalStateWorkers = 8
 
 // ListProposals lists the proposals announced by the latest resource
-// versions of instances, sorted by namespace, name and id. With withState
-// each proposal's provider is asked for its state (in parallel, bounded); a
-// provider that cannot answer leaves State empty and StateError set, and
-// does not fail the list.
+// versions of instances, one per proposal id with every instance carrying
+// it, sorted by the first instance's namespace and name, then id. With
+// withState each proposal's provider is asked for its state (in parallel,
+// bounded); a provider that cannot answer leaves State empty and
+// StateError set, and does not fail the list.
 func (h *Hub) ListProposals(ctx context.Context, withState bool) ([]Proposal, error) {
+	return h.proposals(ctx, "", withState)
+}
+
+// GetProposal returns one proposal by id, with its state.
+func (h *Hub) GetProposal(ctx context.Context, id string) (Proposal, error) {
+	ps, err := h.proposals(ctx, id, true)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if len(ps) == 0 {
+		return Proposal{}, cairn.Errorf(cairn.CodeNotFound, "proposal %q not found in the latest resource version of any instance", id)
+	}
+	return ps[0], nil
+}
+
+// proposals lists the proposals (only the one with id when id is not "").
+func (h *Hub) proposals(ctx context.Context, id string, withState bool) ([]Proposal, error) {
 	insts, err := h.ListInstances(ctx, store.InstanceFilter{}, false)
 	if err != nil {
 		return nil, err
 	}
-	out := []Proposal{}
+	byID := map[string]*Proposal{}
 	contexts := map[string]json.RawMessage{} // by proposal id: what the backend is asked about
+	var order []string
 	for _, inst := range insts {
 		p := ProposalOf(inst.Latest.Context)
-		if p == nil {
+		if p == nil || (id != "" && p.ID != id) {
 			continue
 		}
-		fill(p, inst)
-		out = append(out, *p)
+		at := ProposalInstance{ID: inst.ID, TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name,
+			ResourceVersion: inst.Latest.ResourceVersion, CreatedBy: inst.Latest.CreatedBy, CreatedAt: inst.Latest.CreatedAt}
+		if have, ok := byID[p.ID]; ok {
+			have.Instances = append(have.Instances, at)
+			if at.CreatedAt.Before(have.CreatedAt) {
+				have.CreatedAt = at.CreatedAt
+			}
+			continue
+		}
+		p.Backend, p.CreatedAt, p.Instances = inst.Backend.ID, at.CreatedAt, []ProposalInstance{at}
+		byID[p.ID] = p
 		contexts[p.ID] = inst.Latest.Context
+		order = append(order, p.ID)
+	}
+	out := make([]Proposal, 0, len(order))
+	for _, pid := range order {
+		p := byID[pid]
+		slices.SortFunc(p.Instances, func(a, b ProposalInstance) int {
+			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+		out = append(out, *p)
 	}
 	slices.SortFunc(out, func(a, b Proposal) int {
-		return strings.Compare(a.Namespace+"/"+a.Name+"/"+a.ID, b.Namespace+"/"+b.Name+"/"+b.ID)
+		x, y := a.Instances[0], b.Instances[0]
+		return strings.Compare(x.Namespace+"/"+x.Name+"/"+a.ID, y.Namespace+"/"+y.Name+"/"+b.ID)
 	})
 	if withState {
 		h.proposalStates(ctx, contexts, out)
 	}
 	return out, nil
-}
-
-// fill records which instance and version announced p.
-func fill(p *Proposal, inst cairn.Instance) {
-	p.InstanceID, p.TypeRef, p.Namespace, p.Name = inst.ID, inst.TypeRef, inst.Namespace, inst.Name
-	p.ResourceVersion, p.CreatedBy, p.CreatedAt = inst.Latest.ResourceVersion, inst.Latest.CreatedBy, inst.Latest.CreatedAt
-	p.Backend = inst.Backend.ID
-}
-
-// GetProposal returns one proposal by id, with its state.
-func (h *Hub) GetProposal(ctx context.Context, id string) (Proposal, error) {
-	insts, err := h.ListInstances(ctx, store.InstanceFilter{}, false)
-	if err != nil {
-		return Proposal{}, err
-	}
-	for _, inst := range insts {
-		if p := ProposalOf(inst.Latest.Context); p != nil && p.ID == id {
-			fill(p, inst)
-			one := []Proposal{*p}
-			h.proposalStates(ctx, map[string]json.RawMessage{id: inst.Latest.Context}, one)
-			return one[0], nil
-		}
-	}
-	return Proposal{}, cairn.Errorf(cairn.CodeNotFound, "proposal %q not found in the latest resource version of any instance", id)
 }
 
 // proposalStates asks each proposal's backend for its state.

@@ -56,6 +56,9 @@ func TestListProposals(t *testing.T) {
 				hub.NewInstance{Alias: "c", Name: "c", TypeRef: cairn.TypeRef{Path: "cap.type.flag", Revision: "0.1.0"}, Value: json.RawMessage(`{}`),
 					Backend: ctxOf(`{"provider": "github", "number": 9}`)},
 				hub.NewInstance{Alias: "d", Name: "d", TypeRef: cairn.TypeRef{Path: "cap.type.flag", Revision: "0.1.0"}, Value: json.RawMessage(`{}`)},
+				// A batch: e's version is in p1's pull request too.
+				hub.NewInstance{Alias: "e", Name: "e", TypeRef: cairn.TypeRef{Path: "cap.type.flag", Revision: "0.1.0"}, Value: json.RawMessage(`{}`),
+					Backend: ctxOf(`{"id": "p1", "provider": "github", "number": 7, "url": "https://example.org/pull/7", "branch": "cairn/proposal/p1"}`)},
 			)
 			ps, err := e.h.ListProposals(e.ctx, true)
 			if err != nil {
@@ -73,18 +76,23 @@ func TestListProposals(t *testing.T) {
 				} else if p.State != want || p.StateError != "" {
 					t.Errorf("%s: state %q, error %q; want %q", p.ID, p.State, p.StateError, want)
 				}
-				if p.Backend != backend || p.Namespace != "default" || p.ResourceVersion != 1 || p.InstanceID == "" || p.CreatedBy != "tester" {
-					t.Errorf("%s: where it was recorded: %+v", p.ID, p)
+				for _, at := range p.Instances {
+					if p.Backend != backend || at.Namespace != "default" || at.ResourceVersion != 1 || at.ID == "" || at.CreatedBy != "tester" || p.CreatedAt.IsZero() {
+						t.Errorf("%s: where it was recorded: %+v", p.ID, p)
+					}
 				}
 			}
-			if ps[0].ID != "p1" || ps[0].Name != "a" || ps[0].URL != "https://example.org/pull/7" || ps[0].Branch != "cairn/proposal/p1" {
+			if names := fmt.Sprint(ps[0].Instances[0].Name, ps[0].Instances[1:]); ps[0].ID != "p1" || len(ps[0].Instances) != 2 || ps[0].Instances[1].Name != "e" {
+				t.Errorf("p1 carried by %s, want a and e (one proposal for the batch)", names)
+			}
+			if ps[0].Instances[0].Name != "a" || ps[0].URL != "https://example.org/pull/7" || ps[0].Branch != "cairn/proposal/p1" {
 				t.Errorf("first proposal %+v, want p1 of a with its url and branch", ps[0])
 			}
 			if unasked, err := e.h.ListProposals(e.ctx, false); err != nil || unasked[0].State != "" || unasked[0].StateError != "" {
 				t.Errorf("ListProposals without states = %+v, %v", unasked, err)
 			}
 			one, err := e.h.GetProposal(e.ctx, "p1")
-			if err != nil || one.Name != "a" || (tc.checker && one.State != "merged") {
+			if err != nil || one.Instances[0].Name != "a" || (tc.checker && one.State != "merged") {
 				t.Errorf("GetProposal(p1) = %+v, %v", one, err)
 			}
 			_, err = e.h.GetProposal(e.ctx, "p9")

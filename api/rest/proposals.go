@@ -71,12 +71,14 @@ type ProposalSpec struct {
 	URL      string           `json:"url,omitempty"`
 	Branch   string           `json:"branch,omitempty"`
 	Base     string           `json:"base,omitempty"`
-	Backend  string           `json:"backend"`
-	Instance ProposalInstance `json:"instance"`
+	Backend  string `json:"backend"`
+	// Instances are those whose latest resource version carries the
+	// proposed change (several for a batch, such as a stack reconcile).
+	Instances []ProposalInstance `json:"instances"`
 }
 
-// ProposalInstance names the instance and resource version that carry the
-// proposed change.
+// ProposalInstance names an instance and the resource version that carries
+// the proposed change.
 type ProposalInstance struct {
 	ID              string        `json:"id"`
 	Namespace       string        `json:"namespace"`
@@ -99,12 +101,16 @@ func toProposalObject(p hub.Proposal) ProposalObject {
 	if st.State == "" {
 		st = ProposalStatus{State: "Unknown", Message: p.StateError}
 	}
+	insts := make([]ProposalInstance, 0, len(p.Instances))
+	for _, i := range p.Instances {
+		insts = append(insts, ProposalInstance{ID: i.ID, Namespace: i.Namespace, Name: i.Name, TypeRef: i.TypeRef,
+			ResourceVersion: i.ResourceVersion, CreatedBy: i.CreatedBy})
+	}
 	return ProposalObject{
 		APIVersion: HubGroup + "/" + HubVersion, Kind: "Proposal",
 		Metadata: ObjectMeta{Name: p.ID, UID: p.ID, CreationTimestamp: timestamp(p.CreatedAt)},
 		Spec: ProposalSpec{Provider: p.Provider, Number: p.Number, URL: p.URL, Branch: p.Branch, Base: p.Base, Backend: p.Backend,
-			Instance: ProposalInstance{ID: p.InstanceID, Namespace: p.Namespace, Name: p.Name, TypeRef: p.TypeRef,
-				ResourceVersion: p.ResourceVersion, CreatedBy: p.CreatedBy}},
+			Instances: insts},
 		Status: st,
 	}
 }

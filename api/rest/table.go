@@ -217,8 +217,8 @@ func backendColumns() []printColumn {
 func proposalColumns() []printColumn {
 	return []printColumn{
 		nameColumn("The proposal's id."),
-		newColumn(cairn.PrinterColumn{Name: "Instance", Type: "string", JSONPath: ".spec.instance.name"}),
-		newColumn(cairn.PrinterColumn{Name: "RV", Type: "integer", JSONPath: ".spec.instance.resourceVersion"}),
+		newColumn(cairn.PrinterColumn{Name: "Instance", Type: "string", JSONPath: ".spec.instances[0].name"}),
+		newColumn(cairn.PrinterColumn{Name: "RV", Type: "integer", JSONPath: ".spec.instances[0].resourceVersion"}),
 		newColumn(cairn.PrinterColumn{Name: "State", Type: "string", JSONPath: ".status.state"}),
 		newColumn(cairn.PrinterColumn{Name: "URL", Type: "string", JSONPath: ".spec.url"}),
 		newColumn(ageColumn),

@@ -618,7 +618,7 @@ async function proposalsPage() {
       const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
       for (const ti of l.items) {
         const p = ti.spec.backend?.context?.proposal;
-        if (p) list.push({ metadata: { name: p.id }, spec: { ...p, instance: { id: ti.metadata.name, namespace: ti.spec.namespace, name: ti.spec.name, resourceVersion: ti.status.resourceVersion } }, status: { state: 'Unknown', message: 'this server does not report proposal states' } });
+        if (p) list.push({ metadata: { name: p.id }, spec: { ...p, instances: [{ id: ti.metadata.name, namespace: ti.spec.namespace, name: ti.spec.name, resourceVersion: ti.status.resourceVersion }] }, status: { state: 'Unknown', message: 'this server does not report proposal states' } });
       }
       cont = l.metadata.continue;
     } while (cont && ++pages < 20);
@@ -629,13 +629,14 @@ async function proposalsPage() {
     list.length ? h('p', { class: 'muted', id: 'proposal-counts' }, Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ')) : null,
     list.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Pull request'), h('th', {}, 'State'), h('th', {}, 'Branch'), h('th', { class: 'opt' }, 'Proposed'))),
-      h('tbody', {}, list.map((p) => { const s = p.spec, inst = s.instance || {}; return h('tr', { 'data-proposal': p.metadata.name },
-        h('td', {}, link(`#/instance/${inst.id}`, inst.namespace ? `${inst.namespace}/${inst.name}` : inst.name || shortID(inst.id)), h('span', { class: 'muted' }, ` version ${inst.resourceVersion}`)),
+      h('tbody', {}, list.map((p) => { const s = p.spec, insts = s.instances || []; return h('tr', { 'data-proposal': p.metadata.name },
+        // A batch (a stack reconcile) proposes several instances in one pull request.
+        h('td', {}, insts.map((inst, i) => [i ? h('br') : null, link(`#/instance/${inst.id}`, inst.namespace ? `${inst.namespace}/${inst.name}` : inst.name || shortID(inst.id)), h('span', { class: 'muted' }, ` version ${inst.resourceVersion}`)])),
         h('td', {}, s.url && /^https?:\/\//.test(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer', target: '_blank' }, `${s.provider || ''} #${s.number || p.metadata.name}`) : `${s.provider || ''} #${s.number || p.metadata.name}`),
         h('td', {}, h('span', { class: `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}` }, p.status.state),
           p.status.message ? h('span', { class: 'reason' }, ` ${p.status.message}`) : null),
         h('td', {}, h('code', {}, s.branch || '—'), s.base ? h('span', { class: 'muted' }, ` → ${s.base}`) : null),
-        h('td', { class: 'opt' }, when(p.metadata.creationTimestamp), inst.createdBy ? ` by ${inst.createdBy}` : '')); }))))
+        h('td', { class: 'opt' }, when(p.metadata.creationTimestamp), insts[0]?.createdBy ? ` by ${insts[0].createdBy}` : '')); }))))
       : h('div', { class: 'panel' }, h('p', {}, 'No proposals. A Git backend in propose mode opens one for each write.'))];
 }
 
