@@ -66,11 +66,11 @@ type ProposalObject struct {
 
 // ProposalSpec is what the backend recorded.
 type ProposalSpec struct {
-	Provider string           `json:"provider"`
-	Number   int              `json:"number,omitempty"`
-	URL      string           `json:"url,omitempty"`
-	Branch   string           `json:"branch,omitempty"`
-	Base     string           `json:"base,omitempty"`
+	Provider string `json:"provider"`
+	Number   int    `json:"number,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	Base     string `json:"base,omitempty"`
 	Backend  string `json:"backend"`
 	// Instances are those whose latest resource version carries the
 	// proposed change (several for a batch, such as a stack reconcile).
