@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/scm"
+	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 	"github.com/cairn-dev/cairn/internal/cli"
 )
 
@@ -27,9 +30,11 @@ func TestConsoleInChromium(t *testing.T) {
 	chromium := lookTool(t, "chromium", os.Getenv("CHROMIUM"), "/usr/bin/chromium")
 	node := lookTool(t, "node", "", "node")
 	kubectl := lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl")
-	if _, err := os.Stat("e2e/node_modules/playwright-core/package.json"); err != nil {
-		// The test command installs what it needs: playwright-core, pinned
-		// by e2e/package-lock.json.
+	_, err1 := os.Stat("e2e/node_modules/playwright-core/package.json")
+	_, err2 := os.Stat("e2e/node_modules/axe-core/package.json")
+	if err1 != nil || err2 != nil {
+		// The test command installs what it needs: playwright-core and
+		// axe-core, pinned by e2e/package-lock.json.
 		npm := lookTool(t, "npm", "", "npm")
 		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
 		cmd.Dir = "e2e"
@@ -45,11 +50,12 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base := startServe(t)
+	base, _ := startServe(t, "--allow-anonymous")
 	seed := seedConsole(t, base)
+	seed.Guarded = startGuarded(t)
 	seedJSON, _ := json.Marshal(seed)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "console.mjs")
 	cmd.Dir = "e2e"
@@ -85,16 +91,17 @@ func lookTool(t *testing.T, name, explicit, def string) string {
 }
 
 // startServe runs `cairn serve` in-process on a loopback port until the
-// test ends and returns its base URL.
-func startServe(t *testing.T) string {
+// test ends and returns its base URL and data directory.
+func startServe(t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
-	vars := map[string]string{cli.EnvDataDir: t.TempDir()}
+	dataDir := t.TempDir()
+	vars := map[string]string{cli.EnvDataDir: dataDir, "E2E_GH_TOKEN": ghToken}
 	go func() {
-		done <- cli.Main(ctx, []string{"serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, cli.Env{
+		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), cli.Env{
 			Stdout: pw, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
 		})
 		pw.Close()
@@ -114,7 +121,45 @@ func startServe(t *testing.T) string {
 	if len(f) < 4 || !strings.HasPrefix(f[3], "http://") {
 		t.Fatalf("serve printed %q", line)
 	}
-	return f[3]
+	return f[3], dataDir
+}
+
+// guarded is a second server that requires credentials: an admin (ada)
+// and a viewer (vic) by bearer token.
+type guarded struct {
+	URL         string `json:"url"`
+	Kubeconfig  string `json:"kubeconfig"` // the admin's, written by serve
+	AdminToken  string `json:"adminToken"`
+	ViewerToken string `json:"viewerToken"`
+	Flag        string `json:"flag"` // id of a flag the viewer may read and not edit
+}
+
+func startGuarded(t *testing.T) guarded {
+	t.Helper()
+	dir := t.TempDir()
+	tokens, rbac := dir+"/tokens.csv", dir+"/rbac.yaml"
+	if err := os.WriteFile(tokens, []byte("ada-e2e-token,ada,1,cairn:admins\nvic-e2e-token,vic,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: vic-views}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: vic}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, dataDir := startServe(t, "--token-auth-file", tokens, "--rbac-file", rbac)
+	g := guarded{URL: base, Kubeconfig: dataDir + "/kubeconfig", AdminToken: "ada-e2e-token", ViewerToken: "vic-e2e-token"}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--kubeconfig", g.Kubeconfig, "apply", "-f", "../examples/flags/flags.json"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn apply -f flags.json on the guarded server: exit %d: %s", code, errOut.String())
+	}
+	g.Flag = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances",
+		instanceDoc("guarded-flag", "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true, "description": "seen after signing in"}, nil, nil))
+	return g
 }
 
 // seed holds the ids the browser test looks for.
@@ -127,6 +172,16 @@ type seed struct {
 	// made through the stack catalog and controller, when the server has
 	// them (GET hub.cairn.dev/v1/stacks answers).
 	RealStack string `json:"realStack,omitempty"`
+	// Proposals names the instances whose latest version is a proposal,
+	// by the state of its pull request (open, merged, closed).
+	Proposals map[string]string `json:"proposals"`
+	// Portals are two installations of team-portal sharing one flags-env
+	// dependency: new with the first, reused by the second.
+	Portals []string `json:"portals,omitempty"`
+	// Connection is an instance whose Type marks fields x-cairn-secret.
+	Connection string `json:"connection"`
+	// Guarded is a server that requires credentials.
+	Guarded guarded `json:"guarded"`
 }
 
 func seedConsole(t *testing.T, base string) seed {
@@ -173,8 +228,123 @@ func seedConsole(t *testing.T, base string) seed {
 		instanceDoc("shop-config", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shop.db", "port": 5432}, owned(shop, "shop"), nil),
 		instanceDoc("shared-db-server", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "shared.db", "port": 5432}, owned(db, "shared-db"), nil),
 	}})
+	// A Type whose schema marks secrets (x-cairn-secret), directly and
+	// through a $ref inside an array's items, and an instance of it.
+	post(t, base+"/apis/hub.cairn.dev/v1/types", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "Type",
+		"metadata": map[string]any{"name": "cap.type.e2e.connection"},
+		"spec": map[string]any{"revision": "0.1.0", "jsonSchema": map[string]any{"type": "object",
+			"$defs": map[string]any{"auth": map[string]any{"type": "string", "x-cairn-secret": true}},
+			"properties": map[string]any{
+				"host": map[string]any{"type": "string"},
+				"dsn":  map[string]any{"type": "string", "x-cairn-secret": true},
+				"replicas": map[string]any{"type": "array", "items": map[string]any{"type": "object",
+					"properties": map[string]any{"url": map[string]any{"type": "string"}, "auth": map[string]any{"$ref": "#/$defs/auth"}}}},
+			}}}})
+	s.Connection = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc("conn", "cap.type.e2e.connection", "0.1.0",
+		map[string]any{"host": "db.example.org", "dsn": "postgres://app:hunter2-dsn@db.example.org/app",
+			"replicas": []any{map[string]any{"url": "replica-1.example.org", "auth": "s3cr3t-replica-auth"}}}, nil, nil))
 	s.RealStack = installRealStack(t, base)
+	s.Proposals = seedProposals(t, base)
+	s.Portals = installPortals(t, base)
 	return s
+}
+
+// installPortals installs examples/stacks/team-portal twice for the same
+// team with cairn install (the dependency resolver and installer the
+// server runs): the first install creates the team's flags-env
+// installation, the second reuses it. It returns the portals' names, or
+// nil when the server has no stack catalog.
+func installPortals(t *testing.T, base string) []string {
+	t.Helper()
+	if resp, err := http.Get(base + "/apis/hub.cairn.dev/v1/stacks"); err != nil || resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	run := func(args ...string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := cli.Main(context.Background(), append([]string{"--server", base}, args...), cli.Env{
+			Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+		}); code != 0 {
+			t.Fatalf("cairn %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
+	}
+	run("stack", "add", "../examples/stacks/flags-env")
+	run("stack", "add", "../examples/stacks/team-portal")
+	names := []string{"web-portal", "web-portal-v2"}
+	for _, n := range names {
+		start := time.Now()
+		run("install", "team-portal", "-p", "team=web", "--name", n)
+		t.Logf("install %s: %s", n, time.Since(start))
+	}
+	return names
+}
+
+const ghToken = "gh-e2e-token"
+
+// seedProposals registers a Git backend in propose mode on a real bare
+// repository, with a fake GitHub (backend/scm/scmtest) that merges with
+// real git, and makes three proposals through it: one left open, one
+// merged and one closed through the provider. It returns their instances'
+// names by state.
+func seedProposals(t *testing.T, base string) map[string]string {
+	t.Helper()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	bare := t.TempDir() + "/flags.git"
+	git("", "init", "--bare", "--quiet", "--initial-branch=main", bare)
+	work := t.TempDir()
+	git("", "clone", "--quiet", "file://"+bare, work)
+	git(work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
+	git(work, "push", "--quiet", "origin", "HEAD:main")
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, func(p scmtest.Pull) error {
+		cmd := exec.Command("git", "update-ref", "refs/heads/"+p.Base, "refs/heads/"+p.Head)
+		cmd.Dir = bare
+		return cmd.Run()
+	})
+	scmCfg := scm.Config{Provider: "github", APIURL: gh.URL, Repository: "acme/flags", TokenEnv: "E2E_GH_TOKEN"}
+	backend := post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+		"metadata": map[string]any{"name": "flags-repo", "namespace": "cairn-system", "alias": "flags-repo"},
+		"spec": map[string]any{"typeRef": map[string]any{"path": gitbackend.TypePath, "revision": "0.1.0"},
+			"attributes": []any{map[string]any{"path": "cap.core.attribute.hub.storage.backend", "revision": "0.1.0"}},
+			"value": map[string]any{"url": "file://" + bare, "acceptValue": true, "contextSchema": json.RawMessage(gitbackend.ContextSchema),
+				"mode": "propose", "author": map[string]string{"name": "cairn", "email": "cairn@example.com"}, "scm": scmCfg}}})
+	numbers := map[string]int{}
+	out := map[string]string{}
+	for i, state := range []string{"open", "merged", "closed"} {
+		doc := instanceDoc("proposed-"+state, "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true}, nil, nil)
+		doc["spec"].(map[string]any)["backend"] = map[string]any{"id": backend}
+		b, _ := json.Marshal(doc)
+		resp, err := http.Post(base+"/apis/hub.cairn.dev/v1/typeinstances", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 || !bytes.Contains(body, []byte(`"proposal":{`)) {
+			t.Fatalf("create through the propose-mode backend: %s\n%s, want a proposal in the context", resp.Status, body)
+		}
+		numbers[state] = i + 1
+		out[state] = "proposed-" + state
+	}
+	prov, err := scm.New(scmCfg, scm.Options{Getenv: func(string) string { return ghToken }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prov.Merge(context.Background(), numbers["merged"]); err != nil {
+		t.Fatalf("merge pull request %d: %v", numbers["merged"], err)
+	}
+	if err := prov.Close(context.Background(), numbers["closed"]); err != nil {
+		t.Fatalf("close pull request %d: %v", numbers["closed"], err)
+	}
+	return out
 }
 
 // installRealStack adds examples/stacks/minimal-gcp to the catalog, creates
@@ -239,11 +409,25 @@ func instanceDoc(name, path, rev string, value any, labels map[string]string, us
 // post sends a JSON document and returns the created object's name.
 func post(t *testing.T, u string, doc any) string {
 	t.Helper()
+	return postAs(t, "", u, doc)
+}
+
+// postAs is post with a bearer token ("": none).
+func postAs(t *testing.T, token, u string, doc any) string {
+	t.Helper()
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(u, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

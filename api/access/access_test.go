@@ -310,6 +310,19 @@ func TestMatrix(t *testing.T) {
 	if code, _ := e.do(t, viewer, "POST", access.SubjectAccessReviewPath, `{"spec":{"user":"ed"}}`); code != 403 {
 		t.Errorf("viewer asking a SubjectAccessReview: %d, want 403", code)
 	}
+	// Who am I: every authenticated user may ask, an anonymous caller may not.
+	for who, want := range map[string]string{viewer: `"username":"vic"`, admin: `"username":"oidc:root"`, editor: `"username":"ed"`} {
+		code, out := e.do(t, who, "POST", access.SelfSubjectReviewPath, `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+		if code != 201 || !strings.Contains(out, want) || !strings.Contains(out, `"system:authenticated"`) {
+			t.Errorf("%s: SelfSubjectReview %d %s, want %s", who, code, out, want)
+		}
+	}
+	if code, out := e.do(t, anon, "POST", access.SelfSubjectReviewPath, `{}`); code != 403 {
+		t.Errorf("anonymous SelfSubjectReview: %d %s, want 403", code, out)
+	}
+	if code, out := e.do(t, viewer, "POST", access.SelfSubjectReviewPath, `not json`); code != 400 {
+		t.Errorf("SelfSubjectReview of a bad body: %d %s, want 400", code, out)
+	}
 
 	// The audit log: one event per request, both identities, no secrets.
 	b, err := os.ReadFile(e.audit)
@@ -317,7 +330,7 @@ func TestMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if want := 4*len(ops) + len(invalid) + 9; len(lines) != want {
+	if want := 4*len(ops) + len(invalid) + 14; len(lines) != want {
 		t.Errorf("audit log has %d events, want %d", len(lines), want)
 	}
 	for _, secret := range []string{"hunter2", "viewer-token", e.tokenFor[admin]} {
@@ -372,6 +385,7 @@ current-context: c
 		{admin, []string{"auth", "can-i", "create", "typeinstances.hub.cairn.dev", "-n", "b"}, "yes"},
 		{viewer, []string{"auth", "can-i", "create", "typeinstances.hub.cairn.dev", "-n", "a"}, "no"},
 		{viewer, []string{"auth", "can-i", "list", "typeinstances.hub.cairn.dev"}, "yes"},
+		{viewer, []string{"auth", "whoami"}, "vic"},
 		{viewer, []string{"get", "typeinstances.hub.cairn.dev", "-n", "a", "--as", "ed"}, "Forbidden"},
 		{admin, []string{"get", "--raw", "/apis/hub.cairn.dev/v1/typeinstances", "--as", "vic"}, "TypeInstanceList"},
 		{"bogus", []string{"get", "typeinstances.hub.cairn.dev"}, "provide credentials"},

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -19,6 +20,9 @@ import (
 const (
 	SelfSubjectAccessReviewPath = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 	SubjectAccessReviewPath     = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+	// SelfSubjectReviewPath answers "who am I" (kubectl auth whoami; the
+	// web console's sign-in).
+	SelfSubjectReviewPath = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 )
 
 // Handle registers the access reviews on mux; the guard has already
@@ -27,6 +31,21 @@ const (
 func (g *Guard) Handle(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+SelfSubjectAccessReviewPath, g.selfReview)
 	mux.HandleFunc("POST "+SubjectAccessReviewPath, g.subjectReview)
+	mux.HandleFunc("POST "+SelfSubjectReviewPath, g.whoami)
+}
+
+// whoami answers a SelfSubjectReview with the user the request was
+// authenticated (and possibly impersonated) as. The body is read only to
+// check that it is one: the review has no spec.
+func (g *Guard) whoami(w http.ResponseWriter, r *http.Request) {
+	var rev authnv1.SelfSubjectReview
+	if !g.decode(w, r, &rev) {
+		return
+	}
+	u, _ := cairn.UserFrom(r.Context())
+	rev.Status = authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}}
+	rev.APIVersion, rev.Kind = "authentication.k8s.io/v1", "SelfSubjectReview"
+	writeJSON(w, http.StatusCreated, rev)
 }
 
 func (g *Guard) selfReview(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +106,9 @@ func reviewCodecs() serializer.CodecFactory {
 	scheme := runtime.NewScheme()
 	if err := authzv1.AddToScheme(scheme); err != nil {
 		panic(err) // static registration of generated types
+	}
+	if err := authnv1.AddToScheme(scheme); err != nil {
+		panic(err)
 	}
 	return serializer.NewCodecFactory(scheme)
 }

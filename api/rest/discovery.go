@@ -79,6 +79,9 @@ func hubResources() []*resource {
 			verbs: []string{"create"}, hubKind: "plans"},
 		{group: HubGroup, version: HubVersion, kind: "Install", plural: "installs", singular: "install",
 			verbs: []string{"create"}, hubKind: "installs"},
+		// Changes backends proposed for review (proposals.go): read-only.
+		{group: HubGroup, version: HubVersion, kind: "Proposal", plural: "proposals", singular: "proposal",
+			verbs: []string{"get", "list"}, hubKind: "proposals"},
 	}
 }
 

@@ -58,6 +58,10 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.createPlan(w, r)
 	case "installs POST false":
 		err = s.createInstall(w, r)
+	case "proposals GET false":
+		err = s.listProposals(w, r, req)
+	case "proposals GET true":
+		err = s.getProposal(w, r, req)
 	case "policies GET true", "policies PUT true":
 		err = s.servePolicy(w, r, req)
 	default:

@@ -214,6 +214,18 @@ func backendColumns() []printColumn {
 	}
 }
 
+func proposalColumns() []printColumn {
+	return []printColumn{
+		nameColumn("The proposal's id."),
+		newColumn(cairn.PrinterColumn{Name: "Instance", Type: "string", JSONPath: ".spec.instances[0].name"}),
+		newColumn(cairn.PrinterColumn{Name: "RV", Type: "integer", JSONPath: ".spec.instances[0].resourceVersion"}),
+		newColumn(cairn.PrinterColumn{Name: "State", Type: "string", JSONPath: ".status.state"}),
+		newColumn(cairn.PrinterColumn{Name: "URL", Type: "string", JSONPath: ".spec.url"}),
+		newColumn(ageColumn),
+		newColumn(cairn.PrinterColumn{Name: "Branch", Type: "string", JSONPath: ".spec.branch", Priority: 1}),
+	}
+}
+
 // writeTable answers with a Table of objects (each as served).
 func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta ListMeta, objects []any) {
 	writeJSON(w, http.StatusOK, tableOf(tr, cols, meta, objects))
@@ -372,6 +384,8 @@ func (s *Server) columns(r *http.Request, res *resource) []printColumn {
 		return backendColumns()
 	case "namespaces":
 		return namespaceColumns()
+	case "proposals":
+		return proposalColumns()
 	}
 	return []printColumn{nameColumn(""), newColumn(ageColumn)}
 }

@@ -66,7 +66,8 @@ func Defaults() Policy {
 			cr(GraphQLRole,
 				rbacv1.PolicyRule{NonResourceURLs: []string{"/graphql"}, Verbs: []string{"get", "post"}}),
 			cr("system:basic-user",
-				rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, Verbs: []string{"create"}}),
+				rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, Verbs: []string{"create"}},
+				rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}}),
 		},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
 			crb("cairn-admins", AdminRole, group(AdminsGroup)),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -40,7 +41,8 @@ type OpenerConfig struct {
 
 // Opener runs Git backends (instances of Type TypePath) in-process and
 // hands every other backend to its fallback. It implements
-// hub.BackendOpener and hub.HealthChecker and is safe for concurrent use.
+// hub.BackendOpener, hub.HealthChecker and hub.ProposalChecker and is safe
+// for concurrent use.
 type Opener struct {
 	cfg OpenerConfig
 
@@ -133,4 +135,37 @@ func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cai
 	}
 	return cairn.BackendHealth{Service: "git", Status: "SERVING", Connect: connect, RoundTrip: time.Since(start),
 		TLS: strings.HasPrefix(b.cfg.URL, "https://") || strings.HasPrefix(b.cfg.URL, "ssh://")}, nil
+}
+
+// ProposalState asks the SCM provider of a Git backend in propose mode for
+// the state (open, merged, closed) of the pull request a version's context
+// records. It implements hub.ProposalChecker; other backends are asked
+// through the fallback when it can.
+func (o *Opener) ProposalState(ctx context.Context, sb cairn.StorageBackend, versionContext json.RawMessage) (string, error) {
+	if !IsGit(sb) {
+		pc, ok := o.cfg.Fallback.(interface {
+			ProposalState(context.Context, cairn.StorageBackend, json.RawMessage) (string, error)
+		})
+		if !ok {
+			return "", cairn.Errorf(cairn.CodeUnavailable, "backend %q makes no proposals this server can ask about", sb.ID)
+		}
+		return pc.ProposalState(ctx, sb, versionContext)
+	}
+	p := proposalOf(versionContext)
+	if p == nil || p.Number <= 0 {
+		return "", cairn.Errorf(cairn.CodeInvalid, "git backend %q: the context records no pull request", sb.ID)
+	}
+	c, err := o.OpenBackend(ctx, sb)
+	if err != nil {
+		return "", err
+	}
+	b := c.(*Backend)
+	if b.scm == nil {
+		return "", cairn.Errorf(cairn.CodeUnavailable, "git backend %q: no scm provider is configured to ask about pull request #%d", sb.ID, p.Number)
+	}
+	pr, err := b.scm.Get(ctx, p.Number)
+	if err != nil {
+		return "", fmt.Errorf("git backend %q: pull request #%d: %w", sb.ID, p.Number, err)
+	}
+	return pr.State, nil
 }

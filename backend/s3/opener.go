@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -75,6 +76,18 @@ func (o *Opener) open(sb cairn.StorageBackend) (*Backend, error) {
 	}
 	o.backends[sb.ID] = openedBackend{rv: sb.ResourceVersion, b: b}
 	return b, nil
+}
+
+// ProposalState asks the fallback about a proposal (S3 backends make
+// none): a Git backend in propose mode behind it answers (hub.ProposalChecker).
+func (o *Opener) ProposalState(ctx context.Context, sb cairn.StorageBackend, versionContext json.RawMessage) (string, error) {
+	pc, ok := o.cfg.Fallback.(interface {
+		ProposalState(context.Context, cairn.StorageBackend, json.RawMessage) (string, error)
+	})
+	if IsS3(sb) || !ok {
+		return "", cairn.Errorf(cairn.CodeUnavailable, "backend %q makes no proposals this server can ask about", sb.ID)
+	}
+	return pc.ProposalState(ctx, sb, versionContext)
 }
 
 // CheckBackend asks an S3 backend's endpoint whether its bucket exists

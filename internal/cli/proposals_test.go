@@ -182,6 +182,41 @@ func TestProposeEndToEnd(t *testing.T) {
 		t.Errorf("GET spec = %v", got["spec"])
 	}
 
+	// The server lists it (hub.cairn.dev/v1 proposals) with the state its
+	// provider reports, as the web console shows it.
+	proposals := srv.URL + "/apis/hub.cairn.dev/v1/proposals"
+	served := do("GET", proposals, "", http.StatusOK)
+	items, _ := served["items"].([]any)
+	if len(items) != 1 {
+		t.Fatalf("GET proposals = %v, want one", served)
+	}
+	one, _ := json.Marshal(items[0])
+	for _, want := range []string{`"name":"` + id + `"`, `"kind":"Proposal"`, `"state":"open"`, `/acme/flags/pull/1"`, `"number":1`,
+		`"name":"new-project"`, `"branch":"cairn/proposal/` + id + `"`, `"resourceVersion":1`, `"createdBy":"jane"`} {
+		if !strings.Contains(string(one), want) {
+			t.Errorf("served proposal %s lacks %s", one, want)
+		}
+	}
+	if got := do("GET", proposals+"?state=false", "", http.StatusOK); !strings.Contains(fmt.Sprint(got["items"]), "state:Unknown") {
+		t.Errorf("GET proposals?state=false = %v, want the state not asked", got)
+	}
+	do("GET", proposals+"?state=maybe", "", http.StatusUnprocessableEntity)
+	// As the Table kubectl get asks for.
+	treq, _ := http.NewRequest("GET", proposals, nil)
+	treq.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	tresp, err := http.DefaultClient.Do(treq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _ := io.ReadAll(tresp.Body)
+	tresp.Body.Close()
+	for _, want := range []string{`"kind":"Table"`, `"name":"State"`, `"name":"URL"`, `"` + id + `"`, `"open"`, `/acme/flags/pull/1"`} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("proposals as a Table lack %s: %s", want, table)
+		}
+	}
+	do("GET", proposals+"/000000000000", "", http.StatusNotFound)
+
 	list := okWithToken(e, "proposals", "list")
 	if !strings.Contains(list, id) || !strings.Contains(list, "default/new-project") || !strings.Contains(list, " open ") {
 		t.Errorf("proposals list:\n%s", list)
@@ -206,6 +241,9 @@ func TestProposeEndToEnd(t *testing.T) {
 	}
 	if list := okWithToken(newEnv(t), "--server", srv.URL, "proposals", "list"); !strings.Contains(list, id) || !strings.Contains(list, " merged ") {
 		t.Errorf("proposals list in server mode:\n%s", list)
+	}
+	if got := do("GET", proposals+"/"+id, "", http.StatusOK); fmt.Sprint(got["status"]) != "map[state:merged]" {
+		t.Errorf("GET proposals/%s after the merge: status %v", id, got["status"])
 	}
 	// The CLI's own Git cache reads the version too.
 	if got := okWithToken(e, "get", "io.flipt.flag", "new-project", "-o", "json"); !strings.Contains(strings.ReplaceAll(got, " ", ""), `"enabled":true`) {
@@ -235,6 +273,9 @@ func TestProposeEndToEnd(t *testing.T) {
 	}
 	if pull, _ := gh.Pull(2); pull.State != "closed" || pull.Merged {
 		t.Errorf("pull request 2 = %+v, want closed", pull)
+	}
+	if got := do("GET", proposals+"/"+id2, "", http.StatusOK); fmt.Sprint(got["status"]) != "map[state:closed]" {
+		t.Errorf("GET proposals/%s after the close: status %v", id2, got["status"])
 	}
 	if got := mustGit(t, bare, "rev-parse", "main"); got != head {
 		t.Errorf("main moved to %s after a close", got)

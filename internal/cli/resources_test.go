@@ -672,6 +672,7 @@ func TestAPIResources(t *testing.T) {
 			`lockrequests +hub\.cairn\.dev/v1 +false +LockRequest`,
 			`plans +hub\.cairn\.dev/v1 +false +Plan`,
 			`policies +hub\.cairn\.dev/v1 +false +Policy`,
+			`proposals +hub\.cairn\.dev/v1 +false +Proposal`,
 			`stacks +hub\.cairn\.dev/v1 +false +Stack`,
 			`typeinstances +ti +hub\.cairn\.dev/v1 +false +TypeInstance`,
 			`types +hub\.cairn\.dev/v1 +false +Type`,

@@ -4,7 +4,8 @@
 // CAIRN_SCREENSHOTS. Any failed expectation exits non-zero with a message.
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -17,6 +18,7 @@ if (!BASE || !SHOTS) throw new Error('CAIRN_URL and CAIRN_SCREENSHOTS must be se
 
 const T = 20_000; // generous: CI runs this beside the other packages' tests on 2 cores
 let step = 0;
+const started = performance.now();
 const problems = [];
 
 // A fresh profile, and no background traffic (the test machine's network is closed).
@@ -28,16 +30,49 @@ const browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir()
   viewport: { width: 1280, height: 900 },
   colorScheme: 'light',
 });
-const page = browser.pages()[0] || await browser.newPage();
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+let page = browser.pages()[0] || await browser.newPage();
+// Every list of instances the console asks for is a page (limit), unless
+// narrowed to one Type or a label selector: 10,000 instances are never
+// fetched at once.
+const unpaged = [];
+function recordLists(p) {
+  p.on('request', (r) => {
+    const u = new URL(r.url());
+    if (r.method() !== 'GET' || !u.pathname.endsWith('/apis/hub.cairn.dev/v1/typeinstances') || u.searchParams.get('watch')) return;
+    const limit = Number(u.searchParams.get('limit') || 0);
+    if (!(limit > 0 && limit <= 500) && !u.searchParams.get('typePath') && !u.searchParams.get('labelSelector')) unpaged.push(r.url());
+  });
+}
+recordLists(page);
+function listen(p) {
+  p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  p.on('console', (m) => { if (m.type() === 'error' && !/404|409|422|Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`); });
+}
+listen(page);
+
+// axe-core checks every page shot against WCAG 2.1 A and AA (labels, roles,
+// names, contrast, ...). Its source is evaluated in the page through the
+// DevTools protocol, which the console's Content-Security-Policy (own
+// scripts only) does not govern; the console itself never loads it.
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const axeFindings = [];
+let axeMillis = 0;
+async function axe(name) {
+  const t0 = performance.now();
+  if (!await page.evaluate(() => typeof window.axe !== 'undefined')) await page.evaluate(AXE);
+  const found = await page.evaluate(async () => (await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] }))
+    .violations.map((v) => `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`));
+  for (const f of found) axeFindings.push(`${name}: ${f}`);
+  axeMillis += performance.now() - t0;
+}
 
 async function shot(name) {
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+  await axe(name);
   await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
   const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
-  console.log(`ok ${name} (${file})`);
+  console.log(`ok ${name} at ${((performance.now() - started) / 1000).toFixed(1)}s (${file})`);
 }
 function expect(cond, what) { if (!cond) throw new Error(`expected ${what}`); }
 async function text(sel) { return (await page.locator(sel).first().textContent({ timeout: T })) || ''; }
@@ -47,8 +82,8 @@ async function unlabelled() {
     .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
     .map((el) => el.outerHTML.slice(0, 80)));
 }
-async function visit(hash) {
-  await page.goto(`${BASE}/ui/${hash}`);
+async function visit(hash, base = BASE) {
+  await page.goto(`${base}/ui/${hash}`);
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
 }
 const h1 = () => text('main h1');
@@ -77,7 +112,17 @@ try {
   expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'the skip link to focus the content');
   expect((await h1()) === 'Overview', 'the route kept by the skip link');
 
+  // The sections are reached with Tab and opened with Enter.
+  await page.focus('a.brand');
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.textContent) === 'Types', 'Tab from the brand to reach the first section');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('main h1:text("Types")', { timeout: T });
+  expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'focus moved to the new page');
+  expect(await page.locator('nav a[aria-current="page"]').textContent() === 'Types', 'the current section marked for assistive technology');
+
   // Types, and one Type's schema as a form and as JSON.
+  await visit('#/');
   await page.click('nav >> text=Types');
   await page.waitForSelector('main h1:text("Types")', { timeout: T });
   expect((await text('main table')).includes('cap.type.database.postgresql.server'), 'the quick-start Types listed');
@@ -129,7 +174,33 @@ try {
   expect(await next.count() === 1, 'a Next page link over the seeded flags');
   await next.click();
   await page.waitForSelector('main button:text("Previous page")', { timeout: T });
-  expect(await page.locator('main tbody tr').count() > 0, 'rows on the second page');
+  expect(await page.locator('main tbody tr').count() === 50, `a page of 50 rows of the 10,000 flags, got ${await page.locator('main tbody tr').count()}`);
+
+  // Fields the Type's schema marks x-cairn-secret (one through a $ref in an
+  // array's items) are dots until asked, in the value, the form and the diff.
+  await visit(`#/instance/${seed.connection}`);
+  const shown = async () => text('main pre[aria-label="Value"]');
+  expect((await shown()).includes('db.example.org'), 'a field not marked secret shown');
+  for (const secret of ['hunter2-dsn', 's3cr3t-replica-auth']) expect(!(await page.textContent('main')).includes(secret), `${secret} hidden`);
+  expect((await shown()).includes('••••••'), 'secret fields shown as dots');
+  await shot('instance-secrets-hidden');
+  await page.click('#reveal');
+  expect((await shown()).includes('hunter2-dsn') && (await shown()).includes('s3cr3t-replica-auth'), 'the secrets shown when asked');
+  await page.click('#reveal');
+  expect(!(await shown()).includes('hunter2-dsn'), 'the secrets hidden again');
+  await page.click('#edit');
+  const dsn = page.locator('form[aria-label="Edit the value"] input[name="dsn"]');
+  expect(await dsn.getAttribute('type') === 'password', 'the secret field of the edit form masked');
+  await page.click('form[aria-label="Edit the value"] button[data-reveal="dsn"]');
+  expect(await dsn.getAttribute('type') === 'text' && (await dsn.inputValue()).includes('hunter2-dsn'), 'the secret field shown when asked');
+  await dsn.fill('postgres://app:hunter3-dsn@db.example.org/app');
+  await page.click('#save');
+  await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
+  expect(!(await text('#diff')).includes('hunter'), 'the diff of a secret field masked');
+  expect(await page.locator('#diff').getAttribute('data-changes') === '0', 'a change to a secret alone shows no visible difference until asked');
+  await page.click('#reveal');
+  expect((await text('#diff')).includes('hunter3-dsn'), 'the diff shows the secret change when asked');
+  await shot('instance-secrets-shown');
 
   // An instance: value with secrets hidden until asked, backend, lock, relations graph.
   await visit(`#/instance/${seed.dbConfig}`);
@@ -225,17 +296,37 @@ try {
   else expect((await text('#explain-result')).includes('does not explain'), 'the console to say the server has no explain');
   await shot('policy-explain');
 
-  // Proposals.
+  // Proposals of the propose-mode Git backend, with the state the server
+  // asked of the (fake) GitHub and a link to each pull request.
   await visit('#/proposals');
   await page.waitForSelector('main h1:text("Proposals")', { timeout: T });
+  for (const [state, name] of Object.entries(seed.proposals)) {
+    const row = page.locator(`main tbody tr:has-text("default/${name}")`);
+    expect(await row.count() === 1, `the proposal of ${name} listed`);
+    expect((await row.locator('.badge').textContent()) === state, `${name}'s pull request ${state}, got ${await row.locator('.badge').textContent()}`);
+    const href = await row.locator('a[href^="https://"]').getAttribute('href');
+    expect(/^https:\/\/github\.example\/acme\/flags\/pull\/\d+$/.test(href), `a link to ${name}'s pull request, got ${href}`);
+  }
+  expect((await text('#proposal-counts')).includes('1 open'), 'the proposals counted by state');
   await shot('proposals');
+  await page.click(`main a:text("default/${seed.proposals.open}")`);
+  await page.waitForSelector('#proposal-state:text("open")', { timeout: T }); // the instance page says so too
+  expect(await page.locator('main a[href^="https://github.example/acme/flags/pull/"]').count() >= 1, 'the instance page links its pull request');
 
   // Stacks: installations, the dependency graph (reused vs new), a tree of children.
   await visit('#/stacks');
   expect((await text('main table[aria-label="Installations"]')).includes('default/shop'), 'the shop installation listed');
   const dep = page.locator('svg.graph[aria-label="Dependency graph"]');
   await dep.waitFor({ timeout: T });
-  expect(await dep.locator('.node.reused').count() === 1, 'the shared database installation marked reused');
+  // Reused or new as the installer recorded it (deps.cairn.dev/root-id), not by timestamps.
+  const how = async (sel) => (await page.locator(`tr[data-dependency${sel}] .badge`).allTextContents()).join(',');
+  expect(await how('="shop>shared-db"') === 'reused', 'shared-db (made by hand, before) reused by shop');
+  if (seed.portals) {
+    expect(await how('^="web-portal>flags-env-"') === 'new', `the flags installed with web-portal new, got ${await how('^="web-portal>flags-env-"')}`);
+    expect(await how('^="web-portal-v2>flags-env-"') === 'reused', `the same flags reused by web-portal-v2, got ${await how('^="web-portal-v2>flags-env-"')}`);
+    expect((await text('tr[data-dependency^="web-portal-v2>"]')).includes('installed by another install'), 'why it counts as reused');
+    expect(await dep.locator('path.edge.new').count() === 1 && await dep.locator('path.edge.reused').count() === 2, 'one new and two reused edges drawn');
+  }
   await shot('stacks');
   await page.click('main table a:text("default/shop")');
   await page.waitForSelector('#stack-tree', { timeout: T });
@@ -272,7 +363,67 @@ try {
   expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal overflow on a phone-sized screen');
   await shot('instances-narrow');
 
+  // A server that requires credentials: the console asks for a bearer
+  // token, sends it with every request (the watch too), shows who is signed
+  // in and what the server refuses them, and forgets the token on sign-out.
+  const G = seed.guarded;
+  await page.setViewportSize({ width: 1280, height: 900 });
+  page = await browser.newPage(); // a new tab: sessionStorage of its own
+  listen(page);
+  recordLists(page);
+  // No theme chosen on this origin: the console follows the system's (dark here).
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1', G.url);
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
+  const why = await text('#signin-reason');
+  expect(why.includes('needs credentials') && why.includes('system:anonymous'), `the server's refusal of an anonymous caller shown, got: ${why}`);
+  expect((await unlabelled()).length === 0, `the token field labelled: ${await unlabelled()}`);
+  expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor) === 'rgb(20, 23, 26)', 'the dark theme of a dark system');
+  expect((await text('#theme')) === 'Light theme', 'the toggle offers the other theme');
+  await shot('sign-in-dark');
+  await page.fill('#signin-token', 'not-a-token');
+  await page.click('#signin');
+  await page.waitForSelector('#signin-error:has-text("refused this token")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'a refused token not kept');
+  await page.fill('#signin-token', G.viewerToken);
+  await page.click('#signin');
+  await page.waitForSelector('main h1:text("Instances of io.flipt.flag")', { timeout: T }); // back where the user was sent from
+  expect((await text('#who')).includes('vic'), 'the header to name the signed-in user');
+  expect((await text('main table tbody')).includes('default/guarded-flag'), 'the guarded server\'s flag listed');
+  await page.waitForSelector('#live.on', { timeout: T }); // the watch sends the token too
+  execFileSync(KUBECTL, ['--kubeconfig', G.kubeconfig, 'apply', '-f', '-'], { encoding: 'utf8',
+    input: JSON.stringify({ apiVersion: 'flipt.io/v1alpha1', kind: 'Flag', metadata: { name: 'guarded-live', namespace: 'default' }, spec: { enabled: true } }) });
+  await page.waitForSelector('main tbody tr:has-text("default/guarded-live")', { timeout: T });
+  await shot('signed-in-viewer');
+  // The viewer may read, not edit: the refusal names the user and the verb.
+  await page.click('main a:text("default/guarded-flag")');
+  await page.waitForSelector('main h1:text("default/guarded-flag")', { timeout: T });
+  await page.waitForSelector('main h2:text("History (1 version)")', { timeout: T }); // GraphQL sends the token too
+  await page.click('#edit');
+  await page.click('#save');
+  const refused = page.locator('#edit-message .alert.bad');
+  await refused.waitFor({ timeout: T });
+  const said = await refused.textContent();
+  expect(said.includes('Forbidden') && said.includes('User "vic" cannot update') && said.includes('signed in as vic'), `a clear refusal of the viewer's edit, got: ${said}`);
+  expect(await refused.locator('a:text("Sign in with another token")').count() === 1, 'a way to sign in as someone else');
+  await shot('viewer-edit-refused');
+  // Sign out: the token is forgotten and the pages ask for one again.
+  await page.click('#sign-out');
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'the token forgotten on sign-out');
+  await visit('#/types', G.url);
+  await page.waitForSelector('#signin-reason', { timeout: T });
+  // A token the server no longer accepts (401): forgotten, and the user is told.
+  await page.evaluate(() => { sessionStorage.setItem('cairn-token', 'revoked-token'); sessionStorage.setItem('cairn-user', 'vic'); });
+  await visit('#/types', G.url);
+  await page.waitForSelector('#signin-reason:has-text("did not accept your credentials")', { timeout: T });
+  expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'a refused token forgotten');
+  expect((await text('header')).includes('Sign in'), 'the header no longer names a user');
+
+  if (unpaged.length) problems.push(`lists of instances not paged by the server: ${unpaged.join(', ')}`);
+  if (axeFindings.length) problems.push(`accessibility (axe-core, WCAG 2.1 AA):\n  ${axeFindings.join('\n  ')}`);
   if (problems.length) throw new Error(problems.join('\n'));
+  console.log(`axe-core: no WCAG 2.1 AA violation on the ${step} pages checked (${(axeMillis / 1000).toFixed(1)}s); browser ${((performance.now() - started) / 1000).toFixed(1)}s`);
   console.log('PASS');
 } catch (e) {
   try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}

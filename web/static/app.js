@@ -2,12 +2,16 @@
 // (#/instances?type=...), so the server serves one page and every view can
 // be bookmarked. Every read and write goes through cairn's public REST API
 // (and GraphQL where one query replaces many requests).
-import { h, api, gql, HUB, ApiError, watch, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
+import { h, api, gql, HUB, ApiError, watch, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
 import { schemaForm } from './form.js';
 import { drawGraph } from './graph.js';
 
 const INSTALLATION_PARENT = 'cap.core.type.stack.installation';
 const LABEL_INSTALLATION_UID = 'stacks.cairn.dev/uid';
+// What the dependency installer records on the installations it creates (hub/deps.go).
+const DEPS_ROOT_ID = 'deps.cairn.dev/root-id';
+const DEPS_SHARING_MODE = 'deps.cairn.dev/sharing-mode';
+const DEPS_SHARING_GROUP = 'deps.cairn.dev/sharing-group';
 const PAGE = 50;
 
 const main = document.getElementById('main');
@@ -25,6 +29,7 @@ const routes = [
   [/^\/proposals$/, proposalsPage],
   [/^\/stacks$/, stacksPage],
   [/^\/stacks\/([^/]+)$/, installationPage],
+  [/^\/sign-in$/, signInPage],
 ];
 
 async function render(ev) {
@@ -47,9 +52,14 @@ async function render(ev) {
     try {
       const content = await page(ctx, params, ...m.slice(1).map(decodeURIComponent));
       if (ctx.signal.aborted) return;
-      main.replaceChildren(...[content].flat());
+      main.replaceChildren(...[content].flat().filter((c) => c !== null && c !== undefined && c !== false));
     } catch (e) {
       if (ctx.signal.aborted) return;
+      // A page the server will not show without (other) credentials:
+      // sign in, with the server's reason, and come back here after.
+      // (A 401 has already been sent there by api's hook.)
+      if (e instanceof ApiError && e.code === 401) return;
+      if (e instanceof ApiError && e.code === 403 && path !== '/sign-in') { toSignIn(e); return; }
       main.replaceChildren(h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) }));
     }
     main.setAttribute('aria-busy', 'false');
@@ -71,6 +81,73 @@ async function render(ev) {
 function notServed(e) { return e instanceof ApiError && e.code === 404 && !e.status.details; }
 
 function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
+
+// ---- session -----------------------------------------------------------
+// signInReason is the refusal that sent the user to the sign-in page.
+let signInReason = null;
+function toSignIn(err) {
+  signInReason = err;
+  if (err?.code === 401) { session.signOut(); renderSession(); }
+  const here = location.hash.replace(/^#/, '');
+  const back = here.startsWith('/sign-in') ? new URLSearchParams(here.split('?')[1] || '').get('next') || '/' : here || '/';
+  go(`#/sign-in?${new URLSearchParams({ next: back })}`);
+}
+session.onUnauthorized = toSignIn;
+
+const sessionBox = document.getElementById('session');
+function renderSession() {
+  sessionBox.replaceChildren(...(session.token()
+    ? [h('span', { class: 'who', id: 'who' }, 'Signed in as ', h('strong', {}, session.user() || 'a user')),
+      h('button', { type: 'button', class: 'ghost', id: 'sign-out', onclick: () => {
+        session.signOut();
+        signInReason = null;
+        renderSession();
+        toast('Signed out');
+        go('#/sign-in');
+      } }, 'Sign out')]
+    : [h('a', { href: '#/sign-in', id: 'sign-in-link' }, 'Sign in')]));
+}
+renderSession();
+
+async function signInPage(ctx, params) {
+  const next = params.get('next') || '/';
+  const reason = signInReason;
+  signInReason = null;
+  const token = h('input', { id: 'signin-token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-required': 'true', 'aria-describedby': 'signin-token-hint signin-error' });
+  const err = h('div', { id: 'signin-error', 'aria-live': 'assertive' });
+  return [h('h1', {}, 'Sign in'),
+    reason ? h('div', { class: 'alert warn', role: 'alert', id: 'signin-reason' },
+      h('p', {}, reason.code === 401 ? 'The server did not accept your credentials. ' : session.token() ? 'Your token does not allow this page. ' : 'This server needs credentials. ',
+        h('span', { class: 'muted' }, 'The server said: '), h('strong', {}, reason.reason ? `${reason.reason}: ` : ''), reason.message)) : null,
+    h('form', { class: 'panel narrow', 'aria-label': 'Sign in with a bearer token', novalidate: true, onsubmit: async (ev) => {
+      ev.preventDefault();
+      const t = token.value.trim();
+      if (!t) { err.replaceChildren(h('p', { class: 'field-error' }, 'Enter a token.')); token.setAttribute('aria-invalid', 'true'); token.focus(); return; }
+      const before = [session.token(), session.user()];
+      session.signIn(t, '');
+      try {
+        const u = await whoami({ quiet: true });
+        session.signIn(t, u.username || '');
+      } catch (e) {
+        if (e.code === 401 || e.code === 403) {
+          session.signIn(...before);
+          if (!before[0]) session.signOut();
+          token.setAttribute('aria-invalid', 'true');
+          err.replaceChildren(h('p', { class: 'field-error' }, `The server refused this token (${e.reason || e.code}: ${e.message}).`));
+          token.focus();
+          return;
+        }
+        // An older server without SelfSubjectReview: the token is tried by the pages.
+      }
+      renderSession();
+      toast(`Signed in as ${session.user() || 'a user'}`);
+      go(`#${next}`);
+    } },
+    h('div', { class: 'field' }, h('label', { for: 'signin-token' }, 'Bearer token'), token,
+      h('span', { class: 'hint', id: 'signin-token-hint' }, 'The admin token is in the server\'s data directory (admin.token); other tokens come from its --token-auth-file or your OIDC provider (an ID token). It is kept in this browser tab only and sent as an Authorization header with every request.')),
+    err, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'signin' }, 'Sign in'))),
+    session.token() ? h('p', {}, `Signed in as ${session.user() || 'a user'}. `, link(`#${next}`, 'Go back')) : null];
+}
 
 // ---- theme -------------------------------------------------------------
 const themeBtn = document.getElementById('theme');
@@ -220,7 +297,7 @@ async function instancesPage(ctx, params) {
     empty.hidden = true;
   }, ctx.signal, (state) => {
     liveEl.classList.toggle('on', state === 'on');
-    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : 'reconnecting…';
+    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : state === 'denied' ? 'not live: you may not watch' : 'reconnecting…';
   });
   return [...head, table, pager];
 }
@@ -234,19 +311,22 @@ async function instancePage(ctx, params, id) {
   const backend = backends.items.find((b) => b.metadata.name === ti.spec.backend?.id);
   let reveal = params.get('secrets') === 'shown';
 
-  // Value, as JSON or YAML, secrets hidden unless asked.
+  // Value, as JSON or YAML, secrets hidden unless asked: the Type's schema
+  // says which (x-cairn-secret), the backend's context schema for contexts.
+  const schema = type?.spec?.jsonSchema;
+  const ctxSchema = backend?.spec?.contextSchema || undefined;
   const valueBox = h('div', {});
+  const contextBox = h('div', {});
   let fmt = 'json';
   const showValue = () => {
-    const v = maskSecrets(ti.spec.value, reveal);
+    const v = maskSecrets(ti.spec.value, reveal, schema);
     valueBox.replaceChildren(pre(ti.spec.value === undefined ? '(no value: this backend computes or holds it)' : fmt === 'json' ? JSON.stringify(v, null, 2) : toYAML(v), 'Value'));
+    const c = ti.spec.backend?.context;
+    contextBox.replaceChildren(pre(c === undefined || c === null ? '(none)' : JSON.stringify(maskSecrets(c, reveal, ctxSchema), null, 2), 'Backend context'));
   };
   const tab = (f, label) => h('button', { type: 'button', role: 'tab', 'aria-selected': String(f === fmt), onclick: (ev) => {
     fmt = f; for (const b of ev.target.parentNode.children) b.setAttribute('aria-selected', String(b === ev.target)); showValue();
   } }, label);
-  const secretsBtn = hasSecrets(ti.spec.value) ? h('button', { type: 'button', class: 'ghost', 'aria-pressed': String(reveal), onclick: (ev) => {
-    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
-  } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
   showValue();
 
   // Versions and a diff between any two (GraphQL: every version in one query).
@@ -257,7 +337,12 @@ async function instancePage(ctx, params, id) {
   const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
   const toSel = h('select', { id: 'diff-to', onchange: () => renderDiff() }, opts(last));
   const diffBox = h('div', { class: 'diff', id: 'diff', tabindex: 0, 'aria-label': 'Differences between the two versions' });
-  const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal), context: v.spec?.backend?.context ?? null }) : ''; };
+  const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal, schema), context: maskSecrets(v.spec?.backend?.context ?? null, reveal, ctxSchema) }) : ''; };
+  const anySecret = hasSecrets(ti.spec.value, schema) || hasSecrets(ti.spec.backend?.context, ctxSchema) ||
+    versions.some((v) => hasSecrets(v.spec?.value, schema) || hasSecrets(v.spec?.backend?.context, ctxSchema));
+  const secretsBtn = anySecret ? h('button', { type: 'button', class: 'ghost', id: 'reveal', 'aria-pressed': String(reveal), onclick: (ev) => {
+    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
+  } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
   function renderDiff() {
     const d = lineDiff(snap(fromSel.value), snap(toSel.value));
     const changed = d.filter((x) => x.op !== 'same').length;
@@ -272,6 +357,13 @@ async function instancePage(ctx, params, id) {
   const repo = backend?.spec?.url || backend?.spec?.config?.url;
   const webRepo = typeof repo === 'string' && /^https:\/\//.test(repo) ? repo.replace(/\.git$/, '') : null;
   const proposal = context?.proposal;
+  // The state is the provider's, asked through the server; it may be slow.
+  const proposalState = h('span', { id: 'proposal-state', class: 'badge warn' }, 'asking…');
+  if (proposal) api(`${HUB}/proposals/${encodeURIComponent(proposal.id)}`).then((p) => {
+    proposalState.className = `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}`;
+    proposalState.textContent = p.status.state;
+    if (p.status.message) proposalState.title = p.status.message;
+  }, () => { proposalState.textContent = 'state unknown'; });
 
   // Lock and unlock, with an owner the user names (remembered).
   const owner = h('input', { id: 'lock-owner', value: localStorage.getItem('cairn-owner') || 'console', spellcheck: 'false' });
@@ -357,8 +449,8 @@ async function instancePage(ctx, params, id) {
         backend && ['Type', h('code', {}, typeName(backend.spec.typeRef))],
         ti.spec.backend?.abstract && ['Abstract', 'yes (the hub picked its built-in store)'],
         commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
-        proposal && ['Proposal', proposal.url ? h('a', { href: proposal.url, rel: 'noopener' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id],
-      ]), h('h3', {}, 'Context'), pre(context === undefined || context === null ? '(none)' : JSON.stringify(maskSecrets(context, reveal), null, 2), 'Backend context')),
+        proposal && ['Proposal', [proposal.url ? h('a', { href: proposal.url, rel: 'noopener noreferrer', target: '_blank' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id, ' ', proposalState]],
+      ]), h('h3', {}, 'Context'), contextBox),
       h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
       h('section', { class: 'panel wide', 'aria-label': 'History' }, h('h2', {}, `History (${versions.length} version${versions.length === 1 ? '' : 's'})`),
@@ -511,28 +603,41 @@ async function policyPage() {
 }
 
 // ---- proposals --------------------------------------------------------------
+const PROPOSAL_STATE = { open: 'warn', merged: 'ok', closed: 'bad' };
 async function proposalsPage() {
-  // A proposal is announced in the backend context of the version a backend
-  // wrote (Git in propose mode). Scan the instances page by page.
-  const found = [];
-  let cont = '', pages = 0;
-  do {
-    const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
-    for (const ti of l.items) if (ti.spec.backend?.context?.proposal) found.push(ti);
-    cont = l.metadata.continue;
-  } while (cont && ++pages < 20);
+  // hub.cairn.dev/v1 proposals: what each backend recorded when it proposed
+  // a change, with the state the server asked of the provider now.
+  let list, older = false;
+  try { list = (await api(`${HUB}/proposals`)).items; } catch (e) {
+    if (!notServed(e)) throw e;
+    // An older server: the proposals recorded in instances' contexts, no state.
+    older = true;
+    list = [];
+    let cont = '', pages = 0;
+    do {
+      const l = await api(`${HUB}/typeinstances?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+      for (const ti of l.items) {
+        const p = ti.spec.backend?.context?.proposal;
+        if (p) list.push({ metadata: { name: p.id }, spec: { ...p, instances: [{ id: ti.metadata.name, namespace: ti.spec.namespace, name: ti.spec.name, resourceVersion: ti.status.resourceVersion }] }, status: { state: 'Unknown', message: 'this server does not report proposal states' } });
+      }
+      cont = l.metadata.continue;
+    } while (cont && ++pages < 20);
+  }
+  const counts = list.reduce((m, p) => ({ ...m, [p.status.state]: (m[p.status.state] || 0) + 1 }), {});
   return [h('h1', {}, 'Proposals'), h('p', { class: 'sub' }, 'Changes a backend proposed for review (a branch and a pull request) rather than applied. The value cairn shows is the proposed one until the pull request is merged or the instance written again.'),
-    found.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Proposal'), h('th', {}, 'State'), h('th', {}, 'Branch'))),
-      h('tbody', {}, found.map((ti) => { const p = ti.spec.backend.context.proposal; return h('tr', {},
-        h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
-        h('td', {}, p.url ? h('a', { href: p.url, rel: 'noopener' }, `${p.provider || ''} #${p.number || p.id}`) : p.id),
-        // The REST API carries what the backend recorded when it proposed;
-        // the live state (merged, closed) is the provider's: cairn proposals.
-        h('td', {}, p.state ? h('span', { class: `badge ${p.state === 'merged' ? 'ok' : p.state === 'closed' ? 'bad' : 'warn'}` }, p.state)
-          : [h('span', { class: 'badge warn' }, 'proposed'), h('span', { class: 'reason' }, ' live state at the provider')]),
-        h('td', {}, h('code', {}, p.branch || '—'))); }))))
-      : h('div', { class: 'panel' }, h('p', {}, 'No open proposals. A Git backend in propose mode opens one for each write.'))];
+    older ? h('p', { class: 'alert warn' }, 'This server does not serve hub.cairn.dev/v1 proposals: states are unknown (cairn proposals list asks the providers).') : null,
+    list.length ? h('p', { class: 'muted', id: 'proposal-counts' }, Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(', ')) : null,
+    list.length ? h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Proposals' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Pull request'), h('th', {}, 'State'), h('th', {}, 'Branch'), h('th', { class: 'opt' }, 'Proposed'))),
+      h('tbody', {}, list.map((p) => { const s = p.spec, insts = s.instances || []; return h('tr', { 'data-proposal': p.metadata.name },
+        // A batch (a stack reconcile) proposes several instances in one pull request.
+        h('td', {}, insts.map((inst, i) => [i ? h('br') : null, link(`#/instance/${inst.id}`, inst.namespace ? `${inst.namespace}/${inst.name}` : inst.name || shortID(inst.id)), h('span', { class: 'muted' }, ` version ${inst.resourceVersion}`)])),
+        h('td', {}, s.url && /^https?:\/\//.test(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer', target: '_blank' }, `${s.provider || ''} #${s.number || p.metadata.name}`) : `${s.provider || ''} #${s.number || p.metadata.name}`),
+        h('td', {}, h('span', { class: `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}` }, p.status.state),
+          p.status.message ? h('span', { class: 'reason' }, ` ${p.status.message}`) : null),
+        h('td', {}, h('code', {}, s.branch || '—'), s.base ? h('span', { class: 'muted' }, ` → ${s.base}`) : null),
+        h('td', { class: 'opt' }, when(p.metadata.creationTimestamp), insts[0]?.createdBy ? ` by ${insts[0].createdBy}` : '')); }))))
+      : h('div', { class: 'panel' }, h('p', {}, 'No proposals. A Git backend in propose mode opens one for each write.'))];
 }
 
 // ---- stacks ------------------------------------------------------------------
@@ -565,19 +670,34 @@ async function stacksPage() {
   const installs = lists.flatMap((l, i) => l.items.filter((ti) => ti.spec.typeRef.revision === stackTypes[i].spec.revision));
   const objs = await Promise.all(installs.map((ti) => served(ti, types)));
   const ids = new Set(installs.map((x) => x.metadata.name));
-  const created = new Map(installs.map((x) => [x.metadata.name, x.metadata.creationTimestamp]));
+  const byID = new Map(installs.map((x) => [x.metadata.name, x]));
   // Dependencies: the uses edges from an installation to the installations
-  // it requires. One that existed before its dependent was reused; one
-  // created with or after it (the root is created first) is new.
-  const nodes = installs.map((ti) => {
-    const users = (ti.status.usedBy || []).filter((u) => ids.has(u));
-    const reused = users.some((u) => created.get(u) > ti.metadata.creationTimestamp);
-    const isDep = users.length > 0;
-    const what = isDep ? (reused ? 'reused' : 'new') : 'requested';
+  // it requires. Reused or new is what the installer recorded: every
+  // installation an install creates carries deps.cairn.dev/root-id, the id
+  // of that install's root. A dependency created by its dependent's own
+  // install (same root) is new; any other (another install's, or one made
+  // by hand, without the annotation) was there already and is reused.
+  const ann = (ti, k) => ti.metadata.annotations?.[k] || '';
+  const rootOf = (ti) => ann(ti, DEPS_ROOT_ID) || ti.metadata.name;
+  const deps = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => {
+    const dep = byID.get(u);
+    const created = ann(dep, DEPS_ROOT_ID) !== '' && ann(dep, DEPS_ROOT_ID) === rootOf(ti);
+    return { dependent: ti, dependency: dep, how: created ? 'new' : 'reused' };
+  }));
+  const sharing = (ti) => {
+    const mode = ann(ti, DEPS_SHARING_MODE);
+    if (!mode && !ti.metadata.annotations?.[DEPS_SHARING_GROUP]) return 'not installed as a dependency';
+    return mode === 'none' ? 'exclusive (sharing mode none)' : `shared in group "${ann(ti, DEPS_SHARING_GROUP)}"`;
+  };
+  const inGraph = new Set(deps.flatMap((d) => [d.dependent.metadata.name, d.dependency.metadata.name]));
+  const nodes = installs.filter((ti) => inGraph.has(ti.metadata.name)).map((ti) => {
+    const as = deps.filter((d) => d.dependency === ti);
+    const reusedBy = as.filter((d) => d.how === 'reused').length, newWith = as.length - reusedBy;
+    const what = !as.length ? 'requested' : [newWith ? 'new' : '', reusedBy ? `reused${as.length > 1 ? ` by ${reusedBy}` : ''}` : ''].filter(Boolean).join(', ');
     return { id: ti.metadata.name, label: instTitle(ti), sub: `${ti.spec.typeRef.path} · ${what}`,
-      cls: isDep ? what : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
+      cls: reusedBy ? 'reused' : newWith ? 'new' : '', href: `#/stacks/${ti.metadata.name}`, title: `${instTitle(ti)}, ${what} installation` };
   });
-  const edges = installs.flatMap((ti) => (ti.status.uses || []).filter((u) => ids.has(u)).map((u) => [u, ti.metadata.name]));
+  const edges = deps.map((d) => [d.dependency.metadata.name, d.dependent.metadata.name, d.how]);
   const typeLink = (ref) => link(`#/types/${encodeURIComponent(typeName(ref))}`, typeName(ref));
   const catalogView = catalog
     ? (catalog.length ? h('table', { 'aria-label': 'Stack catalog' }, h('thead', {}, h('tr', {}, h('th', {}, 'Stack'), h('th', {}, 'Version'), h('th', {}, 'Installation Type'), h('th', { class: 'opt' }, 'Description'))),
@@ -592,9 +712,17 @@ async function stacksPage() {
       h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Stack'), h('th', {}, 'Conditions'))),
       h('tbody', {}, installs.map((ti, i) => h('tr', {}, h('td', {}, link(`#/stacks/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', {}, condView(objs[i]))))))
       : h('p', { class: 'muted' }, 'No installations.')),
-    edges.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
-      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Green border: an existing installation reused; amber: a new one installed with its dependent.'),
-      h('div', { class: 'table-wrap' }, drawGraph({ nodes: nodes.filter((n) => edges.some(([a, b]) => a === n.id || b === n.id)), edges, title: 'Dependency graph' }))) : null];
+    deps.length ? h('section', { class: 'panel', 'aria-label': 'Dependencies' }, h('h2', {}, 'Dependencies'),
+      h('p', { class: 'muted' }, 'An arrow points from a dependency to the installation that requires it. Amber, solid: new, installed by its dependent\'s install; green, dashed: an existing installation reused (from the installer\'s deps.cairn.dev/root-id annotations).'),
+      h('div', { class: 'table-wrap' }, drawGraph({ nodes, edges, title: 'Dependency graph' })),
+      h('div', { class: 'table-wrap' }, h('table', { 'aria-label': 'Dependency edges' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Installation'), h('th', {}, 'Requires'), h('th', {}, 'New or reused'), h('th', { class: 'opt' }, 'Sharing of the dependency'))),
+        h('tbody', {}, deps.map((d) => h('tr', { 'data-dependency': `${d.dependent.spec.name}>${d.dependency.spec.name}` },
+          h('td', {}, link(`#/stacks/${d.dependent.metadata.name}`, instTitle(d.dependent))),
+          h('td', {}, link(`#/stacks/${d.dependency.metadata.name}`, instTitle(d.dependency))),
+          h('td', {}, h('span', { class: `badge ${d.how === 'new' ? 'warn' : 'ok'}` }, d.how),
+            h('span', { class: 'reason' }, d.how === 'new' ? ' installed with it' : ann(d.dependency, DEPS_ROOT_ID) ? ' installed by another install' : ' made outside an install')),
+          h('td', { class: 'opt' }, sharing(d.dependency)))))))) : null];
 }
 
 // installationPage shows what cairn trace shows: the installation's
@@ -642,10 +770,11 @@ async function installationPage(ctx, params, id) {
   return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)),
     st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null, ' · ', link(`#/instance/${id}`, 'as an instance')),
     h('div', { class: 'grid' },
-      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
+      panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conditions table' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
         h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))
         : h('p', { class: 'muted' }, 'No conditions reported yet: the stack controller reports them.')),
-      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false) ?? {}), 'Parameters')),
+      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false, types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))?.spec?.jsonSchema) ?? {}), 'Parameters'),
+        h('p', { class: 'muted' }, 'Secret values are hidden here; ', link(`#/instance/${id}`, 'the instance page'), ' shows them when asked.')),
       st.outputs ? panel('Outputs', pre(toYAML(maskSecrets(st.outputs, false)), 'Outputs')) : null,
       h('section', { class: 'panel wide', 'aria-label': 'Tree of children' }, h('h2', {}, 'Tree of children'),
         h('ul', { class: 'tree root', id: 'stack-tree' }, h('li', {}, h('div', { class: 'row' }, h('strong', {}, `${obj?.kind || ti.spec.typeRef.path}/${ti.spec.name}`),

@@ -1,7 +1,7 @@
 // A form generated from a Type's JSON Schema. Validation is the server's:
 // the form sends what the user typed and shows each cause the server
 // returns (field "spec.a.b") at the field it names.
-import { h, isSecretKey } from './lib.js';
+import { h, isSecretKey, schemaMarksSecret, maskWith } from './lib.js';
 
 let seq = 0;
 
@@ -79,13 +79,43 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
       // A number that does not parse is sent as text, so the server names it.
       get = () => { const t = input.value.trim(); if (t === '') return undefined; const n = Number(t); return Number.isFinite(n) ? n : t; };
     } else if (type === 'string') {
-      const secret = s.format === 'password' || s.writeOnly || isSecretKey(name);
+      const secret = schemaMarksSecret(schema, s) || s.format === 'password' || s.writeOnly || isSecretKey(name);
       input = h('input', { ...common, type: secret ? 'password' : 'text', value: v ?? '', autocomplete: 'off', spellcheck: 'false' });
       get = () => (input.value === '' && !required ? undefined : input.value);
+      if (secret && !readOnly) {
+        // Hidden until asked, like the instance page's values.
+        const show = h('button', { type: 'button', class: 'ghost small', 'aria-controls': id, 'aria-pressed': 'false', 'data-reveal': path.join('.'), onclick: () => {
+          const shown = input.type === 'text';
+          input.type = shown ? 'password' : 'text';
+          show.setAttribute('aria-pressed', String(!shown));
+          show.textContent = shown ? `Show ${labelOf(s, name)}` : `Hide ${labelOf(s, name)}`;
+        } }, `Show ${labelOf(s, name)}`);
+        if (hint) input.setAttribute('aria-describedby', hint.id);
+        const err = register(path, input);
+        if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
+        return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, h('span', { class: 'muted' }, ' (string, secret)')), hint, h('div', { class: 'secret-input' }, input, show), err), get };
+      }
     } else {
       // arrays, untyped values and anything richer: edited as JSON.
-      input = h('textarea', { ...common, rows: 4, spellcheck: 'false' }, v === undefined ? '' : JSON.stringify(v, null, 2));
-      get = () => { const t = input.value.trim(); if (t === '') return undefined; try { return JSON.parse(t); } catch { return t; } };
+      const masked = v === undefined ? v : maskWith(v, s, schema);
+      const holdsSecrets = JSON.stringify(masked) !== JSON.stringify(v);
+      input = h('textarea', { ...common, rows: 4, spellcheck: 'false', readonly: holdsSecrets && !readOnly }, v === undefined ? '' : JSON.stringify(masked, null, 2));
+      let revealed = !holdsSecrets;
+      // Unrevealed, the field keeps the value it had: what it shows is masked.
+      get = () => { if (!revealed) return v; const t = input.value.trim(); if (t === '') return undefined; try { return JSON.parse(t); } catch { return t; } };
+      if (holdsSecrets && !readOnly) {
+        const show = h('button', { type: 'button', class: 'ghost small', 'aria-controls': id, 'data-reveal': path.join('.'), onclick: () => {
+          revealed = true;
+          input.value = JSON.stringify(v, null, 2);
+          input.removeAttribute('readonly');
+          show.remove();
+          input.focus();
+        } }, `Show and edit ${labelOf(s, name)} (holds secrets)`);
+        if (hint) input.setAttribute('aria-describedby', hint.id);
+        const err = register(path, input);
+        if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
+        return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, show, err), get };
+      }
     }
     if (hint) input.setAttribute('aria-describedby', hint.id);
     const err = register(path, input);

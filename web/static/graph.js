@@ -7,7 +7,7 @@ const W = 230, H = 48, GAPX = 90, GAPY = 18, TOP = 30;
 
 // drawGraph lays out nodes {id, label, sub, href, cls, col} in columns
 // (col 0 leftmost; missing col: longest path from a source) and draws
-// edges [from, to] between them.
+// edges [from, to, class] between them.
 export function drawGraph({ nodes, edges, columns = [], title }) {
   const byID = new Map(nodes.map((n) => [n.id, n]));
   for (const n of nodes) if (n.col === undefined) n.col = depth(n.id, new Set());
@@ -37,13 +37,13 @@ export function drawGraph({ nodes, edges, columns = [], title }) {
     root.append(svg('text', { class: 'col', x: 10 + i * (W + GAPX), y: 16 }, name));
     if (!cols[i]?.length) root.append(svg('text', { class: 'small', x: 10 + i * (W + GAPX), y: TOP + 20 }, 'nothing'));
   });
-  for (const [from, to] of edges) {
+  for (const [from, to, cls] of edges) {
     const a = byID.get(from), b = byID.get(to);
     if (!a || !b) continue;
     const [l, r] = a.x <= b.x ? [a, b] : [b, a];
     const x1 = l.x + W, y1 = l.y + H / 2, x2 = r.x, y2 = r.y + H / 2;
     const mx = (x1 + x2) / 2;
-    root.append(svg('path', { class: 'edge', d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, 'marker-end': a.x <= b.x ? 'url(#arrow)' : null, 'marker-start': a.x > b.x ? 'url(#arrow)' : null }));
+    root.append(svg('path', { class: `edge ${cls || ''}`, 'data-edge': `${from}>${to}`, d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, 'marker-end': a.x <= b.x ? 'url(#arrow)' : null, 'marker-start': a.x > b.x ? 'url(#arrow)' : null }));
   }
   for (const n of nodes) {
     const g = svg('g', { class: `node ${n.cls || ''}`, transform: `translate(${n.x},${n.y})` },
@@ -51,7 +51,9 @@ export function drawGraph({ nodes, edges, columns = [], title }) {
       svg('rect', { width: W, height: H, rx: 8 }),
       svg('text', { x: 10, y: 20 }, clip(n.label, 30)),
       svg('text', { x: 10, y: 38, class: 'small' }, clip(n.sub || '', 36)));
-    root.append(n.href ? svg('a', { href: n.href, 'aria-label': n.title || `${n.label}, ${n.sub || ''}`, 'data-node': n.id }, g) : g);
+    // The link is named by what the node shows and its title (no
+    // aria-label, so the visible text is part of the name: WCAG 2.5.3).
+    root.append(n.href ? svg('a', { href: n.href, 'data-node': n.id }, g) : g);
   }
   return root;
 }

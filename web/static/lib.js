@@ -32,8 +32,28 @@ export class ApiError extends Error {
   }
 }
 
+// The session: a bearer token the user signed in with, kept for this tab
+// only (sessionStorage) and sent with every request. Without one the
+// console sends no credentials, which a loopback server without an
+// authenticator accepts.
+const TOKEN = 'cairn-token', USER = 'cairn-user';
+export const session = {
+  token: () => sessionStorage.getItem(TOKEN) || '',
+  user: () => sessionStorage.getItem(USER) || '',
+  signIn(token, user) { sessionStorage.setItem(TOKEN, token); sessionStorage.setItem(USER, user || ''); },
+  signOut() { sessionStorage.removeItem(TOKEN); sessionStorage.removeItem(USER); },
+  // onUnauthorized is called with the ApiError of any 401: the token is
+  // not (or no longer) valid; the app sends the user to sign in.
+  onUnauthorized: null,
+};
+export function authHeaders(headers = {}) {
+  const t = session.token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  return headers;
+}
+
 export async function api(path, opts = {}) {
-  const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' } };
+  const init = { method: opts.method || 'GET', headers: authHeaders({ Accept: 'application/json' }) };
   if (opts.body !== undefined) {
     init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     init.headers['Content-Type'] = opts.contentType || 'application/json';
@@ -42,8 +62,20 @@ export async function api(path, opts = {}) {
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
-  if (!res.ok) throw new ApiError(data, res.status);
+  if (!res.ok) {
+    const err = new ApiError(data, res.status);
+    if (res.status === 401 && !opts.quiet) session.onUnauthorized?.(err);
+    throw err;
+  }
   return data;
+}
+
+// whoami asks the server who the request's credentials stand for
+// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+export async function whoami(opts) {
+  const r = await api('/apis/authentication.k8s.io/v1/selfsubjectreviews', { ...opts, method: 'POST',
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  return r?.status?.userInfo || {};
 }
 
 export async function gql(query, variables) {
@@ -60,8 +92,17 @@ export async function watch(path, rv, onEvent, signal, onState) {
   while (!signal.aborted) {
     try {
       const sep = path.includes('?') ? '&' : '?';
-      const res = await fetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(since)}`, { signal });
+      // fetch, not EventSource: EventSource cannot send the Authorization header.
+      const res = await fetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(since)}`, { signal, headers: authHeaders() });
       if (res.status === 410) { onState?.('gone'); return; }
+      if (res.status === 401 || res.status === 403) {
+        let data = null;
+        try { data = await res.json(); } catch { /* not a Status */ }
+        const err = new ApiError(data, res.status);
+        if (res.status === 401) session.onUnauthorized?.(err);
+        onState?.('denied', err);
+        return;
+      }
       if (!res.ok) throw new Error(`watch: HTTP ${res.status}`);
       onState?.('on');
       const reader = res.body.getReader();
@@ -89,21 +130,80 @@ export async function watch(path, rv, onEvent, signal, onState) {
   }
 }
 
-// Keys whose values are secrets: shown as dots until the user asks.
+// Secrets are shown as dots until the user asks. A value is secret when
+// its Type's schema marks it "x-cairn-secret": true (the whole value at the
+// root; a property at any depth through properties, patternProperties,
+// additionalProperties, items, prefixItems, allOf/anyOf/oneOf and local
+// $refs, as the server reads the keyword) or, without a schema saying so,
+// when its key names a secret.
+export const SECRET_KEYWORD = 'x-cairn-secret';
+export const MASK = '••••••';
 const SECRET = /pass(word)?|secret|token|private.?key|api.?key|credential/i;
 export function isSecretKey(k) { return SECRET.test(k); }
 
-export function maskSecrets(v, reveal) {
-  if (reveal || v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) return v.map((x) => maskSecrets(x, reveal));
-  const out = {};
-  for (const [k, x] of Object.entries(v)) out[k] = isSecretKey(k) && (typeof x === 'string' || typeof x === 'number') ? '••••••' : maskSecrets(x, reveal);
+function resolveRef(root, s) {
+  for (let n = 0; s && typeof s.$ref === 'string' && s.$ref.startsWith('#') && n < 16; n++) {
+    let t = root;
+    for (const part of s.$ref.slice(1).split('/').filter(Boolean)) t = t?.[decodeURIComponent(part.replace(/~1/g, '/').replace(/~0/g, '~'))];
+    if (!t || typeof t !== 'object') break;
+    s = { ...t, ...Object.fromEntries(Object.entries(s).filter(([k]) => k !== '$ref')) };
+  }
+  return s;
+}
+
+// schemaMarksSecret reports whether schema s (within root) marks the value
+// itself secret.
+export function schemaMarksSecret(root, s) {
+  s = resolveRef(root, s);
+  if (!s || typeof s !== 'object') return false;
+  return s[SECRET_KEYWORD] === true || ['allOf', 'anyOf', 'oneOf'].some((k) => (s[k] || []).some((x) => schemaMarksSecret(root, x)));
+}
+
+// subSchemas are the schemas that apply to member key (a property name or
+// an array index) of a value of schema s.
+function subSchemas(root, s, key, isIndex) {
+  s = resolveRef(root, s);
+  if (!s || typeof s !== 'object') return [];
+  const out = [];
+  for (const k of ['allOf', 'anyOf', 'oneOf']) for (const x of s[k] || []) out.push(...subSchemas(root, x, key, isIndex));
+  if (isIndex) {
+    if (Array.isArray(s.prefixItems) && key < s.prefixItems.length) out.push(s.prefixItems[key]);
+    else if (s.items && typeof s.items === 'object') out.push(s.items);
+    return out;
+  }
+  if (s.properties?.[key]) out.push(s.properties[key]);
+  let matched = !!s.properties?.[key];
+  for (const [re, x] of Object.entries(s.patternProperties || {})) {
+    try { if (new RegExp(re, 'u').test(key)) { out.push(x); matched = true; } } catch { /* not a pattern this browser reads */ }
+  }
+  if (!matched && s.additionalProperties && typeof s.additionalProperties === 'object') out.push(s.additionalProperties);
   return out;
 }
 
-export function hasSecrets(v) {
-  if (v === null || typeof v !== 'object') return false;
-  return Object.entries(v).some(([k, x]) => (isSecretKey(k) && typeof x !== 'object') || hasSecrets(x));
+// maskSecrets returns v with secret values replaced by dots (v itself
+// when reveal). schema is the Type's JSON Schema, when known.
+export function maskSecrets(v, reveal, schema) {
+  if (reveal) return v;
+  return mask(v, schema ? [schema] : [], schema, 0);
+}
+function mask(v, schemas, root, depth) {
+  if (v === undefined) return v;
+  if (depth > 64) return MASK;
+  if (schemas.some((s) => schemaMarksSecret(root, s))) return MASK;
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x, i) => mask(x, schemas.flatMap((s) => subSchemas(root, s, i, true)), root, depth + 1));
+  const out = {};
+  for (const [k, x] of Object.entries(v)) {
+    out[k] = isSecretKey(k) && (typeof x === 'string' || typeof x === 'number') ? MASK : mask(x, schemas.flatMap((s) => subSchemas(root, s, k, false)), root, depth + 1);
+  }
+  return out;
+}
+
+// maskWith masks v by sub-schema s of the document root (for $refs).
+export function maskWith(v, s, root) { return mask(v, s ? [s] : [], root, 0); }
+
+export function hasSecrets(v, schema) {
+  return JSON.stringify(maskSecrets(v, false, schema)) !== JSON.stringify(v);
 }
 
 // toYAML writes JSON data as block YAML, quoting strings YAML would read
@@ -173,6 +273,12 @@ export function toast(msg) {
 export function errorBox(e, extra) {
   const box = h('div', { class: 'alert bad', role: 'alert' },
     h('p', {}, h('strong', {}, e.reason ? `${e.reason}: ` : 'Error: '), e.message));
+  // A refusal says who was refused and how to be someone else.
+  if (e.code === 403) {
+    box.append(h('p', { class: 'signed-in-as' }, session.token()
+      ? [`You are signed in as ${session.user() || 'a user'}, who may not do this. `, h('a', { href: '#/sign-in' }, 'Sign in with another token')]
+      : ['You are not signed in. ', h('a', { href: '#/sign-in' }, 'Sign in')]));
+  }
   for (const c of e.causes || []) if (c.field || c.message) box.append(h('p', { class: 'cause' }, c.field ? h('code', {}, c.field) : '', ' ', c.message));
   if (extra) box.append(extra);
   return box;
