@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,15 +53,36 @@ func tofuBinary(t *testing.T) string {
 // server is one cairn replica: a hub on a store, serving the state
 // protocol and the REST API.
 type server struct {
-	url string
-	hub *hub.Hub
+	url  string
+	hub  *hub.Hub
+	logs *logBuffer
+}
+
+// logBuffer collects everything the replica logs, at every level.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func ctxT(t testing.TB) context.Context { return cairn.WithActor(t.Context(), "test") }
 
 func startServer(t testing.TB, st store.Store, opener hub.BackendOpener) *server {
 	t.Helper()
-	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener})
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +90,12 @@ func startServer(t testing.TB, st store.Store, opener hub.BackendOpener) *server
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h}))
-	api := rest.New(rest.Config{Hub: h, Version: rest.Version{Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn"}})
+	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
+	api := rest.New(rest.Config{Hub: h, Logger: log, Version: rest.Version{Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn"}})
 	mux.Handle("/", api)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { api.StopWatches(); srv.Close() })
-	return &server{url: srv.URL, hub: h}
+	return &server{url: srv.URL, hub: h, logs: logs}
 }
 
 func sqliteStore(t testing.TB) store.Store {
@@ -276,6 +301,92 @@ func TestTofuSQLite(t *testing.T) {
 	if strings.Join(got, " ") != "terraformoutput.terraform.cairn.dev/net-ip terraformoutput.terraform.cairn.dev/net-settings" {
 		t.Errorf("kubectl get terraformoutputs -o name = %q", got)
 	}
+	checkTypeInstanceView(t, s, kubectl)
+}
+
+// checkTypeInstanceView checks the outputs of state net (after the apply
+// of "three") in the TypeInstance view: their readable ids are the REST
+// names, and a sensitive value is never in a list, a log line or an error.
+func checkTypeInstanceView(t *testing.T, s *server, kubectl string) {
+	body := httpGet(t, s.url+"/apis/hub.cairn.dev/v1/typeinstances")
+	var list struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				Name  string
+				Value struct{ Value json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, it := range list.Items {
+		names[it.Metadata.Name] = string(it.Spec.Value.Value)
+	}
+	if v := names["terraformoutput.default.net-ip"]; v != `"three"` {
+		t.Errorf("typeinstances list: terraformoutput.default.net-ip has value %s (names: %v)", v, slices.Sorted(maps.Keys(names)))
+	}
+	if v := names["terraformsensitiveoutput.default.net-token"]; v != `"(sensitive value)"` {
+		t.Errorf("typeinstances list: the sensitive output shows %s", v)
+	}
+	// One instance by its readable id, as GraphQL and kubectl name it.
+	one := httpGet(t, s.url+"/apis/hub.cairn.dev/v1/typeinstances/terraformoutput.default.net-ip")
+	if !strings.Contains(string(one), `"name":"terraformoutput.default.net-ip"`) || !strings.Contains(string(one), `"three"`) {
+		t.Errorf("GET typeinstances/terraformoutput.default.net-ip = %s", one)
+	}
+
+	const secret = "secret-three"
+	seen := map[string][]byte{"the typeinstances list": body}
+	seen["the terraformsensitiveoutputs list"] = httpGet(t, s.url+"/apis/terraform.cairn.dev/v1/namespaces/default/terraformsensitiveoutputs")
+	for _, args := range [][]string{{"get", "terraformsensitiveoutputs", "-o", "json"}, {"get", "typeinstances", "-o", "yaml"}, {"get", "terraformsensitiveoutputs"}} {
+		out, err := exec.Command(kubectl, append([]string{"--server", s.url}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		seen["kubectl "+strings.Join(args, " ")] = out
+	}
+	// A refused write of a document holding the secret: the error says
+	// why without the value.
+	resp, err := http.Post(stateURL(s.url, "default", "net"), "application/json",
+		strings.NewReader(`{"version":4,"serial":99,"lineage":"another","outputs":{"token":{"value":"`+secret+`","type":"string","sensitive":true}},"resources":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("a write of another lineage: %s %s", resp.Status, refused)
+	}
+	seen["the refused write's answer"] = refused
+	seen["the server's log"] = []byte(s.logs.String())
+	for what, b := range seen {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s shows the sensitive value:\n%s", what, b)
+		}
+	}
+	if !strings.Contains(s.logs.String(), "terraform state request") {
+		t.Error("the server logged no request: the log check checks nothing")
+	}
+	// Reading the one instance shows it.
+	if v := httpGet(t, s.url+"/apis/terraform.cairn.dev/v1/namespaces/default/terraformsensitiveoutputs/net-token"); !strings.Contains(string(v), secret) {
+		t.Errorf("reading the sensitive output: %s", v)
+	}
+}
+
+func httpGet(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", url, resp.Status, err, b)
+	}
+	return b
 }
 
 func TestTofuPostgresReplicas(t *testing.T) {
