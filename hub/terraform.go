@@ -110,6 +110,10 @@ func terraformID(kind, ns, name string) string {
 	return strings.ToLower(kind) + "." + ns + "." + name
 }
 
+// TerraformOutputID is the id of the (not sensitive) output instance named
+// name (<state>-<output>) in namespace ns, whether or not it exists yet.
+func TerraformOutputID(ns, name string) string { return terraformID("TerraformOutput", ns, name) }
+
 // getState returns a state instance with its latest value; NotFound when
 // there is none.
 func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, error) {

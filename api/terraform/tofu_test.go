@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,14 +22,17 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/terraform"
 	s3backend "github.com/cairn-dev/cairn/backend/s3"
 	"github.com/cairn-dev/cairn/backend/s3/s3test"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -509,4 +513,161 @@ func TestTofuConcurrentApply(t *testing.T) {
 		t.Fatalf("the first apply: %v\n%s", err, slowOut)
 	}
 	wantJSON(t, "output ip", outputValue(t, s.hub, hub.TerraformOutputPath, "busy-ip"), `"slow"`)
+}
+
+// A stack wires Terraform outputs into its parameters by reference: the
+// example installation (examples/terraform/app-network) reads the outputs
+// of examples/terraform/main.tf, and each real tofu apply flows into its
+// children through the stack controller, triggered by the outputs' change.
+func TestTofuOutputsIntoAStack(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	ctx := ctxT(t)
+	st, err := stack.Load(ctx, repoPath("examples", "terraform", "app-network"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := st.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _, err := s.hub.AddStack(ctx, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A resync far away: only changes trigger reconciles.
+	ctl := stackctl.New(stackctl.Config{Hub: s.hub, Identity: "test-controller", Resync: time.Hour})
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = ctl.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-ran })
+
+	// The example configuration, pointed at this server.
+	w := &workdir{t: t, tofu: tofuBinary(t), dir: t.TempDir()}
+	mainTF, err := os.ReadFile(repoPath("examples", "terraform", "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := strings.ReplaceAll(string(mainTF), "http://127.0.0.1:8080", s.url)
+	if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(tf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.must("init", "-input=false", "-no-color")
+	w.must("apply", "-auto-approve", "-input=false", "-no-color")
+
+	// The example installation, as kubectl apply would create it.
+	manifest, err := os.ReadFile(repoPath("examples", "terraform", "app-network", "installation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj struct {
+		Metadata struct {
+			Name        string
+			Annotations map[string]string
+		}
+		Spec json.RawMessage
+	}
+	if err := yaml.Unmarshal(manifest, &obj); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: obj.Metadata.Name,
+		TypeRef: entry.InstallationType, Annotations: obj.Metadata.Annotations, Value: obj.Spec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop := created[0].ID
+	cm, err := s.hub.KindType(ctx, "examples.stacks.cairn.dev/v1alpha1", "AppSettings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := s.hub.KindType(ctx, "examples.stacks.cairn.dev/v1alpha1", "FirewallRule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := func() string {
+		a, err1 := s.hub.GetInstanceByName(ctx, cm.Path, "default", "shop-settings", true)
+		b, err2 := s.hub.GetInstanceByName(ctx, fw.Path, "default", "shop-ingress", true)
+		if err1 != nil || err2 != nil {
+			return fmt.Sprint(err1, err2)
+		}
+		return string(a.Latest.Value) + " " + string(b.Latest.Value)
+	}
+	waitFor := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := children()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				inst, _ := s.hub.GetInstance(ctx, shop, false)
+				t.Fatalf("%s: children are %s\nwant %s\n(installation status %s)", what, got, want, inst.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("after the first apply", `{"vpcCIDR":"10.0.0.0/16"} {"port":443,"sourceRanges":["10.0.1.0/24","10.0.2.0/24"]}`)
+	inst, err := s.hub.GetInstance(ctx, shop, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"terraformoutput.default.network-vpc-cidr", "terraformoutput.default.network-subnets"} {
+		if !slices.Contains(inst.Uses, id) {
+			t.Errorf("the installation uses %v, want %s among them", inst.Uses, id)
+		}
+	}
+
+	// A new apply flows into the children, with nothing else done.
+	w.must("apply", "-auto-approve", "-input=false", "-no-color", "-var", "cidr=10.9.0.0/16")
+	waitFor("after the second apply", `{"vpcCIDR":"10.9.0.0/16"} {"port":443,"sourceRanges":["10.9.1.0/24","10.9.2.0/24"]}`)
+
+	// The state cannot drop an output the stack reads: the apply fails and
+	// the output stays.
+	noCIDR := strings.Replace(tf, "output \"vpc_cidr\" {\n  value = terraform_data.vpc.output\n}\n", "", 1)
+	if noCIDR == tf {
+		t.Fatal("the test's edit of main.tf changed nothing")
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(noCIDR), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := w.run("apply", "-auto-approve", "-input=false", "-no-color", "-var", "cidr=10.9.0.0/16"); err == nil {
+		t.Errorf("an apply dropping an output a stack reads succeeded:\n%s", out)
+	}
+	if _, err := s.hub.GetInstance(ctx, "terraformoutput.default.network-vpc-cidr", false); err != nil {
+		t.Errorf("the output a stack reads: %v", err)
+	}
+
+	// A sensitive output cannot be a parameter: the installation says so,
+	// without the value, and renders nothing.
+	created, err = s.hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "leaky",
+		TypeRef: entry.InstallationType, Value: json.RawMessage(`{}`),
+		Annotations: map[string]string{hub.AnnotationParametersFrom: "vpcCIDR: {terraformOutput: network-admin-token}"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		inst, err := s.hub.GetInstance(ctx, created[0].ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(inst.Status), "is sensitive") {
+			if strings.Contains(string(inst.Status), "token-for-") {
+				t.Errorf("the status shows the sensitive value: %s", inst.Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the installation reading a sensitive output: status %s", inst.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := s.hub.GetInstanceByName(ctx, cm.Path, "default", "leaky-settings", false); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("the installation reading a sensitive output rendered children: %v", err)
+	}
+}
+
+func repoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
 }
