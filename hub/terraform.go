@@ -412,14 +412,17 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 	keep := map[string]bool{}
 	for _, o := range outs {
 		e, ok := byName[o.name]
-		if ok && e.TypeRef.Path == o.path {
+		// An output created by an earlier cairn has a UUID: it gets its
+		// readable id (replaced in this write) unless something uses it.
+		if ok && e.TypeRef.Path == o.path && (e.ID == terraformID(o.kind(), inst.Namespace, o.name) || len(e.UsedBy) > 0) {
 			keep[o.name] = true
 			if !jsonEqual(e.Latest.Value, o.value) {
 				ups = append(ups, UpdateInstance{ID: e.ID, Value: o.value})
 			}
 			continue
 		}
-		// New, or its sensitivity changed (another Type): replaced.
+		// New, its sensitivity changed (another Type) or its id is a UUID:
+		// (re)created.
 		ni := o.newInstance(inst.Namespace, inst.Name)
 		create.Instances = append(create.Instances, ni)
 		create.UsesRelations = append(create.UsesRelations, UsesRelation{From: ni.Alias, To: inst.ID})

@@ -478,3 +478,41 @@ func (e *env) tfSnapshot(state string) string {
 	}
 	return b.String()
 }
+
+// Outputs an earlier cairn created with UUIDs get their readable ids on the
+// next write, unless another instance uses them.
+func TestTerraformLegacyOutputIDs(t *testing.T) {
+	e := newTFEnv(t)
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "old", "", tfDoc("L", 1, map[string]string{"a": `"1"`, "b": `"1"`})); err != nil {
+		t.Fatal(err)
+	}
+	// Make a and b what an earlier cairn wrote: instances with UUIDs.
+	st := e.outputs("old")
+	for _, n := range []string{"old-a", "old-b"} {
+		o := st[n]
+		if err := e.h.DeleteInstance(e.ctx, o.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		stInst, _ := e.h.GetInstanceByName(e.ctx, hub.TerraformStatePath, "default", "old", false)
+		out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "o", Name: n, TypeRef: o.TypeRef, Labels: o.Labels, Value: o.Latest.Value}},
+			UsesRelations: []hub.UsesRelation{{From: "o", To: stInst.ID}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st[n] = out[0].Instance
+	}
+	user := e.create(hub.NewInstance{Alias: "user", TypeRef: cairn.TypeRef{Path: "cap.type.app", Revision: "0.1.0"}, Value: json.RawMessage(`{}`)})
+	if err := e.h.AddUses(e.ctx, user, []string{st["old-b"].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "old", "", tfDoc("L", 2, map[string]string{"a": `"2"`, "b": `"2"`})); err != nil {
+		t.Fatal(err)
+	}
+	now := e.outputs("old")
+	if now["old-a"].ID != "terraformoutput.default.old-a" || !strings.Contains(string(now["old-a"].Latest.Value), `"value":"2"`) {
+		t.Errorf("unused legacy output a: %s %s", now["old-a"].ID, now["old-a"].Latest.Value)
+	}
+	if now["old-b"].ID != st["old-b"].ID || now["old-b"].Latest.ResourceVersion != 2 {
+		t.Errorf("used legacy output b: %s v%d, want it kept as %s v2", now["old-b"].ID, now["old-b"].Latest.ResourceVersion, st["old-b"].ID)
+	}
+}
