@@ -815,10 +815,6 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 		return &cairn.Error{Code: cairn.CodeConflict, Err: err,
 			Msg: fmt.Sprintf("state %q was written concurrently; nothing was written, retry: %v", w.state, err)}
 	}
-	var ce *cairn.Error
-	if errors.As(err, &ce) && ce.Code == cairn.CodeLocked {
-		return err
-	}
 	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
 }
 
