@@ -684,7 +684,7 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 		removing[r.ID] = true
 	}
 	if err := checkRemovable(w, w.remove, removing); err != nil {
-		return nil, nil, err
+		return nil, nil, h.nameUsers(ctx, err)
 	}
 	batchDeletes, laterDeletes, err := h.splitDeletes(ctx, w)
 	if err != nil {
@@ -806,6 +806,26 @@ func checkRemovable(w stateWrite, insts []cairn.Instance, removing map[string]bo
 			Msg: fmt.Sprintf("state %q: %s is used by %s; nothing was written", w.state, what, strings.Join(users, ", "))}
 	}
 	return nil
+}
+
+// nameUsers adds to a UsedBy refusal what each user is (its Type, namespace
+// and name): ids alone do not tell a tofu user which stack reads an output.
+func (h *Hub) nameUsers(ctx context.Context, err error) error {
+	var ce *cairn.Error
+	if !errors.As(err, &ce) || ce.Code != cairn.CodeUsedBy {
+		return err
+	}
+	users, rerr := h.st.GetInstancesBrief(ctx, ce.IDs)
+	if rerr != nil || len(users) == 0 {
+		return err
+	}
+	names := make([]string, len(users))
+	for i, u := range users {
+		names[i] = fmt.Sprintf("%s %s/%s", u.TypeRef.Path, u.Namespace, u.Name)
+	}
+	c := *ce
+	c.Msg = strings.TrimSuffix(c.Msg, "; nothing was written") + " (" + strings.Join(names, ", ") + "); nothing was written"
+	return &c
 }
 
 // stateWriteErr says which state a failed write was about; a write that

@@ -633,6 +633,11 @@ func TestTofuOutputsIntoAStack(t *testing.T) {
 	if out, err := w.run("apply", "-auto-approve", "-input=false", "-no-color", "-var", "cidr=10.9.0.0/16"); err == nil {
 		t.Errorf("an apply dropping an output a stack reads succeeded:\n%s", out)
 	}
+	// The refusal (in the answer's body, which the server logs) names the
+	// installation that reads the output.
+	if l := s.logs.String(); !strings.Contains(l, `drops output \"vpc_cidr\"`) || !strings.Contains(l, "default/shop") {
+		t.Errorf("the server's log does not name the output and the installation:\n%s", l)
+	}
 	if _, err := s.hub.GetInstance(ctx, "terraformoutput.default.network-vpc-cidr", false); err != nil {
 		t.Errorf("the output a stack reads: %v", err)
 	}
