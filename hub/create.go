@@ -39,6 +39,12 @@ type NewInstance struct {
 	// ManagedFields is the server-side apply field ownership to store with
 	// the instance (Kubernetes managedFields form), or nil.
 	ManagedFields json.RawMessage
+
+	// id, when set, is the instance's id instead of a new UUID: the hub
+	// gives some of its own instances a readable, deterministic id
+	// (Terraform states and outputs, terraform.go). Callers outside the
+	// hub cannot choose ids.
+	id string
 }
 
 // BackendInput selects the backend of a new instance and carries its context.
@@ -194,7 +200,10 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 	actor := cairn.Actor(ctx)
 
 	for i, in := range req.Instances {
-		id := newID()
+		id := in.id
+		if id == "" {
+			id = newID()
+		}
 		if in.Name == "" {
 			in.Name = defaultName(in.Alias, in.TypeRef.Path, id)
 		}

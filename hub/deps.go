@@ -199,6 +199,22 @@ func (h *Hub) AddUses(ctx context.Context, from string, to []string) error {
 	})
 }
 
+// RemoveUses removes the uses edges from -> to (missing edges are no-ops),
+// in one transaction.
+func (h *Hub) RemoveUses(ctx context.Context, from string, to []string) error {
+	if len(to) == 0 {
+		return nil
+	}
+	return h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, id := range to {
+			if err := tx.RemoveUses(ctx, from, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // WithAnnotations returns a copy of base with set added and del removed.
 func WithAnnotations(base map[string]string, set map[string]string, del ...string) map[string]string {
 	out := maps.Clone(base)

@@ -55,9 +55,11 @@ type faulty struct {
 
 func (f *faulty) hook(method, id string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls = append(f.calls, method+" "+id)
-	if fn := f.fail[method]; fn != nil {
+	fn := f.fail[method]
+	f.mu.Unlock()
+	// Called unlocked: a hook may call the hub, which calls the backend.
+	if fn != nil {
 		return fn(id)
 	}
 	return nil

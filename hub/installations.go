@@ -29,6 +29,11 @@ const (
 	// Kubernetes finalizer would. Its value is the time of the request
 	// (RFC 3339), served as metadata.deletionTimestamp.
 	AnnotationDeletionRequested = "stacks.cairn.dev/deletion-requested"
+	// AnnotationParametersFrom on an installation gives parameters by
+	// reference to other instances, re-read on every reconcile (the stack
+	// controller's parameter sources): a YAML or JSON mapping of parameter
+	// name to source, {terraformOutput: NAME}.
+	AnnotationParametersFrom = "stacks.cairn.dev/parameters-from"
 	// FinalizerChildren is the finalizer REST shows while the deletion of
 	// an installation waits for its children.
 	FinalizerChildren = "stacks.cairn.dev/children"

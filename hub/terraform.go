@@ -99,6 +99,21 @@ var emptyState = json.RawMessage(`{}`)
 
 func stateName(ns, name string) string { return ns + "/" + name }
 
+// terraformID is the id of a state's or an output's instance:
+// <kind in lower case>.<namespace>.<name>, e.g.
+// terraformoutput.default.network-ip. The hub chooses every id and makes
+// every other one a UUID, so these cannot clash with another instance's;
+// a namespace has no dots, so the id reads one way. Being derived from the
+// name, an output's id stays the same across applies, and the
+// TypeInstance view (typeinstances, GraphQL) shows what it is.
+func terraformID(kind, ns, name string) string {
+	return strings.ToLower(kind) + "." + ns + "." + name
+}
+
+// TerraformOutputID is the id of the (not sensitive) output instance named
+// name (<state>-<output>) in namespace ns, whether or not it exists yet.
+func TerraformOutputID(ns, name string) string { return terraformID("TerraformOutput", ns, name) }
+
 // getState returns a state instance with its latest value; NotFound when
 // there is none.
 func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, error) {
@@ -245,8 +260,17 @@ func outputInstances(ns, state string, s tfstate.State) ([]outputInstance, error
 	return out, nil
 }
 
+// kind is the REST kind of the output's Type.
+func (o outputInstance) kind() string {
+	if o.path == TerraformSensitivePath {
+		return "TerraformSensitiveOutput"
+	}
+	return "TerraformOutput"
+}
+
 func (o outputInstance) newInstance(ns, state string) NewInstance {
 	return NewInstance{
+		id:    terraformID(o.kind(), ns, o.name),
 		Alias: "output-" + o.name, Namespace: ns, Name: o.name,
 		TypeRef: cairn.TypeRef{Path: o.path, Revision: terraformRevision},
 		Labels:  map[string]string{TerraformStateLabel: state, TerraformOutputLabel: labelValue(o.output)},
@@ -268,20 +292,21 @@ func labelValue(s string) string {
 }
 
 // createState creates the state and its outputs, each output using the
-// state, in one atomic create.
+// state, in one transaction.
 func (h *Hub) createState(ctx context.Context, ns, name string, doc json.RawMessage, s tfstate.State, outs []outputInstance) (cairn.Instance, error) {
-	req := CreateRequest{Instances: []NewInstance{{Alias: "state", Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: doc,
-		Annotations: stateAnnotations(nil, s)}}}
+	w := stateWrite{state: stateName(ns, name)}
+	w.create.Instances = []NewInstance{{id: terraformID("TerraformState", ns, name), Alias: "state", Namespace: ns, Name: name,
+		TypeRef: stateTypeRef, Value: doc, Annotations: stateAnnotations(nil, s)}}
 	for _, o := range outs {
 		ni := o.newInstance(ns, name)
-		req.Instances = append(req.Instances, ni)
-		req.UsesRelations = append(req.UsesRelations, UsesRelation{From: ni.Alias, To: "state"})
+		w.create.Instances = append(w.create.Instances, ni)
+		w.create.UsesRelations = append(w.create.UsesRelations, UsesRelation{From: ni.Alias, To: "state"})
 	}
-	created, err := h.CreateInstances(ctx, req)
+	created, _, err := h.writeState(ctx, w)
 	if err != nil {
 		return cairn.Instance{}, err
 	}
-	return created[0].Instance, nil
+	return created[0], nil
 }
 
 // stateOutputs lists a state's output instances (both Types).
@@ -307,9 +332,54 @@ func (h *Hub) stateOutputs(ctx context.Context, ns, state string) ([]cairn.Insta
 // prints it.
 const SensitiveMarker = "(sensitive value)"
 
+// RedactsInLists reports whether lists show instances of the Type path with
+// part of their values hidden (sensitive outputs, and the sensitive outputs
+// inside a state document), so that whatever caches an encoded instance
+// does not serve a list's encoding for a read of the one instance.
+func RedactsInLists(typePath string) bool {
+	return typePath == TerraformSensitivePath || typePath == TerraformStatePath
+}
+
+// redactStateOutputs hides the values of a state document's sensitive
+// outputs, as tofu output prints them. A document it cannot read is
+// replaced whole rather than shown.
+func redactStateOutputs(doc json.RawMessage) json.RawMessage {
+	if isEmptyState(doc) || !strings.Contains(string(doc), `"sensitive"`) {
+		return doc
+	}
+	var m map[string]json.RawMessage
+	var outs map[string]map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil || json.Unmarshal(m["outputs"], &outs) != nil {
+		return json.RawMessage(strconv.Quote(SensitiveMarker))
+	}
+	changed := false
+	for _, o := range outs {
+		if string(o["sensitive"]) == "true" {
+			o["value"] = json.RawMessage(strconv.Quote(SensitiveMarker))
+			changed = true
+		}
+	}
+	if !changed {
+		return doc
+	}
+	b, err := json.Marshal(outs)
+	if err != nil {
+		return json.RawMessage(strconv.Quote(SensitiveMarker))
+	}
+	m["outputs"] = b
+	if b, err = json.Marshal(m); err != nil {
+		return json.RawMessage(strconv.Quote(SensitiveMarker))
+	}
+	return b
+}
+
 // redactSensitive hides a sensitive output's value in a list: reading the
 // one instance (GetInstance) shows it, a list never does.
 func redactSensitive(inst *cairn.Instance) {
+	if inst.TypeRef.Path == TerraformStatePath && inst.Latest.Value != nil {
+		inst.Latest.Value = redactStateOutputs(inst.Latest.Value)
+		return
+	}
 	if inst.TypeRef.Path != TerraformSensitivePath || inst.Latest.Value == nil {
 		return
 	}
@@ -324,11 +394,10 @@ func redactSensitive(inst *cairn.Instance) {
 	}
 }
 
-// updateState adds the state's next resource version together with the
-// changed outputs' new versions (one atomic update), then creates the new
-// outputs (atomically, with their uses edges) and deletes the outputs the
-// state no longer has. A removed output another instance uses refuses the
-// write before anything changes.
+// updateState adds the state's next resource version, the changed outputs'
+// new versions, the new outputs (with their uses edges) and deletes the
+// outputs the state no longer has, all in one transaction. A removed output
+// another instance uses refuses the write before anything changes.
 func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID string, doc json.RawMessage, s tfstate.State, outs []outputInstance) (cairn.Instance, error) {
 	existing, err := h.stateOutputs(ctx, inst.Namespace, inst.Name)
 	if err != nil {
@@ -343,57 +412,40 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 	keep := map[string]bool{}
 	for _, o := range outs {
 		e, ok := byName[o.name]
-		if ok && e.TypeRef.Path == o.path {
+		// An output created by an earlier cairn has a UUID: it gets its
+		// readable id (replaced in this write) unless something uses it.
+		if ok && e.TypeRef.Path == o.path && (e.ID == terraformID(o.kind(), inst.Namespace, o.name) || len(e.UsedBy) > 0) {
 			keep[o.name] = true
 			if !jsonEqual(e.Latest.Value, o.value) {
 				ups = append(ups, UpdateInstance{ID: e.ID, Value: o.value})
 			}
 			continue
 		}
-		// New, or its sensitivity changed (another Type): replaced.
+		// New, its sensitivity changed (another Type) or its id is a UUID:
+		// (re)created.
 		ni := o.newInstance(inst.Namespace, inst.Name)
 		create.Instances = append(create.Instances, ni)
 		create.UsesRelations = append(create.UsesRelations, UsesRelation{From: ni.Alias, To: inst.ID})
 	}
-	// Refuse before changing anything when a removed output is in use.
+	// A removed output another instance uses refuses the write
+	// (writeState, before anything is written).
 	var remove []cairn.Instance
 	for _, e := range existing {
-		if keep[e.Name] {
-			continue
+		if !keep[e.Name] {
+			remove = append(remove, e)
 		}
-		if len(e.UsedBy) > 0 {
-			return cairn.Instance{}, &cairn.Error{Code: cairn.CodeUsedBy, IDs: e.UsedBy,
-				Msg: fmt.Sprintf("state %q: the new state drops output %q, but its instance %q is used by %s; nothing was written",
-					stateName(inst.Namespace, inst.Name), e.Labels[TerraformOutputLabel], e.Name, strings.Join(e.UsedBy, ", "))}
-		}
-		remove = append(remove, e)
 	}
-	updated, err := h.UpdateInstances(ctx, ups)
+	w := stateWrite{state: stateName(inst.Namespace, inst.Name), create: create, update: ups, remove: remove}
+	_, updated, err := h.writeState(ctx, w)
 	if err != nil {
-		if cairn.HasCode(err, cairn.CodeConflict) {
-			return cairn.Instance{}, fmt.Errorf("state %q was written concurrently; retry: %w", stateName(inst.Namespace, inst.Name), err)
-		}
 		return cairn.Instance{}, err
-	}
-	// The state's new version is stored; what follows brings the outputs
-	// in line, and an error says the state itself was written.
-	if len(create.Instances) > 0 {
-		if _, err := h.CreateInstances(ctx, create); err != nil {
-			return cairn.Instance{}, fmt.Errorf("state %q version %d is stored, but creating its new outputs' instances failed: %w",
-				stateName(inst.Namespace, inst.Name), updated[0].Latest.ResourceVersion, err)
-		}
-	}
-	for _, e := range remove {
-		if err := h.DeleteInstance(ctx, e.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			return cairn.Instance{}, fmt.Errorf("state %q version %d is stored, but deleting the instance %q of a removed output failed: %w",
-				stateName(inst.Namespace, inst.Name), updated[0].Latest.ResourceVersion, e.Name, err)
-		}
 	}
 	return updated[0], nil
 }
 
-// DeleteTerraformState deletes a state, its outputs and its history. A state
-// locked by another lock than lockID is refused.
+// DeleteTerraformState deletes a state, its outputs and its history in one
+// transaction. A state locked by another lock than lockID is refused, and
+// so is one whose outputs other instances use.
 func (h *Hub) DeleteTerraformState(ctx context.Context, ns, name, lockID string) error {
 	inst, err := h.getState(ctx, ns, name)
 	if err != nil {
@@ -406,12 +458,9 @@ func (h *Hub) DeleteTerraformState(ctx context.Context, ns, name, lockID string)
 	if err != nil {
 		return err
 	}
-	for _, o := range outs {
-		if err := h.DeleteInstance(ctx, o.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			return fmt.Errorf("state %q: delete output instance %q: %w", stateName(ns, name), o.Name, err)
-		}
-	}
-	return h.DeleteInstance(ctx, inst.ID, lockID)
+	// The outputs first: each uses the state.
+	_, _, err = h.writeState(ctx, stateWrite{state: stateName(ns, name), remove: append(outs, inst), lockID: lockID})
+	return err
 }
 
 // LockTerraformState takes the state's lock for info.ID and records info in
@@ -421,7 +470,8 @@ func (h *Hub) DeleteTerraformState(ctx context.Context, ns, name, lockID string)
 func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfstate.LockInfo) error {
 	inst, err := h.stateInstance(ctx, ns, name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		_, cerr := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: emptyState}}})
+		_, cerr := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{id: terraformID("TerraformState", ns, name),
+			Namespace: ns, Name: name, TypeRef: stateTypeRef, Value: emptyState}}})
 		if cerr != nil && !cairn.HasCode(cerr, cairn.CodeAlreadyExists) {
 			return cerr
 		}
@@ -578,4 +628,232 @@ func IsTerraformLocked(err error) (tfstate.LockInfo, bool) {
 		return le.Holder, true
 	}
 	return tfstate.LockInfo{}, false
+}
+
+// stateWrite is everything one request about a state changes: instances to
+// create (the state on its first write, new outputs) with their uses edges,
+// updates (the state's next version, changed outputs) and instances to
+// delete (outputs the state no longer has; on DELETE the outputs, then the
+// state). writeState commits it in one store transaction.
+//
+// It is not ApplyChildren: its deletes are not owned children, the state's
+// uses edges and lock come with them, and an error must say which state.
+type stateWrite struct {
+	state  string // namespace/name, for errors
+	create CreateRequest
+	update []UpdateInstance
+	remove []cairn.Instance
+	// lockID may delete a removed instance it locks (the state on DELETE).
+	lockID string
+}
+
+// writeState checks and commits w all or nothing. Values in external
+// backends are written first, each backend's share as one batch where it
+// takes batches (creates, updates and deletes: a Git backend makes one
+// commit of an apply), and taken back when anything after fails; the store
+// transaction then creates, updates and deletes the metadata (and the
+// built-in backend's values) together, checking locks, sequence numbers and
+// users again. A backend without batches cannot take a delete back, so the
+// values of deleted instances there are deleted after the commit: one that
+// fails leaves an unreferenced value behind, which is logged, while the hub
+// is already consistent. It returns the created and the updated instances
+// in request order.
+func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []cairn.Instance, err error) {
+	var items []*pending
+	var edges []UsesRelation
+	if len(w.create.Instances) > 0 {
+		if items, err = h.prepareCreate(ctx, w.create, h.now().UTC()); err != nil {
+			return nil, nil, fmt.Errorf("state %q: %w", w.state, err)
+		}
+		if edges, err = h.resolveRelations(ctx, w.create.UsesRelations, items); err != nil {
+			return nil, nil, fmt.Errorf("state %q: %w", w.state, err)
+		}
+	}
+	var ids []string
+	var staged []*staged
+	if len(w.update) > 0 {
+		if err := checkUpdates(w.update); err != nil {
+			return nil, nil, fmt.Errorf("state %q: %w", w.state, err)
+		}
+		if ids, staged, err = h.stageUpdates(ctx, w.update); err != nil {
+			return nil, nil, h.stateWriteErr(w, err)
+		}
+	}
+	removing := make(map[string]bool, len(w.remove))
+	for _, r := range w.remove {
+		removing[r.ID] = true
+	}
+	if err := checkRemovable(w, w.remove, removing); err != nil {
+		return nil, nil, h.nameUsers(ctx, err)
+	}
+	batchDeletes, laterDeletes, err := h.splitDeletes(ctx, w)
+	if err != nil {
+		return nil, nil, h.stateWriteErr(w, err)
+	}
+
+	ws := append(append(h.createWrites(items), updateWrites(staged)...), batchDeletes...)
+	j, failed, err := h.writeExternal(ctx, ws)
+	if err != nil {
+		var cause error
+		switch {
+		case failed.w.Create != nil:
+			cause = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+		case failed.w.Update != nil:
+			cause = updateFailure(failed, err)
+		default:
+			cause = externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
+		}
+		return nil, nil, h.undo(ctx, j, h.stateWriteErr(w, cause))
+	}
+	removeIDs := make([]string, len(w.remove))
+	for i, r := range w.remove {
+		removeIDs[i] = r.ID
+	}
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		created, updated = nil, nil
+		if len(removeIDs) > 0 {
+			cur, err := tx.GetInstances(ctx, removeIDs)
+			if err != nil {
+				return err
+			}
+			if len(cur) != len(removeIDs) {
+				return &cairn.Error{Code: cairn.CodeConflict, Msg: fmt.Sprintf("state %q: an output instance was deleted concurrently; retry", w.state)}
+			}
+			if err := checkRemovable(w, cur, removing); err != nil {
+				return err
+			}
+			for _, r := range cur {
+				if err := tx.DeleteInstance(ctx, r.ID); err != nil {
+					return fmt.Errorf("delete %q: %w", r.Name, err)
+				}
+				if r.Backend.Abstract {
+					if err := tx.DeleteValues(ctx, r.ID); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+						return err
+					}
+				}
+			}
+		}
+		var err error
+		if len(items) > 0 {
+			if created, err = h.storeCreates(ctx, tx, items, edges); err != nil {
+				return err
+			}
+		}
+		if len(staged) > 0 {
+			if updated, err = storeUpdates(ctx, tx, w.update, ids, staged); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, h.undo(ctx, j, h.stateWriteErr(w, err))
+	}
+	h.deleteExternalValues(ctx, laterDeletes)
+	h.log.InfoContext(ctx, "terraform state written", "state", w.state, "created", len(items), "updated", len(staged),
+		"deleted", len(w.remove), "actor", cairn.Actor(ctx))
+	return created, updated, nil
+}
+
+// splitDeletes sorts the removed instances' values in external backends:
+// deletes for backends that take batches (and can undo them) go into the
+// write's batches; the others are deleted after the commit.
+func (h *Hub) splitDeletes(ctx context.Context, w stateWrite) (batch []*externalWrite, later []cairn.Instance, err error) {
+	if isDryRun(ctx) {
+		return nil, nil, nil
+	}
+	bs := h.newBackendSet()
+	for _, r := range w.remove {
+		if r.Backend.Abstract {
+			continue
+		}
+		b, err := bs.get(ctx, r.Backend.ID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("delete %q: %w", r.Name, err)
+		}
+		if _, ok := b.client.(cairn.BatchWriter); !ok {
+			later = append(later, r)
+			continue
+		}
+		batch = append(batch, &externalWrite{b: b, inst: r,
+			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: r.ID, Context: r.Latest.Context, OwnerID: w.lockID}}})
+	}
+	return batch, later, nil
+}
+
+// checkRemovable refuses to delete an instance locked by another owner than
+// the write's lock, or used by an instance the write does not delete too.
+func checkRemovable(w stateWrite, insts []cairn.Instance, removing map[string]bool) error {
+	for _, r := range insts {
+		if r.LockedBy != "" && r.LockedBy != w.lockID {
+			return &cairn.Error{Code: cairn.CodeLocked, IDs: []string{r.ID},
+				Msg: fmt.Sprintf("state %q: instance %q is locked by %s; nothing was written", w.state, r.Name, r.LockedBy)}
+		}
+		var users []string
+		for _, u := range r.UsedBy {
+			if !removing[u] {
+				users = append(users, u)
+			}
+		}
+		if len(users) == 0 {
+			continue
+		}
+		what := fmt.Sprintf("the new state drops output %q, but its instance %q", r.Labels[TerraformOutputLabel], r.Name)
+		if r.TypeRef.Path == TerraformStatePath {
+			what = fmt.Sprintf("the state %q", r.Name)
+		}
+		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: users,
+			Msg: fmt.Sprintf("state %q: %s is used by %s; nothing was written", w.state, what, strings.Join(users, ", "))}
+	}
+	return nil
+}
+
+// nameUsers adds to a UsedBy refusal what each user is (its Type, namespace
+// and name): ids alone do not tell a tofu user which stack reads an output.
+func (h *Hub) nameUsers(ctx context.Context, err error) error {
+	var ce *cairn.Error
+	if !errors.As(err, &ce) || ce.Code != cairn.CodeUsedBy {
+		return err
+	}
+	users, rerr := h.st.GetInstancesBrief(ctx, ce.IDs)
+	if rerr != nil || len(users) == 0 {
+		return err
+	}
+	names := make([]string, len(users))
+	for i, u := range users {
+		names[i] = fmt.Sprintf("%s %s/%s", u.TypeRef.Path, u.Namespace, u.Name)
+	}
+	c := *ce
+	c.Msg = strings.TrimSuffix(c.Msg, "; nothing was written") + " (" + strings.Join(names, ", ") + "); nothing was written"
+	return &c
+}
+
+// stateWriteErr says which state a failed write was about; a write that
+// lost a race to another writer is a conflict to retry.
+func (h *Hub) stateWriteErr(w stateWrite, err error) error {
+	if errors.Is(err, errVersionRace) || cairn.HasCode(err, cairn.CodeConflict) {
+		return &cairn.Error{Code: cairn.CodeConflict, Err: err,
+			Msg: fmt.Sprintf("state %q was written concurrently; nothing was written, retry: %v", w.state, err)}
+	}
+	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
+}
+
+// deleteExternalValues deletes the values of deleted instances from their
+// external backends, after the metadata is gone. A failure is logged (ids
+// and backends, never values): the value is no longer reachable.
+func (h *Hub) deleteExternalValues(ctx context.Context, insts []cairn.Instance) {
+	bs := h.newBackendSet()
+	ctx = context.WithoutCancel(ctx)
+	for _, r := range insts {
+		if r.Backend.Abstract {
+			continue
+		}
+		b, err := bs.get(ctx, r.Backend.ID)
+		if err == nil {
+			err = b.client.OnDelete(h.withResourceMeta(ctx, b, r), cairn.OnDeleteRequest{InstanceID: r.ID, Context: r.Latest.Context})
+		}
+		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			h.log.WarnContext(ctx, "a deleted instance's value was left in its backend", "instance", r.ID, "backend", r.Backend.ID, "err", err)
+		}
+	}
 }

@@ -236,6 +236,17 @@ func TestTerraformSensitiveOutputsFollowThePolicy(t *testing.T) {
 	if v := string(e.get(outs["app-token"].ID).Latest.Value); !strings.Contains(v, "t0ps3cret") {
 		t.Errorf("reading the sensitive output gives %s", v)
 	}
+	// Nor does a list show it inside the state document.
+	states, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: hub.TerraformStatePath}, true)
+	if err != nil || len(states) != 1 {
+		t.Fatalf("list states: %d, %v", len(states), err)
+	}
+	if v := string(states[0].Latest.Value); strings.Contains(v, "t0ps3cret") || !strings.Contains(v, `"url":{"sensitive":false,"type":"string","value":"u"}`) {
+		t.Errorf("a list shows the state as %s", v)
+	}
+	if v := string(e.get(states[0].ID).Latest.Value); !strings.Contains(v, "t0ps3cret") {
+		t.Errorf("reading the state gives %s", v)
+	}
 	// Writing the same state again changes no output (compared unredacted).
 	if _, err := e.h.PutTerraformState(e.ctx, "default", "app", "", tfDoc("L", 2, map[string]string{"url": `"u"`, "!token": `"t0ps3cret"`})); err != nil {
 		t.Fatal(err)
@@ -279,5 +290,229 @@ func TestTerraformOutputFeedsAProjection(t *testing.T) {
 	}
 	if h, _ := e.h.TerraformStateHistory(e.ctx, "default", "net"); len(h) != 2 {
 		t.Errorf("the refused write left %d versions, want 2", len(h))
+	}
+}
+
+// Output instances have readable ids derived from namespace and name,
+// the same across applies, so the TypeInstance view names them and a
+// reference to one survives every apply.
+func TestTerraformReadableIDs(t *testing.T) {
+	e := newTFEnv(t)
+	st, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 1, map[string]string{"ip": `"a"`, "db_host": `"h"`, "!pw": `"p"`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID != "terraformstate.default.net" {
+		t.Errorf("state id %q", st.ID)
+	}
+	want := map[string]string{"net-ip": "terraformoutput.default.net-ip", "net-db-host": "terraformoutput.default.net-db-host",
+		"net-pw": "terraformsensitiveoutput.default.net-pw"}
+	for name, id := range want {
+		if got := e.outputs("net")[name].ID; got != id {
+			t.Errorf("output %s has id %q, want %q", name, got, id)
+		}
+	}
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 2, map[string]string{"ip": `"b"`, "db_host": `"h"`, "!pw": `"p"`})); err != nil {
+		t.Fatal(err)
+	}
+	ip := e.get("terraformoutput.default.net-ip")
+	if ip.Latest.ResourceVersion != 2 || !strings.Contains(string(ip.Latest.Value), `"value":"b"`) {
+		t.Errorf("after the second apply the same id holds version %d %s", ip.Latest.ResourceVersion, ip.Latest.Value)
+	}
+	// The same state and output names in another namespace are other ids.
+	other, err := e.h.PutTerraformState(e.ctx, "team-b", "net", "", tfDoc("M", 1, map[string]string{"ip": `"c"`}))
+	if err != nil || other.ID != "terraformstate.team-b.net" {
+		t.Fatalf("state in team-b: %v %v", other.ID, err)
+	}
+	if v := e.get("terraformoutput.team-b.net-ip").Latest.Value; !strings.Contains(string(v), `"value":"c"`) {
+		t.Errorf("team-b's output: %s", v)
+	}
+	// An output that turns sensitive is replaced by an instance of the
+	// other Type, with the other id.
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L", 3, map[string]string{"!ip": `"b"`, "db_host": `"h"`, "!pw": `"p"`})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.GetInstance(e.ctx, "terraformoutput.default.net-ip", false); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("the plain output is still there: %v", err)
+	}
+	if p := e.get("terraformsensitiveoutput.default.net-ip"); p.TypeRef.Path != hub.TerraformSensitivePath {
+		t.Errorf("the sensitive output: %s", p.TypeRef)
+	}
+}
+
+// A state write is one transaction: the state's version and every output's
+// create, update and delete happen together or not at all, whichever step
+// fails.
+func TestTerraformWriteIsAllOrNothing(t *testing.T) {
+	e := newTFEnv(t)
+	outsID, outsB := e.addBackend("outs", true, "")
+	if _, err := e.h.ApplyPolicy(e.ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
+		{TypeRef: policy.TypeRef{Path: hub.TerraformOutputPath}, Backend: policy.BackendRef{ID: outsID}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := map[string]string{"a": `"a1"`, "b": `"b1"`, "c": `"c1"`}
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "s", "", tfDoc("L", 1, v1)); err != nil {
+		t.Fatal(err)
+	}
+	before := e.tfSnapshot("s")
+	// The next state changes a and c, drops b and adds d.
+	v2 := tfDoc("L", 2, map[string]string{"a": `"a2"`, "c": `"c2"`, "d": `"d2"`})
+
+	unchanged := func(t *testing.T, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("the write succeeded")
+		}
+		if !strings.Contains(err.Error(), "nothing was written") {
+			t.Errorf("error %q does not say that nothing was written", err)
+		}
+		if got := e.tfSnapshot("s"); got != before {
+			t.Errorf("a failed write changed the hub:\nbefore %s\nafter  %s", before, got)
+		}
+		// The backend holds what it held: versions the write stored are
+		// gone again, d was never left there.
+		for id, want := range map[string]string{"terraformoutput.default.s-a": "a1", "terraformoutput.default.s-c": "c1"} {
+			v, err := outsB.Backend.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 2})
+			if err == nil {
+				t.Errorf("the backend still has version 2 of %s: %s", id, v)
+			}
+			v, err = outsB.Backend.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1})
+			if err != nil || !strings.Contains(string(v), want) {
+				t.Errorf("%s version 1 in the backend: %s %v", id, v, err)
+			}
+		}
+		if v, err := outsB.Backend.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: "terraformoutput.default.s-d", ResourceVersion: 1}); err == nil {
+			t.Errorf("the backend kept the new output d: %s", v)
+		}
+	}
+
+	t.Run("the backend fails an update halfway", func(t *testing.T) {
+		outsB.failOn("OnUpdate", func(id string) error {
+			if id == "terraformoutput.default.s-c" {
+				return cairn.Errorf(cairn.CodeUnavailable, "disk full")
+			}
+			return nil
+		})
+		defer outsB.failOn("OnUpdate", nil)
+		_, err := e.h.PutTerraformState(e.ctx, "default", "s", "", v2)
+		unchanged(t, err)
+		if !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("error %q does not say what failed", err)
+		}
+	})
+	t.Run("the store refuses after the backend wrote", func(t *testing.T) {
+		// While the backend stores the new output d, another client locks
+		// output b, which the write deletes: the transaction refuses it
+		// after the backend has written a, c and d.
+		outsB.failOn("OnCreate", func(id string) error {
+			if id == "terraformoutput.default.s-d" {
+				if err := e.h.LockInstances(e.ctx, []string{"terraformoutput.default.s-b"}, "someone"); err != nil {
+					t.Errorf("lock b: %v", err)
+				}
+			}
+			return nil
+		})
+		defer outsB.failOn("OnCreate", nil)
+		_, err := e.h.PutTerraformState(e.ctx, "default", "s", "", v2)
+		if !cairn.HasCode(err, cairn.CodeLocked) {
+			t.Errorf("err = %v, want Locked", err)
+		}
+		if err := e.h.UnlockInstances(e.ctx, []string{"terraformoutput.default.s-b"}, "someone"); err != nil {
+			t.Fatal(err)
+		}
+		unchanged(t, err)
+		if len(outsB.called("OnDeleteRevision")) == 0 || len(outsB.called("OnDelete terraformoutput.default.s-d")) == 0 {
+			t.Errorf("no rollback in the backend: %v", outsB.called("On"))
+		}
+	})
+	t.Run("an output the hub cannot name", func(t *testing.T) {
+		_, err := e.h.PutTerraformState(e.ctx, "default", "s", "", tfDoc("L", 2, map[string]string{"a": `"a2"`, "Bad.Name!": `"x"`}))
+		if !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Fatalf("err = %v, want Invalid", err)
+		}
+		if got := e.tfSnapshot("s"); got != before {
+			t.Errorf("a refused write changed the hub:\nbefore %s\nafter  %s", before, got)
+		}
+	})
+
+	// The same write succeeds once nothing fails, all at once.
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "s", "", v2); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(e.outputs("s")); got != "s-a,s-c,s-d" {
+		t.Errorf("outputs after the write: %s", got)
+	}
+	if _, err := outsB.Backend.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: "terraformoutput.default.s-b", ResourceVersion: 1}); err == nil {
+		t.Error("the dropped output's value is still in the backend")
+	}
+
+	// DELETE is one transaction too: refused as a whole while an output
+	// is used by another instance.
+	user := e.create(hub.NewInstance{Alias: "user", TypeRef: cairn.TypeRef{Path: "cap.type.app", Revision: "0.1.0"}, Value: json.RawMessage(`{}`)})
+	if err := e.h.AddUses(e.ctx, user, []string{"terraformoutput.default.s-c"}); err != nil {
+		t.Fatal(err)
+	}
+	mid := e.tfSnapshot("s")
+	if err := e.h.DeleteTerraformState(e.ctx, "default", "s", ""); !cairn.HasCode(err, cairn.CodeUsedBy) {
+		t.Errorf("delete while an output is used: %v, want UsedBy", err)
+	}
+	if got := e.tfSnapshot("s"); got != mid {
+		t.Errorf("a refused delete changed the hub:\nbefore %s\nafter  %s", mid, got)
+	}
+}
+
+// tfSnapshot describes a state and its outputs: ids, versions and values.
+func (e *env) tfSnapshot(state string) string {
+	e.t.Helper()
+	var b strings.Builder
+	st, err := e.h.GetInstanceByName(e.ctx, hub.TerraformStatePath, "default", state, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "state %s v%d lock=%q;", st.ID, st.Latest.ResourceVersion, st.LockedBy)
+	outs := e.outputs(state)
+	for _, n := range slices.Sorted(maps.Keys(outs)) {
+		o := e.get(outs[n].ID)
+		fmt.Fprintf(&b, " %s v%d %s lock=%q;", o.ID, o.Latest.ResourceVersion, o.Latest.Value, o.LockedBy)
+	}
+	return b.String()
+}
+
+// Outputs an earlier cairn created with UUIDs get their readable ids on the
+// next write, unless another instance uses them.
+func TestTerraformLegacyOutputIDs(t *testing.T) {
+	e := newTFEnv(t)
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "old", "", tfDoc("L", 1, map[string]string{"a": `"1"`, "b": `"1"`})); err != nil {
+		t.Fatal(err)
+	}
+	// Make a and b what an earlier cairn wrote: instances with UUIDs.
+	st := e.outputs("old")
+	for _, n := range []string{"old-a", "old-b"} {
+		o := st[n]
+		if err := e.h.DeleteInstance(e.ctx, o.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		stInst, _ := e.h.GetInstanceByName(e.ctx, hub.TerraformStatePath, "default", "old", false)
+		out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "o", Name: n, TypeRef: o.TypeRef, Labels: o.Labels, Value: o.Latest.Value}},
+			UsesRelations: []hub.UsesRelation{{From: "o", To: stInst.ID}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st[n] = out[0].Instance
+	}
+	user := e.create(hub.NewInstance{Alias: "user", TypeRef: cairn.TypeRef{Path: "cap.type.app", Revision: "0.1.0"}, Value: json.RawMessage(`{}`)})
+	if err := e.h.AddUses(e.ctx, user, []string{st["old-b"].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "old", "", tfDoc("L", 2, map[string]string{"a": `"2"`, "b": `"2"`})); err != nil {
+		t.Fatal(err)
+	}
+	now := e.outputs("old")
+	if now["old-a"].ID != "terraformoutput.default.old-a" || !strings.Contains(string(now["old-a"].Latest.Value), `"value":"2"`) {
+		t.Errorf("unused legacy output a: %s %s", now["old-a"].ID, now["old-a"].Latest.Value)
+	}
+	if now["old-b"].ID != st["old-b"].ID || now["old-b"].Latest.ResourceVersion != 2 {
+		t.Errorf("used legacy output b: %s v%d, want it kept as %s v2", now["old-b"].ID, now["old-b"].Latest.ResourceVersion, st["old-b"].ID)
 	}
 }

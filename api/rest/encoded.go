@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // encodedCache keeps the JSON of objects by (instance, change number), so
@@ -33,7 +34,9 @@ const maxEncoded = 200_000
 // encode returns obj's JSON (as json.Marshal writes it), from the cache
 // when inst has not changed since it was encoded.
 func (c *encodedCache) encode(inst cairn.Instance, obj Object) ([]byte, error) {
-	cacheable := inst.Backend.Abstract && len(obj.Metadata.OwnerReferences) == 0
+	// A list shows some values redacted and a read of the one instance
+	// does not, at the same Seq: those are never cached.
+	cacheable := inst.Backend.Abstract && len(obj.Metadata.OwnerReferences) == 0 && !hub.RedactsInLists(inst.TypeRef.Path)
 	if cacheable {
 		c.mu.Lock()
 		e, ok := c.objs[inst.ID]

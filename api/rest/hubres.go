@@ -274,10 +274,22 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 }
 
 // typeInstanceID resolves typeinstances/{name}: an id, or the name of
-// exactly one instance (the readable name kubectl get ti shows).
+// exactly one instance (the readable name kubectl get ti shows). Most ids
+// are UUIDs; the hub gives a few of its own instances readable ids
+// (Terraform states and outputs: terraformoutput.default.network-ip),
+// which are tried as ids before names.
 func (s *Server) typeInstanceID(r *http.Request, name string) (string, error) {
 	if uuid.Validate(name) == nil {
 		return name, nil
+	}
+	if strings.Count(name, ".") >= 2 {
+		found, err := s.hub.GetInstances(r.Context(), []string{name})
+		if err != nil {
+			return "", err
+		}
+		if len(found) == 1 {
+			return name, nil
+		}
 	}
 	insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{Name: name, Limit: 10}, false)
 	if err != nil {

@@ -5,26 +5,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/terraform"
 	s3backend "github.com/cairn-dev/cairn/backend/s3"
 	"github.com/cairn-dev/cairn/backend/s3/s3test"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -49,15 +57,36 @@ func tofuBinary(t *testing.T) string {
 // server is one cairn replica: a hub on a store, serving the state
 // protocol and the REST API.
 type server struct {
-	url string
-	hub *hub.Hub
+	url  string
+	hub  *hub.Hub
+	logs *logBuffer
+}
+
+// logBuffer collects everything the replica logs, at every level.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func ctxT(t testing.TB) context.Context { return cairn.WithActor(t.Context(), "test") }
 
 func startServer(t testing.TB, st store.Store, opener hub.BackendOpener) *server {
 	t.Helper()
-	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener})
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h, err := hub.New(ctxT(t), hub.Config{Store: st, Backends: opener, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +94,12 @@ func startServer(t testing.TB, st store.Store, opener hub.BackendOpener) *server
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h}))
-	api := rest.New(rest.Config{Hub: h, Version: rest.Version{Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn"}})
+	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
+	api := rest.New(rest.Config{Hub: h, Logger: log, Version: rest.Version{Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn"}})
 	mux.Handle("/", api)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { api.StopWatches(); srv.Close() })
-	return &server{url: srv.URL, hub: h}
+	return &server{url: srv.URL, hub: h, logs: logs}
 }
 
 func sqliteStore(t testing.TB) store.Store {
@@ -276,6 +305,92 @@ func TestTofuSQLite(t *testing.T) {
 	if strings.Join(got, " ") != "terraformoutput.terraform.cairn.dev/net-ip terraformoutput.terraform.cairn.dev/net-settings" {
 		t.Errorf("kubectl get terraformoutputs -o name = %q", got)
 	}
+	checkTypeInstanceView(t, s, kubectl)
+}
+
+// checkTypeInstanceView checks the outputs of state net (after the apply
+// of "three") in the TypeInstance view: their readable ids are the REST
+// names, and a sensitive value is never in a list, a log line or an error.
+func checkTypeInstanceView(t *testing.T, s *server, kubectl string) {
+	body := httpGet(t, s.url+"/apis/hub.cairn.dev/v1/typeinstances")
+	var list struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				Name  string
+				Value struct{ Value json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, it := range list.Items {
+		names[it.Metadata.Name] = string(it.Spec.Value.Value)
+	}
+	if v := names["terraformoutput.default.net-ip"]; v != `"three"` {
+		t.Errorf("typeinstances list: terraformoutput.default.net-ip has value %s (names: %v)", v, slices.Sorted(maps.Keys(names)))
+	}
+	if v := names["terraformsensitiveoutput.default.net-token"]; v != `"(sensitive value)"` {
+		t.Errorf("typeinstances list: the sensitive output shows %s", v)
+	}
+	// One instance by its readable id, as GraphQL and kubectl name it.
+	one := httpGet(t, s.url+"/apis/hub.cairn.dev/v1/typeinstances/terraformoutput.default.net-ip")
+	if !strings.Contains(string(one), `"name":"terraformoutput.default.net-ip"`) || !strings.Contains(string(one), `"three"`) {
+		t.Errorf("GET typeinstances/terraformoutput.default.net-ip = %s", one)
+	}
+
+	const secret = "secret-three"
+	seen := map[string][]byte{"the typeinstances list": body}
+	seen["the terraformsensitiveoutputs list"] = httpGet(t, s.url+"/apis/terraform.cairn.dev/v1/namespaces/default/terraformsensitiveoutputs")
+	for _, args := range [][]string{{"get", "terraformsensitiveoutputs", "-o", "json"}, {"get", "typeinstances", "-o", "yaml"}, {"get", "terraformsensitiveoutputs"}} {
+		out, err := exec.Command(kubectl, append([]string{"--server", s.url}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		seen["kubectl "+strings.Join(args, " ")] = out
+	}
+	// A refused write of a document holding the secret: the error says
+	// why without the value.
+	resp, err := http.Post(stateURL(s.url, "default", "net"), "application/json",
+		strings.NewReader(`{"version":4,"serial":99,"lineage":"another","outputs":{"token":{"value":"`+secret+`","type":"string","sensitive":true}},"resources":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("a write of another lineage: %s %s", resp.Status, refused)
+	}
+	seen["the refused write's answer"] = refused
+	seen["the server's log"] = []byte(s.logs.String())
+	for what, b := range seen {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s shows the sensitive value:\n%s", what, b)
+		}
+	}
+	if !strings.Contains(s.logs.String(), "terraform state request") {
+		t.Error("the server logged no request: the log check checks nothing")
+	}
+	// Reading the one instance shows it.
+	if v := httpGet(t, s.url+"/apis/terraform.cairn.dev/v1/namespaces/default/terraformsensitiveoutputs/net-token"); !strings.Contains(string(v), secret) {
+		t.Errorf("reading the sensitive output: %s", v)
+	}
+}
+
+func httpGet(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", url, resp.Status, err, b)
+	}
+	return b
 }
 
 func TestTofuPostgresReplicas(t *testing.T) {
@@ -398,4 +513,166 @@ func TestTofuConcurrentApply(t *testing.T) {
 		t.Fatalf("the first apply: %v\n%s", err, slowOut)
 	}
 	wantJSON(t, "output ip", outputValue(t, s.hub, hub.TerraformOutputPath, "busy-ip"), `"slow"`)
+}
+
+// A stack wires Terraform outputs into its parameters by reference: the
+// example installation (examples/terraform/app-network) reads the outputs
+// of examples/terraform/main.tf, and each real tofu apply flows into its
+// children through the stack controller, triggered by the outputs' change.
+func TestTofuOutputsIntoAStack(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	ctx := ctxT(t)
+	st, err := stack.Load(ctx, repoPath("examples", "terraform", "app-network"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := st.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _, err := s.hub.AddStack(ctx, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A resync far away: only changes trigger reconciles.
+	ctl := stackctl.New(stackctl.Config{Hub: s.hub, Identity: "test-controller", Resync: time.Hour})
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = ctl.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-ran })
+
+	// The example configuration, pointed at this server.
+	w := &workdir{t: t, tofu: tofuBinary(t), dir: t.TempDir()}
+	mainTF, err := os.ReadFile(repoPath("examples", "terraform", "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := strings.ReplaceAll(string(mainTF), "http://127.0.0.1:8080", s.url)
+	if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(tf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.must("init", "-input=false", "-no-color")
+	w.must("apply", "-auto-approve", "-input=false", "-no-color")
+
+	// The example installation, as kubectl apply would create it.
+	manifest, err := os.ReadFile(repoPath("examples", "terraform", "app-network", "installation.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj struct {
+		Metadata struct {
+			Name        string
+			Annotations map[string]string
+		}
+		Spec json.RawMessage
+	}
+	if err := yaml.Unmarshal(manifest, &obj); err != nil {
+		t.Fatal(err)
+	}
+	created, err := s.hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: obj.Metadata.Name,
+		TypeRef: entry.InstallationType, Annotations: obj.Metadata.Annotations, Value: obj.Spec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop := created[0].ID
+	cm, err := s.hub.KindType(ctx, "examples.stacks.cairn.dev/v1alpha1", "AppSettings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := s.hub.KindType(ctx, "examples.stacks.cairn.dev/v1alpha1", "FirewallRule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := func() string {
+		a, err1 := s.hub.GetInstanceByName(ctx, cm.Path, "default", "shop-settings", true)
+		b, err2 := s.hub.GetInstanceByName(ctx, fw.Path, "default", "shop-ingress", true)
+		if err1 != nil || err2 != nil {
+			return fmt.Sprint(err1, err2)
+		}
+		return string(a.Latest.Value) + " " + string(b.Latest.Value)
+	}
+	waitFor := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := children()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				inst, _ := s.hub.GetInstance(ctx, shop, false)
+				t.Fatalf("%s: children are %s\nwant %s\n(installation status %s)", what, got, want, inst.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("after the first apply", `{"vpcCIDR":"10.0.0.0/16"} {"port":443,"sourceRanges":["10.0.1.0/24","10.0.2.0/24"]}`)
+	inst, err := s.hub.GetInstance(ctx, shop, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"terraformoutput.default.network-vpc-cidr", "terraformoutput.default.network-subnets"} {
+		if !slices.Contains(inst.Uses, id) {
+			t.Errorf("the installation uses %v, want %s among them", inst.Uses, id)
+		}
+	}
+
+	// A new apply flows into the children, with nothing else done.
+	w.must("apply", "-auto-approve", "-input=false", "-no-color", "-var", "cidr=10.9.0.0/16")
+	waitFor("after the second apply", `{"vpcCIDR":"10.9.0.0/16"} {"port":443,"sourceRanges":["10.9.1.0/24","10.9.2.0/24"]}`)
+
+	// The state cannot drop an output the stack reads: the apply fails and
+	// the output stays.
+	noCIDR := strings.Replace(tf, "output \"vpc_cidr\" {\n  value = terraform_data.vpc.output\n}\n", "", 1)
+	if noCIDR == tf {
+		t.Fatal("the test's edit of main.tf changed nothing")
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(noCIDR), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := w.run("apply", "-auto-approve", "-input=false", "-no-color", "-var", "cidr=10.9.0.0/16"); err == nil {
+		t.Errorf("an apply dropping an output a stack reads succeeded:\n%s", out)
+	}
+	// The refusal (in the answer's body, which the server logs) names the
+	// installation that reads the output.
+	if l := s.logs.String(); !strings.Contains(l, `drops output \"vpc_cidr\"`) || !strings.Contains(l, "default/shop") {
+		t.Errorf("the server's log does not name the output and the installation:\n%s", l)
+	}
+	if _, err := s.hub.GetInstance(ctx, "terraformoutput.default.network-vpc-cidr", false); err != nil {
+		t.Errorf("the output a stack reads: %v", err)
+	}
+
+	// A sensitive output cannot be a parameter: the installation says so,
+	// without the value, and renders nothing.
+	created, err = s.hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "leaky",
+		TypeRef: entry.InstallationType, Value: json.RawMessage(`{}`),
+		Annotations: map[string]string{hub.AnnotationParametersFrom: "vpcCIDR: {terraformOutput: network-admin-token}"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		inst, err := s.hub.GetInstance(ctx, created[0].ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(inst.Status), "is sensitive") {
+			if strings.Contains(string(inst.Status), "token-for-") {
+				t.Errorf("the status shows the sensitive value: %s", inst.Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the installation reading a sensitive output: status %s", inst.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := s.hub.GetInstanceByName(ctx, cm.Path, "default", "leaky-settings", false); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("the installation reading a sensitive output rendered children: %v", err)
+	}
+}
+
+func repoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
 }

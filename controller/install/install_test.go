@@ -418,3 +418,84 @@ func TestExclusiveDependencyDeletedWithRoot(t *testing.T) {
 		t.Fatalf("b's own flags: %v", err)
 	}
 }
+
+// Terraform outputs reach a dependent stack through the unmanaged-resource
+// kind: an app-network installation reads the outputs of a Terraform state
+// (stacks.cairn.dev/parameters-from) and exposes one as its output; the
+// web-app stack's dependency on app-network reuses it and wires that output
+// (examples/terraform).
+func TestTerraformOutputsThroughADependency(t *testing.T) {
+	ctx, h := newHub(t)
+	if err := h.RegisterTerraformTypes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"examples/terraform/app-network", "examples/terraform/web-app"} {
+		s, err := stack.Load(ctx, repoPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Archive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.AddStack(ctx, b); err != nil {
+			t.Fatalf("add %s: %v", dir, err)
+		}
+	}
+	doc := `{"version":4,"serial":1,"lineage":"L","outputs":{"vpc_cidr":{"value":"10.4.0.0/16","type":"string"},` +
+		`"subnets":{"value":["10.4.1.0/24"],"type":["tuple",["string"]]}},"resources":[]}`
+	if _, err := h.PutTerraformState(ctx, "dev", "network", "", json.RawMessage(doc)); err != nil {
+		t.Fatal(err)
+	}
+	net, err := h.GetStack(ctx, "app-network", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "shop", TypeRef: net.InstallationType,
+		Annotations: map[string]string{hub.AnnotationParametersFrom: "vpcCIDR: {terraformOutput: network-vpc-cidr}\nsubnets: {terraformOutput: network-subnets}"},
+		Value:       json.RawMessage(`{}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The stack controller renders it and publishes its outputs.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		inst, err := h.GetInstanceByName(ctx, net.InstallationType.Path, "dev", "shop", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(inst.Status, &st)
+		if st.Sharing != nil && st.Outputs["vpcCIDR"] == "10.4.0.0/16" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shop status %s", inst.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	p, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "web", Stack: "web-app"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeOf(p, "infra"); n == nil || n.Action != deps.ActionReuse || n.Key != "dev/shop" {
+		t.Fatalf("infra node %+v: want the installation reading the state reused", n)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "WebApp"), "dev", "web", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(root.Status, &st)
+		if st.Outputs["allowFrom"] == "10.4.0.0/16" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web outputs %v: want allowFrom, the state's vpc_cidr", st.Outputs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -88,6 +88,10 @@ type Controller struct {
 	// child (a hand edit, a status written by whatever acts on it)
 	// triggers its installation.
 	owners map[string]string
+	// sources maps an instance an installation reads through its parameter
+	// sources (sources.go) to those installations, so its change triggers
+	// them.
+	sources map[string]map[string]bool
 	// instTypes caches which Types are installation Types.
 	instTypes map[cairn.TypeRef]bool
 	// stacks caches parsed packages by digest.
@@ -109,7 +113,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer, deps: cfg.Dependencies,
-		owners: map[string]string{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
+		owners: map[string]string{}, sources: map[string]map[string]bool{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -329,6 +333,9 @@ func (c *Controller) onChange(ctx context.Context, q *queue, ch store.Change) {
 	if isChild {
 		q.add(owner)
 	}
+	for _, inst := range c.readers(ch.InstanceID) {
+		q.add(inst)
+	}
 	if c.isInstallationType(ctx, ch.TypeRef) {
 		q.add(ch.InstanceID)
 	}
@@ -414,6 +421,12 @@ func (c *Controller) forgetOwner(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.renders, owner)
+	for src, insts := range c.sources {
+		delete(insts, owner)
+		if len(insts) == 0 {
+			delete(c.sources, src)
+		}
+	}
 	for k, v := range c.owners {
 		if v == owner {
 			delete(c.owners, k)

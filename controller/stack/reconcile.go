@@ -157,10 +157,26 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		}
 	}
 
-	desired, owned, s, entry, rerr := c.desired(ctx, inst)
-	var stats applyStats
+	// Parameters given by reference are read again on every reconcile.
+	eff, srcIDs, rerr := c.withSources(ctx, inst)
+	c.setSources(inst.ID, srcIDs)
+	var (
+		desired []*child
+		owned   map[string]cairn.Instance
+		s       *pkg.Stack
+		entry   *hub.StackEntry
+		stats   applyStats
+	)
+	if rerr == nil {
+		desired, owned, s, entry, rerr = c.desired(ctx, eff)
+	}
 	if rerr == nil {
 		stats, rerr = c.apply(ctx, inst, desired, owned)
+	}
+	if rerr == nil && (len(srcIDs) > 0 || slices.ContainsFunc(inst.Uses, isOutputID)) {
+		if err := c.useSources(ctx, inst, srcIDs); err != nil {
+			rerr = &reconcileError{reason: "ApplyError", msg: err.Error(), retry: true}
+		}
 	}
 	now := time.Now().UTC()
 	next := st.clone()
@@ -185,7 +201,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		if stats.changed() {
 			next.event(now, "Normal", "Applied", stats.String())
 		}
-		c.readiness(ctx, &next, s, inst, desired, stats.changed(), now)
+		c.readiness(ctx, &next, s, eff, desired, stats.changed(), now)
 	}
 	if err := c.writeStatus(ctx, inst, st, next); err != nil {
 		return 0, err
