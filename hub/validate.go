@@ -91,8 +91,11 @@ func checkREST(t cairn.Type) []cairn.Cause {
 		return nil
 	}
 	var causes []cairn.Cause
-	if t.Group == "" || len(t.Group) > 253 || !dnsSubdomainRE.MatchString(t.Group) || !strings.Contains(t.Group, ".") {
-		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q must be a DNS subdomain with at least one dot, e.g. flipt.io", t.Group)})
+	// "core" is the Kubernetes core group (apiVersion v1: ConfigMap,
+	// Secret, ...), which has no name of its own; a stack's rendered
+	// children of those kinds are served under it.
+	if t.Group != "core" && (t.Group == "" || len(t.Group) > 253 || !dnsSubdomainRE.MatchString(t.Group) || !strings.Contains(t.Group, ".")) {
+		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q must be a DNS subdomain with at least one dot, e.g. flipt.io, or core", t.Group)})
 	}
 	if !versionRE.MatchString(t.Version) {
 		causes = append(causes, cairn.Cause{Field: "version", Message: fmt.Sprintf("%q must be a Kubernetes API version, e.g. v1 or v1alpha1", t.Version)})

@@ -347,6 +347,30 @@ func TestBadInputSetsConditionAndChangesNothing(t *testing.T) {
 	})
 }
 
+// A rendered resource of apiVersion v1 (ConfigMap, Secret, ...) is of the
+// Kubernetes core group, which has no name: its Type is served as group
+// core, so the child can be stored and read.
+func TestCoreGroupKind(t *testing.T) {
+	e := newEnv(t)
+	// apiVersion v1 (ConfigMap, Secret, ...) is the Kubernetes core
+	// group, which has no name; its Type is served as group core.
+	typ, err := e.h.KindType(e.ctx, "v1", "ConfigMap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ.Group != "core" || typ.Version != "v1" || typ.Names == nil || typ.Names.Plural != "configmaps" {
+		t.Fatalf("Type %+v", typ)
+	}
+	again, err := e.h.KindType(e.ctx, "v1", "ConfigMap")
+	if err != nil || again.Ref() != typ.Ref() {
+		t.Fatalf("second lookup: %+v, %v", again, err)
+	}
+	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Name: "settings", TypeRef: typ.Ref(), Value: json.RawMessage(`{"data":{"a":"b"}}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestDeleteInBands(t *testing.T) {
 	e := newEnv(t)
 	entry := e.addStack(repoPath("examples", "stacks", "minimal-gcp"))
