@@ -18,6 +18,9 @@ const (
 	CodeUsedBy        Code = "UsedBy"
 	CodeInvalid       Code = "Invalid"
 	CodeUnavailable   Code = "Unavailable"
+	// CodeForbidden: the caller may not do this (an authorization refusal
+	// the hub itself makes, such as granting rights the caller lacks).
+	CodeForbidden Code = "Forbidden"
 	// CodeGone: a change-log position older than what the store retains.
 	CodeGone     Code = "Gone"
 	CodeInternal Code = "Internal"

@@ -223,6 +223,8 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		}
 		if c := checkPath("typeRef/path", in.TypeRef.Path); c != nil {
 			causes = append(causes, *c)
+		} else if in.TypeRef.Path == RBACTypePath {
+			errs = append(errs, withSubject(refuseRBACInstance(RBACID), subject))
 		}
 		if c := checkRevision("typeRef/revision", in.TypeRef.Revision); c != nil {
 			causes = append(causes, *c)

@@ -148,6 +148,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("hub: register the gotemplate backend: %w", err)
 	}
 	h.authz.init(cfg.RBAC)
+	if err := h.refreshRBAC(ctx, true); err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	return h, nil
 }
 

@@ -35,6 +35,9 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	ups := make([]UpdateInstance, 0, len(ids))
 	seen := map[string]bool{}
 	for _, id := range ids {
+		if err := refuseRBACInstance(id); err != nil {
+			return err
+		}
 		if !seen[id] {
 			seen[id] = true
 			ups = append(ups, UpdateInstance{ID: id, OwnerID: owner})

@@ -100,6 +100,10 @@ func checkUpdates(ups []UpdateInstance) error {
 			causes = append(causes, cairn.Cause{Field: fmt.Sprintf("[%d]/id", i), Message: "appears more than once in the batch"})
 		}
 		seen[u.ID] = true
+		if err := refuseRBACInstance(u.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := labels.Validate(u.Labels); err != nil {
 			causes = append(causes, cairn.Cause{Field: "metadata/labels", Message: err.Error()})
 		}

@@ -56,7 +56,7 @@ var (
 
 // hubResources are served in hub.cairn.dev/v1.
 func hubResources() []*resource {
-	return []*resource{
+	return append([]*resource{
 		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
 			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
 		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
@@ -82,7 +82,7 @@ func hubResources() []*resource {
 		// Changes backends proposed for review (proposals.go): read-only.
 		{group: HubGroup, version: HubVersion, kind: "Proposal", plural: "proposals", singular: "proposal",
 			verbs: []string{"get", "list"}, hubKind: "proposals"},
-	}
+	}, rbacResources()...)
 }
 
 // resourceTTL bounds how long a Type created or deleted by another process

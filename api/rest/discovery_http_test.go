@@ -81,6 +81,8 @@ func TestDiscovery(t *testing.T) {
 			"database.cairn.dev": {"v1"},
 			"flipt.io":           {"v1", "v1alpha1"}, // newest first: v1 is preferred
 			"hub.cairn.dev":      {"v1"},
+			// RBAC objects (rbac.go)
+			"rbac.authorization.k8s.io": {"v1"},
 		}
 		if len(v.Groups) != len(want) {
 			t.Fatalf("groups = %+v, want %v", v.Groups, want)

@@ -85,6 +85,10 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 		return route
 	}
+	if res.hubKind == "rbac" {
+		s.serveRBAC(w, r, req) // rbac.go
+		return route
+	}
 	if res.hubKind != "" {
 		if req.sub != "" {
 			s.serveHubSubresource(w, r, req) // hubsubresources.go
@@ -350,6 +354,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			return nil, err
 		}
 	}
+	return s.readAll(w, r)
+}
+
+// readAll reads a request body of at most s.maxBody bytes.
+func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		return nil, errStatus{newStatus(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",

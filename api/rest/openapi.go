@@ -105,6 +105,9 @@ func openAPIDocument(all []*resource, group, version string) map[string]any {
 }
 
 func kindSchema(r *resource, gvk []map[string]string) map[string]any {
+	if r.hubKind == "rbac" {
+		return rbacKindSchema(r, gvk)
+	}
 	spec := map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 	desc := r.kind + " is served by cairn."
 	if r.typ != nil {
@@ -328,4 +331,31 @@ func listMetaSchema() map[string]any {
 			"continue":        map[string]any{"type": "string"},
 		},
 	}
+}
+
+// rbacKindSchema describes a Role, ClusterRole or binding: no spec, but
+// rules, or roleRef and subjects, at the top, as in Kubernetes.
+func rbacKindSchema(r *resource, gvk []map[string]string) map[string]any {
+	anyList := func(desc string) map[string]any {
+		return map[string]any{"type": "array", "description": desc,
+			"items": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+	}
+	props := map[string]any{
+		"apiVersion": map[string]any{"type": "string"},
+		"kind":       map[string]any{"type": "string"},
+		"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
+	}
+	if strings.HasSuffix(r.kind, "Binding") {
+		props["roleRef"] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+			"description": "The Role or ClusterRole granted; it cannot change."}
+		props["subjects"] = anyList("The users, groups and service accounts the role is granted to.")
+	} else {
+		props["rules"] = anyList("What the role grants: verbs on API groups and resources, or on paths.")
+		if r.kind == "ClusterRole" {
+			props["aggregationRule"] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				"description": "Not supported by cairn."}
+		}
+	}
+	return map[string]any{"type": "object", "description": r.kind + " of rbac.authorization.k8s.io/v1, held by the hub.",
+		"properties": props, "x-kubernetes-group-version-kind": gvk}
 }

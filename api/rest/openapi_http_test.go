@@ -21,14 +21,14 @@ func TestOpenAPIV3(t *testing.T) {
 	if err := json.Unmarshal(r.body, &index); err != nil {
 		t.Fatal(err)
 	}
-	for _, gv := range []string{"apis/flipt.io/v1alpha1", "apis/flipt.io/v1", "apis/database.cairn.dev/v1", "apis/hub.cairn.dev/v1"} {
+	for _, gv := range []string{"apis/flipt.io/v1alpha1", "apis/flipt.io/v1", "apis/database.cairn.dev/v1", "apis/hub.cairn.dev/v1", "apis/rbac.authorization.k8s.io/v1"} {
 		p, ok := index.Paths[gv]
 		if !ok || !strings.HasPrefix(p.ServerRelativeURL, "/openapi/v3/"+gv+"?hash=") {
 			t.Errorf("index entry %s = %+v", gv, p)
 		}
 	}
-	if len(index.Paths) != 4 {
-		t.Errorf("index lists %d documents, want 4: %s", len(index.Paths), r.body)
+	if len(index.Paths) != 5 {
+		t.Errorf("index lists %d documents, want 5: %s", len(index.Paths), r.body)
 	}
 
 	// The document as kubectl fetches it: by the index's URL.

@@ -81,6 +81,8 @@ func errorStatus(err error, t target) Status {
 		code, reason = http.StatusGone, "Expired"
 	case cairn.CodeUnavailable:
 		code, reason = http.StatusServiceUnavailable, "ServiceUnavailable"
+	case cairn.CodeForbidden:
+		code, reason = http.StatusForbidden, "Forbidden"
 	default:
 		code, reason = http.StatusInternalServerError, "InternalError"
 	}

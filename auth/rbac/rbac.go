@@ -9,6 +9,7 @@ package rbac
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -180,4 +181,171 @@ func resourceMatches(list []string, res, sub string) bool {
 		}
 	}
 	return false
+}
+
+// RoleRules returns the rules of the role a binding refers to: kind Role
+// (in namespace) or ClusterRole; false when there is no such role.
+func (a *Authorizer) RoleRules(kind, namespace, name string) ([]rbacv1.PolicyRule, bool) {
+	switch kind {
+	case "ClusterRole":
+		r, ok := a.clusterRoles[name]
+		return r, ok
+	case "Role":
+		r, ok := a.roles[namespace+"/"+name]
+		return r, ok
+	}
+	return nil, false
+}
+
+// RulesFor returns every rule u holds in namespace ("" : at the cluster
+// scope only), as the API server's escalation check collects them: the
+// rules of the ClusterRoleBindings that apply to u, and of the RoleBindings
+// of namespace without their paths (a RoleBinding grants no paths).
+func (a *Authorizer) RulesFor(u cairn.User, namespace string) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	if slices.Contains(u.Groups, cairn.Masters) {
+		return []rbacv1.PolicyRule{
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+		}
+	}
+	for i := range a.crbs {
+		b := &a.crbs[i]
+		if b.RoleRef.Kind == "ClusterRole" && appliesTo(b.Subjects, u, "") {
+			out = append(out, a.clusterRoles[b.RoleRef.Name]...)
+		}
+	}
+	if namespace == "" {
+		return out
+	}
+	for i := range a.rbs[namespace] {
+		b := &a.rbs[namespace][i]
+		if !appliesTo(b.Subjects, u, b.Namespace) {
+			continue
+		}
+		rules, _ := a.RoleRules(b.RoleRef.Kind, b.Namespace, b.RoleRef.Name)
+		for _, r := range rules {
+			if len(r.NonResourceURLs) == 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// Uncovered returns the parts of the servant rules that no owner rule
+// grants, one verb, group, resource and name (or path) each: empty when
+// the owner holds everything the servant rules grant. A wildcard in a
+// servant rule is covered only by the same wildcard, so nobody grants
+// "*" without holding "*". This is the check the API server makes before
+// letting a user create a role or a binding (its rbac validation.Covers).
+func Uncovered(owner, servant []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, s := range servant {
+		for _, atom := range breakdown(s) {
+			if !coveredByAny(owner, atom) {
+				out = append(out, atom)
+			}
+		}
+	}
+	return out
+}
+
+// breakdown splits a rule into rules of one verb and one group, resource
+// and name, or one verb and one path.
+func breakdown(r rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, v := range r.Verbs {
+		for _, u := range r.NonResourceURLs {
+			out = append(out, rbacv1.PolicyRule{Verbs: []string{v}, NonResourceURLs: []string{u}})
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if len(r.ResourceNames) == 0 {
+					out = append(out, rbacv1.PolicyRule{Verbs: []string{v}, APIGroups: []string{g}, Resources: []string{res}})
+				}
+				for _, n := range r.ResourceNames {
+					out = append(out, rbacv1.PolicyRule{Verbs: []string{v}, APIGroups: []string{g}, Resources: []string{res}, ResourceNames: []string{n}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func coveredByAny(owner []rbacv1.PolicyRule, atom rbacv1.PolicyRule) bool {
+	for i := range owner {
+		if covers(&owner[i], &atom) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether owner grants the single-valued rule atom.
+func covers(owner, atom *rbacv1.PolicyRule) bool {
+	if !matches(owner.Verbs, atom.Verbs[0]) {
+		return false
+	}
+	if len(atom.NonResourceURLs) > 0 {
+		u := atom.NonResourceURLs[0]
+		for _, o := range owner.NonResourceURLs {
+			if o == "*" || o == u || (strings.HasSuffix(o, "*") && strings.HasPrefix(u, strings.TrimSuffix(o, "*"))) {
+				return true
+			}
+		}
+		return false
+	}
+	if !matches(owner.APIGroups, atom.APIGroups[0]) {
+		return false
+	}
+	res := atom.Resources[0]
+	ok := false
+	for _, o := range owner.Resources {
+		if o == "*" || o == res {
+			ok = true
+			break
+		}
+		// "*/status" covers the status subresource of every resource.
+		if _, sub, found := strings.Cut(res, "/"); found && o == "*/"+sub {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	if len(owner.ResourceNames) == 0 {
+		return true
+	}
+	return len(atom.ResourceNames) == 1 && slices.Contains(owner.ResourceNames, atom.ResourceNames[0])
+}
+
+// FormatRules renders rules as the API server does in an escalation
+// refusal: {APIGroups:["g"], Resources:["r"], Verbs:["v"]}.
+func FormatRules(rules []rbacv1.PolicyRule) string {
+	q := func(xs []string) string {
+		parts := make([]string, len(xs))
+		for i, x := range xs {
+			parts[i] = strconv.Quote(x)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	var b strings.Builder
+	for i, r := range rules {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('{')
+		if len(r.NonResourceURLs) > 0 {
+			b.WriteString("NonResourceURLs:" + q(r.NonResourceURLs))
+		} else {
+			b.WriteString("APIGroups:" + q(r.APIGroups) + ", Resources:" + q(r.Resources))
+			if len(r.ResourceNames) > 0 {
+				b.WriteString(", ResourceNames:" + q(r.ResourceNames))
+			}
+		}
+		b.WriteString(", Verbs:" + q(r.Verbs) + "}")
+	}
+	return b.String()
 }

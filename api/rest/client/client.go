@@ -481,6 +481,8 @@ func codeForHTTP(code int, reason string) cairn.Code {
 		return cairn.CodeInvalid
 	case code == http.StatusGone:
 		return cairn.CodeGone
+	case code == http.StatusForbidden:
+		return cairn.CodeForbidden
 	case code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return cairn.CodeUnavailable
 	}
