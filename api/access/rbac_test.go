@@ -128,8 +128,8 @@ func TestRBACObjects(t *testing.T) {
 	e := startRBAC(t)
 	for _, tc := range []struct {
 		name, token, method, path, body string
-		code                             int
-		want                             string // in the answer
+		code                            int
+		want                            string // in the answer
 	}{
 		{"dana cannot write before a binding", "dana-token", "POST", "/apis/flipt.io/v1/namespaces/team-a/flags", ti("team-a", "f0"), 403, `User \"dana\" cannot create resource \"flags\"`},
 		{"a viewer cannot create roles", "vic-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 403, `cannot create resource \"roles\" in API group \"rbac.authorization.k8s.io\"`},
