@@ -48,6 +48,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
 		{"ChangeLog/PollerSeesEverySeqOnceInOrder", testChangeLogPolling},
 		{"Watch/SeesOtherReplica", testWatchOtherReplica},
 		{"Cache/ConsistentReadSeesOtherReplica", testConsistentReadOtherReplica},
+		{"RBAC/ConcurrentWritesKeptAndSeen", testRBACReplicas},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newDatabase(t)) })
