@@ -210,6 +210,10 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized: use the admin token (<data-dir>/admin.token) or the kubeconfig written beside it")
 			return
 		}
+		if user.Name == cairn.Anonymous && g.cfg.Authn.Peer != nil {
+			writeStatus(rec, http.StatusUnauthorized, "Unauthorized", "Unauthorized: without credentials this server serves only local processes of its own OS user (peer authentication); present the admin token (<data-dir>/admin.token) or use the kubeconfig written beside it")
+			return
+		}
 		writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, attrs))
 		return
 	}

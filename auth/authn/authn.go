@@ -34,6 +34,9 @@ type TokenAuthenticator interface {
 type Chain struct {
 	Certs  *ClientCerts // nil: client certificates are not checked
 	Tokens []TokenAuthenticator
+	// Peer, when set, authenticates requests without a credential that
+	// come from a local process of the server's OS user.
+	Peer *Peer
 }
 
 // Configured reports whether any authenticator is configured.
@@ -60,6 +63,11 @@ func (c *Chain) Authenticate(r *http.Request) (cairn.User, error) {
 			return cairn.User{}, err
 		}
 		if ok {
+			return authenticated(u), nil
+		}
+	}
+	if c.Peer != nil {
+		if u, ok := c.Peer.Authenticate(r); ok {
 			return authenticated(u), nil
 		}
 	}

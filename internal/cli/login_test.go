@@ -1,11 +1,15 @@
 package cli_test
 
 import (
+	"io"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/auth/peer"
 )
 
 // TestServeSecureCLI: a server with an authenticator configured refuses
@@ -161,6 +165,19 @@ func TestServeLoopbackDefault(t *testing.T) {
 	}
 	if r := runVars(t, otherVars, "--server", url, "get", "flags"); r.code != 0 || !strings.Contains(r.stdout, "new-project") {
 		t.Fatalf("anonymous CLI get: %+v", r)
+	}
+	// The caller without credentials is the OS user this test runs as
+	// (peer authentication), recorded as such.
+	if me, err := user.Current(); err == nil && peer.Supported() {
+		resp, err := http.Get(url + "/apis/flipt.io/v1alpha1/flags")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `"createdBy":"`+me.Username+`"`) {
+			t.Errorf("createdBy of a flag applied without credentials is not %s: %.300s", me.Username, body)
+		}
 	}
 	// An impersonated user has only its own rights.
 	if r := runVars(t, vars, "--server", url, "--as", "jane", "get", "flags"); r.code == 0 || !strings.Contains(r.stderr, "forbidden") {

@@ -188,6 +188,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	defer cancelBase()
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	srv.RegisterOnShutdown(api.StopWatches)
+	if secure.conns != nil {
+		srv.ConnContext = secure.conns.ConnContext // peer authentication
+	}
 
 	go pruneChanges(baseCtx, h, log)
 	stopStacks := startStackController(ctx, h, stacks, log)
@@ -217,8 +220,10 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	fmt.Fprintf(a.env.Stdout, "admin token in %s; kubectl --kubeconfig %s get typeinstances\n", secure.adminFile, kubeconfig)
 	switch {
+	case sec.peerAuth():
+		fmt.Fprintf(a.env.Stdout, "no authenticator configured: serving loopback; local processes of OS user %s are admin without credentials (peer authentication), others need the admin token; configure --token-auth-file, --client-ca or --oidc-issuer-url to require credentials from everyone\n", secure.peerUser)
 	case sec.openLoopback():
-		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback without authentication; configure --token-auth-file, --client-ca or --oidc-issuer-url to require it")
+		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback to the admin token only (peer authentication is Linux-only; --allow-anonymous serves everyone as admin)")
 	case !sec.configured() && !sec.allowAnonymous:
 		fmt.Fprintln(a.env.Stdout, "no authenticator configured: serving loopback only, to the admin token")
 	}

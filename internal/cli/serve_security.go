@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,7 @@ import (
 	"github.com/cairn-dev/cairn/api/access"
 	"github.com/cairn-dev/cairn/auth/audit"
 	"github.com/cairn-dev/cairn/auth/authn"
+	"github.com/cairn-dev/cairn/auth/peer"
 	"github.com/cairn-dev/cairn/auth/rbac"
 )
 
@@ -61,7 +64,7 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "", "the ID token claim holding the user's groups")
 	f.StringVar(&o.oidc.GroupsPrefix, "oidc-groups-prefix", "", "prefix of OIDC group names")
 	f.StringVar(&o.oidcCAFile, "oidc-ca-file", "", "PEM CA the OIDC issuer's certificate is signed by (default: the system's)")
-	f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "serve requests without credentials as cairn-admin (insecure; needed to bind a non-loopback address without an authenticator; the default on loopback when no authenticator and no --rbac-file is given)")
+	f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "serve requests without credentials as cairn-admin (insecure; needed to bind a non-loopback address without an authenticator; on Linux a loopback server with no authenticator and no --rbac-file serves local processes of its own OS user so without it)")
 	f.BoolVar(&o.metricsAnonymous, "metrics-anonymous", false, "serve /metrics without authorization")
 	f.StringVar(&o.auditPath, "audit-log-path", "", "audit log file, one audit.k8s.io/v1 Event per line (default <data-dir>/audit.log; - : none)")
 	f.StringVar(&o.auditLevel, "audit-level", "Metadata", "audit level: None, Metadata or Request (Request adds the object's kind and metadata, never values)")
@@ -77,15 +80,20 @@ func (o *securityOptions) configured() bool {
 	return o.clientCA != "" || o.tokenFile != "" || o.oidc.IssuerURL != ""
 }
 
-// openLoopback reports whether requests without credentials are served as
-// cairn-admin because nothing about access was configured: no authenticator
-// and no --rbac-file. checkAddr lets that happen on a loopback address only.
-// Landing the guard opt-in keeps loopback development and the tools that
-// talk to a plain `cairn serve` working; refusing anonymous callers by
-// default is the next step (issue 16).
+// openLoopback reports whether nothing about access was configured: no
+// authenticator and no --rbac-file. checkAddr lets that happen on a
+// loopback address only, and there local processes of the server's own OS
+// user are served without credentials as cairn-admin (peer authentication,
+// where the platform supports it: peer.Supported), so loopback development
+// and the tools that talk to a plain `cairn serve` keep working; other local
+// users need the admin token.
 func (o *securityOptions) openLoopback() bool {
 	return !o.allowAnonymous && !o.configured() && len(o.rbacFiles) == 0
 }
+
+// peerAuth reports whether local peers are authenticated (openLoopback on
+// a platform that can look them up).
+func (o *securityOptions) peerAuth() bool { return o.openLoopback() && peer.Supported() }
 
 // policy is what the flags add to the default RBAC policy.
 func (o *securityOptions) policy() (rbac.Policy, error) {
@@ -104,11 +112,11 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 			}
 		}
 	}
-	binding := "cairn-allow-anonymous"
+	binding, group := "cairn-allow-anonymous", cairn.Unauthenticated
 	switch {
 	case o.allowAnonymous:
-	case o.openLoopback():
-		binding = "cairn-loopback-anonymous"
+	case o.peerAuth():
+		binding, group = "cairn-loopback-peers", authn.PeersGroup
 	default:
 		return p, nil
 	}
@@ -116,7 +124,7 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: binding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.AdminRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: cairn.Unauthenticated}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
 	}}}), nil
 }
 
@@ -150,6 +158,10 @@ type security struct {
 	// certificate) share the port.
 	dual     bool
 	certFile string
+	// peerUser is who local processes of the server's OS user are, when
+	// peer authentication is on (the server then sets conns' ConnContext).
+	peerUser string
+	conns    *peer.Conns
 }
 
 func (s *security) Close() {
@@ -177,6 +189,15 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	s.adminFile = adminFile
 	tokens.Add(adminToken, cairn.User{Name: "admin", UID: "admin", Groups: []string{rbac.AdminsGroup}})
 	chain := &authn.Chain{Tokens: []authn.TokenAuthenticator{tokens}}
+	if o.peerAuth() {
+		uid := os.Getuid()
+		name := strconv.Itoa(uid)
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			name = u.Username
+		}
+		chain.Peer = &authn.Peer{UID: uid, User: cairn.User{Name: name, UID: strconv.Itoa(uid), Groups: []string{authn.PeersGroup}}}
+		s.peerUser, s.conns = name, &peer.Conns{}
+	}
 	if o.oidc.IssuerURL != "" {
 		if o.oidcCAFile != "" {
 			pool, err := readPool(o.oidcCAFile, "--oidc-ca-file")
