@@ -60,6 +60,13 @@ type Config struct {
 	// are not kept at audit level Request. Default /graphql.
 	GraphQLPath string
 	Logger      *slog.Logger
+	// HostCheck refuses a request without credentials whose Host is not a
+	// loopback name or address or one of ServerHosts (DNS rebinding: a web
+	// page whose name resolves to 127.0.0.1 must not reach a server that
+	// trusts local callers). Set it where callers without credentials get
+	// rights for being local (peer authentication).
+	HostCheck   bool
+	ServerHosts []string
 }
 
 // Guard is the middleware.
@@ -170,6 +177,12 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	if ev != nil {
 		ev.User = userInfo(user)
+	}
+	if !authn.Presented(r) {
+		if msg := g.browserRefusal(r); msg != "" {
+			writeStatus(rec, http.StatusForbidden, "Forbidden", msg)
+			return
+		}
 	}
 	if user, err = g.impersonate(r, user); err != nil {
 		var f *forbidden

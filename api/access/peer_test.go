@@ -50,9 +50,11 @@ func startPeer(t *testing.T, lookup func(server, client netip.AddrPort) (int, er
 	uid := os.Getuid()
 	chain := &authn.Chain{Tokens: []authn.TokenAuthenticator{tf},
 		Peer: &authn.Peer{UID: uid, User: cairn.User{Name: "me", UID: strconv.Itoa(uid), Groups: []string{authn.PeersGroup}}}}
-	g := access.New(access.Config{Authn: chain, Authz: h})
+	g := access.New(access.Config{Authn: chain, Authz: h, HostCheck: true, ServerHosts: []string{"cairn.test"},
+		Public: []string{"/healthz"}})
 	mux := http.NewServeMux()
 	g.Handle(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	mux.Handle("/", rest.New(rest.Config{Hub: h}))
 	srv := httptest.NewUnstartedServer(g.Wrap(mux))
 	srv.Config.ConnContext = (&peer.Conns{Lookup: lookup}).ConnContext
@@ -126,7 +128,7 @@ func TestPeerAuthentication(t *testing.T) {
 		if code, out := get(t, url+"/apis/hub.cairn.dev/v1/typeinstances", "admin-token"); code != 200 {
 			t.Errorf("another uid with the admin token: %d %s", code, out)
 		}
-		if code, _ := get(t, url+"/healthz", ""); code == 401 || code == 403 {
+		if code, _ := get(t, url+"/healthz", ""); code != 200 {
 			t.Errorf("/healthz is public: %d", code)
 		}
 	})
@@ -136,4 +138,78 @@ func TestPeerAuthentication(t *testing.T) {
 			t.Errorf("a peer that cannot be found: %d, want 401", code)
 		}
 	})
+}
+
+// TestBrowserProtections: a request trusted without credentials (here a
+// local peer) is refused when a web page could have sent it: a Host that
+// is not the server's (DNS rebinding) or a cross-site write (CSRF). The
+// same-origin web console and clients that are not browsers keep working,
+// and a presented credential is not subject to these checks.
+func TestBrowserProtections(t *testing.T) {
+	if !peer.Supported() {
+		t.Skip("peer authentication is Linux-only")
+	}
+	url := startPeer(t, nil)
+	port := url[strings.LastIndex(url, ":")+1:]
+	self := "http://127.0.0.1:" + port
+	create := func(name string) string { return ti("a", name) }
+	if code, out := do(t, url, "POST", "/apis/hub.cairn.dev/v1/types", flagsRD, ""); code != 201 {
+		t.Fatalf("register flags: %d %s", code, out)
+	}
+	const flags = "/apis/flipt.io/v1/namespaces/a/flags"
+	for i, tc := range []struct {
+		name, method, path string
+		hdr                []string
+		code               int
+		want               string
+	}{
+		{"curl, no browser headers", "POST", flags, nil, 201, ""},
+		{"Host localhost", "GET", flags, []string{"Host", "localhost:" + port}, 200, ""},
+		{"Host [::1]", "GET", flags, []string{"Host", "[::1]:" + port}, 200, ""},
+		{"Host a .localhost name", "GET", flags, []string{"Host", "cairn.localhost:" + port}, 200, ""},
+		{"Host the configured address", "GET", flags, []string{"Host", "cairn.test:" + port}, 200, ""},
+		{"a rebound name", "GET", flags, []string{"Host", "evil.example:" + port}, 403, `Host \"evil.example:` + port + `\" is not a loopback name or address of this server`},
+		{"a rebound name for a public page", "GET", "/healthz", []string{"Host", "evil.example"}, 403, "DNS rebinding"},
+		{"a rebound name with a token", "GET", flags, []string{"Host", "evil.example:" + port, "Authorization", "Bearer admin-token"}, 200, ""},
+		{"the console: same-origin write", "POST", flags, []string{"Origin", self, "Sec-Fetch-Site", "same-origin"}, 201, ""},
+		{"a write from another site", "POST", flags, []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}, 403, "a cross-site request (Sec-Fetch-Site) without credentials may not write"},
+		{"a write from another port of localhost", "POST", flags, []string{"Origin", "http://localhost:3000", "Sec-Fetch-Site", "same-site"}, 403, "same-site request"},
+		{"an old browser: Origin only", "DELETE", flags + "/x0", []string{"Origin", "http://evil.example"}, 403, `from origin \"http://evil.example\" without credentials may not write`},
+		{"a sandboxed page: Origin null", "POST", flags, []string{"Origin", "null"}, 403, `origin \"null\"`},
+		{"a typed URL (Sec-Fetch-Site none)", "POST", flags, []string{"Sec-Fetch-Site", "none"}, 201, ""},
+		{"a cross-site read is left to the same-origin policy", "GET", flags, []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}, 200, ""},
+		{"a cross-site write with a token", "POST", flags, []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site", "Authorization", "Bearer admin-token"}, 201, ""},
+	} {
+		body := ""
+		if tc.method == "POST" {
+			body = create("x" + strconv.Itoa(i))
+		}
+		code, out := do(t, url, tc.method, tc.path, body, "", tc.hdr...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %d %.300s\nwant %d with %s", tc.name, code, out, tc.code, tc.want)
+		}
+	}
+}
+
+func do(t *testing.T, url, method, path, body, token string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

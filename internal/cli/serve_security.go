@@ -268,8 +268,15 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	}
 	// The web console's pages are public; what they show comes from the API.
 	public = append(public, "/ui/")
+	// Where local callers are trusted without credentials, web pages must
+	// not borrow that trust (access.Guard.browserRefusal).
+	var serverHosts []string
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		serverHosts = []string{host}
+	}
 	s.guard = access.New(access.Config{Authn: chain, Authz: authz, Audit: s.audit, AuditLevel: level,
-		RatePerUser: o.ratePerUser, Burst: o.burst, Public: public, Logger: log})
+		RatePerUser: o.ratePerUser, Burst: o.burst, Public: public, Logger: log,
+		HostCheck: o.openLoopback(), ServerHosts: serverHosts})
 	if o.allowAnonymous {
 		log.Warn("--allow-anonymous: requests without credentials are served as cairn-admin; anyone who reaches this server can read and change everything")
 		fmt.Fprintln(a.env.Stderr, "WARNING: --allow-anonymous: anyone who reaches this server is admin")
