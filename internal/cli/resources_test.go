@@ -676,11 +676,16 @@ func TestAPIResources(t *testing.T) {
 			`stacks +hub\.cairn\.dev/v1 +false +Stack`,
 			`typeinstances +ti +hub\.cairn\.dev/v1 +false +TypeInstance`,
 			`types +hub\.cairn\.dev/v1 +false +Type`,
+			`clusterrolebindings +rbac\.authorization\.k8s\.io/v1 +false +ClusterRoleBinding`,
+			`clusterroles +rbac\.authorization\.k8s\.io/v1 +false +ClusterRole`,
+			`rolebindings +rbac\.authorization\.k8s\.io/v1 +true +RoleBinding`,
+			`roles +rbac\.authorization\.k8s\.io/v1 +true +Role`,
 			`terraformoutputs +tfout +terraform\.cairn\.dev/v1 +true +TerraformOutput`,
 			`terraformsensitiveoutputs +terraform\.cairn\.dev/v1 +true +TerraformSensitiveOutput`,
 			`terraformstates +tfstate +terraform\.cairn\.dev/v1 +true +TerraformState`,
 		)
 		matchLines(t, s.ok("api-resources", "--namespaced=true", "-o", "name"), `flags\.flipt\.io`,
+			`rolebindings\.rbac\.authorization\.k8s\.io`, `roles\.rbac\.authorization\.k8s\.io`,
 			`terraformoutputs\.terraform\.cairn\.dev`, `terraformsensitiveoutputs\.terraform\.cairn\.dev`, `terraformstates\.terraform\.cairn\.dev`)
 		if out := s.ok("api-resources", "-o", "wide"); !strings.Contains(out, "[create delete get list update watch]") {
 			t.Errorf("api-resources -o wide lacks the typeinstances verbs:\n%s", out)
