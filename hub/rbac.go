@@ -387,7 +387,9 @@ func validateRBAC(o RBACObject) error {
 		err = rbac.ValidateRoleBinding(o)
 	}
 	if err != nil {
-		return &cairn.Error{Code: cairn.CodeInvalid, Msg: what + " is invalid: " + strings.TrimPrefix(err.Error(), "rbac: "), Err: err}
+		// auth/rbac names the object too: keep the field and the reason.
+		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "rbac: "), fmt.Sprintf("%s %q: ", kind, name))
+		return &cairn.Error{Code: cairn.CodeInvalid, Msg: what + " is invalid: " + msg, Err: err}
 	}
 	return nil
 }

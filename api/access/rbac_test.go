@@ -147,7 +147,7 @@ func TestRBACObjects(t *testing.T) {
 		{"dana cannot bind in team-b", "dana-token", "POST", rbacAPI + "/namespaces/team-b/rolebindings", binding("team-b", "x", "ClusterRole", "cairn-viewer", "eve"), 403, `cannot create resource \"rolebindings\"`},
 		{"admin may bind a missing role", "admin-token", "POST", rbacAPI + "/namespaces/team-a/rolebindings", binding("team-a", "later", "Role", "later", "eve"), 201, ""},
 		{"namespace of body and URL differ", "admin-token", "POST", rbacAPI + "/namespaces/team-b/rolebindings", binding("team-a", "x", "Role", "ns-editor", "eve"), 400, "does not match the namespace sent on the request"},
-		{"a rule without verbs", "admin-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"bad"},"rules":[{"apiGroups":[""],"resources":["x"]}]}`, 422, "rules[0].verbs: at least one verb is required"},
+		{"a rule without verbs", "admin-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"bad"},"rules":[{"apiGroups":[""],"resources":["x"]}]}`, 422, `"message":"clusterroles.rbac.authorization.k8s.io \"bad\" is invalid: rules[0].verbs: at least one verb is required"`},
 		{"an unknown field under Strict", "admin-token", "POST", rbacAPI + "/clusterroles?fieldValidation=Strict", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"typo"},"rulez":[]}`, 400, `unknown field \"rulez\"`},
 		{"a Role body at the ClusterRole URL", "admin-token", "POST", rbacAPI + "/clusterroles", nsEditor, 400, "not a ClusterRole"},
 		{"defaults are listed", "vic-token", "GET", rbacAPI + "/clusterroles", "", 200, `"hub.cairn.dev/rbac-source":"default"`},

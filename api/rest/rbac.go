@@ -89,7 +89,11 @@ func (s *Server) serveRBAC(w http.ResponseWriter, r *http.Request, req request) 
 		return
 	}
 	if err != nil {
-		writeStatus(w, statusOf(err, req.res.target(req.name)))
+		st := statusOf(err, req.res.target(req.name))
+		if st.Code == http.StatusUnprocessableEntity && cairn.HasCode(err, cairn.CodeInvalid) {
+			st.Message = err.Error() // the hub's message names the object already
+		}
+		writeStatus(w, st)
 	}
 }
 
@@ -198,7 +202,12 @@ func (s *Server) writeRBAC(w http.ResponseWriter, r *http.Request, req request, 
 	if create {
 		out, err := s.hub.CreateRBAC(r.Context(), o)
 		if err != nil {
-			return errStatus{statusOf(err, req.res.target(o.GetName()))}
+			req.name = o.GetName()
+			st := statusOf(err, req.res.target(req.name))
+			if st.Code == http.StatusUnprocessableEntity && cairn.HasCode(err, cairn.CodeInvalid) {
+				st.Message = err.Error()
+			}
+			return errStatus{st}
 		}
 		writeJSON(w, http.StatusCreated, out)
 		return nil
