@@ -112,19 +112,27 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 			}
 		}
 	}
-	binding, group := "cairn-allow-anonymous", cairn.Unauthenticated
+	binding, groups := "cairn-allow-anonymous", []string{cairn.Unauthenticated}
 	switch {
 	case o.allowAnonymous:
 	case o.peerAuth():
-		binding, group = "cairn-loopback-peers", authn.PeersGroup
+		// With nothing configured, the only ones authenticated are local
+		// peers and holders of the admin token, both admins; a name one
+		// of them acts as (kubectl --as jane) is only a name to record,
+		// so it keeps their rights, as before the guard.
+		binding, groups = "cairn-loopback-peers", []string{authn.PeersGroup, cairn.Authenticated}
 	default:
 		return p, nil
+	}
+	var subjects []rbacv1.Subject
+	for _, g := range groups {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: g})
 	}
 	return p.Merge(rbac.Policy{ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: binding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.AdminRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
+		Subjects:   subjects,
 	}}}), nil
 }
 
