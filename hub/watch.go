@@ -39,7 +39,11 @@ const defaultPollInterval = time.Second
 
 // LastSeq returns the position of the newest change in the change log.
 func (h *Hub) LastSeq(ctx context.Context) (int64, error) {
-	seq, err := h.st.LastSeq(ctx)
+	read := h.st.LastSeq
+	if h.cache != nil {
+		read = h.cache.Position // shares the query with reads under way
+	}
+	seq, err := read(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the change log position: %w", err)
 	}

@@ -161,11 +161,18 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
+	plain := plainJSON(r)
+	if plain {
+		if b, ok := s.encoded.cached(&inst, req.res.apiVersion(), req.res.kind); ok {
+			writeObject(w, b)
+			return nil
+		}
+	}
 	objs, err := s.objects(r, req.res, []cairn.Instance{inst})
 	if err != nil {
 		return err
 	}
-	if !plainJSON(r) {
+	if !plain {
 		s.writeRead(w, r, req.res, objs[0])
 		return nil
 	}
@@ -173,9 +180,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(b, '\n'))
+	writeObject(w, b)
 	return nil
 }
 
@@ -280,7 +285,7 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 }
 
 // matches applies what the store filter cannot express.
-func (o listOptions) matches(inst cairn.Instance) bool {
+func (o listOptions) matches(inst *cairn.Instance) bool {
 	return o.notName == "" || inst.Name != o.notName
 }
 
@@ -303,6 +308,18 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
+	plain := plainJSON(r)
+	key := listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
+	if plain {
+		pos, err := s.hub.LastSeq(r.Context())
+		if err != nil {
+			return err
+		}
+		if b, ok := s.lists.get(key, pos); ok {
+			writeBody(w, b)
+			return nil
+		}
+	}
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
@@ -312,33 +329,66 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	kept := insts[:0:0]
-	for _, inst := range byName(insts) {
-		if o.matches(inst) {
-			kept = append(kept, inst)
-		}
-	}
-	objs, err := s.objects(r, req.res, kept)
-	if err != nil {
-		return err
-	}
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	if !plainJSON(r) {
+	order := byName(insts)
+	if !plain {
+		kept := make([]cairn.Instance, 0, len(order))
+		for _, i := range order {
+			if o.matches(&insts[i]) {
+				kept = append(kept, insts[i])
+			}
+		}
+		objs, err := s.objects(r, req.res, kept)
+		if err != nil {
+			return err
+		}
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)
 		}
 		s.writeRead(w, r, req.res, out)
 		return nil
 	}
-	items := make([][]byte, len(objs))
-	for i, obj := range objs {
-		if items[i], err = s.encoded.encode(kept[i], obj); err != nil {
+	// Plain JSON: the encodings of unchanged objects are at hand; only
+	// the others are built and encoded.
+	items := make([][]byte, 0, len(order))
+	var missed []cairn.Instance
+	var missedAt []int
+	keep := true // every object is one the encoded cache keeps
+	for _, i := range order {
+		inst := &insts[i]
+		if !o.matches(inst) {
+			continue
+		}
+		keep = keep && cacheable(inst)
+		if b, ok := s.encoded.cached(inst, out.APIVersion, req.res.kind); ok {
+			items = append(items, b)
+			continue
+		}
+		missed = append(missed, *inst)
+		missedAt = append(missedAt, len(items))
+		items = append(items, nil)
+	}
+	if len(missed) > 0 {
+		objs, err := s.objects(r, req.res, missed)
+		if err != nil {
 			return err
 		}
+		for j, obj := range objs {
+			if items[missedAt[j]], err = s.encoded.encode(missed[j], obj); err != nil {
+				return err
+			}
+		}
 	}
-	writeList(w, out.APIVersion, out.Kind, out.Metadata, items)
+	if !keep {
+		writeList(w, out.APIVersion, out.Kind, out.Metadata, items)
+		return nil
+	}
+	var buf bytes.Buffer
+	appendList(&buf, out.APIVersion, out.Kind, out.Metadata, items)
+	s.lists.put(key, seq, buf.Bytes())
+	writeBody(w, buf.Bytes())
 	return nil
 }
 

@@ -6,12 +6,15 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/groupwrite"
 )
 
 // Level says how much of a request is recorded.
@@ -87,8 +90,17 @@ func NewEvent(level Level, id string, received time.Time) *Event {
 
 // Writer appends events to a file, rotating it when it would grow past
 // MaxBytes: file becomes file.1, file.1 becomes file.2 and so on up to
-// MaxBackups; older ones are removed.
+// MaxBackups; older ones are removed. The events of concurrent requests
+// are written together (groupwrite), so a busy server does not pay a
+// write to the file per request.
 type Writer struct {
+	out  *groupwrite.Writer
+	file *file
+}
+
+// file is the audit file and its rotation; groupwrite calls Write from
+// one goroutine at a time, mu orders it with Close.
+type file struct {
 	path       string
 	maxBytes   int64
 	maxBackups int
@@ -106,14 +118,14 @@ func Open(path string, maxBytes int64, maxBackups int) (*Writer, error) {
 	if maxBackups < 0 {
 		maxBackups = 0
 	}
-	w := &Writer{path: path, maxBytes: maxBytes, maxBackups: maxBackups}
-	if err := w.open(); err != nil {
+	f := &file{path: path, maxBytes: maxBytes, maxBackups: maxBackups}
+	if err := f.open(); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return &Writer{out: groupwrite.New(f), file: f}, nil
 }
 
-func (w *Writer) open() error {
+func (w *file) open() error {
 	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -134,26 +146,32 @@ func (w *Writer) Write(ev *Event) error {
 	if err != nil {
 		return fmt.Errorf("audit event: %w", err)
 	}
-	line = append(line, '\n')
+	_, err = w.out.Write(append(line, '\n'))
+	return err
+}
+
+// Write appends whole lines, rotating first when they would take the file
+// past maxBytes.
+func (w *file) Write(lines []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
-		return fmt.Errorf("audit log %s is closed", w.path)
+		return 0, fmt.Errorf("audit log %s is closed", w.path)
 	}
-	if w.size > 0 && w.size+int64(len(line)) > w.maxBytes {
+	if w.size > 0 && w.size+int64(len(lines)) > w.maxBytes {
 		if err := w.rotate(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	n, err := w.f.Write(line)
+	n, err := w.f.Write(lines)
 	w.size += int64(n)
 	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
+		return n, fmt.Errorf("audit log: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
-func (w *Writer) rotate() error {
+func (w *file) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("audit log: close for rotation: %w", err)
 	}
@@ -176,16 +194,17 @@ func (w *Writer) rotate() error {
 	return w.open()
 }
 
-// Close closes the file.
+// Close writes what is pending and closes the file.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f == nil {
-		return nil
+	ferr := w.out.Flush()
+	w.file.mu.Lock()
+	defer w.file.mu.Unlock()
+	if w.file.f == nil {
+		return ferr
 	}
-	err := w.f.Close()
-	w.f = nil
-	return err
+	err := w.file.f.Close()
+	w.file.f = nil
+	return errors.Join(ferr, err)
 }
 
 // RequestObject reduces a request body to what may be recorded: apiVersion,

@@ -105,6 +105,17 @@ func (c *Cache) SyncPosition(ctx context.Context) (int64, error) {
 	return target, c.SyncTo(ctx, target)
 }
 
+// Position reads the store's current change-log position, sharing the
+// query with the consistent reads waiting at the same moment (the rule of
+// positionGate: the answer was read after the call began).
+func (c *Cache) Position(ctx context.Context) (int64, error) {
+	seq, err := c.position.read(ctx, c.src)
+	if err != nil {
+		return 0, fmt.Errorf("cache: read the change log position: %w", err)
+	}
+	return seq, nil
+}
+
 // SyncTo brings the cache up to change-log position target at least.
 func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 	c.mu.RLock()
@@ -571,11 +582,16 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 		g.next = r
 	}
 	if !g.running {
+		// No query under way: this read runs r, and a few of the rounds
+		// that gather while it does, on its own goroutine; a goroutine
+		// per round paid for growing a fresh stack to SQLite's depth.
 		g.running = true
 		g.next = nil
-		go g.run(context.WithoutCancel(ctx), src, r)
+		g.mu.Unlock()
+		g.run(context.WithoutCancel(ctx), src, r, leaderRounds)
+	} else {
+		g.mu.Unlock()
 	}
-	g.mu.Unlock()
 	select {
 	case <-r.done:
 		return r.seq, r.err
@@ -584,10 +600,14 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 	}
 }
 
+// leaderRounds bounds the rounds a read runs for others before it hands
+// the rest to a goroutine of their own, so its own latency stays bounded.
+const leaderRounds = 3
+
 // run queries for r, then for the round that gathered meanwhile, until
-// none did.
-func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
-	for r != nil {
+// none did; after n rounds (n > 0) it goes on in a new goroutine.
+func (g *positionGate) run(ctx context.Context, src Source, r *positionRound, n int) {
+	for i := 1; r != nil; i++ {
 		r.seq, r.err = src.LastSeq(ctx)
 		close(r.done)
 		g.mu.Lock()
@@ -597,5 +617,9 @@ func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
 			g.running = false
 		}
 		g.mu.Unlock()
+		if r != nil && i == n {
+			go g.run(ctx, src, r, 0)
+			return
+		}
 	}
 }
