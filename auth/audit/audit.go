@@ -5,6 +5,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,9 +91,10 @@ func NewEvent(level Level, id string, received time.Time) *Event {
 
 // Writer appends events to a file, rotating it when it would grow past
 // MaxBytes: file becomes file.1, file.1 becomes file.2 and so on up to
-// MaxBackups; older ones are removed. The events of concurrent requests
-// are written together (groupwrite), so a busy server does not pay a
-// write to the file per request.
+// MaxBackups; older ones are removed. Events are handed to a goroutine
+// that writes those gathered together (groupwrite), so a busy server does
+// not pay a write to the file per request; an event is in the file
+// moments after Write returns, at once after Flush or Close.
 type Writer struct {
 	out  *groupwrite.Writer
 	file *file
@@ -150,25 +152,44 @@ func (w *Writer) Write(ev *Event) error {
 	return err
 }
 
-// Write appends whole lines, rotating first when they would take the file
-// past maxBytes.
+// Write appends whole lines, rotating before a line that would take the
+// file past maxBytes (a group of lines may be split between files, a line
+// never is).
 func (w *file) Write(lines []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
-		return 0, fmt.Errorf("audit log %s is closed", w.path)
-	}
-	if w.size > 0 && w.size+int64(len(lines)) > w.maxBytes {
-		if err := w.rotate(); err != nil {
-			return 0, err
+	written := 0
+	for len(lines) > 0 {
+		if w.f == nil {
+			return written, fmt.Errorf("audit log %s is closed", w.path)
 		}
+		// As many whole lines as fit (at least one, into an empty file).
+		n := 0
+		for n < len(lines) {
+			end := bytes.IndexByte(lines[n:], '\n')
+			if end < 0 {
+				end = len(lines) - n - 1
+			}
+			if w.size+int64(n+end+1) > w.maxBytes && (n > 0 || w.size > 0) {
+				break
+			}
+			n += end + 1
+		}
+		if n == 0 {
+			if err := w.rotate(); err != nil {
+				return written, err
+			}
+			continue
+		}
+		m, err := w.f.Write(lines[:n])
+		w.size += int64(m)
+		written += m
+		if err != nil {
+			return written, fmt.Errorf("audit log: %w", err)
+		}
+		lines = lines[n:]
 	}
-	n, err := w.f.Write(lines)
-	w.size += int64(n)
-	if err != nil {
-		return n, fmt.Errorf("audit log: %w", err)
-	}
-	return n, nil
+	return written, nil
 }
 
 func (w *file) rotate() error {
@@ -192,6 +213,11 @@ func (w *file) rotate() error {
 		}
 	}
 	return w.open()
+}
+
+// Flush waits until every event written so far is in the file.
+func (w *Writer) Flush() error {
+	return w.out.Flush()
 }
 
 // Close writes what is pending and closes the file.

@@ -1,10 +1,9 @@
-// Package groupwrite writes the lines of concurrent writers to one
-// io.Writer together: while one Write is in the underlying writer, the
-// bytes of the Writes that arrive meanwhile are gathered and written in
-// one call when it returns (group commit). A serial writer pays one call
-// per Write, as without it; a busy server pays one call per group instead
-// of one per line, which is what a per-request audit or log line costs on
-// a loaded machine.
+// Package groupwrite writes the lines of many writers to one io.Writer in
+// groups: Write hands its bytes to a goroutine that writes whatever has
+// gathered in one call, so a busy server pays one write to the file per
+// group instead of one per line (group commit), which is what a
+// per-request audit line costs on a loaded machine. An idle writer's line
+// is written at once; Flush waits for everything handed over.
 package groupwrite
 
 import (
@@ -12,70 +11,67 @@ import (
 	"sync"
 )
 
-// maxPending bounds the bytes gathered while a write is under way; past
-// it, writers wait for the write instead of growing the buffer.
+// maxPending bounds the bytes waiting to be written; past it, Write waits.
 const maxPending = 1 << 20
 
 // Writer is safe for concurrent use. Each Write keeps its bytes together
-// (a line is never split between groups) and groups keep arrival order.
+// (a line is never split between groups) and bytes keep arrival order.
 type Writer struct {
 	w io.Writer
 
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when a group has been written
-	writing bool
+	changed *sync.Cond // signalled when a group has been written
+	writing bool       // a goroutine is draining pending
 	pending []byte
 	spare   []byte
-	err     error // of a group written for other writers, for the next Write or Flush
+	err     error // of a write no caller has seen yet
 }
 
-// New returns a Writer over w. w is only ever called by one goroutine at
-// a time.
+// New returns a Writer over w; w is called by one goroutine at a time.
 func New(w io.Writer) *Writer {
 	g := &Writer{w: w}
-	g.idle = sync.NewCond(&g.mu)
+	g.changed = sync.NewCond(&g.mu)
 	return g
 }
 
-// Write writes p, or hands it to the Write in progress, which writes it
-// with its own bytes before it returns. An error writing a group is
-// returned to the writer that wrote it and to the next Write or Flush.
+// Write hands p over to be written and returns; an error of an earlier
+// group is returned to the next Write or Flush.
 func (g *Writer) Write(p []byte) (int, error) {
 	g.mu.Lock()
-	for g.writing && len(g.pending)+len(p) > maxPending && len(g.pending) > 0 {
-		g.idle.Wait()
+	defer g.mu.Unlock()
+	for len(g.pending) > 0 && len(g.pending)+len(p) > maxPending {
+		g.changed.Wait()
 	}
-	if g.writing {
-		g.pending = append(g.pending, p...)
-		err := g.err
-		g.err = nil
-		g.mu.Unlock()
-		return len(p), err
+	g.pending = append(g.pending, p...)
+	if !g.writing {
+		g.writing = true
+		go g.drain()
 	}
-	g.writing = true // pending is empty: a writer drains it before it stops
-	g.mu.Unlock()
+	err := g.err
+	g.err = nil
+	return len(p), err
+}
 
-	_, err := g.w.Write(p)
+// drain writes what has gathered, group by group, until nothing has.
+func (g *Writer) drain() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for len(g.pending) > 0 {
 		batch := g.pending
 		g.pending = g.spare[:0]
 		g.mu.Unlock()
-		_, werr := g.w.Write(batch)
+		_, err := g.w.Write(batch)
 		g.mu.Lock()
-		if werr != nil && err == nil {
-			err = werr
-			g.err = werr // the other writers' lines were in it
+		if err != nil && g.err == nil {
+			g.err = err
 		}
 		if cap(batch) <= maxPending {
 			g.spare = batch[:0]
 		}
-		g.idle.Broadcast()
+		g.changed.Broadcast()
 	}
 	g.writing = false
-	g.idle.Broadcast()
-	g.mu.Unlock()
-	return len(p), err
+	g.changed.Broadcast()
 }
 
 // Flush waits until every byte handed to Write has been written, and
@@ -84,7 +80,7 @@ func (g *Writer) Flush() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for g.writing {
-		g.idle.Wait()
+		g.changed.Wait()
 	}
 	err := g.err
 	g.err = nil

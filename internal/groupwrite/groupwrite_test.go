@@ -81,21 +81,42 @@ func TestConcurrentLinesAllWrittenWhole(t *testing.T) {
 	}
 }
 
-func TestSerialWriteIsWrittenBeforeItReturns(t *testing.T) {
+func TestFlushWaitsForEveryLine(t *testing.T) {
 	sw := &slowWriter{}
 	g := groupwrite.New(sw)
 	for i := range 3 {
 		fmt.Fprintf(g, "line %d\n", i)
-		if n := strings.Count(sw.buf.String(), "\n"); n != i+1 {
-			t.Fatalf("after write %d the writer holds %d lines", i, n)
+		if err := g.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		sw.mu.Lock()
+		n := strings.Count(sw.buf.String(), "\n")
+		sw.mu.Unlock()
+		if n != i+1 {
+			t.Fatalf("after write %d and Flush the writer holds %d lines", i, n)
 		}
 	}
 }
 
-func TestErrorReachesTheWriter(t *testing.T) {
+func TestErrorReachesTheNextCaller(t *testing.T) {
 	sw := &slowWriter{fail: true}
 	g := groupwrite.New(sw)
-	if _, err := g.Write([]byte("a\n")); err == nil || err.Error() != "disk full" {
-		t.Fatalf("err = %v, want disk full", err)
+	if _, err := g.Write([]byte("a\n")); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if err := g.Flush(); err == nil || err.Error() != "disk full" {
+		t.Fatalf("Flush = %v, want disk full", err)
+	}
+	g.Write([]byte("b\n"))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		sw.mu.Lock()
+		calls := sw.calls
+		sw.mu.Unlock()
+		if calls == 2 || time.Now().After(deadline) {
+			break // the group holding b has been written (and failed)
+		}
+	}
+	if _, err := g.Write([]byte("c\n")); err == nil || err.Error() != "disk full" {
+		t.Fatalf("next write = %v, want disk full", err)
 	}
 }
