@@ -144,11 +144,7 @@ func (w *file) open() error {
 // Write appends one event as a JSON line.
 func (w *Writer) Write(ev *Event) error {
 	ev.StageTimestamp = time.Now().UTC()
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("audit event: %w", err)
-	}
-	_, err = w.out.Write(append(line, '\n'))
+	_, err := w.out.Write(append(ev.appendJSON(make([]byte, 0, 1024)), '\n'))
 	return err
 }
 
