@@ -81,3 +81,27 @@ func TestLastSeqFollowsTheWALHeader(t *testing.T) {
 		t.Fatalf("%d queries for 20 writes each read twice: want one per write (and the first)", queries)
 	}
 }
+
+// BenchmarkLastSeq: the position from the WAL-index header against the
+// query it saves, in the same run.
+func BenchmarkLastSeq(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "cairn.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.Run("query", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.pool().LastSeq(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("header", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.LastSeq(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
