@@ -11,7 +11,8 @@ import (
 )
 
 // notifier wakes watchers of this process at once after a write; writes of
-// other replicas are found by polling the store's change log.
+// other replicas wake them when the store tells of them (listen.go), and
+// are found by polling the store's change log otherwise.
 type notifier struct {
 	mu   sync.Mutex
 	wake chan struct{}
@@ -64,6 +65,9 @@ func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Chan
 // ctx ends (it then returns nil) or fn or the store fails. A position that
 // was pruned fails with CodeGone.
 func (h *Hub) Watch(ctx context.Context, after int64, fn func(store.Change) error) error {
+	// Listening starts before the first read of the log: a commit is
+	// either in that read or heard of afterwards.
+	defer h.listen()()
 	ticker := time.NewTicker(h.pollInterval)
 	defer ticker.Stop()
 	for {

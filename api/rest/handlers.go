@@ -308,9 +308,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
+	fresh, err := parseListFreshness(r)
+	if err != nil {
+		return err
+	}
 	plain := plainJSON(r)
 	key := listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
-	if plain {
+	if plain && fresh.consistent {
 		pos, err := s.hub.LastSeq(r.Context())
 		if err != nil {
 			return err
@@ -323,9 +327,20 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
-	insts, seq, err := s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
+	var insts []cairn.Instance
+	var seq int64
+	if fresh.consistent {
+		insts, seq, err = s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
+	} else {
+		insts, seq, err = s.hub.ListInstancesNotOlderThan(r.Context(), o.filter(req), true, fresh.notOlderThan)
+	}
 	if err != nil {
 		return err
+	}
+	if seq < fresh.notOlderThan {
+		st := newStatus(http.StatusGatewayTimeout, "Timeout", fmt.Sprintf("Too large resource version: %d, current: %d", fresh.notOlderThan, seq))
+		st.Details = &StatusDetails{Causes: []StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}, RetryAfterSeconds: 1}
+		return errStatus{st}
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
@@ -355,7 +370,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	items := make([][]byte, 0, len(order))
 	var missed []cairn.Instance
 	var missedAt []int
-	keep := true // every object is one the encoded cache keeps
+	keep := fresh.consistent // and every object is one the encoded cache keeps
 	for _, i := range order {
 		inst := &insts[i]
 		if !o.matches(inst) {
@@ -390,6 +405,49 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	s.lists.put(key, seq, buf.Bytes())
 	writeBody(w, buf.Bytes())
 	return nil
+}
+
+// listFreshness is how current a list must be, from its resourceVersion
+// as Kubernetes reads it: unset, the most recent (a consistent read);
+// "0", any (the read cache as it is, no question to the store); "N", not
+// older than N. resourceVersionMatch=NotOlderThan is the default; Exact
+// would need past states, which cairn does not keep.
+type listFreshness struct {
+	consistent   bool
+	notOlderThan int64
+}
+
+func parseListFreshness(r *http.Request) (listFreshness, error) {
+	q := r.URL.Query()
+	rv, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
+	switch match {
+	case "", "NotOlderThan":
+	case "Exact":
+		return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+			`resourceVersionMatch: Unsupported value: "Exact": cairn keeps no past lists; supported values: "NotOlderThan"`)}
+	default:
+		return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+			fmt.Sprintf(`resourceVersionMatch: Unsupported value: %q: supported values: "NotOlderThan"`, match))}
+	}
+	if rv == "" {
+		if match != "" {
+			return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+				"resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")}
+		}
+		return listFreshness{consistent: true}, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return listFreshness{}, errStatus{badRequest("invalid resource version %q: a non-negative integer is expected", rv)}
+	}
+	if q.Get("continue") != "" {
+		// A continued list follows its token, as the API server's does.
+		if n != 0 {
+			return listFreshness{}, errStatus{badRequest("specifying resource version is not allowed when using continue")}
+		}
+		return listFreshness{consistent: true}, nil
+	}
+	return listFreshness{notOlderThan: n}, nil
 }
 
 // readBody reads a request body; a create, update or delete body must be

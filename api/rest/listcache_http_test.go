@@ -3,11 +3,13 @@ package rest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
@@ -118,5 +120,109 @@ func TestListBodiesFollowWritesOfAnotherReplica(t *testing.T) {
 	}
 	if l, _ := get(""); !slices.Equal(names(l), []string{`g2={"n":2}`}) {
 		t.Fatalf("after a delete through the other replica: %v", names(l))
+	}
+}
+
+// A list's resourceVersion as Kubernetes reads it: "0" answers from the
+// read cache as it is (another replica's write may not be in it yet), "N"
+// is not older than N (the write is in it once N is its position), unset
+// is the most recent; a position the store has not reached is 504.
+func TestListResourceVersionSemantics(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	open := func() *hub.Hub {
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		h, err := hub.New(ctx, hub.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := open(), open()
+	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`),
+		Group: "example.org", Version: "v1", Names: &cairn.Names{Kind: "Gadget", Plural: "gadgets"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rest.New(rest.Config{Hub: b}))
+	t.Cleanup(srv.Close)
+	get := func(query string, wantCode int) (names []string, rv string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/apis/example.org/v1/namespaces/default/gadgets" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != wantCode {
+			t.Fatalf("list%s: %d %s, want %d", query, resp.StatusCode, body, wantCode)
+		}
+		var l struct {
+			Metadata struct{ ResourceVersion string }
+			Items    []struct{ Metadata struct{ Name string } }
+		}
+		if err := json.Unmarshal(body, &l); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range l.Items {
+			names = append(names, it.Metadata.Name)
+		}
+		return names, l.Metadata.ResourceVersion
+	}
+	create := func(name string) int64 {
+		t.Helper()
+		c, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: name, Name: name, Namespace: "default",
+			TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[0].Instance.Seq
+	}
+	create("g1")
+	if names, _ := get("", 200); !slices.Equal(names, []string{"g1"}) {
+		t.Fatalf("consistent list: %v", names)
+	}
+	seq := create("g2") // through the other replica: this one's cache has not seen it
+	names, rv := get("?resourceVersion=0", 200)
+	if !slices.Equal(names, []string{"g1"}) || rv == "" {
+		t.Fatalf(`resourceVersion "0" answered %v at %q: want the cache as it was (g1 only), without asking the store`, names, rv)
+	}
+	names, rv = get(fmt.Sprintf("?resourceVersion=%d", seq), 200)
+	if !slices.Equal(names, []string{"g1", "g2"}) || rv != fmt.Sprint(seq) {
+		t.Fatalf("resourceVersion %d (not older than) answered %v at %s", seq, names, rv)
+	}
+	if names, _ := get(fmt.Sprintf("?resourceVersion=%d&resourceVersionMatch=NotOlderThan", seq-1), 200); !slices.Equal(names, []string{"g1", "g2"}) {
+		t.Fatalf("not older than %d: %v", seq-1, names)
+	}
+	create("g3")
+	if names, _ := get("", 200); !slices.Equal(names, []string{"g1", "g2", "g3"}) {
+		t.Fatalf("consistent list after another write: %v", names)
+	}
+	for _, c := range []struct {
+		query string
+		code  int
+	}{
+		{fmt.Sprintf("?resourceVersion=%d", seq+1000), http.StatusGatewayTimeout},
+		{"?resourceVersion=1&resourceVersionMatch=Exact", http.StatusUnprocessableEntity},
+		{"?resourceVersionMatch=NotOlderThan", http.StatusUnprocessableEntity},
+		{"?resourceVersion=abc", http.StatusBadRequest},
+		{"?resourceVersion=5&continue=abc", http.StatusBadRequest},
+	} {
+		resp, err := http.Get(srv.URL + "/apis/example.org/v1/namespaces/default/gadgets" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.code || !strings.Contains(string(body), `"kind":"Status"`) {
+			t.Errorf("list%s: %d %s, want %d and a Status", c.query, resp.StatusCode, body, c.code)
+		}
+		if c.code == http.StatusGatewayTimeout && !strings.Contains(string(body), "Too large resource version") {
+			t.Errorf("list%s: %s", c.query, body)
+		}
 	}
 }

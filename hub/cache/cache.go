@@ -455,6 +455,29 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 	if err != nil {
 		return nil, 0, err
 	}
+	list, _ := c.list(f, withValues)
+	return list, seq, nil
+}
+
+// ListNotOlderThan is List without reading the store's position: the
+// cache as it is once it has applied the change log up to min (0: as it
+// is now, loading it first if it never was), as the Kubernetes API server
+// answers a list with resourceVersion "0" (any) or "N" (not older than
+// N). The position returned is the one the cache reflects; below min when
+// the store has not reached min.
+func (c *Cache) ListNotOlderThan(ctx context.Context, f store.InstanceFilter, withValues bool, min int64) ([]cairn.Instance, int64, error) {
+	if !Serves(f) {
+		return nil, 0, fmt.Errorf("cache: cannot filter on attributes")
+	}
+	if err := c.SyncTo(ctx, min); err != nil {
+		return nil, 0, err
+	}
+	list, seq := c.list(f, withValues)
+	return list, seq, nil
+}
+
+// list answers f from the cache as it is, with the position it reflects.
+func (c *Cache) list(f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64) {
 	var after *entry
 	if f.After != nil {
 		after = &entry{inst: *f.After, revKey: store.RevisionKey(f.After.TypeRef.Revision)}
@@ -472,6 +495,7 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 		c.mu.RLock()
 	}
 	defer c.mu.RUnlock()
+	seq := c.applied
 	var paths []string
 	if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok || f.TypePath == "" {
 		for path := range c.byType {
@@ -483,7 +507,14 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 	} else if _, ok := c.byType[f.TypePath]; ok {
 		paths = []string{f.TypePath}
 	}
-	out := []cairn.Instance{}
+	n := 0
+	for _, path := range paths {
+		n += len(c.byType[path].sorted)
+	}
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
 	for _, path := range paths {
 		for _, e := range c.byType[path].sorted {
 			if after != nil && compare(e, after) <= 0 {
@@ -494,11 +525,11 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 			}
 			out = append(out, c.out(e, withValues, true))
 			if f.Limit > 0 && len(out) == f.Limit {
-				return out, seq, nil
+				return out, seq
 			}
 		}
 	}
-	return out, seq, nil
+	return out, seq
 }
 
 func (c *Cache) anyDirty() bool {
