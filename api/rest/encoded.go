@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -135,7 +136,7 @@ func writeBody(w http.ResponseWriter, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// listCache keeps whole plain-JSON list bodies by request (resource, path
+// listCache keeps whole plain-JSON list (and object) bodies by request (resource, path
 // and query), with the change-log position the list was current with. A
 // list is a function of the store at a position: when the store's
 // position, read after the request began, is still the body's, nothing
@@ -143,6 +144,10 @@ func writeBody(w http.ResponseWriter, b []byte) {
 // (resourceVersion included). Lists with an object the encoded cache would
 // not keep (an external backend's value, an owner reference) are not kept.
 type listCache struct {
+	// maxBodies and maxBytes bound the cache (0: maxListBodies and
+	// maxListBytes); past them, bodies are dropped to make room.
+	maxBodies, maxBytes int
+
 	mu     sync.Mutex
 	bodies map[listKey]listBody
 	bytes  int
@@ -190,8 +195,9 @@ func (c *listCache) put(k listKey, seq int64, body []byte) {
 		c.bytes -= len(old.body)
 		delete(c.bodies, k)
 	}
+	maxBodies, maxBytes := cmp.Or(c.maxBodies, maxListBodies), cmp.Or(c.maxBytes, maxListBytes)
 	for k := range c.bodies { // full: make room, oldest first would cost a list
-		if len(c.bodies) < maxListBodies && c.bytes+len(body) <= maxListBytes {
+		if len(c.bodies) < maxBodies && c.bytes+len(body) <= maxBytes {
 			break
 		}
 		c.bytes -= len(c.bodies[k].body)

@@ -157,13 +157,30 @@ func notFoundObject(res *resource, name string) Status {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
+	plain := plainJSON(r)
+	// The body of an object read at the store's current position, kept
+	// as lists are: the position was read before the object, so a body is
+	// served only while nothing has committed since it was read.
+	var key listKey
+	var pos int64
+	if plain {
+		key = listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
+		var err error
+		if pos, err = s.hub.LastSeq(r.Context()); err != nil {
+			return err
+		}
+		if b, ok := s.gets.get(key, pos); ok {
+			writeBody(w, b)
+			return nil
+		}
+	}
 	inst, err := s.instance(r, req)
 	if err != nil {
 		return err
 	}
-	plain := plainJSON(r)
 	if plain {
 		if b, ok := s.encoded.cached(&inst, req.res.apiVersion(), req.res.kind); ok {
+			s.keepObject(key, pos, b)
 			writeObject(w, b)
 			return nil
 		}
@@ -180,8 +197,19 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
+	if cacheable(&inst) && len(objs[0].Metadata.OwnerReferences) == 0 {
+		s.keepObject(key, pos, b)
+	}
 	writeObject(w, b)
 	return nil
+}
+
+// keepObject keeps the body of a GET (the object's JSON and a newline).
+func (s *Server) keepObject(key listKey, pos int64, b []byte) {
+	body := make([]byte, len(b)+1)
+	copy(body, b)
+	body[len(b)] = '\n'
+	s.gets.put(key, pos, body)
 }
 
 // listOptions are the query parameters of a list or watch.

@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
-// Lists are served from kept bodies while nothing changes; a write through
+// Lists and objects are served from kept bodies while nothing changes; a write through
 // another replica (another hub on the same store) is in the very next list
 // through this one, with no wait: the kept body is tied to the change-log
 // position, which the write moved.
@@ -105,8 +105,29 @@ func TestListBodiesFollowWritesOfAnotherReplica(t *testing.T) {
 	if sel, _ := get("?labelSelector=team%3Db"); !slices.Equal(names(sel), []string{`g2={"n":1}`}) {
 		t.Fatalf("team=b: %v", names(sel))
 	}
+	getOne := func(name string) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/apis/example.org/v1/namespaces/default/gadgets/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o struct{ Spec json.RawMessage }
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("get %s: %d %v", name, resp.StatusCode, err)
+		}
+		return string(o.Spec)
+	}
+	for range 2 { // the second from the kept body
+		if got := getOne("g2"); got != `{"n":1}` {
+			t.Fatalf("get g2 = %s", got)
+		}
+	}
 	if _, err := a.UpdateInstances(ctx, []hub.UpdateInstance{{ID: g2, Value: json.RawMessage(`{"n":2}`), Labels: map[string]string{"team": "a"}}}); err != nil {
 		t.Fatal(err)
+	}
+	if got := getOne("g2"); got != `{"n":2}` {
+		t.Fatalf("get g2 after an update through the other replica = %s", got)
 	}
 	if sel, _ := get("?labelSelector=team%3Db"); len(sel.Items) != 0 {
 		t.Fatalf("team=b after relabelling g2: %v", names(sel))

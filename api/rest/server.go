@@ -60,9 +60,11 @@ type Server struct {
 	cache   resourceCache
 	// installs serves plans and installs (installs.go).
 	installs Installs
-	// encoded caches objects' JSON, lists whole list bodies (encoded.go).
+	// encoded caches objects' JSON; lists and gets keep whole bodies of
+	// lists and of single objects by the store's position (encoded.go).
 	encoded encodedCache
 	lists   listCache
+	gets    listCache
 
 	stopOnce sync.Once
 	stopping chan struct{}
@@ -78,7 +80,7 @@ func (s *Server) StopWatches() {
 // New returns a Server.
 func New(cfg Config) *Server {
 	s := &Server{hub: cfg.Hub, log: cfg.Logger, version: cfg.Version, metrics: cfg.Metrics, maxBody: cfg.MaxBodyBytes,
-		stopping: make(chan struct{})}
+		stopping: make(chan struct{}), gets: listCache{maxBodies: 16384, maxBytes: 32 << 20}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
