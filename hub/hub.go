@@ -63,7 +63,9 @@ type Config struct {
 	// Now returns the current time. Default time.Now.
 	Now func() time.Time
 	// PollInterval is how often watchers poll the store for changes made
-	// by other processes. Default 1s.
+	// by other processes. Default 1s. A store that tells of commits
+	// (PostgreSQL's LISTEN/NOTIFY) wakes them at once; polling is then the
+	// fallback for a lost listening connection.
 	PollInterval time.Duration
 	// NoReadCache reads every instance from the store instead of the
 	// in-memory watch cache (hub/cache). Reads are consistent either way.
@@ -86,6 +88,7 @@ type Hub struct {
 	now       func() time.Time
 
 	notify       *notifier
+	listening    listening // the store's change listener, while watches run (listen.go)
 	authz        authz
 	pollInterval time.Duration
 	// typesGen counts Type changes made through this hub, so façades can

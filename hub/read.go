@@ -103,6 +103,33 @@ func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withV
 	return list, seq, nil
 }
 
+// ListInstancesNotOlderThan is ListInstancesAt for a list that need not
+// be the most recent, as Kubernetes' resourceVersion on a list says: with
+// min 0 ("0", any) the read cache answers as it is, without asking the
+// store for its position; with min > 0 ("N", not older than N) once it has
+// applied the change log up to min. The position returned is the one the
+// list reflects: below min when the store has not reached min. Without the
+// read cache, or for filters it does not serve, the list is consistent
+// (which satisfies any min the store has reached).
+func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFilter, withValues bool, min int64) ([]cairn.Instance, int64, error) {
+	if h.cache == nil || !cache.Serves(f) {
+		return h.ListInstancesAt(ctx, f, withValues)
+	}
+	list, seq, err := h.cache.ListNotOlderThan(ctx, f, withValues, min)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
+	}
+	if withValues {
+		if err := h.fillValues(ctx, list); err != nil {
+			return nil, 0, err
+		}
+		for i := range list {
+			redactSensitive(&list[i])
+		}
+	}
+	return list, seq, nil
+}
+
 // fillValues reads the latest value of every instance in place.
 func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
 	var refs []ValueRef

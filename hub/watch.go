@@ -11,7 +11,8 @@ import (
 )
 
 // notifier wakes watchers of this process at once after a write; writes of
-// other replicas are found by polling the store's change log.
+// other replicas wake them when the store tells of them (listen.go), and
+// are found by polling the store's change log otherwise.
 type notifier struct {
 	mu   sync.Mutex
 	wake chan struct{}
@@ -39,7 +40,11 @@ const defaultPollInterval = time.Second
 
 // LastSeq returns the position of the newest change in the change log.
 func (h *Hub) LastSeq(ctx context.Context) (int64, error) {
-	seq, err := h.st.LastSeq(ctx)
+	read := h.st.LastSeq
+	if h.cache != nil {
+		read = h.cache.Position // shares the query with reads under way
+	}
+	seq, err := read(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read the change log position: %w", err)
 	}
@@ -60,6 +65,9 @@ func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Chan
 // ctx ends (it then returns nil) or fn or the store fails. A position that
 // was pruned fails with CodeGone.
 func (h *Hub) Watch(ctx context.Context, after int64, fn func(store.Change) error) error {
+	// Listening starts before the first read of the log: a commit is
+	// either in that read or heard of afterwards.
+	defer h.listen()()
 	ticker := time.NewTicker(h.pollInterval)
 	defer ticker.Stop()
 	for {

@@ -56,6 +56,7 @@ type env struct {
 	certFor  map[string]tls.Certificate
 	tokenFor map[string]string
 	audit    string
+	flush    func() error // the audit writer's
 	caFile   string
 }
 
@@ -157,7 +158,7 @@ func start(t *testing.T) *env {
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
 	otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
-	return &env{url: srv.URL, client: srv.Client(), audit: auditPath, caFile: caFile,
+	return &env{url: srv.URL, client: srv.Client(), audit: auditPath, flush: aw.Flush, caFile: caFile,
 		certFor: map[string]tls.Certificate{"editor of a (cert)": good.client(t, "ed", "team-a"), "cert of another CA": other.client(t, "admin", "cairn:admins")},
 		tokenFor: map[string]string{
 			"viewer (token file)":     "viewer-token",
@@ -325,6 +326,9 @@ func TestMatrix(t *testing.T) {
 	}
 
 	// The audit log: one event per request, both identities, no secrets.
+	if err := e.flush(); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(e.audit)
 	if err != nil {
 		t.Fatal(err)

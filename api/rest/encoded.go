@@ -2,9 +2,11 @@ package rest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/cairn-dev/cairn"
@@ -31,25 +33,49 @@ type encodedObject struct {
 // maxEncoded bounds the cache; past it the cache starts over.
 const maxEncoded = 200_000
 
+// cacheable reports whether inst's object may come from the cache: its
+// value is the built-in backend's (an external value can change without a
+// change number) and it has no owner reference, which objects() adds from
+// another instance (the installation using it). A list shows some values
+// redacted and a read of the one instance does not, at the same Seq:
+// those are never cached either.
+func cacheable(inst *cairn.Instance) bool {
+	if !inst.Backend.Abstract || hub.RedactsInLists(inst.TypeRef.Path) {
+		return false
+	}
+	uid := inst.Labels[hub.LabelInstallationUID]
+	return uid == "" || !slices.Contains(inst.UsedBy, uid)
+}
+
+// cached returns inst's JSON as an object of apiVersion and kind when it
+// was encoded at inst's change number with the same users; no Object has
+// to be built to ask.
+func (c *encodedCache) cached(inst *cairn.Instance, apiVersion, kind string) ([]byte, bool) {
+	if !cacheable(inst) {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, ok := c.objs[inst.ID]
+	c.mu.Unlock()
+	if ok && e.seq == inst.Seq && e.apiVersion == apiVersion && e.kind == kind && slices.Equal(e.usedBy, inst.UsedBy) {
+		return e.json, true
+	}
+	return nil, false
+}
+
 // encode returns obj's JSON (as json.Marshal writes it), from the cache
-// when inst has not changed since it was encoded.
+// when inst has not changed since it was encoded. The bytes are shared:
+// callers must not write to them (nor append to them).
 func (c *encodedCache) encode(inst cairn.Instance, obj Object) ([]byte, error) {
-	// A list shows some values redacted and a read of the one instance
-	// does not, at the same Seq: those are never cached.
-	cacheable := inst.Backend.Abstract && len(obj.Metadata.OwnerReferences) == 0 && !hub.RedactsInLists(inst.TypeRef.Path)
-	if cacheable {
-		c.mu.Lock()
-		e, ok := c.objs[inst.ID]
-		c.mu.Unlock()
-		if ok && e.seq == inst.Seq && e.apiVersion == obj.APIVersion && e.kind == obj.Kind && slices.Equal(e.usedBy, inst.UsedBy) {
-			return e.json, nil
-		}
+	if b, ok := c.cached(&inst, obj.APIVersion, obj.Kind); ok && len(obj.Metadata.OwnerReferences) == 0 {
+		return b, nil
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	if cacheable {
+	b = slices.Clip(b) // an append by a reader copies instead of writing into the cache
+	if cacheable(&inst) && len(obj.Metadata.OwnerReferences) == 0 {
 		c.mu.Lock()
 		if c.objs == nil || len(c.objs) >= maxEncoded {
 			c.objs = map[string]encodedObject{}
@@ -60,14 +86,28 @@ func (c *encodedCache) encode(inst cairn.Instance, obj Object) ([]byte, error) {
 	return b, nil
 }
 
+// listBuffers keeps the buffers lists are assembled in: a list of 100
+// objects is ~80 KB, which the garbage collector would otherwise clear
+// and collect at every request.
+var listBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // writeList writes a list of objects whose JSON is at hand, byte for
 // byte what writeJSON writes for a List.
 func writeList(w http.ResponseWriter, apiVersion, kind string, meta ListMeta, items [][]byte) {
-	n := 128
+	buf := listBuffers.Get().(*bytes.Buffer)
+	appendList(buf, apiVersion, kind, meta, items)
+	writeBody(w, buf.Bytes())
+	if buf.Cap() <= 4<<20 { // a huge list's buffer is left to the collector
+		listBuffers.Put(buf)
+	}
+}
+
+func appendList(buf *bytes.Buffer, apiVersion, kind string, meta ListMeta, items [][]byte) {
+	n := 128 + len(meta.Continue)
 	for _, it := range items {
 		n += len(it) + 1
 	}
-	var buf bytes.Buffer
+	buf.Reset()
 	buf.Grow(n)
 	av, _ := json.Marshal(apiVersion)
 	k, _ := json.Marshal(kind)
@@ -86,10 +126,97 @@ func writeList(w http.ResponseWriter, apiVersion, kind string, meta ListMeta, it
 		buf.Write(it)
 	}
 	buf.WriteString("]}\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
 }
+
+// writeBody writes a JSON body that is complete at hand.
+func writeBody(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// listCache keeps whole plain-JSON list (and object) bodies by request (resource, path
+// and query), with the change-log position the list was current with. A
+// list is a function of the store at a position: when the store's
+// position, read after the request began, is still the body's, nothing
+// was committed since, and the body is the answer byte for byte
+// (resourceVersion included). Lists with an object the encoded cache would
+// not keep (an external backend's value, an owner reference) are not kept.
+type listCache struct {
+	// maxBodies and maxBytes bound the cache (0: maxListBodies and
+	// maxListBytes); past them, bodies are dropped to make room.
+	maxBodies, maxBytes int
+
+	mu     sync.Mutex
+	bodies map[listKey]listBody
+	bytes  int
+}
+
+type listKey struct {
+	res         *resource
+	path, query string
+}
+
+type listBody struct {
+	seq  int64
+	body []byte
+}
+
+const (
+	maxListBodies = 256
+	maxListBytes  = 64 << 20
+	maxListBody   = 8 << 20
+)
+
+func (c *listCache) get(k listKey, seq int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.bodies[k]
+	if !ok || b.seq != seq {
+		return nil, false
+	}
+	return b.body, true
+}
+
+func (c *listCache) put(k listKey, seq int64, body []byte) {
+	if len(body) > maxListBody {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bodies == nil {
+		c.bodies = map[listKey]listBody{}
+	}
+	if old, ok := c.bodies[k]; ok {
+		if old.seq >= seq {
+			return // a list at least as new is there
+		}
+		c.bytes -= len(old.body)
+		delete(c.bodies, k)
+	}
+	maxBodies, maxBytes := cmp.Or(c.maxBodies, maxListBodies), cmp.Or(c.maxBytes, maxListBytes)
+	for k := range c.bodies { // full: make room, oldest first would cost a list
+		if len(c.bodies) < maxBodies && c.bytes+len(body) <= maxBytes {
+			break
+		}
+		c.bytes -= len(c.bodies[k].body)
+		delete(c.bodies, k)
+	}
+	c.bodies[k] = listBody{seq: seq, body: body}
+	c.bytes += len(body)
+}
+
+// writeObject writes one object's JSON as writeJSON does.
+func writeObject(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	_, _ = w.Write(newline)
+}
+
+var newline = []byte{'\n'}
 
 // plainJSON reports whether r asks for plain JSON, not a Table (a bad
 // Accept is left to writeRead to refuse).

@@ -161,15 +161,39 @@ func notFoundObject(res *resource, name string) Status {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
+	plain := plainJSON(r)
+	// The body of an object read at the store's current position, kept
+	// as lists are: the position was read before the object, so a body is
+	// served only while nothing has committed since it was read.
+	var key listKey
+	var pos int64
+	if plain {
+		key = listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
+		var err error
+		if pos, err = s.hub.LastSeq(r.Context()); err != nil {
+			return err
+		}
+		if b, ok := s.gets.get(key, pos); ok {
+			writeBody(w, b)
+			return nil
+		}
+	}
 	inst, err := s.instance(r, req)
 	if err != nil {
 		return err
+	}
+	if plain {
+		if b, ok := s.encoded.cached(&inst, req.res.apiVersion(), req.res.kind); ok {
+			s.keepObject(key, pos, b)
+			writeObject(w, b)
+			return nil
+		}
 	}
 	objs, err := s.objects(r, req.res, []cairn.Instance{inst})
 	if err != nil {
 		return err
 	}
-	if !plainJSON(r) {
+	if !plain {
 		s.writeRead(w, r, req.res, objs[0])
 		return nil
 	}
@@ -177,10 +201,19 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(b, '\n'))
+	if cacheable(&inst) && len(objs[0].Metadata.OwnerReferences) == 0 {
+		s.keepObject(key, pos, b)
+	}
+	writeObject(w, b)
 	return nil
+}
+
+// keepObject keeps the body of a GET (the object's JSON and a newline).
+func (s *Server) keepObject(key listKey, pos int64, b []byte) {
+	body := make([]byte, len(b)+1)
+	copy(body, b)
+	body[len(b)] = '\n'
+	s.gets.put(key, pos, body)
 }
 
 // listOptions are the query parameters of a list or watch.
@@ -284,7 +317,7 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 }
 
 // matches applies what the store filter cannot express.
-func (o listOptions) matches(inst cairn.Instance) bool {
+func (o listOptions) matches(inst *cairn.Instance) bool {
 	return o.notName == "" || inst.Name != o.notName
 }
 
@@ -307,43 +340,146 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
+	fresh, err := parseListFreshness(r)
+	if err != nil {
+		return err
+	}
+	plain := plainJSON(r)
+	key := listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
+	if plain && fresh.consistent {
+		pos, err := s.hub.LastSeq(r.Context())
+		if err != nil {
+			return err
+		}
+		if b, ok := s.lists.get(key, pos); ok {
+			writeBody(w, b)
+			return nil
+		}
+	}
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
-	insts, seq, err := s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
+	var insts []cairn.Instance
+	var seq int64
+	if fresh.consistent {
+		insts, seq, err = s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
+	} else {
+		insts, seq, err = s.hub.ListInstancesNotOlderThan(r.Context(), o.filter(req), true, fresh.notOlderThan)
+	}
 	if err != nil {
 		return err
+	}
+	if seq < fresh.notOlderThan {
+		st := newStatus(http.StatusGatewayTimeout, "Timeout", fmt.Sprintf("Too large resource version: %d, current: %d", fresh.notOlderThan, seq))
+		st.Details = &StatusDetails{Causes: []StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}, RetryAfterSeconds: 1}
+		return errStatus{st}
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	kept := insts[:0:0]
-	for _, inst := range byName(insts) {
-		if o.matches(inst) {
-			kept = append(kept, inst)
-		}
-	}
-	objs, err := s.objects(r, req.res, kept)
-	if err != nil {
-		return err
-	}
 	if o.limit > 0 && len(insts) == o.limit {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	if !plainJSON(r) {
+	order := byName(insts)
+	if !plain {
+		kept := make([]cairn.Instance, 0, len(order))
+		for _, i := range order {
+			if o.matches(&insts[i]) {
+				kept = append(kept, insts[i])
+			}
+		}
+		objs, err := s.objects(r, req.res, kept)
+		if err != nil {
+			return err
+		}
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)
 		}
 		s.writeRead(w, r, req.res, out)
 		return nil
 	}
-	items := make([][]byte, len(objs))
-	for i, obj := range objs {
-		if items[i], err = s.encoded.encode(kept[i], obj); err != nil {
+	// Plain JSON: the encodings of unchanged objects are at hand; only
+	// the others are built and encoded.
+	items := make([][]byte, 0, len(order))
+	var missed []cairn.Instance
+	var missedAt []int
+	keep := fresh.consistent // and every object is one the encoded cache keeps
+	for _, i := range order {
+		inst := &insts[i]
+		if !o.matches(inst) {
+			continue
+		}
+		keep = keep && cacheable(inst)
+		if b, ok := s.encoded.cached(inst, out.APIVersion, req.res.kind); ok {
+			items = append(items, b)
+			continue
+		}
+		missed = append(missed, *inst)
+		missedAt = append(missedAt, len(items))
+		items = append(items, nil)
+	}
+	if len(missed) > 0 {
+		objs, err := s.objects(r, req.res, missed)
+		if err != nil {
 			return err
 		}
+		for j, obj := range objs {
+			if items[missedAt[j]], err = s.encoded.encode(missed[j], obj); err != nil {
+				return err
+			}
+		}
 	}
-	writeList(w, out.APIVersion, out.Kind, out.Metadata, items)
+	if !keep {
+		writeList(w, out.APIVersion, out.Kind, out.Metadata, items)
+		return nil
+	}
+	var buf bytes.Buffer
+	appendList(&buf, out.APIVersion, out.Kind, out.Metadata, items)
+	s.lists.put(key, seq, buf.Bytes())
+	writeBody(w, buf.Bytes())
 	return nil
+}
+
+// listFreshness is how current a list must be, from its resourceVersion
+// as Kubernetes reads it: unset, the most recent (a consistent read);
+// "0", any (the read cache as it is, no question to the store); "N", not
+// older than N. resourceVersionMatch=NotOlderThan is the default; Exact
+// would need past states, which cairn does not keep.
+type listFreshness struct {
+	consistent   bool
+	notOlderThan int64
+}
+
+func parseListFreshness(r *http.Request) (listFreshness, error) {
+	q := r.URL.Query()
+	rv, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
+	switch match {
+	case "", "NotOlderThan":
+	case "Exact":
+		return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+			`resourceVersionMatch: Unsupported value: "Exact": cairn keeps no past lists; supported values: "NotOlderThan"`)}
+	default:
+		return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+			fmt.Sprintf(`resourceVersionMatch: Unsupported value: %q: supported values: "NotOlderThan"`, match))}
+	}
+	if rv == "" {
+		if match != "" {
+			return listFreshness{}, errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid",
+				"resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")}
+		}
+		return listFreshness{consistent: true}, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return listFreshness{}, errStatus{badRequest("invalid resource version %q: a non-negative integer is expected", rv)}
+	}
+	if q.Get("continue") != "" {
+		// A continued list follows its token, as the API server's does.
+		if n != 0 {
+			return listFreshness{}, errStatus{badRequest("specifying resource version is not allowed when using continue")}
+		}
+		return listFreshness{consistent: true}, nil
+	}
+	return listFreshness{notOlderThan: n}, nil
 }
 
 // readBody reads a request body; a create, update or delete body must be

@@ -261,9 +261,9 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	}
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	for _, inst := range byName(insts) {
-		if o.matches(inst) {
-			out.Items = append(out.Items, toTypeInstance(inst))
+	for _, i := range byName(insts) {
+		if o.matches(&insts[i]) {
+			out.Items = append(out.Items, toTypeInstance(insts[i]))
 		}
 	}
 	if o.limit > 0 && len(insts) == o.limit {

@@ -28,6 +28,8 @@ type StatusDetails struct {
 	Kind   string        `json:"kind,omitempty"`
 	UID    string        `json:"uid,omitempty"`
 	Causes []StatusCause `json:"causes,omitempty"`
+	// RetryAfterSeconds: when to try again (a resourceVersion not reached yet).
+	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
 }
 
 // StatusCause is one reason of a failure, e.g. one schema violation.

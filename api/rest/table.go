@@ -339,16 +339,20 @@ func cellOf(c printColumn, obj map[string]any) any {
 	return fmt.Sprint(v)
 }
 
-// byName returns a page of instances in namespace and name order, the
-// order kubectl users know from the API server. Paging still follows the
-// store's order (the continue token is the store's last item), so with
-// several pages each page is in name order.
-func byName(insts []cairn.Instance) []cairn.Instance {
-	out := slices.Clone(insts)
-	slices.SortStableFunc(out, func(a, b cairn.Instance) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+// byName returns the order of a page of instances by namespace, then name
+// (stable), the order kubectl users know from the API server: indexes,
+// since moving Instance values costs more than comparing them. Paging
+// still follows the store's order (the continue token is the store's last
+// item), so with several pages each page is in name order.
+func byName(insts []cairn.Instance) []int {
+	order := make([]int, len(insts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(insts[a].Namespace, insts[b].Namespace), strings.Compare(insts[a].Name, insts[b].Name))
 	})
-	return out
+	return order
 }
 
 // writeRead answers a GET or a list: the object or list as JSON, or a

@@ -123,7 +123,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	selective := len(o.labels) > 0 || o.fieldName != "" || o.notName != "" || o.fieldNS != ""
 	matching := map[string]bool{}
 	for _, inst := range initial {
-		if o.matches(inst) {
+		if o.matches(&inst) {
 			matching[inst.ID] = true
 			if err := send("ADDED", req.res.render(inst)); err != nil {
 				return nil
@@ -163,7 +163,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			delete(added, c.InstanceID)
 			c.Kind = store.Added
 		}
-		match := o.labels.Matches(inst.Labels) && (o.fieldName == "" || inst.Name == o.fieldName) && o.matches(inst) &&
+		match := o.labels.Matches(inst.Labels) && (o.fieldName == "" || inst.Name == o.fieldName) && o.matches(&inst) &&
 			(o.fieldNS == "" || inst.Namespace == o.fieldNS)
 		matching[inst.ID] = match
 		switch {

@@ -5,13 +5,17 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/groupwrite"
 )
 
 // Level says how much of a request is recorded.
@@ -87,8 +91,18 @@ func NewEvent(level Level, id string, received time.Time) *Event {
 
 // Writer appends events to a file, rotating it when it would grow past
 // MaxBytes: file becomes file.1, file.1 becomes file.2 and so on up to
-// MaxBackups; older ones are removed.
+// MaxBackups; older ones are removed. Events are handed to a goroutine
+// that writes those gathered together (groupwrite), so a busy server does
+// not pay a write to the file per request; an event is in the file
+// moments after Write returns, at once after Flush or Close.
 type Writer struct {
+	out  *groupwrite.Writer
+	file *file
+}
+
+// file is the audit file and its rotation; groupwrite calls Write from
+// one goroutine at a time, mu orders it with Close.
+type file struct {
 	path       string
 	maxBytes   int64
 	maxBackups int
@@ -106,14 +120,14 @@ func Open(path string, maxBytes int64, maxBackups int) (*Writer, error) {
 	if maxBackups < 0 {
 		maxBackups = 0
 	}
-	w := &Writer{path: path, maxBytes: maxBytes, maxBackups: maxBackups}
-	if err := w.open(); err != nil {
+	f := &file{path: path, maxBytes: maxBytes, maxBackups: maxBackups}
+	if err := f.open(); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return &Writer{out: groupwrite.New(f), file: f}, nil
 }
 
-func (w *Writer) open() error {
+func (w *file) open() error {
 	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
@@ -130,30 +144,51 @@ func (w *Writer) open() error {
 // Write appends one event as a JSON line.
 func (w *Writer) Write(ev *Event) error {
 	ev.StageTimestamp = time.Now().UTC()
-	line, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("audit event: %w", err)
-	}
-	line = append(line, '\n')
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f == nil {
-		return fmt.Errorf("audit log %s is closed", w.path)
-	}
-	if w.size > 0 && w.size+int64(len(line)) > w.maxBytes {
-		if err := w.rotate(); err != nil {
-			return err
-		}
-	}
-	n, err := w.f.Write(line)
-	w.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("audit log: %w", err)
-	}
-	return nil
+	_, err := w.out.Write(append(ev.appendJSON(make([]byte, 0, 1024)), '\n'))
+	return err
 }
 
-func (w *Writer) rotate() error {
+// Write appends whole lines, rotating before a line that would take the
+// file past maxBytes (a group of lines may be split between files, a line
+// never is).
+func (w *file) Write(lines []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	written := 0
+	for len(lines) > 0 {
+		if w.f == nil {
+			return written, fmt.Errorf("audit log %s is closed", w.path)
+		}
+		// As many whole lines as fit (at least one, into an empty file).
+		n := 0
+		for n < len(lines) {
+			end := bytes.IndexByte(lines[n:], '\n')
+			if end < 0 {
+				end = len(lines) - n - 1
+			}
+			if w.size+int64(n+end+1) > w.maxBytes && (n > 0 || w.size > 0) {
+				break
+			}
+			n += end + 1
+		}
+		if n == 0 {
+			if err := w.rotate(); err != nil {
+				return written, err
+			}
+			continue
+		}
+		m, err := w.f.Write(lines[:n])
+		w.size += int64(m)
+		written += m
+		if err != nil {
+			return written, fmt.Errorf("audit log: %w", err)
+		}
+		lines = lines[n:]
+	}
+	return written, nil
+}
+
+func (w *file) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("audit log: close for rotation: %w", err)
 	}
@@ -176,16 +211,22 @@ func (w *Writer) rotate() error {
 	return w.open()
 }
 
-// Close closes the file.
+// Flush waits until every event written so far is in the file.
+func (w *Writer) Flush() error {
+	return w.out.Flush()
+}
+
+// Close writes what is pending and closes the file.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f == nil {
-		return nil
+	ferr := w.out.Flush()
+	w.file.mu.Lock()
+	defer w.file.mu.Unlock()
+	if w.file.f == nil {
+		return ferr
 	}
-	err := w.f.Close()
-	w.f = nil
-	return err
+	err := w.file.f.Close()
+	w.file.f = nil
+	return errors.Join(ferr, err)
 }
 
 // RequestObject reduces a request body to what may be recorded: apiVersion,

@@ -105,6 +105,17 @@ func (c *Cache) SyncPosition(ctx context.Context) (int64, error) {
 	return target, c.SyncTo(ctx, target)
 }
 
+// Position reads the store's current change-log position, sharing the
+// query with the consistent reads waiting at the same moment (the rule of
+// positionGate: the answer was read after the call began).
+func (c *Cache) Position(ctx context.Context) (int64, error) {
+	seq, err := c.position.read(ctx, c.src)
+	if err != nil {
+		return 0, fmt.Errorf("cache: read the change log position: %w", err)
+	}
+	return seq, nil
+}
+
 // SyncTo brings the cache up to change-log position target at least.
 func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 	c.mu.RLock()
@@ -444,6 +455,29 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 	if err != nil {
 		return nil, 0, err
 	}
+	list, _ := c.list(f, withValues)
+	return list, seq, nil
+}
+
+// ListNotOlderThan is List without reading the store's position: the
+// cache as it is once it has applied the change log up to min (0: as it
+// is now, loading it first if it never was), as the Kubernetes API server
+// answers a list with resourceVersion "0" (any) or "N" (not older than
+// N). The position returned is the one the cache reflects; below min when
+// the store has not reached min.
+func (c *Cache) ListNotOlderThan(ctx context.Context, f store.InstanceFilter, withValues bool, min int64) ([]cairn.Instance, int64, error) {
+	if !Serves(f) {
+		return nil, 0, fmt.Errorf("cache: cannot filter on attributes")
+	}
+	if err := c.SyncTo(ctx, min); err != nil {
+		return nil, 0, err
+	}
+	list, seq := c.list(f, withValues)
+	return list, seq, nil
+}
+
+// list answers f from the cache as it is, with the position it reflects.
+func (c *Cache) list(f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64) {
 	var after *entry
 	if f.After != nil {
 		after = &entry{inst: *f.After, revKey: store.RevisionKey(f.After.TypeRef.Revision)}
@@ -461,6 +495,7 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 		c.mu.RLock()
 	}
 	defer c.mu.RUnlock()
+	seq := c.applied
 	var paths []string
 	if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok || f.TypePath == "" {
 		for path := range c.byType {
@@ -472,7 +507,14 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 	} else if _, ok := c.byType[f.TypePath]; ok {
 		paths = []string{f.TypePath}
 	}
-	out := []cairn.Instance{}
+	n := 0
+	for _, path := range paths {
+		n += len(c.byType[path].sorted)
+	}
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
 	for _, path := range paths {
 		for _, e := range c.byType[path].sorted {
 			if after != nil && compare(e, after) <= 0 {
@@ -483,11 +525,11 @@ func (c *Cache) ListAt(ctx context.Context, f store.InstanceFilter, withValues b
 			}
 			out = append(out, c.out(e, withValues, true))
 			if f.Limit > 0 && len(out) == f.Limit {
-				return out, seq, nil
+				return out, seq
 			}
 		}
 	}
-	return out, seq, nil
+	return out, seq
 }
 
 func (c *Cache) anyDirty() bool {
@@ -571,11 +613,16 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 		g.next = r
 	}
 	if !g.running {
+		// No query under way: this read runs r, and a few of the rounds
+		// that gather while it does, on its own goroutine; a goroutine
+		// per round paid for growing a fresh stack to SQLite's depth.
 		g.running = true
 		g.next = nil
-		go g.run(context.WithoutCancel(ctx), src, r)
+		g.mu.Unlock()
+		g.run(context.WithoutCancel(ctx), src, r, leaderRounds)
+	} else {
+		g.mu.Unlock()
 	}
-	g.mu.Unlock()
 	select {
 	case <-r.done:
 		return r.seq, r.err
@@ -584,10 +631,14 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 	}
 }
 
+// leaderRounds bounds the rounds a read runs for others before it hands
+// the rest to a goroutine of their own, so its own latency stays bounded.
+const leaderRounds = 3
+
 // run queries for r, then for the round that gathered meanwhile, until
-// none did.
-func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
-	for r != nil {
+// none did; after n rounds (n > 0) it goes on in a new goroutine.
+func (g *positionGate) run(ctx context.Context, src Source, r *positionRound, n int) {
+	for i := 1; r != nil; i++ {
 		r.seq, r.err = src.LastSeq(ctx)
 		close(r.done)
 		g.mu.Lock()
@@ -597,5 +648,9 @@ func (g *positionGate) run(ctx context.Context, src Source, r *positionRound) {
 			g.running = false
 		}
 		g.mu.Unlock()
+		if r != nil && i == n {
+			go g.run(ctx, src, r, 0)
+			return
+		}
 	}
 }

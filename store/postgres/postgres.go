@@ -126,6 +126,8 @@ const maxAttempts = 8
 type Store struct {
 	pool *pgxpool.Pool
 	desc string
+	// schema is WithSchema's, the payload of change notifications (notify.go).
+	schema string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -154,7 +156,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns
 	}
-	s := &Store{desc: describe(cfg.ConnConfig, o.schema)}
+	s := &Store{desc: describe(cfg.ConnConfig, o.schema), schema: o.schema}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, classify(err))
@@ -232,6 +234,14 @@ func (s *Store) updateOnce(ctx context.Context, fn func(ctx context.Context, tx 
 			return errors.Join(err, fmt.Errorf("postgres: rollback: %w", rbErr))
 		}
 		return err
+	}
+	if t.recorded != nil {
+		// Other replicas' watchers hear of it at commit (notify.go).
+		if err := t.notifyChanges(ctx, s.schema); err != nil {
+			done = true
+			pgTx.Rollback(context.WithoutCancel(ctx))
+			return err
+		}
 	}
 	done = true
 	if err := pgTx.Commit(ctx); err != nil {

@@ -58,6 +58,9 @@ func (s *Store) Changes(ctx context.Context, after int64, limit int) (out []stor
 	return out, err
 }
 
+// LastSeq reads the newest change's position; while no transaction has
+// committed since the last read (the WAL-index header says so), it answers
+// that read's position without a query (position.go).
 func (s *Store) LastSeq(ctx context.Context) (int64, error) {
-	return s.pool().LastSeq(ctx)
+	return s.position.lastSeq(ctx, s.pool().LastSeq)
 }

@@ -54,6 +54,8 @@ type Store struct {
 	wr   reader  // w with its prepared statements
 	rd   reader  // r with its prepared statements
 	path string
+	// position answers LastSeq from the WAL-index header (position.go).
+	position positionCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -77,7 +79,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	s := &Store{path: abs}
+	s := &Store{path: abs, position: positionCache{shmPath: abs + "-shm"}}
 	s.w, err = sql.Open("sqlite", dsn(abs, o, false))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -129,6 +131,7 @@ func dsn(path string, o options, readOnly bool) string {
 
 // Close releases both connection pools.
 func (s *Store) Close() error {
+	s.position.close()
 	closeAll(s.wr.shared)
 	closeAll(s.rd.shared)
 	var errs []error

@@ -1,0 +1,78 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
+)
+
+// A write through one replica reaches a watch on another through
+// LISTEN/NOTIFY: the watching replica polls every ten minutes, so only the
+// notification can bring the change within the test's time.
+func TestWatchHearsOtherReplicaAtOnce(t *testing.T) {
+	pgtest.DSN(t)
+	sc := pgtest.NewSchema(t)
+	ctx := t.Context()
+	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := b.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := make(chan store.Change, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Watch(wctx, start, func(c store.Change) error { seen <- c; return nil })
+	}()
+	create := func(name string) string {
+		t.Helper()
+		c, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: name, Name: name, Namespace: "default",
+			TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[0].Instance.ID
+	}
+	expect := func(id string) {
+		t.Helper()
+		select {
+		case c := <-seen:
+			if c.InstanceID != id || c.Kind != store.Added {
+				t.Fatalf("watch saw %s %s, want ADDED %s", c.Kind, c.InstanceID, id)
+			}
+		case err := <-done:
+			t.Fatalf("watch ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the watch on the other replica did not see %s: not notified (it polls every ten minutes)", id)
+		}
+	}
+	// The first write may come with the watch's first read of the log; by
+	// the time it is seen, the watch waits, and the next writes can only
+	// reach it by notification.
+	expect(create("g1"))
+	for _, name := range []string{"g2", "g3", "g4"} {
+		expect(create(name))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
