@@ -44,6 +44,9 @@ type app struct {
 	env      Env
 	dataDir  string
 	database string // --database: PostgreSQL URL, empty for SQLite in dataDir
+	// encryptionConfig is --encryption-config: the file encrypting the
+	// built-in backend's values at rest, empty for none.
+	encryptionConfig string
 	strict   bool
 	output   string
 	as       string

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/atrest"
 	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -19,12 +20,17 @@ import (
 // EnvDatabase is the environment variable for --database.
 const EnvDatabase = "CAIRN_DATABASE"
 
+// EnvEncryptionConfig is the environment variable for --encryption-config.
+const EnvEncryptionConfig = "CAIRN_ENCRYPTION_CONFIG"
+
 // addStoreFlags adds --database, which chooses the metadata store for every
 // command: empty for the embedded SQLite file in --data-dir (the default),
 // a postgres:// URL for PostgreSQL, which several replicas can share.
 func (a *app) addStoreFlags(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&a.database, "database", a.env.Getenv(EnvDatabase),
 		"PostgreSQL URL of the metadata store, postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...; empty: the embedded SQLite store in --data-dir [$"+EnvDatabase+"]")
+	root.PersistentFlags().StringVar(&a.encryptionConfig, "encryption-config", a.env.Getenv(EnvEncryptionConfig),
+		"EncryptionConfiguration file (apiserver.config.k8s.io/v1) encrypting the built-in backend's values at rest, per Type path pattern (see docs/secrets.md) [$"+EnvEncryptionConfig+"]")
 }
 
 // openedStore is the metadata store the flags select, migrated to the
@@ -37,6 +43,10 @@ type openedStore struct {
 	Where string
 	// Version is the schema version.
 	Version int
+	// Raw is the store without encryption at rest (Store itself when there
+	// is no --encryption-config); Encryption is that configuration.
+	Raw        store.Store
+	Encryption *atrest.Config
 }
 
 // openStore opens the metadata store the flags select and applies the
@@ -44,6 +54,26 @@ type openedStore struct {
 // so replicas starting together migrate once). A database migrated by a
 // newer cairn is refused.
 func (a *app) openStore(ctx context.Context, log *slog.Logger) (*openedStore, error) {
+	var enc *atrest.Config
+	if a.encryptionConfig != "" {
+		c, err := atrest.Load(a.encryptionConfig)
+		if err != nil {
+			return nil, &cairn.Error{Code: cairn.CodeInvalid, Msg: "--encryption-config: " + err.Error(), Err: err}
+		}
+		enc = c
+	}
+	st, err := a.openRawStore(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	// Wrapped even without a config, so that values sealed earlier fail
+	// with an error naming their key instead of reading as strings.
+	st.Raw, st.Encryption = st.Store, enc
+	st.Store = atrest.Wrap(st.Store, enc)
+	return st, nil
+}
+
+func (a *app) openRawStore(ctx context.Context, log *slog.Logger) (*openedStore, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -120,6 +120,9 @@ func dsn(path string, o options, readOnly bool) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Deleted and rewritten rows are zeroed, not left in free pages: values
+	// re-encrypted at rest (package atrest) or deleted leave no plaintext.
+	q.Add("_pragma", "secure_delete(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {
@@ -127,6 +130,16 @@ func dsn(path string, o options, readOnly bool) string {
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
 	return u.String()
+}
+
+// Compact moves the write-ahead log into the database file and truncates
+// it, so that page images written before (plaintext a re-encryption just
+// replaced, say) no longer sit in the -wal file.
+func (s *Store) Compact(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return fmt.Errorf("sqlite: checkpoint %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Close releases both connection pools.

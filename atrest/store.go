@@ -1,0 +1,117 @@
+package atrest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// Wrap returns st with the built-in backend's values encrypted at rest
+// according to c: PutValue seals, Value and Values open. Everything else
+// passes through unchanged. A nil c encrypts nothing but still refuses to
+// pass sealed values on as if they were plaintext.
+func Wrap(st store.Store, c *Config) store.Store {
+	if c == nil {
+		c = &Config{}
+	}
+	return &encStore{Store: st, c: c}
+}
+
+type encStore struct {
+	store.Store
+	c *Config
+}
+
+func (s *encStore) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {
+	return openValue(ctx, s.c, s.Store, id, rv)
+}
+
+func (s *encStore) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	return openValues(ctx, s.c, s.Store, keys)
+}
+
+func (s *encStore) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.Store.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, &encTx{Tx: tx, c: s.c})
+	})
+}
+
+type encTx struct {
+	store.Tx
+	c *Config
+	// paths remembers the Type path of instances created in this
+	// transaction, which the hub creates just before storing their value.
+	paths map[string]string
+}
+
+func (t *encTx) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {
+	return openValue(ctx, t.c, t.Tx, id, rv)
+}
+
+func (t *encTx) Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error) {
+	return openValues(ctx, t.c, t.Tx, keys)
+}
+
+func (t *encTx) CreateInstance(ctx context.Context, inst cairn.Instance) error {
+	if err := t.Tx.CreateInstance(ctx, inst); err != nil {
+		return err
+	}
+	if t.paths == nil {
+		t.paths = map[string]string{}
+	}
+	t.paths[inst.ID] = inst.TypeRef.Path
+	return nil
+}
+
+func (t *encTx) PutValue(ctx context.Context, id string, rv int, value json.RawMessage) error {
+	typePath, err := t.typePath(ctx, id)
+	if err != nil {
+		return err
+	}
+	sealed, err := t.c.Seal(typePath, id, rv, value)
+	if err != nil {
+		return err
+	}
+	return t.Tx.PutValue(ctx, id, rv, sealed)
+}
+
+// typePath returns the Type path of an instance, "" when the instance does
+// not exist (the built-in backend driver stores values of ids the hub has
+// not recorded; only a "*" entry matches those).
+func (t *encTx) typePath(ctx context.Context, id string) (string, error) {
+	if p, ok := t.paths[id]; ok {
+		return p, nil
+	}
+	found, err := t.Tx.GetInstancesBrief(ctx, []string{id})
+	if err != nil {
+		return "", fmt.Errorf("look up the Type of %q to choose its encryption key: %w", id, err)
+	}
+	if len(found) == 0 {
+		return "", nil
+	}
+	return found[0].TypeRef.Path, nil
+}
+
+func openValue(ctx context.Context, c *Config, r store.Reader, id string, rv int) (json.RawMessage, error) {
+	v, err := r.Value(ctx, id, rv)
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(id, rv, v)
+}
+
+func openValues(ctx context.Context, c *Config, r store.Reader, keys []store.ValueKey) ([]json.RawMessage, error) {
+	vs, err := r.Values(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if vs[i], err = c.Open(k.InstanceID, k.ResourceVersion, vs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
