@@ -85,4 +85,3 @@ func BenchmarkSeal(b *testing.B) {
 		})
 	}
 }
-
