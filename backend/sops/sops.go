@@ -24,11 +24,11 @@ import (
 	gosops "github.com/getsops/sops/v3"
 	sopsaes "github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
+	sopsconfig "github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/pgp"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	sopsconfig "github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/version"
 )
 
