@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/controller/template"
 	"github.com/cairn-dev/cairn/backend/scm"
+	"github.com/cairn-dev/cairn/backend/sops"
 )
 
 // TypePath is the Type of Git backend instances: the hub's opener runs every
@@ -39,7 +40,8 @@ const TypeSchema = `{
     "author": {"type": "object", "properties": {"name": {"type": "string"}, "email": {"type": "string"}}},
     "credentials": {"type": "object"},
     "controller": {"type": "object"},
-    "groupCommit": {"type": "boolean"}
+    "groupCommit": {"type": "boolean"},
+    "encryption": {"type": "object", "properties": {"sops": {"type": "object"}}}
   }
 }`
 
@@ -111,6 +113,14 @@ type Config struct {
 	// together as the next commit (group.go). Default false: one commit
 	// per write.
 	GroupCommit bool `json:"groupCommit,omitempty"`
+	// Encryption encrypts every resource file the backend writes.
+	Encryption *Encryption `json:"encryption,omitempty"`
+}
+
+// Encryption chooses how resource files are encrypted in the repository.
+type Encryption struct {
+	// SOPS writes files the sops tool reads and writes (backend/sops).
+	SOPS *sops.Config `json:"sops,omitempty"`
 }
 
 // ControllerRef names the controller of a Git backend.
@@ -152,6 +162,17 @@ func ParseConfig(value json.RawMessage) (Config, error) {
 	var c Config
 	if err := json.Unmarshal(value, &c); err != nil {
 		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: value: %w", err)
+	}
+	if e := c.Encryption; e != nil {
+		if e.SOPS == nil {
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: encryption: give sops: {age: [RECIPIENT...]}")
+		}
+		if err := e.SOPS.Check(); err != nil {
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+		}
+		if c.Controller != nil {
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: encryption works with the template controller only, not with controller.wasm")
+		}
 	}
 	if c.Branch == "" {
 		c.Branch = "main"

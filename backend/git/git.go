@@ -48,6 +48,7 @@ import (
 	"github.com/cairn-dev/cairn/backend/controller"
 	"github.com/cairn-dev/cairn/backend/controller/template"
 	"github.com/cairn-dev/cairn/backend/scm"
+	"github.com/cairn-dev/cairn/backend/sops"
 )
 
 // DefaultMaxAttempts bounds the push attempts of one write.
@@ -82,6 +83,8 @@ type locator interface {
 // Backend is the Git storage backend. It implements cairn.Backend and is
 // safe for concurrent use.
 type Backend struct {
+	// codec encrypts and decrypts files (nil: plain files).
+	codec       template.Codec
 	cfg         Config
 	dir         string
 	ctl         controller.Controller
@@ -157,15 +160,27 @@ func New(opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	var codec template.Codec
+	if e := cfg.Encryption; e != nil && e.SOPS != nil {
+		if opts.Controller != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "git backend: encryption works with the template controller only")
+		}
+		c, err := sops.New(*e.SOPS, getenv)
+		if err != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+		}
+		codec = c
+	}
 	ctl := opts.Controller
 	if ctl == nil {
-		t, err := template.New(cfg.Paths)
+		t, err := template.NewWithCodec(cfg.Paths, codec)
 		if err != nil {
 			return nil, err
 		}
 		ctl = t
 	}
 	b := &Backend{
+		codec:       codec,
 		cfg:         cfg,
 		dir:         opts.CacheDir,
 		ctl:         ctl,
@@ -676,3 +691,16 @@ func sameJSON(a, b json.RawMessage) bool {
 
 // Dir is the backend's cache directory.
 func (b *Backend) Dir() string { return filepath.Clean(b.dir) }
+
+// decode parses a resource file of the repository, decrypting it first
+// when the backend encrypts.
+func (b *Backend) decode(name string, data []byte) (json.RawMessage, error) {
+	if b.codec != nil {
+		plain, err := b.codec.Decrypt(name, data)
+		if err != nil {
+			return nil, err
+		}
+		data = plain
+	}
+	return template.Decode(name, data)
+}

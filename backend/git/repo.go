@@ -563,7 +563,7 @@ func (b *Backend) getAt(ctx context.Context, c *object.Commit, ident identity) (
 		if err != nil {
 			return nil, fmt.Errorf("git backend: %s: %w", p, err)
 		}
-		return template.Decode(p, []byte(data))
+		return b.decode(p, []byte(data))
 	}
 	root, err := os.MkdirTemp("", "cairn-git-read-")
 	if err != nil {

@@ -350,7 +350,7 @@ type Parsed struct {
 // controller would put it.
 func (b *Backend) ParseFile(p string, data []byte) (Parsed, error) {
 	var out Parsed
-	doc, err := template.Decode(p, data)
+	doc, err := b.decode(p, data)
 	if err != nil {
 		return out, fmt.Errorf("does not parse: %w", err)
 	}

@@ -52,6 +52,36 @@ type Data struct {
 type Controller struct {
 	resource *template.Template
 	list     *template.Template
+	codec    Codec // nil: plain files
+}
+
+// Codec encrypts resource files (backend/sops): Encrypt turns the plain file
+// into what is written, Decrypt reads either back into the plain file.
+type Codec interface {
+	Encrypt(name string, plain []byte) ([]byte, error)
+	Decrypt(name string, data []byte) ([]byte, error)
+}
+
+// NewWithCodec is New with files encrypted by codec (nil: plain files).
+func NewWithCodec(p Paths, codec Codec) (*Controller, error) {
+	c, err := New(p)
+	if err != nil {
+		return nil, err
+	}
+	c.codec = codec
+	return c, nil
+}
+
+// decode reads a file of this controller: decrypted, then parsed.
+func (c *Controller) decode(name string, data []byte) (json.RawMessage, error) {
+	if c.codec != nil {
+		plain, err := c.codec.Decrypt(name, data)
+		if err != nil {
+			return nil, err
+		}
+		data = plain
+	}
+	return Decode(name, data)
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -179,7 +209,7 @@ func (c *Controller) Get(ctx context.Context, root string, kind controller.Kind,
 	if err != nil {
 		return nil, fmt.Errorf("template controller: read %s: %w", p, err)
 	}
-	return Decode(p, data)
+	return c.decode(p, data)
 }
 
 // List reads every resource of kind in namespace ("" for all) whose labels
@@ -204,7 +234,7 @@ func (c *Controller) List(ctx context.Context, root string, kind controller.Kind
 		if err != nil {
 			return nil, fmt.Errorf("template controller: %w", err)
 		}
-		doc, err := Decode(m, data)
+		doc, err := c.decode(m, data)
 		if err != nil {
 			return nil, fmt.Errorf("template controller: %w", err)
 		}
@@ -254,6 +284,18 @@ func (c *Controller) Put(ctx context.Context, root string, kind controller.Kind,
 		return fmt.Errorf("template controller: %w", err)
 	}
 	defer rt.Close()
+	if c.codec != nil {
+		// Encryption is randomised: keep a file that already holds this
+		// resource, so an unchanged value makes no commit.
+		if old, err := rt.ReadFile(filepath.FromSlash(p)); err == nil {
+			if doc, err := c.decode(p, old); err == nil && sameJSON(doc, resource) {
+				return nil
+			}
+		}
+		if data, err = c.codec.Encrypt(p, data); err != nil {
+			return fmt.Errorf("template controller: encrypt %s: %w", p, err)
+		}
+	}
 	if dir := path.Dir(p); dir != "." {
 		if err := rt.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
 			return fmt.Errorf("template controller: %w", err)
@@ -289,4 +331,15 @@ func (c *Controller) Delete(ctx context.Context, root string, kind controller.Ki
 		}
 	}
 	return nil
+}
+
+// sameJSON reports whether two JSON documents are equal as values.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xa, yb)
 }
