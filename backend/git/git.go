@@ -85,6 +85,7 @@ type locator interface {
 type Backend struct {
 	// codec encrypts and decrypts files (nil: plain files).
 	codec       template.Codec
+	getenv      func(string) string
 	cfg         Config
 	dir         string
 	ctl         controller.Controller
@@ -180,6 +181,7 @@ func New(opts Options) (*Backend, error) {
 		ctl = t
 	}
 	b := &Backend{
+		getenv:      getenv,
 		codec:       codec,
 		cfg:         cfg,
 		dir:         opts.CacheDir,

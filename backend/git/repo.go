@@ -66,6 +66,9 @@ type change struct {
 	source plumbing.Hash
 	// message, when set, is the commit message (an undo's revert commit).
 	message string
+	// messageFunc, when set, writes the commit message once the changes
+	// are applied (rotate-keys counts the files it rewrote).
+	messageFunc func(ctx context.Context, chs []change) string
 	// actor, when set, is who asked for the change (a group commit's
 	// members differ), with the authenticated user who impersonated them;
 	// else the write's context says.
@@ -373,6 +376,9 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 			fresh = true
 			continue
 		}
+		if !changed && ch.op == opRotate {
+			return b.tip, false, nil // no file to re-encrypt: nothing to repoint
+		}
 		if !changed {
 			b.imu.Lock()
 			for _, c := range chs {
@@ -490,6 +496,9 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 		msg = ch.message
 	case len(chs) > 1:
 		msg = batchMessage(ctx, chs)
+	}
+	if ch.messageFunc != nil {
+		msg = ch.messageFunc(ctx, chs)
 	}
 	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/backendtest"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/sops"
 )
 
 // ageKey is a fresh age identity and the key file holding it.
@@ -165,4 +166,74 @@ func sameValue(a, b json.RawMessage) bool {
 	xa, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xa, yb)
+}
+
+// TestRotateKeys re-encrypts every file from key A to key B in one
+// commit: a backend holding only B reads the latest versions, sops -d with
+// B reads the files and A no longer can.
+func TestRotateKeys(t *testing.T) {
+	bin := sopsBin(t)
+	ctx := context.Background()
+	r := newRemote(t)
+	a, bk := newAgeKey(t), newAgeKey(t)
+	b := newSOPSBackend(t, r.fileURL(), a)
+	rctx := json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)
+	ctxs := map[string]json.RawMessage{}
+	for _, id := range []string{"one", "two"} {
+		res, err := b.OnCreate(ctx, cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(`{"password":"pw-` + id + `"}`), Context: rctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctxs[id] = res
+	}
+	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: "two", NewResourceVersion: 2, NewValue: json.RawMessage(`{"password":"pw-two-2"}`), Context: ctxs["two"]}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.commits(t)
+	commit, n, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || commit == "" || r.commits(t) != before+1 {
+		t.Fatalf("RotateKeys = %q, %d files; %d commits (want 2 files in 1 commit)", commit, n, r.commits(t)-before)
+	}
+	if msg := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(msg, "cairn: rotate SOPS keys of 2 files") {
+		t.Fatalf("commit message %q", msg)
+	}
+
+	// The configuration now names B only; a backend reading with B alone.
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.fileURL()) + `,"author":{"name":"cairn test","email":"test@cairn.dev"},
+	  "encryption":{"sops":{"age":[` + quote(bk.id.Recipient().String()) + `],"ageKeyFile":` + quote(bk.file) + `}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, rv := range map[string]int{"one": 1, "two": 2} {
+		got, err := b2.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: rv})
+		want := `{"password":"pw-` + id + map[bool]string{true: "-2", false: ""}[rv == 2] + `"}`
+		if err != nil || !sameValue(got, json.RawMessage(want)) {
+			t.Fatalf("%s version %d after rotation = %s, %v; want %s", id, rv, got, err, want)
+		}
+	}
+	// The files at the tip: B's sops reads them, A's does not.
+	files := strings.Fields(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"))
+	if len(files) != 2 {
+		t.Fatalf("files at main: %v", files)
+	}
+	dir := t.TempDir()
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.Base(f))
+		os.WriteFile(p, []byte(r.show(t, "", f)), 0o600)
+		for key, ok := range map[string]bool{bk.file: true, a.file: false} {
+			cmd := exec.Command(bin, "decrypt", p)
+			cmd.Env = append(os.Environ(), "SOPS_AGE_KEY_FILE="+key)
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != ok {
+				t.Fatalf("sops -d %s with key %s: err %v (want success %v)\n%s", f, key, err, ok, out)
+			}
+		}
+	}
 }
