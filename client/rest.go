@@ -175,7 +175,9 @@ func (r *REST) GetInstance(ctx context.Context, id string, withValue bool) (cair
 }
 
 func (r *REST) GetInstanceByName(ctx context.Context, typePath, namespace, name string, withValue bool) (cairn.Instance, error) {
-	list, err := r.ListInstances(ctx, store.InstanceFilter{TypePath: typePath, Namespace: cmpOr(namespace, cairn.DefaultNamespace), Name: name}, withValue)
+	// One object asked for by name: its secret values too (?values=true,
+	// which needs the get verb), as GetInstance by id shows them.
+	list, err := r.listInstances(ctx, store.InstanceFilter{TypePath: typePath, Namespace: cmpOr(namespace, cairn.DefaultNamespace), Name: name}, withValue, withValue)
 	if err != nil {
 		return cairn.Instance{}, err
 	}
@@ -192,7 +194,13 @@ func cmpOr(s, def string) string {
 	return s
 }
 
+// ListInstances lists over REST; as the hub's own list, secret values come
+// replaced by hub.SecretMarker.
 func (r *REST) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
+	return r.listInstances(ctx, f, withValues, false)
+}
+
+func (r *REST) listInstances(ctx context.Context, f store.InstanceFilter, withValues, secrets bool) ([]cairn.Instance, error) {
 	if f.Limit != 0 || f.After != nil {
 		return nil, errors.New("client: ListInstances over REST lists everything; Limit and After are not supported")
 	}
@@ -206,6 +214,9 @@ func (r *REST) ListInstances(ctx context.Context, f store.InstanceFilter, withVa
 	set("typeRevision", f.TypeRevision)
 	set("createdBy", f.CreatedBy)
 	set("backend", f.BackendID)
+	if secrets {
+		q.Set("values", "true")
+	}
 	for _, a := range f.Attributes {
 		k := "attribute"
 		if a.Exclude {

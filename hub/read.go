@@ -68,7 +68,8 @@ func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool)
 
 // ListInstances lists instances matching f, sorted by type path ascending,
 // revision descending, createdAt descending. With withValues each latest
-// value is read from its backend.
+// value is read from its backend, its secret parts replaced by SecretMarker
+// (GetInstance, or ListInstancesWith asked for Secrets, shows them).
 func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
 	list, _, err := h.ListInstancesAt(ctx, f, withValues)
 	return list, err
@@ -79,12 +80,18 @@ func (h *Hub) ListInstances(ctx context.Context, f store.InstanceFilter, withVal
 // list's resourceVersion: a watch from it may repeat a change the list
 // shows, but never misses one.
 func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, int64, error) {
+	return h.ListInstancesWith(ctx, f, ListOptions{Values: withValues})
+}
+
+func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withValues bool, notOlderThan *int64) ([]cairn.Instance, int64, error) {
 	var (
 		list []cairn.Instance
 		seq  int64
 		err  error
 	)
-	if h.cache != nil && cache.Serves(f) {
+	if h.cache != nil && cache.Serves(f) && notOlderThan != nil {
+		list, seq, err = h.cache.ListNotOlderThan(ctx, f, withValues, *notOlderThan)
+	} else if h.cache != nil && cache.Serves(f) {
 		list, seq, err = h.cache.ListAt(ctx, f, withValues)
 	} else if seq, err = h.LastSeq(ctx); err == nil {
 		list, err = h.st.ListInstances(ctx, f)
@@ -95,9 +102,6 @@ func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withV
 	if withValues {
 		if err := h.fillValues(ctx, list); err != nil {
 			return nil, 0, err
-		}
-		for i := range list {
-			redactSensitive(&list[i])
 		}
 	}
 	return list, seq, nil
@@ -112,22 +116,7 @@ func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withV
 // read cache, or for filters it does not serve, the list is consistent
 // (which satisfies any min the store has reached).
 func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFilter, withValues bool, min int64) ([]cairn.Instance, int64, error) {
-	if h.cache == nil || !cache.Serves(f) {
-		return h.ListInstancesAt(ctx, f, withValues)
-	}
-	list, seq, err := h.cache.ListNotOlderThan(ctx, f, withValues, min)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
-	}
-	if withValues {
-		if err := h.fillValues(ctx, list); err != nil {
-			return nil, 0, err
-		}
-		for i := range list {
-			redactSensitive(&list[i])
-		}
-	}
-	return list, seq, nil
+	return h.ListInstancesWith(ctx, f, ListOptions{Values: withValues, NotOlderThan: &min})
 }
 
 // fillValues reads the latest value of every instance in place.

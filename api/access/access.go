@@ -211,6 +211,16 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	// decision for each object they read or write (api/graphql/authz.go).
 	attrs.User = user
 	d := g.cfg.Authz.Authorize(ctx, attrs)
+	if d.Allowed && revealsSecrets(r, attrs) {
+		// Secret values in a list or watch: whoever may read each object
+		// by name may read them all at once, and only they
+		// (docs/secrets.md); list and watch alone show them redacted.
+		get := attrs
+		get.Verb = "get"
+		if dg := g.cfg.Authz.Authorize(ctx, get); !dg.Allowed {
+			d, attrs = dg, get
+		}
+	}
 	if ev != nil {
 		ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": d.Reason}
 	}
@@ -369,4 +379,10 @@ func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
 		"status": "Failure", "message": msg, "reason": reason, "code": code})
+}
+
+// revealsSecrets reports whether a list or watch asks for secret values in
+// the clear (?values=true).
+func revealsSecrets(r *http.Request, a rbac.Attributes) bool {
+	return a.ResourceRequest && (a.Verb == "list" || a.Verb == "watch") && r.URL.Query().Get("values") == "true"
 }

@@ -224,6 +224,9 @@ type listOptions struct {
 	notName   string
 	limit     int
 	after     *cairn.Instance
+	// values: ?values=true, secret values in the clear (the access guard
+	// has also asked for the get verb).
+	values bool
 }
 
 func parseListOptions(r *http.Request) (listOptions, error) {
@@ -264,6 +267,13 @@ func parseListOptions(r *http.Request) (listOptions, error) {
 			return o, errStatus{badRequest("limit %q must be a non-negative integer", l)}
 		}
 		o.limit = n
+	}
+	switch v := q.Get("values"); v {
+	case "", "false":
+	case "true":
+		o.values = true
+	default:
+		return o, errStatus{badRequest("values %q must be true or false", v)}
 	}
 	if c := q.Get("continue"); c != "" {
 		after, err := decodeContinue(c)
@@ -359,13 +369,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
-	var insts []cairn.Instance
-	var seq int64
-	if fresh.consistent {
-		insts, seq, err = s.hub.ListInstancesAt(r.Context(), o.filter(req), true)
-	} else {
-		insts, seq, err = s.hub.ListInstancesNotOlderThan(r.Context(), o.filter(req), true, fresh.notOlderThan)
+	lo := hub.ListOptions{Values: true, Secrets: o.values}
+	if !fresh.consistent {
+		lo.NotOlderThan = &fresh.notOlderThan
 	}
+	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.filter(req), lo)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -255,7 +256,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err := hubListFilter(r, &f); err != nil {
 		return err
 	}
-	insts, err := s.hub.ListInstances(r.Context(), f, true)
+	insts, _, err := s.hub.ListInstancesWith(r.Context(), f, hub.ListOptions{Values: true, Secrets: o.values})
 	if err != nil {
 		return err
 	}

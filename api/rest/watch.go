@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		if start, err = s.hub.LastSeq(ctx); err != nil {
 			return err
 		}
-		if initial, err = s.hub.ListInstances(ctx, o.filter(req), true); err != nil {
+		if initial, _, err = s.hub.ListInstancesWith(ctx, o.filter(req), hub.ListOptions{Values: true, Secrets: o.values}); err != nil {
 			return err
 		}
 	} else if _, err := s.hub.Changes(ctx, start, 1); err != nil {
@@ -152,6 +153,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 		if err != nil {
 			return err
+		}
+		if !o.values {
+			one := []cairn.Instance{inst}
+			if err := s.hub.RedactSecrets(ctx, one); err != nil {
+				return err
+			}
+			inst = one[0]
 		}
 		if inst.Seq > c.Seq {
 			// Changed again since: that later change reports the instance as

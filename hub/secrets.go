@@ -1,0 +1,110 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/schema"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// SecretMarker replaces each secret value (a Type's value or property marked
+// "x-cairn-secret": true, and Terraform's sensitive outputs) wherever a value
+// is shown without being asked for by id: lists, watch events, tables.
+const SecretMarker = SensitiveMarker
+
+// ListOptions say what ListInstancesWith returns.
+type ListOptions struct {
+	// Values reads each latest value from its backend.
+	Values bool
+	// Secrets keeps secret values in the clear; without it they are
+	// replaced by SecretMarker. The façade decides who may ask (REST:
+	// ?values=true and the get verb on the collection).
+	Secrets bool
+	// NotOlderThan, when set, lets the read cache answer with a list not
+	// older than that position (ListInstancesNotOlderThan); unset, the
+	// list is consistent.
+	NotOlderThan *int64
+}
+
+// ListInstancesWith lists instances as ListInstancesAt does, with values and
+// secrets as o says.
+func (h *Hub) ListInstancesWith(ctx context.Context, f store.InstanceFilter, o ListOptions) ([]cairn.Instance, int64, error) {
+	list, seq, err := h.listInstances(ctx, f, o.Values, o.NotOlderThan)
+	if err != nil || !o.Values || o.Secrets {
+		return list, seq, err
+	}
+	if err := h.RedactSecrets(ctx, list); err != nil {
+		return nil, 0, err
+	}
+	return list, seq, nil
+}
+
+// RedactSecrets replaces, in place, the secret parts of each instance's
+// latest value by SecretMarker, as lists show them. Values are replaced, not
+// modified, so values shared with the cache stay intact.
+func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
+	schemas := map[cairn.TypeRef]*schema.Schema{}
+	for i := range list {
+		inst := &list[i]
+		if inst.Latest.Value == nil {
+			continue
+		}
+		redactSensitive(inst)
+		s, seen := schemas[inst.TypeRef]
+		if !seen {
+			var err error
+			if s, err = h.secretSchema(ctx, inst.TypeRef); err != nil {
+				return err
+			}
+			schemas[inst.TypeRef] = s
+		}
+		if s != nil {
+			inst.Latest.Value, _ = s.Redact("spec/value", inst.Latest.Value, SecretMarker)
+		}
+	}
+	return nil
+}
+
+// SecretFields returns the fields of a Type's values that are secret, as
+// "/"-joined paths under spec/value of the given value, for messages that
+// must name them; nil when nothing is secret.
+func (h *Hub) SecretFields(ctx context.Context, ref cairn.TypeRef, value []byte) ([]string, error) {
+	s, err := h.secretSchema(ctx, ref)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	_, fields := s.Redact("spec/value", value, SecretMarker)
+	return fields, nil
+}
+
+// TypeHasSecrets reports whether a Type marks any part of its values
+// secret.
+func (h *Hub) TypeHasSecrets(ctx context.Context, ref cairn.TypeRef) (bool, error) {
+	if ref.Path == TerraformSensitivePath {
+		return true, nil
+	}
+	s, err := h.secretSchema(ctx, ref)
+	return s != nil, err
+}
+
+// secretSchema returns the compiled schema of a Type that marks secrets,
+// nil for a Type that marks none (without compiling it) or is unknown.
+func (h *Hub) secretSchema(ctx context.Context, ref cairn.TypeRef) (*schema.Schema, error) {
+	t, err := h.st.GetType(ctx, ref)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get Type %s: %w", ref, err)
+	}
+	if !schema.MentionsSecrets(t.JSONSchema) {
+		return nil, nil
+	}
+	s, _, err := h.typeSchema(ctx, h.st, ref)
+	if err != nil || !s.HasSecrets() {
+		return nil, err
+	}
+	return s, nil
+}
