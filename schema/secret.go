@@ -194,4 +194,3 @@ func matchPattern(pats map[string]any, name string) any {
 	}
 	return nil
 }
-
