@@ -394,22 +394,31 @@ func (t *typeInstance) ResourceVersions(ctx context.Context, obj *model.TypeInst
 // ---- spec and backend details
 
 func (s *spec) Value(ctx context.Context, obj *model.TypeInstanceResourceVersionSpec) (model.RawJSON, error) {
-	if obj.Version.Value != nil {
-		return model.RawJSON(obj.Version.Value), nil
-	}
 	l, err := loadersFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	v, err := l.value(ctx, obj.Instance, obj.Version)
-	if err != nil {
-		return nil, fail(opRead, obj.Instance.ID, err)
+	v := obj.Version.Value
+	if v == nil {
+		if v, err = l.value(ctx, obj.Instance, obj.Version); err != nil {
+			return nil, fail(opRead, obj.Instance.ID, err)
+		}
 	}
 	if v == nil {
 		// value is Any!: an instance created without a value has null, which
 		// the non-null field cannot carry; Local Hub stores it as null too and
 		// its clients read it as JSON null.
 		return model.RawJSON("null"), nil
+	}
+	if ok, _ := l.guard.may(ctx, "get", targetOf(obj.Instance)); !ok {
+		// Listed but not readable by name: secret values redacted, as a
+		// REST list shows them (docs/secrets.md).
+		one := []cairn.Instance{obj.Instance}
+		one[0].Latest.Value = v
+		if err := l.guard.hub.RedactSecrets(ctx, one); err != nil {
+			return nil, fail(opRead, obj.Instance.ID, err)
+		}
+		v = one[0].Latest.Value
 	}
 	return model.RawJSON(v), nil
 }
