@@ -19,7 +19,7 @@ import (
 const resource = `{"apiVersion":"db.example.com/v1","kind":"Credentials","metadata":{"namespace":"default","name":"db","labels":{"team":"a"}},"spec":{"username":"app","password":"sops-marker-44d1"}}`
 
 // newIdentity returns a fresh age identity and a key file holding it.
-func newIdentity(t *testing.T) (*age.X25519Identity, string) {
+func newIdentity(t testing.TB) (*age.X25519Identity, string) {
 	t.Helper()
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
