@@ -46,6 +46,9 @@ type Interface interface {
 
 	StorageBackend(ctx context.Context, id string) (cairn.StorageBackend, error)
 	CheckBackend(ctx context.Context, id string) (cairn.StorageBackend, cairn.BackendHealth, error)
+	// RotateBackendKeys re-encrypts a SOPS Git backend's files to new age
+	// recipients in one commit.
+	RotateBackendKeys(ctx context.Context, id string, r hub.KeyRotation) (hub.KeyRotationResult, error)
 
 	GetPolicy(ctx context.Context) (hub.PolicyDocument, error)
 	ApplyPolicy(ctx context.Context, p policy.Policy) (hub.PolicyDocument, error)

@@ -418,6 +418,10 @@ func (r *REST) CheckBackend(ctx context.Context, id string) (cairn.StorageBacken
 	return storageBackend(c.ID, c.Backend), c.Health, nil
 }
 
+func (r *REST) RotateBackendKeys(ctx context.Context, id string, k hub.KeyRotation) (hub.KeyRotationResult, error) {
+	return r.c.RotateKeys(ctx, id, k)
+}
+
 func (r *REST) GetPolicy(ctx context.Context) (hub.PolicyDocument, error) {
 	raw, err := r.c.Get(ctx, restclient.Policies, "", rest.PolicyName)
 	if err != nil {

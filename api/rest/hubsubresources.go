@@ -1,10 +1,13 @@
 package rest
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -15,13 +18,20 @@ import (
 //	GET typeinstances/{id}/resourceversions  every resource version, oldest first (ResourceVersionList)
 //	GET backends/{id}/check                  connect to the backend and ask its health (BackendCheck)
 //	GET policies/default/explain?path=P[&revision=R]  the rule and backend a create of Type P would get
+//	POST backends/{id}/rotatekeys             re-encrypt a SOPS Git backend's files to new age recipients (KeyRotation)
 func (s *Server) serveHubSubresource(w http.ResponseWriter, r *http.Request, req request) {
-	if r.Method != http.MethodGet {
+	want := http.MethodGet
+	if req.res.hubKind+"/"+req.sub == "backends/rotatekeys" {
+		want = http.MethodPost
+	}
+	if r.Method != want {
 		writeStatus(w, methodNotAllowed(r.Method))
 		return
 	}
 	var err error
 	switch req.res.hubKind + "/" + req.sub {
+	case "backends/rotatekeys":
+		err = s.rotateBackendKeys(w, r, req)
 	case "typeinstances/resourceversions":
 		err = s.resourceVersions(w, r, req)
 	case "backends/check":
@@ -116,5 +126,36 @@ func hubListFilter(r *http.Request, f *store.InstanceFilter) error {
 			f.Attributes = append(f.Attributes, store.AttributeFilter{Path: p, Revision: rev, Exclude: k == "excludeAttribute"})
 		}
 	}
+	return nil
+}
+
+// KeyRotation is the body of POST backends/{id}/rotatekeys and, with its
+// status filled in, the answer.
+type KeyRotation struct {
+	APIVersion string                 `json:"apiVersion"`
+	Kind       string                 `json:"kind"`
+	Spec       hub.KeyRotation        `json:"spec"`
+	Status     *hub.KeyRotationResult `json:"status,omitempty"`
+}
+
+func (s *Server) rotateBackendKeys(w http.ResponseWriter, r *http.Request, req request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var in KeyRotation
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		return errStatus{badRequest("the body is not a KeyRotation ({spec: {addAge: [...], removeAge: [...]}}): %v", err)}
+	}
+	if in.Kind != "" && in.Kind != "KeyRotation" {
+		return errStatus{badRequest("the body's kind is %q, want KeyRotation", in.Kind)}
+	}
+	res, err := s.hub.RotateBackendKeys(r.Context(), req.name, in.Spec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, KeyRotation{APIVersion: HubGroup + "/" + HubVersion, Kind: "KeyRotation", Spec: in.Spec, Status: &res})
 	return nil
 }

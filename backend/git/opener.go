@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,4 +169,59 @@ func (o *Opener) ProposalState(ctx context.Context, sb cairn.StorageBackend, ver
 		return "", fmt.Errorf("git backend %q: pull request #%d: %w", sb.ID, p.Number, err)
 	}
 	return pr.State, nil
+}
+
+// RotateKeys re-encrypts the files of a SOPS-encrypted Git backend to its
+// age recipients plus addAge minus removeAge, in one commit (Backend.
+// RotateKeys), and returns the backend instance's new value naming the new
+// recipients, for the hub to record as its next resource version.
+func (o *Opener) RotateKeys(ctx context.Context, sb cairn.StorageBackend, addAge, removeAge []string) (value json.RawMessage, commit string, files int, err error) {
+	if !IsGit(sb) {
+		return nil, "", 0, cairn.Errorf(cairn.CodeInvalid, "backend %q is not a Git backend: only Git backends with encryption.sops rotate keys", sb.ID)
+	}
+	cfg, err := ParseConfig(sb.Value)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if cfg.Encryption == nil || cfg.Encryption.SOPS == nil {
+		return nil, "", 0, cairn.Errorf(cairn.CodeInvalid, "Git backend %q has no encryption.sops: nothing to rotate", sb.ID)
+	}
+	to := *cfg.Encryption.SOPS
+	to.Age = slices.Clone(to.Age)
+	for _, r := range removeAge {
+		i := slices.Index(to.Age, r)
+		if i < 0 {
+			return nil, "", 0, cairn.Errorf(cairn.CodeInvalid, "--remove-age %s: not a recipient of Git backend %q (it has %s)", r, sb.ID, strings.Join(cfg.Encryption.SOPS.Age, ", "))
+		}
+		to.Age = slices.Delete(to.Age, i, i+1)
+	}
+	for _, r := range addAge {
+		if !slices.Contains(to.Age, r) {
+			to.Age = append(to.Age, r)
+		}
+	}
+	if err := to.Check(); err != nil {
+		return nil, "", 0, cairn.Errorf(cairn.CodeInvalid, "rotate keys of Git backend %q: %w", sb.ID, err)
+	}
+	c, err := o.OpenBackend(ctx, sb)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	commit, files, err = c.(*Backend).RotateKeys(ctx, to)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	// The new value: the instance's own, with encryption.sops.age replaced.
+	var doc map[string]any
+	if err := json.Unmarshal(sb.Value, &doc); err != nil {
+		return nil, "", 0, fmt.Errorf("git backend %q: value: %w", sb.ID, err)
+	}
+	enc, _ := doc["encryption"].(map[string]any)
+	s, _ := enc["sops"].(map[string]any)
+	s["age"] = to.Age
+	value, err = json.Marshal(doc)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return value, commit, files, nil
 }

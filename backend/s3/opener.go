@@ -117,3 +117,15 @@ func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cai
 	}
 	return cairn.BackendHealth{Service: "s3", Status: "SERVING", Connect: connect, RoundTrip: time.Since(start), TLS: b.TLS()}, nil
 }
+
+// RotateKeys hands a key rotation to the fallback (the Git backend's
+// encryption.sops); S3 backends encrypt with no recipients of cairn's.
+func (o *Opener) RotateKeys(ctx context.Context, sb cairn.StorageBackend, addAge, removeAge []string) (json.RawMessage, string, int, error) {
+	kr, ok := o.cfg.Fallback.(interface {
+		RotateKeys(context.Context, cairn.StorageBackend, []string, []string) (json.RawMessage, string, int, error)
+	})
+	if IsS3(sb) || !ok {
+		return nil, "", 0, cairn.Errorf(cairn.CodeInvalid, "backend %q (%s) does not encrypt with rotatable keys (only Git backends with encryption.sops do)", sb.ID, sb.TypeRef)
+	}
+	return kr.RotateKeys(ctx, sb, addAge, removeAge)
+}

@@ -120,7 +120,7 @@ configured per backend with --backend-tls).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.backendsRegisterCommand(), a.backendsListCommand(), a.backendsGetCommand(), a.backendsCheckCommand())
+	cmd.AddCommand(a.backendsRegisterCommand(), a.backendsListCommand(), a.backendsGetCommand(), a.backendsCheckCommand(), a.backendsRotateKeysCommand())
 	return cmd
 }
 
@@ -517,3 +517,49 @@ func printCheck(w io.Writer, r checkResult, builtin bool) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (a *app) backendsRotateKeysCommand() *cobra.Command {
+	var add, remove []string
+	cmd := &cobra.Command{
+		Use:   "rotate-keys ID|ALIAS",
+		Short: "Re-encrypt a SOPS Git backend's files to new age recipients in one commit",
+		Long: `Rotate-keys re-encrypts every SOPS-encrypted file of a Git backend with
+encryption.sops to its age recipients plus --add-age minus --remove-age, in
+one commit (the files are decrypted with the backend's current identities
+first, so a file they cannot read stops the rotation before anything
+changes), then records the new recipients as the backend instance's next
+resource version, so later writes encrypt to them. Older commits stay
+readable with the keys they were written with. See docs/secrets.md.`,
+		Example: `  cairn backends rotate-keys secrets-repo --add-age age1new... --remove-age age1old...`,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(add)+len(remove) == 0 {
+				return usageErrorf("name recipients with --add-age or --remove-age")
+			}
+			return a.withClient(func(h cairnclient.Interface) error {
+				ctx := cmd.Context()
+				id, err := resolveBackendRef(ctx, h, args[0])
+				if err != nil {
+					return err
+				}
+				res, err := h.RotateBackendKeys(ctx, id, hub.KeyRotation{AddAge: add, RemoveAge: remove})
+				if err != nil {
+					return err
+				}
+				if printed, err := a.printData(cmd.OutOrStdout(), res); printed {
+					return err
+				}
+				commit := res.Commit
+				if commit == "" {
+					commit = "none (no file to re-encrypt)"
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "backend %s: %d files re-encrypted, commit %s; recipients recorded as resource version %d\n",
+					args[0], res.Files, commit, res.ResourceVersion)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringArrayVar(&add, "add-age", nil, "age recipient (age1...) to add; repeatable")
+	cmd.Flags().StringArrayVar(&remove, "remove-age", nil, "age recipient to remove; repeatable")
+	return cmd
+}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -31,6 +32,20 @@ func (c *Client) BackendHealth(ctx context.Context, id string) (rest.BackendChec
 	var out rest.BackendCheck
 	err := c.do(ctx, http.MethodGet, Backends.path("", id)+"/check", nil, "", nil, &out)
 	return out, err
+}
+
+// RotateKeys re-encrypts a SOPS Git backend's files to new age recipients
+// (backends/{id}/rotatekeys).
+func (c *Client) RotateKeys(ctx context.Context, id string, r hub.KeyRotation) (hub.KeyRotationResult, error) {
+	in := rest.KeyRotation{APIVersion: rest.HubGroup + "/" + rest.HubVersion, Kind: "KeyRotation", Spec: r}
+	var out rest.KeyRotation
+	if err := c.do(ctx, http.MethodPost, Backends.path("", id)+"/rotatekeys", nil, "application/json", in, &out); err != nil {
+		return hub.KeyRotationResult{}, err
+	}
+	if out.Status == nil {
+		return hub.KeyRotationResult{}, fmt.Errorf("rotate keys of backend %q: the server's answer has no status", id)
+	}
+	return *out.Status, nil
 }
 
 // Explain says which rule and backend the policy picks for a Type
