@@ -144,6 +144,31 @@ type Tx interface {
 	SetValueLock(ctx context.Context, id string, owner string) error
 }
 
+// Snapshotter is a store that reads its whole content in one consistent
+// snapshot while writers go on, which is what an online backup needs.
+type Snapshotter interface {
+	// Snapshot runs fn with a Reader whose reads all see the same committed
+	// state; the snapshot is released when fn returns.
+	Snapshot(ctx context.Context, fn func(ctx context.Context, r Reader) error) error
+}
+
+// RestoreTx is a Tx that can also do what only a restore from backup does:
+// empty the store and put change-log positions back. Update's Tx
+// implements it on the stores that support restores.
+type RestoreTx interface {
+	Tx
+	// Clear deletes every Type, instance, resource version, relation,
+	// built-in value, value lock and change; the schema stays.
+	Clear(ctx context.Context) error
+	// SetSeq stamps an instance with the Seq of its last change (its
+	// resourceVersion on the REST surface).
+	SetSeq(ctx context.Context, id string, seq int64) error
+	// RestartChangeLog empties the change log and starts it after through:
+	// LastSeq returns through, the next change gets a higher Seq, and
+	// Changes after an earlier position fails with CodeGone.
+	RestartChangeLog(ctx context.Context, through int64) error
+}
+
 // TypeFilter selects Types. Empty fields match everything.
 type TypeFilter struct {
 	// PathPrefix matches Types whose path equals it or starts with it
