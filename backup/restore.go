@@ -25,6 +25,9 @@ type RestoreOptions struct {
 // st in one transaction: a damaged file, a non-empty store without Force,
 // or any failure on the way leaves st as it was.
 func Restore(ctx context.Context, st store.Store, r io.ReadSeeker, opts RestoreOptions) (Summary, error) {
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return Summary{}, fmt.Errorf("rewind the backup file: %w", err)
+	}
 	sum, err := Verify(r)
 	if err != nil {
 		return Summary{}, err
@@ -36,29 +39,29 @@ func Restore(ctx context.Context, st store.Store, r io.ReadSeeker, opts RestoreO
 	err = st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 		rt, ok := tx.(store.RestoreTx)
 		if !ok {
-			return cairn.Errorf(cairn.CodeInvalid, "restore: this store does not support restores")
+			return cairn.Errorf(cairn.CodeInvalid, "this store does not support restores")
 		}
 		// Update may run this more than once (PostgreSQL retries a
 		// serialization failure): read the file from its start each time.
 		if _, err := r.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("restore: rewind the backup file: %w", err)
+			return fmt.Errorf("rewind the backup file: %w", err)
 		}
 		target, err := rt.LastSeq(ctx)
 		if err != nil {
-			return fmt.Errorf("restore: read the target's change-log position: %w", err)
+			return fmt.Errorf("read the target's change-log position: %w", err)
 		}
 		if err := checkEmpty(ctx, rt, opts.Force); err != nil {
 			return err
 		}
 		if err := rt.Clear(ctx); err != nil {
-			return fmt.Errorf("restore: empty the target: %w", err)
+			return fmt.Errorf("empty the target: %w", err)
 		}
 		if err := load(ctx, rt, r); err != nil {
 			return err
 		}
 		sum.RestartedAt = max(sum.Position, target) + bump
 		if err := rt.RestartChangeLog(ctx, sum.RestartedAt); err != nil {
-			return fmt.Errorf("restore: %w", err)
+			return err
 		}
 		return nil
 	})
@@ -75,11 +78,11 @@ func checkEmpty(ctx context.Context, r store.Reader, force bool) error {
 	}
 	types, err := r.ListTypes(ctx, store.TypeFilter{})
 	if err != nil {
-		return fmt.Errorf("restore: list the target's Types: %w", err)
+		return fmt.Errorf("list the target's Types: %w", err)
 	}
 	insts, err := r.ListInstances(ctx, store.InstanceFilter{Limit: 1})
 	if err != nil {
-		return fmt.Errorf("restore: list the target's instances: %w", err)
+		return fmt.Errorf("list the target's instances: %w", err)
 	}
 	if len(types) == 0 && len(insts) == 0 {
 		return nil
@@ -92,7 +95,7 @@ func checkEmpty(ctx context.Context, r store.Reader, force bool) error {
 		what = append(what, "instances")
 	}
 	return cairn.Errorf(cairn.CodeAlreadyExists,
-		"restore: the target store is not empty (it holds %s); restore into an empty data directory or database, or pass --force to replace everything in it",
+		"the target store is not empty (it holds %s); restore into an empty data directory or database, or pass --force to replace everything in it",
 		strings.Join(what, " and "))
 }
 
@@ -115,7 +118,7 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 		}
 		if t := rec.Type; t != nil {
 			if err := tx.CreateType(ctx, *t); err != nil {
-				return fmt.Errorf("restore: Type %s:%s: %w", t.Path, t.Revision, err)
+				return fmt.Errorf("Type %s:%s: %w", t.Path, t.Revision, err)
 			}
 			continue
 		}
@@ -127,7 +130,7 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 		for i := range in.Versions {
 			if len(in.Versions[i].Value) > 0 {
 				if err := tx.PutValue(ctx, in.ID, in.Versions[i].ResourceVersion, in.Versions[i].Value); err != nil {
-					return fmt.Errorf("restore: value of instance %q resource version %d: %w", in.ID, in.Versions[i].ResourceVersion, err)
+					return fmt.Errorf("value of instance %q resource version %d: %w", in.ID, in.Versions[i].ResourceVersion, err)
 				}
 			}
 		}
@@ -137,16 +140,16 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 	for _, in := range insts {
 		for _, to := range in.Uses {
 			if err := tx.AddUses(ctx, in.ID, to); err != nil {
-				return fmt.Errorf("restore: instance %q uses %q: %w", in.ID, to, err)
+				return fmt.Errorf("instance %q uses %q: %w", in.ID, to, err)
 			}
 		}
 		if in.ValueLock != "" {
 			if err := tx.SetValueLock(ctx, in.ID, in.ValueLock); err != nil {
-				return fmt.Errorf("restore: value lock of instance %q: %w", in.ID, err)
+				return fmt.Errorf("value lock of instance %q: %w", in.ID, err)
 			}
 		}
 		if err := tx.SetSeq(ctx, in.ID, in.Seq); err != nil {
-			return fmt.Errorf("restore: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -156,7 +159,7 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 // appends the others in order.
 func createInstance(ctx context.Context, tx store.Tx, in *instanceRecord) error {
 	if len(in.Versions) == 0 {
-		return cairn.Errorf(cairn.CodeInvalid, "restore: instance %q has no resource versions", in.ID)
+		return cairn.Errorf(cairn.CodeInvalid, "instance %q has no resource versions", in.ID)
 	}
 	first := in.Versions[0]
 	first.Value = nil
@@ -166,12 +169,12 @@ func createInstance(ctx context.Context, tx store.Tx, in *instanceRecord) error 
 		CreatedAt: in.CreatedAt, Status: in.Status, ManagedFields: in.ManagedFields, Latest: first,
 	}
 	if err := tx.CreateInstance(ctx, inst); err != nil {
-		return fmt.Errorf("restore: instance %q: %w", in.ID, err)
+		return fmt.Errorf("instance %q: %w", in.ID, err)
 	}
 	for _, v := range in.Versions[1:] {
 		v.Value = nil
 		if err := tx.AddResourceVersion(ctx, in.ID, v); err != nil {
-			return fmt.Errorf("restore: instance %q resource version %d: %w", in.ID, v.ResourceVersion, err)
+			return fmt.Errorf("instance %q resource version %d: %w", in.ID, v.ResourceVersion, err)
 		}
 	}
 	return nil
