@@ -123,7 +123,9 @@ func listRV(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var list struct{ Metadata struct{ ResourceVersion string } }
+	var list struct {
+		Metadata struct{ ResourceVersion string }
+	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || list.Metadata.ResourceVersion == "" {
 		t.Fatalf("list: %v, resourceVersion %q", err, list.Metadata.ResourceVersion)
 	}
