@@ -34,7 +34,9 @@ func TestListValueOfInstanceGoneMeanwhile(t *testing.T) {
 	var data struct {
 		TypeInstances []struct {
 			ID                    string
-			LatestResourceVersion *struct{ Spec struct{ Value json.RawMessage } }
+			LatestResourceVersion *struct {
+				Spec struct{ Value json.RawMessage }
+			}
 		}
 	}
 	if err := json.Unmarshal(res.Data, &data); err != nil {
