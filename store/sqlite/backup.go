@@ -23,7 +23,7 @@ func (s *Store) Snapshot(ctx context.Context, fn func(ctx context.Context, r sto
 // foreign key is violated on the way.
 var clearTables = []string{
 	"uses", "instance_labels", "latest_attributes", "resource_versions", "instances",
-	"type_parents", "types", "builtin_values", "builtin_locks", "changes",
+	"type_parents", "types", "builtin_values", "builtin_locks", "changes", "intents",
 }
 
 func (t *tx) Clear(ctx context.Context) error {
