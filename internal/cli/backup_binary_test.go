@@ -65,19 +65,9 @@ func (b *backupBinary) must(args ...string) string {
 }
 
 // serve starts cairn serve on dataDir and returns its URL and a stop func.
-func (b *backupBinary) serve(dataDir string) (string, func()) {
+func (b *backupBinary) serve(dataDir string, extra ...string) (string, func()) {
 	b.t.Helper()
-	srv := exec.Command(b.bin, "--data-dir", dataDir, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
-	srv.Env = b.env
-	var srvErr syncBuffer
-	srv.Stderr = &srvErr
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		b.t.Fatal(err)
-	}
+	srv, url := b.start(dataDir, extra...)
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -88,12 +78,36 @@ func (b *backupBinary) serve(dataDir string) (string, func()) {
 		srv.Wait()
 	}
 	b.t.Cleanup(stop)
+	return url, stop
+}
+
+// start starts cairn serve on dataDir and returns the process, which the
+// caller ends (a cleanup kills it if it is still running), and its URL.
+func (b *backupBinary) start(dataDir string, extra ...string) (*exec.Cmd, string) {
+	b.t.Helper()
+	srv := exec.Command(b.bin, append([]string{"--data-dir", dataDir, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0"}, extra...)...)
+	srv.Env = b.env
+	var srvErr syncBuffer
+	srv.Stderr = &srvErr
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() {
+		if srv.ProcessState == nil {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
 	if err != nil || m == nil {
 		b.t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
 	}
-	return m[1], stop
+	return srv, m[1]
 }
 
 // instances lists the typeinstances of a store as name -> value.
