@@ -153,3 +153,34 @@ func TestJournalFinishesWhatADeadProcessLeft(t *testing.T) {
 		t.Fatalf("intents left: %+v", ins)
 	}
 }
+
+// TestJournalKeepsUnansweredWrites: a write the backend never answered (a
+// timeout, a lost connection) may be stored, so its intent stays and
+// recovery undoes it; a write the backend refused leaves nothing.
+func TestJournalKeepsUnansweredWrites(t *testing.T) {
+	e := newEnv(t)
+	bid, f := e.addBackend("ext", true, "")
+	x := e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`{"v":1}`), Backend: &hub.BackendInput{ID: bid}})
+	f.failOn("OnUpdate", func(id string) error {
+		// Stored, then the answer was lost.
+		if _, err := f.Backend.OnUpdate(context.Background(), cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"v":2}`)}); err != nil {
+			return err
+		}
+		return cairn.Errorf(cairn.CodeUnavailable, "no answer within the deadline")
+	})
+	_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`{"v":2}`)}})
+	wantCode(t, err, cairn.CodeUnavailable)
+	if ins := pending(t, e); len(ins) != 1 || ins[0].InstanceID != x || ins[0].ResourceVersion != 2 {
+		t.Fatalf("intents after an unanswered update: %+v", ins)
+	}
+	if res := runRecover(t, e, 0); res.Undone != 1 || holds(t, f, x, 2) {
+		t.Fatalf("Recover = %+v; revision 2 still stored: %v", res, holds(t, f, x, 2))
+	}
+
+	f.failOn("OnUpdate", func(string) error { return cairn.Errorf(cairn.CodeInvalid, "the backend refuses") })
+	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`{"v":2}`)}})
+	wantCode(t, err, cairn.CodeInvalid)
+	if ins := pending(t, e); len(ins) != 0 {
+		t.Fatalf("intents after a refused update: %+v", ins)
+	}
+}
