@@ -24,36 +24,82 @@ type intentKey struct {
 	rv int
 }
 
-// recordIntents journals writes about to be sent to external backends, in
-// one transaction, before any is sent. A write of a version another writer
-// is already on its way to (or that recovery has not finished) is refused
-// with CodeAlreadyExists.
-func (h *Hub) recordIntents(ctx context.Context, ins []store.Intent) error {
-	if len(ins) == 0 || isDryRun(ctx) {
-		return nil
+// intentOf is the journal entry of an external create or update; deletes
+// are not journaled (see docs/reliability.md).
+func intentOf(w *externalWrite) (intentKey, bool) {
+	switch {
+	case w.w.Create != nil:
+		return intentKey{w.inst.ID, 1}, true
+	case w.w.Update != nil:
+		return intentKey{w.inst.ID, w.w.Update.NewResourceVersion}, true
 	}
+	return intentKey{}, false
+}
+
+// recordIntents journals the creates and updates of ws, in one
+// transaction, before any is sent. A write of a version another writer is
+// already on its way to (or that recovery has not finished) is refused
+// with CodeAlreadyExists, which for an update is a lost version race.
+func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentKey, error) {
+	var keys []intentKey
+	var ins []store.Intent
 	now := h.now().UTC()
-	return h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+	for _, w := range ws {
+		k, ok := intentOf(w)
+		if !ok {
+			continue
+		}
+		in := store.Intent{InstanceID: k.id, ResourceVersion: k.rv, BackendID: w.b.ID, CreatedAt: now, NextAttempt: now}
+		if w.w.Create != nil {
+			in.Op, in.Context = store.IntentCreate, w.w.Create.Context
+		} else {
+			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
+		}
+		keys, ins = append(keys, k), append(ins, in)
+	}
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 		for _, in := range ins {
-			in.CreatedAt, in.NextAttempt = now, now
 			if err := tx.PutIntent(ctx, in); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	switch {
+	case cairn.HasCode(err, cairn.CodeAlreadyExists):
+		return nil, fmt.Errorf("%w: %w", errVersionRace, err)
+	case err != nil:
+		return nil, fmt.Errorf("record the intent to write to external backends: %w", err)
+	}
+	return keys, nil
 }
 
-// forgetIntents clears journal entries whose write committed or was rolled
-// back. A failure only leaves work for Recover, which finds the write
-// committed (or undoes it again, which backends take as done), so it is
-// logged, not returned.
-func (h *Hub) forgetIntents(ctx context.Context, keys []intentKey) {
-	if len(keys) == 0 || isDryRun(ctx) {
+// settle forgets the journal entries of a request whose store transaction
+// committed.
+func (h *Hub) settle(ctx context.Context, j *journal) {
+	if j != nil {
+		h.forgetIntents(ctx, j.intents, nil)
+	}
+}
+
+// forgetIntents clears journal entries, except those in keep. A failure
+// only leaves work for Recover, which finds the write committed (or undoes
+// it again, which backends take as done), so it is logged, not returned.
+func (h *Hub) forgetIntents(ctx context.Context, keys []intentKey, keep map[intentKey]bool) {
+	var forget []intentKey
+	for _, k := range keys {
+		if !keep[k] {
+			forget = append(forget, k)
+		}
+	}
+	if len(forget) == 0 {
 		return
 	}
 	err := h.st.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx store.Tx) error {
-		for _, k := range keys {
+		for _, k := range forget {
 			if err := tx.DeleteIntent(ctx, k.id, k.rv); err != nil {
 				return err
 			}
@@ -61,7 +107,7 @@ func (h *Hub) forgetIntents(ctx context.Context, keys []intentKey) {
 		return nil
 	})
 	if err != nil {
-		h.log.WarnContext(ctx, "forget finished intents; recovery will clear them", "count", len(keys), "err", err)
+		h.log.WarnContext(ctx, "forget finished intents; recovery will clear them", "count", len(forget), "err", err)
 	}
 }
 
