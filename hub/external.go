@@ -64,13 +64,13 @@ func (j *journal) keepIntent(w *externalWrite) {
 }
 
 // ambiguous reports whether a failed backend call may have stored what it
-// was asked to: the backend did not answer (a timeout, a lost connection:
-// CodeUnavailable, or the caller's context ended), as opposed to answering
-// with a refusal or an error of its own. Such a write is not undone at
-// once, since the undo could overtake it on the network: its intent stays
-// and recovery undoes it after the grace period.
+// was asked to: the backend did not answer (cairn.ErrNoAnswer: a timeout,
+// a lost connection; or the caller's context ended), as opposed to
+// answering with a refusal or an error of its own. Such a write is not
+// undone at once, since the undo could overtake it on the network: its
+// intent stays and recovery undoes it after the grace period.
 func ambiguous(err error) bool {
-	return cairn.HasCode(err, cairn.CodeUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return errors.Is(err, cairn.ErrNoAnswer) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // writeExternal sends a request's writes to their backends. Each backend

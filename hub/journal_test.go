@@ -166,7 +166,7 @@ func TestJournalKeepsUnansweredWrites(t *testing.T) {
 		if _, err := f.Backend.OnUpdate(context.Background(), cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"v":2}`)}); err != nil {
 			return err
 		}
-		return cairn.Errorf(cairn.CodeUnavailable, "no answer within the deadline")
+		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: "no answer within the deadline", Err: cairn.ErrNoAnswer}
 	})
 	_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`{"v":2}`)}})
 	wantCode(t, err, cairn.CodeUnavailable)
