@@ -84,6 +84,13 @@ func Errorf(code Code, format string, args ...any) *Error {
 // for does.
 var ErrBackendRefused = errors.New("refused by the storage backend's rules")
 
+// ErrNoAnswer marks a call to a storage backend that failed without an
+// answer from it (a timeout, a lost or refused connection): what it asked
+// may or may not have happened. Drivers wrap it (errors.Is) so that the
+// hub keeps such a write in its intent journal for recovery instead of
+// taking it as not done.
+var ErrNoAnswer = errors.New("no answer from the storage backend")
+
 // ErrorCode returns the code of the first *Error in err's chain (or in any
 // branch of an errors.Join), CodeInternal when there is none, "" for nil.
 func ErrorCode(err error) Code {

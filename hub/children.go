@@ -142,6 +142,7 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil {
 		switch {
+		case failed == nil: // the intent journal, before any backend call
 		case failed.w.Create != nil:
 			err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		case failed.w.Update != nil:
@@ -179,6 +180,7 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 		}
 		return ChildrenApplied{}, h.undo(ctx, j, err)
 	}
+	h.settle(ctx, j)
 	out.Created = make([]Created, len(items))
 	for i, p := range items {
 		out.Created[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID, Instance: created[i]}

@@ -116,6 +116,7 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err != nil {
 		return nil, h.undo(ctx, j, err)
 	}
+	h.settle(ctx, j)
 
 	out := make([]Created, len(items))
 	for i, p := range items {
@@ -414,6 +415,9 @@ func (h *Hub) storeExternal(ctx context.Context, items []*pending) (*journal, er
 	ws := h.createWrites(items)
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil {
+		if failed == nil { // the intent journal, before any backend call
+			return nil, h.undo(ctx, j, err)
+		}
 		err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		return nil, h.undo(ctx, j, err)
 	}

@@ -43,6 +43,34 @@ type storedBatch struct {
 type journal struct {
 	batches []storedBatch
 	singles []*externalWrite // writes of backends without batches, done
+	// intents are the request's entries in the store's intent journal
+	// (journal.go); keep are those that must outlive the request: a write
+	// whose backend never answered, or whose undo failed, is left for
+	// recovery.
+	intents []intentKey
+	keep    map[intentKey]bool
+}
+
+// keepIntent leaves the intent of w for recovery.
+func (j *journal) keepIntent(w *externalWrite) {
+	k, ok := intentOf(w)
+	if !ok {
+		return
+	}
+	if j.keep == nil {
+		j.keep = map[intentKey]bool{}
+	}
+	j.keep[k] = true
+}
+
+// ambiguous reports whether a failed backend call may have stored what it
+// was asked to: the backend did not answer (cairn.ErrNoAnswer: a timeout,
+// a lost connection; or the caller's context ended), as opposed to
+// answering with a refusal or an error of its own. Such a write is not
+// undone at once, since the undo could overtake it on the network: its
+// intent stays and recovery undoes it after the grace period.
+func ambiguous(err error) bool {
+	return errors.Is(err, cairn.ErrNoAnswer) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // writeExternal sends a request's writes to their backends. Each backend
@@ -58,6 +86,9 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 	j = &journal{}
 	if isDryRun(ctx) || len(ws) == 0 {
 		return j, nil, nil
+	}
+	if j.intents, err = h.recordIntents(ctx, ws); err != nil {
+		return j, nil, err
 	}
 	byBackend := map[string][]*externalWrite{}
 	var order []string
@@ -80,6 +111,11 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 			}
 			res, err := bw.OnBatch(ctx, batch)
 			if err != nil {
+				if ambiguous(err) {
+					for _, w := range group {
+						j.keepIntent(w)
+					}
+				}
 				return j, batchFailure(group, err), err
 			}
 			for i, w := range group {
@@ -98,6 +134,9 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 				continue
 			}
 			if err := h.writeOne(ctx, w); err != nil {
+				if ambiguous(err) {
+					j.keepIntent(w)
+				}
 				return j, w, err
 			}
 			j.singles = append(j.singles, w)
@@ -188,6 +227,7 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 			continue
 		}
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			j.keepIntent(w)
 			errs = append(errs, externalErr(w.b.ID, what, err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", w.b.ID, "instance", w.inst.ID, "err", err)
 		}
@@ -195,10 +235,14 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 	for i := len(j.batches) - 1; i >= 0; i-- {
 		sb := j.batches[i]
 		if err := sb.bw.UndoBatch(rctx, sb.writes, sb.res); err != nil {
+			for _, w := range sb.ws {
+				j.keepIntent(w)
+			}
 			errs = append(errs, externalErr(sb.b.ID, fmt.Sprintf("undo a batch of %d writes", len(sb.writes)), err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored batch failed", "backend", sb.b.ID, "writes", len(sb.writes), "err", err)
 		}
 	}
+	h.forgetIntents(ctx, j.intents, j.keep)
 	*j = journal{}
 	if len(errs) > 0 {
 		return errors.Join(cause, &cairn.Error{Code: cairn.CodeUnavailable,

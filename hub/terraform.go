@@ -696,6 +696,8 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 	if err != nil {
 		var cause error
 		switch {
+		case failed == nil: // the intent journal, before any backend call
+			cause = err
 		case failed.w.Create != nil:
 			cause = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		case failed.w.Update != nil:

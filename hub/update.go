@@ -147,6 +147,9 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	}
 	j, failed, err := h.writeExternal(ctx, updateWrites(items))
 	if err != nil {
+		if failed == nil { // the intent journal, before any backend call
+			return nil, h.undo(ctx, j, err)
+		}
 		return nil, h.undo(ctx, j, updateFailure(failed, err))
 	}
 
@@ -162,6 +165,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
+	h.settle(ctx, j)
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }

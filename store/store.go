@@ -84,6 +84,9 @@ type Reader interface {
 	// ValueLock returns the lock owner recorded in the built-in value table's
 	// lock records, "" when none.
 	ValueLock(ctx context.Context, id string) (string, error)
+	// Intents returns the recorded intents whose NextAttempt is not after
+	// due, oldest first.
+	Intents(ctx context.Context, due time.Time) ([]Intent, error)
 }
 
 // Tx is one write transaction.
@@ -142,6 +145,69 @@ type Tx interface {
 	// SetValueLock records (owner != "") or clears a lock in the built-in
 	// value table's lock records.
 	SetValueLock(ctx context.Context, id string, owner string) error
+	// PutIntent records an intent; CodeAlreadyExists when one for the same
+	// instance and resource version is recorded, so two writers cannot
+	// both be on the way to the same version.
+	PutIntent(ctx context.Context, in Intent) error
+	// DeleteIntent forgets the intent of (instance, resource version); a
+	// missing one is a no-op.
+	DeleteIntent(ctx context.Context, instanceID string, rv int) error
+	// RetryIntent records a failed attempt to finish an intent: Attempts
+	// grows by one, LastError and NextAttempt are set. CodeNotFound when
+	// the intent is gone.
+	RetryIntent(ctx context.Context, instanceID string, rv int, lastError string, next time.Time) error
+}
+
+// IntentOp is the write an intent announces.
+type IntentOp string
+
+const (
+	IntentCreate IntentOp = "create" // a new instance's first value
+	IntentUpdate IntentOp = "update" // a new resource version's value
+)
+
+// Intent is an entry of the intent journal: a write to an external backend
+// recorded before the backend is called and forgotten once the write
+// committed or was rolled back. One left behind is the trace of a process
+// that died in between; recovery (hub.Recover) finishes it.
+type Intent struct {
+	InstanceID      string
+	ResourceVersion int
+	BackendID       string
+	Op              IntentOp
+	// Context is the backend context sent with the write, which the undo
+	// sends too.
+	Context   json.RawMessage
+	CreatedAt time.Time
+	// Attempts, LastError and NextAttempt follow recovery's retries.
+	Attempts    int
+	LastError   string
+	NextAttempt time.Time
+}
+
+// Snapshotter is a store that reads its whole content in one consistent
+// snapshot while writers go on, which is what an online backup needs.
+type Snapshotter interface {
+	// Snapshot runs fn with a Reader whose reads all see the same committed
+	// state; the snapshot is released when fn returns.
+	Snapshot(ctx context.Context, fn func(ctx context.Context, r Reader) error) error
+}
+
+// RestoreTx is a Tx that can also do what only a restore from backup does:
+// empty the store and put change-log positions back. Update's Tx
+// implements it on the stores that support restores.
+type RestoreTx interface {
+	Tx
+	// Clear deletes every Type, instance, resource version, relation,
+	// built-in value, value lock, change and intent; the schema stays.
+	Clear(ctx context.Context) error
+	// SetSeq stamps an instance with the Seq of its last change (its
+	// resourceVersion on the REST surface).
+	SetSeq(ctx context.Context, id string, seq int64) error
+	// RestartChangeLog empties the change log and starts it after through:
+	// LastSeq returns through, the next change gets a higher Seq, and
+	// Changes after an earlier position fails with CodeGone.
+	RestartChangeLog(ctx context.Context, through int64) error
 }
 
 // TypeFilter selects Types. Empty fields match everything.

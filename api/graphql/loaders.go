@@ -71,6 +71,12 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 		}
 		l.mu.Unlock()
 		vals, err := h.Values(ctx, refs)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			// An instance of the batch was deleted since it was read (a
+			// list racing a delete): read one by one, so only its value
+			// fails, not every value of the batch.
+			return valuesOneByOne(ctx, h, keys, refs)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -99,13 +105,33 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 	return l
 }
 
+// valuesOneByOne reads each value on its own, leaving out those whose
+// instance or version no longer exists.
+func valuesOneByOne(ctx context.Context, h *hub.Hub, keys []valueKey, refs []hub.ValueRef) (map[valueKey]json.RawMessage, error) {
+	out := make(map[valueKey]json.RawMessage, len(keys))
+	for i, k := range keys {
+		v, err := h.Values(ctx, refs[i:i+1])
+		switch {
+		case cairn.HasCode(err, cairn.CodeNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out[k] = v[0]
+	}
+	return out, nil
+}
+
 // value loads the value of one resource version of inst.
 func (l *loaders) value(ctx context.Context, inst cairn.Instance, rv cairn.ResourceVersion) (json.RawMessage, error) {
 	k := valueKey{id: inst.ID, rv: rv.ResourceVersion}
 	l.mu.Lock()
 	l.refs[k] = hub.ValueRef{Instance: inst, Version: rv}
 	l.mu.Unlock()
-	v, _, err := l.values.load(ctx, k)
+	v, found, err := l.values.load(ctx, k)
+	if err == nil && !found {
+		return nil, cairn.Errorf(cairn.CodeNotFound, "the value of TypeInstance %q resource version %d is gone: the TypeInstance was deleted while it was read", inst.ID, rv.ResourceVersion)
+	}
 	return v, err
 }
 

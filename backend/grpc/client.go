@@ -75,7 +75,14 @@ func (c *Client) call(ctx context.Context, method, what string, instanceID strin
 		backoff *= 2
 	}
 	full := "/" + c.serviceName() + "/" + method
-	e := backendErr(c.id, codeOf(status.Code(err)), fmt.Sprintf("%s: %s", what, c.describe(full, err)), err)
+	cause := err
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Unavailable, codes.Canceled:
+		// The backend may have done what was asked before the answer was
+		// lost.
+		cause = errors.Join(err, cairn.ErrNoAnswer)
+	}
+	e := backendErr(c.id, codeOf(status.Code(err)), fmt.Sprintf("%s: %s", what, c.describe(full, err)), cause)
 	if instanceID != "" {
 		e.IDs = []string{instanceID}
 	}

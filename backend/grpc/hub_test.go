@@ -379,17 +379,18 @@ func TestUpdateRollbackOverGRPC(t *testing.T) {
 	wantContains(t, err, "quota exceeded", "rollback externally stored values: ", "delete resource version 2 of TypeInstance \""+x+"\"", "read-only file system")
 	e.wantFiles(x+"/1.json", x+"/2.json", y+"/1.json")
 
-	// The known limit (README): the orphaned revision blocks the next
-	// update of x, with an error that says which revision is in the way,
-	// until it is removed from the backend.
+	// The orphaned revision stays in the intent journal: the next update
+	// of x is refused, saying the version is being recovered, until
+	// recovery has removed the orphan from the backend.
 	e.faults.setHook(nil)
 	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}})
-	wantContains(t, err, x, "already has resource version 2")
-	if err := os.Remove(filepath.Join(e.dir, x, "2.json")); err != nil {
-		t.Fatal(err)
+	wantContains(t, err, x, "resource version 2 is already on its way (or being recovered)")
+	if res, err := e.h.Recover(e.ctx, 0); err != nil || res.Undone != 1 {
+		t.Fatalf("Recover = %+v, %v; want the orphaned revision undone", res, err)
 	}
+	e.wantFiles(x+"/1.json", y+"/1.json")
 	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}}); err != nil {
-		t.Fatalf("update after removing the orphan: %v", err)
+		t.Fatalf("update after recovery: %v", err)
 	}
 	if got := e.fileContent(x, 2); got != `3` {
 		t.Errorf("2.json = %s", got)

@@ -217,6 +217,8 @@ Every command works the same in both modes:
 		a.proposalsCommand(),
 		a.versionCommand(),
 		a.migrateCommand(),
+		a.backupCommand(),
+		a.restoreCommand(),
 		a.renderCommand(),
 		a.tfCommand(),
 		a.serveCommand(),
@@ -243,7 +245,7 @@ Every command works the same in both modes:
 const noOutput = "cairn.dev/no-output"
 
 // needsClient says whether cmd works with the hub (through a.c), rather
-// than running on this machine alone (serve, migrate, backend, version,
+// than running on this machine alone (serve, migrate, backup, restore, backend, version,
 // config, help).
 func needsClient(cmd *cobra.Command) bool {
 	top := cmd
@@ -254,7 +256,7 @@ func needsClient(cmd *cobra.Command) bool {
 		return false // the root: help
 	}
 	switch top.Name() {
-	case "serve", "migrate", "backend", "version", "config", "login", "render", "help", "completion", "__complete":
+	case "serve", "migrate", "backup", "restore", "backend", "version", "config", "login", "render", "help", "completion", "__complete":
 		return false
 	}
 	return true

@@ -20,7 +20,8 @@ import (
 //
 // A command is written once, against the invocation's client (app.c); the
 // modes differ only in which client that is (see openClient). serve,
-// migrate, backend, version and config run on this machine in either.
+// migrate, backup, restore, backend, version and config run on this
+// machine in either.
 
 // serverTarget is the server of server mode and where it was configured.
 type serverTarget struct {

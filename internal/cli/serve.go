@@ -38,6 +38,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var compat string
 	var gitSync gitSyncOptions
 	var stacks stackControllerOptions
+	var rec recoveryOptions
 	var sec securityOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -77,7 +78,7 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			if gql.maxResponseBytes <= 0 {
 				return usageErrorf("--graphql-max-response-bytes %d: must be a positive number of bytes", gql.maxResponseBytes)
 			}
-			return a.serve(cmd.Context(), addr, shutdownTimeout, gql, compat == "capact", gitSync, stacks, &sec)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, gql, compat == "capact", gitSync, stacks, rec, &sec)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
@@ -88,6 +89,7 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
 	a.addStackControllerFlags(cmd, &stacks)
+	a.addRecoveryFlags(cmd, &rec)
 	a.addSecurityFlags(cmd, &sec)
 	return cmd
 }
@@ -98,7 +100,7 @@ type graphqlOptions struct {
 	maxResponseBytes int64
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, sec *securityOptions) error {
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, rec recoveryOptions, sec *securityOptions) error {
 	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
 	if err := sec.checkAddr(addr); err != nil {
 		return err
@@ -195,6 +197,11 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	go pruneChanges(baseCtx, h, log)
 	stopStacks := startStackController(ctx, h, stacks, log)
 	defer stopStacks()
+	stopRecovery, err := startRecovery(ctx, h, rec, reg, log)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	defer stopRecovery()
 	errc := make(chan error, 1)
 	go func() {
 		if secure.dual {

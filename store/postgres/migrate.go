@@ -178,6 +178,22 @@ ALTER TABLE instances ADD COLUMN managed_fields json;
 	`
 ALTER TABLE types ADD COLUMN printer_columns json;
 `,
+	// 4: store/sqlite version 5: the intent journal (store.Intent).
+	`
+CREATE TABLE intents (
+	instance_id      text COLLATE "C" NOT NULL,
+	resource_version integer NOT NULL,
+	backend_id       text COLLATE "C" NOT NULL,
+	op               text NOT NULL,
+	context          json,
+	created_at       timestamptz NOT NULL,
+	attempts         integer NOT NULL DEFAULT 0,
+	last_error       text NOT NULL DEFAULT '',
+	next_attempt     timestamptz NOT NULL,
+	PRIMARY KEY (instance_id, resource_version)
+);
+CREATE INDEX intents_due ON intents (next_attempt);
+`,
 }
 
 // migrationLockKey is the advisory lock migrations take: a hash of the

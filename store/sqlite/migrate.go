@@ -145,6 +145,24 @@ ALTER TABLE instances ADD COLUMN managed_fields TEXT;
 	`
 ALTER TABLE types ADD COLUMN printer_columns TEXT;
 `,
+	// 5: the intent journal: writes to external backends on their way
+	// (store.Intent). One row per instance and resource version, so two
+	// writers cannot both be on the way to the same version.
+	`
+CREATE TABLE intents (
+	instance_id      TEXT    NOT NULL,
+	resource_version INTEGER NOT NULL,
+	backend_id       TEXT    NOT NULL,
+	op               TEXT    NOT NULL,
+	context          TEXT,
+	created_at       INTEGER NOT NULL,
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	last_error       TEXT    NOT NULL DEFAULT '',
+	next_attempt     INTEGER NOT NULL,
+	PRIMARY KEY (instance_id, resource_version)
+);
+CREATE INDEX intents_due ON intents (next_attempt);
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Changes/Log", testChanges},
 		{"Changes/OnePerTransaction", testOneChangePerTx},
 		{"Instances/ListPaging", testListPaging},
+		{"Intents/Journal", testIntents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

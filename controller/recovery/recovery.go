@@ -1,0 +1,126 @@
+// Package recovery is the controller that finishes writes a dead process
+// left half done: at start and then periodically it asks the hub to
+// recover the intent journal (hub.Recover), one replica at a time under a
+// lease in the store, and reports what it could not finish (logs, and the
+// figures Status returns for metrics).
+package recovery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// LeaseName is the lease the recovering replica holds.
+const LeaseName = "cairn-recovery"
+
+// Config configures a Controller.
+type Config struct {
+	Hub *hub.Hub
+	// Interval between passes; default 30s.
+	Interval time.Duration
+	// Grace is how old an intent must be before it counts as left by a
+	// dead process; it must exceed the longest write (backend timeout
+	// included). Default 1m.
+	Grace time.Duration
+	// LeaseDuration; default 3 × Interval.
+	LeaseDuration time.Duration
+	// Identity is the lease holder; default recovery@HOST-RANDOM.
+	Identity string
+	Logger   *slog.Logger
+}
+
+// Controller runs recovery passes.
+type Controller struct {
+	cfg Config
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last Status
+}
+
+// Status is the outcome of the last pass.
+type Status struct {
+	At time.Time
+	hub.RecoveryResult
+	Err error
+}
+
+// New returns a Controller.
+func New(cfg Config) *Controller {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = time.Minute
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 3 * cfg.Interval
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Identity = "recovery@" + host + "-" + hex.EncodeToString(b[:])
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{cfg: cfg, log: log}
+}
+
+// Status returns the last pass's outcome.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// Run passes at once and then every Interval until ctx ends, releasing the
+// lease on the way out.
+func (c *Controller) Run(ctx context.Context) error {
+	defer func() {
+		_ = c.cfg.Hub.ReleaseLease(context.WithoutCancel(ctx), LeaseName, c.cfg.Identity)
+	}()
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		c.Pass(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Pass runs one recovery pass if this replica holds (or takes) the lease.
+func (c *Controller) Pass(ctx context.Context) {
+	held, err := c.cfg.Hub.AcquireLease(ctx, LeaseName, c.cfg.Identity, c.cfg.LeaseDuration)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("recovery: take the lease", "err", err)
+		}
+		return
+	}
+	if !held {
+		return
+	}
+	res, err := c.cfg.Hub.Recover(ctx, c.cfg.Grace)
+	c.mu.Lock()
+	c.last = Status{At: time.Now(), RecoveryResult: res, Err: err}
+	c.mu.Unlock()
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.log.Error("recovery pass failed", "err", err)
+	case res.Undone > 0 || res.Committed > 0 || len(res.Failed) > 0:
+		c.log.Info("recovery pass", "undone", res.Undone, "committed", res.Committed, "failed", len(res.Failed), "waiting", res.Waiting)
+	}
+}

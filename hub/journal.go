@@ -1,0 +1,227 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// The intent journal closes the gap between an external backend and the
+// store: a write records its intent (instance, resource version, backend,
+// operation) in the store before the backend is called, and forgets it once
+// the store committed or the backend's value was rolled back. A process
+// that dies in between leaves the intent behind; Recover, run by the
+// recovery controller, finds it and undoes what the backend may hold that
+// no committed version points to (the outbox pattern, read backwards: the
+// store is the truth, the backend is brought back to it).
+
+// intentKey names a journal entry.
+type intentKey struct {
+	id string
+	rv int
+}
+
+// intentOf is the journal entry of an external create or update; deletes
+// are not journaled (see docs/reliability.md).
+func intentOf(w *externalWrite) (intentKey, bool) {
+	switch {
+	case w.w.Create != nil:
+		return intentKey{w.inst.ID, 1}, true
+	case w.w.Update != nil:
+		return intentKey{w.inst.ID, w.w.Update.NewResourceVersion}, true
+	}
+	return intentKey{}, false
+}
+
+// recordIntents journals the creates and updates of ws, in one
+// transaction, before any is sent. A write of a version another writer is
+// already on its way to (or that recovery has not finished) is refused
+// with CodeAlreadyExists, which for an update is a lost version race.
+func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentKey, error) {
+	var keys []intentKey
+	var ins []store.Intent
+	now := h.now().UTC()
+	for _, w := range ws {
+		k, ok := intentOf(w)
+		if !ok {
+			continue
+		}
+		in := store.Intent{InstanceID: k.id, ResourceVersion: k.rv, BackendID: w.b.ID, CreatedAt: now, NextAttempt: now}
+		if w.w.Create != nil {
+			in.Op, in.Context = store.IntentCreate, w.w.Create.Context
+		} else {
+			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
+		}
+		keys, ins = append(keys, k), append(ins, in)
+	}
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, in := range ins {
+			if err := tx.PutIntent(ctx, in); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case cairn.HasCode(err, cairn.CodeAlreadyExists):
+		return nil, fmt.Errorf("%w: %w", errVersionRace, err)
+	case err != nil:
+		return nil, fmt.Errorf("record the intent to write to external backends: %w", err)
+	}
+	return keys, nil
+}
+
+// settle forgets the journal entries of a request whose store transaction
+// committed.
+func (h *Hub) settle(ctx context.Context, j *journal) {
+	if j != nil {
+		h.forgetIntents(ctx, j.intents, nil)
+	}
+}
+
+// forgetIntents clears journal entries, except those in keep. A failure
+// only leaves work for Recover, which finds the write committed (or undoes
+// it again, which backends take as done), so it is logged, not returned.
+func (h *Hub) forgetIntents(ctx context.Context, keys []intentKey, keep map[intentKey]bool) {
+	var forget []intentKey
+	for _, k := range keys {
+		if !keep[k] {
+			forget = append(forget, k)
+		}
+	}
+	if len(forget) == 0 {
+		return
+	}
+	err := h.st.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx store.Tx) error {
+		for _, k := range forget {
+			if err := tx.DeleteIntent(ctx, k.id, k.rv); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		h.log.WarnContext(ctx, "forget finished intents; recovery will clear them", "count", len(forget), "err", err)
+	}
+}
+
+// RecoveryResult is what one Recover pass did.
+type RecoveryResult struct {
+	// Committed counts intents whose write had committed: only the journal
+	// entry was left.
+	Committed int
+	// Undone counts writes that never committed and whose value the backend
+	// was asked to delete (or no longer had).
+	Undone int
+	// Failed lists the intents that could not be finished this time (their
+	// backend is down, or refused); they are retried with backoff.
+	Failed []store.Intent
+	// Waiting counts intents younger than the grace period: writes that may
+	// still be on their way in a live process.
+	Waiting int
+}
+
+// maxRecoveryBackoff caps the wait between attempts at one intent.
+const maxRecoveryBackoff = 5 * time.Minute
+
+// Recover finishes the intents a dead process left: each older than grace
+// (so that writes still on their way in a live process, here or in another
+// replica, are left alone; grace must exceed the longest write, backend
+// timeout included) is either found committed and forgotten, or undone in
+// its backend (OnDelete for a create, OnDeleteRevision for an update) and
+// then forgotten. A backend that fails is retried at a later pass with
+// exponential backoff; the result lists what is still pending.
+func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult, error) {
+	var res RecoveryResult
+	now := h.now().UTC()
+	due, err := h.st.Intents(ctx, now)
+	if err != nil {
+		return res, fmt.Errorf("recover: read the intent journal: %w", err)
+	}
+	bs := h.newBackendSet()
+	for _, in := range due {
+		if now.Sub(in.CreatedAt) < grace {
+			res.Waiting++
+			continue
+		}
+		committed, err := h.undoIntent(ctx, bs, in)
+		if err != nil {
+			in.Attempts++
+			in.LastError = err.Error()
+			backoff := min(maxRecoveryBackoff, time.Second<<min(in.Attempts, 16))
+			in.NextAttempt = now.Add(backoff)
+			if rerr := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+				return tx.RetryIntent(ctx, in.InstanceID, in.ResourceVersion, in.LastError, in.NextAttempt)
+			}); rerr != nil && !cairn.HasCode(rerr, cairn.CodeNotFound) {
+				return res, fmt.Errorf("recover: %w", rerr)
+			}
+			h.log.ErrorContext(ctx, "recovery could not finish an interrupted write; retrying later",
+				"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID,
+				"op", string(in.Op), "attempts", in.Attempts, "retryAt", in.NextAttempt, "err", err)
+			res.Failed = append(res.Failed, in)
+			continue
+		}
+		if err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			return tx.DeleteIntent(ctx, in.InstanceID, in.ResourceVersion)
+		}); err != nil {
+			return res, fmt.Errorf("recover: %w", err)
+		}
+		if committed {
+			res.Committed++
+			continue
+		}
+		res.Undone++
+		h.log.InfoContext(ctx, "recovery undid an interrupted write",
+			"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID, "op", string(in.Op))
+	}
+	return res, nil
+}
+
+// undoIntent reports whether the intent's write committed; when it did
+// not, it deletes what the backend may hold of it.
+func (h *Hub) undoIntent(ctx context.Context, bs *backendSet, in store.Intent) (committed bool, err error) {
+	found, err := h.st.GetInstancesBrief(ctx, []string{in.InstanceID})
+	if err != nil {
+		return false, err
+	}
+	owner := ""
+	if len(found) == 1 {
+		if found[0].Latest.ResourceVersion >= in.ResourceVersion {
+			return true, nil
+		}
+		owner = found[0].LockedBy
+	}
+	b, err := bs.get(ctx, in.BackendID)
+	if err != nil {
+		return false, fmt.Errorf("backend %q: %w", in.BackendID, err)
+	}
+	switch in.Op {
+	case store.IntentCreate:
+		err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: owner})
+	case store.IntentUpdate:
+		err = b.client.OnDeleteRevision(ctx, cairn.OnDeleteRevisionRequest{InstanceID: in.InstanceID,
+			ResourceVersion: in.ResourceVersion, Context: in.Context, OwnerID: owner})
+	default:
+		return false, fmt.Errorf("unknown intent operation %q", in.Op)
+	}
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return false, externalErr(b.ID, fmt.Sprintf("undo %s of %q resource version %d", in.Op, in.InstanceID, in.ResourceVersion), err)
+	}
+	return false, nil
+}
+
+// PendingIntents lists the journal's entries, for reports (cairn backends
+// check, metrics).
+func (h *Hub) PendingIntents(ctx context.Context) ([]store.Intent, error) {
+	ins, err := h.st.Intents(ctx, time.Now().Add(100*365*24*time.Hour))
+	if err != nil {
+		return nil, fmt.Errorf("read the intent journal: %w", err)
+	}
+	return ins, nil
+}

@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/store"
+)
+
+var (
+	_ store.Snapshotter = (*Store)(nil)
+	_ store.RestoreTx   = (*tx)(nil)
+)
+
+// Snapshot runs fn in one read transaction on the reader pool: in WAL mode
+// it sees the database as of its first read, however long it takes, and
+// never blocks the writer.
+func (s *Store) Snapshot(ctx context.Context, fn func(ctx context.Context, r store.Reader) error) error {
+	return s.view(ctx, func(r reader) error { return fn(ctx, r) })
+}
+
+// clearTables lists every table of stored state, children first so that no
+// foreign key is violated on the way.
+var clearTables = []string{
+	"uses", "instance_labels", "latest_attributes", "resource_versions", "instances",
+	"type_parents", "types", "builtin_values", "builtin_locks", "changes", "intents",
+}
+
+func (t *tx) Clear(ctx context.Context) error {
+	for _, table := range clearTables {
+		if _, err := t.exec(ctx, `DELETE FROM `+table); err != nil {
+			return fmt.Errorf("sqlite: clear %s: %w", table, err)
+		}
+	}
+	t.recorded = nil
+	return nil
+}
+
+func (t *tx) SetSeq(ctx context.Context, id string, seq int64) error {
+	n, err := t.exec(ctx, `UPDATE instances SET seq = ? WHERE id = ?`, seq, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: set the seq of %s: %w", id, err)
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// RestartChangeLog rewrites the AUTOINCREMENT counter of changes, which
+// SQLite keeps in sqlite_sequence and allows ordinary writes to.
+func (t *tx) RestartChangeLog(ctx context.Context, through int64) error {
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`DELETE FROM changes`, nil},
+		{`DELETE FROM sqlite_sequence WHERE name = 'changes'`, nil},
+		{`INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)`, []any{through}},
+		{`UPDATE changes_pruned SET through = ? WHERE id = 1`, []any{through}},
+	} {
+		if _, err := t.exec(ctx, q.sql, q.args...); err != nil {
+			return fmt.Errorf("sqlite: restart the change log at %d: %w", through, err)
+		}
+	}
+	return nil
+}
