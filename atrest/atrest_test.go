@@ -361,3 +361,29 @@ func TestReencrypt(t *testing.T) {
 		})
 	}
 }
+
+// The wrapper keeps the optional interface the hub looks for beside
+// store.Store: without it, replicas on PostgreSQL would fall back to
+// polling for each other's commits.
+func TestWrapKeepsChangeListener(t *testing.T) {
+	type listener interface {
+		ListenChanges(ctx context.Context, ready, changed func()) error
+	}
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) opened
+		want bool
+	}{
+		{"sqlite", openSQLite, false},
+		{"postgresql", openPostgres, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.open(t)
+			_, raw := o.st.(listener)
+			_, wrapped := atrest.Wrap(o.st, config(t, gcm1)).(listener)
+			if raw != tc.want || wrapped != tc.want {
+				t.Errorf("ListenChanges: raw store %v, wrapped %v; want %v for both", raw, wrapped, tc.want)
+			}
+		})
+	}
+}

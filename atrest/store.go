@@ -17,7 +17,28 @@ func Wrap(st store.Store, c *Config) store.Store {
 	if c == nil {
 		c = &Config{}
 	}
-	return &encStore{Store: st, c: c}
+	es := &encStore{Store: st, c: c}
+	if l, ok := st.(changeListener); ok {
+		// Keep what the hub looks for beside store.Store: a store that
+		// tells of other replicas' commits (PostgreSQL's LISTEN/NOTIFY).
+		return &encListenStore{encStore: es, l: l}
+	}
+	return es
+}
+
+// changeListener is the hub's optional store interface for commits heard
+// of as they happen (hub/listen.go); the wrapper must not hide it.
+type changeListener interface {
+	ListenChanges(ctx context.Context, ready, changed func()) error
+}
+
+type encListenStore struct {
+	*encStore
+	l changeListener
+}
+
+func (s *encListenStore) ListenChanges(ctx context.Context, ready, changed func()) error {
+	return s.l.ListenChanges(ctx, ready, changed)
 }
 
 type encStore struct {

@@ -48,7 +48,7 @@ they live. See docs/reliability.md.`,
 					err = fmt.Errorf("close the store %s: %w", st.Where, cerr)
 				}
 			}()
-			snap, ok := st.Store.(store.Snapshotter)
+			snap, ok := st.Raw.(store.Snapshotter)
 			if !ok {
 				return cairn.Errorf(cairn.CodeInvalid, "backup: the %s store cannot take snapshots", st.Kind)
 			}
@@ -170,7 +170,7 @@ microsecond.`,
 					err = fmt.Errorf("close the store %s: %w", st.Where, cerr)
 				}
 			}()
-			sum, err := backup.Restore(ctx, st.Store, f, backup.RestoreOptions{Force: force})
+			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force})
 			if err != nil {
 				return fmt.Errorf("restore from %s into %s: %w", from, st.Where, err)
 			}

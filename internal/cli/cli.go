@@ -329,7 +329,7 @@ func (a *app) openHub(ctx context.Context) (*hub.Hub, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, func() error { backends.Close(); return nil })
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil)})
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil)})
 	if err != nil {
 		return nil, fmt.Errorf("start the hub on %s: %w", path, err)
 	}

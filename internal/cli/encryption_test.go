@@ -65,6 +65,24 @@ spec: {typeRef: {path: cap.type.database.postgresql.credentials, revision: 0.1.0
 	if r.code != 0 || !strings.Contains(r.stdout, marker) {
 		t.Fatalf("get with the config: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	// A backup keeps the values sealed: it holds no plaintext, and a
+	// restore reads back only with the same keys.
+	bak := filepath.Join(t.TempDir(), "cairn.bak")
+	if r := runVars(t, vars, "backup", "--to", bak); r.code != 0 {
+		t.Fatalf("backup: exit %d: %s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(bak); err != nil || bytes.Contains(b, []byte(marker)) {
+		t.Fatalf("the backup holds the plaintext (read error %v)", err)
+	}
+	restored := map[string]string{cli.EnvDataDir: t.TempDir(), cli.EnvEncryptionConfig: cfg}
+	if r := runVars(t, restored, "restore", "--from", bak); r.code != 0 {
+		t.Fatalf("restore: exit %d: %s", r.code, r.stderr)
+	}
+	r = runVars(t, restored, "get", "cap.type.database.postgresql.credentials", "s1", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, marker) {
+		t.Fatalf("get after restore: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
 	delete(vars, cli.EnvEncryptionConfig)
 	r = runVars(t, vars, "get", "cap.type.database.postgresql.credentials", "s1", "-o", "json")
 	if r.code == 0 || !strings.Contains(r.stderr, `aesgcm key "key1" and no encryption config is given (--encryption-config)`) || strings.Contains(r.stdout, "cairn:enc:") {
