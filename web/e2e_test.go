@@ -127,21 +127,23 @@ func startServe(t *testing.T, args ...string) (string, string) {
 	return f[3], dataDir
 }
 
-// guarded is a second server that requires credentials: an admin (ada)
-// and a viewer (vic) by bearer token.
+// guarded is a second server that requires credentials: an admin (ada),
+// a viewer (vic) and an editor of namespace team-a only (ed), by bearer
+// token.
 type guarded struct {
 	URL         string `json:"url"`
 	Kubeconfig  string `json:"kubeconfig"` // the admin's, written by serve
 	AdminToken  string `json:"adminToken"`
 	ViewerToken string `json:"viewerToken"`
-	Flag        string `json:"flag"` // id of a flag the viewer may read and not edit
+	EditorToken string `json:"editorToken"` // ed's: cairn-editor bound in team-a only
+	Flag        string `json:"flag"`        // id of a flag the viewer may read and not edit
 }
 
 func startGuarded(t *testing.T) guarded {
 	t.Helper()
 	dir := t.TempDir()
 	tokens, rbac := dir+"/tokens.csv", dir+"/rbac.yaml"
-	if err := os.WriteFile(tokens, []byte("ada-e2e-token,ada,1,cairn:admins\nvic-e2e-token,vic,2\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("ada-e2e-token,ada,1,cairn:admins\nvic-e2e-token,vic,2\ned-e2e-token,ed,3\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
@@ -149,11 +151,17 @@ kind: ClusterRoleBinding
 metadata: {name: vic-views}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
 subjects: [{kind: User, name: vic}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ed-edits-team-a, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: ed}]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base, dataDir := startServe(t, "--token-auth-file", tokens, "--rbac-file", rbac)
-	g := guarded{URL: base, Kubeconfig: dataDir + "/kubeconfig", AdminToken: "ada-e2e-token", ViewerToken: "vic-e2e-token"}
+	g := guarded{URL: base, Kubeconfig: dataDir + "/kubeconfig", AdminToken: "ada-e2e-token", ViewerToken: "vic-e2e-token", EditorToken: "ed-e2e-token"}
 	var out, errOut bytes.Buffer
 	if code := cli.Main(context.Background(), []string{"--kubeconfig", g.Kubeconfig, "apply", "-f", "../examples/flags/flags.json"}, cli.Env{
 		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
@@ -162,6 +170,16 @@ subjects: [{kind: User, name: vic}]
 	}
 	g.Flag = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances",
 		instanceDoc("guarded-flag", "io.flipt.flag", "1.0.0-alpha.1", map[string]any{"enabled": true, "description": "seen after signing in"}, nil, nil))
+	// What ed may see: a Type served as kind Token whose key is secret, and
+	// one Token in team-a.
+	postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/types", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "Type",
+		"metadata": map[string]any{"name": "cap.type.e2e.token"},
+		"spec": map[string]any{"revision": "0.1.0", "jsonSchema": map[string]any{"type": "object", "properties": map[string]any{
+			"user": map[string]any{"type": "string"}, "key": map[string]any{"type": "string", "x-cairn-secret": true}}},
+			"rest": map[string]any{"group": "e2e.cairn.dev", "version": "v1", "names": map[string]any{"kind": "Token", "singular": "token", "plural": "tokens"}}}})
+	tok := instanceDoc("team-token", "cap.type.e2e.token", "0.1.0", map[string]any{"user": "deploy", "key": "tk-s3cr3t-value"}, nil, nil)
+	tok["metadata"].(map[string]any)["namespace"] = "team-a"
+	postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", tok)
 	return g
 }
 

@@ -277,7 +277,11 @@ func toOpenAPI(node, root any, depth int) any {
 			}
 		case "title", "description", "required", "enum", "format", "pattern", "default",
 			"minimum", "maximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
-			"uniqueItems", "minProperties", "maxProperties", "readOnly", "writeOnly", "deprecated":
+			"uniqueItems", "minProperties", "maxProperties", "readOnly", "writeOnly", "deprecated",
+			// An extension, which OpenAPI allows: clients that read the
+			// schema here (the web console, for a user who may not read
+			// Types) learn which values are secret.
+			"x-cairn-secret":
 			out[k] = v
 		}
 	}

@@ -420,6 +420,47 @@ try {
   expect(await page.evaluate(() => sessionStorage.getItem('cairn-token')) === null, 'a refused token forgotten');
   expect((await text('header')).includes('Sign in'), 'the header no longer names a user');
 
+  // A user whose roles are bound in one namespace (ed: cairn-editor in
+  // team-a, no cluster-wide list): told what they may not list, they name
+  // their namespace and list, follow, read and edit its instances through
+  // the kinds' namespaced resources and GraphQL.
+  await visit('#/instances', G.url);
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
+  await page.fill('#signin-token', G.editorToken);
+  await page.click('#signin');
+  await page.waitForSelector('#choose-namespace', { timeout: T });
+  expect((await text('main .alert.bad')).includes('User "ed" cannot list resource "typeinstances"'), 'the refusal of a cluster-wide list named');
+  await page.fill('#f-ns', 'team-a');
+  await page.selectOption('#f-type', 'tokens.e2e.cairn.dev/v1');
+  await page.click('form[role="search"] button[type="submit"]');
+  await page.waitForSelector('main h1:text("Instances of Token in team-a")', { timeout: T });
+  expect((await text('main table tbody')).includes('team-a/team-token'), 'the namespace\'s Token listed');
+  await page.waitForSelector('#live.on', { timeout: T }); // a namespaced watch
+  execFileSync(KUBECTL, ['--kubeconfig', G.kubeconfig, 'apply', '-f', '-'], { encoding: 'utf8',
+    input: JSON.stringify({ apiVersion: 'e2e.cairn.dev/v1', kind: 'Token', metadata: { name: 'team-token-2', namespace: 'team-a' }, spec: { user: 'ci' } }) });
+  await page.waitForSelector('main tbody tr:has-text("team-a/team-token-2")', { timeout: T });
+  await shot('namespace-instances');
+  await page.click('main a:text-is("team-a/team-token")');
+  await page.waitForSelector('main h2:text("History (1 version)")', { timeout: T });
+  expect(!(await text('main')).includes('tk-s3cr3t-value'), 'the secret key hidden (x-cairn-secret, read from the OpenAPI schema)');
+  await page.click('#reveal');
+  expect((await text('main pre[aria-label="Value"]')).includes('tk-s3cr3t-value'), 'the secret shown when asked');
+  await page.click('#edit');
+  await page.getByLabel('user', { exact: false }).first().fill('deploy-2');
+  await page.click('#save');
+  await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
+  expect((await text('#diff')).includes('deploy-2'), 'the edit made through the Token resource, a new version');
+  await shot('namespace-instance-edited');
+  // Every kind of the namespace (GraphQL answers what ed may list), and a
+  // cluster-wide page that says what ed may not do instead of signing out.
+  await visit('#/instances?ns=team-a', G.url);
+  await page.waitForSelector('#graphql-note', { timeout: T });
+  const all = await text('main table tbody');
+  expect(all.includes('team-a/team-token-2') && !all.includes('guarded-flag'), `the instances of team-a only, got: ${all}`);
+  await visit('#/types', G.url);
+  await page.waitForSelector('main h1:text("Not allowed")', { timeout: T });
+  expect((await text('main')).includes('cannot list resource "types"') && (await text('#who')).includes('ed'), 'a refusal shown, still signed in');
+
   if (unpaged.length) problems.push(`lists of instances not paged by the server: ${unpaged.join(', ')}`);
   if (axeFindings.length) problems.push(`accessibility (axe-core, WCAG 2.1 AA):\n  ${axeFindings.join('\n  ')}`);
   if (problems.length) throw new Error(problems.join('\n'));

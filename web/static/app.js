@@ -2,7 +2,7 @@
 // (#/instances?type=...), so the server serves one page and every view can
 // be bookmarked. Every read and write goes through cairn's public REST API
 // (and GraphQL where one query replaces many requests).
-import { h, api, gql, HUB, ApiError, watch, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
+import { h, api, gql, HUB, ApiError, watch, labelMatcher, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
 import { schemaForm } from './form.js';
 import { drawGraph } from './graph.js';
 
@@ -59,8 +59,11 @@ async function render(ev) {
       // sign in, with the server's reason, and come back here after.
       // (A 401 has already been sent there by api's hook.)
       if (e instanceof ApiError && e.code === 401) return;
-      if (e instanceof ApiError && e.code === 403 && path !== '/sign-in') { toSignIn(e); return; }
-      main.replaceChildren(h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) }));
+      // Refused without credentials: sign in. Refused with them: the user
+      // is who they are; say what they may not do and where they may look
+      // (roles bound in one namespace open that namespace, not the cluster).
+      if (isForbidden(e) && path !== '/sign-in' && !session.token()) { toSignIn(e); return; }
+      main.replaceChildren(...(isForbidden(e) ? forbiddenPage(e) : [h('h1', {}, 'Something went wrong'), errorBox(e instanceof ApiError ? e : { message: String(e?.message || e) })]));
     }
     main.setAttribute('aria-busy', 'false');
     document.title = `${main.querySelector('h1')?.textContent || 'cairn'} · cairn console`;
@@ -79,6 +82,35 @@ async function render(ev) {
 // notServed tells a route this server does not have (an older cairn) from
 // an object that is not found: the latter names the object.
 function notServed(e) { return e instanceof ApiError && e.code === 404 && !e.status.details; }
+function isForbidden(e) { return e instanceof ApiError && e.code === 403; }
+// orNull answers null for a read the user may not make (403), so a page can
+// show what else it may; other errors still fail the page.
+const orNull = (e) => { if (isForbidden(e)) return null; throw e; };
+
+// ---- namespaces ----------------------------------------------------------
+// A user whose roles are bound in one namespace (a RoleBinding) may not list
+// across the cluster: the console then works in a namespace they name,
+// remembered in this browser.
+const NS_KEY = 'cairn-namespace';
+function rememberedNamespace() { return localStorage.getItem(NS_KEY) || ''; }
+function namespaceForm(id, value, label = 'Open') {
+  const input = h('input', { id, name: 'ns', value: value ?? rememberedNamespace(), spellcheck: 'false', autocomplete: 'off', placeholder: 'team-a', list: `${id}-list` });
+  const list = h('datalist', { id: `${id}-list` });
+  // The namespaces, where the user may list them.
+  api('/api/v1/namespaces').then((l) => list.replaceChildren(...l.items.map((n) => h('option', { value: n.metadata.name }))), () => {});
+  return h('form', { class: 'filters', 'aria-label': 'Choose a namespace', onsubmit: (ev) => {
+    ev.preventDefault();
+    const ns = input.value.trim();
+    if (ns) localStorage.setItem(NS_KEY, ns);
+    go(`#/instances${ns ? `?${new URLSearchParams({ ns })}` : ''}`);
+  } }, h('div', { class: 'field' }, h('label', { for: id }, 'Namespace'), input, list), h('button', { type: 'submit' }, label));
+}
+function forbiddenPage(e) {
+  return [h('h1', {}, 'Not allowed'), errorBox(e),
+    h('section', { class: 'panel narrow', 'aria-label': 'Your namespace' }, h('h2', {}, 'Your namespace'),
+      h('p', {}, 'Roles bound in one namespace let you read and write the instances of that namespace, not lists across the cluster (Types, backends, policy, stacks). Open your namespace:'),
+      namespaceForm('forbidden-ns'))];
+}
 
 function go(hash) { if (location.hash === hash) render(); else location.hash = hash; }
 
@@ -182,17 +214,22 @@ function pre(text, label) { return h('pre', { tabindex: 0, 'aria-label': label }
 
 // ---- overview ----------------------------------------------------------
 async function overview() {
-  const [types, inst, backends] = await Promise.all([listTypes(), api(`${HUB}/typeinstances?limit=${PAGE}`), api(`${HUB}/backends`)]);
-  const stacks = types.filter(isInstallationType);
-  const card = (title, n, href, text) => h('section', { class: 'panel' }, h('h2', {}, link(href, title)), h('p', { class: 'big' }, h('strong', {}, n)), h('p', { class: 'muted' }, text));
+  // Each count is asked on its own: a user who may not list one (roles
+  // bound in a namespace) still sees the others and where to go.
+  const [types, inst, backends] = await Promise.all([listTypes().catch(orNull), api(`${HUB}/typeinstances?limit=${PAGE}`).catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
+  const stacks = types ? types.filter(isInstallationType) : null;
+  const card = (title, n, href, text) => h('section', { class: 'panel' }, h('h2', {}, link(href, title)),
+    n === null ? h('p', { class: 'muted' }, 'You may not list these across the cluster.') : h('p', { class: 'big' }, h('strong', {}, n)), h('p', { class: 'muted' }, text));
   return [h('h1', {}, 'Overview'),
     h('p', { class: 'sub' }, 'The state this hub keeps: typed, versioned instances, where they live and how they relate.'),
     h('div', { class: 'grid cards' },
-      card('Types', String(types.length), '#/types', 'named, revisioned JSON Schemas'),
-      card('Instances', inst.metadata.continue ? `over ${inst.items.length}` : String(inst.items.length), '#/instances', 'typed values with history, relations and locks'),
-      card('Backends', String(backends.items.length), '#/backends', 'where values are stored'),
-      card('Stacks', String(stacks.length), '#/stacks', 'installation Types and their trees of children')),
-    h('section', { class: 'panel table-wrap', 'aria-label': 'Some instances' }, h('h2', {}, 'Some instances'), h('table', {},
+      card('Types', types && String(types.length), '#/types', 'named, revisioned JSON Schemas'),
+      card('Instances', inst && (inst.metadata.continue ? `over ${inst.items.length}` : String(inst.items.length)), '#/instances', 'typed values with history, relations and locks'),
+      card('Backends', backends && String(backends.items.length), '#/backends', 'where values are stored'),
+      card('Stacks', stacks && String(stacks.length), '#/stacks', 'installation Types and their trees of children')),
+    !inst ? h('section', { class: 'panel', 'aria-label': 'Your namespace', id: 'overview-namespace' }, h('h2', {}, 'Your namespace'),
+      h('p', {}, `You${session.user() ? ` (${session.user()})` : ''} may not list instances across the cluster; your roles may open a namespace. Open it:`), namespaceForm('overview-ns'))
+    : h('section', { class: 'panel table-wrap', 'aria-label': 'Some instances' }, h('h2', {}, 'Some instances'), h('table', {},
       h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', { class: 'opt' }, 'Created'))),
       h('tbody', {}, inst.items.filter((ti) => ti.spec.namespace !== 'cairn-system').slice(0, 8).map((ti) => h('tr', {},
         h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))), h('td', {}, h('code', {}, typeName(ti.spec.typeRef))), h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)))))), h('p', {}, link('#/instances', 'All instances, with filters and live updates')))];
@@ -228,87 +265,235 @@ async function typePage(ctx, params, name) {
 }
 
 // ---- instances -----------------------------------------------------------
+// Rows of a list come from three sources, each read into the same shape:
+// hub.cairn.dev typeinstances (cluster-scoped), a Type's own resource in a
+// namespace (flags.flipt.io), or GraphQL's typeInstances.
+function rowOfInstance(ti) {
+  return { id: ti.metadata.name, namespace: ti.spec.namespace, name: ti.spec.name, typeRef: ti.spec.typeRef, labels: ti.metadata.labels,
+    version: ti.metadata.generation || ti.status?.resourceVersion, lockedBy: ti.status?.lockedBy, created: ti.metadata.creationTimestamp };
+}
+function rowOfObject(o) {
+  return { id: o.metadata.uid, namespace: o.metadata.namespace, name: o.metadata.name, typeRef: o.status?.typeRef, labels: o.metadata.labels,
+    version: o.metadata.generation, lockedBy: o.status?.lockedBy, created: o.metadata.creationTimestamp };
+}
+function rowOfGraphQL(x) {
+  return { id: x.id, namespace: x.namespace, name: x.name, typeRef: x.typeRef, labels: Object.fromEntries((x.labels || []).map((l) => [l.key, l.value])),
+    version: x.latestResourceVersion?.resourceVersion, lockedBy: x.lockedBy, created: x.createdAt };
+}
+
+// kinds are the namespaced resources served for Types with REST names, from
+// discovery, which every signed-in user may read: what a user who may not
+// list Types picks from. Kept for a minute (Types are seldom added).
+let kindsCache = null;
+async function discoverKinds() {
+  if (kindsCache && Date.now() - kindsCache.at < 60_000) return kindsCache.kinds;
+  const groups = (await api('/apis')).groups.filter((g) => !['hub.cairn.dev', 'rbac.authorization.k8s.io'].includes(g.name));
+  const lists = await Promise.all(groups.map((g) => api(`/apis/${g.preferredVersion.groupVersion}`).catch(() => ({ resources: [] }))));
+  const kinds = lists.flatMap((l, i) => {
+    const [group, version] = groups[i].preferredVersion.groupVersion.split('/');
+    return (l.resources || []).filter((r) => r.namespaced && !r.name.includes('/') && (r.verbs || []).includes('list'))
+      .map((r) => ({ id: `${r.name}.${group}/${version}`, group, version, plural: r.name, kind: r.kind }));
+  });
+  kindsCache = { at: Date.now(), kinds };
+  return kinds;
+}
+function kindOfType(t) {
+  const r = t?.spec?.rest;
+  return r?.names?.plural ? { id: `${r.names.plural}.${r.group}/${r.version}`, group: r.group, version: r.version, plural: r.names.plural, kind: r.names.kind } : null;
+}
+function kindPath(k, ns, name) { return `/apis/${k.group}/${k.version}/namespaces/${encodeURIComponent(ns || 'default')}/${k.plural}${name ? '/' + encodeURIComponent(name) : ''}`; }
+
 async function instancesPage(ctx, params) {
-  const types = await listTypes();
+  const ns = params.get('ns') || '';
+  // Types when the user may list them; otherwise the kinds discovery names.
+  const types = await listTypes().catch(orNull);
+  const kinds = types ? [] : await discoverKinds();
   const typeSel = params.get('type') || '';
   const labels = params.get('labels') || '';
   const cont = params.get('continue') || '';
-  const t = types.find((x) => x.metadata.name === typeSel);
-  const q = new URLSearchParams({ limit: String(PAGE) });
-  if (t) q.set('typePath', t.spec.path);
-  if (labels) q.set('labelSelector', labels);
-  if (cont) q.set('continue', cont);
-  let list, listErr;
-  try { list = await api(`${HUB}/typeinstances?${q}`); } catch (e) { listErr = e; }
+  const t = types?.find((x) => x.metadata.name === typeSel);
+  const k = t ? kindOfType(t) : kinds.find((x) => x.id === typeSel);
+  // Where the list comes from: a Type's own resource in the namespace
+  // (paged, filtered and watched by the server, and open to roles bound in
+  // that namespace); else typeinstances, across the cluster or narrowed to
+  // the namespace; else, for a user who may not list those, GraphQL, which
+  // answers only what the user may list.
+  let source, list, listErr, rows, graphNote = null;
+  if (ns && k) {
+    source = 'resource';
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (labels) q.set('labelSelector', labels);
+    if (cont) q.set('continue', cont);
+    try { list = await api(`${kindPath(k, ns)}?${q}`); rows = list.items.map(rowOfObject); } catch (e) { listErr = e; }
+  } else {
+    source = 'typeinstances';
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (t) q.set('typePath', t.spec.path);
+    if (labels) q.set('labelSelector', labels);
+    if (ns) q.set('fieldSelector', `metadata.namespace=${ns}`);
+    if (cont) q.set('continue', cont);
+    try { list = await api(`${HUB}/typeinstances?${q}`); rows = list.items.map(rowOfInstance); } catch (e) { listErr = e; }
+    if (ns && isForbidden(listErr)) {
+      source = 'graphql';
+      listErr = null;
+      try {
+        const match = labelMatcher(labels);
+        const d = await gql(`query($f: TypeInstanceFilter) { typeInstances(filter: $f) { id namespace name createdAt lockedBy typeRef { path revision } labels { key value } latestResourceVersion { resourceVersion } } }`,
+          { f: t ? { typeRef: { path: t.spec.path, revision: t.spec.revision } } : {} });
+        const all = d.typeInstances.filter((x) => x.namespace === ns).map(rowOfGraphQL).filter((r) => match(r.labels));
+        const from = Number(cont) || 0;
+        rows = all.slice(from, from + PAGE);
+        list = { metadata: { continue: from + PAGE < all.length ? String(from + PAGE) : '' } };
+        graphNote = h('p', { class: 'muted', id: 'graphql-note' }, `You may not list instances across the cluster: these are the ${all.length} instances of ${ns} that GraphQL lets you list, filtered in this browser and not followed live. Choose a kind to have the server page, filter and follow them.`);
+      } catch (e) { listErr = e; }
+    }
+  }
 
-  const typeInput = h('select', { id: 'f-type', name: 'type' }, h('option', { value: '' }, 'All Types'),
-    types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name)));
+  const typeInput = h('select', { id: 'f-type', name: 'type' }, h('option', { value: '' }, types ? 'All Types' : 'All kinds'),
+    types ? types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name))
+      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, `${x.kind} (${x.plural}.${x.group})`)));
+  const nsInput = h('input', { id: 'f-ns', name: 'ns', value: ns, placeholder: 'all namespaces', spellcheck: 'false', autocomplete: 'off', list: 'f-ns-list' });
+  const nsList = h('datalist', { id: 'f-ns-list' });
+  api('/api/v1/namespaces').then((l) => nsList.replaceChildren(...l.items.map((n) => h('option', { value: n.metadata.name }))), () => {});
   const labelInput = h('input', { id: 'f-labels', name: 'labels', value: labels, placeholder: 'env=dev,app in (billing)', 'aria-describedby': 'f-labels-hint', spellcheck: 'false' });
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter instances', onsubmit: (ev) => {
     ev.preventDefault();
     const p = new URLSearchParams();
+    const n = nsInput.value.trim();
+    if (n) { p.set('ns', n); localStorage.setItem(NS_KEY, n); }
     if (typeInput.value) p.set('type', typeInput.value);
     if (labelInput.value.trim()) p.set('labels', labelInput.value.trim());
     go(`#/instances?${p}`);
   } },
-  h('div', { class: 'field' }, h('label', { for: 'f-type' }, 'Type'), typeInput),
+  h('div', { class: 'field' }, h('label', { for: 'f-ns' }, 'Namespace'), nsInput, nsList),
+  h('div', { class: 'field' }, h('label', { for: 'f-type' }, types ? 'Type' : 'Kind'), typeInput),
   h('div', { class: 'field' }, h('label', { for: 'f-labels' }, 'Label selector'), labelInput, h('span', { class: 'hint', id: 'f-labels-hint' }, 'Kubernetes syntax: k=v, k!=v, k in (a,b), k')),
   h('button', { type: 'submit' }, 'Filter'));
-  const liveEl = h('span', { class: 'live', id: 'live' }, 'connecting…');
-  const head = [h('h1', {}, t ? `Instances of ${t.spec.path}` : 'Instances'),
-    h('div', { class: 'actions' }, liveEl, t ? h('a', { class: 'button', href: `#/create?type=${encodeURIComponent(t.metadata.name)}` }, 'Create') : h('a', { class: 'button', href: '#/create' }, 'Create')),
+  const liveEl = h('span', { class: 'live', id: 'live' }, source === 'graphql' ? 'not live' : 'connecting…');
+  const what = t ? t.spec.path : k ? k.kind : '';
+  const createQ = new URLSearchParams({ ...(t && { type: t.metadata.name }), ...(ns && { ns }) });
+  const head = [h('h1', {}, `${what ? `Instances of ${what}` : 'Instances'}${ns ? ` in ${ns}` : ''}`),
+    h('div', { class: 'actions' }, liveEl, types ? h('a', { class: 'button', href: `#/create?${createQ}` }, 'Create') : null),
     filters];
-  if (listErr) return [...head, errorBox(listErr)];
+  if (listErr) {
+    // Not allowed across the cluster: say so and ask for a namespace.
+    if (isForbidden(listErr) && !ns) {
+      return [...head, errorBox(listErr), h('div', { class: 'alert warn', id: 'choose-namespace', role: 'status' },
+        h('p', {}, 'You may not list instances across the cluster. If your roles are bound in a namespace, name it above (Namespace) and filter.'))];
+    }
+    return [...head, errorBox(listErr)];
+  }
 
   const tbody = h('tbody', {});
-  const rows = new Map();
-  const row = (ti) => h('tr', { 'data-id': ti.metadata.name },
-    h('td', {}, link(`#/instance/${ti.metadata.name}`, instTitle(ti))),
-    h('td', {}, h('code', {}, typeName(ti.spec.typeRef))),
-    h('td', {}, labelsCell(ti.metadata.labels)),
-    h('td', { class: 'opt' }, String(ti.metadata.generation || ti.status?.resourceVersion || '')),
-    h('td', { class: 'opt' }, ti.status?.lockedBy ? h('span', { class: 'badge warn' }, `locked by ${ti.status.lockedBy}`) : ''),
-    h('td', { class: 'opt' }, when(ti.metadata.creationTimestamp)));
-  for (const ti of list.items) { const r = row(ti); rows.set(ti.metadata.name, r); tbody.append(r); }
-  const empty = h('p', { class: 'muted', hidden: list.items.length > 0 }, 'No instances match.');
+  const rowEls = new Map();
+  const row = (r) => h('tr', { 'data-id': r.id },
+    h('td', {}, link(`#/instance/${r.id}`, r.namespace ? `${r.namespace}/${r.name}` : r.name || r.id)),
+    h('td', {}, r.typeRef ? h('code', {}, typeName(r.typeRef)) : ''),
+    h('td', {}, labelsCell(r.labels)),
+    h('td', { class: 'opt' }, String(r.version || '')),
+    h('td', { class: 'opt' }, r.lockedBy ? h('span', { class: 'badge warn' }, `locked by ${r.lockedBy}`) : ''),
+    h('td', { class: 'opt' }, when(r.created)));
+  for (const r of rows) { const el = row(r); rowEls.set(r.id, el); tbody.append(el); }
+  const empty = h('p', { class: 'muted', hidden: rows.length > 0 }, 'No instances match.');
   const table = h('div', { class: 'panel table-wrap' }, h('table', { 'aria-label': 'Instances' },
     h('thead', {}, h('tr', {}, h('th', {}, 'Name'), h('th', {}, 'Type'), h('th', {}, 'Labels'), h('th', { class: 'opt' }, 'Version'), h('th', { class: 'opt' }, 'Lock'), h('th', { class: 'opt' }, 'Created'))),
     tbody), empty);
+  const countEl = h('span', { class: 'muted' });
+  const count = () => { countEl.textContent = `${rowEls.size} shown, ${PAGE} per page${source === 'graphql' ? '' : ' (paged by the server)'}`; };
+  count();
+  const keep = { ...(ns && { ns }), ...(typeSel && { type: typeSel }), ...(labels && { labels }) };
   const pager = h('div', { class: 'pager' },
     cont ? h('button', { type: 'button', class: 'ghost', onclick: () => history.back() }, 'Previous page') : null,
-    list.metadata.continue ? h('a', { class: 'button ghost', href: `#/instances?${new URLSearchParams({ ...(typeSel && { type: typeSel }), ...(labels && { labels }), continue: list.metadata.continue })}` }, 'Next page') : null,
-    h('span', { class: 'muted' }, `${list.items.length} shown, ${PAGE} per page (paged by the server)`));
+    list.metadata.continue ? h('a', { class: 'button ghost', href: `#/instances?${new URLSearchParams({ ...keep, continue: list.metadata.continue })}` }, 'Next page') : null,
+    countEl);
 
   // Live updates: a watch from the list's resourceVersion. Changes to rows
   // on screen update in place; new instances appear on the first page.
-  const wq = new URLSearchParams();
-  if (labels) wq.set('labelSelector', labels);
-  watch(`${HUB}/typeinstances?${wq}`, list.metadata.resourceVersion, (ev) => {
-    const ti = ev.object;
-    if (t && ti.spec?.typeRef?.path !== t.spec.path) return;
-    const id = ti.metadata.name;
-    const old = rows.get(id);
-    if (ev.type === 'DELETED') { old?.remove(); rows.delete(id); return; }
-    if (!old && (cont || ev.type !== 'ADDED')) return;
-    const r = row(ti);
-    r.classList.add('flash');
-    if (old) old.replaceWith(r); else tbody.prepend(r);
-    rows.set(id, r);
-    empty.hidden = true;
-  }, ctx.signal, (state) => {
-    liveEl.classList.toggle('on', state === 'on');
-    liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : state === 'denied' ? 'not live: you may not watch' : 'reconnecting…';
-  });
-  return [...head, table, pager];
+  if (source !== 'graphql') {
+    const wq = new URLSearchParams();
+    if (labels) wq.set('labelSelector', labels);
+    if (source === 'typeinstances' && ns) wq.set('fieldSelector', `metadata.namespace=${ns}`);
+    const wpath = source === 'resource' ? kindPath(k, ns) : `${HUB}/typeinstances`;
+    watch(`${wpath}?${wq}`, list.metadata.resourceVersion, (ev) => {
+      if (source === 'typeinstances' && t && ev.object.spec?.typeRef?.path !== t.spec.path) return;
+      const r = source === 'resource' ? rowOfObject(ev.object) : rowOfInstance(ev.object);
+      const old = rowEls.get(r.id);
+      if (ev.type === 'DELETED') { old?.remove(); rowEls.delete(r.id); count(); return; }
+      if (!old && (cont || ev.type !== 'ADDED')) return;
+      const el = row(r);
+      el.classList.add('flash');
+      if (old) old.replaceWith(el); else tbody.prepend(el);
+      rowEls.set(r.id, el);
+      empty.hidden = true;
+      count();
+    }, ctx.signal, (state) => {
+      liveEl.classList.toggle('on', state === 'on');
+      liveEl.textContent = state === 'on' ? 'live' : state === 'gone' ? 'stale: reload' : state === 'denied' ? 'not live: you may not watch' : 'reconnecting…';
+    });
+  }
+  return [...head, graphNote, table, pager];
 }
 
 // ---- one instance --------------------------------------------------------
-const HISTORY_QUERY = `query($id: ID!) { typeInstance(id: $id) { id resourceVersions { resourceVersion createdBy spec { value backend { context } } } } }`;
+const VERSIONS = 'resourceVersions { resourceVersion createdBy metadata { attributes { path revision } } spec { value backend { context } } }';
+const HISTORY_QUERY = `query($id: ID!) { typeInstance(id: $id) { id ${VERSIONS} } }`;
+const RELATED = 'id namespace name typeRef { path revision }';
+const INSTANCE_QUERY = `query($id: ID!) { typeInstance(id: $id) { id namespace name createdAt lockedBy typeRef { path revision } labels { key value }
+  backend { id abstract } uses { ${RELATED} } usedBy { ${RELATED} } ${VERSIONS} } }`;
+
+// readInstance reads an instance by id through typeinstances, or, for a
+// user refused that (typeinstances is cluster-scoped; roles bound in a
+// namespace do not open it), through GraphQL, which checks the instance's
+// own namespace. The GraphQL answer carries the history and the related
+// instances' names too.
+async function readInstance(id) {
+  let refused;
+  try { return { ti: await api(`${HUB}/typeinstances/${encodeURIComponent(id)}`) }; } catch (e) { if (!isForbidden(e)) throw e; refused = e; }
+  let d;
+  try { d = await gql(INSTANCE_QUERY, { id }); } catch (e) {
+    throw /forbidden/.test(e.message) ? new ApiError({ reason: 'Forbidden', message: e.message }, 403) : e;
+  }
+  const x = d.typeInstance;
+  if (!x) throw refused;
+  const versions = x.resourceVersions || [];
+  const last = versions.at(-1) || {};
+  const related = new Map([...x.uses, ...x.usedBy].map((r) => [r.id, r]));
+  return { versions, related, ti: {
+    metadata: { name: x.id, labels: Object.fromEntries(x.labels.map((l) => [l.key, l.value])), creationTimestamp: x.createdAt, resourceVersion: '' },
+    spec: { namespace: x.namespace, name: x.name, typeRef: x.typeRef, value: last.spec?.value, attributes: last.metadata?.attributes || [],
+      backend: { id: x.backend.id, abstract: x.backend.abstract, context: last.spec?.backend?.context } },
+    status: { resourceVersion: last.resourceVersion, createdBy: versions[0]?.createdBy, lockedBy: x.lockedBy, uses: x.uses.map((r) => r.id), usedBy: x.usedBy.map((r) => r.id) } } };
+}
+
+// typeOfKind stands in for the Type of an instance for a user who may not
+// read Types: the resource it is served as (the kind whose object of that
+// name in the namespace has the instance's id), with that kind's schema from
+// the server's OpenAPI document (the Type's JSON Schema as OpenAPI, its
+// x-cairn-secret marks kept). Writes then go through that resource.
+async function typeOfKind(ti) {
+  const kinds = await discoverKinds();
+  const found = await Promise.all(kinds.map((k) => api(kindPath(k, ti.spec.namespace, ti.spec.name), { quiet: true }).then((o) => ({ k, o }), () => null)));
+  const hit = found.find((x) => x?.o?.metadata?.uid === ti.metadata.name);
+  if (!hit) return {};
+  const { k, o } = hit;
+  const doc = await api(`/openapi/v3/apis/${k.group}/${k.version}`).catch(() => null);
+  const sch = Object.values(doc?.components?.schemas || {}).find((x) => (x['x-kubernetes-group-version-kind'] || []).some((g) => g.group === k.group && g.kind === k.kind));
+  return { object: o, type: { fromKind: k, metadata: { name: typeName(ti.spec.typeRef) },
+    spec: { path: ti.spec.typeRef.path, revision: ti.spec.typeRef.revision, jsonSchema: sch?.properties?.spec, rest: { group: k.group, version: k.version, names: { plural: k.plural, kind: k.kind } } } } };
+}
 
 async function instancePage(ctx, params, id) {
-  const [ti, types, backends] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes(), api(`${HUB}/backends`)]);
-  const type = types.find((t) => t.metadata.name === typeName(ti.spec.typeRef));
-  const backend = backends.items.find((b) => b.metadata.name === ti.spec.backend?.id);
+  const [read, types, backends] = await Promise.all([readInstance(id), listTypes().catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
+  const { ti } = read;
+  let type = types?.find((t) => t.metadata.name === typeName(ti.spec.typeRef));
+  if (!types) {
+    // The resource's object carries the resourceVersion a write sends back.
+    const k = await typeOfKind(ti);
+    type = k.type;
+    if (k.object) Object.assign(ti.metadata, { resourceVersion: k.object.metadata.resourceVersion, annotations: k.object.metadata.annotations, generation: k.object.metadata.generation });
+    if (k.object?.status?.alias) ti.spec.alias = k.object.status.alias;
+  }
+  const backend = backends?.items.find((b) => b.metadata.name === ti.spec.backend?.id);
   let reveal = params.get('secrets') === 'shown';
 
   // Value, as JSON or YAML, secrets hidden unless asked: the Type's schema
@@ -330,8 +515,7 @@ async function instancePage(ctx, params, id) {
   showValue();
 
   // Versions and a diff between any two (GraphQL: every version in one query).
-  const hist = await gql(HISTORY_QUERY, { id }).catch(() => null);
-  const versions = hist?.typeInstance?.resourceVersions || [];
+  const versions = read.versions || (await gql(HISTORY_QUERY, { id }).catch(() => null))?.typeInstance?.resourceVersions || [];
   const opts = (sel) => versions.map((v) => h('option', { value: v.resourceVersion, selected: v.resourceVersion === sel }, `version ${v.resourceVersion}`));
   const last = versions.at(-1)?.resourceVersion;
   const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
@@ -371,7 +555,16 @@ async function instancePage(ctx, params, id) {
   const lockAction = async (action) => {
     localStorage.setItem('cairn-owner', owner.value);
     try {
-      await api(`${HUB}/lockrequests`, { method: 'POST', body: { apiVersion: 'hub.cairn.dev/v1', kind: 'LockRequest', spec: { action, ids: [id], owner: owner.value } } });
+      try {
+        await api(`${HUB}/lockrequests`, { method: 'POST', body: { apiVersion: 'hub.cairn.dev/v1', kind: 'LockRequest', spec: { action, ids: [id], owner: owner.value } } });
+      } catch (e) {
+        // lockrequests are cluster-scoped; GraphQL locks as an update of
+        // the instance in its namespace, which roles bound there may grant.
+        if (!isForbidden(e)) throw e;
+        const m = action === 'Lock' ? 'lockTypeInstances' : 'unlockTypeInstances';
+        await gql(`mutation($in: ${action}TypeInstancesInput!) { ${m}(in: $in) }`, { in: { ids: [id], ownerID: owner.value } })
+          .catch((g) => { throw /forbidden/.test(g.message) ? e : new ApiError({ reason: 'Conflict', message: g.message }, 409); });
+      }
       toast(`${action === 'Lock' ? 'Locked' : 'Unlocked'} by ${owner.value}`);
       render();
     } catch (e) { lockMsg.replaceChildren(errorBox(e)); }
@@ -408,28 +601,34 @@ async function instancePage(ctx, params, id) {
 
   // Edit through the Type's form, sending the resourceVersion read.
   const editBox = h('div', { hidden: true });
-  const editBtn = h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit');
+  const editBtn = type ? h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit')
+    // Without the Type (a user who may not read Types, and a Type the REST
+    // API does not serve as a kind) there is no schema to edit with.
+    : h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: you may not read this Type, and it has no REST kind to edit through.');
   if (type) editBox.append(editForm(ti, type, owner));
 
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this name and namespace).
   const changed = h('div', { 'aria-live': 'assertive' });
   const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
-  watch(`${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}`, ti.metadata.resourceVersion, (ev) => {
-    if (ev.object?.metadata?.name !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+  const kind = type?.fromKind;
+  const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}`;
+  if (!read.versions || kind) watch(watched, ti.metadata.resourceVersion, (ev) => {
+    if ((kind ? ev.object?.metadata?.uid : ev.object?.metadata?.name) !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
     changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
       h('p', {}, ev.type === 'DELETED' ? 'This instance was deleted elsewhere.' : `This instance was changed elsewhere (resourceVersion ${ev.object.metadata.resourceVersion}); what you see is resourceVersion ${ti.metadata.resourceVersion}.`),
       ev.type === 'DELETED' ? null : h('button', { type: 'button', onclick: () => render() }, 'Reload')));
   }, ctx.signal);
 
   const graphBox = h('div', {});
-  relationsGraph(ti, types, backends.items).then((g) => graphBox.replaceChildren(g), (e) => graphBox.replaceChildren(errorBox(e)));
+  relationsGraph(ti, backends?.items || [], read.related).then((g) => graphBox.replaceChildren(g), (e) => graphBox.replaceChildren(errorBox(e)));
 
   return [
     h('h1', {}, instTitle(ti)),
     h('p', { class: 'sub' }, h('code', {}, typeName(ti.spec.typeRef)), ' · ', h('code', {}, id)),
     h('div', { class: 'actions' }, editBtn, h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); } }, 'Delete'),
-      type && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'), type && link(`#/instances?type=${encodeURIComponent(type.metadata.name)}`, 'Instances of this Type')),
+      type && !kind && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'),
+      type && link(`#/instances?${new URLSearchParams(kind ? { ns: ti.spec.namespace, type: kind.id } : { type: type.metadata.name })}`, kind ? `${kind.kind}s of ${ti.spec.namespace}` : 'Instances of this Type')),
     changed, confirmBox, delMsg, editBox,
     h('div', { class: 'grid' },
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
@@ -469,7 +668,15 @@ function editForm(ti, type, owner) {
     ev.preventDefault();
     const q = owner.value && ti.status.lockedBy ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
     try {
-      await api(`${HUB}/typeinstances/${encodeURIComponent(ti.metadata.name)}${q}`, { method: 'PUT', body: {
+      const k = type.fromKind;
+      // Through the resource the instance is served as, for a user who may
+      // not write typeinstances (cluster-scoped): the same resourceVersion
+      // precondition, and the uid read.
+      if (k) await api(`${kindPath(k, ti.spec.namespace, ti.spec.name)}${q}`, { method: 'PUT', body: {
+        apiVersion: `${k.group}/${k.version}`, kind: k.kind,
+        metadata: { name: ti.spec.name, namespace: ti.spec.namespace, uid: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
+        spec: form.value() } });
+      else await api(`${HUB}/typeinstances/${encodeURIComponent(ti.metadata.name)}${q}`, { method: 'PUT', body: {
         apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance',
         metadata: { name: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
         spec: { typeRef: ti.spec.typeRef, attributes: ti.spec.attributes || [], value: form.value() } } });
@@ -489,9 +696,11 @@ function editForm(ti, type, owner) {
   } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'), h('button', { type: 'button', class: 'ghost', onclick: () => render() }, 'Cancel')));
 }
 
-async function relationsGraph(ti, types, backends) {
+async function relationsGraph(ti, backends, related) {
   const ids = [...new Set([...(ti.status.uses || []), ...(ti.status.usedBy || [])])].slice(0, 40);
-  const got = await Promise.all(ids.map((x) => api(`${HUB}/typeinstances/${x}`).catch(() => null)));
+  // GraphQL's answer named them already (for a user reading through it).
+  const got = related ? ids.map((x) => related.get(x)).filter(Boolean).map((r) => ({ metadata: { name: r.id }, spec: { namespace: r.namespace, name: r.name, typeRef: r.typeRef } }))
+    : await Promise.all(ids.map((x) => api(`${HUB}/typeinstances/${x}`).catch(() => null)));
   const byID = new Map(got.filter(Boolean).map((o) => [o.metadata.name, o]));
   const node = (x, col, cls) => {
     const o = byID.get(x);

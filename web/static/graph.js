@@ -20,7 +20,7 @@ export function drawGraph({ nodes, edges, columns = [], title }) {
   const cols = [];
   for (const n of nodes) (cols[n.col] ||= []).push(n);
   const ncol = Math.max(cols.length, columns.length, 1);
-  const rows = Math.max(1, ...cols.map((c) => c?.length || 0));
+  const rows = Math.max(1, ...Array.from(cols, (c) => c?.length || 0)); // Array.from: cols may have holes (an empty column), which map skips
   const width = ncol * W + (ncol - 1) * GAPX + 20;
   const height = TOP + rows * (H + GAPY) + 10;
   cols.forEach((c, ci) => (c || []).forEach((n, ri) => {

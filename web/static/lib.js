@@ -257,6 +257,28 @@ export function lineDiff(a, b) {
   return out;
 }
 
+// labelMatcher returns a test of a Kubernetes label selector, for where the
+// server cannot apply it (the GraphQL list): k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b).
+export function labelMatcher(sel) {
+  const parts = [];
+  let depth = 0, cur = '';
+  for (const c of sel) {
+    if (c === '(') depth++;
+    if (c === ')') depth--;
+    if (c === ',' && depth === 0) { parts.push(cur); cur = ''; } else cur += c;
+  }
+  parts.push(cur);
+  const tests = parts.map((x) => x.trim()).filter(Boolean).map((x) => {
+    let m;
+    if ((m = x.match(/^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/))) { const vs = m[3].split(',').map((v) => v.trim()); return (l) => (m[2] === 'in') === (m[1] in l && vs.includes(l[m[1]])); }
+    if ((m = x.match(/^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/))) return m[2] === '!=' ? (l) => l[m[1]] !== m[3] : (l) => l[m[1]] === m[3];
+    if ((m = x.match(/^!\s*([^=!\s]+)$/))) return (l) => !(m[1] in l);
+    if ((m = x.match(/^([^=!\s(),]+)$/))) return (l) => m[1] in l;
+    throw new ApiError({ reason: 'BadRequest', message: `unable to parse requirement: ${x}` }, 400);
+  });
+  return (labels) => tests.every((f) => f(labels || {}));
+}
+
 export function pretty(v) { return JSON.stringify(v, sortKeys, 2); }
 function sortKeys(_k, v) {
   if (v && typeof v === 'object' && !Array.isArray(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]));
