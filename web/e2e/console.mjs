@@ -451,6 +451,15 @@ try {
   await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
   expect((await text('#diff')).includes('deploy-2'), 'the edit made through the Token resource, a new version');
   await shot('namespace-instance-edited');
+  await page.click('main a:text("Tokens of team-a")');
+  await page.waitForSelector('main h1:text("Instances of Token in team-a")', { timeout: T });
+  await page.click('main a.button:text("Create")');
+  await page.waitForSelector('main h1:text("Create a Token")', { timeout: T });
+  expect(await page.inputValue('#c-ns') === 'team-a', 'the namespace kept for the create');
+  await page.fill('#c-name', 'team-token-3');
+  await page.getByLabel('user', { exact: false }).first().fill('web');
+  await page.click('#create');
+  await page.waitForSelector('main h1:text("team-a/team-token-3")', { timeout: T }); // created through the Token resource
   // Every kind of the namespace (GraphQL answers what ed may list), and a
   // cluster-wide page that says what ed may not do instead of signing out.
   await visit('#/instances?ns=team-a', G.url);

@@ -371,9 +371,9 @@ async function instancesPage(ctx, params) {
   h('button', { type: 'submit' }, 'Filter'));
   const liveEl = h('span', { class: 'live', id: 'live' }, source === 'graphql' ? 'not live' : 'connecting…');
   const what = t ? t.spec.path : k ? k.kind : '';
-  const createQ = new URLSearchParams({ ...(t && { type: t.metadata.name }), ...(ns && { ns }) });
+  const createQ = new URLSearchParams({ ...(t && { type: t.metadata.name }), ...(!t && k && { type: k.id }), ...(ns && { ns }) });
   const head = [h('h1', {}, `${what ? `Instances of ${what}` : 'Instances'}${ns ? ` in ${ns}` : ''}`),
-    h('div', { class: 'actions' }, liveEl, types ? h('a', { class: 'button', href: `#/create?${createQ}` }, 'Create') : null),
+    h('div', { class: 'actions' }, liveEl, h('a', { class: 'button', href: `#/create?${createQ}` }, 'Create')),
     filters];
   if (listErr) {
     // Not allowed across the cluster: say so and ask for a namespace.
@@ -475,11 +475,16 @@ async function typeOfKind(ti) {
   const found = await Promise.all(kinds.map((k) => api(kindPath(k, ti.spec.namespace, ti.spec.name), { quiet: true }).then((o) => ({ k, o }), () => null)));
   const hit = found.find((x) => x?.o?.metadata?.uid === ti.metadata.name);
   if (!hit) return {};
-  const { k, o } = hit;
+  return { object: hit.o, type: await kindAsType(hit.k, ti.spec.typeRef) };
+}
+
+// kindAsType is a Type as far as a kind shows it: its REST names and the
+// schema of its spec from the server's OpenAPI document.
+async function kindAsType(k, typeRef) {
   const doc = await api(`/openapi/v3/apis/${k.group}/${k.version}`).catch(() => null);
   const sch = Object.values(doc?.components?.schemas || {}).find((x) => (x['x-kubernetes-group-version-kind'] || []).some((g) => g.group === k.group && g.kind === k.kind));
-  return { object: o, type: { fromKind: k, metadata: { name: typeName(ti.spec.typeRef) },
-    spec: { path: ti.spec.typeRef.path, revision: ti.spec.typeRef.revision, jsonSchema: sch?.properties?.spec, rest: { group: k.group, version: k.version, names: { plural: k.plural, kind: k.kind } } } } };
+  return { fromKind: k, metadata: { name: typeRef ? typeName(typeRef) : k.id },
+    spec: { path: typeRef?.path || k.kind, revision: typeRef?.revision || '', jsonSchema: sch?.properties?.spec, rest: { group: k.group, version: k.version, names: { plural: k.plural, kind: k.kind } } } };
 }
 
 async function instancePage(ctx, params, id) {
@@ -718,17 +723,24 @@ async function relationsGraph(ti, backends, related) {
 
 // ---- create --------------------------------------------------------------
 async function createPage(ctx, params) {
-  const [types, backends] = await Promise.all([listTypes(), api(`${HUB}/backends`)]);
+  // A user who may not list Types (roles bound in a namespace) creates
+  // through a kind's namespaced resource, with the kind's schema.
+  const [types, backends] = await Promise.all([listTypes().catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
+  const kinds = types ? [] : await discoverKinds();
   const typeSel = params.get('type') || '';
-  const t = types.find((x) => x.metadata.name === typeSel);
-  const pick = h('select', { id: 'c-type', onchange: (ev) => go(`#/create?type=${encodeURIComponent(ev.target.value)}`) }, h('option', { value: '' }, 'Choose a Type…'),
-    types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name)));
-  const head = [h('h1', {}, t ? `Create ${t.spec.path}` : 'Create an instance'), h('div', { class: 'field' }, h('label', { for: 'c-type' }, 'Type'), pick)];
+  const nsParam = params.get('ns') || '';
+  const k = kinds.find((x) => x.id === typeSel);
+  const t = types ? types.find((x) => x.metadata.name === typeSel) : k ? await kindAsType(k) : null;
+  const pick = h('select', { id: 'c-type', onchange: (ev) => go(`#/create?${new URLSearchParams({ type: ev.target.value, ...(nsParam && { ns: nsParam }) })}`) },
+    h('option', { value: '' }, types ? 'Choose a Type…' : 'Choose a kind…'),
+    types ? types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name))
+      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, `${x.kind} (${x.plural}.${x.group})`)));
+  const head = [h('h1', {}, t ? `Create ${t.fromKind ? `a ${t.fromKind.kind}` : t.spec.path}` : 'Create an instance'), h('div', { class: 'field' }, h('label', { for: 'c-type' }, types ? 'Type' : 'Kind'), pick)];
   if (!t) return head;
   const name = h('input', { id: 'c-name', required: true, 'aria-required': 'true', spellcheck: 'false', autocomplete: 'off' });
-  const ns = h('input', { id: 'c-ns', value: 'default', spellcheck: 'false' });
+  const ns = h('input', { id: 'c-ns', value: nsParam || (types ? 'default' : rememberedNamespace() || 'default'), spellcheck: 'false' });
   const labels = h('input', { id: 'c-labels', placeholder: 'env=dev, app=billing', spellcheck: 'false', 'aria-describedby': 'c-labels-hint' });
-  const backend = h('select', { id: 'c-backend' }, h('option', { value: '' }, 'By policy (default)'),
+  const backend = !backends ? null : h('select', { id: 'c-backend' }, h('option', { value: '' }, 'By policy (default)'),
     backends.items.filter((b) => b.spec.acceptValue !== false).map((b) => h('option', { value: b.metadata.name }, `${b.spec.alias || shortID(b.metadata.name)} (${b.spec.typeRef.path})`)));
   const form = schemaForm(t.spec.jsonSchema || {}, undefined, { idPrefix: 'create' });
   const msg = h('div', { id: 'create-message' });
@@ -740,11 +752,13 @@ async function createPage(ctx, params) {
     for (const part of labels.value.split(',').map((s) => s.trim()).filter(Boolean)) { const [k, ...v] = part.split('='); lab[k.trim()] = v.join('=').trim(); }
     const doc = { apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance', metadata: { name: name.value.trim(), namespace: ns.value.trim() || 'default', labels: lab },
       spec: { typeRef: { path: t.spec.path, revision: t.spec.revision }, value: form.value() } };
-    if (backend.value) doc.spec.backend = { id: backend.value };
+    if (backend?.value) doc.spec.backend = { id: backend.value };
     try {
-      const created = await api(`${HUB}/typeinstances`, { method: 'POST', body: doc });
+      const k = t.fromKind;
+      const created = k ? await api(kindPath(k, doc.metadata.namespace), { method: 'POST', body: { apiVersion: `${k.group}/${k.version}`, kind: k.kind, metadata: doc.metadata, spec: doc.spec.value } })
+        : await api(`${HUB}/typeinstances`, { method: 'POST', body: doc });
       toast(`Created ${doc.metadata.namespace}/${doc.metadata.name}`);
-      go(`#/instance/${created.metadata.name}`);
+      go(`#/instance/${k ? created.metadata.uid : created.metadata.name}`);
     } catch (e) {
       metaErr.textContent = '';
       const rest = e.causes?.length ? form.showErrors(e.causes) : [];
@@ -757,7 +771,7 @@ async function createPage(ctx, params) {
     h('div', { class: 'field' }, h('label', { for: 'c-name' }, 'Name', h('span', { class: 'req', 'aria-hidden': 'true' }, ' *')), name, metaErr),
     h('div', { class: 'field' }, h('label', { for: 'c-ns' }, 'Namespace'), ns),
     h('div', { class: 'field' }, h('label', { for: 'c-labels' }, 'Labels'), labels, h('span', { class: 'hint', id: 'c-labels-hint' }, 'comma-separated key=value')),
-    h('div', { class: 'field' }, h('label', { for: 'c-backend' }, 'Backend'), backend)),
+    backend ? h('div', { class: 'field' }, h('label', { for: 'c-backend' }, 'Backend'), backend) : null),
   h('fieldset', {}, h('legend', {}, 'Value'), form.el),
   msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'create' }, 'Create')))];
 }
