@@ -180,7 +180,57 @@ subjects: [{kind: User, name: ed}]
 	tok := instanceDoc("team-token", "cap.type.e2e.token", "0.1.0", map[string]any{"user": "deploy", "key": "tk-s3cr3t-value"}, nil, nil)
 	tok["metadata"].(map[string]any)["namespace"] = "team-a"
 	postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", tok)
+	// An installation in team-a, whose tree of children ed opens.
+	out.Reset()
+	errOut.Reset()
+	if code := cli.Main(context.Background(), []string{"--kubeconfig", g.Kubeconfig, "stack", "add", "../examples/stacks/minimal-gcp"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn stack add on the guarded server: exit %d: %s", code, errOut.String())
+	}
+	kubectl := exec.Command(lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl"), "--kubeconfig", g.Kubeconfig, "apply", "-f", "-")
+	kubectl.Stdin = strings.NewReader(`{"apiVersion": "gcp.stacks.cairn.dev/v1alpha1", "kind": "MinimalGCP",
+		"metadata": {"name": "team-infra", "namespace": "team-a"}, "spec": {"region": "us-west2", "projectID": "team-a-project"}}`)
+	if b, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of a MinimalGCP in team-a: %v\n%s", err, b)
+	}
+	waitChildren(t, base+"/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/team-a/minimalgcps/team-infra", g.AdminToken)
 	return g
+}
+
+// waitChildren waits until the stack controller has reported the children
+// of the installation at u and returns its uid.
+func waitChildren(t *testing.T, u, token string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var obj struct {
+			Metadata struct{ UID string } `json:"metadata"`
+			Status   struct {
+				Resources []json.RawMessage `json:"resources"`
+			} `json:"status"`
+		}
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(r.Body).Decode(&obj)
+		r.Body.Close()
+		if err == nil && len(obj.Status.Resources) > 0 {
+			return obj.Metadata.UID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stack controller did not report the children of %s within 20s", u)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // seed holds the ids the browser test looks for.
@@ -394,28 +444,7 @@ func installRealStack(t *testing.T, base string) string {
 	if b, err := kubectl.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply of a MinimalGCP: %v\n%s", err, b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var obj struct {
-			Metadata struct{ UID string } `json:"metadata"`
-			Status   struct {
-				Resources []json.RawMessage `json:"resources"`
-			} `json:"status"`
-		}
-		r, err := http.Get(base + "/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/default/minimalgcps/small-infra")
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = json.NewDecoder(r.Body).Decode(&obj)
-		r.Body.Close()
-		if err == nil && len(obj.Status.Resources) > 0 {
-			return obj.Metadata.UID
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stack controller did not report the children of small-infra within 20s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return waitChildren(t, base+"/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/default/minimalgcps/small-infra", "")
 }
 
 func instanceDoc(name, path, rev string, value any, labels map[string]string, uses []string) map[string]any {

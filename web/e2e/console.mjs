@@ -460,6 +460,14 @@ try {
   await page.getByLabel('user', { exact: false }).first().fill('web');
   await page.click('#create');
   await page.waitForSelector('main h1:text("team-a/team-token-3")', { timeout: T }); // created through the Token resource
+  // An installation of team-a and its tree of children, each child read
+  // through its kind.
+  await visit('#/instances?ns=team-a&type=minimalgcps.gcp.stacks.cairn.dev/v1alpha1', G.url);
+  await page.click('main a:text("team-a/team-infra")');
+  await page.click('main a:text("Installation: tree of children")');
+  await page.waitForSelector('#stack-tree li[data-child="team-infra-network"]', { timeout: T });
+  expect((await text('#stack-tree')).includes('Ready=True'), 'the children\'s conditions in the tree');
+  await shot('namespace-stack-tree');
   // Every kind of the namespace (GraphQL answers what ed may list), and a
   // cluster-wide page that says what ed may not do instead of signing out.
   await visit('#/instances?ns=team-a', G.url);

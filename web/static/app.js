@@ -465,12 +465,12 @@ async function readInstance(id) {
     status: { resourceVersion: last.resourceVersion, createdBy: versions[0]?.createdBy, lockedBy: x.lockedBy, uses: x.uses.map((r) => r.id), usedBy: x.usedBy.map((r) => r.id) } } };
 }
 
-// typeOfKind stands in for the Type of an instance for a user who may not
+// typeFromKinds stands in for the Type of an instance for a user who may not
 // read Types: the resource it is served as (the kind whose object of that
 // name in the namespace has the instance's id), with that kind's schema from
 // the server's OpenAPI document (the Type's JSON Schema as OpenAPI, its
 // x-cairn-secret marks kept). Writes then go through that resource.
-async function typeOfKind(ti) {
+async function typeFromKinds(ti) {
   const kinds = await discoverKinds();
   const found = await Promise.all(kinds.map((k) => api(kindPath(k, ti.spec.namespace, ti.spec.name), { quiet: true }).then((o) => ({ k, o }), () => null)));
   const hit = found.find((x) => x?.o?.metadata?.uid === ti.metadata.name);
@@ -491,14 +491,17 @@ async function instancePage(ctx, params, id) {
   const [read, types, backends] = await Promise.all([readInstance(id), listTypes().catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
   const { ti } = read;
   let type = types?.find((t) => t.metadata.name === typeName(ti.spec.typeRef));
+  let kindObject = null;
   if (!types) {
     // The resource's object carries the resourceVersion a write sends back.
-    const k = await typeOfKind(ti);
+    const k = await typeFromKinds(ti);
     type = k.type;
+    kindObject = k.object;
     if (k.object) Object.assign(ti.metadata, { resourceVersion: k.object.metadata.resourceVersion, annotations: k.object.metadata.annotations, generation: k.object.metadata.generation });
     if (k.object?.status?.alias) ti.spec.alias = k.object.status.alias;
   }
   const backend = backends?.items.find((b) => b.metadata.name === ti.spec.backend?.id);
+  const installation = type?.fromKind ? Array.isArray(kindObject?.status?.resources) : type && isInstallationType(type);
   let reveal = params.get('secrets') === 'shown';
 
   // Value, as JSON or YAML, secrets hidden unless asked: the Type's schema
@@ -632,6 +635,7 @@ async function instancePage(ctx, params, id) {
     h('h1', {}, instTitle(ti)),
     h('p', { class: 'sub' }, h('code', {}, typeName(ti.spec.typeRef)), ' · ', h('code', {}, id)),
     h('div', { class: 'actions' }, editBtn, h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); } }, 'Delete'),
+      installation && link(`#/stacks/${id}`, 'Installation: tree of children'),
       type && !kind && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'),
       type && link(`#/instances?${new URLSearchParams(kind ? { ns: ti.spec.namespace, type: kind.id } : { type: type.metadata.name })}`, kind ? `${kind.kind}s of ${ti.spec.namespace}` : 'Instances of this Type')),
     changed, confirmBox, delMsg, editBox,
@@ -955,27 +959,46 @@ async function stacksPage() {
 // by the label that names their installation. Children that are
 // installations themselves are opened in turn.
 async function installationPage(ctx, params, id) {
-  const [ti, types, backends] = await Promise.all([api(`${HUB}/typeinstances/${encodeURIComponent(id)}`), listTypes(), api(`${HUB}/backends`)]);
-  const obj = await served(ti, types);
-  const backendName = (bid) => { const b = backends.items.find((x) => x.metadata.name === bid); return b ? b.spec.alias || shortID(bid) : bid || ''; };
-  const typeOfKind = (apiVersion, kind) => types.find((t) => t.spec.rest && `${t.spec.rest.group}/${t.spec.rest.version}` === apiVersion && t.spec.rest.names?.kind === kind);
+  // A user bound in a namespace reads the installation through GraphQL and
+  // its kind (as on the instance page), and each child's object through its
+  // kind: one that reports children (status.resources) is an installation.
+  const [read, types, backends] = await Promise.all([readInstance(id), listTypes().catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
+  const { ti } = read;
+  const byKind = types ? null : await typeFromKinds(ti);
+  const kinds = types ? [] : await discoverKinds();
+  const obj = types ? await served(ti, types) : byKind.object || null;
+  const schema = types ? types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))?.spec?.jsonSchema : byKind.type?.spec?.jsonSchema;
+  const backendName = (bid) => { const b = backends?.items.find((x) => x.metadata.name === bid); return b ? b.spec.alias || shortID(bid) : shortID(bid); };
+  const typeOfKind = (apiVersion, kind) => types?.find((t) => t.spec.rest && `${t.spec.rest.group}/${t.spec.rest.version}` === apiVersion && t.spec.rest.names?.kind === kind);
   const badge = (type, b) => conditionBadge({ type, status: b === true ? 'True' : b === false ? 'False' : 'Unknown' });
+  const childObject = (r, ns) => {
+    const k = kinds.find((x) => `${x.group}/${x.version}` === r.apiVersion && x.kind === r.kind);
+    return k ? api(kindPath(k, r.namespace || ns, r.name), { quiet: true }).catch(() => null) : null;
+  };
 
   async function tree(inst, o, depth) {
     const resources = o?.status?.resources;
     let kids;
     if (Array.isArray(resources)) {
       kids = await Promise.all(resources.map(async (r) => {
-        const t = typeOfKind(r.apiVersion, r.kind);
-        const isInst = t && isInstallationType(t) && r.uid && depth < 6;
-        const sub = isInst ? await api(`${HUB}/typeinstances/${r.uid}`).then(async (c) => tree(c, await served(c, types), depth + 1), () => null) : null;
+        let isInst, sub = null;
+        if (types) {
+          const t = typeOfKind(r.apiVersion, r.kind);
+          isInst = t && isInstallationType(t) && r.uid && depth < 6;
+          sub = isInst ? await api(`${HUB}/typeinstances/${r.uid}`).then(async (c) => tree(c, await served(c, types), depth + 1), () => null) : null;
+        } else {
+          const co = r.uid && depth < 6 ? await childObject(r, inst.spec?.namespace) : null;
+          isInst = Array.isArray(co?.status?.resources);
+          sub = isInst ? await tree({ metadata: { name: r.uid }, spec: { namespace: co.metadata.namespace } }, co, depth + 1) : null;
+        }
         return h('li', { 'data-child': r.name },
           h('div', { class: 'row' }, r.uid ? link(isInst ? `#/stacks/${r.uid}` : `#/instance/${r.uid}`, `${r.kind}/${r.name}`) : `${r.kind}/${r.name}`,
             r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
             r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
       }));
     } else {
-      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}`);
+      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}`).catch(orNull);
+      if (!l) return h('p', { class: 'muted' }, 'Children not listed: without a status from the stack controller they are found by label across the cluster, which you may not list.');
       kids = await Promise.all(l.items.map(async (c) => {
         const co = await served(c, types);
         const t = types.find((x) => x.metadata.name === typeName(c.spec.typeRef));
@@ -996,7 +1019,7 @@ async function installationPage(ctx, params, id) {
       panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conditions table' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
         h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))
         : h('p', { class: 'muted' }, 'No conditions reported yet: the stack controller reports them.')),
-      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false, types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))?.spec?.jsonSchema) ?? {}), 'Parameters'),
+      panel('Parameters', pre(toYAML(maskSecrets(ti.spec.value, false, schema) ?? {}), 'Parameters'),
         h('p', { class: 'muted' }, 'Secret values are hidden here; ', link(`#/instance/${id}`, 'the instance page'), ' shows them when asked.')),
       st.outputs ? panel('Outputs', pre(toYAML(maskSecrets(st.outputs, false)), 'Outputs')) : null,
       h('section', { class: 'panel wide', 'aria-label': 'Tree of children' }, h('h2', {}, 'Tree of children'),
