@@ -158,6 +158,10 @@ try {
   expect(devRows.includes('default/db-server') && devRows.includes('default/db-config') && !devRows.includes('db-e2e'), `the env=dev filter to keep db-server and db-config only, got: ${devRows}`);
   expect((await unlabelled()).length === 0, `every filter labelled: ${await unlabelled()}`);
   await shot('instances-label-filter');
+  // One namespace, for a user who may list across the cluster: the server narrows the list.
+  await visit('#/instances?ns=cairn-system');
+  const systemRows = await page.locator('main tbody tr td:first-child').allTextContents();
+  expect(systemRows.length > 0 && systemRows.every((r) => r.startsWith('cairn-system/')), `the instances of cairn-system only, got: ${systemRows}`);
 
   // Live updates: a write made with kubectl appears while the page is open.
   await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1');

@@ -533,8 +533,14 @@ async function instancePage(ctx, params, id) {
   const anySecret = hasSecrets(ti.spec.value, schema) || hasSecrets(ti.spec.backend?.context, ctxSchema) ||
     versions.some((v) => hasSecrets(v.spec?.value, schema) || hasSecrets(v.spec?.backend?.context, ctxSchema));
   const secretsBtn = anySecret ? h('button', { type: 'button', class: 'ghost', id: 'reveal', 'aria-pressed': String(reveal), onclick: (ev) => {
-    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff();
+    reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff(); renderHistory();
   } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
+  // Each version's context, masked as the value is (contexts hold secrets
+  // too: a backend's contextSchema marks them).
+  const historyBody = h('tbody', {});
+  const renderHistory = () => historyBody.replaceChildren(...versions.map((v) => h('tr', {}, h('td', {}, String(v.resourceVersion)), h('td', {}, v.createdBy || '—'),
+    h('td', {}, v.spec?.backend?.context ? h('code', {}, JSON.stringify(maskSecrets(v.spec.backend.context, reveal, ctxSchema)).slice(0, 80)) : '—'))));
+  renderHistory();
   function renderDiff() {
     const d = lineDiff(snap(fromSel.value), snap(toSel.value));
     const changed = d.filter((x) => x.op !== 'same').length;
@@ -663,8 +669,7 @@ async function instancePage(ctx, params, id) {
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
       h('section', { class: 'panel wide', 'aria-label': 'History' }, h('h2', {}, `History (${versions.length} version${versions.length === 1 ? '' : 's'})`),
         h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Version'), h('th', {}, 'Created by'), h('th', {}, 'Backend context'))),
-          h('tbody', {}, versions.map((v) => h('tr', {}, h('td', {}, String(v.resourceVersion)), h('td', {}, v.createdBy || '—'),
-            h('td', {}, v.spec?.backend?.context ? h('code', {}, JSON.stringify(v.spec.backend.context).slice(0, 80)) : '—')))))),
+          historyBody)),
         h('div', { class: 'filters' }, h('div', { class: 'field' }, h('label', { for: 'diff-from' }, 'From'), fromSel), h('div', { class: 'field' }, h('label', { for: 'diff-to' }, 'To'), toSel)),
         diffBox)),
   ];
