@@ -856,6 +856,32 @@ type deleteOptions struct {
 	DryRun []string `json:"dryRun"`
 }
 
+// deletePreconditions checks a DELETE's preconditions against the
+// instance with id and returns the resourceVersion (change sequence) the
+// delete is conditional on, 0 for none: DeleteOptions.preconditions, or
+// ?resourceVersion= as kubectl delete sends it.
+func deletePreconditions(r *http.Request, opts deleteOptions, id string) (int64, error) {
+	var ifSeq int64
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != id {
+			return 0, errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, id))}
+		}
+		if p.ResourceVersion != nil {
+			var err error
+			if ifSeq, err = parseSeq(*p.ResourceVersion); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if rv := r.URL.Query().Get("resourceVersion"); rv != "" && ifSeq == 0 {
+		var err error
+		if ifSeq, err = parseSeq(rv); err != nil {
+			return 0, err
+		}
+	}
+	return ifSeq, nil
+}
+
 // readDeleteOptions reads a DELETE's body and returns r carrying a dry run
 // when the body asks for one.
 func (s *Server) readDeleteOptions(w http.ResponseWriter, r *http.Request) (deleteOptions, *http.Request, error) {
@@ -897,21 +923,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	var ifSeq int64
-	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && *p.UID != cur.ID {
-			return errStatus{newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, cur.ID))}
-		}
-		if p.ResourceVersion != nil {
-			if ifSeq, err = parseSeq(*p.ResourceVersion); err != nil {
-				return err
-			}
-		}
-	}
-	if rv := r.URL.Query().Get("resourceVersion"); rv != "" && ifSeq == 0 {
-		if ifSeq, err = parseSeq(rv); err != nil {
-			return err
-		}
+	ifSeq, err := deletePreconditions(r, opts, cur.ID)
+	if err != nil {
+		return err
 	}
 	if err := s.hub.DeleteInstanceIf(r.Context(), cur.ID, r.URL.Query().Get("lockOwner"), ifSeq); err != nil {
 		return err

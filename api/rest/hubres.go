@@ -323,7 +323,7 @@ func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req req
 }
 
 func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
-	_, r, err := s.readDeleteOptions(w, r)
+	opts, r, err := s.readDeleteOptions(w, r)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,13 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
-	if err := s.hub.DeleteInstance(r.Context(), id, r.URL.Query().Get("lockOwner")); err != nil {
+	// Preconditions as on every other resource, so a client deletes what
+	// it read or nothing (the web console sends them).
+	ifSeq, err := deletePreconditions(r, opts, id)
+	if err != nil {
+		return err
+	}
+	if err := s.hub.DeleteInstanceIf(r.Context(), id, r.URL.Query().Get("lockOwner"), ifSeq); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,

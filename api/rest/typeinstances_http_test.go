@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -201,4 +202,58 @@ func TestReplaceTypeInstance(t *testing.T) {
 			t.Errorf("replaced = %+v", got)
 		}
 	})
+}
+
+// TestDeleteTypeInstancePreconditions: typeinstances honour a DELETE's
+// preconditions as every other resource does, so a client deletes the
+// version it read or nothing.
+func TestDeleteTypeInstancePreconditions(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", pgType, http.StatusCreated)
+	read := func(o rest.TypeInstanceObject) string {
+		return fmt.Sprintf(`{"preconditions":{"uid":%q,"resourceVersion":%q}}`, o.Metadata.UID, o.Metadata.ResourceVersion)
+	}
+	tests := []struct {
+		name    string
+		body    func(o rest.TypeInstanceObject) string
+		query   string
+		changed bool // the instance changes after the read
+		code    int
+		reason  string
+	}{
+		{"none", func(rest.TypeInstanceObject) string { return "" }, "", true, 200, ""},
+		{"uid and resourceVersion read", read, "", false, 200, ""},
+		{"changed since read", read, "", true, 409, "Conflict"},
+		{"uid differs", func(rest.TypeInstanceObject) string {
+			return `{"preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`
+		}, "", false, 409, "Conflict"},
+		{"resourceVersion query stale", func(rest.TypeInstanceObject) string { return "" }, "?resourceVersion=1", false, 409, "Conflict"},
+		{"resourceVersion not a number", func(rest.TypeInstanceObject) string { return `{"preconditions":{"resourceVersion":"x"}}` }, "", false, 400, "BadRequest"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.with(t)
+			o := decodeTI(t, e.mustDo("POST", hubGV+"/typeinstances", "application/yaml", pgDoc(fmt.Sprintf("del%d", i), ""), http.StatusCreated))
+			path := hubGV + "/typeinstances/" + o.Metadata.UID
+			if tt.changed {
+				e.mustDo("PUT", path, "application/json", map[string]any{"apiVersion": "hub.cairn.dev/v1", "kind": "TypeInstance",
+					"metadata": map[string]any{"name": o.Metadata.UID, "resourceVersion": o.Metadata.ResourceVersion, "labels": map[string]string{"env": "changed"}},
+					"spec":     map[string]any{"typeRef": o.Spec.TypeRef, "value": map[string]any{"host": "db.local", "port": 5432}}}, 200)
+			}
+			var body any
+			if b := tt.body(o); b != "" {
+				body = b
+			}
+			r := e.do("DELETE", path+tt.query, "application/json", body)
+			if tt.code == 200 {
+				if r.code != 200 {
+					t.Fatalf("DELETE = %s", r)
+				}
+				wantStatus(t, e.get(path), 404, "NotFound")
+				return
+			}
+			wantStatus(t, r, tt.code, tt.reason)
+			e.mustDo("GET", path, "", nil, 200) // still there
+		})
+	}
 }

@@ -464,6 +464,10 @@ try {
   await page.getByLabel('user', { exact: false }).first().fill('web');
   await page.click('#create');
   await page.waitForSelector('main h1:text("team-a/team-token-3")', { timeout: T }); // created through the Token resource
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('main h1:text("Instances of Token in team-a")', { timeout: T }); // deleted through it, with its preconditions
+  expect(!(await text('main table tbody')).includes('team-token-3'), 'team-token-3 deleted');
   // An installation of team-a and its tree of children, each child read
   // through its kind.
   await visit('#/instances?ns=team-a&type=minimalgcps.gcp.stacks.cairn.dev/v1alpha1', G.url);

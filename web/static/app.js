@@ -590,14 +590,15 @@ async function instancePage(ctx, params, id) {
     h('p', {}, `Delete ${instTitle(ti)}? Its history goes with it.`),
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', id: 'confirm-delete', onclick: async () => {
       try {
-        // Through the Type's own resource where it has one: it takes the
-        // resourceVersion read as a precondition (typeinstances does not).
+        // With the uid and resourceVersion read as preconditions: a change
+        // in between is a conflict that deletes nothing. Through the kind
+        // for a user who may not write typeinstances (cluster-scoped).
         const q = ti.status.lockedBy && owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
-        const own = restPath(type, ti.spec.namespace, ti.spec.name);
-        if (own) await api(own + q, { method: 'DELETE', body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } } });
-        else await api(`${HUB}/typeinstances/${encodeURIComponent(id)}${q}`, { method: 'DELETE' });
+        const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } };
+        const path = type?.fromKind ? restPath(type, ti.spec.namespace, ti.spec.name) : `${HUB}/typeinstances/${encodeURIComponent(id)}`;
+        await api(path + q, { method: 'DELETE', body });
         toast(`Deleted ${instTitle(ti)}`);
-        go('#/instances');
+        go(type?.fromKind ? `#/instances?${new URLSearchParams({ ns: ti.spec.namespace, type: type.fromKind.id })}` : '#/instances');
       } catch (e) {
         confirmBox.hidden = true;
         if (e.code === 409 && /modified|changed since|Precondition/.test(e.message)) {
