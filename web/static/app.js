@@ -492,10 +492,13 @@ async function instancePage(ctx, params, id) {
   const { ti } = read;
   let type = types?.find((t) => t.metadata.name === typeName(ti.spec.typeRef));
   let kindObject = null;
-  if (!types) {
-    // The resource's object carries the resourceVersion a write sends back.
-    const k = await typeFromKinds(ti);
-    type = k.type;
+  if (read.versions) {
+    // Read through GraphQL: writes go through the resource the instance is
+    // served as, whose object carries the resourceVersion a write sends
+    // back. Without the Types list, the kinds are asked which one it is.
+    const k = types ? { type: kindOfType(type) && { ...type, fromKind: kindOfType(type) } } : await typeFromKinds(ti);
+    if (types && k.type) k.object = await api(kindPath(k.type.fromKind, ti.spec.namespace, ti.spec.name)).catch(() => null);
+    if (!types || k.object) type = k.type;
     kindObject = k.object;
     if (k.object) Object.assign(ti.metadata, { resourceVersion: k.object.metadata.resourceVersion, annotations: k.object.metadata.annotations, generation: k.object.metadata.generation });
     if (k.object?.status?.alias) ti.spec.alias = k.object.status.alias;
