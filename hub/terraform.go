@@ -110,6 +110,18 @@ func terraformID(kind, ns, name string) string {
 	return strings.ToLower(kind) + "." + ns + "." + name
 }
 
+// IsTerraformID reports whether s has the form of a state's or an
+// output's id (terraformoutput.default.network-ip), the only instance ids
+// that are not UUIDs, whether or not such an instance exists.
+func IsTerraformID(s string) bool {
+	kind, rest, ok := strings.Cut(s, ".")
+	if !ok || kind != "terraformstate" && kind != "terraformoutput" && kind != "terraformsensitiveoutput" {
+		return false
+	}
+	ns, name, ok := strings.Cut(rest, ".")
+	return ok && checkNamespace(ns) == nil && checkName(name) == nil
+}
+
 // TerraformOutputID is the id of the (not sensitive) output instance named
 // name (<state>-<output>) in namespace ns, whether or not it exists yet.
 func TerraformOutputID(ns, name string) string { return terraformID("TerraformOutput", ns, name) }
