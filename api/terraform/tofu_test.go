@@ -118,6 +118,8 @@ type workdir struct {
 	t    *testing.T
 	tofu string
 	dir  string
+	// env is added to every run's environment (after the defaults).
+	env []string
 }
 
 const config = `terraform {
@@ -176,6 +178,7 @@ func (w *workdir) run(args ...string) (string, error) {
 	cmd.Dir = w.dir
 	cmd.Env = append(os.Environ(), "HOME="+w.dir, "TF_CLI_CONFIG_FILE=/dev/null", "CHECKPOINT_DISABLE=1",
 		"TF_IN_AUTOMATION=1", "TF_HTTP_PASSWORD=unused")
+	cmd.Env = append(cmd.Env, w.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
