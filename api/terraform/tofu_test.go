@@ -42,7 +42,7 @@ import (
 // github.com/opentofu/opentofu module.
 const EnvTofu = "CAIRN_TEST_TOFU"
 
-func tofuBinary(t *testing.T) string {
+func tofuBinary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(EnvTofu)
 	if bin == "" {
@@ -115,7 +115,7 @@ func sqliteStore(t testing.TB) store.Store {
 // workdir is one OpenTofu configuration using only the built-in
 // terraform_data resource (no provider downloads).
 type workdir struct {
-	t    *testing.T
+	t    testing.TB
 	tofu string
 	dir  string
 	// env is added to every run's environment (after the defaults).
