@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,7 +116,7 @@ func terraformID(kind, ns, name string) string {
 // that are not UUIDs, whether or not such an instance exists.
 func IsTerraformID(s string) bool {
 	kind, rest, ok := strings.Cut(s, ".")
-	if !ok || kind != "terraformstate" && kind != "terraformoutput" && kind != "terraformsensitiveoutput" {
+	if !ok || !slices.ContainsFunc(TerraformTypes(), func(t cairn.Type) bool { return strings.ToLower(t.Names.Kind) == kind }) {
 		return false
 	}
 	ns, name, ok := strings.Cut(rest, ".")
