@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,6 +109,18 @@ func stateName(ns, name string) string { return ns + "/" + name }
 // TypeInstance view (typeinstances, GraphQL) shows what it is.
 func terraformID(kind, ns, name string) string {
 	return strings.ToLower(kind) + "." + ns + "." + name
+}
+
+// IsTerraformID reports whether s has the form of a state's or an
+// output's id (terraformoutput.default.network-ip), the only instance ids
+// that are not UUIDs, whether or not such an instance exists.
+func IsTerraformID(s string) bool {
+	kind, rest, ok := strings.Cut(s, ".")
+	if !ok || !slices.ContainsFunc(TerraformTypes(), func(t cairn.Type) bool { return strings.ToLower(t.Names.Kind) == kind }) {
+		return false
+	}
+	ns, name, ok := strings.Cut(rest, ".")
+	return ok && checkNamespace(ns) == nil && checkName(name) == nil
 }
 
 // TerraformOutputID is the id of the (not sensitive) output instance named

@@ -516,3 +516,21 @@ func TestTerraformLegacyOutputIDs(t *testing.T) {
 		t.Errorf("used legacy output b: %s v%d, want it kept as %s v2", now["old-b"].ID, now["old-b"].Latest.ResourceVersion, st["old-b"].ID)
 	}
 }
+
+func TestIsTerraformID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"terraformoutput.default.network-ip":               true,
+		"terraformstate.team-a.app.v2":                     true, // a name may have dots
+		"terraformsensitiveoutput.default.network-db-pass": true,
+		"terraformoutput.default":                          false,
+		"terraformoutputs.terraform.cairn.dev":             false, // a resource type, not an id
+		"terraformoutput.Default.x":                        false,
+		"terraformoutput.default.-x":                       false,
+		"flag.default.x":                                   false,
+		"2f1d4a36-9c1e-4a57-8f0e-8d3c2b1a0f9e":             false,
+	} {
+		if got := hub.IsTerraformID(s); got != want {
+			t.Errorf("IsTerraformID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

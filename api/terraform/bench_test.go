@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +25,17 @@ import (
 
 // bigState returns a version-4 state of about size bytes (many
 // terraform_data resources), with the given serial.
-func bigState(serial, size int) []byte {
+func bigState(serial, size int) []byte { return bigStateOf("bench", serial, size) }
+
+// bigStateOf is bigState of the given lineage.
+func bigStateOf(lineage string, serial, size int) []byte {
 	var res []string
 	pad := strings.Repeat("x", 900)
 	for i := 0; len(res)*1000 < size; i++ {
 		res = append(res, fmt.Sprintf(`{"mode":"managed","type":"terraform_data","name":"r%d","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"%d","input":%q}}]}`, i, i, pad))
 	}
-	return []byte(fmt.Sprintf(`{"version":4,"terraform_version":"1.10.10","serial":%d,"lineage":"bench","outputs":{"ip":{"value":"10.0.0.%d","type":"string"}},"resources":[%s]}`,
-		serial, serial%250, strings.Join(res, ",")))
+	return []byte(fmt.Sprintf(`{"version":4,"terraform_version":"1.10.10","serial":%d,"lineage":%q,"outputs":{"ip":{"value":"10.0.0.%d","type":"string"}},"resources":[%s]}`,
+		serial, lineage, serial%250, strings.Join(res, ",")))
 }
 
 // baseline does what OpenTofu's own s3 backend does on the same
@@ -97,7 +102,13 @@ func request(b *testing.B, method, url string, body []byte) []byte {
 // keeping states in the built-in backend, one in an S3 backend on that
 // versitygw.
 func benchServers(b *testing.B) (builtin, inS3 *server, base baseline) {
-	srv := s3test.Start(b)
+	builtin, inS3, base, _ = benchServersOn(b)
+	return builtin, inS3, base
+}
+
+// benchServersOn is benchServers, also returning the versitygw.
+func benchServersOn(b *testing.B) (builtin, inS3 *server, base baseline, srv *s3test.Server) {
+	srv = s3test.Start(b)
 	srv.Bucket(b, "bench")
 	base = baseline{c: srv.Client(b), bucket: "bench"}
 	builtin = startServer(b, sqliteStore(b), nil)
@@ -121,7 +132,7 @@ func benchServers(b *testing.B) (builtin, inS3 *server, base baseline) {
 	}}}); err != nil {
 		b.Fatal(err)
 	}
-	return builtin, inS3, base
+	return builtin, inS3, base, srv
 }
 
 // timed runs fn and adds its duration to *d.
@@ -195,4 +206,103 @@ func BenchmarkLockUnlock(b *testing.B) {
 		timed(&sT, func() { base.lockUnlock(b, info) })
 	}
 	report(b, cT, csT, sT)
+}
+
+// s3Config is a configuration keeping its state with OpenTofu's own s3
+// backend (lock file included) in bucket bench of endpoint.
+const s3Config = `terraform {
+  backend "s3" {
+    bucket                      = "bench"
+    key                         = "tofu/terraform.tfstate"
+    region                      = "us-east-1"
+    endpoints                   = { s3 = %q }
+    use_path_style              = true
+    use_lockfile                = true
+    skip_credentials_validation = true
+    skip_region_validation      = true
+    skip_requesting_account_id  = true
+    skip_metadata_api_check     = true
+  }
+}
+`
+
+// BenchmarkTofuStatePushPull1MB runs the real tofu against each backend:
+// `tofu state push` of a 1 MB state (lock, read, write, unlock) and `tofu
+// state pull`, with cairn's http backend (built-in store, S3 backend) and
+// with OpenTofu's own s3 backend, all on the same versitygw, interleaved.
+// Each figure includes starting tofu, which the ratios dilute; the
+// request-level benchmarks above isolate the backends.
+func BenchmarkTofuStatePushPull1MB(b *testing.B) {
+	bin := tofuBinary(b)
+	builtin, inS3, _, srv := benchServersOn(b)
+	type target struct {
+		name, lineage string
+		w             *workdir
+		push, pull    time.Duration
+	}
+	var targets []*target
+	for _, t := range []struct{ name, cfg string }{
+		{"cairn", fmt.Sprintf(config, stateURL(builtin.url, "default", "tofu"), stateURL(builtin.url, "default", "tofu"), stateURL(builtin.url, "default", "tofu"))},
+		{"cairn-s3", fmt.Sprintf(config, stateURL(inS3.url, "default", "tofu"), stateURL(inS3.url, "default", "tofu"), stateURL(inS3.url, "default", "tofu"))},
+		{"tofu-s3", fmt.Sprintf(s3Config, srv.Endpoint)},
+	} {
+		w := &workdir{t: b, tofu: bin, dir: b.TempDir(), env: srv.Env()}
+		if err := os.WriteFile(filepath.Join(w.dir, "main.tf"), []byte(t.cfg), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		w.must("init", "-input=false", "-no-color")
+		targets = append(targets, &target{name: t.name, w: w})
+	}
+	file := filepath.Join(b.TempDir(), "state.json")
+	push := func(serial int, args ...string) {
+		for _, t := range targets {
+			if err := os.WriteFile(file, bigStateOf(t.lineage, serial, 1<<20), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			timed(&t.push, func() {
+				if out, err := t.w.run(append(append([]string{"state", "push"}, args...), file)...); err != nil {
+					b.Fatalf("%s: tofu state push of serial %d: %v\n%s", t.name, serial, err, out)
+				}
+			})
+		}
+	}
+	// The first push into an empty backend is forced; the backend's state
+	// gets a lineage of tofu's choosing, which the next ones keep.
+	push(1, "-force")
+	for _, t := range targets {
+		t.push = 0
+		var st struct{ Lineage string }
+		if err := json.Unmarshal([]byte(t.w.must("state", "pull")), &st); err != nil || st.Lineage == "" {
+			b.Fatalf("%s: the pushed state has no lineage: %v", t.name, err)
+		}
+		t.lineage = st.Lineage
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		// Far apart: tofu adds one to a pushed serial when it writes.
+		serial := 100 * (i + 2)
+		push(serial)
+		for _, t := range targets {
+			var out string
+			timed(&t.pull, func() { out = t.w.must("state", "pull") })
+			// (tofu numbers the serials itself; the output tells the pushes apart.)
+			var st struct {
+				Outputs struct{ IP struct{ Value string } }
+			}
+			want := fmt.Sprintf("10.0.0.%d", serial%250)
+			if err := json.Unmarshal([]byte(out), &st); err != nil || st.Outputs.IP.Value != want {
+				b.Fatalf("%s: tofu state pull shows output ip %q (%v), want the pushed %q", t.name, st.Outputs.IP.Value, err, want)
+			}
+		}
+	}
+	n := float64(b.N)
+	for _, t := range targets {
+		b.ReportMetric(float64(t.push.Milliseconds())/n, t.name+"-push-ms/op")
+		b.ReportMetric(float64(t.pull.Milliseconds())/n, t.name+"-pull-ms/op")
+	}
+	s3 := targets[2]
+	for _, t := range targets[:2] {
+		b.ReportMetric(float64(t.push)/float64(s3.push), t.name+"/tofu-s3-push")
+		b.ReportMetric(float64(t.pull)/float64(s3.pull), t.name+"/tofu-s3-pull")
+	}
 }

@@ -42,7 +42,7 @@ import (
 // github.com/opentofu/opentofu module.
 const EnvTofu = "CAIRN_TEST_TOFU"
 
-func tofuBinary(t *testing.T) string {
+func tofuBinary(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(EnvTofu)
 	if bin == "" {
@@ -115,9 +115,11 @@ func sqliteStore(t testing.TB) store.Store {
 // workdir is one OpenTofu configuration using only the built-in
 // terraform_data resource (no provider downloads).
 type workdir struct {
-	t    *testing.T
+	t    testing.TB
 	tofu string
 	dir  string
+	// env is added to every run's environment (after the defaults).
+	env []string
 }
 
 const config = `terraform {
@@ -176,6 +178,7 @@ func (w *workdir) run(args ...string) (string, error) {
 	cmd.Dir = w.dir
 	cmd.Env = append(os.Environ(), "HOME="+w.dir, "TF_CLI_CONFIG_FILE=/dev/null", "CHECKPOINT_DISABLE=1",
 		"TF_IN_AUTOMATION=1", "TF_HTTP_PASSWORD=unused")
+	cmd.Env = append(cmd.Env, w.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -278,7 +281,14 @@ func checkStateLife(t *testing.T, a, b, c *server, name string) {
 	if h, _ := c.hub.TerraformStateHistory(ctxT(t), "default", name); len(h) != 2 {
 		t.Errorf("the refused apply wrote the state: %d versions", len(h))
 	}
-	// force-unlock releases it; the next apply goes through.
+	// force-unlock of another lock ID is refused and leaves the lock; of
+	// the holder's, releases it; the next apply goes through.
+	if out, err := w.run("force-unlock", "-force", "0ddba11-0000-4000-8000-000000000002"); err == nil {
+		t.Errorf("force-unlock of a lock ID that does not hold the state succeeded:\n%s", out)
+	}
+	if inst, err := c.hub.GetInstanceByName(ctxT(t), hub.TerraformStatePath, "default", name, false); err != nil || inst.LockedBy != "b1c0ffee-0000-4000-8000-000000000001" {
+		t.Errorf("after a refused force-unlock the state is locked by %q (%v)", inst.LockedBy, err)
+	}
 	w.must("force-unlock", "-force", "b1c0ffee-0000-4000-8000-000000000001")
 	w.apply("three")
 	wantJSON(t, "output ip after force-unlock", outputValue(t, c.hub, hub.TerraformOutputPath, name+"-ip"), `"three"`)

@@ -43,12 +43,16 @@ a short name or a kind, optionally qualified by its group (flags.flipt.io), as
 Tables: objects of a Type show NAME, TYPE, BACKEND, LOCKED BY, VERSION (the
 resource version of the value) and AGE; -o wide adds UID and LABELS.
 typeinstances (ti) is every instance by id; types shows each Type revision.
+An instance's id alone (a UUID, or a Terraform state's or output's id such as
+terraformoutput.default.network-ip) names that TypeInstance, also in describe,
+edit and delete.
 
 -w prints the rows, then a row for every change until interrupted (Ctrl-C).`,
 		Example: `  cairn get flags
   cairn get flags -l team=moonshots -o wide
   cairn get flag/new-project -o yaml
   cairn get ti -A
+  cairn get terraformoutput.default.network-ip -o yaml
   cairn get types
   cairn get flags -w`,
 		RunE: func(cmd *cobra.Command, args []string) error {

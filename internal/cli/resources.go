@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -154,14 +155,16 @@ func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace s
 	}
 	if len(args) == 1 && uuid.Validate(args[0]) == nil {
 		// An id alone names a TypeInstance, whatever its Type.
-		res, err := r.findResource(ctx, "typeinstances")
-		if err != nil {
-			return nil, err
-		}
-		return []resourceNames{{res: res, names: args}}, nil
+		return r.byID(ctx, args)
 	}
 	if !strings.Contains(args[0], "/") {
 		res, err := r.findResource(ctx, args[0])
+		if cairn.HasCode(err, cairn.CodeNotFound) && len(args) == 1 && hub.IsTerraformID(args[0]) {
+			// So does a Terraform state's or output's readable id
+			// (terraformoutput.default.network-ip), unless it is a
+			// resource type's name.
+			return r.byID(ctx, args)
+		}
 		if cairn.HasCode(err, cairn.CodeNotFound) && len(args) > 1 {
 			if byPath, ok, perr := r.byTypePath(ctx, args[0], args[1:], namespace); ok || perr != nil {
 				return byPath, perr
@@ -194,6 +197,15 @@ func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace s
 		out = append(out, resourceNames{res: res, names: []string{name}})
 	}
 	return out, nil
+}
+
+// byID names the TypeInstances of ids, whatever their Types.
+func (r *kube) byID(ctx context.Context, ids []string) ([]resourceNames, error) {
+	res, err := r.findResource(ctx, "typeinstances")
+	if err != nil {
+		return nil, err
+	}
+	return []resourceNames{{res: res, names: ids}}, nil
 }
 
 // byTypePath resolves "TYPEPATH NAME..." to the TypeInstances of that

@@ -108,3 +108,35 @@ func TestTfHistoryAndDiff(t *testing.T) {
 		checks(t, ok, run)
 	})
 }
+
+// A state's or an output's readable id names its TypeInstance, as a UUID
+// does, in get, describe and delete.
+func TestReadableIDsNameInstances(t *testing.T) {
+	e := newEnv(t)
+	e.ok("version") // creates the store
+	writeStates(t, e.hub())
+	if got := e.ok("get", "terraformoutput.default.net-ip", "-o", "name"); got != "typeinstances.hub.cairn.dev/terraformoutput.default.net-ip\n" {
+		t.Errorf("get by an output's id = %q", got)
+	}
+	if got := e.ok("describe", "terraformstate.default.net"); !strings.Contains(got, "UID:") || !strings.Contains(got, "terraformstate.default.net") {
+		t.Errorf("describe by a state's id:\n%s", got)
+	}
+	// A resource type's qualified name still names the resource type.
+	matchLines(t, e.ok("get", "terraformoutputs.terraform.cairn.dev"), `NAME\s+.*`, `net-dns\s+.*`, `net-ip\s+.*`)
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"get", "terraformoutput.default.nope"}, `typeinstances.hub.cairn.dev "terraformoutput.default.nope" not found`},
+		{[]string{"get", "widget.default.x"}, `the server doesn't have a resource type "widget.default.x"`},
+	} {
+		r := e.run("", tt.args...)
+		if r.code != cli.ExitNotFound || !strings.Contains(r.stderr, tt.msg) {
+			t.Errorf("cairn %s: exit %d, stderr %q; want not found saying %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.msg)
+		}
+	}
+	e.ok("delete", "terraformoutput.default.net-dns")
+	if r := e.run("", "get", "terraformoutput.default.net-dns"); r.code != cli.ExitNotFound {
+		t.Errorf("the output deleted by its id: exit %d %s", r.code, r.stdout)
+	}
+}

@@ -44,6 +44,9 @@ type Server struct {
 	Dir string
 	// CAFile is the CA of a TLS server's certificate (PEM); "" for http.
 	CAFile string
+	// VirtualDomain is the base domain of virtual-hosted addressing
+	// (StartVirtual); "" when only path-style requests are served.
+	VirtualDomain string
 }
 
 // writeCerts writes a CA and a server certificate for 127.0.0.1 signed by
@@ -109,13 +112,33 @@ func Binary(t testing.TB) string {
 }
 
 // Start starts a versitygw for t and stops it when t ends.
-func Start(t testing.TB) *Server { return start(t, false) }
+func Start(t testing.TB) *Server { return start(t, false, "") }
 
 // StartTLS starts a versitygw serving https with a certificate for
 // 127.0.0.1 signed by a CA of its own; CAFile is that CA (PEM).
-func StartTLS(t testing.TB) *Server { return start(t, true) }
+func StartTLS(t testing.TB) *Server { return start(t, true, "") }
 
-func start(t testing.TB, withTLS bool) *Server {
+// StartVirtual starts a versitygw that also serves virtual-hosted
+// requests (http://BUCKET.domain:PORT/KEY). Endpoint is
+// http://domain:PORT; names under domain resolve nowhere, so clients dial
+// through Transport, which connects every name to the server.
+func StartVirtual(t testing.TB, domain string) *Server { return start(t, false, domain) }
+
+// Transport is an HTTP transport for s: for a virtual-hosted server it
+// connects every host name to s's loopback address.
+func (s *Server) Transport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if s.VirtualDomain != "" {
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.Endpoint, "http://"))
+		var d net.Dialer
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, "127.0.0.1:"+port)
+		}
+	}
+	return tr
+}
+
+func start(t testing.TB, withTLS bool, virtualDomain string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
@@ -134,6 +157,11 @@ func start(t testing.TB, withTLS bool) *Server {
 		args = append(args, "--cert", cert, "--key", key)
 		s.CAFile = ca
 		s.Endpoint = "https://127.0.0.1:" + strconv.Itoa(port)
+	}
+	if virtualDomain != "" {
+		args = append(args, "--virtual-domain", virtualDomain)
+		s.VirtualDomain = virtualDomain
+		s.Endpoint = "http://" + virtualDomain + ":" + strconv.Itoa(port)
 	}
 	var out bytes.Buffer
 	cmd := exec.Command(bin, append(args, "posix", "--sidecar", side, data)...)
@@ -163,7 +191,7 @@ func start(t testing.TB, withTLS bool) *Server {
 // Client returns a client of s.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := s.Transport()
 	host, secure := strings.CutPrefix(s.Endpoint, "https://")
 	if secure {
 		pemCA, err := os.ReadFile(s.CAFile)
