@@ -100,7 +100,7 @@ func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withVal
 		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
 	}
 	if withValues {
-		if err := h.fillValues(ctx, list); err != nil {
+		if list, err = h.fillValues(ctx, list); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -119,8 +119,13 @@ func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFil
 	return h.ListInstancesWith(ctx, f, ListOptions{Values: withValues, NotOlderThan: &min})
 }
 
-// fillValues reads the latest value of every instance in place.
-func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
+// fillValues reads the latest value of every instance and returns the
+// list with them. An instance deleted between the list and the read of its
+// value is left out, as a list a moment later would leave it: an external
+// backend (Git) forgets its values at the delete, and one delete racing a
+// list must not fail the whole list. The delete comes after the list's
+// position, so a watch from there still delivers it.
+func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.Instance, error) {
 	var refs []ValueRef
 	var at []int
 	for i := range list {
@@ -131,16 +136,51 @@ func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
 		at = append(at, i)
 	}
 	if len(refs) == 0 {
-		return nil
+		return list, nil
 	}
 	vs, err := h.Values(ctx, refs)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return h.fillValuesOneByOne(ctx, list, at)
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for j, i := range at {
 		list[i].Latest.Value = vs[j]
 	}
-	return nil
+	return list, nil
+}
+
+// fillValuesOneByOne is fillValues after a value was not found: it reads
+// the values at the given positions one at a time and leaves out the
+// instances the store no longer has.
+func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at []int) ([]cairn.Instance, error) {
+	gone := map[int]bool{}
+	for _, i := range at {
+		vs, err := h.Values(ctx, []ValueRef{{Instance: list[i], Version: list[i].Latest}})
+		if err == nil {
+			list[i].Latest.Value = vs[0]
+			continue
+		}
+		if !cairn.HasCode(err, cairn.CodeNotFound) {
+			return nil, err
+		}
+		found, gerr := h.st.GetInstances(ctx, []string{list[i].ID})
+		if gerr != nil {
+			return nil, fmt.Errorf("list TypeInstances: is %q still there: %w", list[i].ID, gerr)
+		}
+		if len(found) > 0 {
+			return nil, err // not deleted: the value is missing
+		}
+		gone[i] = true
+	}
+	out := make([]cairn.Instance, 0, len(list)-len(gone))
+	for i := range list {
+		if !gone[i] {
+			out = append(out, list[i])
+		}
+	}
+	return out, nil
 }
 
 // ResourceVersions returns every resource version of an instance, oldest
