@@ -35,6 +35,15 @@ type Config struct {
 	Watchers int           // watch streams
 	Pool     int           // instances per writer: the data set stays bounded
 	Sample   time.Duration // how often RSS, goroutines and latency are sampled
+	// GitInterval is the pause between the writes of the Git writer, which
+	// creates, updates and deletes instances in a Git backend; negative:
+	// no Git writes.
+	GitInterval time.Duration
+	GitPool     int // instances of the Git writer
+	// GitDir is where the bare repository is created; the server must
+	// reach it as file:// (run on this machine). Empty: a temporary
+	// directory, removed when Run returns.
+	GitDir string
 	// Progress receives one line per sample; nil for none.
 	Progress io.Writer
 }
@@ -55,10 +64,19 @@ func (c *Config) defaults() {
 	if c.Sample <= 0 {
 		c.Sample = time.Second
 	}
+	if c.GitInterval == 0 {
+		c.GitInterval = 200 * time.Millisecond
+	}
+	if c.GitPool <= 0 {
+		c.GitPool = 10
+	}
 }
 
-// typeRef is the Type of the soak's instances; label marks them.
+// typeRef is the Type of the soak's instances; label marks them (and
+// those of gitTypeRef).
 var typeRef = cairn.TypeRef{Path: "cap.type.soak.counter", Revision: "0.1.0"}
+
+const valueSchema = `{"type":"object","required":["writer","slot","n"],"properties":{"n":{"type":"integer","minimum":0}}}`
 
 const label = "cairn.dev/soak"
 
@@ -89,6 +107,9 @@ type run struct {
 	latest   map[string]int64 // acknowledged Seq per id, for the monotonic-read check
 	lat      []latency
 	viol     []string
+
+	git      *gitTarget        // nil without Git writes
+	gitNames map[string]string // instance id to name, of the Git writer's instances
 }
 
 type latency struct {
@@ -144,10 +165,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, c: client.NewRemote(rc), hc: &http.Client{Timeout: 30 * time.Second},
-		ops: map[string]int{}, errs: map[string]int{}, examples: map[string]string{}, expects: map[string]expect{}, latest: map[string]int64{}}
+		ops: map[string]int{}, errs: map[string]int{}, examples: map[string]string{}, expects: map[string]expect{}, latest: map[string]int64{},
+		gitNames: map[string]string{}}
 	if _, _, err := r.c.ApplyType(ctx, cairn.Type{Path: typeRef.Path, Revision: typeRef.Revision,
-		JSONSchema: json.RawMessage(`{"type":"object","required":["writer","slot","n"],"properties":{"n":{"type":"integer","minimum":0}}}`)}); err != nil {
+		JSONSchema: json.RawMessage(valueSchema)}); err != nil {
 		return nil, fmt.Errorf("soak: register the Type: %w", err)
+	}
+	if cfg.GitInterval > 0 {
+		dir, cleanup, err := gitDir(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("soak: a directory for the Git repository: %w", err)
+		}
+		defer cleanup()
+		if r.git, err = r.setupGit(ctx, dir); err != nil {
+			return nil, err
+		}
 	}
 
 	sampler := newSampler(r)
@@ -187,6 +219,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		lwg.Add(1)
 		go func() { defer lwg.Done(); r.reader(ctx, loadCtx, i) }()
 	}
+	if r.git != nil {
+		lwg.Add(1)
+		go func() { defer lwg.Done(); r.gitWriter(ctx, loadCtx) }()
+	}
 	lwg.Wait()
 	stopSample()
 	<-sampled
@@ -219,6 +255,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, v := range checkFinal(r.expects, finals, 20) {
 		r.violation("%s", v)
 	}
+	var gc *GitCheck
+	if r.git != nil {
+		files, err := gitFiles(r.git.bare)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range checkGit(r.git.backendID, r.gitNames, r.expects, finals, files, 20) {
+			r.violation("%s", v)
+		}
+		gc = &GitCheck{Repository: r.git.bare, Backend: r.git.backendID, Instances: len(r.gitNames), Files: len(files)}
+	}
 
 	// Idle: what the load started must have ended.
 	time.Sleep(2 * time.Second)
@@ -227,6 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("soak: read the server's metrics: %w", err)
 	}
 	rep := r.report(baseline, end, sampler.samples)
+	rep.Git = gc
 	return rep, nil
 }
 
@@ -454,7 +502,7 @@ func (r *run) finals(ctx context.Context) (map[string]final, error) {
 				break
 			}
 		}
-		finals[id] = final{seq: inst.Seq, n: v.N, rvs: len(history)}
+		finals[id] = final{seq: inst.Seq, n: v.N, rvs: len(history), backend: inst.Backend.ID}
 	}
 	return finals, nil
 }
