@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub/cache"
@@ -120,11 +121,12 @@ func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFil
 }
 
 // fillValues reads the latest value of every instance and returns the
-// list with them. An instance deleted between the list and the read of its
-// value is left out, as a list a moment later would leave it: an external
-// backend (Git) forgets its values at the delete, and one delete racing a
-// list must not fail the whole list. The delete comes after the list's
-// position, so a watch from there still delivers it.
+// list with them. An instance deleted, or being deleted, between the list
+// and the read of its value is left out, as a list a moment later would
+// leave it: an external backend (Git) forgets its values at the delete,
+// before the store forgets the instance, and one delete racing a list must
+// not fail the whole list. The delete comes after the list's position, so
+// a watch from there still delivers it.
 func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.Instance, error) {
 	var refs []ValueRef
 	var at []int
@@ -153,7 +155,7 @@ func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.In
 
 // fillValuesOneByOne is fillValues after a value was not found: it reads
 // the values at the given positions one at a time and leaves out the
-// instances the store no longer has.
+// instances being deleted or gone.
 func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at []int) ([]cairn.Instance, error) {
 	gone := map[int]bool{}
 	for _, i := range at {
@@ -165,12 +167,12 @@ func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at 
 		if !cairn.HasCode(err, cairn.CodeNotFound) {
 			return nil, err
 		}
-		found, gerr := h.st.GetInstances(ctx, []string{list[i].ID})
-		if gerr != nil {
-			return nil, fmt.Errorf("list TypeInstances: is %q still there: %w", list[i].ID, gerr)
+		deleted, derr := h.deletedMeanwhile(ctx, list[i].ID)
+		if derr != nil {
+			return nil, derr
 		}
-		if len(found) > 0 {
-			return nil, err // not deleted: the value is missing
+		if !deleted {
+			return nil, err // not being deleted: the value is missing
 		}
 		gone[i] = true
 	}
@@ -181,6 +183,35 @@ func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at 
 		}
 	}
 	return out, nil
+}
+
+// deletedMeanwhile reports whether an instance whose external value was
+// not found is being deleted or gone. A delete removes the value from the
+// backend first and the instance from the store next: this hub knows its
+// own deletes in between; another process's shows as the store's row
+// going soon, so the store is asked again after a moment.
+func (h *Hub) deletedMeanwhile(ctx context.Context, id string) (bool, error) {
+	const attempts, pause = 3, 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if _, ok := h.deleting.Load(id); ok {
+			return true, nil
+		}
+		found, err := h.st.GetInstances(ctx, []string{id})
+		if err != nil {
+			return false, fmt.Errorf("list TypeInstances: is %q still there: %w", id, err)
+		}
+		if len(found) == 0 {
+			return true, nil
+		}
+		if attempt == attempts {
+			return false, nil
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 // ResourceVersions returns every resource version of an instance, oldest
