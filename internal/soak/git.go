@@ -179,7 +179,7 @@ func (r *run) gitWriter(ctx, until context.Context) {
 func (r *run) gitCreate(name string, n int) hub.CreateRequest {
 	return hub.CreateRequest{Instances: []hub.NewInstance{{
 		Name: name, Namespace: "default", TypeRef: gitTypeRef,
-		Labels:  map[string]string{label: "git"},
+		Labels:  r.labels("git"),
 		Value:   mustJSON(value{Writer: -2, Slot: 0, N: n}),
 		Backend: &hub.BackendInput{ID: r.git.backendID}}}}
 }
@@ -191,6 +191,24 @@ func (r *run) gitAcked(a ack, x expect, name string) {
 	r.mu.Lock()
 	r.gitNames[a.id] = name
 	r.mu.Unlock()
+}
+
+// cleanupGit deletes the Git writer's instances and the backend, which
+// the repository does not outlive: a later server on the same database
+// would otherwise keep syncing a backend whose repository is gone.
+func (r *run) cleanupGit(ctx context.Context) {
+	for _, id := range slices.Sorted(maps.Keys(r.gitNames)) {
+		if r.expects[id].deleted {
+			continue
+		}
+		if err := r.c.DeleteInstance(ctx, id, ""); err != nil {
+			r.violation("git: clean up: delete instance %s: %v", id, err)
+			return
+		}
+	}
+	if err := r.c.DeleteInstance(ctx, r.git.backendID, ""); err != nil {
+		r.violation("git: clean up: delete the backend %s: %v", r.git.backendID, err)
+	}
 }
 
 // gitFile is a resource file at the repository's HEAD.

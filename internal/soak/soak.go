@@ -78,7 +78,15 @@ var typeRef = cairn.TypeRef{Path: "cap.type.soak.counter", Revision: "0.1.0"}
 
 const valueSchema = `{"type":"object","required":["writer","slot","n"],"properties":{"n":{"type":"integer","minimum":0}}}`
 
-const label = "cairn.dev/soak"
+const (
+	label     = "cairn.dev/soak" // its value is the run's id
+	roleLabel = "cairn.dev/soak-writer"
+)
+
+// labels are those of an instance the soak writes for role (the writer).
+func (r *run) labels(role string) map[string]string {
+	return map[string]string{label: r.id, roleLabel: role}
+}
 
 // expectedKind is the error kind of a race whose outcome is correct.
 const expectedKind = "value deleted meanwhile (expected race)"
@@ -93,6 +101,7 @@ type value struct {
 // run is the state of one soak run.
 type run struct {
 	cfg   Config
+	id    string // of the run, the value of label on its instances
 	c     client.Client
 	hc    *http.Client
 	start time.Time
@@ -117,6 +126,10 @@ type latency struct {
 	op   string
 	took time.Duration
 }
+
+// selector selects the run's instances: a run against a database that
+// earlier runs used sees none of theirs.
+func (r *run) selector() string { return label + "=" + r.id }
 
 func (r *run) violation(format string, a ...any) {
 	r.mu.Lock()
@@ -164,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, c: client.NewRemote(rc), hc: &http.Client{Timeout: 30 * time.Second},
+	r := &run{cfg: cfg, id: strconv.FormatInt(time.Now().UnixNano(), 36), c: client.NewRemote(rc), hc: &http.Client{Timeout: 30 * time.Second},
 		ops: map[string]int{}, errs: map[string]int{}, examples: map[string]string{}, expects: map[string]expect{}, latest: map[string]int64{},
 		gitNames: map[string]string{}}
 	if _, _, err := r.c.ApplyType(ctx, cairn.Type{Path: typeRef.Path, Revision: typeRef.Revision,
@@ -230,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// A last write every watcher must see: then each has seen all before it.
 	marker, err := r.c.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 		Name: "soak-marker-" + strconv.FormatInt(time.Now().UnixNano(), 36), TypeRef: typeRef,
-		Labels: map[string]string{label: "marker"}, Value: json.RawMessage(`{"writer":-1,"slot":0,"n":0}`)}}})
+		Labels: r.labels("marker"), Value: json.RawMessage(`{"writer":-1,"slot":0,"n":0}`)}}})
 	if err != nil {
 		return nil, fmt.Errorf("soak: write the end marker: %w", err)
 	}
@@ -273,6 +286,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: read the server's metrics: %w", err)
 	}
+	if r.git != nil {
+		r.cleanupGit(ctx)
+	}
 	rep := r.report(baseline, end, sampler.samples)
 	rep.Git = gc
 	return rep, nil
@@ -299,7 +315,7 @@ func (r *run) writer(ctx, until context.Context, w int) {
 		case s.id == "":
 			c, err := r.c.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 				Name: fmt.Sprintf("soak-%d-%d-%d", w, i, began.UnixNano()), TypeRef: typeRef,
-				Labels: map[string]string{label: "w" + strconv.Itoa(w)},
+				Labels: r.labels("w" + strconv.Itoa(w)),
 				Value:  mustJSON(value{Writer: w, Slot: i, N: 0})}}})
 			if r.finish(ctx, "create", began, err) {
 				return
@@ -386,7 +402,7 @@ func (r *run) reader(ctx, until context.Context, n int) {
 		began := time.Now()
 		switch rng.IntN(3) {
 		case 0:
-			_, err := r.c.List(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+			_, err := r.c.List(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: r.selector()})
 			if r.finish(ctx, "list", began, err) {
 				return
 			}
@@ -471,7 +487,7 @@ var errDeletedMeanwhile = errors.New("the value of an instance deleted while the
 // finals reads every soak instance's final state (including the ones that
 // were deleted: they must be gone).
 func (r *run) finals(ctx context.Context) (map[string]final, error) {
-	list, err := r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+	list, err := r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: r.selector()})
 	if err != nil {
 		return nil, fmt.Errorf("soak: final list: %w", err)
 	}
@@ -530,7 +546,7 @@ type watcher struct {
 }
 
 func (w *watcher) list(ctx context.Context) error {
-	list, err := w.r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+	list, err := w.r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: w.r.selector()})
 	if err != nil {
 		return err
 	}
@@ -565,7 +581,7 @@ func (w *watcher) list(ctx context.Context) error {
 
 func (w *watcher) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		ch, err := w.r.c.Watch(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label, ResourceVersion: strconv.FormatInt(w.rv, 10)})
+		ch, err := w.r.c.Watch(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: w.r.selector(), ResourceVersion: strconv.FormatInt(w.rv, 10)})
 		if cairn.HasCode(err, cairn.CodeGone) {
 			w.r.mu.Lock()
 			w.r.errs["watch: relist after 410 Gone"]++
