@@ -46,7 +46,7 @@ func run(ctx context.Context) int {
 		cfg.GitInterval = -1
 	}
 	if *bin == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: soak --cairn BIN [--duration 2m] [--out DIR] [--database URL]")
+		fmt.Fprintln(os.Stderr, "usage: soak --cairn BIN [--duration 2m] [--out DIR] [--database URL] [--git=false]")
 		return 2
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
