@@ -1,6 +1,7 @@
 // Package soak runs a mixed workload against a running cairn server for a
 // while and checks, at the end, what must hold however long it runs: no
-// acknowledged write lost and nothing refused written, resource versions
+// acknowledged write lost and nothing refused written (in the hub, and in
+// the repository of a Git backend the soak writes to), resource versions
 // gapless and only growing, every watch saw every change, and the server's
 // memory and goroutines bounded. It samples RSS, goroutines and latency
 // over time for the report and the plot (see scripts/soak).
