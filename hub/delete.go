@@ -64,6 +64,8 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		if err != nil {
 			return fmt.Errorf("delete TypeInstance %q: %w", id, err)
 		}
+		h.deleting.Store(id, struct{}{})
+		defer h.deleting.Delete(id)
 		err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: id, Context: inst.Latest.Context, OwnerID: ownerID})
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
 			return externalErr(b.ID, fmt.Sprintf("delete %q", id), err)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,11 @@ type Hub struct {
 
 	// cache serves instance reads from memory; nil when disabled.
 	cache *cache.Cache
+
+	// deleting holds the ids of the instances this hub is deleting between
+	// the external backend's delete and the store's (read.go: a list
+	// racing such a delete leaves the instance out).
+	deleting sync.Map
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub/cache"
@@ -100,7 +101,7 @@ func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withVal
 		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
 	}
 	if withValues {
-		if err := h.fillValues(ctx, list); err != nil {
+		if list, err = h.fillValues(ctx, list); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -119,8 +120,14 @@ func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFil
 	return h.ListInstancesWith(ctx, f, ListOptions{Values: withValues, NotOlderThan: &min})
 }
 
-// fillValues reads the latest value of every instance in place.
-func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
+// fillValues reads the latest value of every instance and returns the
+// list with them. An instance deleted, or being deleted, between the list
+// and the read of its value is left out, as a list a moment later would
+// leave it: an external backend (Git) forgets its values at the delete,
+// before the store forgets the instance, and one delete racing a list must
+// not fail the whole list. The delete comes after the list's position, so
+// a watch from there still delivers it.
+func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.Instance, error) {
 	var refs []ValueRef
 	var at []int
 	for i := range list {
@@ -131,16 +138,80 @@ func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) error {
 		at = append(at, i)
 	}
 	if len(refs) == 0 {
-		return nil
+		return list, nil
 	}
 	vs, err := h.Values(ctx, refs)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return h.fillValuesOneByOne(ctx, list, at)
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for j, i := range at {
 		list[i].Latest.Value = vs[j]
 	}
-	return nil
+	return list, nil
+}
+
+// fillValuesOneByOne is fillValues after a value was not found: it reads
+// the values at the given positions one at a time and leaves out the
+// instances being deleted or gone.
+func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at []int) ([]cairn.Instance, error) {
+	gone := map[int]bool{}
+	for _, i := range at {
+		vs, err := h.Values(ctx, []ValueRef{{Instance: list[i], Version: list[i].Latest}})
+		if err == nil {
+			list[i].Latest.Value = vs[0]
+			continue
+		}
+		if !cairn.HasCode(err, cairn.CodeNotFound) {
+			return nil, err
+		}
+		deleted, derr := h.deletedMeanwhile(ctx, list[i].ID)
+		if derr != nil {
+			return nil, derr
+		}
+		if !deleted {
+			return nil, err // not being deleted: the value is missing
+		}
+		gone[i] = true
+	}
+	out := make([]cairn.Instance, 0, len(list)-len(gone))
+	for i := range list {
+		if !gone[i] {
+			out = append(out, list[i])
+		}
+	}
+	return out, nil
+}
+
+// deletedMeanwhile reports whether an instance whose external value was
+// not found is being deleted or gone. A delete removes the value from the
+// backend first and the instance from the store next: this hub knows its
+// own deletes in between; another process's shows as the store's row
+// going soon, so the store is asked again after a moment.
+func (h *Hub) deletedMeanwhile(ctx context.Context, id string) (bool, error) {
+	const attempts, pause = 3, 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if _, ok := h.deleting.Load(id); ok {
+			return true, nil
+		}
+		found, err := h.st.GetInstances(ctx, []string{id})
+		if err != nil {
+			return false, fmt.Errorf("list TypeInstances: is %q still there: %w", id, err)
+		}
+		if len(found) == 0 {
+			return true, nil
+		}
+		if attempt == attempts {
+			return false, nil
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }
 
 // ResourceVersions returns every resource version of an instance, oldest

@@ -338,7 +338,7 @@ func (h *Hub) stateOutputs(ctx context.Context, ns, state string) ([]cairn.Insta
 	}
 	all := append(plain, list...)
 	// Unredacted: compared with the new values.
-	return all, h.fillValues(ctx, all)
+	return h.fillValues(ctx, all)
 }
 
 // SensitiveMarker replaces a sensitive output's value in lists, as tofu

@@ -30,6 +30,8 @@ type final struct {
 	n    int // the counter in its value
 	rvs  int // the number of resource versions
 	gone bool
+	// backend is the id of the backend holding its value.
+	backend string
 }
 
 // expect is what the writers know of an instance at the end: the counter

@@ -12,14 +12,14 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Plot writes a PNG of the run: write and read p99 latency over time
-// above, the server's RSS and goroutines below.
+// Plot writes a PNG of the run: write, read and Git write p99 latency
+// over time above, the server's RSS and goroutines below.
 func (rep *Report) Plot(path string) error {
 	lat := plot.New()
 	lat.Title.Text = "latency (p99 per interval)"
 	lat.X.Label.Text = "seconds"
 	lat.Y.Label.Text = "milliseconds"
-	var writes, reads plotter.XYs
+	var writes, reads, git plotter.XYs
 	for _, b := range rep.Buckets {
 		if b.Writes.N > 0 {
 			writes = append(writes, plotter.XY{X: b.At.Seconds(), Y: float64(b.Writes.P99.Microseconds()) / 1000})
@@ -27,11 +27,17 @@ func (rep *Report) Plot(path string) error {
 		if b.Reads.N > 0 {
 			reads = append(reads, plotter.XY{X: b.At.Seconds(), Y: float64(b.Reads.P99.Microseconds()) / 1000})
 		}
+		if b.Git.N > 0 {
+			git = append(git, plotter.XY{X: b.At.Seconds(), Y: float64(b.Git.P99.Microseconds()) / 1000})
+		}
 	}
 	if err := addLine(lat, "writes", writes, color.RGBA{R: 200, A: 255}); err != nil {
 		return err
 	}
 	if err := addLine(lat, "reads", reads, color.RGBA{B: 200, A: 255}); err != nil {
+		return err
+	}
+	if err := addLine(lat, "git writes", git, color.RGBA{R: 230, G: 140, A: 255}); err != nil {
 		return err
 	}
 

@@ -29,8 +29,19 @@ type Report struct {
 	// Baseline and End are the server before the load and idle after it.
 	Baseline sample `json:"baseline"`
 	End      sample `json:"end"`
+	// Git is what the final check of the Git backend's repository read;
+	// nil without Git writes.
+	Git *GitCheck `json:"git,omitempty"`
 	// Violations are the broken invariants; a run passes without any.
 	Violations []string `json:"violations"`
+}
+
+// GitCheck is what the final check of the Git writer's repository found.
+type GitCheck struct {
+	Repository string `json:"repository"` // the bare repository's path
+	Backend    string `json:"backend"`    // the backend instance's id
+	Instances  int    `json:"instances"`  // the Git writer's instances, deleted ones included
+	Files      int    `json:"files"`      // resource files at the branch's tip
 }
 
 // Percentiles of a latency distribution.
@@ -40,11 +51,13 @@ type Percentiles struct {
 	N   int           `json:"n"`
 }
 
-// Bucket is one sample interval's latencies.
+// Bucket is one sample interval's latencies: writes to the SQL store,
+// reads, and writes to the Git backend (the git-* operations).
 type Bucket struct {
 	At     time.Duration `json:"at"`
 	Writes Percentiles   `json:"writes"`
 	Reads  Percentiles   `json:"reads"`
+	Git    Percentiles   `json:"git"`
 }
 
 // Unexpected counts the errors that are failures: everything except
@@ -84,7 +97,7 @@ func (r *run) report(baseline, end sample, samples []sample) *Report {
 	rep := &Report{Duration: r.cfg.Duration, Ops: r.ops, Errors: r.errs, ErrorExamples: r.examples, Latency: map[string]Percentiles{},
 		Samples: samples, Baseline: baseline, End: end}
 	byOp := map[string][]time.Duration{}
-	type wr struct{ w, r []time.Duration }
+	type wr struct{ w, r, g []time.Duration }
 	buckets := map[int]*wr{}
 	for _, l := range r.lat {
 		byOp[l.op] = append(byOp[l.op], l.took)
@@ -92,9 +105,12 @@ func (r *run) report(baseline, end sample, samples []sample) *Report {
 		if buckets[i] == nil {
 			buckets[i] = &wr{}
 		}
-		if writeOps[l.op] {
+		switch {
+		case strings.HasPrefix(l.op, "git-"):
+			buckets[i].g = append(buckets[i].g, l.took)
+		case writeOps[l.op]:
 			buckets[i].w = append(buckets[i].w, l.took)
-		} else {
+		default:
 			buckets[i].r = append(buckets[i].r, l.took)
 		}
 	}
@@ -103,7 +119,7 @@ func (r *run) report(baseline, end sample, samples []sample) *Report {
 	}
 	for _, i := range slices.Sorted(maps.Keys(buckets)) {
 		rep.Buckets = append(rep.Buckets, Bucket{At: time.Duration(i+1) * r.cfg.Sample,
-			Writes: percentiles(buckets[i].w), Reads: percentiles(buckets[i].r)})
+			Writes: percentiles(buckets[i].w), Reads: percentiles(buckets[i].r), Git: percentiles(buckets[i].g)})
 	}
 	rep.Violations = append(rep.Violations, r.viol...)
 	if end.Goroutines > baseline.Goroutines+goroutineSlack {
@@ -137,10 +153,10 @@ func (rep *Report) Print(w io.Writer) {
 		total += n
 	}
 	fmt.Fprintf(w, "soak: %s, %d operations (%.0f/s)\n", rep.Duration, total, float64(total)/rep.Duration.Seconds())
-	fmt.Fprintf(w, "\n%-16s %8s %10s %10s\n", "operation", "count", "p50", "p99")
+	fmt.Fprintf(w, "\n%-18s %8s %10s %10s\n", "operation", "count", "p50", "p99")
 	for _, op := range slices.Sorted(maps.Keys(rep.Ops)) {
 		p := rep.Latency[op]
-		fmt.Fprintf(w, "%-16s %8d %10s %10s\n", op, rep.Ops[op], p.P50.Round(10*time.Microsecond), p.P99.Round(10*time.Microsecond))
+		fmt.Fprintf(w, "%-18s %8d %10s %10s\n", op, rep.Ops[op], p.P50.Round(10*time.Microsecond), p.P99.Round(10*time.Microsecond))
 	}
 	fmt.Fprintf(w, "\nerrors by kind:")
 	if len(rep.Errors) == 0 {
@@ -153,7 +169,7 @@ func (rep *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "      first: %.200s\n", ex)
 		}
 	}
-	fmt.Fprintf(w, "\n%8s %10s %11s %12s %12s\n", "time", "RSS MiB", "goroutines", "write p99", "read p99")
+	fmt.Fprintf(w, "\n%8s %10s %11s %12s %12s %12s\n", "time", "RSS MiB", "goroutines", "write p99", "read p99", "git p99")
 	step := max(1, len(rep.Samples)/12)
 	for i := 0; i < len(rep.Samples); i += step {
 		s := rep.Samples[i]
@@ -163,13 +179,16 @@ func (rep *Report) Print(w io.Writer) {
 				b = x
 			}
 		}
-		fmt.Fprintf(w, "%7.0fs %10.1f %11.0f %12s %12s\n", s.At.Seconds(), s.RSS/(1<<20), s.Goroutines,
-			b.Writes.P99.Round(10*time.Microsecond), b.Reads.P99.Round(10*time.Microsecond))
+		fmt.Fprintf(w, "%7.0fs %10.1f %11.0f %12s %12s %12s\n", s.At.Seconds(), s.RSS/(1<<20), s.Goroutines,
+			b.Writes.P99.Round(10*time.Microsecond), b.Reads.P99.Round(10*time.Microsecond), b.Git.P99.Round(10*time.Microsecond))
+	}
+	if g := rep.Git; g != nil {
+		fmt.Fprintf(w, "\ngit: %d instances written to backend %s checked against the %d files at the tip of %s\n", g.Instances, g.Backend, g.Files, g.Repository)
 	}
 	fmt.Fprintf(w, "\nbefore the load: RSS %.1f MiB, %.0f goroutines; idle after it: RSS %.1f MiB, %.0f goroutines\n",
 		rep.Baseline.RSS/(1<<20), rep.Baseline.Goroutines, rep.End.RSS/(1<<20), rep.End.Goroutines)
 	if len(rep.Violations) == 0 {
-		fmt.Fprintln(w, "\ninvariants held: no lost or refused-but-written write, gapless growing versions, every watch saw every change, bounded RSS and goroutines")
+		fmt.Fprintln(w, "\ninvariants held: no lost or refused-but-written write (in the hub and in Git), gapless growing versions, every watch saw every change, bounded RSS and goroutines")
 		return
 	}
 	fmt.Fprintf(w, "\n%d VIOLATIONS:\n", len(rep.Violations))

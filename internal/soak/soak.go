@@ -1,6 +1,7 @@
 // Package soak runs a mixed workload against a running cairn server for a
 // while and checks, at the end, what must hold however long it runs: no
-// acknowledged write lost and nothing refused written, resource versions
+// acknowledged write lost and nothing refused written (in the hub, and in
+// the repository of a Git backend the soak writes to), resource versions
 // gapless and only growing, every watch saw every change, and the server's
 // memory and goroutines bounded. It samples RSS, goroutines and latency
 // over time for the report and the plot (see scripts/soak).
@@ -35,6 +36,15 @@ type Config struct {
 	Watchers int           // watch streams
 	Pool     int           // instances per writer: the data set stays bounded
 	Sample   time.Duration // how often RSS, goroutines and latency are sampled
+	// GitInterval is the pause between the writes of the Git writer, which
+	// creates, updates and deletes instances in a Git backend; negative:
+	// no Git writes.
+	GitInterval time.Duration
+	GitPool     int // instances of the Git writer
+	// GitDir is where the bare repository is created; the server must
+	// reach it as file:// (run on this machine). Empty: a temporary
+	// directory, removed when Run returns.
+	GitDir string
 	// Progress receives one line per sample; nil for none.
 	Progress io.Writer
 }
@@ -55,12 +65,29 @@ func (c *Config) defaults() {
 	if c.Sample <= 0 {
 		c.Sample = time.Second
 	}
+	if c.GitInterval == 0 {
+		c.GitInterval = 200 * time.Millisecond
+	}
+	if c.GitPool <= 0 {
+		c.GitPool = 10
+	}
 }
 
-// typeRef is the Type of the soak's instances; label marks them.
+// typeRef is the Type of the soak's instances; label marks them (and
+// those of gitTypeRef).
 var typeRef = cairn.TypeRef{Path: "cap.type.soak.counter", Revision: "0.1.0"}
 
-const label = "cairn.dev/soak"
+const valueSchema = `{"type":"object","required":["writer","slot","n"],"properties":{"n":{"type":"integer","minimum":0}}}`
+
+const (
+	label     = "cairn.dev/soak" // its value is the run's id
+	roleLabel = "cairn.dev/soak-writer"
+)
+
+// labels are those of an instance the soak writes for role (the writer).
+func (r *run) labels(role string) map[string]string {
+	return map[string]string{label: r.id, roleLabel: role}
+}
 
 // expectedKind is the error kind of a race whose outcome is correct.
 const expectedKind = "value deleted meanwhile (expected race)"
@@ -75,6 +102,7 @@ type value struct {
 // run is the state of one soak run.
 type run struct {
 	cfg   Config
+	id    string // of the run, the value of label on its instances
 	c     client.Client
 	hc    *http.Client
 	start time.Time
@@ -89,6 +117,9 @@ type run struct {
 	latest   map[string]int64 // acknowledged Seq per id, for the monotonic-read check
 	lat      []latency
 	viol     []string
+
+	git      *gitTarget        // nil without Git writes
+	gitNames map[string]string // instance id to name, of the Git writer's instances
 }
 
 type latency struct {
@@ -96,6 +127,10 @@ type latency struct {
 	op   string
 	took time.Duration
 }
+
+// selector selects the run's instances: a run against a database that
+// earlier runs used sees none of theirs.
+func (r *run) selector() string { return label + "=" + r.id }
 
 func (r *run) violation(format string, a ...any) {
 	r.mu.Lock()
@@ -143,11 +178,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, c: client.NewRemote(rc), hc: &http.Client{Timeout: 30 * time.Second},
-		ops: map[string]int{}, errs: map[string]int{}, examples: map[string]string{}, expects: map[string]expect{}, latest: map[string]int64{}}
+	r := &run{cfg: cfg, id: strconv.FormatInt(time.Now().UnixNano(), 36), c: client.NewRemote(rc), hc: &http.Client{Timeout: 30 * time.Second},
+		ops: map[string]int{}, errs: map[string]int{}, examples: map[string]string{}, expects: map[string]expect{}, latest: map[string]int64{},
+		gitNames: map[string]string{}}
 	if _, _, err := r.c.ApplyType(ctx, cairn.Type{Path: typeRef.Path, Revision: typeRef.Revision,
-		JSONSchema: json.RawMessage(`{"type":"object","required":["writer","slot","n"],"properties":{"n":{"type":"integer","minimum":0}}}`)}); err != nil {
+		JSONSchema: json.RawMessage(valueSchema)}); err != nil {
 		return nil, fmt.Errorf("soak: register the Type: %w", err)
+	}
+	if cfg.GitInterval > 0 {
+		dir, cleanup, err := gitDir(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("soak: a directory for the Git repository: %w", err)
+		}
+		defer cleanup()
+		if r.git, err = r.setupGit(ctx, dir); err != nil {
+			return nil, err
+		}
 	}
 
 	sampler := newSampler(r)
@@ -187,6 +233,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		lwg.Add(1)
 		go func() { defer lwg.Done(); r.reader(ctx, loadCtx, i) }()
 	}
+	if r.git != nil {
+		lwg.Add(1)
+		go func() { defer lwg.Done(); r.gitWriter(ctx, loadCtx) }()
+	}
 	lwg.Wait()
 	stopSample()
 	<-sampled
@@ -194,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// A last write every watcher must see: then each has seen all before it.
 	marker, err := r.c.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 		Name: "soak-marker-" + strconv.FormatInt(time.Now().UnixNano(), 36), TypeRef: typeRef,
-		Labels: map[string]string{label: "marker"}, Value: json.RawMessage(`{"writer":-1,"slot":0,"n":0}`)}}})
+		Labels: r.labels("marker"), Value: json.RawMessage(`{"writer":-1,"slot":0,"n":0}`)}}})
 	if err != nil {
 		return nil, fmt.Errorf("soak: write the end marker: %w", err)
 	}
@@ -219,6 +269,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, v := range checkFinal(r.expects, finals, 20) {
 		r.violation("%s", v)
 	}
+	var gc *GitCheck
+	if r.git != nil {
+		files, err := gitFiles(r.git.bare)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range checkGit(r.git.backendID, r.gitNames, r.expects, finals, files, 20) {
+			r.violation("%s", v)
+		}
+		gc = &GitCheck{Repository: r.git.bare, Backend: r.git.backendID, Instances: len(r.gitNames), Files: len(files)}
+	}
 
 	// Idle: what the load started must have ended.
 	time.Sleep(2 * time.Second)
@@ -226,7 +287,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: read the server's metrics: %w", err)
 	}
+	if r.git != nil {
+		r.cleanupGit(ctx)
+	}
 	rep := r.report(baseline, end, sampler.samples)
+	rep.Git = gc
 	return rep, nil
 }
 
@@ -251,7 +316,7 @@ func (r *run) writer(ctx, until context.Context, w int) {
 		case s.id == "":
 			c, err := r.c.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 				Name: fmt.Sprintf("soak-%d-%d-%d", w, i, began.UnixNano()), TypeRef: typeRef,
-				Labels: map[string]string{label: "w" + strconv.Itoa(w)},
+				Labels: r.labels("w" + strconv.Itoa(w)),
 				Value:  mustJSON(value{Writer: w, Slot: i, N: 0})}}})
 			if r.finish(ctx, "create", began, err) {
 				return
@@ -338,7 +403,7 @@ func (r *run) reader(ctx, until context.Context, n int) {
 		began := time.Now()
 		switch rng.IntN(3) {
 		case 0:
-			_, err := r.c.List(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+			_, err := r.c.List(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: r.selector()})
 			if r.finish(ctx, "list", began, err) {
 				return
 			}
@@ -423,7 +488,7 @@ var errDeletedMeanwhile = errors.New("the value of an instance deleted while the
 // finals reads every soak instance's final state (including the ones that
 // were deleted: they must be gone).
 func (r *run) finals(ctx context.Context) (map[string]final, error) {
-	list, err := r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+	list, err := r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: r.selector()})
 	if err != nil {
 		return nil, fmt.Errorf("soak: final list: %w", err)
 	}
@@ -454,7 +519,7 @@ func (r *run) finals(ctx context.Context) (map[string]final, error) {
 				break
 			}
 		}
-		finals[id] = final{seq: inst.Seq, n: v.N, rvs: len(history)}
+		finals[id] = final{seq: inst.Seq, n: v.N, rvs: len(history), backend: inst.Backend.ID}
 	}
 	return finals, nil
 }
@@ -482,7 +547,7 @@ type watcher struct {
 }
 
 func (w *watcher) list(ctx context.Context) error {
-	list, err := w.r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label})
+	list, err := w.r.c.ListAll(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: w.r.selector()})
 	if err != nil {
 		return err
 	}
@@ -517,7 +582,7 @@ func (w *watcher) list(ctx context.Context) error {
 
 func (w *watcher) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		ch, err := w.r.c.Watch(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: label, ResourceVersion: strconv.FormatInt(w.rv, 10)})
+		ch, err := w.r.c.Watch(ctx, restclient.TypeInstances, "", restclient.ListOptions{LabelSelector: w.r.selector(), ResourceVersion: strconv.FormatInt(w.rv, 10)})
 		if cairn.HasCode(err, cairn.CodeGone) {
 			w.r.mu.Lock()
 			w.r.errs["watch: relist after 410 Gone"]++

@@ -32,7 +32,8 @@ func TestShortSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := soak.Run(t.Context(), soak.Config{Server: srv.URL, Duration: 4 * time.Second, Writers: 2, Readers: 1, Watchers: 2, Pool: 5, Sample: 500 * time.Millisecond})
+	rep, err := soak.Run(t.Context(), soak.Config{Server: srv.URL, Duration: 4 * time.Second, Writers: 2, Readers: 1, Watchers: 2, Pool: 5, Sample: 500 * time.Millisecond,
+		GitInterval: 50 * time.Millisecond, GitPool: 2, GitDir: filepath.Join(dir, "git")})
 	if stopErr := srv.Stop(15 * time.Second); stopErr != nil {
 		t.Error(stopErr)
 	}
@@ -41,13 +42,19 @@ func TestShortSoak(t *testing.T) {
 	}
 	var b strings.Builder
 	rep.Print(&b)
+	t.Log(b.String())
 	if len(rep.Violations) > 0 {
 		t.Fatalf("violations:\n%s", b.String())
 	}
-	for _, op := range []string{"create", "update", "delete", "lock", "unlock", "update-locked", "list", "graphql-list", "get"} {
+	for _, op := range []string{"create", "update", "delete", "lock", "unlock", "update-locked", "list", "graphql-list", "get",
+		"git-create", "git-update", "git-create-taken", "git-lock", "git-update-locked", "git-unlock", "git-delete"} {
 		if rep.Ops[op] == 0 {
 			t.Errorf("no %s ran:\n%s", op, b.String())
 		}
+	}
+	// The Git check ran: the repository holds the live instances' files.
+	if rep.Git == nil || rep.Git.Instances < 3 || rep.Git.Files == 0 {
+		t.Errorf("git check: %+v", rep.Git)
 	}
 	if len(rep.Samples) < 4 {
 		t.Errorf("%d samples in 4s at 500ms", len(rep.Samples))

@@ -38,9 +38,15 @@ func run(ctx context.Context) int {
 	flag.IntVar(&cfg.Watchers, "watchers", 2, "watch streams")
 	flag.IntVar(&cfg.Pool, "pool", 25, "instances per writer")
 	flag.DurationVar(&cfg.Sample, "sample", time.Second, "sampling interval")
+	flag.DurationVar(&cfg.GitInterval, "git-interval", 200*time.Millisecond, "pause between the Git writer's writes")
+	flag.IntVar(&cfg.GitPool, "git-pool", 10, "instances of the Git writer")
+	withGit := flag.Bool("git", true, "run the Git writer (a Git backend on a bare repository in the data directory)")
 	flag.Parse()
+	if !*withGit {
+		cfg.GitInterval = -1
+	}
 	if *bin == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: soak --cairn BIN [--duration 2m] [--out DIR] [--database URL]")
+		fmt.Fprintln(os.Stderr, "usage: soak --cairn BIN [--duration 2m] [--out DIR] [--database URL] [--git=false]")
 		return 2
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -67,6 +73,7 @@ func run(ctx context.Context) int {
 	}
 	fmt.Printf("soak: %s against %s (data in %s, server log %s)\n", cfg.Duration, srv.URL, dataDir, logf.Name())
 	cfg.Server, cfg.Progress = srv.URL, os.Stdout
+	cfg.GitDir = filepath.Join(dataDir, "git") // removed with the data, after the server stopped
 	rep, err := soak.Run(ctx, cfg)
 	stopErr := srv.Stop(15 * time.Second)
 	if err != nil {
