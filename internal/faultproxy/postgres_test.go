@@ -91,14 +91,22 @@ func TestReplicasThroughFaultyNetwork(t *testing.T) {
 		slowest   time.Duration
 	)
 	var wg sync.WaitGroup
-	until := time.Now().Add(6 * time.Second)
+	// Run at least 6 s, and on until both outcomes were seen enough times
+	// (a loaded machine acknowledges fewer writes per second), at most 60 s.
+	start := time.Now()
+	more := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		ran := time.Since(start)
+		return ran < 6*time.Second || (ran < 60*time.Second && (len(acked) < 10 || ambiguous == 0))
+	}
 	for r, h := range hubs {
 		for w := range 2 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var mine []string
-				for i := 0; time.Now().Before(until); i++ {
+				for i := 0; more(); i++ {
 					rctx, cancel := context.WithTimeout(ctx, deadline)
 					began := time.Now()
 					var id string
