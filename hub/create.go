@@ -413,6 +413,9 @@ func (h *Hub) resolveRelations(ctx context.Context, rels []UsesRelation, items [
 // the store transaction fail.
 func (h *Hub) storeExternal(ctx context.Context, items []*pending) (*journal, error) {
 	ws := h.createWrites(items)
+	if err := h.checkNamesFree(ctx, ws); err != nil {
+		return nil, err
+	}
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil {
 		if failed == nil { // the intent journal, before any backend call
@@ -422,6 +425,30 @@ func (h *Hub) storeExternal(ctx context.Context, items []*pending) (*journal, er
 		return nil, h.undo(ctx, j, err)
 	}
 	return j, nil
+}
+
+// checkNamesFree refuses, before any backend is called, a create whose
+// name is taken: a backend that keeps values under the instance's name (a
+// Git file path) would otherwise overwrite the holder's value and only
+// take it back after the store refused the create. The store's own check
+// stays the rule; this one only spares the backend a write it would undo
+// (a concurrent create of the same name still ends there).
+func (h *Hub) checkNamesFree(ctx context.Context, ws []*externalWrite) error {
+	for _, w := range ws {
+		in := w.inst
+		if in.Name == "" {
+			continue
+		}
+		taken, err := h.st.GetInstanceByName(ctx, in.TypeRef.Path, in.Namespace, in.Name)
+		switch {
+		case err == nil:
+			return withSubject(&cairn.Error{Code: cairn.CodeAlreadyExists, IDs: []string{taken.ID},
+				Msg: fmt.Sprintf("instance %q already exists", in.TypeRef.Path+"/"+in.Namespace+"/"+in.Name)}, subjectOf(in.Alias))
+		case !cairn.HasCode(err, cairn.CodeNotFound):
+			return fmt.Errorf("check the name of %s: %w", in.Name, err)
+		}
+	}
+	return nil
 }
 
 // createWrites are the external writes of a create: one OnCreate per

@@ -190,6 +190,20 @@ func (e *env) create(ins ...hub.NewInstance) string {
 	return out[0].ID
 }
 
+// takeNameDuringNextCreate has another writer create a cfgType instance
+// named name while f stores the next create, so that the store refuses
+// that create after the backend call (the hub checks names before it).
+func (e *env) takeNameDuringNextCreate(f *faulty, name string) {
+	var once sync.Once
+	f.failOn("OnCreate", func(string) error {
+		var err error
+		once.Do(func() {
+			_, err = e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: cfgType, Name: name}}})
+		})
+		return err
+	})
+}
+
 func (e *env) get(id string) cairn.Instance {
 	e.t.Helper()
 	inst, err := e.h.GetInstance(e.ctx, id, true)
@@ -554,13 +568,28 @@ func TestCreateRollsBackExternalValues(t *testing.T) {
 	t.Run("store transaction fails after the backend stored", func(t *testing.T) {
 		e := newEnv(t)
 		bid, f := e.addBackend("ext", true, "")
-		e.create(hub.NewInstance{TypeRef: cfgType, Name: "taken"})
+		e.takeNameDuringNextCreate(f, "taken")
 		f.failOn("OnDelete", func(string) error { return errors.New("backend gone") })
 		_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
 			{Alias: "a", TypeRef: cfgType, Name: "taken", Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid}},
 		}})
 		wantCode(t, err, cairn.CodeAlreadyExists)
 		wantContains(t, err, "rollback externally stored values", "backend gone")
+	})
+	t.Run("a taken name is refused before the backend is called", func(t *testing.T) {
+		e := newEnv(t)
+		bid, f := e.addBackend("ext", true, "")
+		held := e.create(hub.NewInstance{TypeRef: cfgType, Name: "taken", Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid}})
+		before := len(f.called("OnCreate"))
+		_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
+			{Alias: "a", TypeRef: cfgType, Name: "taken", Value: json.RawMessage(`2`), Backend: &hub.BackendInput{ID: bid}},
+		}})
+		wantCode(t, err, cairn.CodeAlreadyExists)
+		wantContains(t, err, `"`+cfgType.Path+`/default/taken" already exists`)
+		if calls := f.called("OnCreate"); len(calls) != before {
+			t.Errorf("OnCreate calls %v: the backend was called for a taken name", calls[before:])
+		}
+		jsonEq(t, e.get(held).Latest.Value, `1`)
 	})
 }
 

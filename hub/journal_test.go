@@ -65,7 +65,7 @@ func TestJournalRetriesFailedRollback(t *testing.T) {
 	if ins := pending(t, e); len(ins) != 0 {
 		t.Fatalf("intents after successful writes: %+v", ins)
 	}
-	e.create(hub.NewInstance{TypeRef: cfgType, Name: "taken"})
+	e.takeNameDuringNextCreate(f, "taken")
 	f.failOn("OnDelete", func(string) error { return errors.New("backend gone") })
 	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
 		{Alias: "a", TypeRef: cfgType, Name: "taken", Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid}},

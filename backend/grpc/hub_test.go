@@ -327,8 +327,16 @@ func TestCreateRollbackOverGRPC(t *testing.T) {
 	})
 	t.Run("the store refuses after the backend stored", func(t *testing.T) {
 		e := newHubEnv(t, grpcbackend.Config{})
-		taken := e.create(e.newInstance("taken", `0`))[0]
-		e.faults.setHook(nil)
+		// Another writer takes the name while the backend stores the
+		// batch (the hub checks names before it calls the backend, so
+		// only a concurrent writer gets the store to refuse afterwards).
+		var taken string
+		e.faults.setHook(func(_ context.Context, m string, n int, _ string) error {
+			if m == "OnCreate" && n == 1 {
+				taken = e.create(e.newInstance("taken", `0`))[0]
+			}
+			return nil
+		})
 		_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{
 			e.newInstance("fresh", `1`), e.newInstance("taken", `2`),
 		}})
