@@ -42,10 +42,7 @@ func TestExternalBackendWalkthrough(t *testing.T) {
 		t.Skip("builds the binary and runs processes")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	dataDir, values := filepath.Join(tmp, "data"), filepath.Join(tmp, "values")
 	// Local mode whatever the environment of the test says.
 	env := append(os.Environ(), "CAIRN_DATA_DIR="+dataDir, "USER=walkthrough", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dataDir, "no-config.yaml"))

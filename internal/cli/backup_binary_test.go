@@ -31,10 +31,7 @@ func newBackupBinary(t *testing.T) *backupBinary {
 		t.Skip("builds the binary and starts servers")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	env := append(os.Environ(), "HOME="+dir, "CAIRN_SERVER=", "CAIRN_DATABASE=", "CAIRN_CONFIG="+filepath.Join(dir, "no-config.yaml"))
 	return &backupBinary{t: t, bin: bin, env: env}
 }

@@ -16,11 +16,7 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "cairn")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/cairn")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	dataDir := t.TempDir()
 	run := func(args ...string) ([]byte, []byte, int) {
 		cmd := exec.Command(bin, args...)

@@ -25,10 +25,7 @@ func TestDependenciesBinary(t *testing.T) {
 		t.Skip("builds the binary and starts a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	env := append(os.Environ(), "USER=deps-client", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dir, "no-config.yaml"),
 		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"))
 	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")

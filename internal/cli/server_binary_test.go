@@ -22,10 +22,7 @@ func TestClientBinary(t *testing.T) {
 		t.Skip("builds the binary and starts a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	// Nothing of the machine's configuration counts. The CLI shares the
 	// server's data directory, so it uses the admin kubeconfig serve wrote:
 	// createdBy is "admin", the authenticated user, not $USER.

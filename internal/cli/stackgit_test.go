@@ -35,10 +35,7 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 		t.Skipf("!!! SKIPPED: kubectl is not installed: %v", err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cairnBinary(t)
 	bare := filepath.Join(dir, "flags.git")
 	if out, err := exec.Command("git", "init", "--bare", "--quiet", "--initial-branch=main", bare).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
