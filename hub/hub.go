@@ -160,6 +160,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	if err := h.refreshRBAC(ctx, true); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
+	if err := h.syncGroups(ctx, true); err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	return h, nil
 }
 

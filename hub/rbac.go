@@ -146,7 +146,7 @@ func (a *authz) readOnly() []RBACObject {
 			out = append(out, o)
 		}
 	}
-	mark(objectsOf(rbac.Defaults()), "default")
+	mark(objectsOf(rbac.Defaults(a.groups...)), "default")
 	mark(objectsOf(a.config), "rbac-file")
 	return out
 }

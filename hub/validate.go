@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 )
 
 var (
@@ -96,6 +97,11 @@ func checkREST(t cairn.Type) []cairn.Cause {
 	// children of those kinds are served under it.
 	if t.Group != "core" && (t.Group == "" || len(t.Group) > 253 || !dnsSubdomainRE.MatchString(t.Group) || !strings.Contains(t.Group, ".")) {
 		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q must be a DNS subdomain with at least one dot, e.g. flipt.io, or core", t.Group)})
+	}
+	if rbac.Reserved(t.Group) {
+		// cairn serves these itself; a Type there would also fall under
+		// the default roles' rules for them.
+		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q is reserved: cairn serves it itself (hub.cairn.dev, rbac.authorization.k8s.io, authorization.k8s.io, authentication.k8s.io)", t.Group)})
 	}
 	if !versionRE.MatchString(t.Version) {
 		causes = append(causes, cairn.Cause{Field: "version", Message: fmt.Sprintf("%q must be a Kubernetes API version, e.g. v1 or v1alpha1", t.Version)})

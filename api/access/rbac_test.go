@@ -27,14 +27,22 @@ const rbacTokens = `admin-token,root,1,cairn:admins
 dana-token,dana,2
 vic-token,vic,3
 eve-token,eve,4
+ed-token,ed,5
 `
 
-// vic views everything (--rbac-file); the rest is created through the API.
+// vic views everything and ed edits everything (--rbac-file); the rest is
+// created through the API.
 const rbacFile = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: vic-views}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
-subjects: [{kind: User, name: vic}]`
+subjects: [{kind: User, name: vic}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: ed-edits}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: ed}]`
 
 type rbacEnv struct {
 	url    string
@@ -56,8 +64,10 @@ func startRBAC(t *testing.T) *rbacEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	var pol rbac.Policy
-	if err := pol.Parse([]byte(rbacFile)); err != nil {
-		t.Fatal(err)
+	for doc := range strings.SplitSeq(rbacFile, "\n---\n") {
+		if err := pol.Parse([]byte(doc)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h, err := hub.New(ctx, hub.Config{Store: st, RBAC: pol})
 	if err != nil {
@@ -133,6 +143,12 @@ func TestRBACObjects(t *testing.T) {
 	}{
 		{"dana cannot write before a binding", "dana-token", "POST", "/apis/flipt.io/v1/namespaces/team-a/flags", ti("team-a", "f0"), 403, `User \"dana\" cannot create resource \"flags\"`},
 		{"a viewer cannot create roles", "vic-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 403, `cannot create resource \"roles\" in API group \"rbac.authorization.k8s.io\"`},
+		// As Kubernetes' edit and view roles: nothing of access control.
+		{"a viewer cannot list roles", "vic-token", "GET", rbacAPI + "/roles", "", 403, `User \"vic\" cannot list resource \"roles\"`},
+		{"an editor writes flags anywhere", "ed-token", "POST", "/apis/flipt.io/v1/namespaces/team-z/flags", ti("team-z", "e0"), 201, `"createdBy":"ed"`},
+		{"an editor cannot bind, even its own role", "ed-token", "POST", rbacAPI + "/namespaces/team-z/rolebindings", binding("team-z", "x", "ClusterRole", "cairn-editor", "system:unauthenticated"), 403, `User \"ed\" cannot create resource \"rolebindings\" in API group \"rbac.authorization.k8s.io\" in the namespace \"team-z\"`},
+		{"an editor cannot create cluster roles", "ed-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"mine"},"rules":[]}`, 403, `cannot create resource \"clusterroles\"`},
+		{"an editor cannot ask about others", "ed-token", "POST", access.SubjectAccessReviewPath, `{"spec":{"user":"vic"}}`, 403, `cannot create resource \"subjectaccessreviews\"`},
 		{"anonymous cannot list roles", "", "GET", rbacAPI + "/roles", "", 403, "forbidden"},
 		{"admin creates the role", "admin-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 201, `"resourceVersion":"1"`},
 		{"the same role again", "admin-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 409, `roles.rbac.authorization.k8s.io \"ns-editor\" already exists`},
@@ -150,16 +166,17 @@ func TestRBACObjects(t *testing.T) {
 		{"a rule without verbs", "admin-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"bad"},"rules":[{"apiGroups":[""],"resources":["x"]}]}`, 422, `"message":"clusterroles.rbac.authorization.k8s.io \"bad\" is invalid: rules[0].verbs: at least one verb is required"`},
 		{"an unknown field under Strict", "admin-token", "POST", rbacAPI + "/clusterroles?fieldValidation=Strict", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"typo"},"rulez":[]}`, 400, `unknown field \"rulez\"`},
 		{"a Role body at the ClusterRole URL", "admin-token", "POST", rbacAPI + "/clusterroles", nsEditor, 400, "not a ClusterRole"},
-		{"defaults are listed", "vic-token", "GET", rbacAPI + "/clusterroles", "", 200, `"hub.cairn.dev/rbac-source":"default"`},
-		{"--rbac-file objects are listed", "vic-token", "GET", rbacAPI + "/clusterrolebindings/vic-views", "", 200, `"hub.cairn.dev/rbac-source":"rbac-file"`},
+		{"defaults are listed", "admin-token", "GET", rbacAPI + "/clusterroles", "", 200, `"hub.cairn.dev/rbac-source":"default"`},
+		{"--rbac-file objects are listed", "admin-token", "GET", rbacAPI + "/clusterrolebindings/vic-views", "", 200, `"hub.cairn.dev/rbac-source":"rbac-file"`},
 		{"a default role is read-only", "admin-token", "PATCH", rbacAPI + "/clusterroles/cairn-viewer", `{"rules":[]}`, 403, "is read-only: it is one of the hub's default roles"},
 		{"an --rbac-file binding is read-only", "admin-token", "DELETE", rbacAPI + "/clusterrolebindings/vic-views", "", 403, "cairn serve --rbac-file"},
 		{"a default name is taken", "admin-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"cairn-admin"},"rules":[]}`, 409, "already exists"},
 		{"roleRef cannot change", "admin-token", "PATCH", rbacAPI + "/namespaces/team-a/rolebindings/eve-edits", `{"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cairn-admin"}}`, 422, "cannot change roleRef"},
 		{"a patch adds a label", "admin-token", "PATCH", rbacAPI + "/namespaces/team-a/roles/ns-editor", `{"metadata":{"labels":{"team":"a"}}}`, 200, `"team":"a"`},
 		{"a stale resourceVersion", "admin-token", "PUT", rbacAPI + "/namespaces/team-a/roles/ns-editor", strings.Replace(nsEditor, `"namespace":"team-a"}`, `"namespace":"team-a","resourceVersion":"1"}`, 1), 409, "the object has been modified"},
-		{"a label selector", "vic-token", "GET", rbacAPI + "/roles?labelSelector=team%3Da", "", 200, `"name":"ns-editor"`},
+		{"a label selector", "admin-token", "GET", rbacAPI + "/roles?labelSelector=team%3Da", "", 200, `"name":"ns-editor"`},
 		{"the RBAC instance is not a TypeInstance to write", "admin-token", "DELETE", "/apis/hub.cairn.dev/v1/typeinstances/" + hub.RBACID, "", 403, "holds the hub's RBAC objects"},
+		{"an editor cannot delete bindings", "ed-token", "DELETE", rbacAPI + "/namespaces/team-a/rolebindings/dana-edits", "", 403, `cannot delete resource \"rolebindings\"`},
 		{"dana's binding goes", "admin-token", "DELETE", rbacAPI + "/namespaces/team-a/rolebindings/dana-edits", "", 200, `"status":"Success"`},
 		{"and with it her right, at once", "dana-token", "POST", "/apis/flipt.io/v1/namespaces/team-a/flags", ti("team-a", "f3"), 403, "forbidden"},
 		{"a deleted binding is gone", "admin-token", "GET", rbacAPI + "/namespaces/team-a/rolebindings/dana-edits", "", 404, `rolebindings.rbac.authorization.k8s.io \"dana-edits\" not found`},

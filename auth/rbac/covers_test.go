@@ -48,7 +48,7 @@ func TestUncovered(t *testing.T) {
 }
 
 func TestRulesFor(t *testing.T) {
-	p := rbac.Defaults()
+	p := rbac.Defaults("x.io")
 	if err := p.Parse([]byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b","namespace":"a"},
 	  "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cairn-viewer"},"subjects":[{"kind":"User","name":"ed"}]}`)); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package rbac
 
 import (
+	"slices"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,11 +28,52 @@ var (
 	discoveryPaths = []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"}
 )
 
+// HubGroup is cairn's own API group (types, typeinstances, backends, ...).
+const HubGroup = "hub.cairn.dev"
+
+// accessGroups are the API groups of access control: RBAC objects, access
+// reviews, who-am-I. Kubernetes' edit and view roles grant nothing in them
+// (an editor who could write bindings could hand out what it holds to
+// anyone, system:unauthenticated included, and revoke others' rights).
+var accessGroups = []string{rbacv1.GroupName, "authorization.k8s.io", "authentication.k8s.io"}
+
+// Reserved reports whether group is one no Type may claim: cairn's own
+// group and the groups of access control, which cairn serves itself.
+func Reserved(group string) bool {
+	return group == HubGroup || slices.Contains(accessGroups, group)
+}
+
+// ServedGroups returns the API groups cairn-editor and cairn-viewer cover
+// when Types serve extra (those of every Type, "core" as ""): the core
+// group (namespaces), hub.cairn.dev and extra, sorted, without duplicates
+// and without the reserved groups of access control.
+func ServedGroups(extra ...string) []string {
+	out := []string{"", HubGroup}
+	for _, g := range extra {
+		if g == "core" {
+			g = ""
+		}
+		if !slices.Contains(accessGroups, g) {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Defaults is the policy every server starts with: the three cairn roles,
 // the Kubernetes API server's public-info, discovery and basic-user roles
 // bound to everyone (authenticated or not, as there), and cairn:admins bound
 // to cairn-admin. Bindings created through the API are added to it.
-func Defaults() Policy {
+//
+// groups are the API groups served besides cairn's own (those of the
+// Types). cairn-editor and cairn-viewer list them one by one, rather than
+// "*", because as in Kubernetes they grant nothing in the groups of access
+// control (RBAC objects, access reviews), and RBAC has no rule that
+// excludes: like an aggregated ClusterRole, their rules follow what is
+// served.
+func Defaults(groups ...string) Policy {
+	served := ServedGroups(groups...)
 	cr := func(name string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
 		return rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}, Rules: rules}
@@ -48,13 +91,13 @@ func Defaults() Policy {
 			cr(AdminRole,
 				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 				rbacv1.PolicyRule{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}),
-			// An editor reads and writes every kind but cannot impersonate;
-			// writes of RBAC objects are further checked for escalation.
+			// An editor reads and writes every kind but RBAC objects and
+			// cannot impersonate.
 			cr(EditorRole,
-				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: writeVerbs},
+				rbacv1.PolicyRule{APIGroups: served, Resources: []string{"*"}, Verbs: writeVerbs},
 				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
 			cr(ViewerRole,
-				rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: readVerbs},
+				rbacv1.PolicyRule{APIGroups: slices.Clone(served), Resources: []string{"*"}, Verbs: readVerbs},
 				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
 			cr("system:public-info-viewer",
 				rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz", "/readyz", "/livez", "/version", "/version/"}, Verbs: []string{"get"}}),

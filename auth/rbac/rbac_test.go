@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ subjects: [{kind: ServiceAccount, name: bot}]
 `
 
 func policy(t testing.TB) rbac.Policy {
-	p := rbac.Defaults()
+	p := rbac.Defaults("flipt.io")
 	for doc := range strings.SplitSeq(bindings, "\n---\n") {
 		if err := p.Parse([]byte(doc)); err != nil {
 			t.Fatal(err)
@@ -88,6 +89,17 @@ func TestAuthorize(t *testing.T) {
 		{"service account of b has nothing in a", bot, res("get", "flipt.io", "flags", "", "a", "one"), false},
 		{"subresource rule", bot, res("update", "hub.cairn.dev", "typeinstances", "status", "b", "x"), true},
 		{"subresource rule is not the resource", bot, res("update", "hub.cairn.dev", "typeinstances", "", "b", "x"), false},
+		{"editor of a writes flags in a", ed, res("create", "flipt.io", "flags", "", "a", "f"), true},
+		{"viewer reads flags", vic, res("list", "flipt.io", "flags", "", "", ""), true},
+		{"viewer reads namespaces", vic, res("list", "", "namespaces", "", "", ""), true},
+		{"viewer cannot read a group that is not served", vic, res("list", "other.io", "things", "", "", ""), false},
+		// As Kubernetes' edit and view: nothing of access control.
+		{"editor cannot bind", ed, res("create", "rbac.authorization.k8s.io", "rolebindings", "", "a", "x"), false},
+		{"editor cannot write roles", ed, res("update", "rbac.authorization.k8s.io", "roles", "", "a", "x"), false},
+		{"editor cannot delete bindings", ed, res("delete", "rbac.authorization.k8s.io", "rolebindings", "", "a", "x"), false},
+		{"editor cannot ask about others", ed, res("create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""), false},
+		{"viewer cannot list bindings", vic, res("list", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""), false},
+		{"admin binds", admin, res("create", "rbac.authorization.k8s.io", "rolebindings", "", "a", "x"), true},
 		{"masters are allowed all", cairn.User{Name: "m", Groups: []string{cairn.Masters}}, ti("delete", "q"), true},
 	} {
 		tc.attrs.User = tc.user
@@ -97,6 +109,19 @@ func TestAuthorize(t *testing.T) {
 		}
 		if d.Allowed && d.Reason == "" {
 			t.Errorf("%s: allowed without a reason", tc.name)
+		}
+	}
+}
+
+func TestServedGroups(t *testing.T) {
+	got := rbac.ServedGroups("flipt.io", "core", "rbac.authorization.k8s.io", "authorization.k8s.io", "authentication.k8s.io", "flipt.io", "a.io")
+	if want := []string{"", "a.io", "flipt.io", "hub.cairn.dev"}; !slices.Equal(got, want) {
+		t.Errorf("ServedGroups: %q, want %q", got, want)
+	}
+	for g, want := range map[string]bool{"hub.cairn.dev": true, "rbac.authorization.k8s.io": true, "authorization.k8s.io": true,
+		"authentication.k8s.io": true, "flipt.io": false, "": false, "k8s.io": false} {
+		if rbac.Reserved(g) != want {
+			t.Errorf("Reserved(%q) = %v", g, !want)
 		}
 	}
 }

@@ -22,6 +22,12 @@ import (
 func testRBACReplicas(t *testing.T, db Database) {
 	const poll = 50 * time.Millisecond
 	hubs := startReplicas(t, db, replicas, func(c *hub.Config) { c.PollInterval = poll })
+	// The Type of x.io is created through one replica; the others learn
+	// of its group (which cairn-editor then covers) when a request names it.
+	if _, err := hubs[0].CreateType(ctx(), cairn.Type{Path: "io.x.thing", Revision: "1.0.0", Group: "x.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Thing", Plural: "things"}}); err != nil {
+		t.Fatal(err)
+	}
 	const perReplica = 4
 	var acked atomic.Int32
 	errs := make(chan error, replicas*perReplica)
