@@ -108,6 +108,9 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 type recorder struct {
 	http.ResponseWriter
 	status int
+	// reason and message of a Status the guard wrote itself, for the
+	// audit event.
+	reason, message string
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -136,6 +139,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	received := time.Now()
 	rec := &recorder{ResponseWriter: w}
 	var ev *audit.Event
+	var ann *audit.Annotations
 	if g.cfg.Audit != nil && g.cfg.AuditLevel != audit.LevelNone {
 		ev = audit.NewEvent(g.cfg.AuditLevel, uuid.NewString(), received)
 		ev.RequestURI = audit.RequestURI(r.URL)
@@ -149,7 +153,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			if code == 0 {
 				code = http.StatusOK
 			}
-			ev.ResponseStatus = &audit.Status{Code: code}
+			ev.ResponseStatus = &audit.Status{Code: code, Reason: rec.reason, Message: rec.message}
+			if rec.reason != "" {
+				ev.ResponseStatus.Status = "Failure"
+			}
+			if ann != nil {
+				for k, v := range ann.Map() {
+					if ev.Annotations == nil {
+						ev.Annotations = map[string]string{}
+					}
+					ev.Annotations[k] = v
+				}
+			}
 			if err := g.cfg.Audit.Write(ev); err != nil {
 				g.log.Error("audit", "err", err)
 			}
@@ -201,6 +216,11 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		return
 	}
 	ctx := cairn.WithUser(r.Context(), user)
+	if ev != nil {
+		// What handlers add about the request (GraphQL's per-field
+		// denials) joins its event.
+		ctx, ann = audit.WithAnnotations(ctx)
+	}
 	r = r.WithContext(ctx)
 
 	if g.public(r) {
@@ -374,6 +394,9 @@ func apiVersionOf(path string) string {
 
 // writeStatus answers with a Kubernetes Status object.
 func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.reason, rec.message = reason, msg
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)

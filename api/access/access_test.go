@@ -58,6 +58,7 @@ type env struct {
 	audit    string
 	flush    func() error // the audit writer's
 	caFile   string
+	requests int // made through do, each of which the audit log must record
 }
 
 type ca struct {
@@ -170,6 +171,7 @@ func start(t *testing.T) *env {
 
 func (e *env) do(t *testing.T, who, method, path, body string, hdr ...string) (int, string) {
 	t.Helper()
+	e.requests++
 	c := e.client
 	if cert, ok := e.certFor[who]; ok {
 		tr := e.client.Transport.(*http.Transport).Clone()
@@ -178,6 +180,9 @@ func (e *env) do(t *testing.T, who, method, path, body string, hdr ...string) (i
 	}
 	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	if method == "PATCH" {
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+	}
 	if tok, ok := e.tokenFor[who]; ok {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -217,6 +222,11 @@ func TestMatrix(t *testing.T) {
 	if code, out := e.do(t, admin, "POST", "/apis/hub.cairn.dev/v1/types", flagsRD); code != 201 {
 		t.Fatalf("register flags: %d %s", code, out)
 	}
+	for _, ns := range []string{"a", "b"} {
+		if code, out := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/"+ns+"/flags", ti(ns, "seed")); code != 201 {
+			t.Fatalf("seed a flag in %s: %d %s", ns, code, out)
+		}
+	}
 	type op struct {
 		name, method, path string
 		body               func(who string) string
@@ -240,14 +250,32 @@ func TestMatrix(t *testing.T) {
 			return `{"query":"mutation { createTypeInstance(in: {typeRef: {path: \"cap.type.x\", revision: \"0.1.0\"}, value: {}}) }"}`
 		}, 200},
 		{"metrics path", "GET", "/metrics", nil, 404}, // allowed through, nothing served there in this mux
+		{"get in a", "GET", "/apis/flipt.io/v1/namespaces/a/flags/seed", nil, 200},
+		{"get in b", "GET", "/apis/flipt.io/v1/namespaces/b/flags/seed", nil, 200},
+		{"patch in a", "PATCH", "/apis/flipt.io/v1/namespaces/a/flags/seed", func(string) string { return `{"metadata":{"labels":{"x":"y"}}}` }, 200},
+		{"delete in b", "DELETE", "/apis/flipt.io/v1/namespaces/b/flags/seed?dryRun=All", nil, 200},
+		{"list types", "GET", "/apis/hub.cairn.dev/v1/types", nil, 200},
+		{"create a type", "POST", "/apis/hub.cairn.dev/v1/types", func(w string) string {
+			return strings.NewReplacer("flags", slug(w)+"s", "Flag", "X"+slug(w)).Replace(flagsRD)
+		}, 201},
+		{"list backends", "GET", "/apis/hub.cairn.dev/v1/backends", nil, 200},
+		{"list role bindings in a", "GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/a/rolebindings", nil, 200},
+		{"bind in a", "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/a/rolebindings", func(w string) string {
+			return `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b-` + slug(w) + `","namespace":"a"},
+			 "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cairn-editor"},"subjects":[{"kind":"Group","name":"system:unauthenticated"}]}`
+		}, 201},
 	}
 	// Every authenticated user reaches /graphql; its fields are authorized
 	// one by one (api/graphql's TestAuthorization).
+	// An editor of a neither reads nor writes RBAC objects there, as
+	// Kubernetes' edit role (it could otherwise bind its role to anyone).
 	allowed := map[string][]string{
 		anon:   {},
-		viewer: {"list in a", "list everywhere", "graphql query", "graphql mutation"},
-		editor: {"create in a", "list in a", "graphql query", "graphql mutation"},
-		admin:  {"create in a", "create in b", "list in a", "list everywhere", "graphql query", "graphql mutation", "metrics path"},
+		viewer: {"list in a", "list everywhere", "graphql query", "graphql mutation", "get in a", "get in b", "list types", "list backends"},
+		editor: {"create in a", "list in a", "graphql query", "graphql mutation", "get in a", "patch in a"},
+	}
+	for _, o := range ops {
+		allowed[admin] = append(allowed[admin], o.name)
 	}
 	for _, who := range []string{anon, viewer, editor, admin} {
 		for _, o := range ops {
@@ -270,9 +298,17 @@ func TestMatrix(t *testing.T) {
 			}
 		}
 	}
+	// An invalid credential is refused whatever it asks, never taken for
+	// anonymous.
 	for _, who := range invalid {
-		if code, out := e.do(t, who, "GET", "/apis/hub.cairn.dev/v1/typeinstances", ""); code != 401 {
-			t.Errorf("%s: %d, want 401: %s", who, code, out)
+		for _, o := range ops {
+			body := ""
+			if o.body != nil {
+				body = o.body(who)
+			}
+			if code, out := e.do(t, who, o.method, o.path, body); code != 401 {
+				t.Errorf("%s / %s: %d, want 401: %.200s", who, o.name, code, out)
+			}
 		}
 	}
 	// The editor's 403 names verb, resource and namespace.
@@ -334,15 +370,15 @@ func TestMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if want := 4*len(ops) + len(invalid) + 14; len(lines) != want {
-		t.Errorf("audit log has %d events, want %d", len(lines), want)
+	if len(lines) != e.requests {
+		t.Errorf("audit log has %d events, want one per request: %d", len(lines), e.requests)
 	}
 	for _, secret := range []string{"hunter2", "viewer-token", e.tokenFor[admin]} {
 		if strings.Contains(string(b), secret) {
 			t.Errorf("the audit log holds a secret (%.12s...)", secret)
 		}
 	}
-	var sawImpersonation bool
+	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized bool
 	for _, l := range lines {
 		var ev audit.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
@@ -351,9 +387,32 @@ func TestMatrix(t *testing.T) {
 		if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "ed" && ev.User.Username == "oidc:root" {
 			sawImpersonation = true
 		}
+		// A GraphQL request is allowed as a whole; each field it was
+		// refused is in the event.
+		if ev.RequestURI == "/graphql" && ev.User.Username == "vic" &&
+			strings.Contains(ev.Annotations[graphql.ForbiddenAnnotation], `User "vic" cannot create resource "typeinstances"`) {
+			sawGraphQLDenial = true
+		}
+		switch rs := ev.ResponseStatus; rs.Code {
+		case 403:
+			if rs.Reason == "Forbidden" && strings.Contains(rs.Message, "is forbidden") && ev.Annotations["authorization.k8s.io/decision"] == "forbid" {
+				sawForbidden = true
+			}
+		case 401:
+			if rs.Reason != "Unauthorized" || ev.User.Username != "system:anonymous" {
+				t.Errorf("a refused credential's event: %s", l)
+			}
+			sawUnauthorized = true
+		}
 	}
 	if !sawImpersonation {
 		t.Error("no audit event records both the admin and the impersonated ed")
+	}
+	if !sawGraphQLDenial {
+		t.Errorf("no audit event records the viewer's GraphQL mutation refused")
+	}
+	if !sawForbidden || !sawUnauthorized {
+		t.Errorf("403 and 401 events with their reason: %v %v", sawForbidden, sawUnauthorized)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/audit"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/hub"
 )
@@ -144,8 +145,14 @@ func (g *guard) check(ctx context.Context, a rbac.Attributes) error {
 	if g.allowed(ctx, a) {
 		return nil
 	}
-	return &gqlerror.Error{Message: forbiddenMessage(ctx, a)}
+	msg := forbiddenMessage(ctx, a)
+	audit.Annotate(ctx, ForbiddenAnnotation, msg)
+	return &gqlerror.Error{Message: msg}
 }
+
+// ForbiddenAnnotation is the audit event annotation that records each
+// GraphQL field denied (the request itself is allowed: post /graphql).
+const ForbiddenAnnotation = "graphql.cairn.dev/forbidden"
 
 // denials returns the denial of verb on each target the caller may not
 // touch, once each, so a multi-instance mutation says everything it may not
@@ -162,9 +169,12 @@ func (g *guard) denials(ctx context.Context, verb string, ts []target) []string 
 	return msgs
 }
 
-func denied(msgs []string) error {
+func denied(ctx context.Context, msgs []string) error {
 	if len(msgs) == 0 {
 		return nil
+	}
+	for _, m := range msgs {
+		audit.Annotate(ctx, ForbiddenAnnotation, m)
 	}
 	return &gqlerror.Error{Message: strings.Join(msgs, "; ")}
 }
@@ -280,7 +290,7 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 	for i, inst := range found {
 		used[i] = targetOf(inst)
 	}
-	return denied(slices.Concat(g.denials(ctx, "create", creates), g.denials(ctx, "get", used), g.claims(ctx, claimed)))
+	return denied(ctx, slices.Concat(g.denials(ctx, "create", creates), g.denials(ctx, "get", used), g.claims(ctx, claimed)))
 }
 
 // mayChange checks verb on each existing instance of ids, in its namespace,
@@ -302,5 +312,5 @@ func (m *mutation) mayChange(ctx context.Context, verb string, ids []string, cla
 	for i, inst := range found {
 		ts[i] = targetOf(inst)
 	}
-	return denied(append(g.denials(ctx, verb, ts), g.claims(ctx, claimed)...))
+	return denied(ctx, append(g.denials(ctx, verb, ts), g.claims(ctx, claimed)...))
 }

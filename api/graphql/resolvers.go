@@ -187,7 +187,7 @@ func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstanc
 	if err != nil {
 		return nil, err
 	}
-	if err := denied(g.denials(ctx, "get", []target{targetOf(inst)})); err != nil {
+	if err := denied(ctx, g.denials(ctx, "get", []target{targetOf(inst)})); err != nil {
 		return nil, err
 	}
 	out := (*resolver)(q).instance(inst)

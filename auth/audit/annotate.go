@@ -1,0 +1,65 @@
+package audit
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"sync"
+)
+
+// Annotations gather what a handler behind the access guard adds to its
+// request's audit event (GraphQL's per-field denials): the guard sees the
+// request as a whole, the handler what happened inside it. Safe for
+// concurrent use, as GraphQL resolves fields concurrently.
+type Annotations struct {
+	mu sync.Mutex
+	m  map[string]string
+	n  map[string]int // values added per key
+}
+
+// maxValues bounds the values kept under one key; the rest are counted.
+const maxValues = 10
+
+type annotationsKey struct{}
+
+// WithAnnotations returns ctx carrying a new Annotations.
+func WithAnnotations(ctx context.Context) (context.Context, *Annotations) {
+	a := &Annotations{m: map[string]string{}, n: map[string]int{}}
+	return context.WithValue(ctx, annotationsKey{}, a), a
+}
+
+// Annotate adds value under key to the audit event of the request ctx
+// belongs to; nothing when there is none (no audit log, in-process
+// callers). Values under one key are joined by "; ", at most 10 of them,
+// followed by how many more there were. Never pass a value or credential.
+func Annotate(ctx context.Context, key, value string) {
+	a, ok := ctx.Value(annotationsKey{}).(*Annotations)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n[key]++
+	switch n := a.n[key]; {
+	case n == 1:
+		a.m[key] = value
+	case n <= maxValues:
+		a.m[key] += "; " + value
+	}
+}
+
+// Map returns the annotations gathered, nil when there are none.
+func (a *Annotations) Map() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.m) == 0 {
+		return nil
+	}
+	out := maps.Clone(a.m)
+	for k, n := range a.n {
+		if n > maxValues {
+			out[k] += "; and " + strconv.Itoa(n-maxValues) + " more"
+		}
+	}
+	return out
+}
