@@ -302,8 +302,14 @@ func (g *Guard) allow(w http.ResponseWriter, r *http.Request, u cairn.User) bool
 	if g.cfg.RatePerUser <= 0 {
 		return true
 	}
-	key := "user:" + u.Name
-	if u.Name == cairn.Anonymous {
+	// The user who authenticated is counted, not whom they act as: names
+	// to impersonate are the caller's to choose.
+	name := u.Name
+	if u.Impersonator != "" {
+		name = u.Impersonator
+	}
+	key := "user:" + name
+	if name == cairn.Anonymous {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		key = "addr:" + host
 	}
@@ -322,7 +328,7 @@ func (g *Guard) allow(w http.ResponseWriter, r *http.Request, u cairn.User) bool
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-		writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests from user \""+u.Name+"\": retry after "+strconv.Itoa(int(math.Ceil(d.Seconds())))+"s")
+		writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests from user \""+name+"\": retry after "+strconv.Itoa(int(math.Ceil(d.Seconds())))+"s")
 		return false
 	}
 	return true
