@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -179,11 +180,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err != nil {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
 	}
-	// Slow clients are cut off: headers within 10 s, a body within 5 min,
-	// idle keep-alives after 2 min. There is no write timeout, since a
-	// watch streams for as long as the client stays.
-	srv := &http.Server{Handler: secure.guard.Wrap(mux), TLSConfig: secure.tls, ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 1 << 20}
+	srv := newHTTPServer(secure.guard.Wrap(mux), secure.tls, defaultLimits())
 	// Requests outlive the signal: in-flight writes finish during Shutdown;
 	// watch streams, which never finish, are ended by StopWatches.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -262,4 +259,24 @@ func pruneChanges(ctx context.Context, h *hub.Hub, log *slog.Logger) {
 			}
 		}
 	}
+}
+
+// connLimits cut slow clients off.
+type connLimits struct {
+	header      time.Duration // the request's headers (and the TLS handshake) must arrive within it
+	request     time.Duration // the whole request, body included
+	idle        time.Duration // a keep-alive connection waiting for the next request
+	headerBytes int
+}
+
+// defaultLimits: headers within 10 s, a body within 5 min, idle keep-alives
+// closed after 2 min, headers at most 1 MiB. There is no write timeout,
+// since a watch streams for as long as the client stays.
+func defaultLimits() connLimits {
+	return connLimits{header: 10 * time.Second, request: 5 * time.Minute, idle: 2 * time.Minute, headerBytes: 1 << 20}
+}
+
+func newHTTPServer(h http.Handler, tlsConf *tls.Config, l connLimits) *http.Server {
+	return &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: l.header, ReadTimeout: l.request,
+		IdleTimeout: l.idle, MaxHeaderBytes: l.headerBytes}
 }
