@@ -112,13 +112,21 @@ type actor struct{ name, impersonator string }
 // trailer of a Git commit). It replaces an impersonator ctx carried: the
 // actor now acts as itself (a controller, a sync).
 func WithActor(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, actorKey{}, actor{name: name})
+	return context.WithValue(ctx, actorKey{}, &actor{name: name})
+}
+
+// actorFrom returns the actor ctx carries (as *actor: WithActor's and
+// WithUser's), the zero actor when none.
+func actorFrom(ctx context.Context) actor {
+	if a, ok := ctx.Value(actorKey{}).(*actor); ok {
+		return *a
+	}
+	return actor{}
 }
 
 // Actor returns the caller's identity carried by ctx, "" when unknown.
 func Actor(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(actor)
-	return a.name
+	return actorFrom(ctx).name
 }
 
 // Impersonator returns the authenticated user who acts as Actor(ctx)
@@ -126,6 +134,5 @@ func Actor(ctx context.Context) string {
 // Backends that record who changed what record both (the Git backend's
 // Cairn-Impersonator trailer).
 func Impersonator(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(actor)
-	return a.impersonator
+	return actorFrom(ctx).impersonator
 }

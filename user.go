@@ -28,13 +28,35 @@ type userKey struct{}
 // the actor (WithActor) the hub records as createdBy, lock owner and commit
 // author, and the impersonator (Impersonator) when u was impersonated.
 func WithUser(ctx context.Context, u User) context.Context {
-	return context.WithValue(context.WithValue(ctx, userKey{}, u), actorKey{}, actor{name: u.Name, impersonator: u.Impersonator})
+	return &userContext{Context: ctx, u: u, a: actor{name: u.Name, impersonator: u.Impersonator}}
+}
+
+// userContext carries a user and the actor it implies as one value: every
+// request gets one, so it is one allocation rather than four
+// (context.WithValue twice, each boxing a struct).
+type userContext struct {
+	context.Context
+	u User
+	a actor
+}
+
+func (c *userContext) Value(key any) any {
+	switch key.(type) {
+	case userKey:
+		return &c.u
+	case actorKey:
+		return &c.a
+	}
+	return c.Context.Value(key)
 }
 
 // UserFrom returns the authenticated caller carried by ctx; ok is false when
 // the request did not pass through an authenticator (in-process callers,
 // tests, the CLI's local mode), which the hub treats as trusted.
 func UserFrom(ctx context.Context) (u User, ok bool) {
-	u, ok = ctx.Value(userKey{}).(User)
-	return u, ok
+	p, ok := ctx.Value(userKey{}).(*User)
+	if !ok {
+		return User{}, false
+	}
+	return *p, true
 }

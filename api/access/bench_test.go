@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/access"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/auth/authn"
@@ -22,37 +24,7 @@ import (
 // RoleBinding); the ratio of the two is the cost of authn+authz per request
 // (issue 16: under 10%). Audit is measured separately (it writes a file).
 func BenchmarkGET(b *testing.B) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cairn.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	var pol rbac.Policy
-	for doc := range strings.SplitSeq(policyYAML, "\n---\n") {
-		if err := pol.Parse([]byte(doc)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	h, err := hub.New(ctx, hub.Config{Store: st, RBAC: pol})
-	if err != nil {
-		b.Fatal(err)
-	}
-	api := rest.New(rest.Config{Hub: h})
-	do := func(hd http.Handler, method, path, body string, code int) {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer ed-token")
-		rec := httptest.NewRecorder()
-		hd.ServeHTTP(rec, req)
-		if rec.Code != code {
-			b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-	}
-	do(api, "POST", "/apis/hub.cairn.dev/v1/types", flagsRD, 201)
-	do(api, "POST", "/apis/flipt.io/v1/namespaces/a/flags", ti("a", "f"), 201)
-	tf, _ := authn.ParseTokenFile(strings.NewReader("ed-token,ed,1\n"))
-	guarded := access.New(access.Config{Authn: &authn.Chain{Tokens: []authn.TokenAuthenticator{tf}}, Authz: h}).Wrap(api)
+	api, guarded, do := benchSetup(b)
 	// Alternate the two in one loop so machine noise hits both alike.
 	// The order flips each round, so neither profits from the other's
 	// warm caches.
@@ -74,4 +46,119 @@ func BenchmarkGET(b *testing.B) {
 	b.ReportMetric(float64(guard)/float64(bare), "guarded/bare")
 	b.ReportMetric(float64(bare.Nanoseconds())/float64(b.N), "bare-ns/op")
 	b.ReportMetric(float64(guard.Nanoseconds())/float64(b.N), "guarded-ns/op")
+}
+
+// BenchmarkGETOverHTTP is BenchmarkGET as a client sees it: the same GET
+// over a loopback connection (kept alive) to a server with the bare API
+// and to one with the guard in front, alternating; over plain HTTP and
+// over TLS, as kubectl sends a bearer token (only over TLS).
+func BenchmarkGETOverHTTP(b *testing.B) {
+	api, guarded, _ := benchSetup(b)
+	for _, tc := range []struct {
+		name  string
+		serve func(http.Handler) *httptest.Server
+	}{{"http", httptest.NewServer}, {"https", httptest.NewTLSServer}} {
+		b.Run(tc.name, func(b *testing.B) {
+			bareSrv, guardSrv := tc.serve(api), tc.serve(guarded)
+			defer bareSrv.Close()
+			defer guardSrv.Close()
+			get := func(srv *httptest.Server) time.Duration {
+				req, _ := http.NewRequest("GET", srv.URL+"/apis/flipt.io/v1/namespaces/a/flags/f", nil)
+				req.Header.Set("Authorization", "Bearer ed-token")
+				t0 := time.Now()
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					b.Fatalf("GET: %d %v", resp.StatusCode, err)
+				}
+				return time.Since(t0)
+			}
+			var bare, guard time.Duration
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					bare += get(bareSrv)
+					guard += get(guardSrv)
+				} else {
+					guard += get(guardSrv)
+					bare += get(bareSrv)
+				}
+			}
+			b.ReportMetric(float64(guard)/float64(bare), "guarded/bare")
+			b.ReportMetric(float64(bare.Nanoseconds())/float64(b.N), "bare-ns/op")
+			b.ReportMetric(float64(guard.Nanoseconds())/float64(b.N), "guarded-ns/op")
+		})
+	}
+}
+
+// benchSetup serves one Flag from a hub on SQLite: the bare REST API, the
+// same behind the guard, and a request helper that checks the status.
+func benchSetup(b *testing.B) (api, guarded http.Handler, do func(hd http.Handler, method, path, body string, code int)) {
+	h := benchHub(b)
+	api = rest.New(rest.Config{Hub: h})
+	do = func(hd http.Handler, method, path, body string, code int) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer ed-token")
+		rec := httptest.NewRecorder()
+		hd.ServeHTTP(rec, req)
+		if rec.Code != code {
+			b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+	}
+	do(api, "POST", "/apis/hub.cairn.dev/v1/types", flagsRD, 201)
+	do(api, "POST", "/apis/flipt.io/v1/namespaces/a/flags", ti("a", "f"), 201)
+	tf, _ := authn.ParseTokenFile(strings.NewReader("ed-token,ed,1\n"))
+	guarded = access.New(access.Config{Authn: &authn.Chain{Tokens: []authn.TokenAuthenticator{tf}}, Authz: h}).Wrap(api)
+	return api, guarded, do
+}
+
+// BenchmarkGuardAlone is the guard's own cost, in front of a handler that
+// does nothing: authentication by bearer token, RBAC through a
+// RoleBinding, no audit.
+func BenchmarkGuardAlone(b *testing.B) {
+	h := benchHub(b)
+	// The Type serves flags.flipt.io (which cairn-editor then covers).
+	if _, err := h.CreateType(context.Background(), cairn.Type{Path: "io.flipt.flag", Revision: "1.0.0", Group: "flipt.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Flag", Plural: "flags"}}); err != nil {
+		b.Fatal(err)
+	}
+	tf, _ := authn.ParseTokenFile(strings.NewReader("ed-token,ed,1\n"))
+	g := access.New(access.Config{Authn: &authn.Chain{Tokens: []authn.TokenAuthenticator{tf}}, Authz: h}).
+		Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest("GET", "/apis/flipt.io/v1/namespaces/a/flags/f", nil)
+	req.Header.Set("Authorization", "Bearer ed-token")
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		g.ServeHTTP(w, req)
+	}
+	if w.Code != 200 {
+		b.Fatalf("%d %s", w.Code, w.Body)
+	}
+}
+
+// benchHub is a hub on SQLite with the RBAC policy of the matrix (ed edits
+// namespace a).
+func benchHub(b *testing.B) *hub.Hub {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cairn.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	var pol rbac.Policy
+	for doc := range strings.SplitSeq(policyYAML, "\n---\n") {
+		if err := pol.Parse([]byte(doc)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h, err := hub.New(ctx, hub.Config{Store: st, RBAC: pol})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
 }

@@ -13,11 +13,8 @@ import (
 // lower-cased HTTP method as its verb.
 func requestAttributes(r *http.Request) rbac.Attributes {
 	path := strings.Trim(r.URL.Path, "/")
-	seg := strings.Split(path, "/")
-	nonResource := rbac.Attributes{Verb: strings.ToLower(r.Method), Path: "/" + path}
-	if r.Method == http.MethodHead {
-		nonResource.Verb = "get"
-	}
+	var buf [12]string // on the stack: every request is mapped, most have fewer segments
+	seg := splitPath(path, buf[:0])
 	var group string
 	var rest []string
 	switch {
@@ -26,7 +23,7 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 	case len(seg) >= 4 && seg[0] == "apis":
 		group, rest = seg[1], seg[3:]
 	default:
-		return nonResource // discovery and paths
+		return nonResourceAttributes(r, path) // discovery and paths
 	}
 	a := rbac.Attributes{ResourceRequest: true, APIGroup: group}
 	watchPrefix := false
@@ -42,7 +39,7 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 	}
 	if a.Resource == "" {
 		if len(rest) == 0 {
-			return nonResource
+			return nonResourceAttributes(r, path)
 		}
 		a.Resource = rest[0]
 		if len(rest) >= 2 {
@@ -54,7 +51,10 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		w := r.URL.Query().Get("watch")
+		var w string
+		if strings.Contains(r.URL.RawQuery, "watch") {
+			w = r.URL.Query().Get("watch")
+		}
 		switch {
 		case watchPrefix || w == "true" || w == "1":
 			a.Verb = "watch"
@@ -74,6 +74,33 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 		if a.Name == "" {
 			a.Verb = "deletecollection"
 		}
+	default:
+		a.Verb = strings.ToLower(r.Method)
+	}
+	return a
+}
+
+// splitPath is strings.Split(p, "/") appending to dst.
+func splitPath(p string, dst []string) []string {
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return append(dst, p)
+		}
+		dst = append(dst, p[:i])
+		p = p[i+1:]
+	}
+}
+
+// nonResourceAttributes are those of a path: its HTTP method, lower case,
+// as the verb (HEAD is get).
+func nonResourceAttributes(r *http.Request, path string) rbac.Attributes {
+	a := rbac.Attributes{Path: "/" + path}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		a.Verb = "get"
+	case http.MethodPost:
+		a.Verb = "post"
 	default:
 		a.Verb = strings.ToLower(r.Method)
 	}

@@ -32,7 +32,7 @@ func TestParseTokenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, ok, err := tf.AuthenticateToken("secret-1")
-	if err != nil || !ok || u.Name != "jane" || u.UID != "u1" || !slices.Equal(u.Groups, []string{"ops", "dev"}) {
+	if err != nil || !ok || u.Name != "jane" || u.UID != "u1" || !slices.Equal(u.Groups, []string{"ops", "dev", cairn.Authenticated}) {
 		t.Fatalf("secret-1: %+v %v %v", u, ok, err)
 	}
 	if _, ok, _ := tf.AuthenticateToken("secret-3"); ok {

@@ -77,7 +77,7 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 		if _, dup := tf.users[sum]; dup {
 			return nil, fmt.Errorf("line %d: the token of user %q is already given to another user", line, name)
 		}
-		tf.users[sum] = u
+		tf.users[sum] = authenticated(u)
 	}
 	return tf, nil
 }
@@ -87,7 +87,9 @@ func (t *TokenFile) Add(token string, u cairn.User) {
 	if t.users == nil {
 		t.users = map[[sha256.Size]byte]cairn.User{}
 	}
-	t.users[sha256.Sum256([]byte(token))] = u
+	// Every authenticated user is in system:authenticated; added here,
+	// once, the chain need not copy the groups on each request.
+	t.users[sha256.Sum256([]byte(token))] = authenticated(u)
 }
 
 // Len is the number of tokens.

@@ -46,6 +46,10 @@ type Authorizer struct {
 	roles        map[string][]rbacv1.PolicyRule // namespace/name
 	crbs         []rbacv1.ClusterRoleBinding
 	rbs          map[string][]rbacv1.RoleBinding // by namespace
+	// The reasons an allowing binding gives, made once: crbReasons[i] is
+	// crbs[i]'s, rbReasons[ns][i] is rbs[ns][i]'s.
+	crbReasons []string
+	rbReasons  map[string][]string
 }
 
 // New indexes p.
@@ -59,8 +63,14 @@ func New(p Policy) *Authorizer {
 		a.roles[r.Namespace+"/"+r.Name] = r.Rules
 	}
 	a.crbs = p.ClusterRoleBindings
-	for _, rb := range p.RoleBindings {
-		a.rbs[rb.Namespace] = append(a.rbs[rb.Namespace], rb)
+	for _, b := range a.crbs {
+		a.crbReasons = append(a.crbReasons, `RBAC: allowed by ClusterRoleBinding "`+b.Name+`" of ClusterRole "`+b.RoleRef.Name+`"`)
+	}
+	a.rbReasons = map[string][]string{}
+	for _, b := range p.RoleBindings {
+		a.rbs[b.Namespace] = append(a.rbs[b.Namespace], b)
+		a.rbReasons[b.Namespace] = append(a.rbReasons[b.Namespace],
+			`RBAC: allowed by RoleBinding "`+b.Name+`" of `+b.RoleRef.Kind+` "`+b.RoleRef.Name+`" in namespace "`+b.Namespace+`"`)
 	}
 	return a
 }
@@ -83,7 +93,7 @@ func (a *Authorizer) Authorize(attrs Attributes) Decision {
 			continue
 		}
 		if rulesAllow(a.clusterRoles[b.RoleRef.Name], attrs) {
-			return Decision{true, `RBAC: allowed by ClusterRoleBinding "` + b.Name + `" of ClusterRole "` + b.RoleRef.Name + `"`}
+			return Decision{true, a.crbReasons[i]}
 		}
 	}
 	if attrs.Namespace != "" {
@@ -101,7 +111,7 @@ func (a *Authorizer) Authorize(attrs Attributes) Decision {
 			}
 			// A RoleBinding grants resources of its namespace, never paths.
 			if attrs.ResourceRequest && rulesAllow(rules, attrs) {
-				return Decision{true, `RBAC: allowed by RoleBinding "` + b.Name + `" of ` + b.RoleRef.Kind + ` "` + b.RoleRef.Name + `" in namespace "` + b.Namespace + `"`}
+				return Decision{true, a.rbReasons[attrs.Namespace][i]}
 			}
 		}
 	}
