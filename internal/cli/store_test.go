@@ -157,7 +157,7 @@ func startServeSecure(t *testing.T, vars map[string]string, args ...string) stri
 	go io.Copy(io.Discard, pr)
 	// "cairn serving on http://127.0.0.1:PORT (store ...)"
 	f := strings.Fields(line)
-	if len(f) < 4 || !strings.HasPrefix(f[3], "http://") {
+	if len(f) < 4 || !strings.HasPrefix(f[3], "http://") && !strings.HasPrefix(f[3], "https://") {
 		t.Fatalf("serve printed %q", line)
 	}
 	return f[3]
