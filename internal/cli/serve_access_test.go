@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeGuardsMetricsGraphQLAndWebhooks: with an authenticator
@@ -67,10 +68,43 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 		{"graphql list, a user without bindings", "POST", "/graphql", "vic-token", `{"query":"{ typeInstances { id } }"}`, nil, 200, `{"data":{"typeInstances":[]}}`},
 		{"graphql types, a user without bindings", "POST", "/graphql", "vic-token", `{"query":"{ types { path } }"}`, nil, 200, `User \"vic\" cannot list resource \"types\" in API group \"hub.cairn.dev\" at the cluster scope`},
 		{"graphql list, admin", "POST", "/graphql", string(admin), `{"query":"{ typeInstances { id } }"}`, nil, 200, `"id"`},
+		{"the web console", "GET", "/ui/", "", "", nil, 200, "<"},
+		{"the console's who-am-I", "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "vic-token",
+			`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`, nil, 201, `"username":"vic"`},
+		{"a health check", "GET", "/readyz", "", "", nil, 200, "ok"},
 	} {
 		code, body := do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
 		if code != tc.code || !strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d %.300s; want %d with %s", tc.name, code, body, tc.code, tc.want)
+		}
+	}
+
+	// Every request above is in the audit log, on whatever surface,
+	// without the token or the webhook secret; the GraphQL field refused
+	// inside a 200 answer is in its event.
+	var log string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(data, "audit.log"))
+		log = string(b)
+		if strings.Count(log, `"auditID"`) >= 13 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := strings.Count(log, `"auditID"`); n != 13 {
+		t.Errorf("the audit log has %d events, want 13:\n%s", n, log)
+	}
+	for _, uri := range []string{`"requestURI":"/metrics"`, `"requestURI":"/hooks/git/nope"`, `"requestURI":"/graphql"`, `"requestURI":"/ui/"`,
+		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`,
+		`"graphql.cairn.dev/forbidden":"types.hub.cairn.dev is forbidden: User \"vic\" cannot list resource \"types\"`} {
+		if !strings.Contains(log, uri) {
+			t.Errorf("the audit log has no %s", uri)
+		}
+	}
+	for _, secret := range []string{"s3cret", "vic-token", strings.TrimSpace(string(admin))} {
+		if strings.Contains(log, secret) {
+			t.Errorf("the audit log holds a secret (%.3s...)", secret)
 		}
 	}
 
