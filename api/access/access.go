@@ -413,5 +413,6 @@ func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 // revealsSecrets reports whether a list or watch asks for secret values in
 // the clear (?values=true).
 func revealsSecrets(r *http.Request, a rbac.Attributes) bool {
-	return a.ResourceRequest && (a.Verb == "list" || a.Verb == "watch") && r.URL.Query().Get("values") == "true"
+	return a.ResourceRequest && (a.Verb == "list" || a.Verb == "watch") && strings.Contains(r.URL.RawQuery, "values") &&
+		r.URL.Query().Get("values") == "true"
 }
