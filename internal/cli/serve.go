@@ -181,6 +181,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
 	}
 	srv := newHTTPServer(secure.guard.Wrap(mux), secure.tls, defaultLimits())
+	// The server's own complaints (TLS handshakes that fail, bad requests
+	// cut off) go to the structured log, not bare to stderr.
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelInfo)
 	// Requests outlive the signal: in-flight writes finish during Shutdown;
 	// watch streams, which never finish, are ended by StopWatches.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
