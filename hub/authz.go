@@ -124,6 +124,13 @@ func (h *Hub) Authorize(ctx context.Context, attrs rbac.Attributes) rbac.Decisio
 	if !ok {
 		return rbac.Decision{Allowed: true, Reason: "in-process caller"}
 	}
+	attrs.User = u
+	return h.AuthorizeUser(ctx, attrs)
+}
+
+// AuthorizeUser decides attrs for attrs.User, who need not be the caller
+// (SubjectAccessReview, impersonation checks).
+func (h *Hub) AuthorizeUser(ctx context.Context, attrs rbac.Attributes) rbac.Decision {
 	// RBAC objects written through another replica are seen within the
 	// poll interval; a failed look keeps what is loaded.
 	if err := h.refreshRBAC(ctx, false); err != nil {
@@ -135,7 +142,6 @@ func (h *Hub) Authorize(ctx context.Context, attrs rbac.Attributes) rbac.Decisio
 			h.log.WarnContext(ctx, "API groups not reloaded", "err", err)
 		}
 	}
-	attrs.User = u
 	d := a.cur.Load().Authorize(attrs)
 	if !d.Allowed && attrs.ResourceRequest && !(*a.known.Load())[attrs.APIGroup] && !rbac.Reserved(attrs.APIGroup) {
 		// Perhaps a Type of this group was created through another
@@ -146,12 +152,6 @@ func (h *Hub) Authorize(ctx context.Context, attrs rbac.Attributes) rbac.Decisio
 		d = a.cur.Load().Authorize(attrs)
 	}
 	return d
-}
-
-// AuthorizeUser decides attrs for attrs.User, who need not be the caller
-// (SubjectAccessReview, impersonation checks).
-func (h *Hub) AuthorizeUser(attrs rbac.Attributes) rbac.Decision {
-	return h.authz.cur.Load().Authorize(attrs)
 }
 
 // impersonatorAttr is the log attribute naming the authenticated user who

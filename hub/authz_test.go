@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,12 +32,28 @@ func TestEditorFollowsTypes(t *testing.T) {
 	if can("flipt.io", "flags") {
 		t.Fatal("the editor may create flags before a Type serves them")
 	}
+	// A replica on the same store, started before the Type exists.
+	replica, err := hub.New(e.ctx, hub.Config{Store: e.st, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.h.CreateType(e.ctx, cairn.Type{Path: "io.flipt.flag", Revision: "1.0.0", Group: "flipt.io", Version: "v1",
 		Names: &cairn.Names{Kind: "Flag", Plural: "flags"}}); err != nil {
 		t.Fatal(err)
 	}
 	if !can("flipt.io", "flags") || !can("hub.cairn.dev", "typeinstances") {
 		t.Error("the editor may not create flags or typeinstances once the Type exists")
+	}
+	// The replica learns of the group when a decision names it, access
+	// reviews (kubectl auth can-i) included.
+	edUser, _ := cairn.UserFrom(ed)
+	review := rbac.Attributes{User: edUser, Verb: "create", ResourceRequest: true, APIGroup: "flipt.io", Resource: "flags", Namespace: "a"}
+	deadline := time.Now().Add(5 * time.Second)
+	for !replica.AuthorizeUser(context.Background(), review).Allowed {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica does not let the editor create flags 5s after the Type was created")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if can("rbac.authorization.k8s.io", "rolebindings") {
 		t.Error("the editor may create role bindings")

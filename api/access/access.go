@@ -35,7 +35,7 @@ import (
 // Authorizer is the hub's decision point (hub.Hub implements it).
 type Authorizer interface {
 	Authorize(ctx context.Context, a rbac.Attributes) rbac.Decision
-	AuthorizeUser(a rbac.Attributes) rbac.Decision
+	AuthorizeUser(ctx context.Context, a rbac.Attributes) rbac.Decision
 }
 
 // Config configures a Guard.
@@ -353,7 +353,7 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 	}
 	check := func(group, resource, value string) error {
 		a := rbac.Attributes{User: real, Verb: "impersonate", ResourceRequest: true, APIGroup: group, Resource: resource, Name: value}
-		if !g.cfg.Authz.AuthorizeUser(a).Allowed {
+		if !g.cfg.Authz.AuthorizeUser(r.Context(), a).Allowed {
 			return &forbidden{forbiddenMessage(real.Name, a)}
 		}
 		return nil

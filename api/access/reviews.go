@@ -59,7 +59,7 @@ func (g *Guard) selfReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attrs.User = u
-	d := g.cfg.Authz.AuthorizeUser(attrs)
+	d := g.cfg.Authz.AuthorizeUser(r.Context(), attrs)
 	rev.Status = authzv1.SubjectAccessReviewStatus{Allowed: d.Allowed, Reason: d.Reason}
 	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
 	writeJSON(w, http.StatusCreated, rev)
@@ -79,7 +79,7 @@ func (g *Guard) subjectReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	attrs.User = cairn.User{Name: rev.Spec.User, UID: rev.Spec.UID, Groups: rev.Spec.Groups}
-	d := g.cfg.Authz.AuthorizeUser(attrs)
+	d := g.cfg.Authz.AuthorizeUser(r.Context(), attrs)
 	rev.Status = authzv1.SubjectAccessReviewStatus{Allowed: d.Allowed, Reason: d.Reason}
 	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 	writeJSON(w, http.StatusCreated, rev)
