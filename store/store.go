@@ -164,6 +164,9 @@ type IntentOp string
 const (
 	IntentCreate IntentOp = "create" // a new instance's first value
 	IntentUpdate IntentOp = "update" // a new resource version's value
+	// IntentDelete is a deleted instance's value, which the backend is
+	// asked to delete once the store committed the delete.
+	IntentDelete IntentOp = "delete"
 )
 
 // Intent is an entry of the intent journal: a write to an external backend
@@ -177,7 +180,11 @@ type Intent struct {
 	Op              IntentOp
 	// Context is the backend context sent with the write, which the undo
 	// sends too.
-	Context   json.RawMessage
+	Context json.RawMessage
+	// OwnerID is the lock owner a delete is sent for (the instance's lock
+	// is gone from the store with the instance; a backend keeping its own
+	// lock records checks it).
+	OwnerID   string
 	CreatedAt time.Time
 	// Attempts, LastError and NextAttempt follow recovery's retries.
 	Attempts    int

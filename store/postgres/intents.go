@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-const intentColumns = `instance_id, resource_version, backend_id, op, context, created_at, attempts, last_error, next_attempt`
+const intentColumns = `instance_id, resource_version, backend_id, op, context, created_at, attempts, last_error, next_attempt, owner_id`
 
 func (r reader) Intents(ctx context.Context, due time.Time) ([]store.Intent, error) {
 	rows, err := r.q.Query(ctx, `SELECT `+intentColumns+` FROM intents WHERE next_attempt <= $1 ORDER BY created_at, instance_id, resource_version`, due)
@@ -27,7 +27,7 @@ func (r reader) Intents(ctx context.Context, due time.Time) ([]store.Intent, err
 			c        []byte
 			at, next pgtype.Timestamptz
 		)
-		if err := rows.Scan(&in.InstanceID, &in.ResourceVersion, &in.BackendID, &op, &c, &at, &in.Attempts, &in.LastError, &next); err != nil {
+		if err := rows.Scan(&in.InstanceID, &in.ResourceVersion, &in.BackendID, &op, &c, &at, &in.Attempts, &in.LastError, &next, &in.OwnerID); err != nil {
 			return nil, fmt.Errorf("postgres: intents: %w", classify(err))
 		}
 		in.Op, in.Context, in.CreatedAt, in.NextAttempt = store.IntentOp(op), decodeRaw(c), decodeTime(at), decodeTime(next)
@@ -52,8 +52,8 @@ func (t *tx) PutIntent(ctx context.Context, in store.Intent) error {
 	if next.IsZero() {
 		next = in.CreatedAt
 	}
-	tag, err := t.q.Exec(ctx, `INSERT INTO intents (`+intentColumns+`) VALUES ($1, $2, $3, $4, $5::json, $6, 0, '', $7) ON CONFLICT DO NOTHING`,
-		in.InstanceID, in.ResourceVersion, in.BackendID, string(in.Op), c, in.CreatedAt, next)
+	tag, err := t.q.Exec(ctx, `INSERT INTO intents (`+intentColumns+`) VALUES ($1, $2, $3, $4, $5::json, $6, 0, '', $7, $8) ON CONFLICT DO NOTHING`,
+		in.InstanceID, in.ResourceVersion, in.BackendID, string(in.Op), c, in.CreatedAt, next, in.OwnerID)
 	if err != nil {
 		return fmt.Errorf("postgres: record intent %s/%d: %w", in.InstanceID, in.ResourceVersion, classify(err))
 	}

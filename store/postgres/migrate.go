@@ -194,6 +194,10 @@ CREATE TABLE intents (
 );
 CREATE INDEX intents_due ON intents (next_attempt);
 `,
+	// 5: store/sqlite version 6: the lock owner of a journaled delete.
+	`
+ALTER TABLE intents ADD COLUMN owner_id text NOT NULL DEFAULT '';
+`,
 }
 
 // migrationLockKey is the advisory lock migrations take: a hash of the

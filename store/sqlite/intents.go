@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-const intentColumns = `instance_id, resource_version, backend_id, op, context, created_at, attempts, last_error, next_attempt`
+const intentColumns = `instance_id, resource_version, backend_id, op, context, created_at, attempts, last_error, next_attempt, owner_id`
 
 func (r reader) Intents(ctx context.Context, due time.Time) ([]store.Intent, error) {
 	rows, err := r.query(ctx, `SELECT `+intentColumns+` FROM intents WHERE next_attempt <= ? ORDER BY created_at, instance_id, resource_version`, due.UnixNano())
@@ -26,7 +26,7 @@ func (r reader) Intents(ctx context.Context, due time.Time) ([]store.Intent, err
 			c        sql.NullString
 			at, next sql.NullInt64
 		)
-		if err := rows.Scan(&in.InstanceID, &in.ResourceVersion, &in.BackendID, &op, &c, &at, &in.Attempts, &in.LastError, &next); err != nil {
+		if err := rows.Scan(&in.InstanceID, &in.ResourceVersion, &in.BackendID, &op, &c, &at, &in.Attempts, &in.LastError, &next, &in.OwnerID); err != nil {
 			return nil, fmt.Errorf("sqlite: intents: %w", err)
 		}
 		in.Op, in.Context, in.CreatedAt, in.NextAttempt = store.IntentOp(op), decodeRaw(c), decodeTime(at), decodeTime(next)
@@ -51,8 +51,8 @@ func (t *tx) PutIntent(ctx context.Context, in store.Intent) error {
 	if next.IsZero() {
 		next = at
 	}
-	n, err := t.exec(ctx, `INSERT INTO intents (`+intentColumns+`) VALUES (?, ?, ?, ?, ?, ?, 0, '', ?) ON CONFLICT DO NOTHING`,
-		in.InstanceID, in.ResourceVersion, in.BackendID, string(in.Op), c, at.UnixNano(), next.UnixNano())
+	n, err := t.exec(ctx, `INSERT INTO intents (`+intentColumns+`) VALUES (?, ?, ?, ?, ?, ?, 0, '', ?, ?) ON CONFLICT DO NOTHING`,
+		in.InstanceID, in.ResourceVersion, in.BackendID, string(in.Op), c, at.UnixNano(), next.UnixNano(), in.OwnerID)
 	if err != nil {
 		return fmt.Errorf("sqlite: record intent %s/%d: %w", in.InstanceID, in.ResourceVersion, err)
 	}

@@ -163,6 +163,12 @@ CREATE TABLE intents (
 );
 CREATE INDEX intents_due ON intents (next_attempt);
 `,
+	// 6: deletes in the intent journal: the lock owner the backend's
+	// delete is sent for, which recovery needs once the instance (and its
+	// lock) is gone from the store.
+	`
+ALTER TABLE intents ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

@@ -15,7 +15,8 @@ func testIntents(t *testing.T, s store.Store) {
 	t0 := base()
 	a := store.Intent{InstanceID: id(701), ResourceVersion: 1, BackendID: id(900), Op: store.IntentCreate,
 		Context: json.RawMessage(`{"path":"a"}`), CreatedAt: t0}
-	b := store.Intent{InstanceID: id(702), ResourceVersion: 3, BackendID: a.BackendID, Op: store.IntentUpdate, CreatedAt: t0.Add(time.Second)}
+	b := store.Intent{InstanceID: id(702), ResourceVersion: 3, BackendID: a.BackendID, Op: store.IntentDelete, OwnerID: "owner-1",
+		CreatedAt: t0.Add(time.Second)}
 	put := func(in store.Intent) error {
 		return s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutIntent(ctx, in) })
 	}
@@ -34,6 +35,7 @@ func testIntents(t *testing.T, s store.Store) {
 	}
 	if len(got) != 2 || got[0].InstanceID != a.InstanceID || got[1].InstanceID != b.InstanceID ||
 		got[0].Op != store.IntentCreate || got[1].ResourceVersion != 3 || !got[0].CreatedAt.Equal(t0) ||
+		got[1].Op != store.IntentDelete || got[1].OwnerID != "owner-1" || got[0].OwnerID != "" ||
 		!got[0].NextAttempt.Equal(t0) || !jsonEqual(got[0].Context, a.Context) || got[1].Context != nil {
 		t.Fatalf("Intents = %+v", got)
 	}
