@@ -173,9 +173,7 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 		return nil
 	})
 	if err != nil {
-		if gone := j.deletedSingles(); len(gone) > 0 {
-			err = deleteStoreFailure(ownerID, j, err)
-		} else if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
+		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
 			err = fmt.Errorf("failed to apply the children of %q: %w", ownerID, err)
 		}
 		return ChildrenApplied{}, h.undo(ctx, j, err)

@@ -13,10 +13,11 @@ import (
 // is locked by an owner other than ownerID. The built-in backend can never
 // be deleted.
 //
-// An external backend is asked to delete the value first, then the metadata
-// goes in one transaction that checks the rules again. A backend that
-// already forgot the instance (NotFound) counts as done, so a delete that
-// failed halfway can simply be retried.
+// The metadata goes first, in one transaction that checks the rules again;
+// then an external backend is asked to delete the value. A backend that
+// fails (or a process that dies first) leaves the delete in the intent
+// journal, and recovery repeats it until it is done; a backend that
+// already forgot the instance (NotFound) counts as done.
 func (h *Hub) DeleteInstance(ctx context.Context, id, ownerID string) error {
 	return h.DeleteInstanceIf(ctx, id, ownerID, 0)
 }
@@ -59,17 +60,26 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return err
 	}
 
+	// An external value is deleted once the metadata is: the store decides
+	// (locks, users, a racing writer) before anything is lost, and the
+	// delete's intent, recorded first, makes recovery finish it should this
+	// process die before the backend did it.
+	var j *journal
 	if !inst.Backend.Abstract && !isDryRun(ctx) {
 		b, err := h.newBackendSet().get(ctx, inst.Backend.ID)
 		if err != nil {
 			return fmt.Errorf("delete TypeInstance %q: %w", id, err)
 		}
+		// A list racing the delete leaves the instance out (read.go).
 		h.deleting.Store(id, struct{}{})
 		defer h.deleting.Delete(id)
-		err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: id, Context: inst.Latest.Context, OwnerID: ownerID})
-		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			return externalErr(b.ID, fmt.Sprintf("delete %q", id), err)
+		w := &externalWrite{b: b, inst: inst,
+			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: id, Context: inst.Latest.Context, OwnerID: ownerID}}}
+		keys, err := h.recordIntents(ctx, []*externalWrite{w})
+		if err != nil {
+			return fmt.Errorf("delete TypeInstance %q: %w", id, err)
 		}
+		j = &journal{intents: keys, later: []*externalWrite{w}}
 	}
 
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
@@ -97,14 +107,9 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return nil
 	})
 	if err != nil {
-		if !inst.Backend.Abstract {
-			// The backend already deleted the value; say so whatever stopped
-			// the metadata (a racing writer, or the store).
-			return &cairn.Error{Code: cairn.ErrorCode(err), IDs: []string{id}, Err: err,
-				Msg: fmt.Sprintf("delete TypeInstance %q: its value was deleted from backend %q but the metadata was not: %v", id, inst.Backend.ID, err)}
-		}
-		return err
+		return h.undo(ctx, j, err)
 	}
+	h.settle(ctx, j)
 	h.log.InfoContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	h.deleteExclusiveDependencies(ctx, inst)
 	return nil

@@ -43,6 +43,11 @@ type storedBatch struct {
 type journal struct {
 	batches []storedBatch
 	singles []*externalWrite // writes of backends without batches, done
+	// later are the deletes of backends without batches: a delete cannot
+	// be taken back, so it is sent only once the store committed (settle),
+	// its intent recorded before, so that recovery finishes it when this
+	// process dies first.
+	later []*externalWrite
 	// intents are the request's entries in the store's intent journal
 	// (journal.go); keep are those that must outlive the request: a write
 	// whose backend never answered, or whose undo failed, is left for
@@ -76,12 +81,13 @@ func ambiguous(err error) bool {
 // writeExternal sends a request's writes to their backends. Each backend
 // that implements cairn.BatchWriter gets its whole share as one OnBatch
 // call (a Git backend: one commit or one pull request), whatever mix of
-// creates, updates and deletes it is; the others get one call per write,
-// creates and updates first and deletes last, since a delete is the one
-// write the storage-backend protocol cannot take back. A delete of what a
-// backend forgot already counts as done. It stops at the first failure,
-// which it returns with the write it is about; what was stored before is
-// in the journal, for the caller to undo. A dry run sends nothing.
+// creates, updates and deletes it is (UndoBatch takes it all back); the
+// others get one call per create or update, and their deletes, which the
+// storage-backend protocol cannot take back, wait in the journal until the
+// store committed (settle sends them). Every write's intent is recorded
+// first. It stops at the first failure, which it returns with the write it
+// is about; what was stored before is in the journal, for the caller to
+// undo. A dry run sends nothing.
 func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journal, failed *externalWrite, err error) {
 	j = &journal{}
 	if isDryRun(ctx) || len(ws) == 0 {
@@ -98,7 +104,6 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 		}
 		byBackend[w.b.ID] = append(byBackend[w.b.ID], w)
 	}
-	var deletes []*externalWrite
 	for _, id := range order {
 		group := byBackend[id]
 		if bw, ok := group[0].b.client.(cairn.BatchWriter); ok {
@@ -130,7 +135,7 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 		}
 		for _, w := range group {
 			if w.w.Delete != nil {
-				deletes = append(deletes, w)
+				j.later = append(j.later, w)
 				continue
 			}
 			if err := h.writeOne(ctx, w); err != nil {
@@ -141,12 +146,6 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 			}
 			j.singles = append(j.singles, w)
 		}
-	}
-	for _, w := range deletes {
-		if err := h.writeOne(ctx, w); err != nil {
-			return j, w, err
-		}
-		j.singles = append(j.singles, w)
 	}
 	return j, nil, nil
 }
@@ -192,10 +191,9 @@ func (h *Hub) writeOne(ctx context.Context, w *externalWrite) error {
 // undo takes back what the journal recorded: each batch
 // with one UndoBatch (a Git backend: one commit restoring the files, or
 // its pull request closed), each single create with OnDelete and each
-// single update with OnDeleteRevision. A single delete cannot be taken
-// back; writeExternal sends those last, so only a failure of the store
-// transaction leaves one done (the caller's error says so). It returns
-// cause joined with whatever the undo could not do.
+// single update with OnDeleteRevision. The deletes waiting for the commit
+// were never sent: their intents are forgotten with the others. It
+// returns cause joined with whatever the undo could not do.
 func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 	if j == nil {
 		return cause
@@ -251,14 +249,3 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 	return cause
 }
 
-// deletedSingles lists the instances whose values a request deleted in
-// backends that cannot take a delete back.
-func (j *journal) deletedSingles() []*externalWrite {
-	var out []*externalWrite
-	for _, w := range j.singles {
-		if w.w.Delete != nil {
-			out = append(out, w)
-		}
-	}
-	return out
-}

@@ -805,15 +805,6 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-func TestDeleteBackendFailureKeepsMetadata(t *testing.T) {
-	e := newEnv(t)
-	bid, f := e.addBackend("ext", true, "")
-	id := e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid}})
-	f.failOn("OnDelete", func(string) error { return errors.New("connection refused") })
-	err := e.h.DeleteInstance(e.ctx, id, "")
-	wantContains(t, err, "connection refused", bid)
-	jsonEq(t, e.get(id).Latest.Value, `1`)
-}
 
 func TestLockUnlock(t *testing.T) {
 	e := newEnv(t)

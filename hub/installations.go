@@ -130,12 +130,11 @@ func (h *Hub) requestDeletion(ctx context.Context, inst cairn.Instance, ownerID 
 // owner's uses edge to each and deletes them, all in one store transaction.
 // It changes nothing when any of them is locked (by someone other than
 // lockOwner) or used by an instance other than the owner; the error names
-// them. Values in external backends are deleted first, each backend's
-// share as one batch where it takes batches (a Git backend: one commit);
-// when the store transaction then fails, such a batch is taken back (the
-// files restored). A backend without batches cannot take a delete back: a
-// backend that already forgot one counts as done, so a delete that failed
-// halfway is finished by calling it again.
+// them. Values in backends that take batches are deleted first, each
+// backend's share as one batch (a Git backend: one commit), which is taken
+// back (the files restored) when the store transaction then fails. A
+// backend without batches cannot take a delete back: it is asked once the
+// store committed, the intent journal keeping the delete until it is done.
 func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, lockOwner string) error {
 	if len(ids) == 0 {
 		return nil
@@ -145,6 +144,9 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		return err
 	}
 	j, failed, err := h.writeExternal(ctx, ws)
+	if err != nil && failed == nil { // the intent journal, before any backend call
+		return h.undo(ctx, j, fmt.Errorf("delete the children of %q: %w", ownerID, err))
+	}
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
 		return h.undo(ctx, j, externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
 	}
@@ -152,8 +154,9 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		return storeOwnedDeletes(ctx, tx, ownerID, ids, lockOwner)
 	})
 	if err != nil {
-		return h.undo(ctx, j, deleteStoreFailure(ownerID, j, err))
+		return h.undo(ctx, j, fmt.Errorf("delete the children of %q: %w", ownerID, err))
 	}
+	h.settle(ctx, j)
 	h.log.InfoContext(ctx, "deleted children", "owner", ownerID, "count", len(found), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return nil
 }
@@ -213,21 +216,6 @@ func storeOwnedDeletes(ctx context.Context, tx store.Tx, ownerID string, ids []s
 	return nil
 }
 
-// deleteStoreFailure is the error of a store transaction that failed after
-// external deletes; it names the values deleted in backends that cannot
-// take a delete back.
-func deleteStoreFailure(ownerID string, j *journal, err error) error {
-	gone := j.deletedSingles()
-	if len(gone) == 0 {
-		return fmt.Errorf("delete the children of %q: %w", ownerID, err)
-	}
-	ids := make([]string, len(gone))
-	for i, w := range gone {
-		ids[i] = w.inst.ID
-	}
-	return &cairn.Error{Code: cairn.ErrorCode(err), IDs: ids, Err: err,
-		Msg: fmt.Sprintf("delete the children of %q: the values of %s were deleted from their backends but the metadata was not (retry to finish): %v", ownerID, cairn.QuoteIDs(ids), err)}
-}
 
 // RequestDeletion records that an installation is to be deleted, as
 // DeleteInstance does for one with children, whoever uses it: the stack

@@ -24,11 +24,13 @@ type intentKey struct {
 	rv int
 }
 
-// intentOf is the journal entry of an external create or update; deletes
-// are not journaled (see docs/reliability.md).
+// intentOf is the journal entry of an external write. A delete takes the
+// key of the instance's create, (id, 1): until the backend has deleted the
+// value, a new instance with the same id cannot be created in its place
+// (its value would collide with the old one, or be deleted with it).
 func intentOf(w *externalWrite) (intentKey, bool) {
 	switch {
-	case w.w.Create != nil:
+	case w.w.Create != nil, w.w.Delete != nil:
 		return intentKey{w.inst.ID, 1}, true
 	case w.w.Update != nil:
 		return intentKey{w.inst.ID, w.w.Update.NewResourceVersion}, true
@@ -50,10 +52,13 @@ func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentK
 			continue
 		}
 		in := store.Intent{InstanceID: k.id, ResourceVersion: k.rv, BackendID: w.b.ID, CreatedAt: now, NextAttempt: now}
-		if w.w.Create != nil {
+		switch {
+		case w.w.Create != nil:
 			in.Op, in.Context = store.IntentCreate, w.w.Create.Context
-		} else {
+		case w.w.Update != nil:
 			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
+		default:
+			in.Op, in.Context, in.OwnerID = store.IntentDelete, w.w.Delete.Context, w.w.Delete.OwnerID
 		}
 		keys, ins = append(keys, k), append(ins, in)
 	}
@@ -77,12 +82,25 @@ func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentK
 	return keys, nil
 }
 
-// settle forgets the journal entries of a request whose store transaction
-// committed.
+// settle finishes a request whose store transaction committed: it sends
+// the deletes that waited for the commit and forgets the journal entries.
+// A delete the backend did not do keeps its intent, and recovery sends it
+// again (with backoff) until it is done: the instance is gone from the
+// store, so its value is one no committed version points to. The request
+// itself succeeded; the failure is logged, and recovery's metrics count it.
 func (h *Hub) settle(ctx context.Context, j *journal) {
-	if j != nil {
-		h.forgetIntents(ctx, j.intents, nil)
+	if j == nil {
+		return
 	}
+	ctx = context.WithoutCancel(ctx)
+	for _, w := range j.later {
+		if err := h.writeOne(ctx, w); err != nil {
+			j.keepIntent(w)
+			h.log.WarnContext(ctx, "a deleted instance's value is still in its backend; recovery will delete it",
+				"instance", w.inst.ID, "backend", w.b.ID, "err", err)
+		}
+	}
+	h.forgetIntents(ctx, j.intents, j.keep)
 }
 
 // forgetIntents clears journal entries, except those in keep. A failure
@@ -119,6 +137,9 @@ type RecoveryResult struct {
 	// Undone counts writes that never committed and whose value the backend
 	// was asked to delete (or no longer had).
 	Undone int
+	// Deleted counts deletes that had committed and whose value the backend
+	// was then asked to delete (or no longer had).
+	Deleted int
 	// Failed lists the intents that could not be finished this time (their
 	// backend is down, or refused); they are retried with backoff.
 	Failed []store.Intent
@@ -135,7 +156,8 @@ const maxRecoveryBackoff = 5 * time.Minute
 // replica, are left alone; grace must exceed the longest write, backend
 // timeout included) is either found committed and forgotten, or undone in
 // its backend (OnDelete for a create, OnDeleteRevision for an update) and
-// then forgotten. A backend that fails is retried at a later pass with
+// then forgotten. A delete is the other way round: one that committed is
+// sent to the backend (OnDelete), one that did not is forgotten. A backend that fails is retried at a later pass with
 // exponential backoff; the result lists what is still pending.
 func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult, error) {
 	var res RecoveryResult
@@ -150,7 +172,7 @@ func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult,
 			res.Waiting++
 			continue
 		}
-		committed, err := h.undoIntent(ctx, bs, in)
+		done, err := h.finishIntent(ctx, bs, in)
 		if err != nil {
 			in.Attempts++
 			in.LastError = err.Error()
@@ -172,15 +194,66 @@ func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult,
 		}); err != nil {
 			return res, fmt.Errorf("recover: %w", err)
 		}
-		if committed {
+		switch done {
+		case intentCommitted:
 			res.Committed++
-			continue
+		case intentUndone:
+			res.Undone++
+			h.log.InfoContext(ctx, "recovery undid an interrupted write",
+				"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID, "op", string(in.Op))
+		case intentDeleted:
+			res.Deleted++
+			h.log.InfoContext(ctx, "recovery deleted a deleted instance's value from its backend",
+				"instance", in.InstanceID, "backend", in.BackendID)
 		}
-		res.Undone++
-		h.log.InfoContext(ctx, "recovery undid an interrupted write",
-			"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID, "op", string(in.Op))
 	}
 	return res, nil
+}
+
+// intentOutcome is what finishing an intent took.
+type intentOutcome int
+
+const (
+	// intentCommitted: the store has what the intent announced (a write
+	// committed, or a delete that never committed and so was never sent):
+	// only the journal entry was left.
+	intentCommitted intentOutcome = iota
+	// intentUndone: a write that never committed was deleted from its
+	// backend.
+	intentUndone
+	// intentDeleted: a committed delete was sent to the backend.
+	intentDeleted
+)
+
+// finishIntent brings the intent's backend back to what the store holds.
+func (h *Hub) finishIntent(ctx context.Context, bs *backendSet, in store.Intent) (intentOutcome, error) {
+	if in.Op != store.IntentDelete {
+		committed, err := h.undoIntent(ctx, bs, in)
+		if committed || err != nil {
+			return intentCommitted, err
+		}
+		return intentUndone, nil
+	}
+	// A delete is sent only after its commit: an instance still in the
+	// store (in the same backend; a new one with this id in that backend
+	// cannot have been created while the intent held its key) means the
+	// delete never committed, and the backend was never asked.
+	found, err := h.st.GetInstancesBrief(ctx, []string{in.InstanceID})
+	if err != nil {
+		return intentCommitted, err
+	}
+	if len(found) == 1 && found[0].Backend.ID == in.BackendID {
+		return intentCommitted, nil
+	}
+	b, err := bs.get(ctx, in.BackendID)
+	if err != nil {
+		return intentCommitted, fmt.Errorf("backend %q: %w", in.BackendID, err)
+	}
+	err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID})
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return intentCommitted, externalErr(b.ID, fmt.Sprintf("delete the value of deleted instance %q", in.InstanceID), err)
+	}
+	return intentDeleted, nil
 }
 
 // undoIntent reports whether the intent's write committed; when it did

@@ -184,3 +184,111 @@ func TestJournalKeepsUnansweredWrites(t *testing.T) {
 		t.Fatalf("intents after a refused update: %+v", ins)
 	}
 }
+
+// TestJournalDeletes: a delete goes to the store first and to the backend
+// after the commit, so nothing is lost when the store refuses; a backend
+// that is down, or a process that dies before the backend did it, leaves
+// the delete in the journal, and recovery finishes it.
+func TestJournalDeletes(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, func(cfg *hub.Config) { cfg.Now = c.now })
+	bid, f := e.addBackend("ext", true, "")
+	newValue := func(v string) string {
+		return e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(v), Backend: &hub.BackendInput{ID: bid}})
+	}
+
+	// The backend is asked once the metadata is gone, and the intent goes.
+	a := newValue(`"a"`)
+	var seen error
+	f.failOn("OnDelete", func(id string) error {
+		_, seen = e.h.GetInstance(e.ctx, id, false)
+		return nil
+	})
+	if err := e.h.DeleteInstance(e.ctx, a, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !cairn.HasCode(seen, cairn.CodeNotFound) {
+		t.Fatalf("while the backend deleted the value, the hub still had the instance (%v)", seen)
+	}
+	if holds(t, f, a, 1) || len(pending(t, e)) != 0 {
+		t.Fatalf("after a delete: value held %v, intents %+v", holds(t, f, a, 1), pending(t, e))
+	}
+
+	// A delete the store refuses never reaches the backend.
+	b := newValue(`"b"`)
+	if err := e.h.LockInstances(e.ctx, []string{b}, "owner-1"); err != nil {
+		t.Fatal(err)
+	}
+	f.failOn("OnDelete", nil)
+	wantCode(t, e.h.DeleteInstance(e.ctx, b, "owner-2"), cairn.CodeLocked)
+	if !holds(t, f, b, 1) || len(f.called("OnDelete "+b)) != 0 || len(pending(t, e)) != 0 {
+		t.Fatalf("a refused delete reached the backend or left an intent: %v %+v", f.called("OnDelete "+b), pending(t, e))
+	}
+
+	// The backend is down: the delete is done in the hub, the value waits
+	// in the journal (with the lock owner the backend checks) until
+	// recovery reaches the backend.
+	f.failOn("OnDelete", func(string) error { return errors.New("connection refused") })
+	if err := e.h.DeleteInstance(e.ctx, b, "owner-1"); err != nil {
+		t.Fatalf("delete while the backend is down: %v", err)
+	}
+	if _, err := e.h.GetInstance(e.ctx, b, false); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Fatalf("instance after its delete: %v", err)
+	}
+	ins := pending(t, e)
+	if len(ins) != 1 || ins[0].InstanceID != b || ins[0].Op != store.IntentDelete || ins[0].OwnerID != "owner-1" || ins[0].BackendID != bid {
+		t.Fatalf("intents = %+v, want the delete of %s by owner-1", ins, b)
+	}
+	if !holds(t, f, b, 1) {
+		t.Fatal("the backend lost the value while it was down?")
+	}
+	if res := runRecover(t, e, time.Minute); res.Waiting != 1 {
+		t.Fatalf("within the grace period: %+v", res)
+	}
+	c.add(2 * time.Minute)
+	if res := runRecover(t, e, time.Minute); len(res.Failed) != 1 || !strings.Contains(res.Failed[0].LastError, "connection refused") {
+		t.Fatalf("backend still down: %+v", res)
+	}
+	f.failOn("OnDelete", nil)
+	c.add(3 * time.Second)
+	if res := runRecover(t, e, time.Minute); res.Deleted != 1 || len(res.Failed) != 0 {
+		t.Fatalf("backend back: %+v", res)
+	}
+	if holds(t, f, b, 1) || len(pending(t, e)) != 0 {
+		t.Fatalf("after recovery: value held %v, intents %+v", holds(t, f, b, 1), pending(t, e))
+	}
+
+	// A dead process: x's delete committed but the backend was never
+	// asked; y's delete was recorded but never committed.
+	x, y := newValue(`"x"`), newValue(`"y"`)
+	if err := e.h.LockInstances(e.ctx, []string{x}, "owner-1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.called("OnLock "+x)) != 1 {
+		t.Fatal("the backend does not hold x's lock: the test would not show that recovery sends the owner")
+	}
+	old := c.now().Add(-time.Hour)
+	if err := e.st.Update(e.ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, in := range []store.Intent{
+			{InstanceID: x, ResourceVersion: 1, BackendID: bid, Op: store.IntentDelete, OwnerID: "owner-1", CreatedAt: old},
+			{InstanceID: y, ResourceVersion: 1, BackendID: bid, Op: store.IntentDelete, CreatedAt: old},
+		} {
+			if err := tx.PutIntent(ctx, in); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteInstance(ctx, x)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res := runRecover(t, e, time.Minute); res.Deleted != 1 || res.Committed != 1 || len(res.Failed) != 0 {
+		t.Fatalf("Recover = %+v, want x deleted and y's intent forgotten", res)
+	}
+	if holds(t, f, x, 1) || !holds(t, f, y, 1) {
+		t.Fatalf("after recovery: x's value held %v (want false), y's %v (want true)", holds(t, f, x, 1), holds(t, f, y, 1))
+	}
+	jsonEq(t, e.get(y).Latest.Value, `"y"`)
+	if ins := pending(t, e); len(ins) != 0 {
+		t.Fatalf("intents left: %+v", ins)
+	}
+}

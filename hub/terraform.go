@@ -699,12 +699,12 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 	if err := checkRemovable(w, w.remove, removing); err != nil {
 		return nil, nil, h.nameUsers(ctx, err)
 	}
-	batchDeletes, laterDeletes, err := h.splitDeletes(ctx, w)
+	deletes, err := h.deleteWrites(ctx, w)
 	if err != nil {
 		return nil, nil, h.stateWriteErr(w, err)
 	}
 
-	ws := append(append(h.createWrites(items), updateWrites(staged)...), batchDeletes...)
+	ws := append(append(h.createWrites(items), updateWrites(staged)...), deletes...)
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil {
 		var cause error
@@ -764,18 +764,18 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 	if err != nil {
 		return nil, nil, h.undo(ctx, j, h.stateWriteErr(w, err))
 	}
-	h.deleteExternalValues(ctx, laterDeletes)
+	h.settle(ctx, j)
 	h.log.InfoContext(ctx, "terraform state written", "state", w.state, "created", len(items), "updated", len(staged),
 		"deleted", len(w.remove), "actor", cairn.Actor(ctx))
 	return created, updated, nil
 }
 
-// splitDeletes sorts the removed instances' values in external backends:
-// deletes for backends that take batches (and can undo them) go into the
-// write's batches; the others are deleted after the commit.
-func (h *Hub) splitDeletes(ctx context.Context, w stateWrite) (batch []*externalWrite, later []cairn.Instance, err error) {
+// deleteWrites are the deletes of the removed instances' values in
+// external backends: backends that take batches (and can undo them) get
+// them in the write's batch; the others after the commit (writeExternal).
+func (h *Hub) deleteWrites(ctx context.Context, w stateWrite) (batch []*externalWrite, err error) {
 	if isDryRun(ctx) {
-		return nil, nil, nil
+		return nil, nil
 	}
 	bs := h.newBackendSet()
 	for _, r := range w.remove {
@@ -784,16 +784,12 @@ func (h *Hub) splitDeletes(ctx context.Context, w stateWrite) (batch []*external
 		}
 		b, err := bs.get(ctx, r.Backend.ID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("delete %q: %w", r.Name, err)
-		}
-		if _, ok := b.client.(cairn.BatchWriter); !ok {
-			later = append(later, r)
-			continue
+			return nil, fmt.Errorf("delete %q: %w", r.Name, err)
 		}
 		batch = append(batch, &externalWrite{b: b, inst: r,
 			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: r.ID, Context: r.Latest.Context, OwnerID: w.lockID}}})
 	}
-	return batch, later, nil
+	return batch, nil
 }
 
 // checkRemovable refuses to delete an instance locked by another owner than
@@ -853,22 +849,3 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
 }
 
-// deleteExternalValues deletes the values of deleted instances from their
-// external backends, after the metadata is gone. A failure is logged (ids
-// and backends, never values): the value is no longer reachable.
-func (h *Hub) deleteExternalValues(ctx context.Context, insts []cairn.Instance) {
-	bs := h.newBackendSet()
-	ctx = context.WithoutCancel(ctx)
-	for _, r := range insts {
-		if r.Backend.Abstract {
-			continue
-		}
-		b, err := bs.get(ctx, r.Backend.ID)
-		if err == nil {
-			err = b.client.OnDelete(h.withResourceMeta(ctx, b, r), cairn.OnDeleteRequest{InstanceID: r.ID, Context: r.Latest.Context})
-		}
-		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			h.log.WarnContext(ctx, "a deleted instance's value was left in its backend", "instance", r.ID, "backend", r.Backend.ID, "err", err)
-		}
-	}
-}

@@ -23,9 +23,9 @@ import (
 )
 
 // stallingBackend is the example file backend served over gRPC by the test
-// itself, which can make the next create or update stall before or after
-// the value is stored, until the hub's call goes away with the process the
-// test kills.
+// itself, which can make the next create, update or delete stall before or
+// after the value is stored (or deleted), until the hub's call goes away
+// with the process the test kills.
 type stallingBackend struct {
 	*file.Backend
 	mu      sync.Mutex
@@ -76,11 +76,19 @@ func (b *stallingBackend) OnUpdate(ctx context.Context, req cairn.OnUpdateReques
 	return out, err
 }
 
+func (b *stallingBackend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
+	w := stalledWrite{req.InstanceID, 0}
+	b.stall(ctx, "before", w)
+	err := b.Backend.OnDelete(ctx, req)
+	b.stall(ctx, "after", w)
+	return err
+}
+
 // TestKilledMidWriteRecovers kills a real cairn serve (SIGKILL) while a
-// create or an update waits on an external backend, before and after the
-// backend stored the value, restarts it, and checks that recovery leaves
-// no value in the backend the hub does not know and nothing in the hub the
-// backend lacks.
+// create, an update or a delete waits on an external backend, before and
+// after the backend stored (or deleted) the value, restarts it, and checks
+// that recovery leaves no value in the backend the hub does not know and
+// nothing in the hub the backend lacks.
 func TestKilledMidWriteRecovers(t *testing.T) {
 	b := newBackupBinary(t)
 	dir := t.TempDir()
@@ -117,7 +125,9 @@ spec:
 		}
 		return p
 	}
-	b.must("--server", url, "apply", "-f", manifest("kept", 1))
+	for _, name := range []string{"kept", "doomed-1", "doomed-2"} {
+		b.must("--server", url, "apply", "-f", manifest(name, 1))
+	}
 	stop()
 
 	steps := []struct {
@@ -136,6 +146,13 @@ spec:
 		}},
 		{"update, killed after the backend stored", "after", func(url string) []string {
 			return []string{"--server", url, "apply", "-f", manifest("kept", 3)}
+		}},
+		// A delete reaches the backend after its commit.
+		{"delete, killed before the backend deleted", "before", func(url string) []string {
+			return []string{"--server", url, "delete", "-f", manifest("doomed-1", 1)}
+		}},
+		{"delete, killed after the backend deleted", "after", func(url string) []string {
+			return []string{"--server", url, "delete", "-f", manifest("doomed-2", 1)}
 		}},
 	}
 	for _, step := range steps {
@@ -157,9 +174,19 @@ spec:
 		}
 		_ = srvCmd.Wait()
 		_ = client.Wait()
-		stored := slices.Contains(revisionFiles(t, values, w.id), w.rv)
-		if stored != (step.when == "after") {
-			t.Fatalf("%s: revision %d of %s stored in the backend: %v", step.name, w.rv, w.id, stored)
+		if w.rv == 0 { // a delete
+			held := len(revisionFiles(t, values, w.id)) > 0
+			if held != (step.when == "before") {
+				t.Fatalf("%s: the backend holds %s: %v", step.name, w.id, held)
+			}
+			if _, ok := b.instances("--data-dir", data)[w.id]; ok {
+				t.Fatalf("%s: the hub still has %s while the backend deletes it", step.name, w.id)
+			}
+		} else {
+			stored := slices.Contains(revisionFiles(t, values, w.id), w.rv)
+			if stored != (step.when == "after") {
+				t.Fatalf("%s: revision %d of %s stored in the backend: %v", step.name, w.rv, w.id, stored)
+			}
 		}
 
 		if n := len(intents(t, data)); n != 1 {
