@@ -248,4 +248,3 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 	}
 	return cause
 }
-

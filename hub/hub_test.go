@@ -805,7 +805,6 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-
 func TestLockUnlock(t *testing.T) {
 	e := newEnv(t)
 	a := e.create(hub.NewInstance{TypeRef: cfgType, Name: "a"})

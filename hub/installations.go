@@ -216,7 +216,6 @@ func storeOwnedDeletes(ctx context.Context, tx store.Tx, ownerID string, ids []s
 	return nil
 }
 
-
 // RequestDeletion records that an installation is to be deleted, as
 // DeleteInstance does for one with children, whoever uses it: the stack
 // controller asks it of a nested installation (a child that is itself an

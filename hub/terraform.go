@@ -848,4 +848,3 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 	}
 	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
 }
-
