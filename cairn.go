@@ -176,4 +176,12 @@ type BackendHealth struct {
 	RoundTrip time.Duration `json:"roundTrip"`
 	// TLS says whether the connection is encrypted.
 	TLS bool `json:"tls"`
+	// PendingWrites counts the writes to this backend the hub's intent
+	// journal holds: interrupted (a process died, or the backend did not
+	// answer) and not yet finished by recovery.
+	PendingWrites int `json:"pendingWrites,omitempty"`
+	// RetryingWrites counts those recovery tried and could not finish;
+	// LastError is the latest failure.
+	RetryingWrites int    `json:"retryingWrites,omitempty"`
+	LastError      string `json:"lastError,omitempty"`
 }

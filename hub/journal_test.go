@@ -249,6 +249,13 @@ func TestJournalDeletes(t *testing.T) {
 	if res := runRecover(t, e, time.Minute); len(res.Failed) != 1 || !strings.Contains(res.Failed[0].LastError, "connection refused") {
 		t.Fatalf("backend still down: %+v", res)
 	}
+	// backends check says what waits (this test's backends have no health
+	// check, so the check itself fails).
+	_, health, err := e.h.CheckBackend(e.ctx, bid)
+	wantContains(t, err, "1 interrupted write waits for recovery (1 failed so far; latest error: ", "connection refused")
+	if health.PendingWrites != 1 || health.RetryingWrites != 1 {
+		t.Fatalf("CheckBackend health = %+v", health)
+	}
 	f.failOn("OnDelete", nil)
 	c.add(3 * time.Second)
 	if res := runRecover(t, e, time.Minute); res.Deleted != 1 || len(res.Failed) != 0 {

@@ -393,8 +393,15 @@ func TestUpdateRollbackOverGRPC(t *testing.T) {
 	e.faults.setHook(nil)
 	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}})
 	wantContains(t, err, x, "resource version 2 is already on its way (or being recovered)")
+	// backends check counts it.
+	if _, health, err := e.h.CheckBackend(e.ctx, e.bid); err != nil || health.Status != "SERVING" || health.PendingWrites != 1 {
+		t.Fatalf("CheckBackend = %+v, %v; want SERVING with 1 pending write", health, err)
+	}
 	if res, err := e.h.Recover(e.ctx, 0); err != nil || res.Undone != 1 {
 		t.Fatalf("Recover = %+v, %v; want the orphaned revision undone", res, err)
+	}
+	if _, health, err := e.h.CheckBackend(e.ctx, e.bid); err != nil || health.PendingWrites != 0 {
+		t.Fatalf("CheckBackend after recovery = %+v, %v; want no pending write", health, err)
 	}
 	e.wantFiles(x+"/1.json", y+"/1.json")
 	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: x, Value: json.RawMessage(`3`)}}); err != nil {

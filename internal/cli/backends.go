@@ -446,6 +446,10 @@ type checkResult struct {
 	TLS       bool    `json:"tls"`
 	ConnectMS float64 `json:"connectMs"`
 	RoundTrip float64 `json:"roundTripMs"`
+	// The backend's writes waiting in the intent journal.
+	PendingWrites  int    `json:"pendingWrites,omitempty"`
+	RetryingWrites int    `json:"retryingWrites,omitempty"`
+	LastError      string `json:"lastError,omitempty"`
 }
 
 func (a *app) backendsCheckCommand() *cobra.Command {
@@ -454,8 +458,10 @@ func (a *app) backendsCheckCommand() *cobra.Command {
 		Short: "Connect to a storage backend and report its health and round-trip time",
 		Long: `Check connects to the backend, asks its grpc.health.v1 service about the
 storage service it is called through, and reports the status, the time to
-connect and the round-trip time of a second check. It exits 6 when the backend
-cannot be reached or is not SERVING.`,
+connect and the round-trip time of a second check, and how many interrupted
+writes to the backend wait in the intent journal for recovery (with the latest
+error recovery had with them). It exits 6 when the backend cannot be reached or
+is not SERVING.`,
 		Example: "  cairn backends check files",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -471,7 +477,8 @@ cannot be reached or is not SERVING.`,
 				}
 				r := checkResult{ID: sb.ID, Alias: sb.Alias, URL: sb.URL,
 					Service: health.Service, Status: health.Status, TLS: health.TLS,
-					ConnectMS: ms(health.Connect), RoundTrip: ms(health.RoundTrip)}
+					ConnectMS: ms(health.Connect), RoundTrip: ms(health.RoundTrip),
+					PendingWrites: health.PendingWrites, RetryingWrites: health.RetryingWrites, LastError: health.LastError}
 				if printed, err := a.printData(cmd.OutOrStdout(), r); !printed {
 					err = printCheck(cmd.OutOrStdout(), r, sb.Abstract)
 					if err != nil {
@@ -511,8 +518,24 @@ func printCheck(w io.Writer, r checkResult, builtin bool) error {
 	if service == "" {
 		service = "server as a whole"
 	}
-	_, err := fmt.Fprintf(w, "backend %s at %s: %s (%s, %s), connect %.2f ms, round trip %.2f ms\n",
-		name, r.URL, r.Status, service, transport, r.ConnectMS, r.RoundTrip)
+	if _, err := fmt.Fprintf(w, "backend %s at %s: %s (%s, %s), connect %.2f ms, round trip %.2f ms\n",
+		name, r.URL, r.Status, service, transport, r.ConnectMS, r.RoundTrip); err != nil {
+		return err
+	}
+	if r.PendingWrites == 0 {
+		return nil
+	}
+	what := "1 interrupted write waits"
+	if r.PendingWrites != 1 {
+		what = fmt.Sprintf("%d interrupted writes wait", r.PendingWrites)
+	}
+	_, err := fmt.Fprintf(w, "  %s for recovery", what)
+	if err == nil && r.RetryingWrites > 0 {
+		_, err = fmt.Fprintf(w, " (%d failed so far; latest error: %s)", r.RetryingWrites, r.LastError)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
 	return err
 }
 

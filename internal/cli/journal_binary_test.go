@@ -192,6 +192,9 @@ spec:
 		if n := len(intents(t, data)); n != 1 {
 			t.Fatalf("%s: %d intents in the journal after the kill, want 1", step.name, n)
 		}
+		if out := b.must("--data-dir", data, "backends", "check", "files"); !strings.Contains(out, "1 interrupted write waits for recovery") {
+			t.Fatalf("%s: backends check does not report the interrupted write:\n%s", step.name, out)
+		}
 
 		// Restart: recovery finishes the interrupted write.
 		url, stop = b.serve(data, serveArgs...)
