@@ -33,7 +33,6 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -44,11 +43,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -71,6 +70,9 @@ const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultMaxStdout   = 16 << 20
 	DefaultMaxStderr   = 64 << 10
+	// DefaultWarmInstances: two, so that a call finds one ready while the
+	// replacement of the one before it is still starting.
+	DefaultWarmInstances = 2
 )
 
 const pageSize = 64 << 10 // a WebAssembly memory page
@@ -92,6 +94,11 @@ type Options struct {
 	// process (or a restart) skips compilation. Compiled modules are cached
 	// in memory across calls either way.
 	CacheDir string
+	// WarmInstances is how many instances each controller keeps started
+	// ahead of its calls, held where the module asks for its arguments
+	// (see warm.go); each serves one call. 0 means DefaultWarmInstances,
+	// a negative number none: every call starts its own instance.
+	WarmInstances int
 }
 
 func (o Options) withDefaults() Options {
@@ -107,6 +114,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxStderr <= 0 {
 		o.MaxStderr = DefaultMaxStderr
 	}
+	switch {
+	case o.WarmInstances == 0:
+		o.WarmInstances = DefaultWarmInstances
+	case o.WarmInstances < 0:
+		o.WarmInstances = 0
+	}
 	return o
 }
 
@@ -119,6 +132,12 @@ type Runtime struct {
 
 	mu       sync.Mutex
 	compiled map[[sha256.Size]byte]*compileResult
+
+	// life ends when the Runtime is closed, and with it every instance;
+	// wg counts the goroutines running or warming instances.
+	life context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // compileResult is one module digest's compilation, shared by every
@@ -155,16 +174,20 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	// WASI preview 1 is the only host module: it has no socket creation,
 	// so a controller cannot reach the network.
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		_ = cache.Close(ctx)
 		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
 	}
-	return &Runtime{opts: opts, rt: rt, cache: cache, compiled: map[[sha256.Size]byte]*compileResult{}}, nil
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	return &Runtime{opts: opts, rt: rt, cache: cache, compiled: map[[sha256.Size]byte]*compileResult{}, life: life, stop: stop}, nil
 }
 
-// Close releases every compiled module; controllers of r stop working.
+// Close ends every instance and releases every compiled module;
+// controllers of r stop working.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.stop()
+	r.wg.Wait()
 	return errors.Join(r.rt.Close(ctx), r.cache.Close(ctx))
 }
 
@@ -199,7 +222,9 @@ func (r *Runtime) Load(ctx context.Context, name string, module []byte) (*Contro
 	if res.err != nil {
 		return nil, fmt.Errorf("wasm controller %q: load: %w", name, res.err)
 	}
-	return &Controller{r: r, name: name, mod: res.mod, digest: fmt.Sprintf("sha256:%x", digest)}, nil
+	_, asksAgain := res.mod.ExportedFunctions()[asksAgainExport]
+	return &Controller{r: r, name: name, mod: res.mod, digest: fmt.Sprintf("sha256:%x", digest),
+		pool: make(chan *instance, r.opts.WarmInstances), asksAgain: asksAgain}, nil
 }
 
 // LoadFile loads the module at path; when wantSHA256 is not empty the
@@ -245,6 +270,12 @@ type Controller struct {
 	name   string
 	mod    wazero.CompiledModule
 	digest string
+
+	pool     chan *instance // held instances, ready for a call
+	warmOnce sync.Once      // the first call starts the pool's warm-up
+	cold     atomic.Bool    // the module cannot be held: start one per call
+	// asksAgain: the module exports asksAgainExport (see warm.go)
+	asksAgain bool
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -342,32 +373,31 @@ func (c *Controller) call(ctx context.Context, req request) ([]byte, error) {
 	stdout := &cappedWriter{max: opts.MaxStdout, onOverflow: func() { cancel(ErrOutputLimit) }}
 	stderr := &cappedWriter{max: opts.MaxStderr, quiet: true}
 	fsys := newConfinedFS(root, req.root, req.writable)
-	cfg := wazero.NewModuleConfig().
-		WithName(""). // anonymous, so that concurrent calls can coexist
-		WithArgs(append([]string{c.name, req.op, req.kind.Kind}, req.args...)...).
-		WithEnv("CUP_GROUP", req.kind.Group).
-		WithEnv("CUP_VERSION", req.kind.Version).
-		WithStdin(bytes.NewReader(req.stdin)).
-		WithStdout(stdout).
-		WithStderr(stderr).
-		WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, "/")).
-		WithSysWalltime().
-		WithSysNanotime().
-		// The default no-op sleep is kept on purpose: a real host sleep
-		// cannot be interrupted by the deadline, so a module asleep for an
-		// hour would hold the call for an hour.
-		WithRandSource(rand.Reader).
-		// _start is called below, so that the instance (and its memory
-		// size) is still at hand when it fails.
-		WithStartFunctions()
-
-	mod, err := c.r.rt.InstantiateModule(callCtx, c.mod, cfg)
-	if err != nil {
-		return nil, c.errorf(req.op, req.kind, req.subject, "instantiate: %w", c.contextErr(ctx, callCtx, err))
+	b := &binding{
+		args: append([]string{c.name, req.op, req.kind.Kind}, req.args...),
+		env:  []string{"CUP_GROUP=" + req.kind.Group, "CUP_VERSION=" + req.kind.Version},
 	}
-	defer mod.Close(context.WithoutCancel(ctx))
-	_, runErr := mod.ExportedFunction("_start").Call(callCtx)
-	used := memorySize(mod)
+	inst := c.held()
+	if inst != nil {
+		// The pool keeps its size: a replacement starts after this call.
+		defer c.warmOne()
+		inst.bindTo(b, bytes.NewReader(req.stdin), stdout, stderr, fsys)
+	} else {
+		inst = c.newInstance()
+		inst.bindTo(b, bytes.NewReader(req.stdin), stdout, stderr, fsys)
+		c.start(inst)
+	}
+	// The instance runs under a context of the Runtime's (it may have
+	// been started before this call); the call's limits reach it here.
+	stop := context.AfterFunc(callCtx, func() { inst.cancel(context.Cause(callCtx)) })
+	defer stop()
+	<-inst.done
+	defer inst.close(context.WithoutCancel(ctx))
+	if inst.mod == nil {
+		return nil, c.errorf(req.op, req.kind, req.subject, "instantiate: %w", c.contextErr(ctx, callCtx, inst.err))
+	}
+	runErr := inst.err
+	used := memorySize(inst.mod)
 
 	if stdout.overflow {
 		return nil, c.errorf(req.op, req.kind, req.subject, "%w: wrote more than %d bytes to stdout", ErrOutputLimit, opts.MaxStdout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -525,5 +526,71 @@ func TestLoadRejects(t *testing.T) {
 	}
 	if len(r.compiled) != 0 {
 		t.Errorf("failed compilations are cached: %d", len(r.compiled))
+	}
+}
+
+// A call cannot see what an earlier call left in memory or in its tree:
+// every call runs in an instance of its own (held ones included, see
+// warm.go). The probe keeps a secret in package variables, on its heap
+// and in a file of its tree, and counts the copies in its memory (at least
+// the two it made, which shows the count works); the next call, served by
+// a held instance, looks for the secret everywhere it can.
+func TestNoStateLeaksBetweenCalls(t *testing.T) {
+	m := modules(t)
+	ctx := context.Background()
+	for _, warm := range []int{0, -1} {
+		ctl := load(t, newRuntime(t, Options{WarmInstances: warm}), "probe", m.probe)
+		rootA, rootB := t.TempDir(), t.TempDir()
+		for i := range 2 {
+			secret := fmt.Sprintf("cairn-secret-%d-%d-a1b2c3d4e5f6", warm, i)
+			err := ctl.Delete(ctx, rootA, controller.Kind{Kind: "remember"}, secret, "x")
+			var n int
+			if err == nil || !strings.Contains(err.Error(), "remembered: ") {
+				t.Fatalf("remember: %v", err)
+			}
+			if _, serr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "remembered: "):], "remembered: %d copies", &n); serr != nil || n < 2 {
+				t.Fatalf("remember found %d copies of what it kept (%v): the scan does not work", n, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(rootA, "remembered.txt")); err != nil || string(b) != secret {
+				t.Fatalf("the tree of the remembering call has %q, %v", b, err)
+			}
+			if warm >= 0 { // the next call takes a held instance
+				waitFull(t, ctl)
+			}
+			out, err := ctl.Get(ctx, rootB, controller.Kind{Kind: "recall"}, reverse(secret), "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen struct {
+				Kept   int    `json:"kept"`
+				Copies int    `json:"copies"`
+				File   string `json:"file"`
+				Ls     string `json:"ls"`
+			}
+			if err := json.Unmarshal(out, &seen); err != nil {
+				t.Fatal(err)
+			}
+			if seen.Kept != 0 || seen.Copies != 0 || !strings.HasPrefix(seen.File, "error: ") || seen.Ls != "entries: " {
+				t.Errorf("warm=%d call %d sees the previous call's state: %s", warm, i, out)
+			}
+		}
+	}
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
+}
+
+// waitFull waits until c's pool holds as many instances as it can.
+func waitFull(t *testing.T, c *Controller) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(c.pool) < cap(c.pool) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d of %d instances after 30 s", len(c.pool), cap(c.pool))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

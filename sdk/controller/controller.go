@@ -144,6 +144,7 @@ func ParseMetadata(raw []byte) (Metadata, error) {
 // Main runs impl against the process's arguments, stdin and stdout with the
 // tree at "/", and exits with the protocol's exit code.
 func Main(impl Controller) {
+	callArgs()
 	root, err := os.OpenRoot("/")
 	if err != nil {
 		writeMessage(os.Stdout, &Error{Message: fmt.Sprintf("open the tree at /: %v", err)})

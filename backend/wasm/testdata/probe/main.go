@@ -7,12 +7,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 func main() {
@@ -93,12 +95,62 @@ func main() {
 		fail(1, "probe failed on purpose")
 	case "garbage":
 		fmt.Print("this is not JSON")
+	case "remember":
+		// delete remember <secret> _: keep the secret in memory and in a
+		// file of the (writable) tree, and count the copies in memory, to
+		// show that the count finds them.
+		secret := []byte(os.Args[3])
+		kept = strings.Repeat(string(secret), 1000)
+		keptBuf = []byte(kept)
+		if err := os.WriteFile("/remembered.txt", secret, 0o644); err != nil {
+			fail(1, "write: "+err.Error())
+		}
+		fail(1, fmt.Sprintf("remembered: %d copies in memory", copies(secret)))
+	case "recall":
+		// get recall <reversed secret> _: what of an earlier call's secret
+		// this call can see: the package variables, the tree, and copies
+		// anywhere in memory. The secret arrives reversed, so that the one
+		// plain copy is the one made here, which the count skips.
+		arg := os.Args[3]
+		secret := make([]byte, len(arg))
+		for i := range arg {
+			secret[i] = arg[len(arg)-1-i]
+		}
+		answer(map[string]any{"kept": len(kept) + len(keptBuf), "file": read("/remembered.txt"), "ls": list("/"), "copies": copies(secret)})
 	case "stream":
 		// list may answer a stream of objects instead of an array.
 		fmt.Println(`{"metadata":{"name":"a"}}`)
 		fmt.Println(`{"metadata":{"name":"b"}}`)
 	default:
 		fail(1, "unknown behaviour "+behaviour)
+	}
+}
+
+// kept and keptBuf hold what "remember" was given.
+var (
+	kept    string
+	keptBuf []byte
+)
+
+// copies counts the places in linear memory, other than secret itself,
+// that hold secret's bytes. It scans from the first page up to the end of
+// a fresh 8 MiB allocation, which the runtime places at the top of the
+// heap, so everything below is memory the module has.
+func copies(secret []byte) int {
+	top := make([]byte, 8<<20)
+	end := unsafe.Pointer(&top[len(top)-1])
+	start := unsafe.Add(end, -int(uintptr(end))+4096)
+	mem := unsafe.Slice((*byte)(start), uintptr(end)-4096)
+	own := int(uintptr(unsafe.Pointer(&secret[0])) - 4096)
+	n := 0
+	for at := 0; ; at++ {
+		i := bytes.Index(mem[at:], secret)
+		if i < 0 {
+			return n
+		}
+		if at += i; at != own {
+			n++
+		}
 	}
 }
 
