@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/schema"
@@ -60,45 +61,37 @@ func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *c
 // resolveBackend reads and checks a backend instance; with connect it also
 // opens the backend's client.
 func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, connect bool) (*resolvedBackend, error) {
-	found, err := r.GetInstancesBrief(ctx, []string{id})
-	if err != nil {
-		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
-	}
-	if len(found) == 0 {
-		return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
-	}
-	inst := found[0]
-	raw, err := h.readValue(ctx, nil, inst, inst.Latest)
-	if err != nil {
-		return nil, fmt.Errorf("resolve backend %q: read its value: %w", id, err)
-	}
-	builtinID := inst.ID == cairn.BuiltinBackendID
-	sb, causes := decodeStorageValue(raw, !builtinID)
-	if len(causes) > 0 {
-		if builtinID {
-			// Not reachable unless the store was edited by hand; say so.
-			return nil, resolveErr(id, cairn.CodeInternal, causes, joinCauses(causes))
-		}
-		return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
-	}
-	sb.ID = inst.ID
-	sb.Alias = inst.Alias
-	sb.TypeRef = inst.TypeRef
-	sb.ResourceVersion = inst.Latest.ResourceVersion
-	sb.Value = raw
-	sb.Abstract = builtinID
-	b := &resolvedBackend{StorageBackend: sb}
-	if sb.ContextSchema != nil {
-		key := fmt.Sprintf("backend:%s:%d", sb.ID, sb.ResourceVersion)
-		// Context schemas are Capact's idea and Capact compiles them with
-		// AJV, whose default is draft-07: one without "$schema" is draft-07.
-		cs, err := h.schemas.GetDraft(key, sb.ContextSchema, schema.Draft07)
+	var inst cairn.Instance
+	if h.cache != nil && r == store.Reader(h.st) {
+		// A consistent read from memory (one position check, shared with
+		// the reads under way) instead of two store reads.
+		found, ok, err := h.cache.Get(ctx, id, true)
 		if err != nil {
-			causes := []cairn.Cause{{Field: "spec/value/contextSchema", Message: "must be a valid JSON Schema: " + err.Error()}}
-			return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
+			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
 		}
-		b.contextSchema = cs
+		if !ok {
+			return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
+		}
+		inst = found
+	} else {
+		found, err := r.GetInstancesBrief(ctx, []string{id})
+		if err != nil {
+			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+		}
+		if len(found) == 0 {
+			return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
+		}
+		inst = found[0]
 	}
+	b, err := h.backends.decoded(inst.ID, inst.Latest.ResourceVersion, func() (*resolvedBackend, error) {
+		return h.decodeBackend(ctx, inst)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.Alias = inst.Alias
+	b.TypeRef = inst.TypeRef
+	sb := b.StorageBackend
 	if sb.Abstract {
 		b.client = h.builtin
 		return b, nil
@@ -120,6 +113,83 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 	}
 	b.client = client
 	return b, nil
+}
+
+// decodeBackend reads a backend instance's value and checks it against the
+// storage schema; the result depends on the resource version alone.
+func (h *Hub) decodeBackend(ctx context.Context, inst cairn.Instance) (*resolvedBackend, error) {
+	id := inst.ID
+	raw := inst.Latest.Value
+	if raw == nil || !inst.Backend.Abstract {
+		var err error
+		if raw, err = h.readValue(ctx, nil, inst, inst.Latest); err != nil {
+			return nil, fmt.Errorf("resolve backend %q: read its value: %w", id, err)
+		}
+	}
+	builtinID := inst.ID == cairn.BuiltinBackendID
+	sb, causes := decodeStorageValue(raw, !builtinID)
+	if len(causes) > 0 {
+		if builtinID {
+			// Not reachable unless the store was edited by hand; say so.
+			return nil, resolveErr(id, cairn.CodeInternal, causes, joinCauses(causes))
+		}
+		return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
+	}
+	sb.ID = inst.ID
+	sb.ResourceVersion = inst.Latest.ResourceVersion
+	sb.Value = raw
+	sb.Abstract = builtinID
+	b := &resolvedBackend{StorageBackend: sb}
+	if sb.ContextSchema != nil {
+		key := fmt.Sprintf("backend:%s:%d", sb.ID, sb.ResourceVersion)
+		// Context schemas are Capact's idea and Capact compiles them with
+		// AJV, whose default is draft-07: one without "$schema" is draft-07.
+		cs, err := h.schemas.GetDraft(key, sb.ContextSchema, schema.Draft07)
+		if err != nil {
+			causes := []cairn.Cause{{Field: "spec/value/contextSchema", Message: "must be a valid JSON Schema: " + err.Error()}}
+			return nil, resolveErr(id, cairn.CodeInvalid, causes, joinCauses(causes))
+		}
+		b.contextSchema = cs
+	}
+	return b, nil
+}
+
+// decodedBackends keeps decoded backends by instance id and resource
+// version: a resource version's value never changes, so neither does what
+// is decoded from it. Bounded: when full it starts again.
+type decodedBackends struct {
+	mu sync.Mutex
+	m  map[decodedKey]*resolvedBackend
+}
+
+type decodedKey struct {
+	id string
+	rv int
+}
+
+const maxDecodedBackends = 1024
+
+// decoded returns a copy of the decoded backend (id, rv), decoding it with
+// decode on a miss; failures are not kept.
+func (d *decodedBackends) decoded(id string, rv int, decode func() (*resolvedBackend, error)) (*resolvedBackend, error) {
+	key := decodedKey{id, rv}
+	d.mu.Lock()
+	b, ok := d.m[key]
+	d.mu.Unlock()
+	if !ok {
+		var err error
+		if b, err = decode(); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		if d.m == nil || len(d.m) >= maxDecodedBackends {
+			d.m = map[decodedKey]*resolvedBackend{}
+		}
+		d.m[key] = b
+		d.mu.Unlock()
+	}
+	c := *b // the caller sets its client, alias and Type
+	return &c, nil
 }
 
 // decodeStorageValue checks a backend instance's value against the storage

@@ -103,6 +103,8 @@ type Hub struct {
 
 	// cache serves instance reads from memory; nil when disabled.
 	cache *cache.Cache
+	// backends keeps decoded backend instances by id and resource version.
+	backends decodedBackends
 
 	// deleting holds the ids of the instances this hub is deleting between
 	// the external backend's delete and the store's (read.go: a list

@@ -236,3 +236,37 @@ func BenchmarkGroupCommit(b *testing.B) {
 	b.ReportMetric(float64(tg.Nanoseconds())/float64(b.N), "grouped-ns/round")
 	b.ReportMetric(float64(ts)/float64(tg), "speedup")
 }
+
+// BenchmarkWriters is acknowledged writes per second with 1 and 16
+// concurrent writers (creates) on one group-committing backend on a file://
+// bare repository; scripts/bench prints its writes/s.
+func BenchmarkWriters(b *testing.B) {
+	for _, writers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			bk := groupBackend(b, newRemote(b).fileURL())
+			ctx := b.Context()
+			var n atomic.Int64
+			create := func() {
+				name := fmt.Sprintf("w%d", n.Add(1))
+				if _, err := bk.OnCreate(cairn.WithResourceMeta(ctx, flagMeta(name, nil)), cairn.OnCreateRequest{InstanceID: name, Value: json.RawMessage(`{}`)}); err != nil {
+					b.Error(err)
+				}
+			}
+			create() // open the cache outside the measurement
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						create()
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
+		})
+	}
+}
