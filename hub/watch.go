@@ -54,6 +54,17 @@ func (h *Hub) LastSeq(ctx context.Context) (int64, error) {
 // Changes returns up to limit changes after position after, oldest first;
 // CodeGone when that position was already pruned.
 func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	if h.cache != nil {
+		// The changes the read cache applied: every watch of the process
+		// shares its one read of the log per commit.
+		cs, ok, err := h.cache.ChangesAfter(ctx, after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("read the change log after %d: %w", after, err)
+		}
+		if ok {
+			return cs, nil
+		}
+	}
 	cs, err := h.st.Changes(ctx, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the change log after %d: %w", after, err)
@@ -115,6 +126,9 @@ func (h *Hub) PruneChanges(ctx context.Context, keep int64) error {
 	})
 	if err != nil {
 		return fmt.Errorf("prune the change log: %w", err)
+	}
+	if h.cache != nil {
+		h.cache.Forget(last - keep)
 	}
 	return nil
 }

@@ -57,6 +57,12 @@ type Cache struct {
 	byName   map[nameKey]*entry
 	byType   map[string]*typeIndex
 	usedBy   map[string]map[string]struct{}
+
+	// recent holds the changes applied lately, oldest first: every change
+	// after recentFrom up to applied, so that watches read them here
+	// instead of each asking the store (ChangesAfter).
+	recent     []store.Change
+	recentFrom int64
 }
 
 type nameKey struct{ path, namespace, name string }
@@ -189,6 +195,7 @@ func (c *Cache) load(ctx context.Context) error {
 	}
 	c.applied = seq
 	c.loaded = true
+	c.recent, c.recentFrom = nil, seq
 	return nil
 }
 
@@ -219,7 +226,72 @@ func (c *Cache) apply(ctx context.Context, cs []store.Change) error {
 		c.remove(id)
 	}
 	c.applied = max(c.applied, cs[len(cs)-1].Seq)
+	c.keepRecent(cs)
 	return nil
+}
+
+// maxRecent bounds the changes kept for watches; a watch further behind
+// reads the store's change log.
+const maxRecent = 4096
+
+func (c *Cache) keepRecent(cs []store.Change) {
+	if n := len(c.recent); n > 0 && cs[0].Seq <= c.recent[n-1].Seq {
+		// Applied again (a read raced a load): keep only what is new.
+		i, _ := slices.BinarySearchFunc(cs, c.recent[n-1].Seq, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq+1) })
+		cs = cs[i:]
+	}
+	c.recent = append(c.recent, cs...)
+	if len(c.recent) > maxRecent {
+		drop := len(c.recent) - maxRecent/2
+		c.recentFrom = c.recent[drop-1].Seq
+		c.recent = slices.Clone(c.recent[drop:])
+	}
+}
+
+func cmpSeq(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Forget drops the kept changes through position through, as pruning the
+// store's change log through it does: a watch from before it is then sent
+// to the store, which answers Gone. (A prune through another replica is
+// not seen here: the changes kept still answer, as a Kubernetes watch
+// cache answers from its own window.)
+func (c *Cache) Forget(through int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if through <= c.recentFrom {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(c.recent, through+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	c.recent = slices.Clone(c.recent[i:])
+	c.recentFrom = through
+}
+
+// ChangesAfter returns up to limit changes after position after, oldest
+// first, as the store's Changes does, from the changes the cache applied
+// lately; it syncs first, so the answer is as current as the store's.
+// ok is false when after is older than the changes kept (or not a
+// position the cache passed): the caller reads the store then. All the
+// watches of a process thus share one read of the change log per commit.
+func (c *Cache) ChangesAfter(ctx context.Context, after int64, limit int) (cs []store.Change, ok bool, err error) {
+	if err := c.Sync(ctx); err != nil {
+		return nil, false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if after < c.recentFrom || after > c.applied {
+		return nil, false, nil
+	}
+	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	end := min(len(c.recent), i+limit)
+	return slices.Clone(c.recent[i:end]), true, nil
 }
 
 // fillValues reads the latest values kept by the built-in backend.

@@ -292,3 +292,66 @@ func TestEdgeToChangedInstance(t *testing.T) {
 		t.Fatalf("cache has the owner using %v, store %v", got.Uses, want[0].Uses)
 	}
 }
+
+// ChangesAfter answers what the store's change log answers for every
+// position the cache passed, in pages, and leaves older positions (and
+// ones it has not reached) to the store.
+func TestChangesAfterMatchesStore(t *testing.T) {
+	ctx := context.Background()
+	st, h := fixture(t, 6)
+	c := cache.New(st)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := c.Applied()
+	if _, ok, err := c.ChangesAfter(ctx, start-1, 10); err != nil || ok {
+		t.Fatalf("a position before the cache loaded: ok %v, %v; want the store asked", ok, err)
+	}
+	list, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 { // updates through the hub, as another replica's would be
+		in := list[i%len(list)]
+		if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: in.ID, Value: json.RawMessage(fmt.Sprintf(`{"u":%d}`, i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := st.Changes(ctx, start, 100)
+	if err != nil || len(want) != 7 {
+		t.Fatalf("store changes %d, %v", len(want), err)
+	}
+	for after := start; after <= want[len(want)-1].Seq; after++ {
+		for _, limit := range []int{1, 3, 100} {
+			got, ok, err := c.ChangesAfter(ctx, after, limit)
+			if err != nil || !ok {
+				t.Fatalf("after %d: ok %v, %v", after, ok, err)
+			}
+			exp, err := st.Changes(ctx, after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(exp) == 0 {
+				exp = nil
+			}
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, exp) {
+				t.Fatalf("after %d limit %d: cache %+v, store %+v", after, limit, got, exp)
+			}
+		}
+	}
+	if _, ok, _ := c.ChangesAfter(ctx, want[len(want)-1].Seq+5, 10); ok {
+		t.Fatal("a position past the store's is answered from the cache")
+	}
+	// Pruned through the third change: from before it, the store answers
+	// (Gone); from it on, the cache still does.
+	c.Forget(want[2].Seq)
+	if _, ok, _ := c.ChangesAfter(ctx, want[2].Seq-1, 10); ok {
+		t.Fatal("a forgotten position is answered from the cache")
+	}
+	if got, ok, err := c.ChangesAfter(ctx, want[2].Seq, 10); err != nil || !ok || !reflect.DeepEqual(got, want[3:]) {
+		t.Fatalf("after the forgotten part: %+v, ok %v, %v; want %+v", got, ok, err, want[3:])
+	}
+}

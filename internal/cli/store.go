@@ -34,7 +34,9 @@ func (a *app) addStoreFlags(root *cobra.Command) {
 }
 
 // openedStore is the metadata store the flags select, migrated to the
-// schema this binary knows.
+// schema this binary knows. Give the hub Store itself, not the wrapper:
+// the hub looks for optional interfaces on it (PostgreSQL's
+// ListenChanges), which the embedding would hide.
 type openedStore struct {
 	store.Store
 	// Kind is the hub's StoreKind: "sqlite" or "postgresql".
