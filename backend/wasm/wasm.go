@@ -392,7 +392,14 @@ func (c *Controller) call(ctx context.Context, req request) ([]byte, error) {
 	stop := context.AfterFunc(callCtx, func() { inst.cancel(context.Cause(callCtx)) })
 	defer stop()
 	<-inst.done
-	defer inst.close(context.WithoutCancel(ctx))
+	// Closing frees the instance's memory; the answer does not wait for it.
+	c.r.wg.Add(1)
+	defer func() {
+		go func() {
+			defer c.r.wg.Done()
+			inst.close(context.WithoutCancel(ctx))
+		}()
+	}()
 	if inst.mod == nil {
 		return nil, c.errorf(req.op, req.kind, req.subject, "instantiate: %w", c.contextErr(ctx, callCtx, inst.err))
 	}
