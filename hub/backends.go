@@ -61,28 +61,17 @@ func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *c
 // resolveBackend reads and checks a backend instance; with connect it also
 // opens the backend's client.
 func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, connect bool) (*resolvedBackend, error) {
-	var inst cairn.Instance
-	if h.cache != nil && r == store.Reader(h.st) {
-		// A consistent read from memory (one position check, shared with
-		// the reads under way) instead of two store reads.
-		found, ok, err := h.cache.Get(ctx, id, true)
-		if err != nil {
-			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
-		}
-		if !ok {
-			return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
-		}
-		inst = found
-	} else {
-		found, err := r.GetInstancesBrief(ctx, []string{id})
-		if err != nil {
-			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
-		}
-		if len(found) == 0 {
-			return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
-		}
-		inst = found[0]
+	// Not from the read cache: syncing it in the middle of a write was
+	// seen to leave an instance's uses stale (api/graphql
+	// TestUsesAndUsedByOrder); what is decoded is kept (h.backends).
+	found, err := r.GetInstancesBrief(ctx, []string{id})
+	if err != nil {
+		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
 	}
+	if len(found) == 0 {
+		return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
+	}
+	inst := found[0]
 	b, err := h.backends.decoded(inst.ID, inst.Latest.ResourceVersion, func() (*resolvedBackend, error) {
 		return h.decodeBackend(ctx, inst)
 	})

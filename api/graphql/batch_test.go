@@ -57,10 +57,11 @@ func TestListCostIsBounded(t *testing.T) {
 		t.Logf("%d instances: %d store reads %v", n, total(costs[n]), costs[n])
 	}
 	small, large := costs[10], costs[40]
-	// Single value reads: only the built-in backend's own value (its
-	// details: alias, acceptValue, ...), once for the whole list.
-	if small["Value"] != 1 || large["Value"] != 1 {
-		t.Errorf("single value reads: %v for 10, %v for 40; want 1 (the backend's)", small, large)
+	// Single value reads: at most the built-in backend's own value (its
+	// details: alias, acceptValue, ...), once for the whole list; none when
+	// the hub decoded that resource version of it before (the seed did).
+	if small["Value"] > 1 || large["Value"] > 1 {
+		t.Errorf("single value reads: %v for 10, %v for 40; want at most 1 (the backend's)", small, large)
 	}
 	if large["Values"] < 1 || large["Values"] > 40/4 {
 		t.Errorf("%d batched value reads for 40 instances: want the values batched", large["Values"])
