@@ -147,7 +147,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			}
 			return send("DELETED", req.res.renderDeleted(c))
 		}
-		inst, err := s.hub.GetInstance(ctx, c.InstanceID, true)
+		inst, err := s.hub.GetInstanceNotOlderThan(ctx, c.InstanceID, c.Seq, true)
 		if cairn.HasCode(err, cairn.CodeNotFound) {
 			return nil // deleted since; its DELETED change follows
 		}

@@ -490,6 +490,23 @@ func (c *Cache) Get(ctx context.Context, id string, withValue bool) (inst cairn.
 	return c.out(e, withValue, true), true, nil
 }
 
+// GetNotOlderThan returns the instance with id as of position min or
+// later: the cache first applies the log up to min, without asking the
+// store for its position (a watch reading the instance of a change it was
+// given knows the position already).
+func (c *Cache) GetNotOlderThan(ctx context.Context, id string, min int64, withValue bool) (inst cairn.Instance, ok bool, err error) {
+	if err := c.SyncTo(ctx, min); err != nil {
+		return cairn.Instance{}, false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.objs[id]
+	if !ok {
+		return cairn.Instance{}, false, nil
+	}
+	return c.out(e, withValue, true), true, nil
+}
+
 // GetByName returns the instance of a type path by namespace and name.
 func (c *Cache) GetByName(ctx context.Context, typePath, namespace, name string, withValue bool) (inst cairn.Instance, ok bool, err error) {
 	if err := c.Sync(ctx); err != nil {
