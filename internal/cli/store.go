@@ -34,9 +34,7 @@ func (a *app) addStoreFlags(root *cobra.Command) {
 }
 
 // openedStore is the metadata store the flags select, migrated to the
-// schema this binary knows. Give the hub Store itself, not the wrapper:
-// the hub looks for optional interfaces on it (PostgreSQL's
-// ListenChanges), which the embedding would hide.
+// schema this binary knows.
 type openedStore struct {
 	store.Store
 	// Kind is the hub's StoreKind: "sqlite" or "postgresql".
