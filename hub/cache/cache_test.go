@@ -355,3 +355,62 @@ func TestChangesAfterMatchesStore(t *testing.T) {
 		t.Fatalf("after the forgotten part: %+v, ok %v, %v; want %+v", got, ok, err, want[3:])
 	}
 }
+
+// TestEdgeBetweenUnchangedInstances: an edge added, then removed, between
+// two instances a transaction does not otherwise change (a create whose
+// usesRelations link two existing instances) reaches the cache through
+// the change log: the store logs it as a change of the edge's source.
+func TestEdgeBetweenUnchangedInstances(t *testing.T) {
+	ctx := context.Background()
+	st, _ := fixture(t, 6)
+	c := cache.New(st)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := all[0].ID, all[1].ID
+	check := func(step string) {
+		t.Helper()
+		want, err := st.GetInstances(ctx, []string{from, to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			got, ok, err := c.Get(ctx, w.ID, false)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			if !reflect.DeepEqual(got.Uses, w.Uses) || !reflect.DeepEqual(got.UsedBy, w.UsedBy) || got.Seq != w.Seq {
+				t.Fatalf("%s: cache has %s using %v, used by %v, seq %d; store %v, %v, %d", step, w.ID, got.Uses, got.UsedBy, got.Seq, w.Uses, w.UsedBy, w.Seq)
+			}
+		}
+	}
+	before, err := st.GetInstances(ctx, []string{from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name string
+		fn   func(ctx context.Context, tx store.Tx) error
+	}{
+		{"add", func(ctx context.Context, tx store.Tx) error { return tx.AddUses(ctx, from, to) }},
+		{"add again", func(ctx context.Context, tx store.Tx) error { return tx.AddUses(ctx, from, to) }},
+		{"remove", func(ctx context.Context, tx store.Tx) error { return tx.RemoveUses(ctx, from, to) }},
+	} {
+		if err := st.Update(ctx, step.fn); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		check(step.name)
+	}
+	after, err := st.GetInstances(ctx, []string{from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two changes of from (add, remove); adding an edge already there is none.
+	if after[0].Seq == before[0].Seq {
+		t.Fatalf("seq of %s did not move (%d): the edge changes were not logged", from, after[0].Seq)
+	}
+}

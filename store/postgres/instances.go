@@ -104,6 +104,7 @@ SELECT COALESCE(array_agg(id), '{}') FROM e`
 	qSetStatus      = `UPDATE instances SET status = $2::json WHERE id = $1`
 	qSetManaged     = `UPDATE instances SET managed_fields = $2::json WHERE id = $1`
 	qDeleteUses     = `DELETE FROM uses WHERE from_id = $1 AND to_id = $2`
+	qUsesExists     = `SELECT EXISTS (SELECT 1 FROM uses WHERE from_id = $1 AND to_id = $2)`
 	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = $1`
 	qInsertLabels   = `INSERT INTO instance_labels (instance_id, key, value)
 SELECT $1::text, x.key, x.value FROM unnest($2::text[], $3::text[]) AS x(key, value)
@@ -508,6 +509,13 @@ func missing(ids, found []string) []string {
 }
 
 func (t *tx) AddUses(ctx context.Context, from, to string) error {
+	// A new edge changes from (its uses), so it is logged as a change of
+	// from, or readers kept current by the log (the watch cache, watches)
+	// would not learn of an edge between two instances the transaction
+	// does not otherwise change. An edge already there changes nothing.
+	if err := t.recordEdgeChange(ctx, from, to, false); err != nil {
+		return fmt.Errorf("postgres: add uses %s -> %s: %w", from, to, err)
+	}
 	ends := slices.Compact([]string{from, to})
 	var found []string
 	if err := t.q.QueryRow(ctx, qAddUses, ends, from, to).Scan(&found); err != nil {
@@ -515,6 +523,33 @@ func (t *tx) AddUses(ctx context.Context, from, to string) error {
 	}
 	if m := missing(ends, found); len(m) > 0 {
 		return notFoundIDs(m)
+	}
+	return nil
+}
+
+// recordEdgeChange logs a change of from when the edge from -> to is about
+// to appear (exists false) or disappear (exists true), before the edge's
+// row is touched: the change-log lock comes before row locks (see the
+// package documentation).
+func (t *tx) recordEdgeChange(ctx context.Context, from, to string, exists bool) error {
+	if t.recorded[from] {
+		return nil
+	}
+	var there bool
+	if err := t.q.QueryRow(ctx, qUsesExists, from, to).Scan(&there); err != nil {
+		return classify(err)
+	}
+	if there != exists {
+		return nil
+	}
+	b := &pgx.Batch{}
+	t.record(b, store.Modified, from)
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := t.q.SendBatch(ctx, b).Close(); err != nil {
+		delete(t.recorded, from)
+		return classify(err)
 	}
 	return nil
 }
@@ -675,6 +710,9 @@ func (t *tx) setColumn(ctx context.Context, query, what, id string, raw json.Raw
 }
 
 func (t *tx) RemoveUses(ctx context.Context, from, to string) error {
+	if err := t.recordEdgeChange(ctx, from, to, true); err != nil {
+		return fmt.Errorf("postgres: remove uses %s -> %s: %w", from, to, err)
+	}
 	if _, err := t.q.Exec(ctx, qDeleteUses, from, to); err != nil {
 		return fmt.Errorf("postgres: remove uses %s -> %s: %w", from, to, classify(err))
 	}

@@ -137,10 +137,18 @@ func (t *tx) AddUses(ctx context.Context, from, to string) error {
 	if len(missing) > 0 {
 		return notFoundIDs(slices.Compact(missing))
 	}
-	if _, err := t.exec(ctx, qInsertUses, from, to); err != nil {
+	n, err := t.exec(ctx, qInsertUses, from, to)
+	if err != nil {
 		return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, err)
 	}
-	return nil
+	if n == 0 {
+		return nil // the edge was there: nothing changed
+	}
+	// A new edge changes from (its uses): logged as a change of from, or
+	// readers kept current by the log (the watch cache, watches) would not
+	// learn of an edge between two instances the transaction does not
+	// otherwise change.
+	return t.recordChange(ctx, store.Modified, from)
 }
 
 func (t *tx) SetMetadata(ctx context.Context, id string, labels, annotations map[string]string) error {
@@ -240,8 +248,12 @@ func (t *tx) setColumn(ctx context.Context, query, what, id string, raw json.Raw
 }
 
 func (t *tx) RemoveUses(ctx context.Context, from, to string) error {
-	if _, err := t.exec(ctx, qDeleteUses, from, to); err != nil {
+	n, err := t.exec(ctx, qDeleteUses, from, to)
+	if err != nil {
 		return fmt.Errorf("sqlite: remove uses %s -> %s: %w", from, to, err)
 	}
-	return nil
+	if n == 0 {
+		return nil
+	}
+	return t.recordChange(ctx, store.Modified, from)
 }
