@@ -110,6 +110,8 @@ type Hub struct {
 	// the external backend's delete and the store's (read.go: a list
 	// racing such a delete leaves the instance out).
 	deleting sync.Map
+	// secretTypes keeps what RedactSecrets read of each Type (secrets.go).
+	secretTypes sync.Map
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/schema"
@@ -55,7 +56,7 @@ func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
 		s, seen := schemas[inst.TypeRef]
 		if !seen {
 			var err error
-			if s, err = h.secretSchema(ctx, inst.TypeRef); err != nil {
+			if s, err = h.secretSchemaFor(ctx, inst); err != nil {
 				return err
 			}
 			schemas[inst.TypeRef] = s
@@ -92,19 +93,63 @@ func (h *Hub) TypeHasSecrets(ctx context.Context, ref cairn.TypeRef) (bool, erro
 // secretSchema returns the compiled schema of a Type that marks secrets,
 // nil for a Type that marks none (without compiling it) or is unknown.
 func (h *Hub) secretSchema(ctx context.Context, ref cairn.TypeRef) (*schema.Schema, error) {
+	s, _, err := h.readSecretSchema(ctx, ref)
+	return s, err
+}
+
+func (h *Hub) readSecretSchema(ctx context.Context, ref cairn.TypeRef) (s *schema.Schema, registered bool, err error) {
 	t, err := h.st.GetType(ctx, ref)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get Type %s: %w", ref, err)
+		return nil, false, fmt.Errorf("get Type %s: %w", ref, err)
 	}
 	if !schema.MentionsSecrets(t.JSONSchema) {
-		return nil, nil
+		return nil, true, nil
 	}
-	s, _, err := h.typeSchema(ctx, h.st, ref)
+	s, _, err = h.typeSchema(ctx, h.st, ref)
 	if err != nil || !s.HasSecrets() {
-		return nil, err
+		return nil, true, err
 	}
+	return s, true, nil
+}
+
+// secretSchemaFor is secretSchema for one instance, from what the hub
+// learnt of its Type before when that still holds: every watch event of
+// every watcher redacts, and a store read each time made a watch fan-out
+// on PostgreSQL wait on the pool. A Type revision is immutable and can
+// only be deleted (and registered again otherwise) once it has no
+// instances, so what was read of it holds for every instance created
+// before that read. Instances created since (allowing for clocks of other
+// replicas), unregistered Types and Type changes through this hub read
+// the Type again.
+func (h *Hub) secretSchemaFor(ctx context.Context, inst *cairn.Instance) (*schema.Schema, error) {
+	gen := h.typesGen.Load()
+	if k, ok := h.secretTypes.Load(inst.TypeRef); ok {
+		k := k.(secretsKnown)
+		if k.gen == gen && !inst.CreatedAt.IsZero() && inst.CreatedAt.Before(k.read.Add(-secretsClockSkew)) {
+			return k.s, nil
+		}
+	}
+	read := h.now()
+	s, registered, err := h.readSecretSchema(ctx, inst.TypeRef)
+	if err != nil || !registered {
+		return s, err
+	}
+	h.secretTypes.Store(inst.TypeRef, secretsKnown{s: s, read: read, gen: gen})
 	return s, nil
 }
+
+// secretsKnown is what secretSchemaFor read of a Type: its schema when it
+// marks secrets, when, and at which of this hub's Type generations.
+type secretsKnown struct {
+	s    *schema.Schema
+	read time.Time
+	gen  int64
+}
+
+// secretsClockSkew is how far another replica's clock, which stamps the
+// instances it creates, may be ahead of this one's (replicas share a
+// database, and NTP keeps such machines within milliseconds).
+const secretsClockSkew = time.Second

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
@@ -69,5 +70,73 @@ func TestSecretFields(t *testing.T) {
 	wantCode(t, err, cairn.CodeInvalid)
 	if !strings.Contains(err.Error(), "spec/value/password") || strings.Contains(err.Error(), short) {
 		t.Errorf("error %q: want the field named and the value absent", err)
+	}
+}
+
+// TestSecretsAfterTypeChangesElsewhere: what a hub keeps of a Type's secret
+// marks never shows a secret in the clear after the Type changed through
+// another replica: a Type registered for instances that existed without it,
+// and a Type deleted and registered again with secret marks.
+func TestSecretsAfterTypeChangesElsewhere(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
+	e := newEnv(t, func(cfg *hub.Config) { cfg.Now = c.now })
+	other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "elsewhere-secret-marker-5a1"
+	listed := func(path string) string {
+		t.Helper()
+		list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: path}, true)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("list %s: %d instances, %v", path, len(list), err)
+		}
+		return string(list[0].Latest.Value)
+	}
+	creds := func(path string) cairn.TypeRef { return cairn.TypeRef{Path: path, Revision: "0.1.0"} }
+	value := json.RawMessage(`{"username":"app","password":"` + marker + `"}`)
+
+	// Instances of a Type not registered yet, listed; then the Type is
+	// registered elsewhere with a secret mark.
+	unreg := creds("cap.type.later.credentials")
+	e.create(hub.NewInstance{TypeRef: unreg, Value: value})
+	c.add(time.Minute)
+	if v := listed(unreg.Path); !strings.Contains(v, marker) {
+		t.Fatalf("an unregistered Type's value was redacted: %s", v)
+	}
+	if _, err := other.CreateType(e.ctx, cairn.Type{Path: unreg.Path, Revision: unreg.Revision, JSONSchema: json.RawMessage(credsSchema)}); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute)
+	if v := listed(unreg.Path); strings.Contains(v, marker) {
+		t.Fatalf("after the Type was registered elsewhere, the list shows the secret: %s", v)
+	}
+
+	// A Type without marks, listed; deleted elsewhere with its instance,
+	// registered again with a mark, and a new instance created.
+	plain := creds("cap.type.again.credentials")
+	if _, err := e.h.CreateType(e.ctx, cairn.Type{Path: plain.Path, Revision: plain.Revision,
+		JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	old := e.create(hub.NewInstance{TypeRef: plain, Value: value})
+	c.add(time.Minute)
+	if v := listed(plain.Path); !strings.Contains(v, marker) {
+		t.Fatalf("a Type without marks was redacted: %s", v)
+	}
+	if err := other.DeleteInstance(e.ctx, old, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteType(e.ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateType(e.ctx, cairn.Type{Path: plain.Path, Revision: plain.Revision, JSONSchema: json.RawMessage(credsSchema)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: plain, Value: value}}}); err != nil {
+		t.Fatal(err)
+	}
+	if v := listed(plain.Path); strings.Contains(v, marker) {
+		t.Fatalf("after the Type was registered again elsewhere with a mark, the list shows the secret: %s", v)
 	}
 }
