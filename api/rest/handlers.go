@@ -764,6 +764,23 @@ func sameMap(a, b map[string]string) bool {
 	return true
 }
 
+// jsonPatcher returns what applies a JSON merge patch (RFC 7386) or JSON
+// patch (RFC 6902) body of media type ct to a document; nil for another
+// media type, which the caller answers itself.
+func jsonPatcher(ct string, body []byte) (func(doc []byte) ([]byte, error), error) {
+	switch ct {
+	case "application/merge-patch+json":
+		return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }, nil
+	case "application/json-patch+json":
+		p, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			return nil, errStatus{badRequest("the JSON patch is not valid: %v", err)}
+		}
+		return p.Apply, nil
+	}
+	return nil, nil
+}
+
 // patch applies a JSON merge patch (RFC 7386) or JSON patch (RFC 6902) to
 // the object as served and writes the result, retrying when another writer
 // got in between, as the Kubernetes API server does.
@@ -773,19 +790,15 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	if err != nil {
 		return err
 	}
-	var apply func(doc []byte) ([]byte, error)
-	switch ct {
-	case "application/merge-patch+json":
-		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
-	case "application/json-patch+json":
-		p, err := jsonpatch.DecodePatch(body)
-		if err != nil {
-			return errStatus{badRequest("the JSON patch is not valid: %v", err)}
-		}
-		apply = p.Apply
-	case "application/apply-patch+yaml":
+	apply, err := jsonPatcher(ct, body)
+	if err != nil {
+		return err
+	}
+	switch {
+	case apply != nil:
+	case ct == "application/apply-patch+yaml":
 		return s.apply(w, r, req, body)
-	case "application/strategic-merge-patch+json":
+	case ct == "application/strategic-merge-patch+json":
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 			"strategic merge patch is not supported for cairn resources; use --type merge or --type json")}
 	default:

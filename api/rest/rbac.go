@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -232,19 +231,15 @@ func (s *Server) patchRBAC(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	var apply func(doc []byte) ([]byte, error)
-	switch ct {
-	case "application/merge-patch+json":
-		apply = func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, body) }
-	case "application/json-patch+json":
-		p, err := jsonpatch.DecodePatch(body)
-		if err != nil {
-			return errStatus{badRequest("the JSON patch is not valid: %v", err)}
-		}
-		apply = p.Apply
-	case "application/strategic-merge-patch+json":
+	apply, err := jsonPatcher(ct, body)
+	if err != nil {
+		return err
+	}
+	switch {
+	case apply != nil:
+	case ct == "application/strategic-merge-patch+json":
 		apply = func(doc []byte) ([]byte, error) { return strategicpatch.StrategicMergePatch(doc, body, proto) }
-	case "application/apply-patch+yaml":
+	case ct == "application/apply-patch+yaml":
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 			"server-side apply is not supported for RBAC objects; use kubectl apply without --server-side")}
 	default:
