@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -85,82 +84,19 @@ func TestReplicasAcrossPostgresRestart(t *testing.T) {
 
 	const deadline = 2 * time.Second
 	typ := cairn.TypeRef{Path: "cap.type.test.restart", Revision: "0.1.0"}
-	var (
-		mu        sync.Mutex
-		acked     = map[string]int{} // id -> acknowledged n
-		ambiguous int
-		failedAt  []time.Time // when each write with an unknown outcome began
-		refusals  []error
-		slowest   time.Duration
-	)
-	var wg sync.WaitGroup
 	// The writers run until 1.5s after the server came back the last time.
 	var stopping sync.WaitGroup
 	stopping.Add(1)
 	done := make(chan struct{})
 	go func() { stopping.Wait(); time.Sleep(1500 * time.Millisecond); close(done) }()
-	running := func() bool {
+	work, wait := startWorkload(ctx, hubs, typ, deadline, 20*time.Millisecond, func(*workload) bool {
 		select {
 		case <-done:
 			return false
 		default:
 			return true
 		}
-	}
-	for r, h := range hubs {
-		for w := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var mine []string
-				for i := 0; running(); i++ {
-					rctx, cancel := context.WithTimeout(ctx, deadline)
-					began := time.Now()
-					var id string
-					var n int
-					var err error
-					if len(mine) > 0 && i%2 == 1 {
-						id = mine[i%len(mine)]
-						mu.Lock()
-						n = acked[id] + 1
-						mu.Unlock()
-						_, err = h.UpdateInstances(rctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}})
-					} else {
-						var c []hub.Created
-						c, err = h.CreateInstances(rctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-							Name: fmt.Sprintf("r%d-w%d-%d", r, w, i), TypeRef: typ, Value: json.RawMessage(`{"n":0}`)}}})
-						if err == nil {
-							id = c[0].ID
-							mine = append(mine, id)
-						}
-					}
-					took := time.Since(began)
-					cancel()
-					mu.Lock()
-					slowest = max(slowest, took)
-					switch {
-					case err == nil:
-						acked[id] = n
-					case cairn.HasCode(err, cairn.CodeUnavailable) || rctx.Err() != nil || cairn.ErrorCode(err) == cairn.CodeInternal:
-						// The outcome is unknown to the client: the commit
-						// may or may not have happened.
-						ambiguous++
-						failedAt = append(failedAt, began)
-						if id != "" {
-							mine = slices.DeleteFunc(mine, func(x string) bool { return x == id })
-							delete(acked, id)
-						}
-					default:
-						refusals = append(refusals, err)
-					}
-					mu.Unlock()
-					if err != nil {
-						time.Sleep(20 * time.Millisecond) // as a client backs off
-					}
-				}
-			}()
-		}
-	}
+	})
 
 	// The restarts, while the writers run.
 	var downtime []time.Duration
@@ -178,7 +114,8 @@ func TestReplicasAcrossPostgresRestart(t *testing.T) {
 		downtime = append(downtime, up.Sub(down))
 	}
 	stopping.Done()
-	wg.Wait()
+	wait()
+	acked, ambiguous, failedAt, refusals, slowest := work.acked, work.ambiguous, work.failedAt, work.refusals, work.slowest
 	// Once the server is back, the replicas' pools hand out live
 	// connections: no request begun after that fails.
 	for _, at := range failedAt {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,75 +82,17 @@ func TestReplicasThroughFaultyNetwork(t *testing.T) {
 
 	const deadline = 2 * time.Second
 	typ := cairn.TypeRef{Path: "cap.type.test.chaos", Revision: "0.1.0"}
-	var (
-		mu        sync.Mutex
-		acked     = map[string]int{} // id -> acknowledged n
-		ambiguous int
-		refusals  []error
-		slowest   time.Duration
-	)
-	var wg sync.WaitGroup
 	// Run at least 6 s, and on until both outcomes were seen enough times
 	// (a loaded machine acknowledges fewer writes per second), at most 60 s.
 	start := time.Now()
-	more := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
+	work, wait := startWorkload(ctx, hubs, typ, deadline, 0, func(w *workload) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		ran := time.Since(start)
-		return ran < 6*time.Second || (ran < 60*time.Second && (len(acked) < 10 || ambiguous == 0))
-	}
-	for r, h := range hubs {
-		for w := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var mine []string
-				for i := 0; more(); i++ {
-					rctx, cancel := context.WithTimeout(ctx, deadline)
-					began := time.Now()
-					var id string
-					var n int
-					var err error
-					if len(mine) > 0 && i%2 == 1 {
-						id = mine[i%len(mine)]
-						mu.Lock()
-						n = acked[id] + 1
-						mu.Unlock()
-						_, err = h.UpdateInstances(rctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}})
-					} else {
-						var c []hub.Created
-						c, err = h.CreateInstances(rctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-							Name: fmt.Sprintf("r%d-w%d-%d", r, w, i), TypeRef: typ, Value: json.RawMessage(`{"n":0}`)}}})
-						if err == nil {
-							id = c[0].ID
-							mine = append(mine, id)
-						}
-					}
-					took := time.Since(began)
-					cancel()
-					mu.Lock()
-					slowest = max(slowest, took)
-					switch {
-					case err == nil:
-						acked[id] = n
-					case cairn.HasCode(err, cairn.CodeUnavailable) || rctx.Err() != nil || cairn.ErrorCode(err) == cairn.CodeInternal:
-						// The outcome is unknown to the client: the commit
-						// may or may not have happened.
-						ambiguous++
-						if id != "" {
-							// Its value is unknown now: leave it out.
-							mine = slices.DeleteFunc(mine, func(x string) bool { return x == id })
-							delete(acked, id)
-						}
-					default:
-						refusals = append(refusals, err)
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	wg.Wait()
+		return ran < 6*time.Second || (ran < 60*time.Second && (len(w.acked) < 10 || w.ambiguous == 0))
+	})
+	wait()
+	acked, ambiguous, refusals, slowest := work.acked, work.ambiguous, work.refusals, work.slowest
 	stopChaos()
 	cwg.Wait()
 
