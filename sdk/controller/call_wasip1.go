@@ -30,6 +30,12 @@ func environSizesGet(count, size *uint32) uint32
 //go:wasmimport wasi_snapshot_preview1 environ_get
 func environGet(ptrs, buf unsafe.Pointer) uint32
 
+// startedAhead reports whether the host started the module ahead of its
+// call: such a host gives the runtime's start-up placeholders, the
+// module's name and nothing else, while a call always has an operation
+// and a kind.
+func startedAhead() bool { return len(os.Args) < 2 }
+
 // callArgs asks the host for the call's arguments and environment and makes
 // os.Args and os.Getenv return them, for authors who read those directly.
 func callArgs() {

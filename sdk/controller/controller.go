@@ -73,6 +73,19 @@ type Controller interface {
 	Delete(root *os.Root, kind Kind, namespace, name string) error
 }
 
+// Primer is implemented by a Controller that has work to do before its
+// first call which every call would otherwise repeat: initialising the
+// libraries it uses, filling caches kept per type (encoding/json's, say).
+// A host that starts instances ahead of their calls (cairn does, each
+// instance serving one call) lets Main run Prime while the instance waits
+// for its call, so the call does not pay for it. Prime must not use the
+// tree, stdin or stdout (the call has not come yet), should work on
+// values of its own, like the ones the calls will carry, and is not run
+// under hosts that start a module with its call's arguments (cup).
+type Primer interface {
+	Prime()
+}
+
 // Exit codes of the process protocol.
 const (
 	ExitOK       = 0
@@ -144,6 +157,9 @@ func ParseMetadata(raw []byte) (Metadata, error) {
 // Main runs impl against the process's arguments, stdin and stdout with the
 // tree at "/", and exits with the protocol's exit code.
 func Main(impl Controller) {
+	if startedAhead() {
+		prime(impl)
+	}
 	callArgs()
 	root, err := os.OpenRoot("/")
 	if err != nil {
@@ -153,6 +169,25 @@ func Main(impl Controller) {
 	code := Run(impl, root, os.Args, os.Getenv, os.Stdin, os.Stdout)
 	root.Close()
 	os.Exit(code)
+}
+
+// prime does, before the call, what every call does the first time it
+// runs in a fresh instance: encoding/json works out how to encode and
+// decode each type on its first use, which costs a WASM module more than
+// the call's own work. A panic is dropped: priming is an optimisation.
+func prime(impl Controller) {
+	defer func() { _ = recover() }()
+	raw := json.RawMessage(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a","namespace":"b","labels":{"k":"v"}},"spec":{"n":1,"on":true,"list":["x",null]}}`)
+	_ = json.Valid(raw)
+	_, _ = ParseMetadata(raw)
+	_ = succeed(io.Discard, raw)
+	_ = succeed(io.Discard, []json.RawMessage{raw})
+	_ = succeed(io.Discard, struct{}{})
+	_ = fail(io.Discard, Invalid("primed"))
+	_ = os.Getenv(EnvGroup) // the first use copies the environment into a map
+	if p, ok := impl.(Primer); ok {
+		p.Prime()
+	}
 }
 
 // Run is Main without the process: it serves one call given args (args[0]
