@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,11 +16,22 @@ import (
 // (module compiled and cached, so each call is instantiate + Go runtime
 // start + run + collect) and warm (an instance held where it asks for its
 // arguments, see warm.go), with reading the same file directly, with and
-// without the YAML-to-JSON conversion the controller does.
+// without the YAML-to-JSON conversion the controller does. wasm/warm-heap
+// is warm with wazero's own linear memory on the Go heap instead of
+// memory_unix.go's, for comparison in the same run.
+//
+// Each wasm call is timed alone, after the pool has refilled (latency,
+// not throughput): ns/op is the mean; p50-ms and p99-ms are the median and
+// the 99th percentile (the worst call under 100 calls); MB/call and
+// GCs/call count what the host's heap took per call including the
+// replacement instance started after it, timer stopped or not.
 func BenchmarkGet(b *testing.B) {
 	m := modules(b)
 	ctl := load(b, newRuntime(b, Options{WarmInstances: -1}), "yaml-tree", m.example)
 	warm := load(b, newRuntime(b, Options{}), "yaml-tree", m.example)
+	heapRuntime := newRuntime(b, Options{})
+	heapRuntime.alloc = nil
+	warmHeap := load(b, heapRuntime, "yaml-tree", m.example)
 	ctx := context.Background()
 	root := b.TempDir()
 	if err := ctl.Put(ctx, root, widget, resource("team-a", "blue", map[string]string{"tier": "web"})); err != nil {
@@ -26,28 +39,48 @@ func BenchmarkGet(b *testing.B) {
 	}
 	file := filepath.Join(root, "team-a", "widget.example.com", "blue.yaml")
 
-	for _, c := range []*Controller{ctl, warm} {
-		if _, err := c.Get(ctx, root, widget, "team-a", "blue"); err != nil { // starts warm's pool
+	all := []*Controller{ctl, warm, warmHeap}
+	for _, c := range all {
+		if _, err := c.Get(ctx, root, widget, "team-a", "blue"); err != nil { // starts the pools
 			b.Fatal(err)
+		}
+	}
+	// refilled waits until every pool is full again, so that no warm-up
+	// runs during a timed call (for cold calls too: the same pause).
+	refilled := func() {
+		for _, c := range all {
+			for len(c.pool) < cap(c.pool) {
+				time.Sleep(time.Millisecond)
+			}
 		}
 	}
 	for _, tc := range []struct {
 		name string
 		ctl  *Controller
-	}{{"wasm/cold", ctl}, {"wasm/warm", warm}} {
+	}{{"wasm/cold", ctl}, {"wasm/warm", warm}, {"wasm/warm-heap", warmHeap}} {
 		b.Run(tc.name, func(b *testing.B) {
+			var times []time.Duration
+			var before, after runtime.MemStats
+			refilled()
+			runtime.ReadMemStats(&before)
 			for b.Loop() {
+				start := time.Now()
 				if _, err := tc.ctl.Get(ctx, root, widget, "team-a", "blue"); err != nil {
 					b.Fatal(err)
 				}
-				// Latency, not throughput: the next call comes when the
-				// pool is full again (for cold calls, after the same pause).
+				times = append(times, time.Since(start))
 				b.StopTimer()
-				for len(warm.pool) < cap(warm.pool) {
-					time.Sleep(time.Millisecond)
-				}
+				refilled()
 				b.StartTimer()
 			}
+			runtime.ReadMemStats(&after)
+			n := float64(len(times))
+			slices.Sort(times)
+			at := func(q float64) float64 { return float64(times[int(q*float64(len(times)-1))].Microseconds()) / 1e3 }
+			b.ReportMetric(at(0.5), "p50-ms")
+			b.ReportMetric(at(0.99), "p99-ms")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n/1e6, "MB/call")
+			b.ReportMetric(float64(after.NumGC-before.NumGC)/n, "GCs/call")
 		})
 	}
 	b.Run("direct/read", func(b *testing.B) {

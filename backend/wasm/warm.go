@@ -10,6 +10,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -203,6 +204,9 @@ func (c *Controller) start(inst *instance) {
 	ctx, cancel := context.WithCancelCause(c.r.life)
 	inst.cancel = cancel
 	ctx = context.WithValue(ctx, instanceKey{}, inst)
+	if c.r.alloc != nil {
+		ctx = experimental.WithMemoryAllocator(ctx, c.r.alloc)
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName(""). // anonymous, so that concurrent calls can coexist
 		WithStdin(&inst.stdin).

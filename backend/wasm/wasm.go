@@ -48,6 +48,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -129,6 +130,7 @@ type Runtime struct {
 	opts  Options
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+	alloc experimental.MemoryAllocator // instances' linear memory (memory_unix.go); nil: wazero's own
 
 	mu       sync.Mutex
 	compiled map[[sha256.Size]byte]*compileResult
@@ -180,7 +182,9 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("wasm: instantiate WASI: %w", err)
 	}
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
-	return &Runtime{opts: opts, rt: rt, cache: cache, compiled: map[[sha256.Size]byte]*compileResult{}, life: life, stop: stop}, nil
+	return &Runtime{opts: opts, rt: rt, cache: cache, compiled: map[[sha256.Size]byte]*compileResult{}, life: life, stop: stop,
+		// Kept reservations: the held instances' replacements, and a spare.
+		alloc: memoryAllocator(opts.WarmInstances + 1)}, nil
 }
 
 // Close ends every instance and releases every compiled module;
@@ -188,7 +192,11 @@ func NewRuntime(ctx context.Context, opts Options) (*Runtime, error) {
 func (r *Runtime) Close(ctx context.Context) error {
 	r.stop()
 	r.wg.Wait()
-	return errors.Join(r.rt.Close(ctx), r.cache.Close(ctx))
+	err := errors.Join(r.rt.Close(ctx), r.cache.Close(ctx))
+	if a, ok := r.alloc.(interface{ close() }); ok {
+		a.close()
+	}
+	return err
 }
 
 // Load returns a controller running module (a WASI command, e.g. built with
