@@ -21,7 +21,7 @@ func (*primer) Get(*os.Root, Kind, string, string) (json.RawMessage, error) { re
 func (*primer) List(*os.Root, Kind, string, map[string]string) ([]json.RawMessage, error) {
 	return nil, nil
 }
-func (*primer) Put(*os.Root, Kind, Resource) error         { return nil }
+func (*primer) Put(*os.Root, Kind, Resource) error          { return nil }
 func (*primer) Delete(*os.Root, Kind, string, string) error { return nil }
 
 // prime runs the controller's Prime once, and a panic in it does not
