@@ -294,6 +294,26 @@ func (c *Cache) ChangesAfter(ctx context.Context, after int64, limit int) (cs []
 	return slices.Clone(c.recent[i:end]), true, nil
 }
 
+// Kept returns up to limit of the changes the cache applied after
+// position after, oldest first, without reading the store or syncing, and
+// the position they reach: the cache's applied position when they are all
+// there are. ok is false when the cache does not keep every change after
+// after (it is older than the changes kept, or past what was applied).
+func (c *Cache) Kept(after int64, limit int) (cs []store.Change, through int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.loaded || after < c.recentFrom || after > c.applied {
+		return nil, 0, false
+	}
+	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	end := min(len(c.recent), i+limit)
+	cs = slices.Clone(c.recent[i:end])
+	if end < len(c.recent) {
+		return cs, cs[len(cs)-1].Seq, true
+	}
+	return cs, c.applied, true
+}
+
 // fillValues reads the latest values kept by the built-in backend.
 func (c *Cache) fillValues(ctx context.Context, list []cairn.Instance) error {
 	var keys []store.ValueKey
