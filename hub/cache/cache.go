@@ -716,22 +716,32 @@ type positionRound struct {
 
 func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 	g.mu.Lock()
+	if !g.running {
+		// No query under way (so no round gathering either): this read
+		// queries for itself, with no round to share, then runs the
+		// rounds that gathered meanwhile, as a leader does.
+		g.running = true
+		g.mu.Unlock()
+		qctx := context.WithoutCancel(ctx)
+		seq, err := src.LastSeq(qctx)
+		g.mu.Lock()
+		r := g.next
+		g.next = nil
+		if r == nil {
+			g.running = false
+		}
+		g.mu.Unlock()
+		if r != nil {
+			g.run(qctx, src, r, leaderRounds-1)
+		}
+		return seq, err
+	}
 	r := g.next
 	if r == nil {
 		r = &positionRound{done: make(chan struct{})}
 		g.next = r
 	}
-	if !g.running {
-		// No query under way: this read runs r, and a few of the rounds
-		// that gather while it does, on its own goroutine; a goroutine
-		// per round paid for growing a fresh stack to SQLite's depth.
-		g.running = true
-		g.next = nil
-		g.mu.Unlock()
-		g.run(context.WithoutCancel(ctx), src, r, leaderRounds)
-	} else {
-		g.mu.Unlock()
-	}
+	g.mu.Unlock()
 	select {
 	case <-r.done:
 		return r.seq, r.err
