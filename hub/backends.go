@@ -160,18 +160,43 @@ type keptBackends struct {
 // maxKeptBackends bounds keptBackends; when full it starts again.
 const maxKeptBackends = 1024
 
-// scanBatch is how many changes a scan reads at once.
-const scanBatch = 500
+// scanBatch is how many changes a scan reads at once; past maxScan
+// changes, the kept backends are forgotten rather than scanned (reading
+// each again costs less).
+const (
+	scanBatch = 500
+	maxScan   = 4 * scanBatch
+)
 
 // get returns a copy of backend id as of position at or later; the
-// caller sets its client.
+// caller sets its client. No lock is held while the store is read, so a
+// resolution waiting for a store connection never holds up another.
 func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*resolvedBackend, error) {
 	k.mu.Lock()
-	if at > k.scanned {
-		if err := k.scan(ctx, h, at); err != nil {
-			k.mu.Unlock()
+	for at > k.scanned {
+		if len(k.m) == 0 {
+			k.scanned = at // nothing kept that a change could make stale
+			break
+		}
+		from := k.scanned
+		k.mu.Unlock()
+		cs, through, gone, err := h.changesAfter(ctx, from, at)
+		if err != nil {
 			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
 		}
+		k.mu.Lock()
+		if k.scanned != from {
+			continue // another resolution moved on meanwhile: see where to
+		}
+		if gone {
+			// Pruned past what was scanned, or too far behind to be worth
+			// reading: forget everything kept, each read again once.
+			k.m = nil
+		}
+		for _, c := range cs {
+			delete(k.m, c.InstanceID)
+		}
+		k.scanned = through
 	}
 	if b, ok := k.m[id]; ok {
 		k.mu.Unlock()
@@ -181,11 +206,9 @@ func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*r
 	from := k.scanned
 	k.mu.Unlock()
 
-	// Read without the lock: decoding a backend whose value is kept by
-	// another backend resolves that one. The read began after position
-	// from was visible, so it is current as of from; kept only when no
-	// scan moved on meanwhile (one may have passed over a change of id
-	// that the read predates).
+	// The read began after position from was visible, so it is current
+	// as of from; kept only when no scan moved on meanwhile (one may have
+	// passed over a change of id that the read predates).
 	b, err := h.readBackend(ctx, id)
 	if err != nil {
 		return nil, err
@@ -202,50 +225,41 @@ func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*r
 	return &c, nil
 }
 
-// scan reads the changes after k.scanned up to position to at least and
-// drops the kept backends they name. k.mu is held.
-func (k *keptBackends) scan(ctx context.Context, h *Hub, to int64) error {
-	if len(k.m) == 0 {
-		k.scanned = to // nothing kept that a change could make stale
-		return nil
+// changesAfter reads changes after position from, to position to at
+// least, and returns them with the position they reach: from the read
+// cache's kept changes as far as it has applied them (no store read),
+// then from the store's change log (change rows only). gone says that
+// they cannot be had, through being to: the log was pruned past from, or
+// more than maxScan changes would be read.
+func (h *Hub) changesAfter(ctx context.Context, from, to int64) (cs []store.Change, through int64, gone bool, err error) {
+	if to-from > maxScan {
+		return nil, to, true, nil
 	}
-	for k.scanned < to {
+	through = from
+	for through < to {
 		if h.cache != nil {
-			// The cache's kept changes cost no store read; they reach as
-			// far as the cache has applied.
-			if cs, through, ok := h.cache.Kept(k.scanned, scanBatch); ok && through > k.scanned {
-				k.drop(cs)
-				k.scanned = through
+			if kept, t, ok := h.cache.Kept(through, scanBatch); ok && t > through {
+				cs, through = append(cs, kept...), t
 				continue
 			}
 		}
-		cs, err := h.st.Changes(ctx, k.scanned, scanBatch)
+		more, err := h.st.Changes(ctx, through, scanBatch)
 		if cairn.HasCode(err, cairn.CodeGone) {
-			// Pruned past what was scanned: forget everything kept.
-			k.m = nil
-			k.scanned = to
-			return nil
+			return nil, to, true, nil
 		}
 		if err != nil {
-			return fmt.Errorf("read the change log after %d: %w", k.scanned, err)
+			return nil, 0, false, fmt.Errorf("read the change log after %d: %w", through, err)
 		}
-		if len(cs) == 0 {
-			// Nothing after scanned, read after to was: to is a pruned
+		if len(more) == 0 {
+			// Nothing after through, read after to was: to is a pruned
 			// point with nothing after it.
-			k.scanned = to
-			return nil
+			return cs, to, false, nil
 		}
-		k.drop(cs)
-		k.scanned = cs[len(cs)-1].Seq
+		cs, through = append(cs, more...), more[len(more)-1].Seq
 	}
-	return nil
+	return cs, through, false, nil
 }
 
-func (k *keptBackends) drop(cs []store.Change) {
-	for _, c := range cs {
-		delete(k.m, c.InstanceID)
-	}
-}
 
 // decodeBackend reads a backend instance's value and checks it against the
 // storage schema; the result depends on the resource version alone.
