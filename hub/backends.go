@@ -260,7 +260,6 @@ func (h *Hub) changesAfter(ctx context.Context, from, to int64) (cs []store.Chan
 	return cs, through, false, nil
 }
 
-
 // decodeBackend reads a backend instance's value and checks it against the
 // storage schema; the result depends on the resource version alone.
 func (h *Hub) decodeBackend(ctx context.Context, inst cairn.Instance) (*resolvedBackend, error) {
