@@ -722,8 +722,7 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 		// rounds that gathered meanwhile, as a leader does.
 		g.running = true
 		g.mu.Unlock()
-		qctx := context.WithoutCancel(ctx)
-		seq, err := src.LastSeq(qctx)
+		seq, err := src.LastSeq(ctx) // its own: its context rules
 		g.mu.Lock()
 		r := g.next
 		g.next = nil
@@ -732,7 +731,7 @@ func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 		}
 		g.mu.Unlock()
 		if r != nil {
-			g.run(qctx, src, r, leaderRounds-1)
+			g.run(context.WithoutCancel(ctx), src, r, leaderRounds-1)
 		}
 		return seq, err
 	}
