@@ -19,14 +19,24 @@ type resolvedBackend struct {
 	contextSchema *schema.Schema // nil when the backend takes no context
 }
 
-// backendSet resolves each backend id once per operation.
+// backendSet resolves each backend id once per operation, as of one
+// change-log position: the one the operation's consistent read reached,
+// or the store's when the operation made none.
 type backendSet struct {
 	h    *Hub
+	at   int64 // 0 until known
 	byID map[string]*resolvedBackend
 }
 
 func (h *Hub) newBackendSet() *backendSet {
 	return &backendSet{h: h, byID: map[string]*resolvedBackend{}}
+}
+
+// newBackendSetAt is newBackendSet for an operation that read consistently
+// at change-log position at (the cache synced to at least the store's
+// position when the operation began): resolving needs no position read.
+func (h *Hub) newBackendSetAt(at int64) *backendSet {
+	return &backendSet{h: h, at: at, byID: map[string]*resolvedBackend{}}
 }
 
 // get resolves a backend id: the instance must exist and its latest value
@@ -35,7 +45,14 @@ func (s *backendSet) get(ctx context.Context, id string) (*resolvedBackend, erro
 	if b, ok := s.byID[id]; ok {
 		return b, nil
 	}
-	b, err := s.h.resolveBackend(ctx, s.h.st, id, true)
+	if s.at == 0 {
+		at, err := s.h.LastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+		}
+		s.at = at
+	}
+	b, err := s.h.resolveBackend(ctx, id, s.at, true)
 	if err != nil {
 		return nil, err
 	}
@@ -58,28 +75,20 @@ func resolveErr(id string, code cairn.Code, causes []cairn.Cause, msg string) *c
 	return e
 }
 
-// resolveBackend reads and checks a backend instance; with connect it also
-// opens the backend's client.
-func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, connect bool) (*resolvedBackend, error) {
-	// Not from the read cache: syncing it in the middle of a write was
-	// seen to leave an instance's uses stale (api/graphql
-	// TestUsesAndUsedByOrder); what is decoded is kept (h.backends).
-	found, err := r.GetInstancesBrief(ctx, []string{id})
-	if err != nil {
-		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+// resolveBackend returns a backend instance, checked, as it was at
+// change-log position at or later (0: the store's position now); with
+// connect it also opens the backend's client.
+func (h *Hub) resolveBackend(ctx context.Context, id string, at int64, connect bool) (*resolvedBackend, error) {
+	if at == 0 {
+		var err error
+		if at, err = h.LastSeq(ctx); err != nil {
+			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+		}
 	}
-	if len(found) == 0 {
-		return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
-	}
-	inst := found[0]
-	b, err := h.backends.decoded(inst.ID, inst.Latest.ResourceVersion, func() (*resolvedBackend, error) {
-		return h.decodeBackend(ctx, inst)
-	})
+	b, err := h.kept.get(ctx, h, id, at)
 	if err != nil {
 		return nil, err
 	}
-	b.Alias = inst.Alias
-	b.TypeRef = inst.TypeRef
 	sb := b.StorageBackend
 	if sb.Abstract {
 		b.client = h.builtin
@@ -102,6 +111,153 @@ func (h *Hub) resolveBackend(ctx context.Context, r store.Reader, id string, con
 	}
 	b.client = client
 	return b, nil
+}
+
+// readBackend reads a backend instance from the store and checks it; what
+// is decoded is kept by resource version (h.backends).
+func (h *Hub) readBackend(ctx context.Context, id string) (*resolvedBackend, error) {
+	found, err := h.st.GetInstancesBrief(ctx, []string{id})
+	if err != nil {
+		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+	}
+	if len(found) == 0 {
+		return nil, resolveErr(id, cairn.CodeNotFound, nil, fmt.Sprintf("TypeInstance %q was not found", id))
+	}
+	inst := found[0]
+	b, err := h.backends.decoded(inst.ID, inst.Latest.ResourceVersion, func() (*resolvedBackend, error) {
+		return h.decodeBackend(ctx, inst)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.Alias = inst.Alias
+	b.TypeRef = inst.TypeRef
+	return b, nil
+}
+
+// keptBackends keeps the backend instances resolved lately so that an
+// operation resolves a backend without reading it from the store. Every
+// kept backend is current as of change-log position scanned: the changes
+// up to it were read (from the read cache's kept changes when it has them,
+// else from the store's change log, change rows only) and each dropped the
+// backend it names. An operation resolves as of a position at it knows
+// the store had reached when it began; when at is past scanned, the
+// changes in between are read first. So an update or delete of a backend,
+// through this hub or any other on the store, committed before the
+// operation began, is seen by it: the change is at or before at, and
+// scanning past it dropped the kept backend.
+//
+// Nothing here reads the read cache's instances or syncs it: resolving
+// inside a write (between its backend calls and its transaction, or in
+// it) reads only committed change rows and, on a miss, the backend's row,
+// both through the store and not the transaction, as before the cache.
+type keptBackends struct {
+	mu      sync.Mutex
+	scanned int64
+	m       map[string]*resolvedBackend
+}
+
+// maxKeptBackends bounds keptBackends; when full it starts again.
+const maxKeptBackends = 1024
+
+// scanBatch is how many changes a scan reads at once; past maxScan
+// changes, the kept backends are forgotten rather than scanned (reading
+// each again costs less).
+const (
+	scanBatch = 500
+	maxScan   = 4 * scanBatch
+)
+
+// get returns a copy of backend id as of position at or later; the
+// caller sets its client. No lock is held while the store is read, so a
+// resolution waiting for a store connection never holds up another.
+func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*resolvedBackend, error) {
+	k.mu.Lock()
+	for at > k.scanned {
+		if len(k.m) == 0 {
+			k.scanned = at // nothing kept that a change could make stale
+			break
+		}
+		from := k.scanned
+		k.mu.Unlock()
+		cs, through, gone, err := h.changesAfter(ctx, from, at)
+		if err != nil {
+			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
+		}
+		k.mu.Lock()
+		if k.scanned != from {
+			continue // another resolution moved on meanwhile: see where to
+		}
+		if gone {
+			// Pruned past what was scanned, or too far behind to be worth
+			// reading: forget everything kept, each read again once.
+			k.m = nil
+		}
+		for _, c := range cs {
+			delete(k.m, c.InstanceID)
+		}
+		k.scanned = through
+	}
+	if b, ok := k.m[id]; ok {
+		k.mu.Unlock()
+		c := *b
+		return &c, nil
+	}
+	from := k.scanned
+	k.mu.Unlock()
+
+	// The read began after position from was visible, so it is current
+	// as of from; kept only when no scan moved on meanwhile (one may have
+	// passed over a change of id that the read predates).
+	b, err := h.readBackend(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	if k.scanned == from {
+		if k.m == nil || len(k.m) >= maxKeptBackends {
+			k.m = map[string]*resolvedBackend{}
+		}
+		k.m[id] = b
+	}
+	k.mu.Unlock()
+	c := *b
+	return &c, nil
+}
+
+// changesAfter reads changes after position from, to position to at
+// least, and returns them with the position they reach: from the read
+// cache's kept changes as far as it has applied them (no store read),
+// then from the store's change log (change rows only). gone says that
+// they cannot be had, through being to: the log was pruned past from, or
+// more than maxScan changes would be read.
+func (h *Hub) changesAfter(ctx context.Context, from, to int64) (cs []store.Change, through int64, gone bool, err error) {
+	if to-from > maxScan {
+		return nil, to, true, nil
+	}
+	through = from
+	for through < to {
+		if h.cache != nil {
+			if kept, t, ok := h.cache.Kept(through, scanBatch); ok && t > through {
+				cs, through = append(cs, kept...), t
+				continue
+			}
+		}
+		more, err := h.st.Changes(ctx, through, scanBatch)
+		if cairn.HasCode(err, cairn.CodeGone) {
+			return nil, to, true, nil
+		}
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("read the change log after %d: %w", through, err)
+		}
+		if len(more) == 0 {
+			// Nothing after through, read after to was: to is a pruned
+			// point with nothing after it.
+			return cs, to, false, nil
+		}
+		cs, through = append(cs, more...), more[len(more)-1].Seq
+	}
+	return cs, through, false, nil
 }
 
 // decodeBackend reads a backend instance's value and checks it against the

@@ -103,8 +103,11 @@ type Hub struct {
 
 	// cache serves instance reads from memory; nil when disabled.
 	cache *cache.Cache
-	// backends keeps decoded backend instances by id and resource version.
+	// backends keeps decoded backend instances by id and resource version;
+	// kept keeps the resolved ones current through the change log
+	// (backends.go), so resolving one reads no store row.
 	backends decodedBackends
+	kept     keptBackends
 
 	// deleting holds the ids of the instances this hub is deleting between
 	// the external backend's delete and the store's (read.go: a list

@@ -274,7 +274,7 @@ func (h *Hub) checkPolicyBackend(ctx context.Context, id string, catchAll bool) 
 	if !isStorageBackend(found[0]) {
 		return fmt.Sprintf("TypeInstance %q is not a storage backend (its latest resource version lacks the attribute %s)", id, cairn.StorageAttributePath)
 	}
-	b, err := h.resolveBackend(ctx, h.st, id, false)
+	b, err := h.resolveBackend(ctx, id, 0, false)
 	if err != nil {
 		return err.Error()
 	}

@@ -22,7 +22,10 @@ func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn
 			return cairn.Instance{}, &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{id},
 				Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
 		}
-		return inst, h.fillOne(ctx, &inst, withValue)
+		// The cache applied the log up to the store's position when the
+		// read began, at least: a backend resolved as of what it applied
+		// is current for this read, with no position read of its own.
+		return inst, h.fillOne(ctx, &inst, withValue, h.cache.Applied())
 	}
 	found, err := h.st.GetInstances(ctx, []string{id})
 	if err != nil {
@@ -33,7 +36,7 @@ func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn
 			Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
 	}
 	inst := found[0]
-	return inst, h.fillOne(ctx, &inst, withValue)
+	return inst, h.fillOne(ctx, &inst, withValue, 0)
 }
 
 // GetInstanceNotOlderThan is GetInstance as of change-log position min or
@@ -51,7 +54,7 @@ func (h *Hub) GetInstanceNotOlderThan(ctx context.Context, id string, min int64,
 		return cairn.Instance{}, &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{id},
 			Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
 	}
-	return inst, h.fillOne(ctx, &inst, withValue)
+	return inst, h.fillOne(ctx, &inst, withValue, 0)
 }
 
 // GetInstanceByName returns the instance of a Type path in a namespace.
@@ -62,7 +65,7 @@ func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name s
 			return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
 		}
 		if ok {
-			return inst, h.fillOne(ctx, &inst, withValue)
+			return inst, h.fillOne(ctx, &inst, withValue, h.cache.Applied())
 		}
 		// Absent: the store says so in its own words.
 	}
@@ -70,14 +73,17 @@ func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name s
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
 	}
-	return inst, h.fillOne(ctx, &inst, withValue)
+	return inst, h.fillOne(ctx, &inst, withValue, 0)
 }
 
-func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool) error {
+// fillOne reads inst's latest value when asked for and not read yet; at is
+// the change-log position the read of inst was consistent with, 0 when
+// unknown.
+func (h *Hub) fillOne(ctx context.Context, inst *cairn.Instance, withValue bool, at int64) error {
 	if !withValue || (inst.Backend.Abstract && inst.Latest.Value != nil) {
 		return nil // not asked for, or the cache had it
 	}
-	v, err := h.readValue(ctx, nil, *inst, inst.Latest)
+	v, err := h.readValue(ctx, h.newBackendSetAt(at), *inst, inst.Latest)
 	if err != nil {
 		return err
 	}
@@ -277,7 +283,7 @@ func (h *Hub) ResourceVersion(ctx context.Context, id string, rv int, withValue 
 // StorageBackend describes a backend instance: its value must satisfy the
 // storage schema. It does not connect to the backend.
 func (h *Hub) StorageBackend(ctx context.Context, id string) (cairn.StorageBackend, error) {
-	b, err := h.resolveBackend(ctx, h.st, id, false)
+	b, err := h.resolveBackend(ctx, id, 0, false)
 	if err != nil {
 		return cairn.StorageBackend{}, err
 	}

@@ -388,14 +388,26 @@ func userInfo(u cairn.User) audit.UserInfo {
 }
 
 func apiVersionOf(path string) string {
-	seg := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(seg) >= 2 && seg[0] == "api":
-		return seg[1]
-	case len(seg) >= 3 && seg[0] == "apis":
-		return seg[2]
+	// The segments are cut off one by one, as Split would find them, with
+	// no slice made: this runs for every request audited.
+	rest := strings.Trim(path, "/")
+	first, rest, _ := strings.Cut(rest, "/")
+	skip := 0
+	switch first {
+	case "api":
+	case "apis":
+		skip = 1 // the group
+	default:
+		return ""
 	}
-	return ""
+	for range skip {
+		var ok bool
+		if _, rest, ok = strings.Cut(rest, "/"); !ok {
+			return ""
+		}
+	}
+	v, _, _ := strings.Cut(rest, "/")
+	return v
 }
 
 // writeStatus answers with a Kubernetes Status object.

@@ -52,3 +52,22 @@ func TestRequestAttributes(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIVersionOf(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"/api/v1/namespaces/default/pods/p", "v1"},
+		{"/api/v1", "v1"},
+		{"/api", ""},
+		{"/apis/flipt.io/v1alpha1/namespaces/default/flags/f", "v1alpha1"},
+		{"/apis/flipt.io/v1alpha1", "v1alpha1"},
+		{"/apis/flipt.io", ""},
+		{"/apis/flipt.io/", ""},
+		{"/apis//v1", "v1"}, // an empty group segment counts, as strings.Split finds it
+		{"/version", ""},
+		{"/", ""},
+	} {
+		if got := apiVersionOf(tc.path); got != tc.want {
+			t.Errorf("apiVersionOf(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

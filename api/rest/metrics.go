@@ -2,6 +2,7 @@ package rest
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,20 @@ import (
 type PrometheusMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// series keeps each label set's counter and histogram (a
+	// seriesKey's), so a request costs one map lookup rather than two
+	// label hashes; bounded as the label sets are.
+	series sync.Map
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type seriesOf struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // NewPrometheusMetrics registers the metrics with reg.
@@ -38,7 +53,16 @@ func NewPrometheusMetrics(reg prometheus.Registerer) (*PrometheusMetrics, error)
 
 // Observe records one request.
 func (m *PrometheusMetrics) Observe(route, method string, status int, d time.Duration) {
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, method, code).Inc()
-	m.latency.WithLabelValues(route, method, code).Observe(d.Seconds())
+	k := seriesKey{route, method, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		code := strconv.Itoa(status)
+		v, _ = m.series.LoadOrStore(k, seriesOf{
+			requests: m.requests.WithLabelValues(route, method, code),
+			latency:  m.latency.WithLabelValues(route, method, code),
+		})
+	}
+	s := v.(seriesOf)
+	s.requests.Inc()
+	s.latency.Observe(d.Seconds())
 }

@@ -111,8 +111,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec.status >= 500 {
 		level = slog.LevelError
 	}
-	s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", route,
-		"status", rec.status, "duration", time.Since(start))
+	if s.log.Enabled(r.Context(), level) {
+		// Asked first: the attributes cost allocations even when dropped.
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", route,
+			"status", rec.status, "duration", time.Since(start))
+	}
 }
 
 // route dispatches and returns the route template for metrics.

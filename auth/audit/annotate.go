@@ -24,7 +24,8 @@ type annotationsKey struct{}
 
 // WithAnnotations returns ctx carrying a new Annotations.
 func WithAnnotations(ctx context.Context) (context.Context, *Annotations) {
-	a := &Annotations{m: map[string]string{}, n: map[string]int{}}
+	// The maps are made by the first Annotate: most requests add none.
+	a := &Annotations{}
 	return context.WithValue(ctx, annotationsKey{}, a), a
 }
 
@@ -39,6 +40,9 @@ func Annotate(ctx context.Context, key, value string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m, a.n = map[string]string{}, map[string]int{}
+	}
 	a.n[key]++
 	switch n := a.n[key]; {
 	case n == 1:

@@ -98,6 +98,8 @@ func NewEvent(level Level, id string, received time.Time) *Event {
 type Writer struct {
 	out  *groupwrite.Writer
 	file *file
+	// lines hold the bytes of an event while it is encoded (*[]byte).
+	lines sync.Pool
 }
 
 // file is the audit file and its rotation; groupwrite calls Write from
@@ -144,7 +146,16 @@ func (w *file) open() error {
 // Write appends one event as a JSON line.
 func (w *Writer) Write(ev *Event) error {
 	ev.StageTimestamp = time.Now().UTC()
-	_, err := w.out.Write(append(ev.appendJSON(make([]byte, 0, 1024)), '\n'))
+	bp, _ := w.lines.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	line := append(ev.appendJSON((*bp)[:0]), '\n')
+	_, err := w.out.Write(line) // copies line: the buffer is free again
+	if cap(line) <= 64<<10 {
+		*bp = line
+		w.lines.Put(bp)
+	}
 	return err
 }
 

@@ -294,6 +294,26 @@ func (c *Cache) ChangesAfter(ctx context.Context, after int64, limit int) (cs []
 	return slices.Clone(c.recent[i:end]), true, nil
 }
 
+// Kept returns up to limit of the changes the cache applied after
+// position after, oldest first, without reading the store or syncing, and
+// the position they reach: the cache's applied position when they are all
+// there are. ok is false when the cache does not keep every change after
+// after (it is older than the changes kept, or past what was applied).
+func (c *Cache) Kept(after int64, limit int) (cs []store.Change, through int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.loaded || after < c.recentFrom || after > c.applied {
+		return nil, 0, false
+	}
+	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	end := min(len(c.recent), i+limit)
+	cs = slices.Clone(c.recent[i:end])
+	if end < len(c.recent) {
+		return cs, cs[len(cs)-1].Seq, true
+	}
+	return cs, c.applied, true
+}
+
 // fillValues reads the latest values kept by the built-in backend.
 func (c *Cache) fillValues(ctx context.Context, list []cairn.Instance) error {
 	var keys []store.ValueKey
@@ -696,22 +716,31 @@ type positionRound struct {
 
 func (g *positionGate) read(ctx context.Context, src Source) (int64, error) {
 	g.mu.Lock()
+	if !g.running {
+		// No query under way (so no round gathering either): this read
+		// queries for itself, with no round to share, then runs the
+		// rounds that gathered meanwhile, as a leader does.
+		g.running = true
+		g.mu.Unlock()
+		seq, err := src.LastSeq(ctx) // its own: its context rules
+		g.mu.Lock()
+		r := g.next
+		g.next = nil
+		if r == nil {
+			g.running = false
+		}
+		g.mu.Unlock()
+		if r != nil {
+			g.run(context.WithoutCancel(ctx), src, r, leaderRounds-1)
+		}
+		return seq, err
+	}
 	r := g.next
 	if r == nil {
 		r = &positionRound{done: make(chan struct{})}
 		g.next = r
 	}
-	if !g.running {
-		// No query under way: this read runs r, and a few of the rounds
-		// that gather while it does, on its own goroutine; a goroutine
-		// per round paid for growing a fresh stack to SQLite's depth.
-		g.running = true
-		g.next = nil
-		g.mu.Unlock()
-		g.run(context.WithoutCancel(ctx), src, r, leaderRounds)
-	} else {
-		g.mu.Unlock()
-	}
+	g.mu.Unlock()
 	select {
 	case <-r.done:
 		return r.seq, r.err

@@ -48,6 +48,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
 		{"ChangeLog/PollerSeesEverySeqOnceInOrder", testChangeLogPolling},
 		{"Watch/SeesOtherReplica", testWatchOtherReplica},
 		{"Cache/ConsistentReadSeesOtherReplica", testConsistentReadOtherReplica},
+		{"Backends/ChangeSeenByOtherReplica", testBackendChangeOtherReplica},
 		{"RBAC/ConcurrentWritesKeptAndSeen", testRBACReplicas},
 	}
 	for _, tt := range tests {

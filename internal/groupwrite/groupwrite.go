@@ -8,11 +8,16 @@ package groupwrite
 
 import (
 	"io"
+	"runtime"
 	"sync"
 )
 
 // maxPending bounds the bytes waiting to be written; past it, Write waits.
 const maxPending = 1 << 20
+
+// coalesce is the group size below which the writer yields once before
+// writing, so that lines being written at the same moment join the group.
+const coalesce = 16 << 10
 
 // Writer is safe for concurrent use. Each Write keeps its bytes together
 // (a line is never split between groups) and bytes keep arrival order.
@@ -57,6 +62,14 @@ func (g *Writer) drain() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for len(g.pending) > 0 {
+		if len(g.pending) < coalesce {
+			// Let the goroutines that are ready run first: on a busy
+			// server they are the requests whose lines would otherwise
+			// each start a group of their own. Idle, it returns at once.
+			g.mu.Unlock()
+			runtime.Gosched()
+			g.mu.Lock()
+		}
 		batch := g.pending
 		g.pending = g.spare[:0]
 		g.mu.Unlock()

@@ -1,0 +1,109 @@
+package hub_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// Backends are resolved from what was kept, without a store read: a change
+// of a backend instance must still be seen by the next operation, through
+// the hub that made it and through another hub on the same store.
+func TestBackendChangeSeenByNextOperation(t *testing.T) {
+	e := newEnv(t)
+	other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
+	if err != nil {
+		t.Fatalf("second hub: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		key    string   // names this case's backends and instances
+		writer *hub.Hub // changes the backend
+		reader *hub.Hub // writes through it before and after
+	}{
+		{"same hub", "same", e.h, e.h},
+		{"other hub", "other", e.h, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bid, before := e.addBackend("before-"+tc.key, true, "")
+			_, after := e.addBackend("after-"+tc.key, true, "")
+			create := func(name string) (string, error) {
+				out, err := tc.reader.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+					TypeRef: cfgType, Name: name, Value: json.RawMessage(`{"host":"x"}`), Backend: &hub.BackendInput{ID: bid}}}})
+				if err != nil {
+					return "", err
+				}
+				return out[0].ID, nil
+			}
+			first, err := create("first-" + tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := before.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: first, ResourceVersion: 1}); err != nil {
+				t.Fatalf("the first write is not in the backend's first url: %v", err)
+			}
+
+			// The backend now points elsewhere: the next write goes there.
+			sb, err := tc.writer.StorageBackend(e.ctx, bid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			afterURL := "test://after-" + tc.key
+			if _, err := tc.writer.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: bid,
+				Value: json.RawMessage(fmt.Sprintf(`{"url":%q,"acceptValue":true,"contextSchema":null}`, afterURL))}}); err != nil {
+				t.Fatalf("update the backend: %v", err)
+			}
+			if sb.URL == afterURL {
+				t.Fatalf("the backend had the new url before the update")
+			}
+			got, err := tc.reader.StorageBackend(e.ctx, bid)
+			if err != nil || got.URL != afterURL {
+				t.Fatalf("StorageBackend after the update: url %q, %v; want %q", got.URL, err, afterURL)
+			}
+			second, err := create("second-" + tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := after.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: second, ResourceVersion: 1}); err != nil {
+				t.Fatalf("the write after the update is not in the backend's new url: %v", err)
+			}
+			if _, err := before.GetValue(e.ctx, cairn.GetValueRequest{InstanceID: second, ResourceVersion: 1}); err == nil {
+				t.Fatalf("the write after the update went to the backend's old url")
+			}
+
+			// Refusing values now: the next write with a value is refused.
+			if _, err := tc.writer.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: bid,
+				Value: json.RawMessage(fmt.Sprintf(`{"url":%q,"acceptValue":false,"contextSchema":null}`, afterURL))}}); err != nil {
+				t.Fatalf("update the backend: %v", err)
+			}
+			if _, err := create("third-" + tc.key); !cairn.HasCode(err, cairn.CodeInvalid) {
+				t.Fatalf("a value for a backend that no longer accepts values: got %v, want Invalid", err)
+			}
+		})
+	}
+
+	t.Run("deleted", func(t *testing.T) {
+		bid, _ := e.addBackend("doomed", true, "")
+		for _, h := range []*hub.Hub{e.h, other} {
+			if _, err := h.StorageBackend(e.ctx, bid); err != nil {
+				t.Fatal(err) // resolved, so kept
+			}
+		}
+		if err := e.h.DeleteInstance(e.ctx, bid, ""); err != nil {
+			t.Fatalf("delete the backend: %v", err)
+		}
+		for i, h := range []*hub.Hub{e.h, other} {
+			_, err := h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+				TypeRef: cfgType, Name: fmt.Sprintf("orphan-%d", i), Value: json.RawMessage(`{"host":"x"}`), Backend: &hub.BackendInput{ID: bid}}}})
+			if !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Fatalf("hub %d: a write into a deleted backend: got %v, want NotFound", i, err)
+			}
+			if _, err := h.StorageBackend(e.ctx, bid); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Fatalf("hub %d: StorageBackend of a deleted backend: got %v, want NotFound", i, err)
+			}
+		}
+	})
+}
