@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,6 +71,78 @@ func TestWatchHearsOtherReplicaAtOnce(t *testing.T) {
 	expect(create("g1"))
 	for _, name := range []string{"g2", "g3", "g4"} {
 		expect(create(name))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A notification names the position of its commit's newest change, so a
+// replica's watchers read the log up to there without asking the store;
+// one that names none (a replica of an earlier version sends the schema
+// alone) is still heard, and one of another schema is not.
+func TestNotificationNamesThePosition(t *testing.T) {
+	pgtest.DSN(t)
+	sc := pgtest.NewSchema(t)
+	other := pgtest.NewSchema(t)
+	ctx := t.Context()
+	writer := sc.Open(t)
+	a, err := hub.New(ctx, hub.Config{Store: writer, StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan int64, 16)
+	ready := make(chan struct{})
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- sc.Open(t).ListenChanges(lctx, func() { close(ready) }, func(seq int64) { heard <- seq })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("ListenChanges: %v", err)
+	}
+	next := func() int64 {
+		t.Helper()
+		select {
+		case seq := <-heard:
+			return seq
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notification")
+		}
+		return 0
+	}
+	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3} { // one change, then three in one transaction
+		var news []hub.NewInstance
+		for i := range n {
+			name := fmt.Sprintf("g%d-%d", n, i)
+			news = append(news, hub.NewInstance{Alias: name, Name: name, Namespace: "default", TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)})
+		}
+		if _, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: news}); err != nil {
+			t.Fatal(err)
+		}
+		last, err := writer.LastSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := next(); seq != last; seq = next() {
+			if seq > last || seq == 0 {
+				t.Fatalf("notified of position %d, the log ends at %d", seq, last)
+			}
+			// an earlier commit (the Type's) still on its way
+		}
+	}
+	other.Exec(t, `SELECT pg_notify('cairn_changes', $1)`, other.Name+" 99")
+	sc.Exec(t, `SELECT pg_notify('cairn_changes', $1)`, sc.Name)
+	if seq := next(); seq != 0 {
+		t.Errorf("a notification naming no position gave %d (or another schema's was heard)", seq)
 	}
 	cancel()
 	if err := <-done; err != nil {
