@@ -149,3 +149,76 @@ func TestNotificationNamesThePosition(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A watch whose own replica and another write in turn sees every change
+// once and in order: commits through its own replica wake it without a
+// position (it asks the store), the other's name theirs (it reads up to
+// there), and neither may hide the other. The watch polls every ten
+// minutes, so only the signals can bring the changes in time.
+func TestWatchSeesOwnAndOtherReplicasWritesInOrder(t *testing.T) {
+	pgtest.DSN(t)
+	sc := pgtest.NewSchema(t)
+	ctx := t.Context()
+	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := b.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := make(chan store.Change, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Watch(wctx, start, func(c store.Change) error { seen <- c; return nil })
+	}()
+	var want []string
+	for i := range 8 {
+		through := []*hub.Hub{a, b}[i%2]
+		name := fmt.Sprintf("g%d", i)
+		c, err := through.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: name, Name: name, Namespace: "default",
+			TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, c[0].Instance.ID)
+		if i%3 == 2 {
+			continue // sometimes the next write comes before this one is seen
+		}
+		for len(want) > 0 {
+			select {
+			case c := <-seen:
+				if c.InstanceID != want[0] || c.Kind != store.Added {
+					t.Fatalf("watch saw %s %s, want ADDED %s next", c.Kind, c.InstanceID, want[0])
+				}
+				want = want[1:]
+			case err := <-done:
+				t.Fatalf("watch ended: %v", err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the watch did not see %s (write %d, through replica %d)", want[0], i, i%2)
+			}
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(want) > 0 {
+		t.Fatalf("not seen: %v", want)
+	}
+	select {
+	case c := <-seen:
+		t.Fatalf("an extra change: %s %s", c.Kind, c.InstanceID)
+	default:
+	}
+}
