@@ -222,3 +222,81 @@ func TestWatchSeesOwnAndOtherReplicasWritesInOrder(t *testing.T) {
 	default:
 	}
 }
+
+// Watchers on one replica keep up with writes through another in quick
+// succession: every watcher reaches the last write although the replica
+// polls every ten minutes, so no notification's wake-up may be lost,
+// whichever watcher applies the log and however the notifications bunch.
+func TestWatchersKeepUpWithRapidWrites(t *testing.T) {
+	pgtest.DSN(t)
+	sc := pgtest.NewSchema(t)
+	ctx := t.Context()
+	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "g", Name: "g", Namespace: "default",
+		TypeRef: typ.Ref(), Value: json.RawMessage(`{"n":0}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c[0].Instance.ID
+	start, err := b.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const watchers, writes = 8, 60
+	last := make([]chan int64, watchers)
+	done := make(chan error, watchers)
+	for w := range watchers {
+		last[w] = make(chan int64, writes+1)
+		go func() {
+			prev := start
+			done <- b.Watch(wctx, start, func(ch store.Change) error {
+				if ch.Seq <= prev {
+					return fmt.Errorf("watcher %d: change %d after %d", w, ch.Seq, prev)
+				}
+				prev = ch.Seq
+				last[w] <- ch.Seq
+				return nil
+			})
+		}()
+	}
+	for i := 1; i <= writes; i++ {
+		if _, err := a.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, err := a.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for w := range watchers {
+		for seen := int64(0); seen < end; {
+			select {
+			case seen = <-last[w]:
+			case err := <-done:
+				t.Fatalf("a watch ended: %v", err)
+			case <-deadline:
+				t.Fatalf("watcher %d reached change %d of %d: a wake-up was lost (the replica polls every ten minutes)", w, seen, end)
+			}
+		}
+	}
+	cancel()
+	for range watchers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
