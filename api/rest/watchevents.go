@@ -18,6 +18,7 @@ import (
 type watchEvents struct {
 	mu    sync.Mutex
 	lines map[watchEventKey]watchEventLine
+	bytes int // the lines' total length
 }
 
 type watchEventKey struct {
@@ -33,10 +34,13 @@ type watchEventLine struct {
 	line   []byte
 }
 
-// maxWatchEvents bounds the lines kept; past it the cache starts over.
-// Watchers of one change ask within milliseconds of each other, so only
-// the latest changes matter.
-const maxWatchEvents = 4096
+// maxWatchEvents and maxWatchEventBytes bound the lines kept; past either
+// the cache starts over. Watchers of one change ask within milliseconds of
+// each other, so only the latest changes matter.
+const (
+	maxWatchEvents     = 4096
+	maxWatchEventBytes = 16 << 20
+)
 
 // line returns the event's line, as json.Encoder writes
 // WatchEvent{typ, render(inst)}, newline included. render is called only
@@ -64,10 +68,14 @@ func (c *watchEvents) line(res *resource, typ string, secrets bool, inst cairn.I
 	b = append(b, '\n')
 	if keep {
 		c.mu.Lock()
-		if c.lines == nil || len(c.lines) >= maxWatchEvents {
-			c.lines = map[watchEventKey]watchEventLine{}
+		if c.lines == nil || len(c.lines) >= maxWatchEvents || c.bytes+len(b) > maxWatchEventBytes {
+			c.lines, c.bytes = map[watchEventKey]watchEventLine{}, 0
+		}
+		if old, ok := c.lines[key]; ok {
+			c.bytes -= len(old.line)
 		}
 		c.lines[key] = watchEventLine{seq: inst.Seq, usedBy: slices.Clone(inst.UsedBy), line: b}
+		c.bytes += len(b)
 		c.mu.Unlock()
 	}
 	return b, nil
