@@ -367,7 +367,7 @@ func TestReencrypt(t *testing.T) {
 // polling for each other's commits.
 func TestWrapKeepsChangeListener(t *testing.T) {
 	type listener interface {
-		ListenChanges(ctx context.Context, ready, changed func()) error
+		ListenChanges(ctx context.Context, ready func(), changed func(seq int64)) error
 	}
 	for _, tc := range []struct {
 		name string

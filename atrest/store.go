@@ -29,7 +29,7 @@ func Wrap(st store.Store, c *Config) store.Store {
 // changeListener is the hub's optional store interface for commits heard
 // of as they happen (hub/listen.go); the wrapper must not hide it.
 type changeListener interface {
-	ListenChanges(ctx context.Context, ready, changed func()) error
+	ListenChanges(ctx context.Context, ready func(), changed func(seq int64)) error
 }
 
 type encListenStore struct {
@@ -37,7 +37,7 @@ type encListenStore struct {
 	l changeListener
 }
 
-func (s *encListenStore) ListenChanges(ctx context.Context, ready, changed func()) error {
+func (s *encListenStore) ListenChanges(ctx context.Context, ready func(), changed func(seq int64)) error {
 	return s.l.ListenChanges(ctx, ready, changed)
 }
 

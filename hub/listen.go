@@ -11,7 +11,9 @@ import (
 // learn of another replica's write at once instead of at the next poll,
 // which stays as the fallback.
 type changeListener interface {
-	ListenChanges(ctx context.Context, ready, changed func()) error
+	// ListenChanges calls changed with the position of each commit's
+	// newest change (0: not known).
+	ListenChanges(ctx context.Context, ready func(), changed func(seq int64)) error
 }
 
 // listenReadyWait bounds how long a watch waits for the listener to start
@@ -72,7 +74,7 @@ func (h *Hub) runListener(ctx context.Context, cl changeListener, ready chan str
 		err := cl.ListenChanges(ctx, func() {
 			markReady()
 			h.notify.signal()
-		}, h.notify.signal)
+		}, h.notify.signalAt)
 		if ctx.Err() != nil {
 			return
 		}

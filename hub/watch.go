@@ -13,9 +13,18 @@ import (
 // notifier wakes watchers of this process at once after a write; writes of
 // other replicas wake them when the store tells of them (listen.go), and
 // are found by polling the store's change log otherwise.
+//
+// A signal from the store names the position of the commit's newest
+// change, so watchers woken by it read the log up to there without asking
+// the store for its position first (on PostgreSQL, rounds of a network
+// round trip each, with a hundred watchers waking at once); a signal that
+// names none (a commit through this process, the listener starting again)
+// makes them ask.
 type notifier struct {
-	mu   sync.Mutex
-	wake chan struct{}
+	mu    sync.Mutex
+	wake  chan struct{}
+	heard int64  // the highest position a signal named
+	blind uint64 // how many signals named none
 }
 
 func newNotifier() *notifier { return &notifier{wake: make(chan struct{})} }
@@ -27,9 +36,27 @@ func (n *notifier) wait() <-chan struct{} {
 	return n.wake
 }
 
-func (n *notifier) signal() {
+// state returns what the signals so far told: the highest position named,
+// and how many signals named none.
+func (n *notifier) state() (heard int64, blind uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.heard, n.blind
+}
+
+// signal wakes the watchers for a commit whose position is not known.
+func (n *notifier) signal() { n.signalAt(0) }
+
+// signalAt wakes the watchers for a commit whose newest change is at
+// position seq (0: not known).
+func (n *notifier) signalAt(seq int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if seq > 0 {
+		n.heard = max(n.heard, seq)
+	} else {
+		n.blind++
+	}
 	close(n.wake)
 	n.wake = make(chan struct{})
 }
@@ -72,6 +99,23 @@ func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Chan
 	return cs, nil
 }
 
+// changesTo is Changes for a watcher that knows the log reaches position
+// target at least: the read cache applies the log up to there without
+// asking the store for its position.
+func (h *Hub) changesTo(ctx context.Context, after, target int64, limit int) ([]store.Change, error) {
+	if h.cache == nil {
+		return h.Changes(ctx, after, limit)
+	}
+	cs, ok, err := h.cache.ChangesAfterTo(ctx, after, target, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the change log after %d: %w", after, err)
+	}
+	if ok {
+		return cs, nil
+	}
+	return h.Changes(ctx, after, limit)
+}
+
 // Watch calls fn for every change after position after, in order, until
 // ctx ends (it then returns nil) or fn or the store fails. A position that
 // was pruned fails with CodeGone.
@@ -81,10 +125,31 @@ func (h *Hub) Watch(ctx context.Context, after int64, fn func(store.Change) erro
 	defer h.listen()()
 	ticker := time.NewTicker(h.pollInterval)
 	defer ticker.Stop()
+	// The first read, every poll and every wake by a signal that named no
+	// position read the log up to the store's position (full); a wake by
+	// signals that named positions reads up to the highest of them. Every
+	// commit is covered: a commit through this process signals without a
+	// position after it committed, one through another replica names its
+	// position, and a notification missed is found by the poll.
+	full := true
+	var blindRead uint64
 	for {
 		wake := h.notify.wait()
+		heard, blind := h.notify.state()
+		if blind != blindRead {
+			full = true
+		}
+		if full {
+			blindRead = blind
+		}
 		for {
-			cs, err := h.Changes(ctx, after, 500)
+			var cs []store.Change
+			var err error
+			if full {
+				cs, err = h.Changes(ctx, after, 500)
+			} else {
+				cs, err = h.changesTo(ctx, after, heard, 500)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -101,11 +166,13 @@ func (h *Hub) Watch(ctx context.Context, after int64, fn func(store.Change) erro
 				break
 			}
 		}
+		full = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
 		case <-ticker.C:
+			full = true
 		}
 	}
 }

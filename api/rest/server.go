@@ -63,8 +63,11 @@ type Server struct {
 	// encoded caches objects' JSON; lists and gets keep whole bodies of
 	// lists and of single objects by the store's position (encoded.go).
 	encoded encodedCache
-	lists   listCache
-	gets    listCache
+	// events keeps watch events' encoded lines for the watches of a
+	// collection to share (watchevents.go).
+	events watchEvents
+	lists  listCache
+	gets   listCache
 
 	stopOnce sync.Once
 	stopping chan struct{}

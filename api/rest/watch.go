@@ -116,6 +116,39 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if flusher != nil {
 		flusher.Flush()
 	}
+	// sendInstance sends an event showing inst. Plain JSON events are
+	// encoded once for every watch of the collection (s.events); secrets
+	// are redacted (unless asked for) only when the line is encoded.
+	sendInstance := func(typ string, inst cairn.Instance) error {
+		render := func() (any, error) {
+			if !o.values {
+				one := []cairn.Instance{inst}
+				if err := s.hub.RedactSecrets(ctx, one); err != nil {
+					return nil, err
+				}
+				inst = one[0]
+			}
+			return req.res.render(inst), nil
+		}
+		if cols != nil {
+			obj, err := render()
+			if err != nil {
+				return err
+			}
+			return send(typ, obj)
+		}
+		line, err := s.events.line(req.res, typ, o.values, inst, render)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	}
 
 	// matching remembers, per id, whether the object's last event showed it
 	// matching the selectors, so an object that starts or stops matching
@@ -154,13 +187,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		if err != nil {
 			return err
 		}
-		if !o.values {
-			one := []cairn.Instance{inst}
-			if err := s.hub.RedactSecrets(ctx, one); err != nil {
-				return err
-			}
-			inst = one[0]
-		}
 		if inst.Seq > c.Seq {
 			// Changed again since: that later change reports the instance as
 			// it is now, so resourceVersions only grow and none repeats.
@@ -176,11 +202,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		matching[inst.ID] = match
 		switch {
 		case match && known && !was:
-			return send("ADDED", req.res.render(inst))
+			return sendInstance("ADDED", inst)
 		case match:
-			return send(string(c.Kind), req.res.render(inst))
+			return sendInstance(string(c.Kind), inst)
 		case was:
-			return send("DELETED", req.res.render(inst))
+			return sendInstance("DELETED", inst)
 		}
 		return nil
 	})

@@ -3,9 +3,12 @@ package rest_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // rv is an event's or object's resourceVersion as a number.
@@ -256,5 +259,46 @@ func TestWatchTypeInstances(t *testing.T) {
 	}
 	if evs[1].obj.Metadata.Namespace != "" {
 		t.Errorf("DELETED typeinstance has namespace %q; typeinstances are cluster-scoped", evs[1].obj.Metadata.Namespace)
+	}
+}
+
+// TestWatchersShareEvents: the watches of one collection share each
+// event's encoding, but never across what a watch may see: watches that
+// redact secrets and a watch asking for values in the clear (values=true)
+// each get their own, in either order of arrival, and every event shows
+// the update it reports.
+func TestWatchersShareEvents(t *testing.T) {
+	e := newRestEnv(t)
+	const tokensRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition",
+ "metadata": {"name": "tokens.example.cairn.dev"},
+ "names": {"kind": "Token", "singular": "token", "plural": "tokens"},
+ "spec": {"group": "example.cairn.dev", "versions": {
+   "v1": {"type": "object", "properties": {"user": {"type": "string"}, "token": {"type": "string", "x-cairn-secret": true}}}}}}`
+	e.mustDo("POST", hubGV+"/types", "application/json", tokensRD, http.StatusCreated)
+	const path = "/apis/example.cairn.dev/v1/namespaces/default/tokens"
+	created := decodeObj(t, e.mustDo("POST", path, "application/json",
+		`{"apiVersion":"example.cairn.dev/v1","kind":"Token","metadata":{"name":"t"},"spec":{"user":"u0","token":"secret-0"}}`, http.StatusCreated))
+	from := "resourceVersion=" + created.Metadata.ResourceVersion
+	redacted := []*watcher{e.watch(path + "?" + from), e.watch(path + "?" + from)}
+	clear := []*watcher{e.watch(path + "?values=true&" + from), e.watch(path + "?values=true&" + from)}
+	for i := 1; i <= 3; i++ {
+		patched := decodeObj(t, e.mustDo("PATCH", path+"/t", "application/merge-patch+json",
+			fmt.Sprintf(`{"spec":{"user":"u%d","token":"secret-%d"}}`, i, i), http.StatusOK))
+		// Alternate which kind of watch reads the event first.
+		order := append(slices.Clone(redacted), clear...)
+		if i%2 == 0 {
+			order = append(slices.Clone(clear), redacted...)
+		}
+		for _, w := range order {
+			ev := w.expect("MODIFIED t")[0]
+			wantToken := hub.SecretMarker
+			if slices.Contains(clear, w) {
+				wantToken = fmt.Sprintf("secret-%d", i)
+			}
+			if ev.obj.Spec["user"] != fmt.Sprintf("u%d", i) || ev.obj.Spec["token"] != wantToken ||
+				ev.obj.Metadata.ResourceVersion != patched.Metadata.ResourceVersion {
+				t.Errorf("update %d: event %s, want user u%d, token %q, resourceVersion %s", i, ev.Object, i, wantToken, patched.Metadata.ResourceVersion)
+			}
+		}
 	}
 }

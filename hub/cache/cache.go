@@ -284,6 +284,21 @@ func (c *Cache) ChangesAfter(ctx context.Context, after int64, limit int) (cs []
 	if err := c.Sync(ctx); err != nil {
 		return nil, false, err
 	}
+	return c.changesAfter(after, limit)
+}
+
+// ChangesAfterTo is ChangesAfter for a caller that knows the log reaches
+// position target: the cache applies it up to there at least, without
+// asking the store for its position (a watch woken by a notification that
+// named the commit's position).
+func (c *Cache) ChangesAfterTo(ctx context.Context, after, target int64, limit int) (cs []store.Change, ok bool, err error) {
+	if err := c.SyncTo(ctx, target); err != nil {
+		return nil, false, err
+	}
+	return c.changesAfter(after, limit)
+}
+
+func (c *Cache) changesAfter(after int64, limit int) (cs []store.Change, ok bool, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if after < c.recentFrom || after > c.applied {
