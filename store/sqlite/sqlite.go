@@ -56,6 +56,8 @@ type Store struct {
 	path string
 	// position answers LastSeq from the WAL-index header (position.go).
 	position positionCache
+	// commit groups concurrent Updates into one transaction (group.go).
+	commit committer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -127,6 +129,10 @@ func dsn(path string, o options, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		// The savepoints of a group commit (group.go) keep their undo
+		// pages in a sub-journal, which would otherwise spill to a
+		// temporary file past 64 KiB: a write syscall per page.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
 	return u.String()
@@ -160,31 +166,13 @@ func (s *Store) Close() error {
 
 // Update runs fn in one BEGIN IMMEDIATE transaction on the writer connection.
 // Since that lock is taken before fn runs, SQLite never reports a
-// serialization failure mid-transaction and fn is not retried. Update must
-// not be called from inside fn: the writer connection is already taken.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
-	sqlTx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
-	}
-	done := false
-	defer func() {
-		if !done {
-			sqlTx.Rollback() // fn panicked; the panic goes on
-		}
-	}()
-	if err := fn(ctx, &tx{reader: s.wr.inTx(sqlTx)}); err != nil {
-		done = true
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
-		}
-		return err
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return classify(fmt.Errorf("sqlite: commit: %w", err))
-	}
-	return nil
+// serialization failure mid-transaction and fn is not retried. Concurrent
+// Updates may share a transaction, each in a savepoint of its own (group
+// commit, group.go): fn's writes commit, or roll back, as one, and Update
+// returns only once they are committed. Update must not be called from
+// inside fn: the writer connection is already taken.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.update(ctx, fn)
 }
 
 // view runs fn in a read transaction on the reader pool, so reads made of

@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+// maxGroup caps how many concurrent Updates share one SQLite transaction,
+// which bounds how long a write waits behind others of its group.
+const maxGroup = 64
+
+// committer batches concurrent Updates into one SQLite transaction (group
+// commit). There is one writer connection, so writers queue anyway; while
+// one transaction runs, the writers that arrive queue up, and the next of
+// them runs all the queued writes in one transaction, each inside its own
+// savepoint, and commits once. A write that fails rolls back to its
+// savepoint, which undoes that write alone; every write is acknowledged only
+// after the commit that holds it. A lone writer runs as before: its own
+// transaction, no savepoint, no wait.
+type committer struct {
+	// max caps a group; 0 means maxGroup (1 turns grouping off: the
+	// baseline of BenchmarkConcurrentCreates).
+	max   int
+	mu    sync.Mutex
+	busy  bool       // a transaction runs (its leader has not handed over yet)
+	queue []*writeOp // arrived while busy, in arrival order
+}
+
+// writeOp is one caller's Update.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx store.Tx) error
+	err  error
+	done chan struct{}
+	// lead is set, with group, when this caller is to run group (itself
+	// first) rather than wait for another to run it.
+	lead  bool
+	group []*writeOp
+	// panicked carries a panic of fn to the caller's goroutine.
+	panicked any
+}
+
+// update runs fn in a write transaction, alone or in a group.
+func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	c := &s.commit
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan struct{})}
+	c.mu.Lock()
+	if !c.busy {
+		c.busy = true
+		c.mu.Unlock()
+		defer s.handOver() // also when fn panics
+		return s.updateAlone(ctx, fn)
+	}
+	c.queue = append(c.queue, op)
+	c.mu.Unlock()
+
+	<-op.done
+	if op.lead {
+		s.runGroup(op.group)
+		s.handOver()
+	}
+	if op.panicked != nil {
+		panic(op.panicked)
+	}
+	return op.err
+}
+
+// handOver passes the writer on: to the first of the writers that queued
+// meanwhile, who runs them all as one group, or to nobody.
+func (s *Store) handOver() {
+	c := &s.commit
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		c.busy = false
+		return
+	}
+	limit := c.max
+	if limit == 0 {
+		limit = maxGroup
+	}
+	n := min(len(c.queue), limit)
+	group := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+	leader := group[0]
+	leader.lead, leader.group = true, group
+	close(leader.done)
+}
+
+// updateAlone runs fn in a transaction of its own.
+func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			sqlTx.Rollback() // fn panicked; the panic goes on
+		}
+	}()
+	if err := fn(ctx, &tx{reader: s.wr.inTx(sqlTx)}); err != nil {
+		done = true
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
+		}
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return classify(fmt.Errorf("sqlite: commit: %w", err))
+	}
+	return nil
+}
+
+// runGroup runs the writes of group in one transaction and sets each one's
+// result; it wakes every member but the leader (group[0], the caller).
+func (s *Store) runGroup(group []*writeOp) {
+	defer func() {
+		for _, op := range group[1:] {
+			close(op.done)
+		}
+	}()
+	if len(group) == 1 {
+		op := group[0]
+		op.err, op.panicked = s.runAlone(op)
+		return
+	}
+	// The transaction belongs to no one caller: one caller's cancelled
+	// context must not roll back the others' writes (database/sql rolls a
+	// transaction back when its context ends, and an interrupted statement
+	// can end SQLite's transaction). A caller whose context has ended
+	// before its turn is not run; once it runs, its write completes.
+	sqlTx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		err = classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
+		for _, op := range group {
+			op.err = err
+		}
+		return
+	}
+	shared := s.wr.inTx(sqlTx)
+	var ran []*writeOp // members whose writes the transaction holds
+	fail := func(err error) {
+		_ = sqlTx.Rollback()
+		for _, op := range ran {
+			op.err = err
+		}
+	}
+	for i, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.err = err
+			continue
+		}
+		sp := fmt.Sprintf("w%d", i)
+		if _, err := sqlTx.Exec("SAVEPOINT " + sp); err != nil {
+			op.err = classify(fmt.Errorf("sqlite: savepoint: %w", err))
+			fail(op.err)
+			s.failRest(group[i+1:], op.err)
+			return
+		}
+		ctx := context.WithoutCancel(op.ctx)
+		op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
+		if op.err == nil && op.panicked == nil {
+			if _, err := sqlTx.Exec("RELEASE " + sp); err != nil {
+				op.err = classify(fmt.Errorf("sqlite: release savepoint: %w", err))
+				fail(op.err)
+				s.failRest(group[i+1:], op.err)
+				return
+			}
+			ran = append(ran, op)
+			continue
+		}
+		// Undo this write alone. Should that fail, SQLite has ended the
+		// transaction itself (an I/O error, say): the writes before this
+		// one are gone too and are reported failed, never acknowledged.
+		_, err := sqlTx.Exec("ROLLBACK TO " + sp)
+		if err == nil {
+			_, err = sqlTx.Exec("RELEASE " + sp)
+		}
+		if err != nil {
+			err = classify(fmt.Errorf("sqlite: the write transaction ended with a failed write of its group: %w", err))
+			fail(err)
+			s.failRest(group[i+1:], err)
+			return
+		}
+	}
+	if len(ran) == 0 {
+		_ = sqlTx.Rollback()
+		return
+	}
+	if err := sqlTx.Commit(); err != nil {
+		err = classify(fmt.Errorf("sqlite: commit: %w", err))
+		for _, op := range ran {
+			op.err = err
+		}
+	}
+}
+
+// failRest sets err on the members of a group that did not get to run.
+func (s *Store) failRest(rest []*writeOp, err error) {
+	for _, op := range rest {
+		op.err = &cairn.Error{Code: cairn.CodeUnavailable, Msg: "sqlite: not written: " + err.Error(), Err: err}
+	}
+}
+
+// runAlone runs a group of one as a transaction of its own, catching a
+// panic of its fn for the caller.
+func (s *Store) runAlone(op *writeOp) (err error, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return s.updateAlone(op.ctx, op.fn), nil
+}
+
+// call runs fn, turning a panic into a value for its caller's goroutine.
+func call(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error, t *tx) (err error, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return fn(ctx, t), nil
+}

@@ -1,0 +1,238 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
+)
+
+func groupStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func flag(n int) cairn.Instance {
+	now := time.Now()
+	return cairn.Instance{
+		ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+		TypeRef:   cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"},
+		Namespace: "default",
+		Name:      fmt.Sprintf("f%05d", n),
+		Labels:    map[string]string{"team": fmt.Sprintf("t%d", n%10)},
+		Backend:   cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true},
+		CreatedAt: now,
+		Latest:    cairn.ResourceVersion{ResourceVersion: 1, CreatedBy: "test", CreatedAt: now},
+	}
+}
+
+// create is a write that creates instance n and stores its value, then
+// fails when fail is set: the failure must take back both.
+func create(n int, fail bool) func(ctx context.Context, tx store.Tx) error {
+	return func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, flag(n)); err != nil {
+			return err
+		}
+		if err := tx.PutValue(ctx, flag(n).ID, 1, []byte(`{"enabled":true}`)); err != nil {
+			return err
+		}
+		if fail {
+			return fmt.Errorf("write %d refused", n)
+		}
+		return nil
+	}
+}
+
+// holdWriter runs an Update that keeps the writer until release is
+// closed, and waits until it has it.
+func holdWriter(t *testing.T, s *Store) (release func(), done <-chan error) {
+	t.Helper()
+	started, unblock, res := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		res <- s.Update(context.Background(), func(ctx context.Context, tx store.Tx) error {
+			close(started)
+			<-unblock
+			return tx.CreateInstance(ctx, flag(0))
+		})
+	}()
+	<-started
+	return func() { close(unblock) }, res
+}
+
+// waitQueued waits until n writes queue behind the writer.
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.commit.mu.Lock()
+		q := len(s.commit.queue)
+		s.commit.mu.Unlock()
+		if q == n {
+			return
+		}
+	}
+	t.Fatalf("%d writes did not queue", n)
+}
+
+// Writes that queue behind the writer share one transaction; each is
+// acknowledged or refused on its own: a refused write leaves nothing, a
+// panicking one panics in its own caller, a caller gone before its turn is
+// not written, and the others commit.
+func TestGroupCommitKeepsEachWriteAtomic(t *testing.T) {
+	s := groupStore(t)
+	ctx := context.Background()
+	release, first := holdWriter(t, s)
+
+	const n = 12
+	errs := make([]error, n+1)
+	panics := make([]any, n+1)
+	gone, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 1; i <= n; i++ {
+		wctx, fn := ctx, create(i, i%4 == 0) // 4, 8, 12 refused
+		switch i {
+		case 6:
+			inner := fn
+			fn = func(ctx context.Context, tx store.Tx) error {
+				if err := inner(ctx, tx); err != nil {
+					return err
+				}
+				panic("write 6 panics")
+			}
+		case 9:
+			wctx = gone
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			errs[i] = s.Update(wctx, fn)
+		}()
+		waitQueued(t, s, i) // one at a time: the group's order is known
+	}
+	cancel()
+	release()
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+
+	for i := 1; i <= n; i++ {
+		_, getErr := s.GetInstanceByName(ctx, "io.flipt.flag", "default", flag(i).Name)
+		switch {
+		case i%4 == 0:
+			if errs[i] == nil || errs[i].Error() != fmt.Sprintf("write %d refused", i) {
+				t.Errorf("write %d: got %v, want its own error", i, errs[i])
+			}
+			if !cairn.HasCode(getErr, cairn.CodeNotFound) {
+				t.Errorf("refused write %d left its instance: %v", i, getErr)
+			}
+		case i == 6:
+			if panics[i] != "write 6 panics" {
+				t.Errorf("write 6: recovered %v, want its panic", panics[i])
+			}
+			if !cairn.HasCode(getErr, cairn.CodeNotFound) {
+				t.Errorf("panicking write 6 left its instance: %v", getErr)
+			}
+		case i == 9:
+			if !errors.Is(errs[i], context.Canceled) {
+				t.Errorf("write 9 of a caller gone: got %v, want context.Canceled", errs[i])
+			}
+			if !cairn.HasCode(getErr, cairn.CodeNotFound) {
+				t.Errorf("write 9 of a caller gone was written: %v", getErr)
+			}
+		default:
+			if errs[i] != nil || panics[i] != nil {
+				t.Errorf("write %d: %v %v", i, errs[i], panics[i])
+			}
+			if getErr != nil {
+				t.Errorf("acknowledged write %d is not there: %v", i, getErr)
+			}
+			v, err := s.Value(ctx, flag(i).ID, 1)
+			if err != nil || string(v) != `{"enabled":true}` {
+				t.Errorf("value of write %d: %s, %v", i, v, err)
+			}
+		}
+	}
+	// Every committed write has its own change in the log.
+	changes, err := s.Changes(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 7; len(changes) != want {
+		t.Errorf("%d changes logged, want %d (the first write and 7 of the group)", len(changes), want)
+	}
+	// The writer is free again: a lone write goes through.
+	if err := s.Update(ctx, create(100, false)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two writes of one group that take the same name: the second is refused
+// with the store's own error, as if it had come after the first committed.
+func TestGroupCommitSeesEarlierWritesOfTheGroup(t *testing.T) {
+	s := groupStore(t)
+	release, first := holdWriter(t, s)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(context.Background(), func(ctx context.Context, tx store.Tx) error {
+				in := flag(1)
+				in.ID = fmt.Sprintf("00000000-0000-4000-9000-%012d", i)
+				return tx.CreateInstance(ctx, in)
+			})
+		}()
+		waitQueued(t, s, i+1)
+	}
+	release()
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || !cairn.HasCode(errs[1], cairn.CodeAlreadyExists) {
+		t.Fatalf("got %v and %v, want nil and AlreadyExists", errs[0], errs[1])
+	}
+}
+
+// BenchmarkConcurrentCreates: 16 writers creating instances, each write its
+// own transaction (max 1, the baseline) against group commit.
+func BenchmarkConcurrentCreates(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		max  int
+	}{{"alone", 1}, {"group", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := groupStore(b)
+			s.commit.max = bc.max
+			var next sync.Mutex
+			n := 0
+			b.SetParallelism(8) // 16 writers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					next.Lock()
+					n++
+					i := n
+					next.Unlock()
+					if err := s.Update(context.Background(), create(i, false)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
