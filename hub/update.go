@@ -60,7 +60,8 @@ var errVersionRace = errors.New("resource version changed concurrently")
 // all or nothing. A locked instance is updated only when the caller gives
 // the lock owner; the error lists every missing and every locked id. The
 // updated instances are returned in request order without relations (Uses
-// and UsedBy are nil; GetInstance has them).
+// and UsedBy are nil; GetInstance has them); the Latest.Value of one in the
+// built-in backend is the value stored, nil for other backends.
 func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
 	if err := checkUpdates(ups); err != nil {
 		return nil, err
@@ -166,6 +167,13 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		return nil, h.undo(ctx, j, err)
 	}
 	h.settle(ctx, j)
+	// A built-in value was written, or carried over, in the transaction
+	// itself: the caller gets it without reading it back.
+	for i, s := range items {
+		if s.inst.Backend.Abstract && i < len(out) && out[i].ID == s.inst.ID {
+			out[i].Latest.Value = s.value
+		}
+	}
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }

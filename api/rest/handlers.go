@@ -729,6 +729,11 @@ func (s *Server) conflictStatus(req request, err error) error {
 // conditional update, overwriting that change unseen.
 func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.RawMessage) (cairn.Instance, error) {
 	inst.Uses, inst.UsedBy = cur.Uses, cur.UsedBy
+	if inst.Backend.Abstract && inst.Latest.Value != nil {
+		// The hub answered with the built-in value its own transaction
+		// stored: nothing to read back.
+		return inst, nil
+	}
 	rv, err := s.hub.ResourceVersion(r.Context(), inst.ID, inst.Latest.ResourceVersion, true)
 	switch {
 	case err == nil:
