@@ -158,7 +158,20 @@ func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, e
 	for i, p := range items {
 		ids[i] = p.inst.ID
 	}
-	return tx.GetInstances(ctx, ids)
+	if len(edges) > 0 {
+		return tx.GetInstances(ctx, ids)
+	}
+	// Nothing but its backend edge relates a new instance (no other
+	// transaction can see it yet): read them back without the relation
+	// queries and add that edge.
+	stored, err := tx.GetInstancesBrief(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range stored {
+		stored[i].Uses = []string{stored[i].Backend.ID}
+	}
+	return stored, nil
 }
 
 // pinTypes reads the Types of the batch inside its transaction, which keeps
