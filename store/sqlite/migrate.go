@@ -175,10 +175,23 @@ ALTER TABLE intents ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';
 // Each step rechecks the version under the write lock, so two processes
 // opening the same new file do not both apply it.
 func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	// In a transaction of its own (BEGIN IMMEDIATE on the writer), not as
+	// a bare statement: a bare statement starts by reading and upgrades to
+	// a write lock, and when another process created the table in between
+	// SQLite answers SQLITE_BUSY at once, without the busy timeout; two
+	// cairn processes starting on a new data directory met that.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", classify(err))
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER NOT NULL PRIMARY KEY,
 	applied_at INTEGER NOT NULL
 )`); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
 	for {

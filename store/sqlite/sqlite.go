@@ -90,7 +90,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, s.w); err != nil {
+	if err := migrateRetrying(ctx, s.w, o.busyTimeout); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -188,13 +188,40 @@ func (s *Store) view(ctx context.Context, fn func(r reader) error) error {
 
 // classify turns a busy or locked database into CodeUnavailable: the caller
 // may retry, and façades map it to 503.
-func classify(err error) error {
+// migrateRetrying migrates, trying again while the database answers busy
+// for up to the busy timeout. Processes opening a new database together
+// meet SQLite locks the busy timeout does not cover: the connection's switch
+// to WAL mode and the first lock on a file another process is converting.
+func migrateRetrying(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := migrate(ctx, db)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
+			return true
 		}
+	}
+	return false
+}
+
+func classify(err error) error {
+	if isBusy(err) {
+		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err
 }
