@@ -21,15 +21,6 @@ const changesChannel = "cairn_changes"
 // or pending, and max(seq) is its own last one.
 const qNotifyChanges = `SELECT pg_notify($1, $2 || ' ' || (SELECT COALESCE(max(seq), 0) FROM changes))`
 
-// notifyChanges queues the notification in the transaction, once, just
-// before it commits.
-func (t *tx) notifyChanges(ctx context.Context, schema string) error {
-	if _, err := t.q.Exec(ctx, qNotifyChanges, changesChannel, schema); err != nil {
-		return fmt.Errorf("postgres: notify the change: %w", classify(err))
-	}
-	return nil
-}
-
 // ListenChanges tells of commits that logged changes, through any replica,
 // as PostgreSQL's LISTEN/NOTIFY delivers them: it calls ready once it is
 // listening, then changed for every such commit with the position of its

@@ -217,37 +217,30 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx stor
 }
 
 func (s *Store) updateOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
-	pgTx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: begin transaction: %w", classify(err))
 	}
+	c := &txConn{c: pc}
+	defer c.release()
 	done := false
 	defer func() {
 		if !done {
-			pgTx.Rollback(context.WithoutCancel(ctx)) // fn panicked; the panic goes on
+			c.rollback(context.WithoutCancel(ctx)) // fn panicked; the panic goes on
 		}
 	}()
-	t := &tx{reader: reader{q: pgTx, lock: true}}
+	t := &tx{reader: reader{q: c, lock: true}}
 	if err := fn(ctx, t); err != nil {
 		done = true
-		if rbErr := pgTx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
-			return errors.Join(err, fmt.Errorf("postgres: rollback: %w", rbErr))
+		if rbErr := c.rollback(context.WithoutCancel(ctx)); rbErr != nil {
+			return errors.Join(err, fmt.Errorf("postgres: rollback: %w", classify(rbErr)))
 		}
 		return err
 	}
-	if t.recorded != nil {
-		// Other replicas' watchers hear of it at commit (notify.go).
-		if err := t.notifyChanges(ctx, s.schema); err != nil {
-			done = true
-			pgTx.Rollback(context.WithoutCancel(ctx))
-			return err
-		}
-	}
 	done = true
-	if err := pgTx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", classify(err))
-	}
-	return nil
+	// Other replicas' watchers hear of the changes at commit (notify.go);
+	// the notification goes out with the COMMIT, in one round trip.
+	return c.commit(ctx, t.recorded != nil, s.schema)
 }
 
 // retryable reports a deadlock or serialization failure anywhere in err.
