@@ -39,6 +39,13 @@ type Source interface {
 	Values(ctx context.Context, keys []store.ValueKey) ([]json.RawMessage, error)
 }
 
+// changeReader is a Source that reads changes together with the instances
+// they name, their values filled as fillValues fills them, in one request
+// (store/postgres: one round trip instead of three after every commit).
+type changeReader interface {
+	ChangesWithInstances(ctx context.Context, after int64, limit int) ([]store.Change, []cairn.Instance, error)
+}
+
 // batch is how many changes are read from the log at once.
 const batch = 500
 
@@ -144,7 +151,17 @@ func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 		c.mu.RUnlock()
 	}
 	for from < target {
-		cs, err := c.src.Changes(ctx, from, batch)
+		var (
+			cs    []store.Change
+			found []cairn.Instance
+			err   error
+		)
+		cr, combined := c.src.(changeReader)
+		if combined {
+			cs, found, err = cr.ChangesWithInstances(ctx, from, batch)
+		} else {
+			cs, err = c.src.Changes(ctx, from, batch)
+		}
 		if cairn.HasCode(err, cairn.CodeGone) {
 			// Fell behind a prune: start over from a fresh list.
 			if err := c.load(ctx); err != nil {
@@ -161,9 +178,12 @@ func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 		if len(cs) == 0 {
 			break // the target was a pruned point with nothing after it
 		}
-		if err := c.apply(ctx, cs); err != nil {
-			return err
+		if !combined {
+			if found, err = c.read(ctx, cs); err != nil {
+				return err
+			}
 		}
+		c.apply(cs, found)
 		from = cs[len(cs)-1].Seq
 	}
 	return nil
@@ -199,8 +219,8 @@ func (c *Cache) load(ctx context.Context) error {
 	return nil
 }
 
-// apply re-reads the instances cs name and stores what it finds.
-func (c *Cache) apply(ctx context.Context, cs []store.Change) error {
+// read reads the instances cs name, as they are now, with their values.
+func (c *Cache) read(ctx context.Context, cs []store.Change) ([]cairn.Instance, error) {
 	ids := make([]string, 0, len(cs))
 	seen := make(map[string]bool, len(cs))
 	for _, ch := range cs {
@@ -211,10 +231,20 @@ func (c *Cache) apply(ctx context.Context, cs []store.Change) error {
 	}
 	found, err := c.src.GetInstances(ctx, ids)
 	if err != nil {
-		return fmt.Errorf("cache: read %d changed instances: %w", len(ids), err)
+		return nil, fmt.Errorf("cache: read %d changed instances: %w", len(ids), err)
 	}
 	if err := c.fillValues(ctx, found); err != nil {
-		return err
+		return nil, err
+	}
+	return found, nil
+}
+
+// apply stores found, the instances cs name as read after them; those
+// not found were deleted.
+func (c *Cache) apply(cs []store.Change, found []cairn.Instance) {
+	seen := make(map[string]bool, len(cs))
+	for _, ch := range cs {
+		seen[ch.InstanceID] = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -227,7 +257,6 @@ func (c *Cache) apply(ctx context.Context, cs []store.Change) error {
 	}
 	c.applied = max(c.applied, cs[len(cs)-1].Seq)
 	c.keepRecent(cs)
-	return nil
 }
 
 // maxRecent bounds the changes kept for watches; a watch further behind

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,6 +83,12 @@ func (r reader) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	if err != nil {
 		return nil, fmt.Errorf("postgres: changes: %w", classify(err))
 	}
+	return scanChanges(rows, after)
+}
+
+// scanChanges reads qChanges's rows: CodeGone when the log no longer
+// reaches back to after.
+func scanChanges(rows pgx.Rows, after int64) ([]store.Change, error) {
 	defer rows.Close()
 	var (
 		out    []store.Change
@@ -126,4 +133,94 @@ func (t *tx) PruneChanges(ctx context.Context, through int64) error {
 		return fmt.Errorf("postgres: prune changes: %w", classify(err))
 	}
 	return nil
+}
+
+const (
+	// changedIDs are the instances named by the changes qChanges reads.
+	changedIDs = `(SELECT instance_id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2)`
+	// qChangedInstances and qChangedValues read, for ChangesWithInstances,
+	// the instances the changes name and the built-in values of their
+	// latest resource versions.
+	qChangedInstances = instanceSelect + withRelations + instanceFrom + ` WHERE i.id IN ` + changedIDs
+	qChangedValues    = `SELECT v.instance_id, v.value FROM instances i
+JOIN builtin_values v ON v.instance_id = i.id AND v.resource_version = i.latest_rv
+WHERE i.backend_abstract AND i.id IN ` + changedIDs
+)
+
+// ChangesWithInstances is Changes together with the instances the changes
+// name as they are now (with their relations; an instance no longer there
+// was deleted) and, on those whose values the built-in backend keeps
+// (Backend.Abstract), the value of their latest resource version in
+// Latest.Value: set on all of them or, when one is missing, on none. The
+// three reads share one snapshot and one round trip, so a replica kept
+// current by the log (hub/cache) learns of a commit with one request.
+func (s *Store) ChangesWithInstances(ctx context.Context, after int64, limit int) ([]store.Change, []cairn.Instance, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	b.Queue(qChanges, after, limit)
+	b.Queue(qChangedInstances, after, limit)
+	b.Queue(qChangedValues, after, limit)
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	cs, err := scanChanges(rows, after)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: changed instances: %w", classify(err))
+	}
+	found, err := scanInstances(rows, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: changed instances: %w", err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: changed values: %w", classify(err))
+	}
+	values := map[string][]byte{}
+	var (
+		id string
+		v  []byte
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error {
+		values[id] = slices.Clone(v)
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("postgres: changed values: %w", classify(err))
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, fmt.Errorf("postgres: changes: %w", classify(err))
+	}
+	if len(cs) == 0 {
+		return nil, nil, nil
+	}
+	complete := true
+	for _, in := range found {
+		if _, ok := values[in.ID]; in.Backend.Abstract && !ok {
+			complete = false
+		}
+	}
+	if complete {
+		for i := range found {
+			if v, ok := values[found[i].ID]; ok {
+				found[i].Latest.Value = decodeRaw(v)
+			}
+		}
+	}
+	return cs, found, nil
 }
