@@ -220,6 +220,11 @@ func openPostgres(t *testing.T) opened {
 	}}
 }
 
+// changeReader is the watch cache's optional store interface (hub/cache).
+type changeReader interface {
+	ChangesWithInstances(ctx context.Context, after int64, limit int) ([]store.Change, []cairn.Instance, error)
+}
+
 // TestNoPlaintextInTheDatabase writes secrets through the hub over an
 // encrypting store and reads the database itself: the SQLite file and every
 // PostgreSQL table hold no plaintext of an encrypted value, while a value of
@@ -271,6 +276,28 @@ func TestNoPlaintextInTheDatabase(t *testing.T) {
 			}
 			if got.Latest.ResourceVersion != 3 {
 				t.Fatalf("resource version = %d, want 3", got.Latest.ResourceVersion)
+			}
+			// The change log read with its instances (the watch cache's
+			// source on PostgreSQL) opens the values too.
+			if cr, ok := atrest.Wrap(db.st, c).(changeReader); ok {
+				_, found, err := cr.ChangesWithInstances(ctx, 0, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := false
+				for _, in := range found {
+					if in.ID == credsID {
+						seen = true
+						if want := `{"password":"` + secret + `-v2"}`; string(in.Latest.Value) != want {
+							t.Fatalf("ChangesWithInstances: value %s, want %s", in.Latest.Value, want)
+						}
+					}
+				}
+				if !seen {
+					t.Fatalf("ChangesWithInstances did not return %s", credsID)
+				}
+			} else if name == "postgres" {
+				t.Fatal("the wrapped PostgreSQL store does not read changes with their instances")
 			}
 		})
 	}
@@ -383,6 +410,11 @@ func TestWrapKeepsChangeListener(t *testing.T) {
 			_, wrapped := atrest.Wrap(o.st, config(t, gcm1)).(listener)
 			if raw != tc.want || wrapped != tc.want {
 				t.Errorf("ListenChanges: raw store %v, wrapped %v; want %v for both", raw, wrapped, tc.want)
+			}
+			_, raw = o.st.(changeReader)
+			_, wrapped = atrest.Wrap(o.st, config(t, gcm1)).(changeReader)
+			if raw != tc.want || wrapped != tc.want {
+				t.Errorf("ChangesWithInstances: raw store %v, wrapped %v; want %v for both", raw, wrapped, tc.want)
 			}
 		})
 	}

@@ -18,12 +18,48 @@ func Wrap(st store.Store, c *Config) store.Store {
 		c = &Config{}
 	}
 	es := &encStore{Store: st, c: c}
-	if l, ok := st.(changeListener); ok {
+	l, listens := st.(changeListener)
+	r, reads := st.(changeReader)
+	switch {
+	case listens && reads:
+		return &encFeedStore{encListenStore: encListenStore{encStore: es, l: l}, r: r}
+	case listens:
 		// Keep what the hub looks for beside store.Store: a store that
 		// tells of other replicas' commits (PostgreSQL's LISTEN/NOTIFY).
 		return &encListenStore{encStore: es, l: l}
 	}
 	return es
+}
+
+// changeReader is the watch cache's optional store interface (hub/cache)
+// for the change log read with the instances it names and their values in
+// one request; the wrapper opens the values it returns.
+type changeReader interface {
+	ChangesWithInstances(ctx context.Context, after int64, limit int) ([]store.Change, []cairn.Instance, error)
+}
+
+// encFeedStore is a PostgreSQL store wrapped: it listens and reads changes
+// with their instances.
+type encFeedStore struct {
+	encListenStore
+	r changeReader
+}
+
+func (s *encFeedStore) ChangesWithInstances(ctx context.Context, after int64, limit int) ([]store.Change, []cairn.Instance, error) {
+	cs, found, err := s.r.ChangesWithInstances(ctx, after, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range found {
+		in := &found[i]
+		if in.Latest.Value == nil {
+			continue
+		}
+		if in.Latest.Value, err = s.c.Open(in.ID, in.Latest.ResourceVersion, in.Latest.Value); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cs, found, nil
 }
 
 // changeListener is the hub's optional store interface for commits heard
