@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cairn-dev/cairn"
@@ -29,6 +30,35 @@ type reader struct {
 type tx struct {
 	reader
 	recorded map[string]bool // instances this transaction logged a change of (not a deletion)
+	// conn holds back writes whose only answer is an error (SetMetadata,
+	// SetStatus, SetManagedFields) until the next statement that is waited
+	// for, saving their round trips; see txConn.
+	conn *txConn
+}
+
+// holdRecord holds back the change-log entry of a change to id, as record
+// queues it (kind Modified).
+func (t *tx) holdRecord(id, what string) {
+	if t.recorded[id] {
+		return
+	}
+	t.conn.hold(qRecordChange, []any{string(store.Modified), id, time.Now().UTC()}, func(_ pgconn.CommandTag, err error) error {
+		if err != nil {
+			return fmt.Errorf("postgres: set %s of %s: %w", what, id, classify(err))
+		}
+		return nil
+	})
+	t.noteRecorded(store.Modified, id)
+}
+
+// holdExec holds back a statement whose only answer is an error.
+func (t *tx) holdExec(id, what, query string, args ...any) {
+	t.conn.hold(query, args, func(_ pgconn.CommandTag, err error) error {
+		if err != nil {
+			return fmt.Errorf("postgres: set %s of %s: %w", what, id, classify(err))
+		}
+		return nil
+	})
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -229,6 +259,11 @@ func (r reader) getInstances(ctx context.Context, ids []string, relations bool) 
 		rows, err := br.Query()
 		if err == nil {
 			found, err = scanInstances(rows, relations)
+		}
+		if c, ok := r.q.(*txConn); ok && err == nil {
+			for _, in := range found {
+				c.locked[in.ID] = true
+			}
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -464,6 +499,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 		}
 		if n == 1 {
 			t.noteRecorded(store.Added, in.ID)
+			t.conn.locked[in.ID] = true
 			return store.SetCreatedExtras(ctx, t, in)
 		}
 		var takenID, takenPath, takenNS, takenName string
@@ -560,6 +596,17 @@ func (t *tx) SetMetadata(ctx context.Context, id string, lbls, annotations map[s
 		return err
 	}
 	keys, values := labelArrays(lbls)
+	if t.conn.locked[id] {
+		// The row is there and locked by this transaction, so the
+		// statements cannot fail for want of it: they go out with the
+		// transaction's next statement (the change logged first, see
+		// the package documentation).
+		t.holdRecord(id, "metadata")
+		t.holdExec(id, "metadata", qSetAnnotations, id, ann)
+		t.holdExec(id, "metadata", qDeleteLabels, id)
+		t.holdExec(id, "metadata", qInsertLabels, id, keys, values)
+		return nil
+	}
 	// The change is logged first, so the change-log lock is held before
 	// the row changes (see the package documentation).
 	b := &pgx.Batch{}
@@ -659,6 +706,7 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	}
 	// Outgoing edges (a self-edge included) first, then the row; versions,
 	// labels and attributes go by ON DELETE CASCADE.
+	delete(t.conn.locked, id)
 	b := &pgx.Batch{}
 	t.record(b, store.Deleted, id) // while the row is there to name it
 	b.Queue(qDeleteOutgoing, id)
@@ -683,6 +731,11 @@ func (t *tx) setColumn(ctx context.Context, query, what, id string, raw json.Raw
 	v, err := encodeRaw(what, raw)
 	if err != nil {
 		return err
+	}
+	if t.conn.locked[id] { // as in SetMetadata
+		t.holdRecord(id, what)
+		t.holdExec(id, what, query, id, v)
+		return nil
 	}
 	b := &pgx.Batch{}
 	t.record(b, store.Modified, id)

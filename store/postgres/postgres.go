@@ -32,6 +32,15 @@
 // different calls; Update then rolls back and runs fn again, up to
 // maxAttempts times with a jittered backoff, as store.Store allows.
 //
+// A transaction costs few round trips (txConn): BEGIN goes out with its
+// first statement, the change notification with COMMIT, and writes to an
+// instance whose row the transaction holds locked (SetMetadata, SetStatus,
+// SetManagedFields after GetInstances, CreateInstance or
+// AddResourceVersion) with its next statement, in order: such a write can
+// only fail as the database fails (a deadlock, a lost connection), and
+// then every later call fails with its error and the transaction never
+// commits.
+//
 // # The change log
 //
 // Pollers on other replicas read the change log by position (Changes after
@@ -221,7 +230,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(ctx context.Context, tx 
 	if err != nil {
 		return fmt.Errorf("postgres: begin transaction: %w", classify(err))
 	}
-	c := &txConn{c: pc}
+	c := newTxConn(pc)
 	defer c.release()
 	done := false
 	defer func() {
@@ -229,7 +238,7 @@ func (s *Store) updateOnce(ctx context.Context, fn func(ctx context.Context, tx 
 			c.rollback(context.WithoutCancel(ctx)) // fn panicked; the panic goes on
 		}
 	}()
-	t := &tx{reader: reader{q: c, lock: true}}
+	t := &tx{reader: reader{q: c, lock: true}, conn: c}
 	if err := fn(ctx, t); err != nil {
 		done = true
 		if rbErr := c.rollback(context.WithoutCancel(ctx)); rbErr != nil {

@@ -10,17 +10,36 @@ import (
 )
 
 // txConn runs an Update's transaction on one pooled connection with fewer
-// round trips than pgx.Tx: BEGIN goes out in the same batch as the
-// transaction's first statement, and the change notification (notify.go)
-// in the same batch as COMMIT. A transaction that runs no statement sends
-// neither BEGIN nor ROLLBACK.
+// round trips than pgx.Tx. Statements whose answer nobody waits for are
+// held back and sent in the same batch as the next statement that is
+// waited for: BEGIN, and writes whose only answer is an error (deferred).
+// The change notification (notify.go) goes out in the same batch as
+// COMMIT. A transaction that runs no statement sends neither BEGIN nor
+// ROLLBACK.
 //
-// In a batch PostgreSQL skips every statement after a failed one up to the
-// batch's end, so a statement never runs outside the transaction when
-// BEGIN fails.
+// Order is kept: held statements run before the statement they are sent
+// with, in the order they were queued. In a batch PostgreSQL skips every
+// statement after a failed one up to the batch's end, so a statement
+// never runs outside the transaction when BEGIN fails. A held statement
+// that fails makes every later call fail with its error, and the
+// transaction never commits.
 type txConn struct {
-	c     *pgxpool.Conn
-	begun bool
+	c        *pgxpool.Conn
+	held     []heldStmt
+	sent     bool  // BEGIN has gone out
+	failed   error // a held statement's failure
+	deferred bool  // something besides BEGIN is held
+	// locked are the instances this transaction holds a row lock of
+	// (read locked, created or given a version), which therefore exist
+	// until it ends unless it deletes them: writes to them are held back.
+	locked map[string]bool
+}
+
+// heldStmt is a statement held back, and what its result must be.
+type heldStmt struct {
+	sql   string
+	args  []any
+	check func(pgconn.CommandTag, error) error
 }
 
 const (
@@ -29,8 +48,25 @@ const (
 	qRollback = `ROLLBACK`
 )
 
+func newTxConn(c *pgxpool.Conn) *txConn {
+	return &txConn{c: c, locked: map[string]bool{}, held: []heldStmt{{sql: qBegin, check: func(_ pgconn.CommandTag, err error) error {
+		if err != nil {
+			return fmt.Errorf("postgres: begin transaction: %w", classify(err))
+		}
+		return nil
+	}}}}
+}
+
+// hold queues a statement to go out with the next one that is waited for
+// (or before the commit); check turns its result into the error the call
+// that queued it would have returned.
+func (t *txConn) hold(sql string, args []any, check func(pgconn.CommandTag, error) error) {
+	t.held = append(t.held, heldStmt{sql: sql, args: args, check: check})
+	t.deferred = true
+}
+
 func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
+	if len(t.held) == 0 && t.failed == nil {
 		return t.c.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -44,7 +80,7 @@ func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begun {
+	if len(t.held) == 0 && t.failed == nil {
 		return t.c.Query(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -59,7 +95,7 @@ func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
+	if len(t.held) == 0 && t.failed == nil {
 		return t.c.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
@@ -68,28 +104,52 @@ func (t *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// SendBatch sends b, led by BEGIN when the transaction has not begun; the
-// results returned are b's own.
+// SendBatch sends b, led by the statements held back; the results
+// returned are b's own.
 func (t *txConn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.begun {
+	if t.failed != nil {
+		return failedBatch{err: t.failed}
+	}
+	if len(t.held) == 0 {
 		return t.c.SendBatch(ctx, b)
 	}
-	t.begun = true
+	held := t.held
+	t.held, t.deferred, t.sent = nil, false, true
 	nb := &pgx.Batch{}
-	nb.Queue(qBegin)
+	for _, h := range held {
+		nb.Queue(h.sql, h.args...)
+	}
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	br := t.c.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return failedBatch{BatchResults: br, err: fmt.Errorf("begin transaction: %w", err)}
+	for _, h := range held {
+		if err := h.check(br.Exec()); err != nil {
+			br.Close()
+			t.failed = err
+			return failedBatch{BatchResults: br, err: err}
+		}
 	}
 	return br
+}
+
+// flush sends what is held back, alone.
+func (t *txConn) flush(ctx context.Context) error {
+	return t.SendBatch(ctx, &pgx.Batch{}).Close()
 }
 
 // commit commits, sending the change notification first in the same batch
 // when notify is set.
 func (t *txConn) commit(ctx context.Context, notify bool, schema string) error {
-	if !t.begun {
+	if t.deferred {
+		// A held statement's failure may not be PostgreSQL's (no row
+		// matched): it must be known before COMMIT is sent.
+		if err := t.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if t.failed != nil {
+		return t.failed
+	}
+	if !t.sent {
 		return nil // nothing ran, nothing to commit
 	}
 	b := &pgx.Batch{}
@@ -120,7 +180,7 @@ func (t *txConn) commit(ctx context.Context, notify bool, schema string) error {
 
 // rollback ends the transaction, if it began, without committing.
 func (t *txConn) rollback(ctx context.Context) error {
-	if !t.begun {
+	if !t.sent {
 		return nil
 	}
 	_, err := t.c.Exec(ctx, qRollback)
@@ -176,7 +236,8 @@ func (r batchRow) Scan(dest ...any) error {
 	return err
 }
 
-// failedBatch answers every read of a batch whose BEGIN failed.
+// failedBatch answers every read of a batch that failed before the
+// caller's statements (a held statement failed).
 type failedBatch struct {
 	pgx.BatchResults // the closed batch, for what is not overridden
 	err              error

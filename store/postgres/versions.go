@@ -171,6 +171,7 @@ func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.Resourc
 	if log {
 		t.noteRecorded(store.Modified, id)
 	}
+	t.conn.locked[id] = true // UPDATE locked the row
 	return nil
 }
 

@@ -148,3 +148,73 @@ func TestUpdateBeginsWithFirstStatement(t *testing.T) {
 		t.Fatalf("type after a committed transaction: %v", err)
 	}
 }
+
+// Writes to an instance the transaction holds locked go out with its next
+// statement: a read after them sees them, the last one before the commit
+// is committed, the change is logged once; a write to an instance not
+// locked still answers at once.
+func TestHeldWritesKeepOrder(t *testing.T) {
+	pgtest.DSN(t)
+	ctx := t.Context()
+	st := pgtest.Open(t)
+	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := h.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "g", Namespace: "default",
+		TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c[0].Instance.ID
+	before, err := st.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := json.RawMessage(`{"phase":"Ready"}`)
+	managed := json.RawMessage(`[{"manager":"test"}]`)
+	err = st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.GetInstancesBrief(ctx, []string{id}); err != nil {
+			return err
+		}
+		if err := tx.SetMetadata(ctx, id, map[string]string{"a": "b"}, map[string]string{"n": "m"}); err != nil {
+			return err
+		}
+		if err := tx.SetStatus(ctx, id, status); err != nil {
+			return err
+		}
+		got, err := tx.GetInstancesBrief(ctx, []string{id})
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || got[0].Labels["a"] != "b" || got[0].Annotations["n"] != "m" || string(got[0].Status) != string(status) {
+			t.Errorf("read in the transaction after the writes: %+v", got)
+		}
+		if err := tx.SetStatus(ctx, "no-such-instance", status); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("SetStatus of a missing instance: %v, want not found at once", err)
+		}
+		return tx.SetManagedFields(ctx, id, managed)
+	})
+	// The failed SetStatus was ignored above; the transaction goes on.
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetInstances(ctx, []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Labels["a"] != "b" || string(got[0].Status) != string(status) || string(got[0].ManagedFields) != string(managed) {
+		t.Fatalf("after the commit: %+v", got)
+	}
+	cs, err := st.Changes(ctx, before, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].InstanceID != id || cs[0].Kind != store.Modified {
+		t.Fatalf("changes: %+v, want one MODIFIED of %s", cs, id)
+	}
+}
