@@ -155,6 +155,10 @@ type keptBackends struct {
 	mu      sync.Mutex
 	scanned int64
 	m       map[string]*resolvedBackend
+	// policy is the compiled policy (nil: none applied) when policyKnown,
+	// kept the same way: a change of the policy instance drops it.
+	policy      *compiledPolicy
+	policyKnown bool
 }
 
 // maxKeptBackends bounds keptBackends; when full it starts again.
@@ -172,31 +176,8 @@ const (
 // caller sets its client. No lock is held while the store is read, so a
 // resolution waiting for a store connection never holds up another.
 func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*resolvedBackend, error) {
-	k.mu.Lock()
-	for at > k.scanned {
-		if len(k.m) == 0 {
-			k.scanned = at // nothing kept that a change could make stale
-			break
-		}
-		from := k.scanned
-		k.mu.Unlock()
-		cs, through, gone, err := h.changesAfter(ctx, from, at)
-		if err != nil {
-			return nil, fmt.Errorf("resolve backend %q: %w", id, err)
-		}
-		k.mu.Lock()
-		if k.scanned != from {
-			continue // another resolution moved on meanwhile: see where to
-		}
-		if gone {
-			// Pruned past what was scanned, or too far behind to be worth
-			// reading: forget everything kept, each read again once.
-			k.m = nil
-		}
-		for _, c := range cs {
-			delete(k.m, c.InstanceID)
-		}
-		k.scanned = through
+	if err := k.advance(ctx, h, at); err != nil {
+		return nil, fmt.Errorf("resolve backend %q: %w", id, err)
 	}
 	if b, ok := k.m[id]; ok {
 		k.mu.Unlock()
@@ -223,6 +204,77 @@ func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*r
 	k.mu.Unlock()
 	c := *b
 	return &c, nil
+}
+
+// advance scans the change log up to position at, dropping what each
+// change makes stale, and returns with k.mu held; on an error, without.
+func (k *keptBackends) advance(ctx context.Context, h *Hub, at int64) error {
+	k.mu.Lock()
+	for at > k.scanned {
+		if len(k.m) == 0 && !k.policyKnown {
+			k.scanned = at // nothing kept that a change could make stale
+			break
+		}
+		from := k.scanned
+		k.mu.Unlock()
+		cs, through, gone, err := h.changesAfter(ctx, from, at)
+		if err != nil {
+			return err
+		}
+		k.mu.Lock()
+		if k.scanned != from {
+			continue // another resolution moved on meanwhile: see where to
+		}
+		if gone {
+			// Pruned past what was scanned, or too far behind to be worth
+			// reading: forget everything kept, each read again once.
+			k.m = nil
+			k.policy, k.policyKnown = nil, false
+		}
+		for _, c := range cs {
+			delete(k.m, c.InstanceID)
+			if c.InstanceID == PolicyID {
+				k.policy, k.policyKnown = nil, false
+			}
+		}
+		k.scanned = through
+	}
+	return nil
+}
+
+// policyAt returns the compiled policy (nil when none was applied) as of
+// change-log position at or later (0: the store's position now), kept as
+// the backends are: the policy instance's changes drop it.
+func (h *Hub) policyAt(ctx context.Context, at int64) (*compiledPolicy, error) {
+	if at == 0 {
+		var err error
+		if at, err = h.LastSeq(ctx); err != nil {
+			return nil, fmt.Errorf("read the policy: %w", err)
+		}
+	}
+	k := &h.kept
+	if err := k.advance(ctx, h, at); err != nil {
+		return nil, fmt.Errorf("read the policy: %w", err)
+	}
+	if k.policyKnown {
+		cp := k.policy
+		k.mu.Unlock()
+		return cp, nil
+	}
+	from := k.scanned
+	k.mu.Unlock()
+	// As for a backend: the read began after from was visible, so it is
+	// current as of from; kept only when no scan moved on meanwhile.
+	cp, err := h.currentPolicy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	if k.scanned == from {
+		k.policy, k.policyKnown = cp, true
+	}
+	k.mu.Unlock()
+	return cp, nil
 }
 
 // changesAfter reads changes after position from, to position to at

@@ -210,7 +210,7 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 	items := make([]*pending, len(req.Instances))
 	aliases := map[string]int{}
 	bs := h.newBackendSet()
-	picker := h.newPolicyPicker()
+	picker := h.newPolicyPicker(bs)
 	actor := cairn.Actor(ctx)
 
 	for i, in := range req.Instances {

@@ -379,17 +379,27 @@ func (h *Hub) ExplainPolicy(ctx context.Context, path, revision string) (PolicyE
 // at most once.
 type policyPicker struct {
 	h      *Hub
+	bs     *backendSet // the batch's: the policy is read as of its position
 	loaded bool
 	cp     *compiledPolicy
 }
 
-func (h *Hub) newPolicyPicker() *policyPicker { return &policyPicker{h: h} }
+func (h *Hub) newPolicyPicker(bs *backendSet) *policyPicker { return &policyPicker{h: h, bs: bs} }
 
 // backendFor returns the backend of a new instance that names none: the
 // policy's rule for its Type, else the built-in backend.
 func (pp *policyPicker) backendFor(ctx context.Context, ref cairn.TypeRef) (string, error) {
 	if !pp.loaded {
-		cp, err := pp.h.currentPolicy(ctx)
+		// As of the batch's position, from memory unless the policy
+		// changed since it was last read (keptBackends).
+		if pp.bs.at == 0 {
+			at, err := pp.h.LastSeq(ctx)
+			if err != nil {
+				return "", fmt.Errorf("read the policy: %w", err)
+			}
+			pp.bs.at = at
+		}
+		cp, err := pp.h.policyAt(ctx, pp.bs.at)
 		if err != nil {
 			return "", err
 		}

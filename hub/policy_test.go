@@ -166,3 +166,53 @@ func TestPolicyBackendGoneNamesTheRule(t *testing.T) {
 	wantCode(t, err, cairn.CodeNotFound)
 	wantContains(t, err, "the policy's rule 0 (typeRef cap.type.aws.*) picks backend")
 }
+
+// The policy a create reads is kept in memory by change number: a policy
+// applied, changed or emptied through this hub or another on the store is
+// seen by the very next create of either (it fails when the kept policy is
+// not dropped by the policy instance's change).
+func TestPolicyChangeSeenByNextCreate(t *testing.T) {
+	e := newEnv(t)
+	other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
+	if err != nil {
+		t.Fatalf("second hub: %v", err)
+	}
+	filesID, _ := e.addBackend("files", true, "")
+	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
+	n := 0
+	backendOf := func(h *hub.Hub) string {
+		t.Helper()
+		n++
+		out, err := h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Value: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatalf("create %d: %v", n, err)
+		}
+		return out[0].Instance.Backend.ID
+	}
+	toFiles := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
+	for _, tc := range []struct {
+		name           string
+		writer, reader *hub.Hub
+	}{{"same hub", e.h, e.h}, {"other hub", other, e.h}, {"other hub, reversed", e.h, other}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Both hubs read (and keep) the current policy first.
+			for _, h := range []*hub.Hub{e.h, other} {
+				if got := backendOf(h); got != cairn.BuiltinBackendID {
+					t.Fatalf("before the apply: backend %s, want built-in", got)
+				}
+			}
+			if _, err := tc.writer.ApplyPolicy(e.ctx, toFiles); err != nil {
+				t.Fatal(err)
+			}
+			if got := backendOf(tc.reader); got != filesID {
+				t.Fatalf("after the apply: backend %s, want the policy's %s", got, filesID)
+			}
+			if _, err := tc.writer.ApplyPolicy(e.ctx, policy.Policy{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := backendOf(tc.reader); got != cairn.BuiltinBackendID {
+				t.Fatalf("after the policy was emptied: backend %s, want built-in", got)
+			}
+		})
+	}
+}
