@@ -217,6 +217,17 @@ func (c *Config) writer(typePath string) sealer {
 	return nil
 }
 
+// sealsNothing reports whether every new value is written in plaintext,
+// whatever its Type: then a write needs no Type path to choose a key.
+func (c *Config) sealsNothing() bool {
+	for _, r := range c.rules {
+		if r.write != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // match reports whether a Type path matches a pattern in which "*" stands
 // for any run of characters, dots included.
 func match(pattern, typePath string) bool {

@@ -124,6 +124,11 @@ func (t *encTx) CreateInstance(ctx context.Context, inst cairn.Instance) error {
 }
 
 func (t *encTx) PutValue(ctx context.Context, id string, rv int, value json.RawMessage) error {
+	if t.c.sealsNothing() {
+		// No key for any Type: stored as it is, without looking up the
+		// instance's Type (a read per write otherwise).
+		return t.Tx.PutValue(ctx, id, rv, value)
+	}
 	typePath, err := t.typePath(ctx, id)
 	if err != nil {
 		return err
@@ -138,6 +143,23 @@ func (t *encTx) PutValue(ctx context.Context, id string, rv int, value json.RawM
 // typePath returns the Type path of an instance, "" when the instance does
 // not exist (the built-in backend driver stores values of ids the hub has
 // not recorded; only a "*" entry matches those).
+// GetInstancesBrief passes through, remembering the Type paths it read: the
+// hub reads the instances it updates in the transaction before storing
+// their values, and an instance's Type never changes.
+func (t *encTx) GetInstancesBrief(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	found, err := t.Tx.GetInstancesBrief(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if t.paths == nil {
+		t.paths = make(map[string]string, len(found))
+	}
+	for _, in := range found {
+		t.paths[in.ID] = in.TypeRef.Path
+	}
+	return found, nil
+}
+
 func (t *encTx) typePath(ctx context.Context, id string) (string, error) {
 	if p, ok := t.paths[id]; ok {
 		return p, nil

@@ -161,3 +161,14 @@ func BenchmarkSetLockedBy(b *testing.B) {
 		benchUpdate(b, s, func(ctx context.Context, tx store.Tx) error { return tx.SetLockedBy(ctx, ids, owner) })
 	}
 }
+
+func BenchmarkGetInstancesBriefOne(b *testing.B) {
+	s := benchStore(b)
+	ids := seed(b, s, 1000)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.GetInstancesBrief(b.Context(), ids[i%1000:i%1000+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
