@@ -16,6 +16,7 @@ type reader struct {
 	tx     *sql.Tx
 	shared map[string]*sql.Stmt // prepared at Open for db; never written after
 	bound  *boundStmts          // shared statements bound to tx, on first use
+	types  *typeDecodes         // shared by both pools' readers
 }
 
 // boundStmts caches tx.StmtContext results so that a transaction making many

@@ -103,6 +103,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.r.SetMaxOpenConns(o.maxReaders)
 	s.r.SetMaxIdleConns(o.maxReaders)
 	s.wr.db, s.rd.db = s.w, s.r
+	s.wr.types = &typeDecodes{}
+	s.rd.types = s.wr.types
 	if s.wr.shared, err = prepare(ctx, s.w, append(readQueries(), writeQueries()...)...); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)

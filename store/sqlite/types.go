@@ -5,41 +5,118 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
 )
 
+// typeRow is a Type's row as stored.
+type typeRow struct {
+	path, revision, group, version string
+	schema, refs, names, columns   sql.NullString
+	createdAt                      sql.NullInt64
+}
+
+func scanTypeRow(sc interface{ Scan(...any) error }) (typeRow, error) {
+	var w typeRow
+	err := sc.Scan(&w.path, &w.revision, &w.schema, &w.refs, &w.group, &w.version, &w.names, &w.columns, &w.createdAt)
+	return w, err
+}
+
 func scanType(sc interface{ Scan(...any) error }) (cairn.Type, error) {
-	var (
-		t                   cairn.Type
-		schema, refs, names sql.NullString
-		columns             sql.NullString
-		createdAt           sql.NullInt64
-	)
-	if err := sc.Scan(&t.Path, &t.Revision, &schema, &refs, &t.Group, &t.Version, &names, &columns, &createdAt); err != nil {
+	w, err := scanTypeRow(sc)
+	if err != nil {
 		return cairn.Type{}, err
 	}
-	t.JSONSchema = decodeRaw(schema)
-	t.CreatedAt = decodeTime(createdAt)
-	if err := decodeJSON("additionalRefs", refs, &t.AdditionalRefs); err != nil {
+	return w.decode()
+}
+
+func (w typeRow) decode() (cairn.Type, error) {
+	t := cairn.Type{Path: w.path, Revision: w.revision, Group: w.group, Version: w.version}
+	t.JSONSchema = decodeRaw(w.schema)
+	t.CreatedAt = decodeTime(w.createdAt)
+	if err := decodeJSON("additionalRefs", w.refs, &t.AdditionalRefs); err != nil {
 		return cairn.Type{}, err
 	}
-	if names.Valid {
+	if w.names.Valid {
 		t.Names = new(cairn.Names)
-		if err := decodeJSON("names", names, t.Names); err != nil {
+		if err := decodeJSON("names", w.names, t.Names); err != nil {
 			return cairn.Type{}, err
 		}
 	}
-	if err := decodeJSON("additionalPrinterColumns", columns, &t.PrinterColumns); err != nil {
+	if err := decodeJSON("additionalPrinterColumns", w.columns, &t.PrinterColumns); err != nil {
 		return cairn.Type{}, err
 	}
 	return t, nil
 }
 
+// typeDecodes keeps the Types GetType decoded, with the row each came
+// from: a Type read again is still read from the store (a Type deleted and
+// registered again, by any process, is seen), but decoding its JSON
+// columns is skipped when the row is the same. Bounded: when full it
+// starts again.
+type typeDecodes struct {
+	mu sync.Mutex
+	m  map[cairn.TypeRef]decodedType
+}
+
+type decodedType struct {
+	row typeRow
+	t   cairn.Type
+}
+
+const maxTypeDecodes = 512
+
+// get returns the Type of row w, decoding it unless it was decoded from the
+// same row before. What it returns shares nothing with what it keeps.
+func (d *typeDecodes) get(w typeRow) (cairn.Type, error) {
+	ref := cairn.TypeRef{Path: w.path, Revision: w.revision}
+	d.mu.Lock()
+	k, ok := d.m[ref]
+	d.mu.Unlock()
+	if ok && k.row == w {
+		return cloneType(k.t), nil
+	}
+	t, err := w.decode()
+	if err != nil {
+		return cairn.Type{}, err
+	}
+	d.mu.Lock()
+	if d.m == nil || len(d.m) >= maxTypeDecodes {
+		d.m = make(map[cairn.TypeRef]decodedType)
+	}
+	d.m[ref] = decodedType{row: w, t: cloneType(t)}
+	d.mu.Unlock()
+	return t, nil
+}
+
+// cloneType copies what a caller could write to through t.
+func cloneType(t cairn.Type) cairn.Type {
+	t.JSONSchema = slices.Clone(t.JSONSchema)
+	t.AdditionalRefs = slices.Clone(t.AdditionalRefs)
+	if t.Names != nil {
+		n := *t.Names
+		n.ShortNames = slices.Clone(n.ShortNames)
+		n.Categories = slices.Clone(n.Categories)
+		t.Names = &n
+	}
+	t.PrinterColumns = slices.Clone(t.PrinterColumns)
+	return t
+}
+
 func (r reader) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error) {
-	t, err := scanType(r.queryRow(ctx, qGetType, ref.Path, ref.Revision))
+	w, err := scanTypeRow(r.queryRow(ctx, qGetType, ref.Path, ref.Revision))
+	var t cairn.Type
+	if err == nil {
+		if r.types != nil {
+			t, err = r.types.get(w)
+		} else {
+			t, err = w.decode()
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return cairn.Type{}, cairn.Errorf(cairn.CodeNotFound, "type %q not found", ref)
 	}
