@@ -1018,3 +1018,49 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 	}
 	return sel
 }
+
+// An update given the instance its caller read (Current) is checked again
+// in its transaction: a Current outdated by another write, a lock or a
+// delete since it was read is refused as the store's read would have it,
+// and changes nothing.
+func TestUpdateWithOutdatedCurrent(t *testing.T) {
+	e := newEnv(t)
+	val := func(s string) json.RawMessage { return json.RawMessage(`{"host":"` + s + `"}`) }
+	id := e.create(hub.NewInstance{TypeRef: cfgType, Value: val("a")})
+	read := e.get(id)
+	up := func(v string) error {
+		_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, IfSeq: read.Seq, Current: &read, Value: val(v)}})
+		return err
+	}
+	if err := up("b"); err != nil {
+		t.Fatalf("update with a current Current: %v", err)
+	}
+	// read is now outdated: the instance has a new version.
+	wantCode(t, up("c"), cairn.CodeConflict)
+	if got := e.get(id); got.Latest.ResourceVersion != 2 {
+		t.Fatalf("after the refused update: resource version %d, want 2", got.Latest.ResourceVersion)
+	}
+
+	// Locked since it was read (read shows it unlocked, with the Seq it
+	// had): refused as locked.
+	read = e.get(id)
+	if err := e.h.LockInstances(e.ctx, []string{id}, "someone"); err != nil {
+		t.Fatal(err)
+	}
+	stale := read
+	stale.Seq = e.get(id).Seq // even with a matching Seq, the lock is checked again
+	_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, IfSeq: stale.Seq, Current: &stale, Value: val("d")}})
+	wantCode(t, err, cairn.CodeLocked)
+
+	// Deleted since it was read: not found.
+	other := e.create(hub.NewInstance{TypeRef: cfgType, Value: val("x")})
+	gone := e.get(other)
+	if err := e.h.DeleteInstance(e.ctx, other, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: other, IfSeq: gone.Seq, Current: &gone, Value: val("y")}})
+	wantCode(t, err, cairn.CodeNotFound)
+	if got := e.get(id); got.Latest.ResourceVersion != 2 {
+		t.Fatalf("after the refused updates: resource version %d, want 2", got.Latest.ResourceVersion)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn"
@@ -35,6 +36,13 @@ type UpdateInstance struct {
 	// CodeConflict unless the instance's last change is still IfSeq
 	// (optimistic concurrency, REST's metadata.resourceVersion).
 	IfSeq int64
+	// Current, when set, is the instance as the caller read it: when its
+	// Seq is IfSeq and its value is in the built-in backend, the update is
+	// checked against it instead of the instance read again from the store
+	// (a read per update fewer). The transaction checks IfSeq, the lock and
+	// presence again on what is current then, so an outdated Current fails
+	// as an outdated IfSeq does.
+	Current *cairn.Instance
 }
 
 // maxUpdateAttempts bounds retries when concurrent updates of the same
@@ -69,6 +77,7 @@ func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cair
 	for attempt := 1; ; attempt++ {
 		out, err := h.updateOnce(ctx, ups)
 		if errors.Is(err, errVersionRace) && attempt < maxUpdateAttempts {
+			ups = withoutCurrent(ups)
 			// Only updates in external backends race (they are given a
 			// revision number before the commit); back off with jitter so
 			// the writers spread out.
@@ -83,6 +92,22 @@ func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cair
 		}
 		return out, err
 	}
+}
+
+// withoutCurrent returns ups without what callers read: a retry reads
+// the instances again.
+func withoutCurrent(ups []UpdateInstance) []UpdateInstance {
+	out := slices.Clone(ups)
+	for i := range out {
+		out[i].Current = nil
+	}
+	return out
+}
+
+// usableCurrent reports whether staging may check u against u.Current.
+func usableCurrent(u UpdateInstance) bool {
+	c := u.Current
+	return c != nil && u.IfSeq != 0 && c.ID == u.ID && c.Seq == u.IfSeq && c.Backend.Abstract
 }
 
 func checkUpdates(ups []UpdateInstance) error {
@@ -183,12 +208,22 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 // and prepares each new resource version, reporting every refusal.
 func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string, []*staged, error) {
 	ids := make([]string, len(ups))
+	var found []cairn.Instance
+	var read []string
 	for i, u := range ups {
 		ids[i] = u.ID
+		if usableCurrent(u) {
+			found = append(found, *u.Current)
+		} else {
+			read = append(read, u.ID)
+		}
 	}
-	found, err := h.st.GetInstancesBrief(ctx, ids)
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to update TypeInstances: %w", err)
+	if len(read) > 0 {
+		more, err := h.st.GetInstancesBrief(ctx, read)
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to update TypeInstances: %w", err)
+		}
+		found = append(found, more...)
 	}
 	if err := checkPresentAndOwned(ups, found, "update"); err != nil {
 		return nil, nil, err

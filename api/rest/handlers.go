@@ -704,6 +704,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		managedFields = s.trackUpdate(r, req.res, &cur, desired)
 	}
 	up.ManagedFields = managedFields
+	up.Current = &cur // read at this request: the hub need not read it again
 	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
 	if err != nil {
 		return cairn.Instance{}, s.conflictStatus(req, err)

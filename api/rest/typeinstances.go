@@ -244,6 +244,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 		Labels:      nonNilMap(o.Metadata.Labels),
 		Annotations: nonNilMap(o.Metadata.Annotations),
 		Attributes:  &attrs,
+		Current:     &cur, // read at this request: the hub need not read it again
 	}
 	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations) || !sameAttributes(attrs, cur.Latest.Attributes)
 	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" && !hub.JSONEqual(o.Spec.Value, cur.Latest.Value) {
