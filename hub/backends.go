@@ -159,6 +159,11 @@ type keptBackends struct {
 	// kept the same way: a change of the policy instance drops it.
 	policy      *compiledPolicy
 	policyKnown bool
+	// policySeen is the position of the last change of the policy
+	// instance a scan passed, goneAt where a scan last skipped changes
+	// unread: a policy read current as of position p stays current as of
+	// scanned when neither is past p.
+	policySeen, goneAt int64
 }
 
 // maxKeptBackends bounds keptBackends; when full it starts again.
@@ -213,6 +218,7 @@ func (k *keptBackends) advance(ctx context.Context, h *Hub, at int64) error {
 	for at > k.scanned {
 		if len(k.m) == 0 && !k.policyKnown {
 			k.scanned = at // nothing kept that a change could make stale
+			k.goneAt = at  // but a policy being read may be: not read
 			break
 		}
 		from := k.scanned
@@ -230,11 +236,13 @@ func (k *keptBackends) advance(ctx context.Context, h *Hub, at int64) error {
 			// reading: forget everything kept, each read again once.
 			k.m = nil
 			k.policy, k.policyKnown = nil, false
+			k.goneAt = through
 		}
 		for _, c := range cs {
 			delete(k.m, c.InstanceID)
 			if c.InstanceID == PolicyID {
 				k.policy, k.policyKnown = nil, false
+				k.policySeen = max(k.policySeen, c.Seq)
 			}
 		}
 		k.scanned = through
@@ -264,13 +272,14 @@ func (h *Hub) policyAt(ctx context.Context, at int64) (*compiledPolicy, error) {
 	from := k.scanned
 	k.mu.Unlock()
 	// As for a backend: the read began after from was visible, so it is
-	// current as of from; kept only when no scan moved on meanwhile.
+	// current as of from; kept when the scans since (under write load there
+	// are always some) passed no change of the policy and skipped nothing.
 	cp, err := h.currentPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
 	k.mu.Lock()
-	if k.scanned == from {
+	if k.scanned >= from && k.policySeen <= from && k.goneAt <= from {
 		k.policy, k.policyKnown = cp, true
 	}
 	k.mu.Unlock()
