@@ -39,8 +39,8 @@ WHERE u.to_id IN (SELECT value FROM json_each(?))` + otherOrder
 	qTakenInstance = `SELECT id, type_path, namespace, name FROM instances
 WHERE id = ? OR (type_path = ? AND namespace = ? AND name = ?) LIMIT 1`
 	qInsertInstance = `INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, alias,
-	annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv, status, managed_fields)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertLabel    = `INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)`
 	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = ?`
 	qSetAnnotations = `UPDATE instances SET annotations = ? WHERE id = ?`

@@ -48,9 +48,19 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err != nil {
 		return err
 	}
+	// Status and managed fields go into the row itself (store.SetCreatedExtras
+	// would write them with a statement each).
+	status, err := encodeRaw("status", in.Status)
+	if err != nil {
+		return err
+	}
+	managed, err := encodeRaw("managed fields", in.ManagedFields)
+	if err != nil {
+		return err
+	}
 	if _, err := t.exec(ctx, qInsertInstance,
 		in.ID, in.TypeRef.Path, in.TypeRef.Revision, store.RevisionKey(in.TypeRef.Revision), in.Namespace, in.Name, in.Alias,
-		annotations, in.Backend.ID, in.Backend.Abstract, in.LockedBy, createdAt, rv.ResourceVersion); err != nil {
+		annotations, in.Backend.ID, in.Backend.Abstract, in.LockedBy, createdAt, rv.ResourceVersion, status, managed); err != nil {
 		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
 	}
 	if err := t.insertVersion(ctx, in.ID, rv); err != nil {
@@ -62,10 +72,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
 		return err
 	}
-	if err := t.recordChange(ctx, store.Added, in.ID); err != nil {
-		return err
-	}
-	return store.SetCreatedExtras(ctx, t, in)
+	return t.recordChange(ctx, store.Added, in.ID)
 }
 
 // recordChange appends to the change log and stamps the instance with the
