@@ -69,15 +69,18 @@ func (r reader) queryInstances(ctx context.Context, relations bool, query string
 		byID[out[i].ID] = &out[i]
 		ids[i] = out[i].ID
 	}
-	list := idList(ids)
-
-	err = r.each(ctx, func(id, key, value string) {
+	addLabel := func(id, key, value string) {
 		in := byID[id]
 		if in.Labels == nil {
 			in.Labels = make(map[string]string)
 		}
 		in.Labels[key] = value
-	}, qLabelsOf, list)
+	}
+	if len(ids) == 1 {
+		err = r.each(ctx, addLabel, qLabelsOfOne, ids[0])
+	} else {
+		err = r.each(ctx, addLabel, qLabelsOf, idList(ids))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("labels: %w", err)
 	}
@@ -87,6 +90,7 @@ func (r reader) queryInstances(ctx context.Context, relations bool, query string
 		}
 		return out, nil
 	}
+	list := idList(ids)
 	// Edges come out in the order Instance.Uses documents: by the other
 	// end's type path, revision descending, createdAt descending.
 	err = r.each(ctx, func(from, to, _ string) {
@@ -118,7 +122,13 @@ func (r reader) getInstances(ctx context.Context, ids []string, relations bool) 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	found, err := r.queryInstances(ctx, relations, qInstancesByID, idList(ids))
+	var found []cairn.Instance
+	var err error
+	if len(ids) == 1 {
+		found, err = r.queryInstances(ctx, relations, qInstanceByID, ids[0])
+	} else {
+		found, err = r.queryInstances(ctx, relations, qInstancesByID, idList(ids))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get instances: %w", err)
 	}
