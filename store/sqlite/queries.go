@@ -27,11 +27,11 @@ FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource
 	// otherOrder sorts uses edges by the instance at the other end, o.
 	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, o.created_at DESC, o.id`
 
-	qInstancesByID   = instanceSelect + ` WHERE i.id IN (SELECT value FROM json_each(?))`
+	qInstancesByID = instanceSelect + ` WHERE i.id IN (SELECT value FROM json_each(?))`
 	// qInstanceByID and qLabelsOfOne are the one-id forms (the hub's
 	// writes read one instance at a time): no JSON list to build and walk.
-	qInstanceByID = instanceSelect + ` WHERE i.id = ?`
-	qLabelsOfOne  = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id = ?`
+	qInstanceByID    = instanceSelect + ` WHERE i.id = ?`
+	qLabelsOfOne     = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id = ?`
 	qInstanceByName  = instanceSelect + ` WHERE i.type_path = ? AND i.namespace = ? AND i.name = ?`
 	qListInstanceAll = instanceSelect + instanceOrder
 	qLabelsOf        = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id IN (SELECT value FROM json_each(?))`
