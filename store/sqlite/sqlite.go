@@ -188,6 +188,13 @@ func (s *Store) view(ctx context.Context, fn func(r reader) error) error {
 	return fn(s.rd.inTx(sqlTx))
 }
 
+// isForeignKeyFailure reports whether err is SQLite refusing a row whose
+// foreign key names no row.
+func isForeignKeyFailure(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
 // classify turns a busy or locked database into CodeUnavailable: the caller
 // may retry, and façades map it to 503.
 // migrateRetrying migrates, trying again while the database answers busy

@@ -137,14 +137,19 @@ func notFoundIDs(ids []string) error {
 }
 
 func (t *tx) AddUses(ctx context.Context, from, to string) error {
-	missing, err := t.missing(ctx, []string{from, to})
-	if err != nil {
-		return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, err)
-	}
-	if len(missing) > 0 {
-		return notFoundIDs(slices.Compact(missing))
-	}
+	// The edge's foreign keys refuse a missing end (only that statement
+	// fails; the transaction goes on): the ends are looked up only then,
+	// to name them.
 	n, err := t.exec(ctx, qInsertUses, from, to)
+	if isForeignKeyFailure(err) {
+		missing, merr := t.missing(ctx, []string{from, to})
+		if merr != nil {
+			return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, merr)
+		}
+		if len(missing) > 0 {
+			return notFoundIDs(slices.Compact(missing))
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: add uses %s -> %s: %w", from, to, err)
 	}
