@@ -1,0 +1,78 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// BenchmarkPolicyForCreate reads the policy as a create does, two ways
+// alternately in one loop: "store" reads the policy instance from the
+// store (what a create did before: the parse is kept by its change either
+// way), "kept" as a create does now (the store's change-log position, then
+// the kept policy). With a commit between reads (not timed), "kept" reads
+// the changes in between first.
+func BenchmarkPolicyForCreate(b *testing.B) {
+	ctx := cairn.WithActor(context.Background(), "bench")
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	h, err := New(ctx, Config{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.ApplyPolicy(ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
+		{TypeRef: policy.TypeRef{Path: "cap.*"}, Backend: policy.BackendRef{ID: cairn.BuiltinBackendID}},
+	}}}); err != nil {
+		b.Fatal(err)
+	}
+	out, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{
+		TypeRef: cairn.TypeRef{Path: "cap.type.test.config", Revision: "0.1.0"}, Value: json.RawMessage(`{"n":0}`)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	other := out[0].ID
+	check := func(cp *compiledPolicy, err error) {
+		if err != nil || cp == nil || len(cp.doc.Policy.TypeInstance.Rules) != 1 {
+			b.Fatal(cp, err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		commit bool
+	}{{"idle", false}, {"commit-between", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var storeT, keptT time.Duration
+			n := 0
+			for b.Loop() {
+				if tc.commit {
+					if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: other, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := range 2 {
+					t0 := time.Now()
+					if (n+i)%2 == 0 {
+						check(h.currentPolicy(ctx))
+						storeT += time.Since(t0)
+					} else {
+						check(h.policyAt(ctx, 0))
+						keptT += time.Since(t0)
+					}
+				}
+				n++
+			}
+			b.ReportMetric(float64(storeT.Nanoseconds())/float64(n), "store-ns/op")
+			b.ReportMetric(float64(keptT.Nanoseconds())/float64(n), "kept-ns/op")
+			b.ReportMetric(float64(storeT)/float64(keptT), "store-per-kept")
+		})
+	}
+}
