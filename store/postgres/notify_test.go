@@ -17,21 +17,8 @@ import (
 // LISTEN/NOTIFY: the watching replica polls every ten minutes, so only the
 // notification can bring the change within the test's time.
 func TestWatchHearsOtherReplicaAtOnce(t *testing.T) {
-	pgtest.DSN(t)
-	sc := pgtest.NewSchema(t)
 	ctx := t.Context()
-	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, typ := twoReplicas(t)
 	start, err := b.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -156,21 +143,8 @@ func TestNotificationNamesThePosition(t *testing.T) {
 // there), and neither may hide the other. The watch polls every ten
 // minutes, so only the signals can bring the changes in time.
 func TestWatchSeesOwnAndOtherReplicasWritesInOrder(t *testing.T) {
-	pgtest.DSN(t)
-	sc := pgtest.NewSchema(t)
 	ctx := t.Context()
-	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, typ := twoReplicas(t)
 	start, err := b.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -228,21 +202,8 @@ func TestWatchSeesOwnAndOtherReplicasWritesInOrder(t *testing.T) {
 // polls every ten minutes, so no notification's wake-up may be lost,
 // whichever watcher applies the log and however the notifications bunch.
 func TestWatchersKeepUpWithRapidWrites(t *testing.T) {
-	pgtest.DSN(t)
-	sc := pgtest.NewSchema(t)
 	ctx := t.Context()
-	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, err := a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, typ := twoReplicas(t)
 	c, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "g", Name: "g", Namespace: "default",
 		TypeRef: typ.Ref(), Value: json.RawMessage(`{"n":0}`)}}})
 	if err != nil {
@@ -299,4 +260,27 @@ func TestWatchersKeepUpWithRapidWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// twoReplicas opens two hubs on one new schema, the second polling only
+// every ten minutes (so only a notification brings it another's change in
+// a test's time), and registers a Type through the first.
+func twoReplicas(t *testing.T) (a, b *hub.Hub, typ cairn.Type) {
+	t.Helper()
+	pgtest.DSN(t)
+	sc := pgtest.NewSchema(t)
+	ctx := t.Context()
+	a, err := hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = hub.New(ctx, hub.Config{Store: sc.Open(t), StoreKind: "postgresql", PollInterval: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err = a.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, typ
 }
