@@ -18,6 +18,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -266,7 +267,7 @@ const maxRecent = 4096
 func (c *Cache) keepRecent(cs []store.Change) {
 	if n := len(c.recent); n > 0 && cs[0].Seq <= c.recent[n-1].Seq {
 		// Applied again (a read raced a load): keep only what is new.
-		i, _ := slices.BinarySearchFunc(cs, c.recent[n-1].Seq, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq+1) })
+		i, _ := slices.BinarySearchFunc(cs, c.recent[n-1].Seq, func(ch store.Change, seq int64) int { return cmp.Compare(ch.Seq, seq+1) })
 		cs = cs[i:]
 	}
 	c.recent = append(c.recent, cs...)
@@ -275,16 +276,6 @@ func (c *Cache) keepRecent(cs []store.Change) {
 		c.recentFrom = c.recent[drop-1].Seq
 		c.recent = slices.Clone(c.recent[drop:])
 	}
-}
-
-func cmpSeq(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Forget drops the kept changes through position through, as pruning the
@@ -298,7 +289,7 @@ func (c *Cache) Forget(through int64) {
 	if through <= c.recentFrom {
 		return
 	}
-	i, _ := slices.BinarySearchFunc(c.recent, through+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	i, _ := slices.BinarySearchFunc(c.recent, through+1, func(ch store.Change, seq int64) int { return cmp.Compare(ch.Seq, seq) })
 	c.recent = slices.Clone(c.recent[i:])
 	c.recentFrom = through
 }
@@ -313,7 +304,8 @@ func (c *Cache) ChangesAfter(ctx context.Context, after int64, limit int) (cs []
 	if err := c.Sync(ctx); err != nil {
 		return nil, false, err
 	}
-	return c.changesAfter(after, limit)
+	cs, _, ok = c.Kept(after, limit)
+	return cs, ok, nil
 }
 
 // ChangesAfterTo is ChangesAfter for a caller that knows the log reaches
@@ -324,18 +316,8 @@ func (c *Cache) ChangesAfterTo(ctx context.Context, after, target int64, limit i
 	if err := c.SyncTo(ctx, target); err != nil {
 		return nil, false, err
 	}
-	return c.changesAfter(after, limit)
-}
-
-func (c *Cache) changesAfter(after int64, limit int) (cs []store.Change, ok bool, err error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if after < c.recentFrom || after > c.applied {
-		return nil, false, nil
-	}
-	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
-	end := min(len(c.recent), i+limit)
-	return slices.Clone(c.recent[i:end]), true, nil
+	cs, _, ok = c.Kept(after, limit)
+	return cs, ok, nil
 }
 
 // Kept returns up to limit of the changes the cache applied after
@@ -349,7 +331,7 @@ func (c *Cache) Kept(after int64, limit int) (cs []store.Change, through int64, 
 	if !c.loaded || after < c.recentFrom || after > c.applied {
 		return nil, 0, false
 	}
-	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmpSeq(ch.Seq, seq) })
+	i, _ := slices.BinarySearchFunc(c.recent, after+1, func(ch store.Change, seq int64) int { return cmp.Compare(ch.Seq, seq) })
 	end := min(len(c.recent), i+limit)
 	cs = slices.Clone(c.recent[i:end])
 	if end < len(c.recent) {
@@ -545,13 +527,8 @@ func (c *Cache) Get(ctx context.Context, id string, withValue bool) (inst cairn.
 	if err := c.Sync(ctx); err != nil {
 		return cairn.Instance{}, false, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e, ok := c.objs[id]
-	if !ok {
-		return cairn.Instance{}, false, nil
-	}
-	return c.out(e, withValue, true), true, nil
+	inst, ok = c.lookup(id, withValue)
+	return inst, ok, nil
 }
 
 // GetNotOlderThan returns the instance with id as of position min or
@@ -562,13 +539,19 @@ func (c *Cache) GetNotOlderThan(ctx context.Context, id string, min int64, withV
 	if err := c.SyncTo(ctx, min); err != nil {
 		return cairn.Instance{}, false, err
 	}
+	inst, ok = c.lookup(id, withValue)
+	return inst, ok, nil
+}
+
+// lookup returns the applied instance with id.
+func (c *Cache) lookup(id string, withValue bool) (cairn.Instance, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.objs[id]
 	if !ok {
-		return cairn.Instance{}, false, nil
+		return cairn.Instance{}, false
 	}
-	return c.out(e, withValue, true), true, nil
+	return c.out(e, withValue, true), true
 }
 
 // GetByName returns the instance of a type path by namespace and name.
