@@ -52,6 +52,22 @@ func fixture(t testing.TB, n int) (store.Store, *hub.Hub) {
 	return st, h
 }
 
+// synced is fixture with a cache synced to it and the instances listed
+// from the store.
+func synced(t *testing.T, n int) (store.Store, *hub.Hub, *cache.Cache, []cairn.Instance) {
+	t.Helper()
+	st, h := fixture(t, n)
+	c := cache.New(st)
+	if err := c.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(context.Background(), store.InstanceFilter{TypePath: "cap.type.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, h, c, all
+}
+
 func sel(t *testing.T, s string) []labels.Requirement {
 	t.Helper()
 	l, err := labels.Parse(s)
@@ -130,15 +146,7 @@ func TestListMatchesStore(t *testing.T) {
 // instance and values of new resource versions.
 func TestFollowsChanges(t *testing.T) {
 	ctx := context.Background()
-	st, h := fixture(t, 12)
-	c := cache.New(st)
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, h, c, all := synced(t, 12)
 	// Delete a user (i10 uses i9), update another, create one more.
 	var user, other cairn.Instance
 	for _, in := range all {
@@ -252,15 +260,7 @@ func BenchmarkList100(b *testing.B) {
 // a child it creates) is in the user's Uses, in the store's order.
 func TestEdgeToChangedInstance(t *testing.T) {
 	ctx := context.Background()
-	st, _ := fixture(t, 6)
-	c := cache.New(st)
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, c, all := synced(t, 6)
 	owner := all[0]
 	// Two children, each created with only the owner's edge to it.
 	for _, child := range []string{"child-b", "child-a"} {
@@ -362,15 +362,7 @@ func TestChangesAfterMatchesStore(t *testing.T) {
 // the change log: the store logs it as a change of the edge's source.
 func TestEdgeBetweenUnchangedInstances(t *testing.T) {
 	ctx := context.Background()
-	st, _ := fixture(t, 6)
-	c := cache.New(st)
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, c, all := synced(t, 6)
 	from, to := all[0].ID, all[1].ID
 	check := func(step string) {
 		t.Helper()
