@@ -1,15 +1,12 @@
 package hub
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/policy"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // BenchmarkPolicyForCreate reads the policy as a create does, two ways
@@ -19,16 +16,7 @@ import (
 // the kept policy). With a commit between reads (not timed), "kept" reads
 // the changes in between first.
 func BenchmarkPolicyForCreate(b *testing.B) {
-	ctx := cairn.WithActor(context.Background(), "bench")
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	h, err := New(ctx, Config{Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx, h := benchHub(b)
 	if _, err := h.ApplyPolicy(ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
 		{TypeRef: policy.TypeRef{Path: "cap.*"}, Backend: policy.BackendRef{ID: cairn.BuiltinBackendID}},
 	}}}); err != nil {

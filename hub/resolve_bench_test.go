@@ -21,16 +21,7 @@ import (
 // (store-per-kept). With a commit between resolutions (not timed) the
 // position moves every time and "kept" reads the changes in between.
 func BenchmarkResolveBackend(b *testing.B) {
-	ctx := cairn.WithActor(context.Background(), "bench")
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	h, err := New(ctx, Config{Store: st})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx, h := benchHub(b)
 	out, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{
 		Alias:      "ext",
 		TypeRef:    cairn.TypeRef{Path: "cap.type.test.storage", Revision: "0.1.0"},
@@ -82,4 +73,20 @@ func BenchmarkResolveBackend(b *testing.B) {
 			b.ReportMetric(float64(storeT)/float64(keptT), "store-per-kept")
 		})
 	}
+}
+
+// benchHub is a hub on a new SQLite file, with an actor in its context.
+func benchHub(b *testing.B) (context.Context, *Hub) {
+	b.Helper()
+	ctx := cairn.WithActor(context.Background(), "bench")
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	h, err := New(ctx, Config{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctx, h
 }
