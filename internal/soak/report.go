@@ -41,6 +41,7 @@ type GitCheck struct {
 	Repository string `json:"repository"` // the bare repository's path
 	Backend    string `json:"backend"`    // the backend instance's id
 	Instances  int    `json:"instances"`  // the Git writer's instances, deleted ones included
+	Live       int    `json:"live"`       // of those, the ones not deleted at the check
 	Files      int    `json:"files"`      // resource files at the branch's tip
 }
 
@@ -183,7 +184,7 @@ func (rep *Report) Print(w io.Writer) {
 			b.Writes.P99.Round(10*time.Microsecond), b.Reads.P99.Round(10*time.Microsecond), b.Git.P99.Round(10*time.Microsecond))
 	}
 	if g := rep.Git; g != nil {
-		fmt.Fprintf(w, "\ngit: %d instances written to backend %s checked against the %d files at the tip of %s\n", g.Instances, g.Backend, g.Files, g.Repository)
+		fmt.Fprintf(w, "\ngit: %d instances written to backend %s (%d live) checked against the %d files at the tip of %s\n", g.Instances, g.Backend, g.Live, g.Files, g.Repository)
 	}
 	fmt.Fprintf(w, "\nbefore the load: RSS %.1f MiB, %.0f goroutines; idle after it: RSS %.1f MiB, %.0f goroutines\n",
 		rep.Baseline.RSS/(1<<20), rep.Baseline.Goroutines, rep.End.RSS/(1<<20), rep.End.Goroutines)

@@ -279,6 +279,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.violation("%s", v)
 		}
 		gc = &GitCheck{Repository: r.git.bare, Backend: r.git.backendID, Instances: len(r.gitNames), Files: len(files)}
+		for id := range r.gitNames {
+			if !r.expects[id].deleted {
+				gc.Live++
+			}
+		}
 	}
 
 	// Idle: what the load started must have ended.
