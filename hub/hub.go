@@ -71,6 +71,12 @@ type Config struct {
 	// NoReadCache reads every instance from the store instead of the
 	// in-memory watch cache (hub/cache). Reads are consistent either way.
 	NoReadCache bool
+	// WarmReadCache starts loading the read cache when the hub starts,
+	// in the background, instead of on the first read (which waits for
+	// it: seconds on a store of 100,000 instances). Reads meanwhile are
+	// answered from the store. The load runs under New's context, so a
+	// context that ends early stops it. cairn serve sets it.
+	WarmReadCache bool
 	// RBAC is added to the default roles and bindings (rbac.Defaults);
 	// bindings created through the API are added to both.
 	RBAC rbac.Policy
@@ -101,8 +107,11 @@ type Hub struct {
 	policy     policyCache
 	gotemplate *gotemplate.Backend
 
-	// cache serves instance reads from memory; nil when disabled.
-	cache *cache.Cache
+	// cache serves instance reads from memory; nil when disabled. warming
+	// is set while WarmReadCache loads it: reads go to the store until the
+	// load ends rather than wait for it (readCache).
+	cache   *cache.Cache
+	warming atomic.Bool
 	// backends keeps decoded backend instances by id and resource version;
 	// kept keeps the resolved ones current through the change log
 	// (backends.go), so resolving one reads no store row.
@@ -155,6 +164,10 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 	h.schemas = schema.NewCache(size)
 	if !cfg.NoReadCache {
 		h.cache = cache.New(cfg.Store)
+		if cfg.WarmReadCache {
+			h.warming.Store(true) // before anything below reads
+			go h.warmInBackground(ctx)
+		}
 	}
 	h.gotemplate = gotemplate.New(hubSource{h})
 	if err := h.bootstrap(ctx); err != nil {

@@ -10,11 +10,52 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
+// readCache returns the read cache when reads go through it: nil when it
+// is disabled, or while WarmReadCache loads it (a read waiting for a load
+// of every instance would wait seconds on a large store; the store answers
+// it as consistently).
+func (h *Hub) readCache() *cache.Cache {
+	if h.cache == nil || (h.warming.Load() && !h.cache.Loaded()) {
+		return nil
+	}
+	return h.cache
+}
+
+// WarmReadCache loads the read cache now, which the first read through it
+// would otherwise do while its caller waits. Reads that arrive meanwhile
+// are answered from the store. It returns how many instances the cache
+// holds.
+func (h *Hub) WarmReadCache(ctx context.Context) (instances int, err error) {
+	if h.cache == nil {
+		return 0, nil
+	}
+	h.warming.Store(true)
+	defer h.warming.Store(false)
+	if err := h.cache.Sync(ctx); err != nil {
+		return 0, fmt.Errorf("load the read cache: %w", err)
+	}
+	return h.cache.Len(), nil
+}
+
+// warmInBackground is WarmReadCache for Config.WarmReadCache, logging the
+// outcome; on failure the cache loads on first use, as without it.
+func (h *Hub) warmInBackground(ctx context.Context) {
+	start := time.Now()
+	n, err := h.WarmReadCache(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("read cache not loaded; it loads on first use", "err", err)
+		}
+		return
+	}
+	h.log.Info("read cache loaded", "instances", n, "duration", time.Since(start).Round(time.Millisecond).String())
+}
+
 // GetInstance returns an instance; with withValue its latest value is read
 // from its backend, so a projection or external resource is current.
 func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn.Instance, error) {
-	if h.cache != nil {
-		inst, ok, err := h.cache.Get(ctx, id, withValue)
+	if c := h.readCache(); c != nil {
+		inst, ok, err := c.Get(ctx, id, withValue)
 		if err != nil {
 			return cairn.Instance{}, fmt.Errorf("get TypeInstance %q: %w", id, err)
 		}
@@ -25,7 +66,7 @@ func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn
 		// The cache applied the log up to the store's position when the
 		// read began, at least: a backend resolved as of what it applied
 		// is current for this read, with no position read of its own.
-		return inst, h.fillOne(ctx, &inst, withValue, h.cache.Applied())
+		return inst, h.fillOne(ctx, &inst, withValue, c.Applied())
 	}
 	found, err := h.st.GetInstances(ctx, []string{id})
 	if err != nil {
@@ -43,10 +84,11 @@ func (h *Hub) GetInstance(ctx context.Context, id string, withValue bool) (cairn
 // later: what a watch needs for the instance of a change at min. From the
 // read cache it costs no store read when the cache has applied min.
 func (h *Hub) GetInstanceNotOlderThan(ctx context.Context, id string, min int64, withValue bool) (cairn.Instance, error) {
-	if h.cache == nil {
+	c := h.readCache()
+	if c == nil {
 		return h.GetInstance(ctx, id, withValue)
 	}
-	inst, ok, err := h.cache.GetNotOlderThan(ctx, id, min, withValue)
+	inst, ok, err := c.GetNotOlderThan(ctx, id, min, withValue)
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("get TypeInstance %q: %w", id, err)
 	}
@@ -59,13 +101,13 @@ func (h *Hub) GetInstanceNotOlderThan(ctx context.Context, id string, min int64,
 
 // GetInstanceByName returns the instance of a Type path in a namespace.
 func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name string, withValue bool) (cairn.Instance, error) {
-	if h.cache != nil {
-		inst, ok, err := h.cache.GetByName(ctx, typePath, namespace, name, withValue)
+	if c := h.readCache(); c != nil {
+		inst, ok, err := c.GetByName(ctx, typePath, namespace, name, withValue)
 		if err != nil {
 			return cairn.Instance{}, fmt.Errorf("get %s %s/%s: %w", typePath, namespace, name, err)
 		}
 		if ok {
-			return inst, h.fillOne(ctx, &inst, withValue, h.cache.Applied())
+			return inst, h.fillOne(ctx, &inst, withValue, c.Applied())
 		}
 		// Absent: the store says so in its own words.
 	}
@@ -114,10 +156,11 @@ func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withVal
 		seq  int64
 		err  error
 	)
-	if h.cache != nil && cache.Serves(f) && notOlderThan != nil {
-		list, seq, err = h.cache.ListNotOlderThan(ctx, f, withValues, *notOlderThan)
-	} else if h.cache != nil && cache.Serves(f) {
-		list, seq, err = h.cache.ListAt(ctx, f, withValues)
+	c := h.readCache()
+	if c != nil && cache.Serves(f) && notOlderThan != nil {
+		list, seq, err = c.ListNotOlderThan(ctx, f, withValues, *notOlderThan)
+	} else if c != nil && cache.Serves(f) {
+		list, seq, err = c.ListAt(ctx, f, withValues)
 	} else if seq, err = h.LastSeq(ctx); err == nil {
 		list, err = h.st.ListInstances(ctx, f)
 	}

@@ -81,10 +81,10 @@ func (h *Hub) LastSeq(ctx context.Context) (int64, error) {
 // Changes returns up to limit changes after position after, oldest first;
 // CodeGone when that position was already pruned.
 func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
-	if h.cache != nil {
+	if c := h.readCache(); c != nil {
 		// The changes the read cache applied: every watch of the process
 		// shares its one read of the log per commit.
-		cs, ok, err := h.cache.ChangesAfter(ctx, after, limit)
+		cs, ok, err := c.ChangesAfter(ctx, after, limit)
 		if err != nil {
 			return nil, fmt.Errorf("read the change log after %d: %w", after, err)
 		}
@@ -103,10 +103,11 @@ func (h *Hub) Changes(ctx context.Context, after int64, limit int) ([]store.Chan
 // target at least: the read cache applies the log up to there without
 // asking the store for its position.
 func (h *Hub) changesTo(ctx context.Context, after, target int64, limit int) ([]store.Change, error) {
-	if h.cache == nil {
+	c := h.readCache()
+	if c == nil {
 		return h.Changes(ctx, after, limit)
 	}
-	cs, ok, err := h.cache.ChangesAfterTo(ctx, after, target, limit)
+	cs, ok, err := c.ChangesAfterTo(ctx, after, target, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the change log after %d: %w", after, err)
 	}

@@ -95,6 +95,21 @@ func New(src Source) *Cache {
 	return &Cache{src: src}
 }
 
+// Loaded reports whether the cache holds a full read of the store (its
+// first load finished). Until then a read through it waits for that load.
+func (c *Cache) Loaded() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.loaded
+}
+
+// Len is the number of instances cached.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.objs)
+}
+
 // Applied is the change-log position the cache reflects.
 func (c *Cache) Applied() int64 {
 	c.mu.RLock()

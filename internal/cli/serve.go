@@ -123,7 +123,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	defer backends.Close()
 	opener := a.withBackends(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy})
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}
