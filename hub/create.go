@@ -80,6 +80,11 @@ type pending struct {
 	inst    cairn.Instance
 	value   json.RawMessage
 	backend *resolvedBackend
+	// checked says that checkedValue was checked against checkedType (nil:
+	// the Type was not registered) before the transaction (createtypes.go).
+	checked      bool
+	checkedType  *keptType
+	checkedValue json.RawMessage
 }
 
 // CreateInstances creates the batch atomically: either every instance, its
@@ -178,7 +183,9 @@ func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, e
 // a concurrent DeleteType from removing one before the instances commit (the
 // store then refuses the delete: the Type has instances). A Type deleted
 // before this point makes the instances ones of an unregistered Type, as if
-// the delete had come first; only a strict hub refuses those.
+// the delete had come first; only a strict hub refuses those. A value
+// checked against another version of its Type than the one read here is
+// checked again (recheckValues).
 func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error {
 	seen := make(map[cairn.TypeRef]bool, 1)
 	for _, p := range items {
@@ -187,7 +194,7 @@ func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error
 			continue
 		}
 		seen[ref] = true
-		_, err := tx.GetType(ctx, ref)
+		t, err := tx.GetType(ctx, ref)
 		switch {
 		case cairn.HasCode(err, cairn.CodeNotFound):
 			if h.strict {
@@ -196,6 +203,10 @@ func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error
 			}
 		case err != nil:
 			return fmt.Errorf("read Type %s: %w", ref, err)
+		default:
+			if err := h.recheckValues(ref, t, items); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -315,7 +326,8 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			}
 			value = v
 		}
-		if err := h.checkValue(ctx, subject, in.TypeRef, value); err != nil {
+		checkedType, err := h.checkCreateValue(ctx, subject, in.TypeRef, value)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -329,9 +341,12 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			createdBy = actor
 		}
 		items[i] = &pending{
-			in:      in,
-			value:   in.Value,
-			backend: b,
+			in:           in,
+			value:        in.Value,
+			backend:      b,
+			checked:      true,
+			checkedType:  checkedType,
+			checkedValue: value,
 			inst: cairn.Instance{
 				ID:            id,
 				TypeRef:       in.TypeRef,

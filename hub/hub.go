@@ -117,6 +117,9 @@ type Hub struct {
 	// (backends.go), so resolving one reads no store row.
 	backends decodedBackends
 	kept     keptBackends
+	// createTypes keeps the Types creates checked values against
+	// (createtypes.go).
+	createTypes keptTypes
 
 	// deleting holds the ids of the instances this hub is deleting between
 	// the external backend's delete and the store's (read.go: a list

@@ -192,8 +192,15 @@ func (h *Hub) typeSchema(ctx context.Context, r store.Reader, ref cairn.TypeRef)
 	if err != nil {
 		return nil, false, fmt.Errorf("get Type %s: %w", ref, err)
 	}
+	s, err := h.compiledSchema(ref, t)
+	return s, true, err
+}
+
+// compiledSchema returns the compiled JSON Schema of Type t, read as ref,
+// nil when it has none.
+func (h *Hub) compiledSchema(ref cairn.TypeRef, t cairn.Type) (*schema.Schema, error) {
 	if len(t.JSONSchema) == 0 {
-		return nil, true, nil
+		return nil, nil
 	}
 	// The schema's hash is part of the key so a Type deleted and registered
 	// again with another schema is compiled afresh, whatever the clocks of
@@ -202,9 +209,9 @@ func (h *Hub) typeSchema(ctx context.Context, r store.Reader, ref cairn.TypeRef)
 	key := fmt.Sprintf("type:%s:%s:%x", t.Path, t.Revision, sum[:12])
 	s, err := h.schemas.GetDraft(key, t.JSONSchema, h.typeDraft(t))
 	if err != nil {
-		return nil, true, fmt.Errorf("compile the JSON Schema of Type %s: %w", ref, err)
+		return nil, fmt.Errorf("compile the JSON Schema of Type %s: %w", ref, err)
 	}
-	return s, true, nil
+	return s, nil
 }
 
 // checkValue validates a value against its Type. Unregistered Types pass
@@ -215,12 +222,24 @@ func (h *Hub) checkValue(ctx context.Context, subject string, ref cairn.TypeRef,
 		return err
 	}
 	if !registered {
-		if h.strict {
-			return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject,
-				Msg: fmt.Sprintf("Type %s is not registered and the hub runs in strict mode", ref)}
-		}
-		return nil
+		return h.unregistered(subject, ref)
 	}
+	return checkAgainst(s, subject, ref, value)
+}
+
+// unregistered is the verdict on a value of an unregistered Type: refused
+// by a strict hub only.
+func (h *Hub) unregistered(subject string, ref cairn.TypeRef) error {
+	if h.strict {
+		return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject,
+			Msg: fmt.Sprintf("Type %s is not registered and the hub runs in strict mode", ref)}
+	}
+	return nil
+}
+
+// checkAgainst validates a value (nil: none given) against the compiled
+// schema of Type ref (nil: the Type has none).
+func checkAgainst(s *schema.Schema, subject string, ref cairn.TypeRef, value json.RawMessage) error {
 	if s == nil || value == nil {
 		return nil
 	}
