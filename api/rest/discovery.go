@@ -42,6 +42,8 @@ type resource struct {
 	fmOnce sync.Once
 	fm     *managedfields.FieldManager
 	fmErr  error
+	// createFields keeps the managed fields of creates (createfields.go).
+	createFields createFields
 }
 
 func (r *resource) apiVersion() string { return r.group + "/" + r.version }

@@ -552,7 +552,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	inst, err := s.createObject(r, req, o, name, s.trackUpdate(r, req.res, nil, desired))
+	inst, err := s.createObject(r, req, o, name, s.trackCreate(r, req.res, desired))
 	if err != nil {
 		return err
 	}
