@@ -74,12 +74,9 @@ func checkFields(w http.ResponseWriter, r *http.Request, body []byte, into any) 
 	if err != nil || mode == "Ignore" {
 		return err
 	}
-	var doc any
-	if json.Unmarshal(body, &doc) != nil {
-		return nil // the decoder reports it
-	}
 	var unknown []string
-	walkUnknown(reflect.TypeOf(into), doc, "", &unknown)
+	// Invalid JSON finds nothing here: the decoder reports it.
+	walkUnknown(reflect.TypeOf(into), body, "", &unknown)
 	if len(unknown) == 0 {
 		return nil
 	}
@@ -105,7 +102,11 @@ func addWarning(w http.ResponseWriter, msg string) {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 
-func walkUnknown(t reflect.Type, doc any, prefix string, out *[]string) {
+// walkUnknown appends to out the fields of doc (valid JSON) that type t
+// does not know. Only objects and arrays where t has a struct or a slice
+// are decoded (one level at a time); values t keeps whole (json.RawMessage,
+// maps, scalars) are not looked into.
+func walkUnknown(t reflect.Type, doc json.RawMessage, prefix string, out *[]string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -114,11 +115,14 @@ func walkUnknown(t reflect.Type, doc any, prefix string, out *[]string) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		m, ok := doc.(map[string]any)
-		if !ok {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(doc, &m) != nil {
+			return // not an object
+		}
+		if len(m) == 0 {
 			return
 		}
-		fields := map[string]reflect.Type{}
+		fields := make(map[string]reflect.Type, t.NumField())
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -135,15 +139,31 @@ func walkUnknown(t reflect.Type, doc any, prefix string, out *[]string) {
 				*out = append(*out, prefix+k)
 				continue
 			}
-			walkUnknown(ft, v, prefix+k+".", out)
+			if looksInto(ft) {
+				walkUnknown(ft, v, prefix+k+".", out)
+			}
 		}
 	case reflect.Slice:
-		xs, ok := doc.([]any)
-		if !ok {
-			return
+		var xs []json.RawMessage
+		if json.Unmarshal(doc, &xs) != nil {
+			return // not an array
 		}
 		for i, x := range xs {
 			walkUnknown(t.Elem(), x, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"].", out)
 		}
 	}
+}
+
+// looksInto reports whether walkUnknown finds fields in a value of type t.
+func looksInto(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == rawMessageType:
+		return false
+	case t.Kind() == reflect.Slice:
+		return looksInto(t.Elem())
+	}
+	return t.Kind() == reflect.Struct
 }
