@@ -262,7 +262,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 	if patch.Object == nil {
 		return errStatus{badRequest("the apply patch is empty: it must be an object with apiVersion, kind and metadata.name")}
 	}
-	if err := checkFields(w, r, mustJSON(patch.Object), inObject{}); err != nil {
+	if err := checkFields(w, r, mustJSON(patch.Object), inObjectFields); err != nil {
 		return err
 	}
 	// status is the hub's: an apply configuration cannot own it.

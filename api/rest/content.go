@@ -69,14 +69,14 @@ func fieldValidation(r *http.Request) (string, error) {
 // (400, "strict decoding error: unknown field ..."), a Warning header
 // under Warn, nothing under Ignore. Values (json.RawMessage, maps) are
 // not looked into: the Type's JSON Schema judges them.
-func checkFields(w http.ResponseWriter, r *http.Request, body []byte, into any) error {
+func checkFields(w http.ResponseWriter, r *http.Request, body []byte, into *fieldTree) error {
 	mode, err := fieldValidation(r)
 	if err != nil || mode == "Ignore" {
 		return err
 	}
 	var unknown []string
 	// Invalid JSON finds nothing here: the decoder reports it.
-	walkUnknown(reflect.TypeOf(into), body, "", &unknown)
+	walkUnknown(into, body, "", &unknown)
 	if len(unknown) == 0 {
 		return nil
 	}
@@ -102,27 +102,38 @@ func addWarning(w http.ResponseWriter, msg string) {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 
-// walkUnknown appends to out the fields of doc (valid JSON) that type t
-// does not know. Only objects and arrays where t has a struct or a slice
-// are decoded (one level at a time); values t keeps whole (json.RawMessage,
-// maps, scalars) are not looked into.
-func walkUnknown(t reflect.Type, doc json.RawMessage, prefix string, out *[]string) {
+// fieldTree is what checkFields knows of a Go type a body decodes into:
+// the fields of a struct by JSON name, or the element of a slice. Values
+// the type keeps whole (json.RawMessage, maps, scalars) have none: nil.
+type fieldTree struct {
+	fields map[string]*fieldTree // a struct's; nil for a slice
+	elem   *fieldTree            // a slice's element
+}
+
+// The types request bodies decode into, read once.
+var (
+	inObjectFields       = fieldTreeOf(reflect.TypeOf(inObject{}), nil)
+	inTypeInstanceFields = fieldTreeOf(reflect.TypeOf(inTypeInstance{}), nil)
+)
+
+// fieldTreeOf reads type t; seen ties recursive types.
+func fieldTreeOf(t reflect.Type, seen map[reflect.Type]*fieldTree) *fieldTree {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == rawMessageType {
-		return
+		return nil
+	}
+	if ft, ok := seen[t]; ok {
+		return ft
+	}
+	if seen == nil {
+		seen = map[reflect.Type]*fieldTree{}
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		var m map[string]json.RawMessage
-		if json.Unmarshal(doc, &m) != nil {
-			return // not an object
-		}
-		if len(m) == 0 {
-			return
-		}
-		fields := make(map[string]reflect.Type, t.NumField())
+		ft := &fieldTree{fields: map[string]*fieldTree{}}
+		seen[t] = ft
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -130,40 +141,50 @@ func walkUnknown(t reflect.Type, doc json.RawMessage, prefix string, out *[]stri
 				name = f.Name
 			}
 			if name != "-" {
-				fields[name] = f.Type
+				ft.fields[name] = fieldTreeOf(f.Type, seen)
 			}
 		}
+		return ft
+	case reflect.Slice:
+		elem := fieldTreeOf(t.Elem(), seen)
+		if elem == nil {
+			return nil
+		}
+		ft := &fieldTree{elem: elem}
+		seen[t] = ft
+		return ft
+	}
+	return nil
+}
+
+// walkUnknown appends to out the fields of doc (JSON) that ft does not
+// know. Only objects and arrays where ft has a struct or a slice are
+// decoded (one level at a time); values kept whole are not looked into.
+func walkUnknown(ft *fieldTree, doc json.RawMessage, prefix string, out *[]string) {
+	switch {
+	case ft == nil:
+	case ft.fields != nil:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(doc, &m) != nil {
+			return // not an object
+		}
 		for k, v := range m {
-			ft, ok := fields[k]
+			sub, ok := ft.fields[k]
 			if !ok {
 				*out = append(*out, prefix+k)
 				continue
 			}
-			if looksInto(ft) {
-				walkUnknown(ft, v, prefix+k+".", out)
+			if sub != nil {
+				walkUnknown(sub, v, prefix+k+".", out)
 			}
 		}
-	case reflect.Slice:
+	default:
 		var xs []json.RawMessage
 		if json.Unmarshal(doc, &xs) != nil {
 			return // not an array
 		}
 		for i, x := range xs {
-			walkUnknown(t.Elem(), x, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"].", out)
+			walkUnknown(ft.elem, x, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"].", out)
 		}
 	}
-}
-
-// looksInto reports whether walkUnknown finds fields in a value of type t.
-func looksInto(t reflect.Type) bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == rawMessageType:
-		return false
-	case t.Kind() == reflect.Slice:
-		return looksInto(t.Elem())
-	}
-	return t.Kind() == reflect.Struct
 }

@@ -68,7 +68,7 @@ func unknownFieldsOfDecoded(into any, body []byte) []string {
 
 func unknownFields(into any, body []byte) []string {
 	var out []string
-	walkUnknown(reflect.TypeOf(into), body, "", &out)
+	walkUnknown(fieldTreeOf(reflect.TypeOf(into), nil), body, "", &out)
 	slices.Sort(out)
 	return out
 }
@@ -117,7 +117,8 @@ func BenchmarkUnknownFields(b *testing.B) {
 	b.Run("lazy", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			unknownFields(inObject{}, body)
+			var out []string
+			walkUnknown(inObjectFields, body, "", &out)
 		}
 	})
 }

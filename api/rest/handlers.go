@@ -521,7 +521,7 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (inObject, e
 	if body, err = bodyJSON(r, body); err != nil {
 		return inObject{}, err
 	}
-	if err := checkFields(w, r, body, inObject{}); err != nil {
+	if err := checkFields(w, r, body, inObjectFields); err != nil {
 		return inObject{}, err
 	}
 	return decodeObject(body)
@@ -825,7 +825,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("the patch could not be applied: %v", err))}
 		}
 		if attempt == 0 {
-			if err := checkFields(w, r, patched, inObject{}); err != nil {
+			if err := checkFields(w, r, patched, inObjectFields); err != nil {
 				return err
 			}
 		}

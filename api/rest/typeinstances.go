@@ -215,7 +215,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if body, err = bodyJSON(r, body); err != nil {
 		return err
 	}
-	if err := checkFields(w, r, body, inTypeInstance{}); err != nil {
+	if err := checkFields(w, r, body, inTypeInstanceFields); err != nil {
 		return err
 	}
 	var o inTypeInstance
