@@ -135,17 +135,19 @@ type projector struct {
 // (see the comment at the top of this file) and returns edges with the
 // projections' uses edges added.
 func (h *Hub) prepareProjections(ctx context.Context, items []*pending, edges []UsesRelation) ([]UsesRelation, error) {
-	pr := &projector{h: h, byID: map[string]*pending{}, out: map[string][]string{}, stored: map[string]cairn.Instance{},
-		values: map[string]json.RawMessage{}, state: map[string]error{}, active: map[string]bool{}}
 	var projs []*pending
 	for _, p := range items {
-		pr.byID[p.inst.ID] = p
 		if isProjection(p.backend) {
 			projs = append(projs, p)
 		}
 	}
 	if len(projs) == 0 {
-		return edges, nil
+		return edges, nil // the usual batch: no projector to set up
+	}
+	pr := &projector{h: h, byID: make(map[string]*pending, len(items)), out: map[string][]string{}, stored: map[string]cairn.Instance{},
+		values: map[string]json.RawMessage{}, state: map[string]error{}, active: map[string]bool{}}
+	for _, p := range items {
+		pr.byID[p.inst.ID] = p
 	}
 	for _, e := range edges {
 		pr.out[e.From] = append(pr.out[e.From], e.To)
