@@ -80,9 +80,8 @@ type pending struct {
 	inst    cairn.Instance
 	value   json.RawMessage
 	backend *resolvedBackend
-	// checked says that checkedValue was checked against checkedType (nil:
-	// the Type was not registered) before the transaction (createtypes.go).
-	checked      bool
+	// checkedValue was checked against checkedType (nil: the Type was not
+	// registered) before the transaction (createtypes.go).
 	checkedType  *keptType
 	checkedValue json.RawMessage
 }
@@ -344,7 +343,6 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			in:           in,
 			value:        in.Value,
 			backend:      b,
-			checked:      true,
 			checkedType:  checkedType,
 			checkedValue: value,
 			inst: cairn.Instance{

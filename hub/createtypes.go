@@ -19,10 +19,12 @@ import (
 // (keptTypes) and the transaction compares: when the Type it reads is not
 // the one the value was checked against (deleted and registered again with
 // another schema, by this or another process), the value is checked again
-// there, against the Type the instance is created with. A refusal by a kept
-// Type is confirmed on the Type as stored before it is returned, so a
-// stale Type never refuses a value. Either way the verdict, its message
-// included, is the one a check on the current Type gives.
+// there, against the Type the instance is created with (in that race a
+// value already sent to an external backend is taken back, as after any
+// failed transaction). A refusal by a kept Type is confirmed on the Type
+// as stored before it is returned, so a stale Type never refuses a value.
+// Either way the verdict, its message included, is the one a check on the
+// current Type gives.
 
 // keptType is what a create's check used of a registered Type revision.
 type keptType struct {
@@ -120,7 +122,7 @@ func (h *Hub) recheckValues(ref cairn.TypeRef, t cairn.Type, items []*pending) e
 	var kt *keptType
 	var errs []error
 	for _, p := range items {
-		if p.inst.TypeRef != ref || !p.checked || h.matches(p.checkedType, t) {
+		if p.inst.TypeRef != ref || h.matches(p.checkedType, t) {
 			continue
 		}
 		if kt == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // TestCreateChecksTheCurrentType: a create checks its value against the
@@ -99,5 +100,57 @@ func TestCreateChecksTheCurrentType(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCreateRecheckTakesBackExternalValue: a value that passed the kept
+// Type but not the Type the transaction pins (changed by another hub) was
+// already sent to its external backend; the create fails as a check on the
+// current Type does, and the backend's write is taken back.
+func TestCreateRecheckTakesBackExternalValue(t *testing.T) {
+	e := newEnv(t)
+	other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filesID, files := e.addBackend("files", true, "")
+	ref := cairn.TypeRef{Path: "cap.type.kept.external", Revision: "0.1.0"}
+	apply := func(h *hub.Hub, schema string) {
+		t.Helper()
+		if _, _, err := h.ApplyType(e.ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(schema)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := func(alias, value string) hub.NewInstance {
+		return hub.NewInstance{Alias: alias, TypeRef: ref, Value: json.RawMessage(value), Backend: &hub.BackendInput{ID: filesID}}
+	}
+	apply(e.h, `{"type":"object"}`)
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{in("first", `{"n":1}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteInstance(e.ctx, out[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteType(e.ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	apply(other, `{"type":"object","required":["name"]}`)
+	creates, deletes := len(files.called("OnCreate")), len(files.called("OnDelete"))
+
+	_, err = e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{in("second", `{"n":2}`)}})
+	_, want := other.CreateInstances(cairn.WithDryRun(e.ctx), hub.CreateRequest{Instances: []hub.NewInstance{in("second", `{"n":2}`)}})
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("create: %v, want the current Type's refusal %v", err, want)
+	}
+	if got := len(files.called("OnCreate")) - creates; got != 1 {
+		t.Fatalf("%d OnCreate calls, want 1 (the kept Type passed the value)", got)
+	}
+	if got := len(files.called("OnDelete")) - deletes; got != 1 {
+		t.Fatalf("%d OnDelete calls, want 1: the refused create's value taken back", got)
+	}
+	list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: ref.Path}, false)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("instances of %s: %v %v, want none", ref, list, err)
 	}
 }
