@@ -303,4 +303,8 @@ const SystemNamespace = "cairn-system"
 // SystemActor is the createdBy of what the hub registers itself.
 const SystemActor = "cairn"
 
-func newID() string { return uuid.NewString() }
+// newID returns a new instance id: a UUIDv7 (RFC 9562), time-ordered, so
+// the store's tables and indexes keyed by instance id take a new instance
+// at their end (one page per commit) rather than at a random leaf each.
+// Ids are opaque otherwise; instances created with v4 ids keep them.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -327,8 +327,8 @@ func TestCreateDefaults(t *testing.T) {
 		t.Errorf("generated alias = %q, want the id %q", out[0].Alias, id)
 	}
 	inst := e.get(id)
-	// The name is readable: the Type's last node and the id's first 8.
-	if want := "config-" + id[:8]; inst.Namespace != "default" || inst.Name != want {
+	// The name is readable: the Type's last node and the id's last 8.
+	if want := "config-" + id[28:]; inst.Namespace != "default" || inst.Name != want {
 		t.Errorf("namespace/name = %s/%s, want default/%s", inst.Namespace, inst.Name, want)
 	}
 	if inst.Backend != (cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true}) {

@@ -11,9 +11,11 @@ import (
 // defaultName is the name of an instance created without one: readable in
 // a listing rather than a bare id. It is the alias the caller gave, else
 // the last node of the Type path, made a DNS subdomain and followed by the
-// first 8 characters of the id, so that instances created with the same
+// last 8 hex digits of the id, so that instances created with the same
 // alias (aliases are batch-local) or of the same Type do not collide:
-// "db-3f9c2a1e", "config-7d41b0c2".
+// "db-3f9c2a1e", "config-7d41b0c2". The last digits, not the first: ids
+// are UUIDv7 (newID), whose first 12 digits are the creation time, alike
+// for every instance created in the same minute; the last are random.
 func defaultName(alias, typePath, id string) string {
 	base := alias
 	if base == "" {
@@ -34,7 +36,7 @@ func defaultName(alias, typePath, id string) string {
 	}
 	suffix := strings.ReplaceAll(id, "-", "")
 	if len(suffix) > 8 {
-		suffix = suffix[:8]
+		suffix = suffix[len(suffix)-8:]
 	}
 	if s == "" {
 		return id

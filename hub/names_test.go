@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
 )
@@ -18,10 +20,19 @@ func TestDefaultNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"my-db-" + out[0].ID[:8], "given", "release-" + out[2].ID[:8]} {
+	for i, want := range []string{"my-db-" + out[0].ID[28:], "given", "release-" + out[2].ID[28:]} {
 		if got := out[i].Instance.Name; got != want {
 			t.Errorf("instance %d: name %q, want %q", i, got, want)
 		}
+	}
+	// Ids are UUIDv7, in creation order (the store appends them).
+	for i, o := range out {
+		if u, err := uuid.Parse(o.ID); err != nil || u.Version() != 7 {
+			t.Errorf("instance %d: id %q is not a UUIDv7 (%v)", i, o.ID, err)
+		}
+	}
+	if !(out[0].ID < out[1].ID && out[1].ID < out[2].ID) {
+		t.Errorf("ids %s, %s, %s are not in creation order", out[0].ID, out[1].ID, out[2].ID)
 	}
 	// The same alias in another batch (aliases are batch-local) is no clash.
 	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "My_DB", TypeRef: cfgType}}}); err != nil {
