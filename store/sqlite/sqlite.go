@@ -195,6 +195,17 @@ func isForeignKeyFailure(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+// isUniqueFailure reports whether err is SQLite refusing a row whose
+// primary key or unique columns another row has.
+func isUniqueFailure(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code()
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
 // classify turns a busy or locked database into CodeUnavailable: the caller
 // may retry, and façades map it to 503.
 // migrateRetrying migrates, trying again while the database answers busy

@@ -15,24 +15,6 @@ import (
 )
 
 func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
-	// Under BEGIN IMMEDIATE nobody can take the id or name between this
-	// check and the insert; checking first lets the error say which is taken.
-	var takenID, takenPath, takenNS, takenName string
-	err := t.queryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
-		Scan(&takenID, &takenPath, &takenNS, &takenName)
-	switch {
-	case err == nil && takenID == in.ID:
-		return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
-	case err == nil:
-		return &cairn.Error{
-			Code: cairn.CodeAlreadyExists,
-			Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
-			IDs:  []string{takenID},
-		}
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
-	}
-
 	rv := in.Latest
 	if rv.ResourceVersion == 0 { // unset: the first version is 1 anyway
 		rv.ResourceVersion = 1
@@ -58,9 +40,17 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err != nil {
 		return err
 	}
+	// The id's and the name's unique indexes refuse a taken one (only
+	// this statement fails; the transaction goes on): the instance that
+	// has it is looked up only then, to name it in the error.
 	if _, err := t.exec(ctx, qInsertInstance,
 		in.ID, in.TypeRef.Path, in.TypeRef.Revision, store.RevisionKey(in.TypeRef.Revision), in.Namespace, in.Name, in.Alias,
 		annotations, in.Backend.ID, in.Backend.Abstract, in.LockedBy, createdAt, rv.ResourceVersion, status, managed); err != nil {
+		if isUniqueFailure(err) {
+			if terr := t.taken(ctx, in); terr != nil {
+				return terr
+			}
+		}
 		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
 	}
 	if err := t.insertVersion(ctx, in.ID, rv); err != nil {
@@ -73,6 +63,27 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 		return err
 	}
 	return t.recordChange(ctx, store.Added, in.ID)
+}
+
+// taken returns the error for an instance whose id or name another
+// instance has, nil when none has.
+func (t *tx) taken(ctx context.Context, in cairn.Instance) error {
+	var takenID, takenPath, takenNS, takenName string
+	err := t.queryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
+		Scan(&takenID, &takenPath, &takenNS, &takenName)
+	switch {
+	case err == nil && takenID == in.ID:
+		return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
+	case err == nil:
+		return &cairn.Error{
+			Code: cairn.CodeAlreadyExists,
+			Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
+			IDs:  []string{takenID},
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
+	}
+	return nil
 }
 
 // recordChange appends to the change log and stamps the instance with the
