@@ -119,6 +119,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 	if err := sqlTx.Commit(); err != nil {
 		return classify(fmt.Errorf("sqlite: commit: %w", err))
 	}
+	s.ckpt.committed(s.w)
 	return nil
 }
 
@@ -203,7 +204,9 @@ func (s *Store) runGroup(group []*writeOp) {
 		for _, op := range ran {
 			op.err = err
 		}
+		return
 	}
+	s.ckpt.committed(s.w)
 }
 
 // failRest sets err on the members of a group that did not get to run.

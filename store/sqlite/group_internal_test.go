@@ -266,9 +266,13 @@ func hubCreate(id string, n int) func(ctx context.Context, tx store.Tx) error {
 
 // hubStore is a store with the Flag Type and the built-in backend's
 // instance that hubCreate needs, and 1,000 Flags already.
-func hubStore(b *testing.B, newID func() string) *Store {
-	s := groupStore(b)
-	err := s.Update(b.Context(), func(ctx context.Context, tx store.Tx) error {
+func hubStore(b *testing.B, newID func() string, opts ...Option) *Store {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "cairn.db"), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	err = s.Update(b.Context(), func(ctx context.Context, tx store.Tx) error {
 		if err := tx.CreateType(ctx, cairn.Type{Path: flag(0).TypeRef.Path, Revision: flag(0).TypeRef.Revision}); err != nil {
 			return err
 		}
@@ -311,6 +315,33 @@ func BenchmarkHubCreates(b *testing.B) {
 				for pb.Next() {
 					n := int(next.Add(1))
 					if err := s.Update(context.Background(), hubCreate(bc.newID(), n)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCheckpoints runs BenchmarkHubCreates' transaction from 16
+// writers with SQLite's own checkpoints inside the committing writer (the
+// baseline) and with the checkpointer's, off the write path.
+func BenchmarkCheckpoints(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		checkpoint int
+	}{{"in-writer", 0}, {"background", checkpointPages}} {
+		b.Run(bc.name, func(b *testing.B) {
+			newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+			s := hubStore(b, newID, func(o *options) { o.checkpoint = bc.checkpoint })
+			var next atomic.Int64
+			b.SetParallelism(8) // 16 writers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := int(next.Add(1))
+					if err := s.Update(context.Background(), hubCreate(newID(), n)); err != nil {
 						b.Error(err)
 						return
 					}

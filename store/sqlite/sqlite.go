@@ -33,6 +33,12 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	maxReaders  int
+	// checkpoint and walLimit are the checkpointer's and the writer's
+	// checkpoint thresholds in pages (checkpointPages, walLimitPages;
+	// tests set smaller ones). With checkpoint 0 there is no
+	// checkpointer and the writer checkpoints at SQLite's default, as
+	// before (the baseline of a benchmark).
+	checkpoint, walLimit int
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -58,6 +64,9 @@ type Store struct {
 	position positionCache
 	// commit groups concurrent Updates into one transaction (group.go).
 	commit committer
+	// ckpt copies the WAL into the database off the write path
+	// (checkpoint.go).
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -66,7 +75,8 @@ var _ store.Store = (*Store)(nil)
 // database at path and migrates its schema to the version this binary knows.
 // It refuses a database whose schema is newer than that (ErrSchemaTooNew).
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{busyTimeout: 5 * time.Second, maxReaders: max(4, runtime.GOMAXPROCS(0))}
+	o := options{busyTimeout: 5 * time.Second, maxReaders: max(4, runtime.GOMAXPROCS(0)),
+		checkpoint: checkpointPages, walLimit: walLimitPages}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -82,7 +92,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{path: abs, position: positionCache{shmPath: abs + "-shm"}}
-	s.w, err = sql.Open("sqlite", dsn(abs, o, false))
+	s.w, err = sql.Open("sqlite", dsn(abs, o, roleWriter))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -95,7 +105,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	s.r, err = sql.Open("sqlite", dsn(abs, o, true))
+	s.r, err = sql.Open("sqlite", dsn(abs, o, roleReader))
 	if err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -113,12 +123,34 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, err)
 	}
+	if o.checkpoint <= 0 {
+		return s, nil
+	}
+	ckdb, err := sql.Open("sqlite", dsn(abs, o, roleCheckpointer))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	ckdb.SetMaxOpenConns(1)
+	ckdb.SetMaxIdleConns(1)
+	ckdb.SetConnMaxLifetime(0)
+	ckdb.SetConnMaxIdleTime(0)
+	s.ckpt = newCheckpointer(ckdb, abs+"-shm", o.checkpoint, o.walLimit)
 	return s, nil
 }
 
+// role is what a connection pool is for.
+type role int
+
+const (
+	roleWriter       role = iota // the one writer connection
+	roleReader                   // the query-only pool
+	roleCheckpointer             // the checkpointer's connection
+)
+
 // dsn builds a modernc.org/sqlite URI. The path is escaped so that '?', '#'
 // and '%' in a file name cannot be read as URI syntax.
-func dsn(path string, o options, readOnly bool) string {
+func dsn(path string, o options, r role) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -127,14 +159,22 @@ func dsn(path string, o options, readOnly bool) string {
 	// Deleted and rewritten rows are zeroed, not left in free pages: values
 	// re-encrypted at rest (package atrest) or deleted leave no plaintext.
 	q.Add("_pragma", "secure_delete(1)")
-	if readOnly {
+	switch r {
+	case roleReader:
 		q.Add("_pragma", "query_only(1)")
-	} else {
+	case roleWriter:
 		q.Set("_txlock", "immediate")
 		// The savepoints of a group commit (group.go) keep their undo
 		// pages in a sub-journal, which would otherwise spill to a
 		// temporary file past 64 KiB: a write syscall per page.
 		q.Add("_pragma", "temp_store(MEMORY)")
+		// The checkpointer copies the WAL into the database and has
+		// the writer restart it (checkpoint.go); SQLite's own
+		// autocheckpoint stays as a fallback, should the WAL index be
+		// unreadable.
+		if o.checkpoint > 0 {
+			q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", 2*o.walLimit))
+		}
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
 	return u.String()
@@ -150,12 +190,16 @@ func (s *Store) Compact(ctx context.Context) error {
 	return nil
 }
 
-// Close releases both connection pools.
+// Close releases the connection pools. The writer, closed last, copies
+// what is left of the WAL into the database and removes it.
 func (s *Store) Close() error {
+	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.close())
+	}
 	s.position.close()
 	closeAll(s.wr.shared)
 	closeAll(s.rd.shared)
-	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
