@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,16 +13,17 @@ import (
 	"github.com/cairn-dev/cairn/store"
 )
 
-func scanInstance(sc interface{ Scan(...any) error }) (cairn.Instance, error) {
+// scanInstance reads instanceColumns, and into extra the columns after them.
+func scanInstance(sc interface{ Scan(...any) error }, extra ...any) (cairn.Instance, error) {
 	var (
 		in                            cairn.Instance
 		annotations, attrs, rvContext sql.NullString
 		status, managed               sql.NullString
 		createdAt, rvCreatedAt        sql.NullInt64
 	)
-	if err := sc.Scan(&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
+	if err := sc.Scan(append([]any{&in.ID, &in.TypeRef.Path, &in.TypeRef.Revision, &in.Namespace, &in.Name, &in.Alias, &annotations,
 		&in.Backend.ID, &in.Backend.Abstract, &in.LockedBy, &createdAt, &in.Seq, &status, &managed,
-		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext); err != nil {
+		&in.Latest.ResourceVersion, &in.Latest.CreatedBy, &rvCreatedAt, &attrs, &rvContext}, extra...)...); err != nil {
 		return cairn.Instance{}, err
 	}
 	in.CreatedAt = decodeTime(createdAt)
@@ -76,12 +79,7 @@ func (r reader) queryInstances(ctx context.Context, relations bool, query string
 		}
 		in.Labels[key] = value
 	}
-	if len(ids) == 1 {
-		err = r.each(ctx, addLabel, qLabelsOfOne, ids[0])
-	} else {
-		err = r.each(ctx, addLabel, qLabelsOf, idList(ids))
-	}
-	if err != nil {
+	if err := r.each(ctx, addLabel, qLabelsOf, idList(ids)); err != nil {
 		return nil, fmt.Errorf("labels: %w", err)
 	}
 	if !relations {
@@ -119,16 +117,21 @@ func (r reader) GetInstancesBrief(ctx context.Context, ids []string) ([]cairn.In
 }
 
 func (r reader) getInstances(ctx context.Context, ids []string, relations bool) ([]cairn.Instance, error) {
-	if len(ids) == 0 {
+	switch len(ids) {
+	case 0:
 		return nil, nil
+	case 1:
+		q := qOneBriefByID
+		if relations {
+			q = qOneByID
+		}
+		in, ok, err := r.getOne(ctx, relations, q, ids[0])
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []cairn.Instance{in}, nil
 	}
-	var found []cairn.Instance
-	var err error
-	if len(ids) == 1 {
-		found, err = r.queryInstances(ctx, relations, qInstanceByID, ids[0])
-	} else {
-		found, err = r.queryInstances(ctx, relations, qInstancesByID, idList(ids))
-	}
+	found, err := r.queryInstances(ctx, relations, qInstancesByID, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get instances: %w", err)
 	}
@@ -145,15 +148,46 @@ func (r reader) getInstances(ctx context.Context, ids []string, relations bool) 
 	return out, nil
 }
 
+// getOne reads one instance with one of the qOne statements; ok is false
+// when there is none.
+func (r reader) getOne(ctx context.Context, relations bool, q string, args ...any) (in cairn.Instance, ok bool, err error) {
+	var labels, uses, usedBy sql.NullString
+	in, err = scanInstance(r.queryRow(ctx, q, args...), &labels, &uses, &usedBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cairn.Instance{}, false, nil
+	}
+	if err != nil {
+		return cairn.Instance{}, false, fmt.Errorf("sqlite: get instance: %w", err)
+	}
+	if labels.Valid && labels.String != "{}" {
+		if err := json.Unmarshal([]byte(labels.String), &in.Labels); err != nil {
+			return cairn.Instance{}, false, fmt.Errorf("sqlite: labels of %s: %w", in.ID, err)
+		}
+	}
+	if !relations {
+		in.Uses, in.UsedBy = nil, nil
+		return in, true, nil
+	}
+	for _, rel := range []struct {
+		col sql.NullString
+		to  *[]string
+	}{{uses, &in.Uses}, {usedBy, &in.UsedBy}} {
+		if err := json.Unmarshal([]byte(rel.col.String), rel.to); err != nil {
+			return cairn.Instance{}, false, fmt.Errorf("sqlite: relations of %s: %w", in.ID, err)
+		}
+	}
+	return in, true, nil
+}
+
 func (r reader) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error) {
-	found, err := r.queryInstances(ctx, true, qInstanceByName, typePath, namespace, name)
+	in, ok, err := r.getOne(ctx, true, qOneByName, typePath, namespace, name)
 	if err != nil {
 		return cairn.Instance{}, fmt.Errorf("sqlite: get instance %s/%s/%s: %w", typePath, namespace, name, err)
 	}
-	if len(found) == 0 {
+	if !ok {
 		return cairn.Instance{}, cairn.Errorf(cairn.CodeNotFound, "instance %q not found", typePath+"/"+namespace+"/"+name)
 	}
-	return found[0], nil
+	return in, nil
 }
 
 func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]cairn.Instance, error) {

@@ -19,20 +19,32 @@ AND NOT EXISTS (SELECT 1 FROM instances WHERE type_path = ?1 AND type_revision =
 
 	// instanceSelect reads an instance with its latest resource version in
 	// one row; callers append WHERE and ORDER BY.
-	instanceSelect = `SELECT i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
+	instanceSelect  = `SELECT ` + instanceColumns + instanceFrom
+	instanceColumns = `i.id, i.type_path, i.type_revision, i.namespace, i.name, i.alias, i.annotations,
 	i.backend_id, i.backend_abstract, i.locked_by, i.created_at, i.seq, i.status, i.managed_fields,
-	v.resource_version, v.created_by, v.created_at, v.attributes, v.context
+	v.resource_version, v.created_by, v.created_at, v.attributes, v.context`
+	instanceFrom = `
 FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv`
 	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, i.created_at DESC, i.id`
 	// otherOrder sorts uses edges by the instance at the other end, o.
 	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, o.created_at DESC, o.id`
 
 	qInstancesByID = instanceSelect + ` WHERE i.id IN (SELECT value FROM json_each(?))`
-	// qInstanceByID and qLabelsOfOne are the one-id forms (the hub's
-	// writes read one instance at a time): no JSON list to build and walk.
-	qInstanceByID    = instanceSelect + ` WHERE i.id = ?`
-	qLabelsOfOne     = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id = ?`
-	qInstanceByName  = instanceSelect + ` WHERE i.type_path = ? AND i.namespace = ? AND i.name = ?`
+
+	// One instance (what the hub's writes and a GET read) is read with one
+	// statement, which needs no read transaction for a consistent answer:
+	// its labels, uses and usedBy come as JSON columns after
+	// instanceColumns (NULL, NULL for a brief read, without relations).
+	labelsJSON = `(SELECT json_group_object(key, value) FROM instance_labels WHERE instance_id = i.id)`
+	usesJSON   = `(SELECT json_group_array(u.to_id` + otherOrder + `)
+	FROM uses u JOIN instances o ON o.id = u.to_id WHERE u.from_id = i.id)`
+	usedByJSON = `(SELECT json_group_array(u.from_id` + otherOrder + `)
+	FROM uses u JOIN instances o ON o.id = u.from_id WHERE u.to_id = i.id)`
+	qOneByID      = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, ` + usesJSON + `, ` + usedByJSON + instanceFrom + ` WHERE i.id = ?`
+	qOneBriefByID = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, NULL, NULL` + instanceFrom + ` WHERE i.id = ?`
+	qOneByName    = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, ` + usesJSON + `, ` + usedByJSON + instanceFrom +
+		` WHERE i.type_path = ? AND i.namespace = ? AND i.name = ?`
+
 	qListInstanceAll = instanceSelect + instanceOrder
 	qLabelsOf        = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id IN (SELECT value FROM json_each(?))`
 	qUsesOf          = `SELECT u.from_id, u.to_id, '' FROM uses u JOIN instances o ON o.id = u.to_id
@@ -95,7 +107,7 @@ ON CONFLICT (instance_id) DO UPDATE SET locked_by = excluded.locked_by`
 func readQueries() []string {
 	return []string{
 		qGetType, qListTypesAll, qCountInstance,
-		qInstancesByID, qInstanceByID, qLabelsOfOne, qInstanceByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
+		qInstancesByID, qOneByID, qOneBriefByID, qOneByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
 		qVersions, qVersionsOf, qVersion,
 		qValue, qValues, qHasValues, qValueLock,
 		qChanges, qPrunedThrough, qLastSeq,

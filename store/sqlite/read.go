@@ -21,19 +21,27 @@ func (s *Store) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type
 	return s.pool().ListTypes(ctx, f)
 }
 
+// One instance is read with one statement (reader.getOne), consistent
+// without a read transaction.
+
 func (s *Store) GetInstances(ctx context.Context, ids []string) (out []cairn.Instance, err error) {
+	if len(ids) == 1 {
+		return s.pool().GetInstances(ctx, ids)
+	}
 	err = s.view(ctx, func(r reader) error { out, err = r.GetInstances(ctx, ids); return err })
 	return out, err
 }
 
 func (s *Store) GetInstancesBrief(ctx context.Context, ids []string) (out []cairn.Instance, err error) {
+	if len(ids) == 1 {
+		return s.pool().GetInstancesBrief(ctx, ids)
+	}
 	err = s.view(ctx, func(r reader) error { out, err = r.GetInstancesBrief(ctx, ids); return err })
 	return out, err
 }
 
-func (s *Store) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (in cairn.Instance, err error) {
-	err = s.view(ctx, func(r reader) error { in, err = r.GetInstanceByName(ctx, typePath, namespace, name); return err })
-	return in, err
+func (s *Store) GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error) {
+	return s.pool().GetInstanceByName(ctx, typePath, namespace, name)
 }
 
 func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) (out []cairn.Instance, err error) {
