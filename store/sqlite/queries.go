@@ -77,7 +77,8 @@ WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
 	qVersion           = `SELECT ` + versionColumns + ` FROM resource_versions WHERE instance_id = ? AND resource_version = ?`
 	qLatestVersion     = `SELECT latest_rv FROM instances WHERE id = ?`
 	qInsertVersion     = `INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context) VALUES (?, ?, ?, ?, ?, ?)`
-	qSetLatest         = `UPDATE instances SET latest_rv = ? WHERE id = ?`
+	qSetLatest         = `UPDATE instances SET latest_rv = ?1 WHERE id = ?2 AND latest_rv = ?1 - 1`
+	qUnsetLatest       = `UPDATE instances SET latest_rv = ?1 - 1 WHERE id = ?2 AND latest_rv = ?1`
 	qDeleteLatestAttrs = `DELETE FROM latest_attributes WHERE instance_id = ?`
 	qInsertLatestAttr  = `INSERT INTO latest_attributes (instance_id, path, revision) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
@@ -119,7 +120,7 @@ func writeQueries() []string {
 		qInsertType, qInsertParent, qDeleteType,
 		qTakenInstance, qInsertInstance, qInsertLabel, qDeleteLabels, qSetAnnotations, qMissing, qSetLockedBy,
 		qInsertUses, qInstanceExists, qUsersOf, qDeleteInstance,
-		qLatestVersion, qInsertVersion, qSetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
+		qLatestVersion, qInsertVersion, qSetLatest, qUnsetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
 		qPutValue, qDeleteValues, qDeleteValue, qClearLock, qSetLock,
 		qRecordChange, qSetSeq, qPruneChanges, qSetPruned,
 	}

@@ -95,26 +95,36 @@ func (r reader) ResourceVersion(ctx context.Context, id string, rv int) (cairn.R
 }
 
 func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error {
-	var latest int
-	err := t.queryRow(ctx, qLatestVersion, id).Scan(&latest)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(id)
+	row, err := versionRow(id, rv)
+	if err != nil {
+		return err
 	}
+	// The instance moves to rv only from the version before it; when it
+	// does not, the latest version is read to say why.
+	n, err := t.exec(ctx, qSetLatest, rv.ResourceVersion, id)
 	if err != nil {
 		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
 	}
-	if rv.ResourceVersion != latest+1 {
+	if n == 0 {
+		var latest int
+		err := t.queryRow(ctx, qLatestVersion, id).Scan(&latest)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
+		}
 		return &cairn.Error{
 			Code: cairn.CodeConflict,
 			Msg:  fmt.Sprintf("instance %q: resource version %d is not the next one (latest is %d)", id, rv.ResourceVersion, latest),
 			IDs:  []string{id},
 		}
 	}
-	if err := t.insertVersion(ctx, id, rv); err != nil {
-		return err
-	}
-	if _, err := t.exec(ctx, qSetLatest, rv.ResourceVersion, id); err != nil {
-		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
+	if _, err := t.exec(ctx, qInsertVersion, row...); err != nil {
+		// Put latest_rv back: a caller that goes on after this error
+		// must not find the instance pointing at a version not there.
+		_, rerr := t.exec(ctx, qUnsetLatest, rv.ResourceVersion, id)
+		return errors.Join(fmt.Errorf("sqlite: insert resource version %d of %s: %w", rv.ResourceVersion, id, err), rerr)
 	}
 	if _, err := t.exec(ctx, qDeleteLatestAttrs, id); err != nil {
 		return fmt.Errorf("sqlite: add resource version to %s: %w", id, err)
@@ -127,22 +137,31 @@ func (t *tx) AddResourceVersion(ctx context.Context, id string, rv cairn.Resourc
 
 // insertVersion stores one resource version row.
 func (t *tx) insertVersion(ctx context.Context, id string, rv cairn.ResourceVersion) error {
-	createdAt, err := encodeTime(rv.CreatedAt)
+	row, err := versionRow(id, rv)
 	if err != nil {
 		return err
 	}
-	attrs, err := encodeJSON("attributes", rv.Attributes, len(rv.Attributes) == 0)
-	if err != nil {
-		return err
-	}
-	rvContext, err := encodeRaw("context", rv.Context)
-	if err != nil {
-		return err
-	}
-	if _, err := t.exec(ctx, qInsertVersion, id, rv.ResourceVersion, rv.CreatedBy, createdAt, attrs, rvContext); err != nil {
+	if _, err := t.exec(ctx, qInsertVersion, row...); err != nil {
 		return fmt.Errorf("sqlite: insert resource version %d of %s: %w", rv.ResourceVersion, id, err)
 	}
 	return nil
+}
+
+// versionRow encodes the arguments of qInsertVersion.
+func versionRow(id string, rv cairn.ResourceVersion) ([]any, error) {
+	createdAt, err := encodeTime(rv.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := encodeJSON("attributes", rv.Attributes, len(rv.Attributes) == 0)
+	if err != nil {
+		return nil, err
+	}
+	rvContext, err := encodeRaw("context", rv.Context)
+	if err != nil {
+		return nil, err
+	}
+	return []any{id, rv.ResourceVersion, rv.CreatedBy, createdAt, attrs, rvContext}, nil
 }
 
 // insertLatestAttributes indexes the latest version's attributes for
