@@ -169,6 +169,25 @@ CREATE INDEX intents_due ON intents (next_attempt);
 	`
 ALTER TABLE intents ADD COLUMN owner_id TEXT NOT NULL DEFAULT '';
 `,
+	// 7: resource versions stored in their primary key's B-tree alone
+	// (WITHOUT ROWID; the rows are small): a rowid table kept a second
+	// B-tree for the key, so every create and update inserted into two
+	// and wrote a page of each.
+	`
+CREATE TABLE resource_versions_7 (
+	instance_id      TEXT    NOT NULL REFERENCES instances (id) ON DELETE CASCADE,
+	resource_version INTEGER NOT NULL,
+	created_by       TEXT    NOT NULL DEFAULT '',
+	created_at       INTEGER,
+	attributes       TEXT,
+	context          TEXT,
+	PRIMARY KEY (instance_id, resource_version)
+) WITHOUT ROWID;
+INSERT INTO resource_versions_7 (instance_id, resource_version, created_by, created_at, attributes, context)
+	SELECT instance_id, resource_version, created_by, created_at, attributes, context FROM resource_versions;
+DROP TABLE resource_versions;
+ALTER TABLE resource_versions_7 RENAME TO resource_versions;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.
