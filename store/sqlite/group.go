@@ -62,7 +62,11 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx stor
 
 	<-op.done
 	if op.lead {
-		s.runGroup(op.group)
+		if s.runGroup(op.group) {
+			// After the members are woken: a RESTART of the WAL
+			// (checkpoint.go) delays only the writers after them.
+			s.ckpt.committed(s.w)
+		}
 		s.handOver()
 	}
 	if op.panicked != nil {
@@ -124,8 +128,9 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 }
 
 // runGroup runs the writes of group in one transaction and sets each one's
-// result; it wakes every member but the leader (group[0], the caller).
-func (s *Store) runGroup(group []*writeOp) {
+// result; it wakes every member but the leader (group[0], the caller). It
+// reports whether a transaction of several writes committed.
+func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	defer func() {
 		for _, op := range group[1:] {
 			close(op.done)
@@ -206,7 +211,7 @@ func (s *Store) runGroup(group []*writeOp) {
 		}
 		return
 	}
-	s.ckpt.committed(s.w)
+	return true
 }
 
 // failRest sets err on the members of a group that did not get to run.
