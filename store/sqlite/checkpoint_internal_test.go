@@ -239,3 +239,28 @@ func writeUntilKilled(path string) {
 }
 
 var _ store.Store = (*Store)(nil)
+
+// Compact empties the WAL while the checkpointer works beside the writes
+// (its checkpoint would otherwise hold the lock Compact needs).
+func TestCompactEmptiesTheWAL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := Open(t.Context(), path, smallCheckpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for n := 1; n <= 100; n++ {
+		if err := s.Update(t.Context(), create(n, false)); err != nil {
+			t.Fatal(err)
+		}
+		if n%25 != 0 {
+			continue
+		}
+		if err := s.Compact(t.Context()); err != nil {
+			t.Fatalf("Compact after %d writes: %v", n, err)
+		}
+		if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+			t.Fatalf("WAL after Compact: %v, %v; want empty", fi.Size(), err)
+		}
+	}
+}

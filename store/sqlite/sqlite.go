@@ -184,8 +184,19 @@ func dsn(path string, o options, r role) string {
 // it, so that page images written before (plaintext a re-encryption just
 // replaced, say) no longer sit in the -wal file.
 func (s *Store) Compact(ctx context.Context) error {
-	if _, err := s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if s.ckpt != nil {
+		// A checkpoint of the checkpointer's under way would make this
+		// one find SQLite's checkpoint lock taken and do nothing.
+		s.ckpt.running.Lock()
+		defer s.ckpt.running.Unlock()
+	}
+	var busy, frames, copied int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied); err != nil {
 		return fmt.Errorf("sqlite: checkpoint %s: %w", s.path, err)
+	}
+	if busy != 0 {
+		return &cairn.Error{Code: cairn.CodeUnavailable,
+			Msg: fmt.Sprintf("sqlite: checkpoint %s: the write-ahead log could not be emptied: readers still use it (%d of %d pages copied)", s.path, copied, frames)}
 	}
 	return nil
 }
