@@ -199,6 +199,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 			out[i].Latest.Value = s.value
 		}
 	}
+	h.committed(ctx, out)
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }
@@ -420,6 +421,16 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 	// get its own (REST serves its Seq as the resourceVersion to update
 	// from).
 	return tx.GetInstancesBrief(ctx, ids)
+}
+
+// committed hands the read cache the instances a write of this hub
+// committed, as its transaction read them after writing (relations
+// unchanged, the built-in value filled), so that it need not read them
+// back. A dry run committed nothing.
+func (h *Hub) committed(ctx context.Context, insts []cairn.Instance) {
+	if h.cache != nil && !isDryRun(ctx) {
+		h.cache.Committed(insts)
+	}
 }
 
 // rebase bases an abstract-backend update on the instance's current latest

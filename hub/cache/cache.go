@@ -11,6 +11,14 @@
 // changed instance's current row, so applying one twice or late is
 // harmless.
 //
+// The instances this process's own writes committed can be handed to the
+// cache (Committed) with their change numbers: applying the change log,
+// the cache takes them instead of reading those rows back, as long as
+// every change of the instance it applies is one it was handed. It still
+// reads the log itself, in order, so what other processes committed in
+// between is never skipped, and a handed instance is seen no earlier than
+// the change that made it.
+//
 // Relations are kept one way: an instance's Uses is read with it, and
 // UsedBy is derived from the Uses of every cached instance when read, so a
 // new user of an instance (which logs a change of the user only) is seen
@@ -71,6 +79,12 @@ type Cache struct {
 	// instead of each asking the store (ChangesAfter).
 	recent     []store.Change
 	recentFrom int64
+
+	// own holds instances as this process's own commits left them, by
+	// the change number each carries (Committed), until the cache has
+	// applied those changes. ownMu guards it.
+	ownMu sync.Mutex
+	own   map[int64]cairn.Instance
 }
 
 type nameKey struct{ path, namespace, name string }
@@ -194,12 +208,15 @@ func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 		if len(cs) == 0 {
 			break // the target was a pruned point with nothing after it
 		}
+		var mine []cairn.Instance
 		if !combined {
-			if found, err = c.read(ctx, cs); err != nil {
+			var rest []store.Change
+			mine, rest = c.takeOwn(cs)
+			if found, err = c.read(ctx, rest); err != nil {
 				return err
 			}
 		}
-		c.apply(cs, found)
+		c.apply(cs, found, mine)
 		from = cs[len(cs)-1].Seq
 	}
 	return nil
@@ -235,8 +252,107 @@ func (c *Cache) load(ctx context.Context) error {
 	return nil
 }
 
+// maxOwn bounds the instances kept from own commits while the cache does
+// not apply the log (nothing reads): past it, further ones are read back
+// from the store as other processes' are.
+const maxOwn = 1024
+
+// Committed hands the cache instances as a write of this process left
+// them when it committed: each as of the change its Seq names, with its
+// value filled when the built-in backend holds it, and with relations the
+// write did not change (Uses and UsedBy are ignored). The cache takes
+// them when it applies those changes, instead of reading the rows back.
+func (c *Cache) Committed(insts []cairn.Instance) {
+	if _, combined := c.src.(changeReader); combined {
+		return // its log brings the rows in the same round trip
+	}
+	c.mu.RLock()
+	loaded, applied := c.loaded, c.applied
+	c.mu.RUnlock()
+	if !loaded {
+		return // the load reads everything anyway
+	}
+	c.ownMu.Lock()
+	defer c.ownMu.Unlock()
+	for _, inst := range insts {
+		if inst.ID == "" || inst.Seq <= applied {
+			continue
+		}
+		if c.own == nil {
+			c.own = map[int64]cairn.Instance{}
+		}
+		if len(c.own) >= maxOwn {
+			return
+		}
+		inst.Labels = maps.Clone(inst.Labels)
+		inst.Annotations = maps.Clone(inst.Annotations)
+		inst.Uses, inst.UsedBy = nil, nil
+		c.own[inst.Seq] = inst
+	}
+}
+
+// takeOwn splits what applying cs needs: the instances handed by own
+// commits that stand for every change cs holds of them, and the changes
+// of the others, whose rows are read. An instance is taken only when the
+// cache holds it already (its relations are those the commits kept) and
+// every change of it in cs was handed: a change by another process, a
+// delete among them, has its row read. The handed instances of cs are
+// forgotten. c.applying is held.
+func (c *Cache) takeOwn(cs []store.Change) (mine []cairn.Instance, rest []store.Change) {
+	c.ownMu.Lock()
+	if len(c.own) == 0 {
+		c.ownMu.Unlock()
+		return nil, cs
+	}
+	latest := map[string]cairn.Instance{}
+	other := map[string]bool{}
+	for _, ch := range cs {
+		inst, ok := c.own[ch.Seq]
+		if ok {
+			delete(c.own, ch.Seq)
+		}
+		if !ok || inst.ID != ch.InstanceID || ch.Kind == store.Deleted {
+			other[ch.InstanceID] = true
+			continue
+		}
+		latest[ch.InstanceID] = inst // cs is in change order
+	}
+	last := cs[len(cs)-1].Seq
+	for seq := range c.own {
+		if seq <= last { // not in the log (a change of another instance): never applied
+			delete(c.own, seq)
+		}
+	}
+	c.ownMu.Unlock()
+	if len(latest) == 0 {
+		return nil, cs
+	}
+	c.mu.RLock()
+	for id, inst := range latest {
+		if _, cached := c.objs[id]; cached && !other[id] {
+			mine = append(mine, inst)
+		} else {
+			delete(latest, id)
+		}
+	}
+	c.mu.RUnlock()
+	if len(mine) == 0 {
+		return nil, cs
+	}
+	rest = make([]store.Change, 0, len(cs)-len(mine))
+	for _, ch := range cs {
+		if _, taken := latest[ch.InstanceID]; !taken {
+			rest = append(rest, ch)
+		}
+	}
+	return mine, rest
+}
+
 // read reads the instances cs name, as they are now, with their values.
 func (c *Cache) read(ctx context.Context, cs []store.Change) ([]cairn.Instance, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
 	ids := make([]string, 0, len(cs))
 	seen := make(map[string]bool, len(cs))
 	for _, ch := range cs {
@@ -255,9 +371,10 @@ func (c *Cache) read(ctx context.Context, cs []store.Change) ([]cairn.Instance, 
 	return found, nil
 }
 
-// apply stores found, the instances cs name as read after them; those
-// not found were deleted.
-func (c *Cache) apply(cs []store.Change, found []cairn.Instance) {
+// apply stores found, the instances cs name as read after them, and
+// mine, those that own commits handed for every change of them in cs;
+// those of cs in neither were deleted.
+func (c *Cache) apply(cs []store.Change, found, mine []cairn.Instance) {
 	seen := make(map[string]bool, len(cs))
 	for _, ch := range cs {
 		seen[ch.InstanceID] = true
@@ -267,6 +384,10 @@ func (c *Cache) apply(cs []store.Change, found []cairn.Instance) {
 	for _, inst := range found {
 		delete(seen, inst.ID)
 		c.put(inst)
+	}
+	for _, inst := range mine {
+		delete(seen, inst.ID)
+		c.putOwn(inst)
 	}
 	for id := range seen { // changed and no longer there: deleted
 		c.remove(id)
@@ -390,7 +511,14 @@ func (c *Cache) put(inst cairn.Instance) {
 	}
 	storeUsers := inst.UsedBy
 	inst.UsedBy = nil
-	e := &entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)}
+	c.index(&entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)})
+	c.syncUsers(inst.ID, storeUsers)
+}
+
+// index adds e to the maps, and its edges to the instances it uses. c.mu
+// is held.
+func (c *Cache) index(e *entry) {
+	inst := &e.inst
 	c.objs[inst.ID] = e
 	c.byName[nameKey{inst.TypeRef.Path, inst.Namespace, inst.Name}] = e
 	ti := c.byType[inst.TypeRef.Path]
@@ -408,7 +536,28 @@ func (c *Cache) put(inst cairn.Instance) {
 		}
 		users[inst.ID] = struct{}{}
 	}
-	c.syncUsers(inst.ID, storeUsers)
+}
+
+// putOwn stores inst, handed by an own commit, keeping the relations
+// cached for it: the commit did not change them. A cached instance read
+// after a later change (a row read is as of the read) is kept. c.mu is
+// held.
+func (c *Cache) putOwn(inst cairn.Instance) {
+	old, ok := c.objs[inst.ID]
+	if !ok || old.inst.Seq >= inst.Seq {
+		return
+	}
+	inst.Uses = old.inst.Uses
+	inst.UsedBy = nil
+	o := &old.inst
+	if inst.TypeRef == o.TypeRef && inst.Namespace == o.Namespace && inst.Name == o.Name && inst.CreatedAt.Equal(o.CreatedAt) {
+		// Where it sorts and what it uses are unchanged (an update): the
+		// entry is replaced in place and the type's order stays sorted.
+		old.inst = inst
+		return
+	}
+	c.unindex(old)
+	c.index(&entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)})
 }
 
 // syncUsers makes the cached users of id those the store named: an edge

@@ -1,0 +1,187 @@
+package cache_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/hub/cache"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/sqlite"
+)
+
+// countingStore counts the instance rows the cache reads back.
+type countingStore struct {
+	store.Store
+	rows atomic.Int64
+}
+
+func (s *countingStore) GetInstances(ctx context.Context, ids []string) ([]cairn.Instance, error) {
+	s.rows.Add(int64(len(ids)))
+	return s.Store.GetInstances(ctx, ids)
+}
+
+// ownFixture is a cache synced to a SQLite file, the hub whose commits it
+// is handed ("this process"), and a second store and hub on the same file
+// ("another process"), whose commits it only learns from the log.
+type ownFixture struct {
+	src     *countingStore
+	c       *cache.Cache
+	mine    *hub.Hub
+	other   *hub.Hub
+	byName  map[string]cairn.Instance
+	storeRd store.Store
+}
+
+func newOwnFixture(t *testing.T) *ownFixture {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "own.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mine, err := hub.New(ctx, hub.Config{Store: st, NoReadCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ins []hub.NewInstance
+	for _, n := range []string{"x", "y", "z"} {
+		ins = append(ins, hub.NewInstance{Alias: n, TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+			Namespace: "default", Name: n, Labels: map[string]string{"v": "0"}, Value: json.RawMessage(`{"v":0}`)})
+	}
+	if _, err := mine.CreateInstances(ctx, hub.CreateRequest{Instances: ins, UsesRelations: []hub.UsesRelation{{From: "x", To: "z"}}}); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st2.Close() })
+	other, err := hub.New(ctx, hub.Config{Store: st2, NoReadCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &ownFixture{src: &countingStore{Store: st}, mine: mine, other: other, byName: map[string]cairn.Instance{}, storeRd: st}
+	f.c = cache.New(f.src)
+	if err := f.c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range all {
+		f.byName[in.Name] = in
+	}
+	f.src.rows.Store(0)
+	return f
+}
+
+// update writes a new value and label to the instance named name through
+// h; through f.mine the cache is handed the commit, as the hub hands it
+// its own.
+func (f *ownFixture) update(t *testing.T, h *hub.Hub, name, v string) cairn.Instance {
+	t.Helper()
+	out, err := h.UpdateInstances(context.Background(), []hub.UpdateInstance{{ID: f.byName[name].ID,
+		Value: json.RawMessage(`{"v":"` + v + `"}`), Labels: map[string]string{"v": v}, ManagedFields: json.RawMessage(`[{"manager":"` + v + `"}]`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h == f.mine {
+		f.c.Committed(out)
+	}
+	return out[0]
+}
+
+// check asserts that a consistent read of each named instance from the
+// cache is what the store holds now, value and relations included.
+func (f *ownFixture) check(t *testing.T, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range names {
+		id := f.byName[n].ID
+		got, ok, err := f.c.Get(ctx, id, true)
+		if err != nil || !ok {
+			t.Fatalf("%s: ok %v, err %v", n, ok, err)
+		}
+		want, err := f.storeRd.GetInstances(ctx, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.storeRd.Value(ctx, id, want[0].Latest.ResourceVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[0].Latest.Value = v
+		if !reflect.DeepEqual(got, want[0]) {
+			t.Fatalf("%s: the cache has\n%+v\nthe store\n%+v", n, got, want[0])
+		}
+	}
+}
+
+// TestOwnCommitsNotReadBack: instances handed by own commits are applied
+// without reading their rows, and are what the store holds.
+func TestOwnCommitsNotReadBack(t *testing.T) {
+	f := newOwnFixture(t)
+	f.update(t, f.mine, "x", "1")
+	f.update(t, f.mine, "y", "1")
+	f.update(t, f.mine, "x", "2")
+	if err := f.c.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.src.rows.Load(); n != 0 {
+		t.Fatalf("the cache read %d instance rows back, want none: every change was handed", n)
+	}
+	f.check(t, "x", "y", "z")
+}
+
+// TestOwnCommitsWithOthers: another process's write between own commits
+// is read from the log and applied in its place: a write of another
+// instance in between is not skipped, and an instance another process
+// wrote after (or before) an own commit is read back, never taken from the
+// own commit.
+func TestOwnCommitsWithOthers(t *testing.T) {
+	ctx := context.Background()
+	f := newOwnFixture(t)
+	f.update(t, f.mine, "x", "1")
+	f.update(t, f.other, "y", "other") // between two own commits
+	f.update(t, f.mine, "x", "2")
+	f.update(t, f.mine, "z", "1")
+	f.update(t, f.other, "z", "other") // after an own commit of the same instance
+	f.update(t, f.other, "x", "other") // before an own commit of the same instance
+	f.update(t, f.mine, "x", "3")
+	f.check(t, "x", "y", "z")
+	if n := f.src.rows.Load(); n != 3 {
+		t.Fatalf("the cache read %d instance rows back, want 3 (y, z and x, which the other process changed)", n)
+	}
+	y, _, _ := f.c.Get(ctx, f.byName["y"].ID, true)
+	if string(y.Latest.Value) != `{"v":"other"}` {
+		t.Fatalf("y has %s, want the other process's write", y.Latest.Value)
+	}
+}
+
+// TestOwnCommitNotAppliedEarly: a handed instance is not seen before the
+// cache applies the log up to its change, even when other changes come
+// first in the log.
+func TestOwnCommitNotAppliedEarly(t *testing.T) {
+	ctx := context.Background()
+	f := newOwnFixture(t)
+	before := f.c.Applied()
+	f.update(t, f.other, "y", "other")
+	x := f.update(t, f.mine, "x", "1")
+	got, ok, err := f.c.GetNotOlderThan(ctx, x.ID, before, true)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if got.Seq != f.byName["x"].Seq || string(got.Latest.Value) != `{"v":0}` {
+		t.Fatalf("at position %d the cache has x at %d (%s): an own commit at %d applied ahead of the log", before, got.Seq, got.Latest.Value, x.Seq)
+	}
+	f.check(t, "x", "y")
+}
