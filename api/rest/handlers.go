@@ -811,27 +811,40 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
 			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got %q)", ct))}
 	}
+	specPatch, specOnly := specMergePatch(ct, body)
+	specOnly = specOnly && req.sub == ""
 	for attempt := 0; ; attempt++ {
 		cur, err := s.instance(r, req)
 		if err != nil {
 			return err
 		}
-		doc, err := json.Marshal(toObject(req.res, cur))
-		if err != nil {
-			return err
-		}
-		patched, err := apply(doc)
-		if err != nil {
-			return errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("the patch could not be applied: %v", err))}
-		}
-		if attempt == 0 {
-			if err := checkFields(w, r, patched, inObjectFields); err != nil {
+		var o inObject
+		patchedSpec := false
+		if specOnly {
+			if attempt == 0 {
+				// Nothing to check for unknown fields, but the option
+				// itself is checked.
+				if _, err := fieldValidation(r); err != nil {
+					return err
+				}
+			}
+			if o, patchedSpec, err = patchSpec(req.res, cur, specPatch); err != nil {
 				return err
 			}
 		}
-		o, err := decodeObject(patched)
-		if err != nil {
-			return err
+		if !patchedSpec {
+			patched, err := patchWhole(req.res, cur, apply)
+			if err != nil {
+				return err
+			}
+			if attempt == 0 {
+				if err := checkFields(w, r, patched, inObjectFields); err != nil {
+					return err
+				}
+			}
+			if o, err = decodeObject(patched); err != nil {
+				return err
+			}
 		}
 		if req.sub == "status" {
 			inst, err := s.writeStatus(r, req, cur, o)
