@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
@@ -115,19 +118,61 @@ func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	return u, nil
 }
 
-// managedObject is the object the field manager sees for an instance.
+// managedObject is the object the field manager sees for an instance:
+// what decoding its served JSON without status gives, built without
+// encoding and decoding the metadata (TestManagedObjectAsDecoded).
 func managedObject(res *resource, inst cairn.Instance) (*unstructured.Unstructured, error) {
 	o := toObject(res, inst)
-	o.Status = nil
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return nil, err
+	m := o.Metadata
+	md := map[string]any{"name": m.Name, "resourceVersion": m.ResourceVersion}
+	setString(md, "namespace", m.Namespace)
+	setString(md, "uid", m.UID)
+	setString(md, "creationTimestamp", m.CreationTimestamp)
+	setString(md, "deletionTimestamp", m.DeletionTimestamp)
+	if m.Generation != 0 {
+		md["generation"] = m.Generation
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
+	if len(m.Labels) > 0 {
+		md["labels"] = stringMap(m.Labels)
+	}
+	if len(m.Annotations) > 0 {
+		md["annotations"] = stringMap(m.Annotations)
+	}
+	if len(m.Finalizers) > 0 {
+		fs := make([]any, len(m.Finalizers))
+		for i, f := range m.Finalizers {
+			fs[i] = f
+		}
+		md["finalizers"] = fs
+	}
+	obj := map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "metadata": md}
+	if err := setDecoded(md, "managedFields", m.ManagedFields); err != nil {
 		return nil, fmt.Errorf("the object of %s %q for field management: %w", res.kind, inst.Name, err)
 	}
-	return u, nil
+	if err := setDecoded(obj, "spec", o.Spec); err != nil {
+		return nil, fmt.Errorf("the object of %s %q for field management: %w", res.kind, inst.Name, err)
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
+}
+
+func setString(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+// setDecoded sets m[k] to raw decoded as unstructured objects decode it
+// (integers as int64), when raw is not empty.
+func setDecoded(m map[string]any, k string, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := utiljson.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	m[k] = v
+	return nil
 }
 
 // desiredObject is the object a create, replace or patch asks for, in the
@@ -203,15 +248,34 @@ func invalidOption(kind, field, msg string) error {
 // Managed fields it cannot compute are kept as they were, as the API
 // server keeps them, rather than failing the write.
 func (s *Server) trackUpdate(r *http.Request, res *resource, live *cairn.Instance, desired *unstructured.Unstructured) json.RawMessage {
+	return s.trackLiveUpdate(r, res, live, desired, false)
+}
+
+// trackLiveUpdate is trackUpdate; with liveFields, desired was built
+// without the managed fields it carried because they are live's: the
+// field manager takes live's then, unless they are the empty list or the
+// one empty entry that a request sends to reset them, which desired is
+// given back.
+func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Instance, desired *unstructured.Unstructured, liveFields bool) json.RawMessage {
 	fm, err := res.fieldManager()
 	if err != nil {
 		return nil
 	}
-	var liveObj runtime.Object
+	var liveObj *unstructured.Unstructured
 	if live == nil {
-		liveObj, _ = objectCreater{}.New(res.gvk())
+		liveObj = &unstructured.Unstructured{Object: map[string]any{}}
+		liveObj.SetGroupVersionKind(res.gvk())
 	} else if liveObj, err = managedObject(res, *live); err != nil {
 		return nil
+	}
+	if liveFields && !managedBySomeone(liveObj) {
+		var mf any
+		if err := json.Unmarshal(live.ManagedFields, &mf); err != nil {
+			return nil
+		}
+		if mf != nil {
+			desired.Object["metadata"].(map[string]any)["managedFields"] = mf
+		}
 	}
 	out, err := fm.Update(liveObj, desired, managerOf(r))
 	if err != nil {
@@ -221,11 +285,38 @@ func (s *Server) trackUpdate(r *http.Request, res *resource, live *cairn.Instanc
 	return encodeManagedFields(out)
 }
 
+// managedBySomeone reports whether u's managed fields name a manager in
+// their first entry, so that they are not a request to reset them.
+func managedBySomeone(u *unstructured.Unstructured) bool {
+	md, _ := u.Object["metadata"].(map[string]any)
+	items, _ := md["managedFields"].([]any)
+	if len(items) == 0 {
+		return false
+	}
+	first, _ := items[0].(map[string]any)
+	m, _ := first["manager"].(string)
+	return m != ""
+}
+
+// encodeManagedFields returns the managed fields the field manager set on
+// obj, as json.Marshal writes []metav1.ManagedFieldsEntry: entries whose
+// form is the one the field manager writes are encoded from the
+// unstructured object as they are, others through the converter
+// (TestEncodeManagedFieldsAsConverted).
 func encodeManagedFields(obj runtime.Object) json.RawMessage {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil
 	}
+	if raw, ok := managedFieldsOf(u); ok {
+		return raw
+	}
+	return convertManagedFields(u)
+}
+
+// convertManagedFields is encodeManagedFields through the unstructured
+// converter.
+func convertManagedFields(u *unstructured.Unstructured) json.RawMessage {
 	mf := u.GetManagedFields()
 	if mf == nil {
 		return json.RawMessage(`[]`)
@@ -235,6 +326,74 @@ func encodeManagedFields(obj runtime.Object) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// managedFieldsOf encodes u's managed fields when every entry holds
+// strings where the converter wants them (a time in RFC 3339) and a
+// fieldsV1 object; ok is false otherwise.
+func managedFieldsOf(u *unstructured.Unstructured) (json.RawMessage, bool) {
+	md, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	items, ok := md["managedFields"].([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(items))
+	for i, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		e := &out[i]
+		for k, v := range m {
+			if k == "fieldsV1" {
+				fm, ok := v.(map[string]any)
+				if !ok {
+					return nil, false
+				}
+				raw, err := json.Marshal(fm)
+				if err != nil {
+					return nil, false
+				}
+				e.FieldsV1 = &metav1.FieldsV1{}
+				if err := e.FieldsV1.UnmarshalJSON(raw); err != nil {
+					return nil, false
+				}
+				continue
+			}
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			switch k {
+			case "manager":
+				e.Manager = s
+			case "operation":
+				e.Operation = metav1.ManagedFieldsOperationType(s)
+			case "apiVersion":
+				e.APIVersion = s
+			case "fieldsType":
+				e.FieldsType = s
+			case "subresource":
+				e.Subresource = s
+			case "time":
+				t, err := time.Parse(time.RFC3339, s)
+				if err != nil {
+					return nil, false
+				}
+				e.Time = &metav1.Time{Time: t.Local()}
+			default:
+				return nil, false
+			}
+		}
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, false
+	}
+	return raw, true
 }
 
 // apply is a server-side apply (PATCH application/apply-patch+yaml): the

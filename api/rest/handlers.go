@@ -697,11 +697,18 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		return inst, nil
 	}
 	if managedFields == nil {
+		// Managed fields sent as they are live (a patch leaves them) are
+		// the field manager's to take from the live object, not decoded
+		// twice.
+		liveFields := len(cur.ManagedFields) > 0 && bytes.Equal(o.Metadata.ManagedFields, cur.ManagedFields)
+		if liveFields {
+			o.Metadata.ManagedFields = nil
+		}
 		desired, err := desiredObject(req.res, req.name, req.namespace, o)
 		if err != nil {
 			return cairn.Instance{}, err
 		}
-		managedFields = s.trackUpdate(r, req.res, &cur, desired)
+		managedFields = s.trackLiveUpdate(r, req.res, &cur, desired, liveFields)
 	}
 	up.ManagedFields = managedFields
 	up.Current = &cur // read at this request: the hub need not read it again

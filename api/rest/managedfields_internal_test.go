@@ -1,0 +1,189 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
+)
+
+// managedObjectViaJSON is how managedObject was built before: the served
+// object encoded without status and decoded as an unstructured object.
+func managedObjectViaJSON(res *resource, inst cairn.Instance) (*unstructured.Unstructured, error) {
+	o := toObject(res, inst)
+	o.Status = nil
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+var managedFieldsSample = json.RawMessage(`[{"manager":"kubectl","operation":"Update","apiVersion":"flipt.io/v1alpha1","time":"2026-11-23T23:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:description":{},"f:enabled":{}}}},` +
+	`{"manager":"cairn","operation":"Apply","apiVersion":"flipt.io/v1alpha1","time":"2026-11-23T22:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:team":{}}}}}]`)
+
+func managedSamples() []cairn.Instance {
+	at := time.Date(2026, 11, 23, 23, 0, 0, 0, time.UTC)
+	full := cairn.Instance{ID: "id-1", Name: "f1", Namespace: "default", Seq: 42, CreatedAt: at,
+		Backend:       cairn.BackendRef{ID: cairn.BuiltinBackendID, Abstract: true},
+		Labels:        map[string]string{"team": "a", "x": "<b>"},
+		Annotations:   map[string]string{"note": "n & m"},
+		ManagedFields: managedFieldsSample,
+		Status:        json.RawMessage(`{"phase":"Ready"}`),
+		Uses:          []string{"u"}, UsedBy: []string{"v"},
+		Latest: cairn.ResourceVersion{ResourceVersion: 3, Context: json.RawMessage(`{"c":1}`), Value: json.RawMessage(
+			`{"enabled":true,"description":"flag <one>","n":1,"f":1.5,"e":1e3,"big":12345678901234567890,"neg":-7,"list":[1,"a",null,{"k":2.0}],"nested":{"a":{"b":[]}},"null":null}`)},
+	}
+	bare := cairn.Instance{ID: "id-2", Name: "f2", Seq: 1, Latest: cairn.ResourceVersion{ResourceVersion: 0}}
+	empty := full
+	empty.Labels, empty.Annotations, empty.ManagedFields = map[string]string{}, map[string]string{}, json.RawMessage(`[]`)
+	empty.Latest.Value = json.RawMessage(`{}`)
+	nulls := full
+	nulls.ManagedFields, nulls.Latest.Value = json.RawMessage(`null`), json.RawMessage(`null`)
+	deleting := full
+	deleting.Annotations = map[string]string{hub.AnnotationDeletionRequested: "2026-11-23T23:30:00Z"}
+	scalar := full
+	scalar.Latest.Value = json.RawMessage(`"text"`)
+	return []cairn.Instance{full, bare, empty, nulls, deleting, scalar}
+}
+
+// TestManagedObjectAsDecoded: the object the field manager sees is the
+// one decoding the served JSON gave, value for value and type for type.
+func TestManagedObjectAsDecoded(t *testing.T) {
+	res := &resource{group: "flipt.io", version: "v1alpha1", kind: "Flag"}
+	for i, inst := range managedSamples() {
+		want, err := managedObjectViaJSON(res, inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := managedObject(res, inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Object, want.Object) {
+			t.Fatalf("sample %d:\n%#v\nwant\n%#v", i, got.Object, want.Object)
+		}
+	}
+}
+
+// TestEncodeManagedFieldsAsConverted: managed fields encoded from the
+// unstructured object are byte for byte those the converter gives, for
+// what the field manager writes after updates and for forms it does not
+// write (other time zones, unknown keys, values of another type), which
+// go through the converter.
+func TestEncodeManagedFieldsAsConverted(t *testing.T) {
+	res := &resource{group: "flipt.io", version: "v1alpha1", kind: "Flag"}
+	gvk := res.gvk()
+	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), objectConvertor{}, objectDefaulter{}, objectCreater{},
+		gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, inst := range managedSamples() {
+		live, err := managedObject(res, inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range []string{`{"description":"changed","added":{"k:x":"<y>"},"list":[3]}`, `{}`} {
+			desired := live.DeepCopy()
+			var v any
+			_ = json.Unmarshal([]byte(spec), &v)
+			desired.Object["spec"] = v
+			desired.SetLabels(map[string]string{"team": "b", "new": "1"})
+			for _, manager := range []string{"kubectl-edit", "cairn", "Go-http-client", ""} {
+				out, err := fm.Update(live.DeepCopy(), desired.DeepCopy(), manager)
+				if err != nil {
+					t.Fatal(err)
+				}
+				objs = append(objs, out.(*unstructured.Unstructured))
+			}
+		}
+	}
+	odd := func(mf string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(`{"apiVersion":"flipt.io/v1alpha1","kind":"Flag","metadata":{"name":"x","managedFields":` + mf + `}}`)); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for _, mf := range []string{
+		`[]`,
+		`null`,
+		`[{"manager":"m","time":"2026-11-23T23:00:00+02:00","fieldsV1":{"f:spec":{"k:{\"name\":\"<a>\"}":{".":{}}}}}]`,
+		`[{"manager":"m","subresource":"status","operation":"Update"}]`,
+		`[{"manager":"m","time":"not a time"}]`,
+		`[{"manager":"m","time":null}]`,
+		`[{"manager":"m","fieldsV1":null}]`,
+		`[{"manager":"m","fieldsV1":"text"}]`,
+		`[{"manager":"m","extra":"x"}]`,
+		`[{"manager":7}]`,
+		`["entry"]`,
+		`{"manager":"m"}`,
+	} {
+		objs = append(objs, odd(mf))
+	}
+	objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"metadata": "x"}}, &unstructured.Unstructured{Object: map[string]any{}})
+	for i, u := range objs {
+		want := convertManagedFields(u)
+		got := encodeManagedFields(u)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("object %d: encoded\n%s\nthe converter gives\n%s", i, got, want)
+		}
+	}
+}
+
+// TestLiveFieldsUpdateAsBefore: an update whose object carries the live
+// managed fields records the managed fields it recorded when they were
+// decoded from the object too, reset forms included.
+func TestLiveFieldsUpdateAsBefore(t *testing.T) {
+	res := &resource{group: "flipt.io", version: "v1alpha1", kind: "Flag"}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	r := httptest.NewRequest("PATCH", "/?fieldManager=kubectl-patch", nil)
+	base := managedSamples()[0]
+	for _, mf := range []string{
+		string(managedFieldsSample),
+		`[{"manager":"kubectl-patch","operation":"Update","apiVersion":"flipt.io/v1alpha1","time":"2026-11-23T23:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:description":{}}}}]`,
+		`[]`, `[{}]`, `[{"manager":""}]`, `null`,
+	} {
+		cur := base
+		cur.ManagedFields = json.RawMessage(mf)
+		o := inObject{APIVersion: res.apiVersion(), Kind: res.kind, Spec: json.RawMessage(`{"enabled":false,"description":"new"}`)}
+		o.Metadata = inMeta{Name: cur.Name, Namespace: cur.Namespace, Labels: cur.Labels, ManagedFields: cur.ManagedFields}
+		before := func() json.RawMessage {
+			desired, err := desiredObject(res, cur.Name, cur.Namespace, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.trackUpdate(r, res, &cur, desired)
+		}
+		now := func() json.RawMessage {
+			without := o
+			without.Metadata.ManagedFields = nil
+			desired, err := desiredObject(res, cur.Name, cur.Namespace, without)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.trackLiveUpdate(r, res, &cur, desired, true)
+		}
+		// The field manager stamps the time of the update: one of two
+		// runs around it falls within the same second.
+		first, got, second := before(), now(), before()
+		if !bytes.Equal(got, first) && !bytes.Equal(got, second) {
+			t.Fatalf("live %s: recorded\n%s\nbefore\n%s", mf, got, first)
+		}
+	}
+}
