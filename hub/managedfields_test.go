@@ -2,6 +2,8 @@ package hub_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
@@ -46,4 +48,45 @@ func TestManagedFields(t *testing.T) {
 	_, err = e.h.UpdateManagedFields(e.ctx, id, "bob", json.RawMessage(b), 0)
 	wantCode(t, err, cairn.CodeLocked)
 	jsonEq(t, e.get(id).ManagedFields, a)
+}
+
+// TestUpdateWritesWhatChanged: an update giving labels, annotations and
+// managed fields as they are adds a version and keeps them; one changing
+// any of them alone writes that change.
+func TestUpdateWritesWhatChanged(t *testing.T) {
+	e := newEnv(t)
+	const a = `[{"manager":"a","operation":"Update","apiVersion":"x/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]`
+	const b = `[{"manager":"b","operation":"Update","apiVersion":"x/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]`
+	labels := map[string]string{"team": "a"}
+	annotations := map[string]string{"note": "x"}
+	id := e.create(hub.NewInstance{TypeRef: cfgType, Name: "same", Value: json.RawMessage(`1`), Labels: labels, Annotations: annotations, ManagedFields: json.RawMessage(a)})
+	steps := []struct {
+		name   string
+		up     hub.UpdateInstance
+		labels map[string]string
+		notes  map[string]string
+		mf     string
+	}{
+		{"all as they are", hub.UpdateInstance{Labels: labels, Annotations: annotations, ManagedFields: json.RawMessage(a)}, labels, annotations, a},
+		{"labels", hub.UpdateInstance{Labels: map[string]string{"team": "b"}, Annotations: annotations, ManagedFields: json.RawMessage(a)}, map[string]string{"team": "b"}, annotations, a},
+		{"annotations", hub.UpdateInstance{Labels: map[string]string{"team": "b"}, Annotations: map[string]string{}, ManagedFields: json.RawMessage(a)}, map[string]string{"team": "b"}, map[string]string{}, a},
+		{"managed fields", hub.UpdateInstance{Labels: map[string]string{"team": "b"}, Annotations: map[string]string{}, ManagedFields: json.RawMessage(b)}, map[string]string{"team": "b"}, map[string]string{}, b},
+		{"empty labels", hub.UpdateInstance{Labels: map[string]string{}, ManagedFields: json.RawMessage(b)}, map[string]string{}, map[string]string{}, b},
+	}
+	for i, st := range steps {
+		before := e.get(id)
+		up := st.up
+		up.ID, up.Value = id, json.RawMessage(fmt.Sprint(i+2))
+		if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{up}); err != nil {
+			t.Fatal(err)
+		}
+		got := e.get(id)
+		if got.Latest.ResourceVersion != before.Latest.ResourceVersion+1 || got.Seq <= before.Seq {
+			t.Fatalf("%s: version %d -> %d, seq %d -> %d", st.name, before.Latest.ResourceVersion, got.Latest.ResourceVersion, before.Seq, got.Seq)
+		}
+		if !maps.Equal(got.Labels, st.labels) || !maps.Equal(got.Annotations, st.notes) {
+			t.Fatalf("%s: labels %v, annotations %v; want %v, %v", st.name, got.Labels, got.Annotations, st.labels, st.notes)
+		}
+		jsonEq(t, got.ManagedFields, st.mf)
+	}
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -383,7 +384,7 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 			return nil, err
 		}
 	}
-	for _, s := range items {
+	for i, s := range items {
 		if err := tx.AddResourceVersion(ctx, s.inst.ID, s.rv); err != nil {
 			if cairn.HasCode(err, cairn.CodeConflict) {
 				return nil, fmt.Errorf("%w: %w", errVersionRace, err)
@@ -398,6 +399,9 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 				return nil, err
 			}
 		}
+		// Labels, annotations and managed fields the update gives as they
+		// are now (a REST update always gives them) are not written again.
+		c := current[i]
 		if s.up.Labels != nil || s.up.Annotations != nil {
 			l, a := s.inst.Labels, s.inst.Annotations
 			if s.up.Labels != nil {
@@ -406,11 +410,13 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 			if s.up.Annotations != nil {
 				a = maps.Clone(s.up.Annotations)
 			}
-			if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
-				return nil, err
+			if !maps.Equal(l, c.Labels) || !maps.Equal(a, c.Annotations) {
+				if err := tx.SetMetadata(ctx, s.inst.ID, l, a); err != nil {
+					return nil, err
+				}
 			}
 		}
-		if s.up.ManagedFields != nil {
+		if s.up.ManagedFields != nil && !bytes.Equal(s.up.ManagedFields, c.ManagedFields) {
 			if err := tx.SetManagedFields(ctx, s.inst.ID, s.up.ManagedFields); err != nil {
 				return nil, err
 			}
