@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -252,10 +253,7 @@ func (s *Server) trackUpdate(r *http.Request, res *resource, live *cairn.Instanc
 }
 
 // trackLiveUpdate is trackUpdate; with liveFields, desired was built
-// without the managed fields it carried because they are live's: the
-// field manager takes live's then, unless they are the empty list or the
-// one empty entry that a request sends to reset them, which desired is
-// given back.
+// without the managed fields it carried because they are live's.
 func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Instance, desired *unstructured.Unstructured, liveFields bool) json.RawMessage {
 	fm, err := res.fieldManager()
 	if err != nil {
@@ -268,13 +266,9 @@ func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Ins
 	} else if liveObj, err = managedObject(res, *live); err != nil {
 		return nil
 	}
-	if liveFields && !managedBySomeone(liveObj) {
-		var mf any
-		if err := json.Unmarshal(live.ManagedFields, &mf); err != nil {
+	if liveFields {
+		if err := moveManagedFields(liveObj, desired, live.ManagedFields); err != nil {
 			return nil
-		}
-		if mf != nil {
-			desired.Object["metadata"].(map[string]any)["managedFields"] = mf
 		}
 	}
 	out, err := fm.Update(liveObj, desired, managerOf(r))
@@ -285,17 +279,57 @@ func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Ins
 	return encodeManagedFields(out)
 }
 
-// managedBySomeone reports whether u's managed fields name a manager in
-// their first entry, so that they are not a request to reset them.
-func managedBySomeone(u *unstructured.Unstructured) bool {
-	md, _ := u.Object["metadata"].(map[string]any)
-	items, _ := md["managedFields"].([]any)
-	if len(items) == 0 {
-		return false
+// moveManagedFields gives desired the managed fields raw, which live
+// has: the field manager takes desired's and compares live with desired
+// without them. Moved from live when nobody owns a field of them (their
+// ownership would be dropped by the comparison) and they hold strings
+// only (decoded for desired, numbers would be float64): the field
+// manager's result is the same, without decoding them again and walking
+// them in the live object (TestLiveFieldsUpdateAsBefore).
+func moveManagedFields(live, desired *unstructured.Unstructured, raw json.RawMessage) error {
+	liveMeta, _ := live.Object["metadata"].(map[string]any)
+	desiredMeta, _ := desired.Object["metadata"].(map[string]any)
+	if liveMeta == nil || desiredMeta == nil {
+		return fmt.Errorf("no metadata")
 	}
-	first, _ := items[0].(map[string]any)
-	m, _ := first["manager"].(string)
-	return m != ""
+	if v, ok := liveMeta["managedFields"]; ok && v != nil && stringsOnly(v) && !bytes.Contains(raw, []byte("f:managedFields")) {
+		desiredMeta["managedFields"] = v
+		delete(liveMeta, "managedFields")
+		return nil
+	}
+	if string(raw) == "null" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	desiredMeta["managedFields"] = v
+	return nil
+}
+
+// stringsOnly reports whether v, decoded JSON, holds no number, boolean or
+// null.
+func stringsOnly(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !stringsOnly(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range v {
+			if !stringsOnly(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // encodeManagedFields returns the managed fields the field manager set on
