@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -184,4 +185,39 @@ func TestOwnCommitNotAppliedEarly(t *testing.T) {
 		t.Fatalf("at position %d the cache has x at %d (%s): an own commit at %d applied ahead of the log", before, got.Seq, got.Latest.Value, x.Seq)
 	}
 	f.check(t, "x", "y")
+}
+
+// BenchmarkApplyUpdate: the cache applying one committed update of an
+// instance, reading the row back ("read", as before) or taking the
+// instance the commit handed it ("own"); the update itself is not timed.
+func BenchmarkApplyUpdate(b *testing.B) {
+	for _, mode := range []string{"read", "own"} {
+		b.Run(mode, func(b *testing.B) {
+			st, h := fixture(b, 100)
+			c := cache.New(st)
+			ctx := context.Background()
+			if err := c.Sync(ctx); err != nil {
+				b.Fatal(err)
+			}
+			all, err := st.ListInstances(ctx, store.InstanceFilter{TypePath: "cap.type.*"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				out, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: all[i%len(all)].ID, Value: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode == "own" {
+					c.Committed(out)
+				}
+				b.StartTimer()
+				if err := c.Sync(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
