@@ -252,8 +252,9 @@ func (s *Server) trackUpdate(r *http.Request, res *resource, live *cairn.Instanc
 	return s.trackLiveUpdate(r, res, live, desired, false)
 }
 
-// trackLiveUpdate is trackUpdate; with liveFields, desired was built
-// without the managed fields it carried because they are live's.
+// trackLiveUpdate is trackUpdate; with liveFields, desired carries no
+// managed fields: it was sent with live's, or with none, which makes the
+// field manager take live's.
 func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Instance, desired *unstructured.Unstructured, liveFields bool) json.RawMessage {
 	fm, err := res.fieldManager()
 	if err != nil {

@@ -697,10 +697,11 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		return inst, nil
 	}
 	if managedFields == nil {
-		// Managed fields sent as they are live (a patch leaves them) are
-		// the field manager's to take from the live object, not decoded
-		// twice.
-		liveFields := len(cur.ManagedFields) > 0 && bytes.Equal(o.Metadata.ManagedFields, cur.ManagedFields)
+		// Managed fields sent as they are live (a patch leaves them), or
+		// not sent (the field manager then takes live's), are taken from
+		// the live object, not decoded twice.
+		sent := o.Metadata.ManagedFields
+		liveFields := len(cur.ManagedFields) > 0 && (bytes.Equal(sent, cur.ManagedFields) || len(sent) == 0 || string(sent) == "null")
 		if liveFields {
 			o.Metadata.ManagedFields = nil
 		}
