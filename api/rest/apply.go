@@ -267,46 +267,57 @@ func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Ins
 	} else if liveObj, err = managedObject(res, *live); err != nil {
 		return nil
 	}
+	manager := managerOf(r)
+	var key string
 	if liveFields {
-		if err := moveManagedFields(liveObj, desired, live.ManagedFields); err != nil {
+		moved, err := moveManagedFields(liveObj, desired, live.ManagedFields)
+		if err != nil {
 			return nil
 		}
+		if moved {
+			key = res.fmMemo.key(manager, live.ManagedFields, liveObj, desired)
+			if mf, ok := res.fmMemo.get(key); ok {
+				return mf
+			}
+		}
 	}
-	out, err := fm.Update(liveObj, desired, managerOf(r))
+	out, err := fm.Update(liveObj, desired, manager)
 	if err != nil {
 		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", err)
 		return nil
 	}
-	return encodeManagedFields(out)
+	mf := encodeManagedFields(out)
+	res.fmMemo.put(key, mf)
+	return mf
 }
 
 // moveManagedFields gives desired the managed fields raw, which live
 // has: the field manager takes desired's and compares live with desired
-// without them. Moved from live when nobody owns a field of them (their
-// ownership would be dropped by the comparison) and they hold strings
-// only (decoded for desired, numbers would be float64): the field
-// manager's result is the same, without decoding them again and walking
-// them in the live object (TestLiveFieldsUpdateAsBefore).
-func moveManagedFields(live, desired *unstructured.Unstructured, raw json.RawMessage) error {
+// without them. Moved from live (moved is true) when nobody owns a field
+// of them (their ownership would be dropped by the comparison) and they
+// hold strings only (decoded for desired, numbers would be float64): the
+// field manager's result is the same, without decoding them again and
+// walking them in the live object (TestLiveFieldsUpdateAsBefore).
+func moveManagedFields(live, desired *unstructured.Unstructured, raw json.RawMessage) (moved bool, err error) {
 	liveMeta, _ := live.Object["metadata"].(map[string]any)
 	desiredMeta, _ := desired.Object["metadata"].(map[string]any)
 	if liveMeta == nil || desiredMeta == nil {
-		return fmt.Errorf("no metadata")
+		return false, fmt.Errorf("no metadata")
 	}
 	if v, ok := liveMeta["managedFields"]; ok && v != nil && stringsOnly(v) && !bytes.Contains(raw, []byte("f:managedFields")) {
 		desiredMeta["managedFields"] = v
 		delete(liveMeta, "managedFields")
-		return nil
+		return true, nil
 	}
 	if string(raw) == "null" {
-		return nil
+		return false, nil
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
+		return false, err
 	}
 	desiredMeta["managedFields"] = v
-	return nil
+	return false, nil
 }
 
 // stringsOnly reports whether v, decoded JSON, holds no number, boolean or

@@ -44,6 +44,8 @@ type resource struct {
 	fmErr  error
 	// createFields keeps the managed fields of creates (createfields.go).
 	createFields createFields
+	// fmMemo keeps the managed fields of updates (fieldsmemo.go).
+	fmMemo fieldsMemo
 }
 
 func (r *resource) apiVersion() string { return r.group + "/" + r.version }

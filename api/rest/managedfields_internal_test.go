@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -175,12 +176,15 @@ func trackBefore(t testing.TB, r *http.Request, res *resource, cur cairn.Instanc
 // managed fields.
 func trackNow(t testing.TB, s *Server, r *http.Request, res *resource, cur cairn.Instance, o inObject) json.RawMessage {
 	t.Helper()
-	o.Metadata.ManagedFields = nil
+	liveFields := len(cur.ManagedFields) > 0
+	if liveFields {
+		o.Metadata.ManagedFields = nil
+	}
 	desired, err := desiredObject(res, cur.Name, cur.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.trackLiveUpdate(r, res, &cur, desired, true)
+	return s.trackLiveUpdate(r, res, &cur, desired, liveFields)
 }
 
 // TestLiveFieldsUpdateAsBefore: an update whose object carries the live
@@ -238,4 +242,79 @@ func BenchmarkTrackUpdate(b *testing.B) {
 			trackNow(b, s, r, res, cur, o)
 		}
 	})
+}
+
+// TestFieldsMemoAsComputed: updates answered from the memo record what
+// the field manager computes for them, through a run of updates by
+// several managers (each step twice: the second is a repeat; and on each
+// state, a manager without fields changing the step's fields and
+// changing nothing), on a resource with a schema and on one without;
+// objects with lists or numbers on both sides are never answered from it.
+func TestFieldsMemoAsComputed(t *testing.T) {
+	typed := &cairn.Type{Path: "cap.type.flag", Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"enabled":{"type":"boolean"},"description":{"type":"string"},"owner":{"type":"string"},` +
+		`"meta":{"type":"object","additionalProperties":{"type":"string"}},"n":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}}}`)}
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	steps := []struct {
+		manager, spec string
+		labels        map[string]string
+		memo          bool // answered from the memo on the repeat
+	}{
+		{"wrk", `{"enabled":true,"description":"one","owner":"z"}`, map[string]string{"team": "a"}, true},
+		{"other", `{"enabled":true,"description":"two","owner":"o"}`, map[string]string{"team": "a"}, true},
+		// As the first step, but another manager owns a field.
+		{"wrk", `{"enabled":true,"description":"three","owner":"o"}`, map[string]string{"team": "a"}, true},
+		{"kubectl-edit", `{"enabled":false,"description":"three","owner":"o"}`, map[string]string{"team": "a"}, true},
+		{"wrk", `{"enabled":false,"description":"four","owner":"x"}`, map[string]string{"team": "b"}, true},
+		{"wrk", `{"enabled":false,"description":"four","meta":{"a":"1","b":"2"}}`, map[string]string{"team": "b", "new": "y"}, true},
+		{"other", `{"enabled":false,"description":"four","meta":{"a":"1","b":null}}`, nil, true},
+		{"other", `{"enabled":false,"description":"five","meta":"flat"}`, nil, false},
+		{"wrk", `{"enabled":false,"description":"five","n":3}`, nil, true},
+		{"wrk", `{"enabled":false,"description":"five","n":4}`, nil, false},
+		{"wrk", `{"enabled":false,"description":"six","tags":["a"]}`, nil, false},
+		{"wrk", `{}`, nil, true},
+	}
+	for _, res := range []*resource{
+		{group: "flipt.io", version: "v1alpha1", kind: "Flag"},
+		{group: "flipt.io", version: "v1alpha1", kind: "Flag", typ: typed},
+	} {
+		cur := managedSamples()[0]
+		cur.Annotations = nil
+		cur.Latest.Value = json.RawMessage(`{"enabled":true,"description":"zero","owner":"z"}`)
+		cur.ManagedFields = json.RawMessage(`[{"manager":"cairn","operation":"Apply","apiVersion":"flipt.io/v1alpha1","time":"2026-11-23T22:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:team":{}}},"f:spec":{"f:enabled":{}}}}]`)
+		check := func(what, manager, spec string, labels map[string]string, memo bool) json.RawMessage {
+			t.Helper()
+			r := httptest.NewRequest("PATCH", "/?fieldManager="+manager, nil)
+			o := inObject{APIVersion: res.apiVersion(), Kind: res.kind, Spec: json.RawMessage(spec)}
+			o.Metadata = inMeta{Name: cur.Name, Namespace: cur.Namespace, Labels: labels, ManagedFields: cur.ManagedFields}
+			hits := res.fmMemo.hits
+			first := trackBefore(t, r, res, cur, o)
+			got := trackNow(t, s, r, res, cur, o)
+			second := trackBefore(t, r, res, cur, o)
+			if !bytes.Equal(got, first) && !bytes.Equal(got, second) {
+				t.Fatalf("typed %v, %s: recorded\n%s\ncomputed\n%s", res.typ != nil, what, got, first)
+			}
+			if !memo && res.fmMemo.hits != hits {
+				t.Fatalf("typed %v, %s: answered from the memo", res.typ != nil, what)
+			}
+			return got
+		}
+		for i, st := range steps {
+			var got json.RawMessage
+			for repeat := range 2 {
+				got = check(fmt.Sprintf("step %d, repeat %d", i, repeat), st.manager, st.spec, st.labels, repeat == 0 || st.memo)
+			}
+			check(fmt.Sprintf("step %d by another manager", i), "probe", st.spec, st.labels, true)
+			check(fmt.Sprintf("step %d changing nothing", i), "probe", string(cur.Latest.Value), cur.Labels, true)
+			if got != nil { // nil: kept as they were, as write keeps them
+				cur.ManagedFields = got
+			}
+			cur.Latest.Value, cur.Labels = json.RawMessage(st.spec), st.labels
+			cur.Seq++
+			cur.Latest.ResourceVersion++
+		}
+		if res.fmMemo.hits < 5 {
+			t.Fatalf("typed %v: %d answers from the memo, want one for most repeats", res.typ != nil, res.fmMemo.hits)
+		}
+	}
 }
