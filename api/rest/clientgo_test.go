@@ -13,13 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -258,8 +258,26 @@ func TestClientGoInformer(t *testing.T) {
 	defer cancel()
 
 	gvr := schema.GroupVersionResource{Group: "flipt.io", Version: "v1alpha1", Resource: "flags"}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "default", nil)
-	inf := factory.ForResource(gvr).Informer()
+	// The informer dynamicinformer's factory builds, built here: the
+	// factory's package links client-go's typed informers for every
+	// built-in group (238 packages, a quarter of a cold CI compile) that
+	// this test never uses.
+	flags := dyn.Resource(gvr).Namespace("default")
+	inf := cache.NewSharedIndexInformerWithOptions(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return flags.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return flags.Watch(ctx, o)
+			},
+		}, dyn),
+		&unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{
+			Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			ObjectDescription: gvr.String(),
+		},
+	)
 	var mu sync.Mutex
 	var seen []string
 	note := func(s string) {
@@ -281,9 +299,9 @@ func TestClientGoInformer(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer cancel()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-stopped }()
 	synced := make(chan bool, 1)
 	go func() { synced <- cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }()
 	select {
