@@ -12,6 +12,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cairn-dev/cairn"
@@ -294,6 +295,19 @@ type AttributeFilter struct {
 type extrasSetter interface {
 	SetStatus(ctx context.Context, id string, status json.RawMessage) error
 	SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error
+}
+
+// Taken is the error for creating in when another instance, takenID at
+// path/namespace/name, already has its id or its name.
+func Taken(in cairn.Instance, takenID, path, namespace, name string) error {
+	if takenID == in.ID {
+		return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
+	}
+	return &cairn.Error{
+		Code: cairn.CodeAlreadyExists,
+		Msg:  fmt.Sprintf("instance %q already exists", path+"/"+namespace+"/"+name),
+		IDs:  []string{takenID},
+	}
 }
 
 // SetCreatedExtras writes a new instance's status and managed fields when it

@@ -506,14 +506,8 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 		err = t.q.QueryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
 			Scan(&takenID, &takenPath, &takenNS, &takenName)
 		switch {
-		case err == nil && takenID == in.ID:
-			return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
 		case err == nil:
-			return &cairn.Error{
-				Code: cairn.CodeAlreadyExists,
-				Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
-				IDs:  []string{takenID},
-			}
+			return store.Taken(in, takenID, takenPath, takenNS, takenName)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("postgres: create instance %s: %w", in.ID, classify(err))
 		}

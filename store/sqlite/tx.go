@@ -72,14 +72,8 @@ func (t *tx) taken(ctx context.Context, in cairn.Instance) error {
 	err := t.queryRow(ctx, qTakenInstance, in.ID, in.TypeRef.Path, in.Namespace, in.Name).
 		Scan(&takenID, &takenPath, &takenNS, &takenName)
 	switch {
-	case err == nil && takenID == in.ID:
-		return &cairn.Error{Code: cairn.CodeAlreadyExists, Msg: fmt.Sprintf("instance %q already exists", in.ID), IDs: []string{in.ID}}
 	case err == nil:
-		return &cairn.Error{
-			Code: cairn.CodeAlreadyExists,
-			Msg:  fmt.Sprintf("instance %q already exists", takenPath+"/"+takenNS+"/"+takenName),
-			IDs:  []string{takenID},
-		}
+		return store.Taken(in, takenID, takenPath, takenNS, takenName)
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("sqlite: create instance %s: %w", in.ID, err)
 	}
