@@ -3,7 +3,6 @@ package hub
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/policy"
@@ -33,34 +32,7 @@ func BenchmarkPolicyForCreate(b *testing.B) {
 			b.Fatal(cp, err)
 		}
 	}
-	for _, tc := range []struct {
-		name   string
-		commit bool
-	}{{"idle", false}, {"commit-between", true}} {
-		b.Run(tc.name, func(b *testing.B) {
-			var storeT, keptT time.Duration
-			n := 0
-			for b.Loop() {
-				if tc.commit {
-					if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: other, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for i := range 2 {
-					t0 := time.Now()
-					if (n+i)%2 == 0 {
-						check(h.currentPolicy(ctx))
-						storeT += time.Since(t0)
-					} else {
-						check(h.policyAt(ctx, 0))
-						keptT += time.Since(t0)
-					}
-				}
-				n++
-			}
-			b.ReportMetric(float64(storeT.Nanoseconds())/float64(n), "store-ns/op")
-			b.ReportMetric(float64(keptT.Nanoseconds())/float64(n), "kept-ns/op")
-			b.ReportMetric(float64(storeT)/float64(keptT), "store-per-kept")
-		})
-	}
+	storeVsKept(b, ctx, h, other,
+		func() { check(h.currentPolicy(ctx)) },
+		func() { check(h.policyAt(ctx, 0)) })
 }

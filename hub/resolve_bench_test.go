@@ -41,6 +41,17 @@ func BenchmarkResolveBackend(b *testing.B) {
 			b.Fatal(rb, err)
 		}
 	}
+	storeVsKept(b, ctx, h, other,
+		func() { check(h.readBackend(ctx, id)) },
+		func() { check(h.resolveBackend(ctx, id, 0, false)) })
+}
+
+// storeVsKept runs readStore and readKept alternately in one loop (A B B
+// A: each goes first every other time, as the first read after a commit
+// pays for SQLite's new snapshot), idle and with a commit to instance
+// other between rounds (not timed), and reports both per-read costs and
+// their ratio (store-per-kept).
+func storeVsKept(b *testing.B, ctx context.Context, h *Hub, other string, readStore, readKept func()) {
 	for _, tc := range []struct {
 		name   string
 		commit bool
@@ -54,15 +65,13 @@ func BenchmarkResolveBackend(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				// Each goes first every other time: the first read after
-				// a commit pays for SQLite's new snapshot.
 				for i := range 2 {
 					t0 := time.Now()
 					if (n+i)%2 == 0 {
-						check(h.readBackend(ctx, id))
+						readStore()
 						storeT += time.Since(t0)
 					} else {
-						check(h.resolveBackend(ctx, id, 0, false))
+						readKept()
 						keptT += time.Since(t0)
 					}
 				}

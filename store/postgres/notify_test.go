@@ -19,17 +19,8 @@ import (
 func TestWatchHearsOtherReplicaAtOnce(t *testing.T) {
 	ctx := t.Context()
 	a, b, typ := twoReplicas(t)
-	start, err := b.LastSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(ctx)
+	seen, done, cancel := watchFromNow(t, b, 10)
 	defer cancel()
-	seen := make(chan store.Change, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Watch(wctx, start, func(c store.Change) error { seen <- c; return nil })
-	}()
 	create := func(name string) string {
 		t.Helper()
 		c, err := a.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: name, Name: name, Namespace: "default",
@@ -145,17 +136,8 @@ func TestNotificationNamesThePosition(t *testing.T) {
 func TestWatchSeesOwnAndOtherReplicasWritesInOrder(t *testing.T) {
 	ctx := t.Context()
 	a, b, typ := twoReplicas(t)
-	start, err := b.LastSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(ctx)
+	seen, done, cancel := watchFromNow(t, b, 64)
 	defer cancel()
-	seen := make(chan store.Change, 64)
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Watch(wctx, start, func(c store.Change) error { seen <- c; return nil })
-	}()
 	var want []string
 	for i := range 8 {
 		through := []*hub.Hub{a, b}[i%2]
@@ -283,4 +265,22 @@ func twoReplicas(t *testing.T) (a, b *hub.Hub, typ cairn.Type) {
 		t.Fatal(err)
 	}
 	return a, b, typ
+}
+
+// watchFromNow starts a watch on h from the change log's current position;
+// each change arrives on seen (buffered to size), the watch's end on done.
+// cancel ends it.
+func watchFromNow(t *testing.T, h *hub.Hub, size int) (seen chan store.Change, done chan error, cancel context.CancelFunc) {
+	t.Helper()
+	start, err := h.LastSeq(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(t.Context())
+	seen = make(chan store.Change, size)
+	done = make(chan error, 1)
+	go func() {
+		done <- h.Watch(wctx, start, func(c store.Change) error { seen <- c; return nil })
+	}()
+	return seen, done, cancel
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 )
 
@@ -18,17 +19,8 @@ import (
 // the same changes, the instances they name (a deleted one absent) and
 // the built-in values of their latest versions.
 func TestChangesWithInstancesMatchesSeparateReads(t *testing.T) {
-	pgtest.DSN(t)
 	ctx := t.Context()
-	st := pgtest.Open(t)
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "postgresql"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, err := h.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, h, typ := gadgetHub(t)
 	mid, err := st.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -154,17 +146,8 @@ func TestUpdateBeginsWithFirstStatement(t *testing.T) {
 // is committed, the change is logged once; a write to an instance not
 // locked still answers at once.
 func TestHeldWritesKeepOrder(t *testing.T) {
-	pgtest.DSN(t)
 	ctx := t.Context()
-	st := pgtest.Open(t)
-	h, err := hub.New(ctx, hub.Config{Store: st, StoreKind: "postgresql"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ, err := h.CreateType(ctx, cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, h, typ := gadgetHub(t)
 	c, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "g", Namespace: "default",
 		TypeRef: typ.Ref(), Value: json.RawMessage(`{}`)}}})
 	if err != nil {
@@ -217,4 +200,20 @@ func TestHeldWritesKeepOrder(t *testing.T) {
 	if len(cs) != 1 || cs[0].InstanceID != id || cs[0].Kind != store.Modified {
 		t.Fatalf("changes: %+v, want one MODIFIED of %s", cs, id)
 	}
+}
+
+// gadgetHub is a hub on a new PostgreSQL store with one Type registered.
+func gadgetHub(t *testing.T) (*postgres.Store, *hub.Hub, cairn.Type) {
+	t.Helper()
+	pgtest.DSN(t)
+	st := pgtest.Open(t)
+	h, err := hub.New(t.Context(), hub.Config{Store: st, StoreKind: "postgresql"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := h.CreateType(t.Context(), cairn.Type{Path: "org.example.gadget", Revision: "0.1.0", JSONSchema: []byte(`{"type":"object"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, h, typ
 }
