@@ -162,13 +162,16 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 			op.err = err
 		}
 	}
+	// One savepoint name serves every write: each is released or rolled
+	// back before the next begins. The three statements are prepared once
+	// (queries.go) instead of parsed per write.
+	exec := func(q string) error { _, err := shared.exec(context.Background(), q); return err }
 	for i, op := range group {
 		if err := op.ctx.Err(); err != nil {
 			op.err = err
 			continue
 		}
-		sp := fmt.Sprintf("w%d", i)
-		if _, err := sqlTx.Exec("SAVEPOINT " + sp); err != nil {
+		if err := exec(qSavepoint); err != nil {
 			op.err = classify(fmt.Errorf("sqlite: savepoint: %w", err))
 			fail(op.err)
 			s.failRest(group[i+1:], op.err)
@@ -177,7 +180,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		ctx := context.WithoutCancel(op.ctx)
 		op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
 		if op.err == nil && op.panicked == nil {
-			if _, err := sqlTx.Exec("RELEASE " + sp); err != nil {
+			if err := exec(qRelease); err != nil {
 				op.err = classify(fmt.Errorf("sqlite: release savepoint: %w", err))
 				fail(op.err)
 				s.failRest(group[i+1:], op.err)
@@ -189,9 +192,9 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		// Undo this write alone. Should that fail, SQLite has ended the
 		// transaction itself (an I/O error, say): the writes before this
 		// one are gone too and are reported failed, never acknowledged.
-		_, err := sqlTx.Exec("ROLLBACK TO " + sp)
+		err := exec(qRollbackTo)
 		if err == nil {
-			_, err = sqlTx.Exec("RELEASE " + sp)
+			err = exec(qRelease)
 		}
 		if err != nil {
 			err = classify(fmt.Errorf("sqlite: the write transaction ended with a failed write of its group: %w", err))

@@ -91,6 +91,11 @@ SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE 
 	qPruneChanges  = `DELETE FROM changes WHERE seq <= ?`
 	qSetPruned     = `UPDATE changes_pruned SET through = MAX(through, ?) WHERE id = 1`
 
+	// A group commit's savepoint around each of its writes (group.go).
+	qSavepoint  = `SAVEPOINT w`
+	qRelease    = `RELEASE w`
+	qRollbackTo = `ROLLBACK TO w`
+
 	qValue  = `SELECT value FROM builtin_values WHERE instance_id = ? AND resource_version = ?`
 	qValues = `SELECT j.key, v.value FROM json_each(?) j
 JOIN builtin_values v ON v.instance_id = json_extract(j.value, '$[0]') AND v.resource_version = json_extract(j.value, '$[1]')`
@@ -123,5 +128,6 @@ func writeQueries() []string {
 		qLatestVersion, qInsertVersion, qSetLatest, qUnsetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
 		qPutValue, qDeleteValues, qDeleteValue, qClearLock, qSetLock,
 		qRecordChange, qSetSeq, qPruneChanges, qSetPruned,
+		qSavepoint, qRelease, qRollbackTo,
 	}
 }
