@@ -175,6 +175,13 @@ func TestGroupCommitKeepsEachWriteAtomic(t *testing.T) {
 	if want := 1 + 7; len(changes) != want {
 		t.Errorf("%d changes logged, want %d (the first write and 7 of the group)", len(changes), want)
 	}
+	// ... and carries that change's Seq.
+	for _, c := range changes {
+		in, err := s.GetInstances(ctx, []string{c.InstanceID})
+		if err != nil || len(in) != 1 || in[0].Seq != c.Seq || c.Kind != store.Added {
+			t.Errorf("change %d (%s %s): instance %v, %v; want one ADDED with that Seq", c.Seq, c.Kind, c.InstanceID, in, err)
+		}
+	}
 	// The writer is free again: a lone write goes through.
 	if err := s.Update(ctx, create(100, false)); err != nil {
 		t.Fatal(err)
@@ -347,6 +354,45 @@ func BenchmarkCheckpoints(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkGroupCommit runs groups of a fixed size of the hub's create
+// transaction through runGroup, one group after another: the writer's
+// serial section per create, which bounds the create rate, without the
+// scheduling that sizes groups in BenchmarkHubCreates (so callgrind
+// counts it repeatably). frames/commit is what a commit appends to the
+// WAL: a page per table and index it touched, and splits.
+func BenchmarkGroupCommit(b *testing.B) {
+	for _, size := range []int{1, 3, 16} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+			s := hubStore(b, newID)
+			n, frames, commits := 0, 0, 0
+			for b.Loop() {
+				group := make([]*writeOp, size)
+				for i := range group {
+					n++
+					group[i] = &writeOp{ctx: b.Context(), fn: hubCreate(newID(), n), done: make(chan struct{})}
+				}
+				before, _, _ := s.ckpt.walState()
+				s.runGroup(group)
+				after, _, _ := s.ckpt.walState()
+				if after < before {
+					before = 0 // the transaction restarted the WAL before writing to it
+				}
+				frames += after - before
+				commits++
+				s.ckpt.committed(s.w)
+				for _, op := range group {
+					if op.err != nil {
+						b.Fatal(op.err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/create")
+			b.ReportMetric(float64(frames)/float64(commits), "frames/commit")
 		})
 	}
 }

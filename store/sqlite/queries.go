@@ -54,9 +54,11 @@ WHERE u.to_id IN (SELECT value FROM json_each(?))` + otherOrder
 
 	qTakenInstance = `SELECT id, type_path, namespace, name FROM instances
 WHERE id = ? OR (type_path = ? AND namespace = ? AND name = ?) LIMIT 1`
+	// qInsertInstance stamps the new instance with the Seq of its
+	// creation's change, which qRecordCreate then logs under that Seq.
 	qInsertInstance = `INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, alias,
-	annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv, status, managed_fields)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	annotations, backend_id, backend_abstract, locked_by, created_at, latest_rv, status, managed_fields, seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + nextSeq + `)`
 	qInsertLabel    = `INSERT INTO instance_labels (instance_id, key, value) VALUES (?, ?, ?)`
 	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = ?`
 	qSetAnnotations = `UPDATE instances SET annotations = ? WHERE id = ?`
@@ -84,7 +86,17 @@ WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
 
 	qRecordChange = `INSERT INTO changes (kind, instance_id, type_path, type_revision, namespace, name, at)
 SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE id = ?`
-	qSetSeq        = `UPDATE instances SET seq = last_insert_rowid() WHERE id = ?`
+	qSetSeq = `UPDATE instances SET seq = last_insert_rowid() WHERE id = ?`
+	// nextSeq is the Seq AUTOINCREMENT gives the next change: one past
+	// the largest ever (sqlite_sequence) and past the largest there is.
+	nextSeq = `(SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
+	COALESCE((SELECT MAX(seq) FROM changes), 0)) + 1)`
+	// qRecordCreate logs a creation from the values the instance was
+	// inserted with, under the Seq qInsertInstance stamped it with (no
+	// change was logged in between), instead of reading the instance back
+	// and updating it as qRecordChange and qSetSeq do.
+	qRecordCreate = `INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+VALUES (` + nextSeq + `, ?, ?, ?, ?, ?, ?, ?)`
 	qChanges       = `SELECT seq, kind, instance_id, type_path, type_revision, namespace, name, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`
 	qPrunedThrough = `SELECT through FROM changes_pruned WHERE id = 1`
 	qLastSeq       = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)`
@@ -127,7 +139,7 @@ func writeQueries() []string {
 		qInsertUses, qInstanceExists, qUsersOf, qDeleteInstance,
 		qLatestVersion, qInsertVersion, qSetLatest, qUnsetLatest, qDeleteLatestAttrs, qInsertLatestAttr,
 		qPutValue, qDeleteValues, qDeleteValue, qClearLock, qSetLock,
-		qRecordChange, qSetSeq, qPruneChanges, qSetPruned,
+		qRecordChange, qSetSeq, qRecordCreate, qPruneChanges, qSetPruned,
 		qSavepoint, qRelease, qRollbackTo,
 	}
 }

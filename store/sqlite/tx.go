@@ -62,7 +62,12 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
 		return err
 	}
-	return t.recordChange(ctx, store.Added, in.ID)
+	if _, err := t.exec(ctx, qRecordCreate, string(store.Added), in.ID, in.TypeRef.Path, in.TypeRef.Revision,
+		in.Namespace, in.Name, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("sqlite: record change of %s: %w", in.ID, err)
+	}
+	t.markRecorded(in.ID)
+	return nil
 }
 
 // taken returns the error for an instance whose id or name another
@@ -97,11 +102,16 @@ func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string)
 	if _, err := t.exec(ctx, qSetSeq, id); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
 	}
+	t.markRecorded(id)
+	return nil
+}
+
+// markRecorded notes that the transaction logged a change of id.
+func (t *tx) markRecorded(id string) {
 	if t.recorded == nil {
 		t.recorded = map[string]bool{}
 	}
 	t.recorded[id] = true
-	return nil
 }
 
 func (t *tx) PruneChanges(ctx context.Context, through int64) error {
