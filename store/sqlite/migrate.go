@@ -188,6 +188,16 @@ INSERT INTO resource_versions_7 (instance_id, resource_version, created_by, crea
 DROP TABLE resource_versions;
 ALTER TABLE resource_versions_7 RENAME TO resource_versions;
 `,
+	// 8: two indexes no query reads. Every label and attribute condition
+	// of a list is correlated with its instance (instanceWhere), so it
+	// seeks its table's primary key, (instance_id, key) and (instance_id,
+	// path, revision), once per instance either way; the indexes by key
+	// and by path only cost every create and relabel a B-tree insert and
+	// a page per commit.
+	`
+DROP INDEX instance_labels_key;
+DROP INDEX latest_attributes_path;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.
