@@ -146,16 +146,11 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	// transaction back when its context ends, and an interrupted statement
 	// can end SQLite's transaction). A caller whose context has ended
 	// before its turn is not run; once it runs, its write completes.
-	sqlTx, err := s.w.BeginTx(context.Background(), nil)
-	if err != nil {
-		err = classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
-		for _, op := range group {
-			op.err = err
-		}
-		return
-	}
-	shared := s.wr.inTx(sqlTx)
-	var ran []*writeOp // members whose writes the transaction holds
+	var (
+		sqlTx  *sql.Tx
+		shared reader
+		ran    []*writeOp // members whose writes the transaction holds
+	)
 	fail := func(err error) {
 		_ = sqlTx.Rollback()
 		for _, op := range ran {
@@ -171,13 +166,37 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 			op.err = err
 			continue
 		}
+		ctx := context.WithoutCancel(op.ctx)
+		if sqlTx == nil {
+			// The first write of a transaction needs no savepoint
+			// (whose undo journal takes a copy of every page the
+			// write changes): should it fail, the transaction holds
+			// nothing else and is rolled back whole, and the next
+			// write begins another.
+			var err error
+			if sqlTx, err = s.w.BeginTx(context.Background(), nil); err != nil {
+				err = classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
+				for _, op := range group[i:] {
+					op.err = err
+				}
+				return
+			}
+			shared = s.wr.inTx(sqlTx)
+			op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
+			if op.err == nil && op.panicked == nil {
+				ran = append(ran, op)
+			} else {
+				_ = sqlTx.Rollback()
+				sqlTx = nil
+			}
+			continue
+		}
 		if err := exec(qSavepoint); err != nil {
 			op.err = classify(fmt.Errorf("sqlite: savepoint: %w", err))
 			fail(op.err)
 			s.failRest(group[i+1:], op.err)
 			return
 		}
-		ctx := context.WithoutCancel(op.ctx)
 		op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
 		if op.err == nil && op.panicked == nil {
 			if err := exec(qRelease); err != nil {
@@ -203,8 +222,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 			return
 		}
 	}
-	if len(ran) == 0 {
-		_ = sqlTx.Rollback()
+	if sqlTx == nil { // no write of the group succeeded
 		return
 	}
 	if err := sqlTx.Commit(); err != nil {

@@ -188,6 +188,69 @@ func TestGroupCommitKeepsEachWriteAtomic(t *testing.T) {
 	}
 }
 
+// The first write of a group's transaction runs without a savepoint: when
+// it fails (or panics, or its caller is gone), the transaction is rolled
+// back whole and the next write begins another, so the writes after it
+// commit and the failed ones leave nothing, wherever they are in the group.
+func TestGroupCommitFailedFirstWrites(t *testing.T) {
+	for _, outcomes := range []string{"fok", "pfok", "cfok", "ffff", "okfo", "fpcfokf"} {
+		t.Run(outcomes, func(t *testing.T) {
+			s := groupStore(t)
+			ctx := context.Background()
+			release, first := holdWriter(t, s)
+			n := len(outcomes)
+			errs, panics := make([]error, n), make([]any, n)
+			gone, cancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			for i, o := range outcomes {
+				wctx, fn := ctx, create(i+1, o == 'f')
+				switch o {
+				case 'p':
+					fn = func(ctx context.Context, tx store.Tx) error {
+						if err := create(i+1, false)(ctx, tx); err != nil {
+							return err
+						}
+						panic("write panics")
+					}
+				case 'c':
+					wctx = gone
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { panics[i] = recover() }()
+					errs[i] = s.Update(wctx, fn)
+				}()
+				waitQueued(t, s, i+1)
+			}
+			cancel()
+			release()
+			wg.Wait()
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			committed := 1 // the writer held
+			for i, o := range outcomes {
+				_, getErr := s.GetInstanceByName(ctx, "io.flipt.flag", "default", flag(i+1).Name)
+				if o == 'o' || o == 'k' {
+					committed++
+					if errs[i] != nil || panics[i] != nil || getErr != nil {
+						t.Errorf("write %d (%c): %v, %v, then %v", i+1, o, errs[i], panics[i], getErr)
+					}
+					continue
+				}
+				if (errs[i] == nil && panics[i] == nil) || !cairn.HasCode(getErr, cairn.CodeNotFound) {
+					t.Errorf("write %d (%c): %v, %v, and its instance: %v", i+1, o, errs[i], panics[i], getErr)
+				}
+			}
+			changes, err := s.Changes(ctx, 0, 100)
+			if err != nil || len(changes) != committed {
+				t.Errorf("changes %v, %v; want %d", changes, err, committed)
+			}
+		})
+	}
+}
+
 // Two writes of one group that take the same name: the second is refused
 // with the store's own error, as if it had come after the first committed.
 func TestGroupCommitSeesEarlierWritesOfTheGroup(t *testing.T) {
