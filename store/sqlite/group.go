@@ -100,8 +100,15 @@ func (s *Store) handOver() {
 	close(leader.done)
 }
 
-// updateAlone runs fn in a transaction of its own.
+// updateAlone runs fn in a transaction of its own. Like a write of a
+// group, it is not run when its caller's context has ended, and once
+// begun it runs to its end: the driver would otherwise watch a cancellable
+// context with a goroutine of its own for every statement.
 func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
 	sqlTx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(fmt.Errorf("sqlite: begin write transaction: %w", err))

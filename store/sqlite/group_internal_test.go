@@ -252,6 +252,38 @@ func TestGroupCommitFailedFirstWrites(t *testing.T) {
 	}
 }
 
+// A lone write, like a write of a group, is not run when its caller's
+// context has ended before it begins, and once begun it runs to its end
+// and commits, also when the context ends meanwhile.
+func TestLoneWriteRunsToItsEnd(t *testing.T) {
+	s := groupStore(t)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Update(gone, create(1, false)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write of a caller gone: %v, want context.Canceled", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, flag(2)); err != nil {
+			return err
+		}
+		cancel() // the caller goes away halfway
+		return tx.PutValue(ctx, flag(2).ID, 1, []byte(`{"enabled":true}`))
+	})
+	if err != nil {
+		t.Fatalf("write whose caller went away halfway: %v", err)
+	}
+	for i, want := range []bool{false, true} {
+		_, err := s.GetInstanceByName(context.Background(), "io.flipt.flag", "default", flag(i+1).Name)
+		if (err == nil) != want {
+			t.Errorf("instance of write %d: %v, want it there: %v", i+1, err, want)
+		}
+	}
+	if v, err := s.Value(context.Background(), flag(2).ID, 1); err != nil || string(v) != `{"enabled":true}` {
+		t.Errorf("value of write 2: %s, %v", v, err)
+	}
+}
+
 // Two writes of one group that take the same name: the second is refused
 // with the store's own error, as if it had come after the first committed.
 func TestGroupCommitSeesEarlierWritesOfTheGroup(t *testing.T) {

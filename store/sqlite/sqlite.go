@@ -226,8 +226,10 @@ func (s *Store) Close() error {
 // serialization failure mid-transaction and fn is not retried. Concurrent
 // Updates may share a transaction, each in a savepoint of its own (group
 // commit, group.go): fn's writes commit, or roll back, as one, and Update
-// returns only once they are committed. Update must not be called from
-// inside fn: the writer connection is already taken.
+// returns only once they are committed. A write whose ctx has ended before
+// it begins is not run; once begun it runs to its end whatever becomes of
+// ctx (its fn gets ctx without the cancellation). Update must not be called
+// from inside fn: the writer connection is already taken.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return s.update(ctx, fn)
 }
