@@ -27,6 +27,16 @@ func TestCreateStampsItsChange(t *testing.T) {
 		if err := tx.CreateInstance(ctx, flag(2)); err != nil {
 			return err
 		}
+		// The transaction's position is its own last change's: the
+		// create's, stamped on the instance.
+		pos, err := tx.LastSeq(ctx)
+		if err != nil {
+			return err
+		}
+		got, err := tx.GetInstancesBrief(ctx, []string{flag(2).ID})
+		if err != nil || len(got) != 1 || got[0].Seq != pos {
+			t.Errorf("in the transaction: LastSeq %d, instance %v, %v", pos, got, err)
+		}
 		return tx.SetMetadata(ctx, flag(1).ID, map[string]string{"x": "y"}, nil) // no second change
 	})
 	if err != nil {
