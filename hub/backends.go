@@ -164,6 +164,10 @@ type keptBackends struct {
 	// unread: a policy read current as of position p stays current as of
 	// scanned when neither is past p.
 	policySeen, goneAt int64
+	// own names the instance of changes this hub's writes committed, by
+	// change number (committed): a scan passes those next in the log
+	// without reading it. Entries at or before scanned are spent.
+	own map[int64]string
 }
 
 // maxKeptBackends bounds keptBackends; when full it starts again.
@@ -211,11 +215,66 @@ func (k *keptBackends) get(ctx context.Context, h *Hub, id string, at int64) (*r
 	return &c, nil
 }
 
+// committed notes changes this hub's write committed: for each instance
+// its Seq is the number of a change of it, the only change the write
+// logged of it, and the write logged no others. Nothing else may be
+// passed: a scan takes the entry for the change at that number.
+func (k *keptBackends) committed(insts []cairn.Instance) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, inst := range insts {
+		if inst.Seq <= k.scanned {
+			continue
+		}
+		if len(k.own) >= maxKeptBackends {
+			for seq := range k.own {
+				if seq <= k.scanned {
+					delete(k.own, seq)
+				}
+			}
+			if len(k.own) >= maxKeptBackends {
+				return // the scans read the log for the rest
+			}
+		}
+		if k.own == nil {
+			k.own = map[int64]string{}
+		}
+		k.own[inst.Seq] = inst.ID
+	}
+}
+
+// passOwn passes the changes next in the log that this hub's writes
+// committed (committed). k.mu is held.
+func (k *keptBackends) passOwn() {
+	for {
+		id, ok := k.own[k.scanned+1]
+		if !ok {
+			return
+		}
+		delete(k.own, k.scanned+1)
+		k.scanned++
+		k.pass(k.scanned, id)
+	}
+}
+
+// pass drops what a change of instance id at position seq makes stale.
+// k.mu is held.
+func (k *keptBackends) pass(seq int64, id string) {
+	delete(k.m, id)
+	if id == PolicyID {
+		k.policy, k.policyKnown = nil, false
+		k.policySeen = max(k.policySeen, seq)
+	}
+}
+
 // advance scans the change log up to position at, dropping what each
 // change makes stale, and returns with k.mu held; on an error, without.
 func (k *keptBackends) advance(ctx context.Context, h *Hub, at int64) error {
 	k.mu.Lock()
 	for at > k.scanned {
+		if k.passOwn(); at <= k.scanned {
+			break
+		}
 		if len(k.m) == 0 && !k.policyKnown {
 			k.scanned = at // nothing kept that a change could make stale
 			k.goneAt = at  // but a policy being read may be: not read
@@ -239,11 +298,7 @@ func (k *keptBackends) advance(ctx context.Context, h *Hub, at int64) error {
 			k.goneAt = through
 		}
 		for _, c := range cs {
-			delete(k.m, c.InstanceID)
-			if c.InstanceID == PolicyID {
-				k.policy, k.policyKnown = nil, false
-				k.policySeen = max(k.policySeen, c.Seq)
-			}
+			k.pass(c.Seq, c.InstanceID)
 		}
 		k.scanned = through
 	}

@@ -1,12 +1,16 @@
 package hub_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // Backends are resolved from what was kept, without a store read: a change
@@ -106,4 +110,62 @@ func TestBackendChangeSeenByNextOperation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// changeCounter counts the change-log reads of the store under a hub.
+type changeCounter struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (c *changeCounter) Changes(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	c.reads.Add(1)
+	return c.Store.Changes(ctx, after, limit)
+}
+
+// Creates of this hub move the kept backends and policy past their own
+// changes without reading the change log; a change through another hub
+// is read from it and seen by the next create.
+func TestOwnCreatesPassedWithoutLogReads(t *testing.T) {
+	e := newEnv(t)
+	cc := &changeCounter{Store: e.st}
+	mine, err := hub.New(e.ctx, hub.Config{Store: cc, Backends: e.opener, NoReadCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filesID, _ := e.addBackend("files", true, "")
+	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
+	backendOf := func() string {
+		t.Helper()
+		out, err := mine.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Value: json.RawMessage(`{}`)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Instance.Backend.ID
+	}
+	toFiles := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
+	if _, err := e.h.ApplyPolicy(e.ctx, toFiles); err != nil {
+		t.Fatal(err)
+	}
+	if got := backendOf(); got != filesID { // reads and keeps the policy and the backend
+		t.Fatalf("backend %s, want the policy's %s", got, filesID)
+	}
+	before := cc.reads.Load()
+	for range 5 {
+		if got := backendOf(); got != filesID {
+			t.Fatalf("backend %s, want the policy's %s", got, filesID)
+		}
+	}
+	if n := cc.reads.Load() - before; n != 0 {
+		t.Fatalf("5 creates read the change log %d times, want none: each change since was the hub's own", n)
+	}
+	if _, err := e.h.ApplyPolicy(e.ctx, policy.Policy{}); err != nil { // through another hub
+		t.Fatal(err)
+	}
+	if got := backendOf(); got != cairn.BuiltinBackendID {
+		t.Fatalf("after another hub emptied the policy: backend %s, want built-in", got)
+	}
+	if cc.reads.Load() == before {
+		t.Fatal("the other hub's change was not read from the log")
+	}
 }

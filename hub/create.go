@@ -124,9 +124,22 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 
 	out := make([]Created, len(items))
 	for i, p := range items {
+		if p.inst.Backend.Abstract {
+			stored[i].Latest.Value = p.value
+		}
 		out[i] = Created{Alias: p.inst.Alias, ID: p.inst.ID, Instance: stored[i]}
 		if p.backend.AcceptValue {
 			out[i].Instance.Latest.Value = p.value
+		}
+	}
+	if !isDryRun(ctx) {
+		if h.cache != nil {
+			h.cache.Created(stored)
+		}
+		if len(edges) == 0 {
+			// The transaction logged one change per instance and no other
+			// (the instances' own, their backend edge included).
+			h.kept.committed(stored)
 		}
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
@@ -158,6 +171,17 @@ func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, e
 			return nil, fmt.Errorf("add uses relation %s -> %s: %w", e.From, e.To, err)
 		}
 	}
+	if len(edges) == 0 && len(items) == 1 {
+		// The instance is what this transaction wrote, as it wrote it, and
+		// the change it logged (one per instance and transaction, its
+		// backend edge's included) is the newest the transaction sees: no
+		// read back.
+		seq, err := tx.LastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the change of %q: %w", items[0].inst.ID, err)
+		}
+		return []cairn.Instance{createdForm(items[0].inst, seq)}, nil
+	}
 	ids := make([]string, len(items))
 	for i, p := range items {
 		ids[i] = p.inst.ID
@@ -176,6 +200,54 @@ func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, e
 		stored[i].Uses = []string{stored[i].Backend.ID}
 	}
 	return stored, nil
+}
+
+// createdForm is inst, just created with change number seq and no uses
+// edge but the one to its backend, as a read of the store gives it back
+// (GetInstancesBrief, that edge added): empty maps and lists are nil and
+// JSON documents compact, as both stores keep them.
+func createdForm(inst cairn.Instance, seq int64) cairn.Instance {
+	inst.Seq = seq
+	if len(inst.Labels) == 0 {
+		inst.Labels = nil
+	}
+	if len(inst.Annotations) == 0 {
+		inst.Annotations = nil
+	}
+	if len(inst.Latest.Attributes) == 0 {
+		inst.Latest.Attributes = nil
+	}
+	inst.ManagedFields = compactRaw(inst.ManagedFields)
+	inst.Status = compactRaw(inst.Status)
+	inst.Latest.Context = compactRaw(inst.Latest.Context)
+	inst.Latest.Value = nil
+	inst.Uses, inst.UsedBy = []string{inst.Backend.ID}, nil
+	return inst
+}
+
+// compactRaw is raw compacted (raw itself when it is); nil when empty.
+// raw was checked as JSON.
+func compactRaw(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			if c, err := compactJSON(raw); err == nil {
+				return c
+			}
+			return raw
+		}
+	}
+	return raw
 }
 
 // pinTypes reads the Types of the batch inside its transaction, which keeps
@@ -216,6 +288,10 @@ func subjectOf(alias string) string { return fmt.Sprintf("TypeInstance %q", alia
 // prepareCreate validates every instance of the batch and resolves its
 // backend, collecting every error rather than stopping at the first.
 func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Time) ([]*pending, error) {
+	// Microseconds are what both stores keep of a time (PostgreSQL's
+	// timestamptz), so the instance storeCreates assembles after writing it
+	// is the one a read of the store gives.
+	now = now.Truncate(time.Microsecond)
 	var errs []error
 	items := make([]*pending, len(req.Instances))
 	aliases := map[string]int{}

@@ -85,6 +85,10 @@ type Cache struct {
 	// applied those changes. ownMu guards it.
 	ownMu sync.Mutex
 	own   map[int64]cairn.Instance
+	// created holds instances as this process's own creates left them,
+	// complete (Created), by the change number of the create, until the
+	// cache has applied it. ownMu guards it.
+	created map[int64]cairn.Instance
 }
 
 type nameKey struct{ path, namespace, name string }
@@ -208,15 +212,15 @@ func (c *Cache) SyncTo(ctx context.Context, target int64) error {
 		if len(cs) == 0 {
 			break // the target was a pruned point with nothing after it
 		}
-		var mine []cairn.Instance
+		var mine, made []cairn.Instance
 		if !combined {
 			var rest []store.Change
-			mine, rest = c.takeOwn(cs)
+			mine, made, rest = c.takeOwn(cs)
 			if found, err = c.read(ctx, rest); err != nil {
 				return err
 			}
 		}
-		c.apply(cs, found, mine)
+		c.apply(cs, found, mine, made)
 		from = cs[len(cs)-1].Seq
 	}
 	return nil
@@ -291,25 +295,67 @@ func (c *Cache) Committed(insts []cairn.Instance) {
 	}
 }
 
+// Created hands the cache instances a create of this process committed,
+// complete: each as of the change its Seq names (the create's), with its
+// value filled when the built-in backend holds it, and with every instance
+// it uses (Uses, in the store's order; UsedBy is ignored, the cache derives
+// it). Unlike those handed by Committed, they are taken when the cache does
+// not hold them yet, which a new instance never is.
+func (c *Cache) Created(insts []cairn.Instance) {
+	if _, combined := c.src.(changeReader); combined {
+		return // its log brings the rows in the same round trip
+	}
+	c.mu.RLock()
+	loaded, applied := c.loaded, c.applied
+	c.mu.RUnlock()
+	if !loaded {
+		return // the load reads everything anyway
+	}
+	c.ownMu.Lock()
+	defer c.ownMu.Unlock()
+	for _, inst := range insts {
+		if inst.ID == "" || inst.Seq <= applied {
+			continue
+		}
+		if c.created == nil {
+			c.created = map[int64]cairn.Instance{}
+		}
+		if len(c.own)+len(c.created) >= maxOwn {
+			return
+		}
+		inst.Labels = maps.Clone(inst.Labels)
+		inst.Annotations = maps.Clone(inst.Annotations)
+		inst.Uses, inst.UsedBy = slices.Clone(inst.Uses), nil
+		c.created[inst.Seq] = inst
+	}
+}
+
 // takeOwn splits what applying cs needs: the instances handed by own
 // commits that stand for every change cs holds of them, and the changes
-// of the others, whose rows are read. An instance is taken only when the
-// cache holds it already (its relations are those the commits kept) and
-// every change of it in cs was handed: a change by another process, a
-// delete among them, has its row read. The handed instances of cs are
-// forgotten. c.applying is held.
-func (c *Cache) takeOwn(cs []store.Change) (mine []cairn.Instance, rest []store.Change) {
+// of the others, whose rows are read. An instance is taken only when every
+// change of it in cs was handed, and either the cache holds it already
+// (its relations are those the commits kept: mine) or its create is among
+// them (its relations are those the create handed: made). A change by
+// another process, a delete among them, has its row read. The handed
+// instances of cs are forgotten. c.applying is held.
+func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []store.Change) {
 	c.ownMu.Lock()
-	if len(c.own) == 0 {
+	if len(c.own) == 0 && len(c.created) == 0 {
 		c.ownMu.Unlock()
-		return nil, cs
+		return nil, nil, cs
 	}
 	latest := map[string]cairn.Instance{}
+	uses := map[string][]string{} // of the instances whose create cs holds
 	other := map[string]bool{}
 	for _, ch := range cs {
 		inst, ok := c.own[ch.Seq]
 		if ok {
 			delete(c.own, ch.Seq)
+		} else if inst, ok = c.created[ch.Seq]; ok {
+			delete(c.created, ch.Seq)
+			if ok = ch.Kind == store.Added && inst.ID == ch.InstanceID; ok {
+				uses[ch.InstanceID] = inst.Uses
+			}
 		}
 		if !ok || inst.ID != ch.InstanceID || ch.Kind == store.Deleted {
 			other[ch.InstanceID] = true
@@ -323,29 +369,42 @@ func (c *Cache) takeOwn(cs []store.Change) (mine []cairn.Instance, rest []store.
 			delete(c.own, seq)
 		}
 	}
+	for seq := range c.created {
+		if seq <= last {
+			delete(c.created, seq)
+		}
+	}
 	c.ownMu.Unlock()
 	if len(latest) == 0 {
-		return nil, cs
+		return nil, nil, cs
 	}
 	c.mu.RLock()
 	for id, inst := range latest {
-		if _, cached := c.objs[id]; cached && !other[id] {
+		u, isNew := uses[id]
+		_, cached := c.objs[id]
+		switch {
+		case other[id]:
+			delete(latest, id)
+		case isNew:
+			inst.Uses = u // a later own commit of it kept the create's relations
+			made = append(made, inst)
+		case cached:
 			mine = append(mine, inst)
-		} else {
+		default:
 			delete(latest, id)
 		}
 	}
 	c.mu.RUnlock()
-	if len(mine) == 0 {
-		return nil, cs
+	if len(mine)+len(made) == 0 {
+		return nil, nil, cs
 	}
-	rest = make([]store.Change, 0, len(cs)-len(mine))
+	rest = make([]store.Change, 0, len(cs)-len(mine)-len(made))
 	for _, ch := range cs {
 		if _, taken := latest[ch.InstanceID]; !taken {
 			rest = append(rest, ch)
 		}
 	}
-	return mine, rest
+	return mine, made, rest
 }
 
 // read reads the instances cs name, as they are now, with their values.
@@ -372,9 +431,9 @@ func (c *Cache) read(ctx context.Context, cs []store.Change) ([]cairn.Instance, 
 }
 
 // apply stores found, the instances cs name as read after them, and
-// mine, those that own commits handed for every change of them in cs;
-// those of cs in neither were deleted.
-func (c *Cache) apply(cs []store.Change, found, mine []cairn.Instance) {
+// mine and made, those that own commits (made: own creates among them)
+// handed for every change of them in cs; those of cs in none were deleted.
+func (c *Cache) apply(cs []store.Change, found, mine, made []cairn.Instance) {
 	seen := make(map[string]bool, len(cs))
 	for _, ch := range cs {
 		seen[ch.InstanceID] = true
@@ -388,6 +447,10 @@ func (c *Cache) apply(cs []store.Change, found, mine []cairn.Instance) {
 	for _, inst := range mine {
 		delete(seen, inst.ID)
 		c.putOwn(inst)
+	}
+	for _, inst := range made {
+		delete(seen, inst.ID)
+		c.putMade(inst)
 	}
 	for id := range seen { // changed and no longer there: deleted
 		c.remove(id)
@@ -557,6 +620,21 @@ func (c *Cache) putOwn(inst cairn.Instance) {
 		return
 	}
 	c.unindex(old)
+	c.index(&entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)})
+}
+
+// putMade stores inst, handed complete by an own create (and the own
+// commits after it), with the relations it was handed. Its users are not
+// synced from it as a row read's are: they are the instances whose Uses
+// name it, cached with their own changes. c.mu is held.
+func (c *Cache) putMade(inst cairn.Instance) {
+	if old, ok := c.objs[inst.ID]; ok {
+		if old.inst.Seq >= inst.Seq {
+			return // read after a later change
+		}
+		c.unindex(old)
+	}
+	inst.UsedBy = nil
 	c.index(&entry{inst: inst, revKey: store.RevisionKey(inst.TypeRef.Revision)})
 }
 

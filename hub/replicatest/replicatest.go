@@ -45,6 +45,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
 		{"Locks/OneOwnerWins", testConcurrentLocks},
 		{"Locks/AllOrNothingAcrossReplicas", testConcurrentBatchLocks},
 		{"Create/UniqueNameOneWinner", testUniqueName},
+		{"Create/AnswerAsStored", testCreateAnswerAsStored},
 		{"ChangeLog/PollerSeesEverySeqOnceInOrder", testChangeLogPolling},
 		{"Watch/SeesOtherReplica", testWatchOtherReplica},
 		{"Cache/ConsistentReadSeesOtherReplica", testConsistentReadOtherReplica},
