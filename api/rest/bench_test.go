@@ -204,3 +204,26 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCreate is a POST of a new flag through the whole stack (HTTP,
+// body checks, managed fields, hub, store transaction, response), one
+// client at a time, as a create of scripts/bench sends it.
+func BenchmarkCreate(b *testing.B) {
+	srv, c := benchServer(b, 1)
+	url := srv.URL + "/apis/flipt.io/v1alpha1/namespaces/default/flags"
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		resp, err := c.Post(url, "application/json", bytes.NewBufferString(fmt.Sprintf(
+			`{"apiVersion":"flipt.io/v1alpha1","kind":"Flag","metadata":{"name":"c-%d"},"spec":{"enabled":true}}`, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b.Fatalf("POST: %s: %s", resp.Status, out)
+		}
+	}
+}
