@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn"
@@ -214,6 +215,7 @@ func createdForm(inst cairn.Instance, seq int64) cairn.Instance {
 	if len(inst.Annotations) == 0 {
 		inst.Annotations = nil
 	}
+	inst.Latest.Attributes = slices.Clip(slices.Clone(inst.Latest.Attributes)) // the caller's slice: not shared
 	if len(inst.Latest.Attributes) == 0 {
 		inst.Latest.Attributes = nil
 	}

@@ -81,6 +81,8 @@ type Reader interface {
 	// CodeGone when changes after that position were already pruned.
 	Changes(ctx context.Context, after int64, limit int) ([]Change, error)
 	// LastSeq returns the Seq of the newest change, 0 when there is none.
+	// Through a Tx it includes the transaction's own changes: right after
+	// a write that logged a change, it is that change's Seq.
 	LastSeq(ctx context.Context) (int64, error)
 	// ValueLock returns the lock owner recorded in the built-in value table's
 	// lock records, "" when none.

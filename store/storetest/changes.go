@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -208,6 +209,43 @@ func testListPaging(t *testing.T, s store.Store) {
 		}
 		if !slices.Equal(paged, ids(full)) {
 			t.Errorf("limit %d: pages = %v, want %v", size, paged, ids(full))
+		}
+	}
+}
+
+// testLastSeqInTx: through a transaction, LastSeq includes the
+// transaction's own changes: after a create (its value and its uses edge
+// written too) it is the Seq of the create's change, which the instance
+// carries after the commit (the hub answers a create with it instead of
+// reading the instance back).
+func testLastSeqInTx(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := instance(1, "cap.type.a", "0.1.0", "default", "a")
+	create(t, s, a)
+	for i, in := range []cairn.Instance{instance(2, "cap.type.a", "0.1.0", "default", "b"), instance(3, "cap.type.b", "0.1.0", "other", "c")} {
+		before, err := s.LastSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inTx int64
+		update(t, s, func(ctx context.Context, tx store.Tx) error {
+			if err := tx.CreateInstance(ctx, in); err != nil {
+				return err
+			}
+			if err := tx.PutValue(ctx, in.ID, 1, json.RawMessage(`{"n":1}`)); err != nil {
+				return err
+			}
+			if err := tx.AddUses(ctx, in.ID, a.ID); err != nil {
+				return err
+			}
+			var err error
+			inTx, err = tx.LastSeq(ctx)
+			return err
+		})
+		cs := changeLog(t, s, before)
+		wantChanges(t, cs, changeWant{store.Added, in.ID})
+		if inTx != cs[0].Seq || get(t, s, in.ID).Seq != inTx {
+			t.Errorf("create %d: LastSeq in the transaction %d, its change %d, the instance's Seq %d; want all equal", i, inTx, cs[0].Seq, get(t, s, in.ID).Seq)
 		}
 	}
 }

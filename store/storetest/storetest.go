@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Concurrency/DeleteTypeCreate", testConcurrentDeleteTypeCreate},
 		{"Changes/Log", testChanges},
 		{"Changes/OnePerTransaction", testOneChangePerTx},
+		{"Changes/LastSeqInTransaction", testLastSeqInTx},
 		{"Instances/ListPaging", testListPaging},
 		{"Intents/Journal", testIntents},
 	}
