@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cairn-dev/cairn"
@@ -285,7 +286,7 @@ func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error
 	return nil
 }
 
-func subjectOf(alias string) string { return fmt.Sprintf("TypeInstance %q", alias) }
+func subjectOf(alias string) string { return "TypeInstance " + strconv.Quote(alias) }
 
 // prepareCreate validates every instance of the batch and resolves its
 // backend, collecting every error rather than stopping at the first.

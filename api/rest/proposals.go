@@ -50,7 +50,7 @@ func writeWrite(w http.ResponseWriter, code int, res *resource, inst cairn.Insta
 		writeJSON(w, http.StatusAccepted, proposedObject{Object: toObject(res, inst), Proposal: p})
 		return
 	}
-	writeJSON(w, code, toObject(res, inst))
+	writeObjectJSON(w, code, toObject(res, inst))
 }
 
 // ProposalObject is a proposal served in hub.cairn.dev/v1 (read-only):
