@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -158,24 +159,54 @@ func fieldTreeOf(t reflect.Type, seen map[reflect.Type]*fieldTree) *fieldTree {
 }
 
 // walkUnknown appends to out the fields of doc (JSON) that ft does not
-// know. Only objects and arrays where ft has a struct or a slice are
-// decoded (one level at a time); values kept whole are not looked into.
+// know; nothing when doc is not valid JSON. Only objects and arrays where
+// ft has a struct or a slice are looked into; values kept whole are
+// skipped unread.
 func walkUnknown(ft *fieldTree, doc json.RawMessage, prefix string, out *[]string) {
+	if ft != nil && json.Valid(doc) {
+		walkValid(ft, doc, prefix, out)
+	}
+}
+
+// walkValid is walkUnknown for valid JSON. An object's members are read
+// in place (no map, no copies of their values): a key given twice counts
+// once, its last value walked, as decoding into a map keeps it.
+func walkValid(ft *fieldTree, doc []byte, prefix string, out *[]string) {
 	switch {
 	case ft == nil:
 	case ft.fields != nil:
-		var m map[string]json.RawMessage
-		if json.Unmarshal(doc, &m) != nil {
+		var small [8]member
+		ms, ok := objectMembers(doc, small[:0])
+		if !ok {
 			return // not an object
 		}
-		for k, v := range m {
-			sub, ok := ft.fields[k]
+		var last map[string]int // by key, for objects of many members
+		if len(ms) > 16 {
+			last = make(map[string]int, len(ms))
+			for i, m := range ms {
+				last[string(m.key)] = i
+			}
+		}
+	members:
+		for i, m := range ms {
+			if last != nil {
+				if last[string(m.key)] != i {
+					continue
+				}
+			} else {
+				for _, later := range ms[i+1:] {
+					if bytes.Equal(later.key, m.key) {
+						continue members
+					}
+				}
+			}
+			sub, ok := ft.fields[string(m.key)]
 			if !ok {
-				*out = append(*out, prefix+k)
+				*out = append(*out, prefix+string(m.key))
 				continue
 			}
 			if sub != nil {
-				walkUnknown(sub, v, prefix+k+".", out)
+				walkValid(sub, m.value, prefix+string(m.key)+".", out)
 			}
 		}
 	default:
@@ -184,7 +215,94 @@ func walkUnknown(ft *fieldTree, doc json.RawMessage, prefix string, out *[]strin
 			return // not an array
 		}
 		for i, x := range xs {
-			walkUnknown(ft.elem, x, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"].", out)
+			walkValid(ft.elem, x, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"].", out)
 		}
 	}
+}
+
+// member is one member of a JSON object: its key as decoded and its value.
+type member struct {
+	key   []byte
+	value []byte
+}
+
+// objectMembers appends the members of doc, valid JSON, to ms in order;
+// false when doc is not an object.
+func objectMembers(doc []byte, ms []member) ([]member, bool) {
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(doc, i+1)
+	if doc[i] == '}' {
+		return ms, true
+	}
+	for {
+		end := skipValue(doc, i) // the key, a string
+		key := doc[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !isASCII(key) {
+			// Escapes or non-ASCII bytes: decoded as the decoder does
+			// (invalid UTF-8 becomes U+FFFD).
+			var k string
+			_ = json.Unmarshal(doc[i:end], &k)
+			key = []byte(k)
+		}
+		i = skipSpace(doc, skipSpace(doc, end)+1) // past the colon
+		end = skipValue(doc, i)
+		ms = append(ms, member{key: key, value: doc[i:end]})
+		i = skipSpace(doc, end)
+		if doc[i] == '}' {
+			return ms, true
+		}
+		i = skipSpace(doc, i+1) // past the comma
+	}
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(doc []byte, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value of valid JSON doc starting at i.
+func skipValue(doc []byte, i int) int {
+	depth := 0
+	for ; i < len(doc); i++ {
+		switch doc[i] {
+		case '"':
+			for i++; doc[i] != '"'; i++ {
+				if doc[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of the enclosing value: a scalar ended here
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }

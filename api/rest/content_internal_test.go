@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strconv"
@@ -93,12 +95,61 @@ func TestUnknownFieldsAsDecoded(t *testing.T) {
 		`{"unterminated":`,
 		`{"a":1,"a":2,"metadata":{"b":1,"b":2}}`,
 		`{}`,
+		// Read in place: whitespace everywhere, escaped and non-ASCII keys,
+		// scalars last in an object, keys given twice with the last value
+		// walked, objects of many members.
+		" \n{ \"metadata\" :\t{ \"name\" : \"a\" , \"x\" : [ 1 , { \"y\" : 2 } ] } ,\r\n \"spec\" : { } , \"z\" : -1.5e3 } ",
+		`{"meta\u0064ata":{"na\u006de":"a","\u00fc":1},"sp\"ec":1,"ü":true,"\ud800":null}`,
+		`{"metadata":{"x":1},"metadata":{"y":{"z":1}},"metadata":{"name":"n","w":false}}`,
+		`{"metadata":{"labels":{"a":"}"},"q":"\\"},"k":"{[","n":null,"t":true,"f":false,"num":0}`,
+		`{"a1":1,"a2":2,"a3":3,"a4":4,"a5":5,"a6":6,"a7":7,"a8":8,"a9":9,"a10":10,"a11":11,"a12":12,"a13":13,"a14":14,"a15":15,"a16":16,"a17":17,"a1":0,"metadata":{"bad":1},"metadata":{"worse":1}}`,
+		`{"spec":{"attributes":[{"path":"a","x":1,"x":2}]},"kind":"Flag","kind":"Other"}`,
+		`{"metadata":{}} trailing`,
 	}
 	for _, into := range []any{inObject{}, inTypeInstance{}} {
 		for _, b := range bodies {
 			got, want := unknownFields(into, []byte(b)), unknownFieldsOfDecoded(into, []byte(b))
 			if !slices.Equal(got, want) {
 				t.Errorf("%T, %s: unknown fields %q, want %q", into, b, got, want)
+			}
+		}
+	}
+}
+
+// TestUnknownFieldsAsDecodedRandom: as TestUnknownFieldsAsDecoded, for
+// random documents over the fields of both target types, some indented.
+func TestUnknownFieldsAsDecodedRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	keys := []string{"metadata", "spec", "status", "name", "labels", "typeRef", "attributes", "backend", "path", "x", "ü", "a\"b", "<k>"}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch n := rng.IntN(6); {
+		case depth > 3 || n == 0:
+			return []any{1.5, "s", true, nil}[rng.IntN(4)]
+		case n <= 3:
+			m := map[string]any{}
+			for range rng.IntN(5) {
+				m[keys[rng.IntN(len(keys))]] = value(depth + 1)
+			}
+			return m
+		default:
+			l := make([]any, rng.IntN(3))
+			for i := range l {
+				l[i] = value(depth + 1)
+			}
+			return l
+		}
+	}
+	for i := range 2000 {
+		b, _ := json.Marshal(value(0))
+		if i%2 == 1 {
+			var ind bytes.Buffer
+			_ = json.Indent(&ind, b, " ", "\t")
+			b = ind.Bytes()
+		}
+		for _, into := range []any{inObject{}, inTypeInstance{}} {
+			if got, want := unknownFields(into, b), unknownFieldsOfDecoded(into, b); !slices.Equal(got, want) {
+				t.Fatalf("%T, %s: unknown fields %q, want %q", into, b, got, want)
 			}
 		}
 	}
