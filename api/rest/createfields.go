@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The managed fields of a create are what the field manager computes from
@@ -54,27 +52,37 @@ func (s stampedFields) at(t time.Time) json.RawMessage {
 	return append(out, s.after...)
 }
 
-// trackCreate returns the managed fields of a create of desired, as
-// trackUpdate(r, res, nil, desired) does.
-func (s *Server) trackCreate(r *http.Request, res *resource, desired *unstructured.Unstructured) json.RawMessage {
-	if md, _ := desired.Object["metadata"].(map[string]any); md != nil {
-		if _, given := md["managedFields"]; given {
-			return s.trackUpdate(r, res, nil, desired)
+// trackCreate returns the managed fields of a create of o, named name in
+// namespace, as trackUpdate(r, res, nil, desiredObject(res, name,
+// namespace, o)) does; the error is desiredObject's. A create of a shape
+// kept before needs neither: its key is read off the request object as it
+// came (createKey), the spec's JSON not decoded.
+func (s *Server) trackCreate(r *http.Request, res *resource, name, namespace string, o inObject) (json.RawMessage, error) {
+	full := func() (json.RawMessage, error) {
+		desired, err := desiredObject(res, name, namespace, o)
+		if err != nil {
+			return nil, err
 		}
+		return s.trackUpdate(r, res, nil, desired), nil
 	}
-	manager := managerOf(r)
-	key := appendShapeKey(make([]byte, 0, 256), manager, desired.Object)
+	if len(o.Metadata.ManagedFields) > 0 && string(o.Metadata.ManagedFields) != "null" {
+		return full() // given: the field manager merges them
+	}
+	key := appendCreateKey(make([]byte, 0, 256), managerOf(r), o)
 	if key == nil {
-		return s.trackUpdate(r, res, nil, desired)
+		return full()
 	}
 	c := &res.createFields
 	c.mu.Lock()
 	kept, ok := c.m[string(key)]
 	c.mu.Unlock()
 	if ok {
-		return kept.at(time.Now())
+		return kept.at(time.Now()), nil
 	}
-	out := s.trackUpdate(r, res, nil, desired)
+	out, err := full()
+	if err != nil {
+		return nil, err
+	}
 	if st, ok := splitAtTime(out); ok {
 		c.mu.Lock()
 		if c.m == nil || len(c.m) >= createFieldsKept {
@@ -83,7 +91,7 @@ func (s *Server) trackCreate(r *http.Request, res *resource, desired *unstructur
 		c.m[string(key)] = st
 		c.mu.Unlock()
 	}
-	return out
+	return out, nil
 }
 
 // splitAtTime splits an encoded managedFields list of one entry around
@@ -107,61 +115,89 @@ func splitAtTime(raw json.RawMessage) (stampedFields, bool) {
 	return stampedFields{before: bytes.Clone(raw[:i]), after: bytes.Clone(raw[j:])}, true
 }
 
-// appendShapeKey appends the key of (manager, shape of obj) to b; nil when
-// obj holds a value of a kind JSON decoding does not make or the key would
-// exceed maxShapeKey.
-func appendShapeKey(b []byte, manager string, obj map[string]any) []byte {
+// appendCreateKey appends to b the key of (manager, shape of the object a
+// create of o asks for): the label and annotation keys (their values are
+// strings) and the spec's shape (rawShape); nil when the spec's shape is
+// not read here (the caller computes the fields then) or the key would
+// exceed maxShapeKey. The object's apiVersion, kind, name and namespace
+// are strings of the resource: the same shape for every create of it.
+func appendCreateKey(b []byte, manager string, o inObject) []byte {
 	b = strconv.AppendQuote(b, manager)
-	b, ok := appendShape(b, obj)
-	if !ok || len(b) > maxShapeKey {
+	b = appendKeys(append(b, 'L'), o.Metadata.Labels)
+	b = appendKeys(append(b, 'A'), storedAnnotations(o.Metadata.Annotations))
+	b = append(b, 'S')
+	if len(o.Spec) > 0 && string(o.Spec) != "null" {
+		var ok bool
+		if b, ok = appendRawShape(b, o.Spec); !ok {
+			return nil
+		}
+	}
+	if len(b) > maxShapeKey {
 		return nil
 	}
 	return b
 }
 
-func appendShape(b []byte, v any) ([]byte, bool) {
+func appendKeys(b []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = append(strconv.AppendQuote(b, k), ',')
+	}
+	return b
+}
+
+// appendRawShape appends the shape of raw, valid JSON, as the field
+// manager sees it once decoded: an object's keys sorted with their
+// values' shapes, each scalar's kind (a number integral or not, as
+// float64 holds it), lists whole (their elements are keyed by value).
+// false when raw has an object with a key given twice (decoding keeps the
+// last), a number float64 cannot hold (decoding refuses it), or nesting
+// deeper than the key may grow.
+func appendRawShape(b []byte, raw []byte) ([]byte, bool) {
 	if len(b) > maxShapeKey {
 		return b, false
 	}
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+	raw = raw[skipSpace(raw, 0):]
+	switch raw[0] {
+	case '{':
+		var small [8]member
+		ms, _ := objectMembers(raw, small[:0])
+		slices.SortFunc(ms, func(x, y member) int { return bytes.Compare(x.key, y.key) })
 		b = append(b, '{')
-		for _, k := range keys {
-			b = strconv.AppendQuote(b, k)
-			b = append(b, ':')
+		for i, m := range ms {
+			if i > 0 && bytes.Equal(ms[i-1].key, m.key) {
+				return b, false
+			}
+			b = append(strconv.AppendQuote(b, string(m.key)), ':')
 			var ok bool
-			if b, ok = appendShape(b, v[k]); !ok {
+			if b, ok = appendRawShape(b, m.value); !ok {
 				return b, false
 			}
 			b = append(b, ',')
 		}
 		return append(b, '}'), true
-	case []any:
-		raw, err := json.Marshal(v)
+	case '[':
+		raw = raw[:skipValue(raw, 0)]
+		b = strconv.AppendInt(append(b, 'L'), int64(len(raw)), 10)
+		return append(append(b, ':'), raw...), true
+	case '"':
+		return append(b, 's'), true
+	case 't', 'f':
+		return append(b, 'b'), true
+	case 'n':
+		return append(b, 'n'), true
+	default:
+		v, err := strconv.ParseFloat(string(raw[:skipValue(raw, 0)]), 64)
 		if err != nil {
 			return b, false
 		}
-		b = append(b, 'L')
-		return append(b, raw...), true
-	case string:
-		return append(b, 's'), true
-	case bool:
-		return append(b, 'b'), true
-	case nil:
-		return append(b, 'n'), true
-	case float64:
 		if v == math.Trunc(v) && !math.IsInf(v, 0) {
 			return append(b, 'i'), true
 		}
 		return append(b, 'f'), true
-	case int64:
-		return append(b, 'I'), true
-	default:
-		return b, false
 	}
 }

@@ -548,11 +548,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			Causes: []StatusCause{{Type: "FieldValueRequired", Message: "Required value: name or generateName is required", Field: "metadata.name"}}}
 		return errStatus{st}
 	}
-	desired, err := desiredObject(req.res, name, req.namespace, o)
+	managed, err := s.trackCreate(r, req.res, name, req.namespace, o)
 	if err != nil {
 		return err
 	}
-	inst, err := s.createObject(r, req, o, name, s.trackCreate(r, req.res, desired))
+	inst, err := s.createObject(r, req, o, name, managed)
 	if err != nil {
 		return err
 	}
