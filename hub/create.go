@@ -122,6 +122,13 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err != nil {
 		return nil, h.undo(ctx, j, err)
 	}
+	if len(edges) == 0 && !isDryRun(ctx) {
+		// The transaction logged one change per instance and no other
+		// (the instances' own, their backend edge included). Told at once:
+		// a create whose position read sees this commit scans past it
+		// without reading the log only once it is told.
+		h.kept.committed(stored)
+	}
 	h.settle(ctx, j)
 
 	out := make([]Created, len(items))
@@ -134,15 +141,8 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 			out[i].Instance.Latest.Value = p.value
 		}
 	}
-	if !isDryRun(ctx) {
-		if h.cache != nil {
-			h.cache.Created(stored)
-		}
-		if len(edges) == 0 {
-			// The transaction logged one change per instance and no other
-			// (the instances' own, their backend edge included).
-			h.kept.committed(stored)
-		}
+	if h.cache != nil && !isDryRun(ctx) {
+		h.cache.Created(stored)
 	}
 	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
