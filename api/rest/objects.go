@@ -193,6 +193,9 @@ type inMeta struct {
 // decodeObject reads a request object; checkFields has judged its
 // unknown fields.
 func decodeObject(body []byte) (inObject, error) {
+	if o, ok := decodeObjectPlain(body); ok {
+		return o, nil
+	}
 	var o inObject
 	if err := json.Unmarshal(body, &o); err != nil {
 		return o, errStatus{badRequest("the request body is not a valid object: %v", err)}
