@@ -118,6 +118,31 @@ func (h *Hub) GetInstanceByName(ctx context.Context, typePath, namespace, name s
 	return inst, h.fillOne(ctx, &inst, withValue, 0)
 }
 
+// GuessInstanceByName returns the instance of a Type path in a namespace
+// as the read cache holds it, with its value, without waiting for the
+// cache to apply what other processes committed: it may be outdated. ok is
+// false when there is no read cache, the cache holds no such instance, or
+// the instance's value is not in the built-in backend; the caller reads
+// with GetInstanceByName then.
+//
+// A guess is for an update conditional on it, as Kubernetes' GuaranteedUpdate
+// takes its watch cache's object first: UpdateInstance.Current set to the
+// guess and IfSeq to its Seq, so that the update's transaction refuses it
+// (CodeConflict) when the instance changed since. Whatever else is decided
+// on a guess (a refusal, an update found to change nothing) must be decided
+// again on a consistent read.
+func (h *Hub) GuessInstanceByName(typePath, namespace, name string) (cairn.Instance, bool) {
+	c := h.readCache()
+	if c == nil {
+		return cairn.Instance{}, false
+	}
+	inst, ok := c.Guess(typePath, namespace, name, true)
+	if !ok || !inst.Backend.Abstract || inst.Latest.Value == nil {
+		return cairn.Instance{}, false
+	}
+	return inst, true
+}
+
 // fillOne reads inst's latest value when asked for and not read yet; at is
 // the change-log position the read of inst was consistent with, 0 when
 // unknown.

@@ -42,7 +42,8 @@ type UpdateInstance struct {
 	// checked against it instead of the instance read again from the store
 	// (a read per update fewer). The transaction checks IfSeq, the lock and
 	// presence again on what is current then, so an outdated Current fails
-	// as an outdated IfSeq does.
+	// as an outdated IfSeq does. Current may be a guess
+	// (GuessInstanceByName) for the same reason.
 	Current *cairn.Instance
 }
 
@@ -181,7 +182,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	}
 
 	var out []cairn.Instance
-	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+	err = h.writeHanded(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		out, err = storeUpdates(ctx, tx, ups, ids, items)
 		return err

@@ -220,6 +220,24 @@ func (h *Hub) write(ctx context.Context, fn func(ctx context.Context, tx store.T
 	if err := h.st.Update(ctx, fn); err != nil {
 		return err
 	}
+	if h.cache != nil {
+		h.cache.Unhanded()
+	}
+	h.notify.signal()
+	return nil
+}
+
+// writeHanded is write for a transaction whose every changed instance
+// the caller hands to the read cache (committed) once it returns, and
+// which changes no relation: an update. The read cache's guesses
+// (GuessInstanceByName) stay served after it.
+func (h *Hub) writeHanded(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	if isDryRun(ctx) {
+		return h.write(ctx, fn)
+	}
+	if err := h.st.Update(ctx, fn); err != nil {
+		return err
+	}
 	h.notify.signal()
 	return nil
 }

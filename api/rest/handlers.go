@@ -821,10 +821,24 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 	specPatch, specOnly := specMergePatch(ct, body)
 	specOnly = specOnly && req.sub == ""
+	// The first attempt patches the object as the read cache holds it, with
+	// no wait for the cache to catch up (hub.GuessInstanceByName); its write
+	// is conditional on what it patched. Any other outcome of a guess than a
+	// new resource version written (a conflict, a refusal, a patch found to
+	// change nothing) is decided again on a consistent read.
+	guess := req.sub == "" && !cairn.IsDryRun(r.Context())
+	done := s.patching.wait(patchKey{req.res.typ.Path, req.namespace, req.name})
+	defer done()
 	for attempt := 0; ; attempt++ {
-		cur, err := s.instance(r, req)
-		if err != nil {
-			return err
+		var cur cairn.Instance
+		guessed := false
+		if guess && attempt == 0 {
+			cur, guessed = s.hub.GuessInstanceByName(req.res.typ.Path, req.namespace, req.name)
+		}
+		if !guessed {
+			if cur, err = s.instance(r, req); err != nil {
+				return err
+			}
 		}
 		var o inObject
 		patchedSpec := false
@@ -837,20 +851,31 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 				}
 			}
 			if o, patchedSpec, err = patchSpec(req.res, cur, specPatch); err != nil {
+				if guessed {
+					continue
+				}
 				return err
 			}
 		}
 		if !patchedSpec {
 			patched, err := patchWhole(req.res, cur, apply)
 			if err != nil {
+				if guessed {
+					continue // a JSON patch may not apply to an outdated object
+				}
 				return err
 			}
 			if attempt == 0 {
+				// Unknown fields come from the patch alone: the object as
+				// served holds none, so a guess judges them as well.
 				if err := checkFields(w, r, patched, inObjectFields); err != nil {
 					return err
 				}
 			}
 			if o, err = decodeObject(patched); err != nil {
+				if guessed {
+					continue
+				}
 				return err
 			}
 		}
@@ -868,13 +893,23 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		// A patch that does not set resourceVersion applies to whatever is
 		// current; it then carries the version read above.
 		explicit := o.Metadata.ResourceVersion != strconv.FormatInt(cur.Seq, 10)
+		if guessed && explicit {
+			// A precondition is judged on the object as it is, not on a
+			// guess: one older than the precondition would pass it with a
+			// patch of an outdated object.
+			continue
+		}
 		inst, err := s.write(r, req, cur, o, nil)
+		if guessed && (err != nil || inst.Latest.ResourceVersion == cur.Latest.ResourceVersion) {
+			continue
+		}
 		if err != nil && !explicit && attempt < maxWriteAttempts && isConflictStatus(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		done() // the next patch of the object need not wait for this answer
 		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}

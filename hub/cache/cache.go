@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -89,6 +90,17 @@ type Cache struct {
 	// complete (Created), by the change number of the create, until the
 	// cache has applied it. ownMu guards it.
 	created map[int64]cairn.Instance
+	// fresh holds, by id, the newest instance own commits handed that the
+	// cache has not applied yet, for Guess: an update guesses from what
+	// this process committed last, not from the older entry. ownMu guards
+	// it too.
+	fresh map[string]cairn.Instance
+
+	// unhanded counts this process's commits not handed to Committed
+	// (Unhanded); synced is the count a consistent read (SyncPosition)
+	// last brought the cache past. While they differ a Guess may miss a
+	// relation such a commit changed, and answers nothing.
+	unhanded, synced atomic.Int64
 }
 
 type nameKey struct{ path, namespace, name string }
@@ -145,11 +157,28 @@ func (c *Cache) Sync(ctx context.Context) error {
 // SyncPosition is Sync, returning the position the cache reached at least:
 // a list answered after it shows every change up to it.
 func (c *Cache) SyncPosition(ctx context.Context) (int64, error) {
+	unhanded := c.unhanded.Load() // commits counted before the position is read
 	target, err := c.position.read(ctx, c.src)
 	if err != nil {
 		return 0, fmt.Errorf("cache: read the change log position: %w", err)
 	}
-	return target, c.SyncTo(ctx, target)
+	if err := c.SyncTo(ctx, target); err != nil {
+		return 0, err
+	}
+	for {
+		synced := c.synced.Load()
+		if synced >= unhanded || c.synced.CompareAndSwap(synced, unhanded) {
+			return target, nil
+		}
+	}
+}
+
+// Unhanded tells the cache that this process committed a write whose
+// instances it did not hand to Committed (a create, a delete, a change of
+// relations): Guess answers nothing until a consistent read has brought
+// the cache past it.
+func (c *Cache) Unhanded() {
+	c.unhanded.Add(1)
 }
 
 // Position reads the store's current change-log position, sharing the
@@ -267,30 +296,32 @@ const maxOwn = 1024
 // write did not change (Uses and UsedBy are ignored). The cache takes
 // them when it applies those changes, instead of reading the rows back.
 func (c *Cache) Committed(insts []cairn.Instance) {
-	if _, combined := c.src.(changeReader); combined {
-		return // its log brings the rows in the same round trip
-	}
 	c.mu.RLock()
 	loaded, applied := c.loaded, c.applied
 	c.mu.RUnlock()
 	if !loaded {
 		return // the load reads everything anyway
 	}
+	_, combined := c.src.(changeReader) // its log brings the rows in the same round trip
 	c.ownMu.Lock()
 	defer c.ownMu.Unlock()
 	for _, inst := range insts {
 		if inst.ID == "" || inst.Seq <= applied {
 			continue
 		}
+		inst.Labels = maps.Clone(inst.Labels)
+		inst.Annotations = maps.Clone(inst.Annotations)
+		inst.Uses, inst.UsedBy = nil, nil
+		c.keepFresh(inst)
+		if combined {
+			continue
+		}
 		if c.own == nil {
 			c.own = map[int64]cairn.Instance{}
 		}
 		if len(c.own) >= maxOwn {
-			return
+			continue
 		}
-		inst.Labels = maps.Clone(inst.Labels)
-		inst.Annotations = maps.Clone(inst.Annotations)
-		inst.Uses, inst.UsedBy = nil, nil
 		c.own[inst.Seq] = inst
 	}
 }
@@ -327,6 +358,40 @@ func (c *Cache) Created(insts []cairn.Instance) {
 		inst.Annotations = maps.Clone(inst.Annotations)
 		inst.Uses, inst.UsedBy = slices.Clone(inst.Uses), nil
 		c.created[inst.Seq] = inst
+	}
+}
+
+// keepFresh keeps inst for Guess when it is newer than what is kept for
+// its id. Past maxOwn ids nothing new is kept until the cache applies the
+// log (a guess then is the older entry, which its update's transaction
+// refuses). c.ownMu is held.
+func (c *Cache) keepFresh(inst cairn.Instance) {
+	if old, ok := c.fresh[inst.ID]; ok {
+		if old.Seq < inst.Seq {
+			c.fresh[inst.ID] = inst
+		}
+		return
+	}
+	if c.fresh == nil {
+		c.fresh = map[string]cairn.Instance{}
+	}
+	if len(c.fresh) < maxOwn {
+		c.fresh[inst.ID] = inst
+	}
+}
+
+// dropFresh forgets the fresh instances of cs the cache now holds as of
+// their change or later.
+func (c *Cache) dropFresh(cs []store.Change, applied int64) {
+	c.ownMu.Lock()
+	defer c.ownMu.Unlock()
+	if len(c.fresh) == 0 {
+		return
+	}
+	for _, ch := range cs {
+		if f, ok := c.fresh[ch.InstanceID]; ok && f.Seq <= applied {
+			delete(c.fresh, ch.InstanceID)
+		}
 	}
 }
 
@@ -457,6 +522,7 @@ func (c *Cache) apply(cs []store.Change, found, mine, made []cairn.Instance) {
 	}
 	c.applied = max(c.applied, cs[len(cs)-1].Seq)
 	c.keepRecent(cs)
+	c.dropFresh(cs, c.applied)
 }
 
 // maxRecent bounds the changes kept for watches; a watch further behind
@@ -808,6 +874,53 @@ func (c *Cache) GetByName(ctx context.Context, typePath, namespace, name string,
 		return cairn.Instance{}, false, nil
 	}
 	return c.out(e, withValue, true), true, nil
+}
+
+// Guess returns the instance of a type path by namespace and name as the
+// cache holds it now, or as this process's last update of it committed
+// (Committed) when that is newer, without asking the store for its
+// position: it may be behind what other processes (replicas) committed.
+// What this process committed is in it: ok is false until the cache has
+// loaded, while a commit of this process not handed to Committed is not
+// applied yet (Unhanded), and when it holds no such instance.
+//
+// A guess is only for what its use checks where it counts: an update
+// conditional on the guess's Seq, whose transaction refuses it when the
+// instance changed since (Kubernetes' GuaranteedUpdate takes its watch
+// cache's object as a first guess the same way).
+func (c *Cache) Guess(typePath, namespace, name string, withValue bool) (cairn.Instance, bool) {
+	if c.synced.Load() < c.unhanded.Load() {
+		return cairn.Instance{}, false
+	}
+	c.mu.RLock()
+	if !c.loaded {
+		c.mu.RUnlock()
+		return cairn.Instance{}, false
+	}
+	e, ok := c.byName[nameKey{typePath, namespace, name}]
+	var inst cairn.Instance
+	if ok {
+		inst = c.out(e, withValue, true)
+	}
+	c.mu.RUnlock()
+	if !ok {
+		return cairn.Instance{}, false
+	}
+	c.ownMu.Lock()
+	f, fresh := c.fresh[inst.ID]
+	c.ownMu.Unlock()
+	if fresh && f.Seq > inst.Seq {
+		// Relations are the entry's: an update does not change them.
+		uses, usedBy := inst.Uses, inst.UsedBy
+		inst = f
+		inst.Uses, inst.UsedBy = uses, usedBy
+		inst.Labels = maps.Clone(f.Labels)
+		inst.Annotations = maps.Clone(f.Annotations)
+		if !withValue {
+			inst.Latest.Value = nil
+		}
+	}
+	return inst, true
 }
 
 // Serves reports whether List can answer f; filters on attributes are
