@@ -190,8 +190,9 @@ func TestPatchGuessSeesOwnWrites(t *testing.T) {
 }
 
 // TestConcurrentPatchesOfOneObject: concurrent merge patches of one object,
-// each adding its own label, all land: whether a patch waits its turn or
-// starts from an outdated guess, none overwrites another.
+// each adding its own label, all land: a patch that starts from an
+// outdated guess (another patch's or the other replica's write committed
+// meanwhile) overwrites none of them.
 func TestConcurrentPatchesOfOneObject(t *testing.T) {
 	e := newGuessEnv(t)
 	e.createFlag("default", "f1", nil, `{"key":"f1"}`)

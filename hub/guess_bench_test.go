@@ -1,0 +1,61 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+)
+
+// BenchmarkUpdateFromGuess updates a Flag read two ways alternately in one
+// loop, as a REST PATCH does: "read" reads it consistently first
+// (GetInstanceByName: the store's position, the read cache brought up to
+// it), "guess" takes the read cache's object as it is
+// (GuessInstanceByName); both updates are conditional on what was read.
+func BenchmarkUpdateFromGuess(b *testing.B) {
+	ctx, h := benchHub(b)
+	ref := cairn.TypeRef{Path: "cap.type.flipt.flag", Revision: "0.1.0"}
+	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(
+		`{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"},"description":{"type":"string"}}}`)}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{TypeRef: ref, Namespace: "default", Name: "f",
+		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
+		b.Fatal(err)
+	}
+	var readT, guessT time.Duration
+	n := 0
+	for b.Loop() {
+		for i := range 2 {
+			t0 := time.Now()
+			var cur cairn.Instance
+			guess := (n+i)%2 == 1
+			if guess {
+				var ok bool
+				if cur, ok = h.GuessInstanceByName(ref.Path, "default", "f"); !ok {
+					b.Fatal("no guess")
+				}
+			} else {
+				var err error
+				if cur, err = h.GetInstanceByName(ctx, ref.Path, "default", "f", true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: cur.ID, IfSeq: cur.Seq, Current: &cur,
+				Value: json.RawMessage(fmt.Sprintf(`{"enabled":true,"description":"%d"}`, n))}}); err != nil {
+				b.Fatal(err)
+			}
+			if guess {
+				guessT += time.Since(t0)
+			} else {
+				readT += time.Since(t0)
+			}
+		}
+		n++
+	}
+	b.ReportMetric(float64(readT.Nanoseconds())/float64(n), "read-ns/op")
+	b.ReportMetric(float64(guessT.Nanoseconds())/float64(n), "guess-ns/op")
+	b.ReportMetric(float64(readT)/float64(guessT), "read-per-guess")
+}
