@@ -827,6 +827,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	// new resource version written (a conflict, a refusal, a patch found to
 	// change nothing) is decided again on a consistent read.
 	guess := req.sub == "" && !cairn.IsDryRun(r.Context())
+	done := s.patching.wait(patchKey{req.res.typ.Path, req.namespace, req.name})
+	defer done()
 	for attempt := 0; ; attempt++ {
 		var cur cairn.Instance
 		guessed := false
@@ -907,6 +909,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		if err != nil {
 			return err
 		}
+		done() // the next patch of the object need not wait for this answer
 		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}

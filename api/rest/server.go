@@ -68,6 +68,8 @@ type Server struct {
 	events watchEvents
 	lists  listCache
 	gets   listCache
+	// patching queues the PATCHes of one object (patchqueue.go).
+	patching patchQueue
 
 	stopOnce sync.Once
 	stopping chan struct{}
