@@ -241,7 +241,10 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 		}
 	}
 
-	now := h.now().UTC()
+	// Microseconds are what both stores keep of a time (PostgreSQL's
+	// timestamptz), so the instance storeUpdates assembles is the one a
+	// read of the store gives.
+	now := h.now().UTC().Truncate(time.Microsecond)
 	actor := cairn.Actor(ctx)
 	bs := h.newBackendSet()
 	items := make([]*staged, len(ups))
@@ -423,11 +426,68 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 			}
 		}
 	}
-	// Read back what this transaction wrote: after the commit another
-	// writer's version may already be the latest, and the caller must
-	// get its own (REST serves its Seq as the resourceVersion to update
-	// from).
+	// The caller gets what this transaction wrote: after the commit
+	// another writer's version may already be the latest, and the caller
+	// must get its own (REST serves its Seq as the resourceVersion to
+	// update from). One instance is assembled from the row read above and
+	// what was written to it; its change is the newest this transaction
+	// sees (the store's LastSeq through a Tx). A batch is read back.
+	if len(items) == 1 {
+		seq, err := tx.LastSeq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the change of %q: %w", items[0].inst.ID, err)
+		}
+		return []cairn.Instance{updatedForm(items[0], current[0], seq)}, nil
+	}
 	return tx.GetInstancesBrief(ctx, ids)
+}
+
+// updatedForm is instance cur, as the update's transaction read it before
+// writing s, after the writes: what a read of the store gives (empty maps
+// and lists as nil, raw JSON compacted, no relations, no value), with the
+// change number seq.
+func updatedForm(s *staged, cur cairn.Instance, seq int64) cairn.Instance {
+	inst := cur
+	inst.Seq = seq
+	if s.up.Labels != nil {
+		inst.Labels = storedMap(s.up.Labels)
+	}
+	if s.up.Annotations != nil {
+		inst.Annotations = storedMap(s.up.Annotations)
+	}
+	if s.up.ManagedFields != nil {
+		inst.ManagedFields = storedRaw(s.up.ManagedFields)
+	}
+	inst.Latest = cairn.ResourceVersion{
+		ResourceVersion: s.rv.ResourceVersion,
+		CreatedBy:       s.rv.CreatedBy,
+		CreatedAt:       s.rv.CreatedAt,
+		Context:         storedRaw(s.rv.Context),
+	}
+	if len(s.rv.Attributes) > 0 {
+		inst.Latest.Attributes = slices.Clone(s.rv.Attributes)
+	}
+	inst.Uses, inst.UsedBy = nil, nil
+	return inst
+}
+
+// storedMap is m as the store reads it back: a copy, nil when empty.
+func storedMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+// storedRaw is raw as the store reads it back: compacted, nil when empty.
+func storedRaw(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	if c, err := compactJSON(raw); err == nil {
+		return c
+	}
+	return raw
 }
 
 // committed hands the read cache the instances a write of this hub

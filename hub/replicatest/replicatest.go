@@ -42,6 +42,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Database) {
 	}{
 		{"Updates/ConsecutiveVersionsNoLostUpdate", testConcurrentUpdates},
 		{"Updates/IfSeqOneWinner", testIfSeq},
+		{"Updates/AnswerAsStored", testUpdateAnswerAsStored},
 		{"Locks/OneOwnerWins", testConcurrentLocks},
 		{"Locks/AllOrNothingAcrossReplicas", testConcurrentBatchLocks},
 		{"Create/UniqueNameOneWinner", testUniqueName},
