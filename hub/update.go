@@ -456,13 +456,13 @@ func updatedForm(s *staged, cur cairn.Instance, seq int64) cairn.Instance {
 		inst.Annotations = storedMap(s.up.Annotations)
 	}
 	if s.up.ManagedFields != nil {
-		inst.ManagedFields = storedRaw(s.up.ManagedFields)
+		inst.ManagedFields = compactRaw(s.up.ManagedFields)
 	}
 	inst.Latest = cairn.ResourceVersion{
 		ResourceVersion: s.rv.ResourceVersion,
 		CreatedBy:       s.rv.CreatedBy,
 		CreatedAt:       s.rv.CreatedAt,
-		Context:         storedRaw(s.rv.Context),
+		Context:         compactRaw(s.rv.Context),
 	}
 	if len(s.rv.Attributes) > 0 {
 		inst.Latest.Attributes = slices.Clone(s.rv.Attributes)
@@ -477,17 +477,6 @@ func storedMap(m map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(m)
-}
-
-// storedRaw is raw as the store reads it back: compacted, nil when empty.
-func storedRaw(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	if c, err := compactJSON(raw); err == nil {
-		return c
-	}
-	return raw
 }
 
 // committed hands the read cache the instances a write of this hub
