@@ -827,7 +827,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	// new resource version written (a conflict, a refusal, a patch found to
 	// change nothing) is decided again on a consistent read.
 	guess := req.sub == "" && !cairn.IsDryRun(r.Context())
-	done := s.patching.wait(patchKey{req.res.typ.Path, req.namespace, req.name})
+	done, err := s.patching.wait(r.Context(), patchKey{req.res.typ.Path, req.namespace, req.name})
+	if err != nil {
+		return err
+	}
 	defer done()
 	for attempt := 0; ; attempt++ {
 		var cur cairn.Instance

@@ -1,6 +1,9 @@
 package rest
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // patchQueue lets one PATCH of an object at a time through in this
 // process, the others of the same object waiting their turn. Two
@@ -22,34 +25,44 @@ type patchKey struct {
 }
 
 type patchTurn struct {
-	mu      sync.Mutex
-	waiting int // holders and waiters; guarded by patchQueue.mu
+	turn    chan struct{} // holds a token while a patch has the turn
+	waiting int           // holders and waiters; guarded by patchQueue.mu
 }
 
-// wait returns once the caller's turn for key has come; done ends it.
-// done may be called more than once.
-func (q *patchQueue) wait(key patchKey) (done func()) {
+// wait returns once the caller's turn for key has come; done ends it and
+// may be called more than once. A caller whose ctx ends while it waits
+// gets ctx's error and no turn: a patch stuck behind a slow write does not
+// outlive its client.
+func (q *patchQueue) wait(ctx context.Context, key patchKey) (done func(), err error) {
 	q.mu.Lock()
 	t := q.m[key]
 	if t == nil {
 		if q.m == nil {
 			q.m = map[patchKey]*patchTurn{}
 		}
-		t = &patchTurn{}
+		t = &patchTurn{turn: make(chan struct{}, 1)}
 		q.m[key] = t
 	}
 	t.waiting++
 	q.mu.Unlock()
-	t.mu.Lock()
+	leave := func() {
+		q.mu.Lock()
+		if t.waiting--; t.waiting == 0 {
+			delete(q.m, key)
+		}
+		q.mu.Unlock()
+	}
+	select {
+	case t.turn <- struct{}{}:
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			t.mu.Unlock()
-			q.mu.Lock()
-			if t.waiting--; t.waiting == 0 {
-				delete(q.m, key)
-			}
-			q.mu.Unlock()
+			<-t.turn
+			leave()
 		})
-	}
+	}, nil
 }
