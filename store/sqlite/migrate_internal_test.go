@@ -17,22 +17,7 @@ import (
 // key and its cascade from instances.
 func TestMigration7KeepsResourceVersions(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for v, m := range migrations[:6] {
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", v+1, err)
-		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, v+1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	path, db := databaseAt(t, 6)
 	for _, q := range []string{
 		`INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, latest_rv) VALUES ('a', 't', '1', '1', 'd', 'a', 2), ('b', 't', '1', '1', 'd', 'b', 1)`,
 		`INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
@@ -87,22 +72,7 @@ func TestMigration7KeepsResourceVersions(t *testing.T) {
 // attribute filters select as before, by the tables' primary keys.
 func TestMigration8KeepsLabelsAndAttributes(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for v, m := range migrations[:7] {
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", v+1, err)
-		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, v+1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	path, db := databaseAt(t, 7)
 	for _, q := range []string{
 		`INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, latest_rv)
 		 VALUES ('a', 't', '1', '1', 'd', 'a', 1), ('b', 't', '1', '1', 'd', 'b', 1), ('c', 't', '1', '1', 'd', 'c', 1)`,
@@ -168,4 +138,29 @@ func TestMigration8KeepsLabelsAndAttributes(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Errorf("env=prod after relabelling c: %v, %v", list, err)
 	}
+}
+
+// databaseAt creates a database file with the first version migrations
+// applied and recorded, as a cairn of that version left it, and returns
+// its path and a connection to it.
+func databaseAt(t *testing.T, version int) (string, *sql.DB) {
+	t.Helper()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for v, m := range migrations[:version] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", v+1, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, v+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, db
 }
