@@ -123,6 +123,55 @@ func (c *changeCounter) Changes(ctx context.Context, after int64, limit int) ([]
 	return c.Store.Changes(ctx, after, limit)
 }
 
+// Updates of this hub move the kept backends past their own changes as
+// creates do: updates of an instance in another backend one after another
+// read no change log; an update through another hub is read from it.
+func TestOwnUpdatesPassedWithoutLogReads(t *testing.T) {
+	e := newEnv(t)
+	cc := &changeCounter{Store: e.st}
+	mine, err := hub.New(e.ctx, hub.Config{Store: cc, Backends: e.opener, NoReadCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filesID, _ := e.addBackend("files", true, "")
+	toFiles := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
+	if _, err := e.h.ApplyPolicy(e.ctx, toFiles); err != nil {
+		t.Fatal(err)
+	}
+	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
+	created, err := mine.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Value: json.RawMessage(`{"n":0}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created[0].Instance.ID
+	if created[0].Instance.Backend.ID != filesID {
+		t.Fatalf("backend %s, want the policy's %s", created[0].Instance.Backend.ID, filesID)
+	}
+	update := func(h *hub.Hub, n int) {
+		t.Helper()
+		out, err := h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.get(id); got.Seq != out[0].Seq {
+			t.Fatalf("update %d answered Seq %d; the store holds %d", n, out[0].Seq, got.Seq)
+		}
+	}
+	update(mine, 1) // keeps the backend
+	before := cc.reads.Load()
+	for n := 2; n <= 6; n++ {
+		update(mine, n)
+	}
+	if n := cc.reads.Load() - before; n != 0 {
+		t.Fatalf("5 updates read the change log %d times, want none: each change since was the hub's own", n)
+	}
+	update(e.h, 7) // through another hub
+	update(mine, 8)
+	if cc.reads.Load() == before {
+		t.Fatal("the other hub's change was not read from the log")
+	}
+}
+
 // Creates of this hub move the kept backends and policy past their own
 // changes without reading the change log; a change through another hub
 // is read from it and seen by the next create.

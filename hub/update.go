@@ -193,6 +193,13 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
+	if !isDryRun(ctx) {
+		// The transaction logged one change of each instance it updated
+		// (its new resource version; metadata and managed fields of the
+		// same instance log no second one) and no other, at the Seq out
+		// holds: told at once, as a create tells its own.
+		h.kept.committed(out)
+	}
 	h.settle(ctx, j)
 	// A built-in value was written, or carried over, in the transaction
 	// itself: the caller gets it without reading it back.
