@@ -47,21 +47,7 @@ func BenchmarkCreateTransaction(b *testing.B) {
 		}
 		return d
 	}
-	var readT, asmT time.Duration
-	rounds := 0
-	for b.Loop() {
-		for i := range 2 {
-			if (rounds+i)%2 == 0 {
-				readT += createTx(true)
-			} else {
-				asmT += createTx(false)
-			}
-		}
-		rounds++
-	}
-	b.ReportMetric(float64(readT.Nanoseconds())/float64(rounds), "readback-ns/op")
-	b.ReportMetric(float64(asmT.Nanoseconds())/float64(rounds), "assembled-ns/op")
-	b.ReportMetric(float64(readT)/float64(asmT), "readback-per-assembled")
+	alternate(b, nil, "readback", func() time.Duration { return createTx(true) }, "assembled", func() time.Duration { return createTx(false) })
 }
 
 // BenchmarkPolicyAfterOwnCreate reads the policy as the next create does,
@@ -93,19 +79,5 @@ func BenchmarkPolicyAfterOwnCreate(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	var logT, ownT time.Duration
-	rounds := 0
-	for b.Loop() {
-		for i := range 2 {
-			if (rounds+i)%2 == 0 {
-				logT += read(false)
-			} else {
-				ownT += read(true)
-			}
-		}
-		rounds++
-	}
-	b.ReportMetric(float64(logT.Nanoseconds())/float64(rounds), "log-ns/op")
-	b.ReportMetric(float64(ownT.Nanoseconds())/float64(rounds), "own-ns/op")
-	b.ReportMetric(float64(logT)/float64(ownT), "log-per-own")
+	alternate(b, nil, "log", func() time.Duration { return read(false) }, "own", func() time.Duration { return read(true) })
 }

@@ -25,37 +25,27 @@ func BenchmarkUpdateFromGuess(b *testing.B) {
 		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
 		b.Fatal(err)
 	}
-	var readT, guessT time.Duration
 	n := 0
-	for b.Loop() {
-		for i := range 2 {
-			t0 := time.Now()
-			var cur cairn.Instance
-			guess := (n+i)%2 == 1
-			if guess {
-				var ok bool
-				if cur, ok = h.GuessInstanceByName(ref.Path, "default", "f"); !ok {
-					b.Fatal("no guess")
-				}
-			} else {
-				var err error
-				if cur, err = h.GetInstanceByName(ctx, ref.Path, "default", "f", true); err != nil {
-					b.Fatal(err)
-				}
+	update := func(guess bool) time.Duration {
+		n++
+		t0 := time.Now()
+		var cur cairn.Instance
+		if guess {
+			var ok bool
+			if cur, ok = h.GuessInstanceByName(ref.Path, "default", "f"); !ok {
+				b.Fatal("no guess")
 			}
-			if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: cur.ID, IfSeq: cur.Seq, Current: &cur,
-				Value: json.RawMessage(fmt.Sprintf(`{"enabled":true,"description":"%d"}`, n))}}); err != nil {
+		} else {
+			var err error
+			if cur, err = h.GetInstanceByName(ctx, ref.Path, "default", "f", true); err != nil {
 				b.Fatal(err)
 			}
-			if guess {
-				guessT += time.Since(t0)
-			} else {
-				readT += time.Since(t0)
-			}
 		}
-		n++
+		if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: cur.ID, IfSeq: cur.Seq, Current: &cur,
+			Value: json.RawMessage(fmt.Sprintf(`{"enabled":true,"description":"%d"}`, n))}}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
 	}
-	b.ReportMetric(float64(readT.Nanoseconds())/float64(n), "read-ns/op")
-	b.ReportMetric(float64(guessT.Nanoseconds())/float64(n), "guess-ns/op")
-	b.ReportMetric(float64(readT)/float64(guessT), "read-per-guess")
+	alternate(b, nil, "read", func() time.Duration { return update(false) }, "guess", func() time.Duration { return update(true) })
 }

@@ -46,41 +46,61 @@ func BenchmarkResolveBackend(b *testing.B) {
 		func() { check(h.resolveBackend(ctx, id, 0, false)) })
 }
 
-// storeVsKept runs readStore and readKept alternately in one loop (A B B
-// A: each goes first every other time, as the first read after a commit
-// pays for SQLite's new snapshot), idle and with a commit to instance
-// other between rounds (not timed), and reports both per-read costs and
-// their ratio (store-per-kept).
+// storeVsKept runs readStore and readKept alternately in one loop
+// (alternate), idle and with a commit to instance other between rounds (not
+// timed), and reports both per-read costs and their ratio (store-per-kept).
 func storeVsKept(b *testing.B, ctx context.Context, h *Hub, other string, readStore, readKept func()) {
 	for _, tc := range []struct {
 		name   string
 		commit bool
 	}{{"idle", false}, {"commit-between", true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			var storeT, keptT time.Duration
-			n := 0
-			for b.Loop() {
-				if tc.commit {
+			var between func()
+			if tc.commit {
+				between = func() {
 					if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: other, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				for i := range 2 {
-					t0 := time.Now()
-					if (n+i)%2 == 0 {
-						readStore()
-						storeT += time.Since(t0)
-					} else {
-						readKept()
-						keptT += time.Since(t0)
-					}
-				}
-				n++
 			}
-			b.ReportMetric(float64(storeT.Nanoseconds())/float64(n), "store-ns/op")
-			b.ReportMetric(float64(keptT.Nanoseconds())/float64(n), "kept-ns/op")
-			b.ReportMetric(float64(storeT)/float64(keptT), "store-per-kept")
+			alternate(b, between, "store", timed(readStore), "kept", timed(readKept))
 		})
+	}
+}
+
+// alternate runs a and c alternately in one loop, A B then B A (each goes
+// first every other round, as the first read after a commit pays for
+// SQLite's new snapshot), with between, when not nil, at the start of each
+// round (not timed). a and c return the time that counts for them. It
+// reports their means per round, <aName>-ns/op and <cName>-ns/op, and their
+// ratio, <aName>-per-<cName>.
+func alternate(b *testing.B, between func(), aName string, a func() time.Duration, cName string, c func() time.Duration) {
+	var aT, cT time.Duration
+	n := 0
+	for b.Loop() {
+		if between != nil {
+			between()
+		}
+		for i := range 2 {
+			if (n+i)%2 == 0 {
+				aT += a()
+			} else {
+				cT += c()
+			}
+		}
+		n++
+	}
+	b.ReportMetric(float64(aT.Nanoseconds())/float64(n), aName+"-ns/op")
+	b.ReportMetric(float64(cT.Nanoseconds())/float64(n), cName+"-ns/op")
+	b.ReportMetric(float64(aT)/float64(cT), aName+"-per-"+cName)
+}
+
+// timed is f timed whole, for alternate.
+func timed(f func()) func() time.Duration {
+	return func() time.Duration {
+		t0 := time.Now()
+		f()
+		return time.Since(t0)
 	}
 }
 
