@@ -18,8 +18,8 @@ func decodeObjectPlain(body []byte) (o inObject, ok bool) {
 		return o, false
 	}
 	var small [8]member
-	ms, ok := objectMembers(body, small[:0])
-	if !ok || len(ms) > 64 || repeated(ms) {
+	ms, ok := plainMembers(body, small[:0])
+	if !ok {
 		return o, false
 	}
 	for _, m := range ms {
@@ -46,8 +46,8 @@ func decodeObjectPlain(body []byte) (o inObject, ok bool) {
 
 func decodeMetaPlain(doc []byte) (md inMeta, ok bool) {
 	var small [8]member
-	ms, ok := objectMembers(doc, small[:0])
-	if !ok || len(ms) > 64 || repeated(ms) {
+	ms, ok := plainMembers(doc, small[:0])
+	if !ok {
 		return md, false
 	}
 	for _, m := range ms {
@@ -93,7 +93,17 @@ func decodeMetaPlain(doc []byte) (md inMeta, ok bool) {
 	return md, true
 }
 
-// repeated reports whether a key is given twice (callers bound the
+// plainMembers appends the members of doc, valid JSON, to ms: false when
+// doc is not an object, has more than 64 members or gives a key twice.
+func plainMembers(doc []byte, ms []member) ([]member, bool) {
+	ms, ok := objectMembers(doc, ms)
+	if !ok || len(ms) > 64 || repeated(ms) {
+		return nil, false
+	}
+	return ms, true
+}
+
+// repeated reports whether a key is given twice (plainMembers bounds the
 // members to keep this quadratic walk short).
 func repeated(ms []member) bool {
 	for i, m := range ms {
@@ -125,8 +135,8 @@ func plainString(v []byte) (string, bool) {
 // each key given once, as json.Unmarshal decodes it into a map.
 func plainStringMap(v []byte) (map[string]string, bool) {
 	var small [8]member
-	ms, ok := objectMembers(v, small[:0])
-	if !ok || len(ms) > 64 || repeated(ms) {
+	ms, ok := plainMembers(v, small[:0])
+	if !ok {
 		return nil, false
 	}
 	out := make(map[string]string, len(ms))
