@@ -123,21 +123,31 @@ func (c *changeCounter) Changes(ctx context.Context, after int64, limit int) ([]
 	return c.Store.Changes(ctx, after, limit)
 }
 
-// Updates of this hub move the kept backends past their own changes as
-// creates do: updates of an instance in another backend one after another
-// read no change log; an update through another hub is read from it.
-func TestOwnUpdatesPassedWithoutLogReads(t *testing.T) {
-	e := newEnv(t)
-	cc := &changeCounter{Store: e.st}
+// ownWritesEnv is an env with a second hub, mine, on the same store
+// (counting its change-log reads in cc, without a read cache), and a files
+// backend the policy, applied through the env's hub, sends cap.type.aws.*
+// to.
+func ownWritesEnv(t *testing.T) (e *env, mine *hub.Hub, cc *changeCounter, filesID string) {
+	t.Helper()
+	e = newEnv(t)
+	cc = &changeCounter{Store: e.st}
 	mine, err := hub.New(e.ctx, hub.Config{Store: cc, Backends: e.opener, NoReadCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	filesID, _ := e.addBackend("files", true, "")
+	filesID, _ = e.addBackend("files", true, "")
 	toFiles := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
 	if _, err := e.h.ApplyPolicy(e.ctx, toFiles); err != nil {
 		t.Fatal(err)
 	}
+	return e, mine, cc, filesID
+}
+
+// Updates of this hub move the kept backends past their own changes as
+// creates do: updates of an instance in another backend one after another
+// read no change log; an update through another hub is read from it.
+func TestOwnUpdatesPassedWithoutLogReads(t *testing.T) {
+	e, mine, cc, filesID := ownWritesEnv(t)
 	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
 	created, err := mine.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Value: json.RawMessage(`{"n":0}`)}}})
 	if err != nil {
@@ -176,13 +186,7 @@ func TestOwnUpdatesPassedWithoutLogReads(t *testing.T) {
 // changes without reading the change log; a change through another hub
 // is read from it and seen by the next create.
 func TestOwnCreatesPassedWithoutLogReads(t *testing.T) {
-	e := newEnv(t)
-	cc := &changeCounter{Store: e.st}
-	mine, err := hub.New(e.ctx, hub.Config{Store: cc, Backends: e.opener, NoReadCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	filesID, _ := e.addBackend("files", true, "")
+	e, mine, cc, filesID := ownWritesEnv(t)
 	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
 	backendOf := func() string {
 		t.Helper()
@@ -191,10 +195,6 @@ func TestOwnCreatesPassedWithoutLogReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		return out[0].Instance.Backend.ID
-	}
-	toFiles := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
-	if _, err := e.h.ApplyPolicy(e.ctx, toFiles); err != nil {
-		t.Fatal(err)
 	}
 	if got := backendOf(); got != filesID { // reads and keeps the policy and the backend
 		t.Fatalf("backend %s, want the policy's %s", got, filesID)
