@@ -17,23 +17,11 @@ import (
 // key and its cascade from instances.
 func TestMigration7KeepsResourceVersions(t *testing.T) {
 	ctx := t.Context()
-	path, db := databaseAt(t, 6)
-	for _, q := range []string{
+	s := migratedFrom(t, 6,
 		`INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, latest_rv) VALUES ('a', 't', '1', '1', 'd', 'a', 2), ('b', 't', '1', '1', 'd', 'b', 1)`,
 		`INSERT INTO resource_versions (instance_id, resource_version, created_by, created_at, attributes, context)
 		 VALUES ('a', 1, 'x', 10, NULL, '{"k":1}'), ('a', 2, 'y', 20, '[{"path":"p","revision":"r"}]', NULL), ('b', 1, 'z', 30, NULL, NULL)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	vs, err := s.ResourceVersionsOf(ctx, []string{"a", "b"})
 	if err != nil {
 		t.Fatal(err)
@@ -72,25 +60,13 @@ func TestMigration7KeepsResourceVersions(t *testing.T) {
 // attribute filters select as before, by the tables' primary keys.
 func TestMigration8KeepsLabelsAndAttributes(t *testing.T) {
 	ctx := t.Context()
-	path, db := databaseAt(t, 7)
-	for _, q := range []string{
+	s := migratedFrom(t, 7,
 		`INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, latest_rv)
 		 VALUES ('a', 't', '1', '1', 'd', 'a', 1), ('b', 't', '1', '1', 'd', 'b', 1), ('c', 't', '1', '1', 'd', 'c', 1)`,
 		`INSERT INTO resource_versions (instance_id, resource_version) VALUES ('a', 1), ('b', 1), ('c', 1)`,
 		`INSERT INTO instance_labels (instance_id, key, value) VALUES ('a', 'env', 'prod'), ('a', 'team', 'x'), ('b', 'env', 'dev')`,
 		`INSERT INTO latest_attributes (instance_id, path, revision) VALUES ('a', 'cap.attribute.p', '0.1.0'), ('c', 'cap.attribute.p', '0.2.0')`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	)
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('instance_labels_key', 'latest_attributes_path')`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("indexes left after migration 8: %d, %v", n, err)
@@ -140,10 +116,10 @@ func TestMigration8KeepsLabelsAndAttributes(t *testing.T) {
 	}
 }
 
-// databaseAt creates a database file with the first version migrations
-// applied and recorded, as a cairn of that version left it, and returns
-// its path and a connection to it.
-func databaseAt(t *testing.T, version int) (string, *sql.DB) {
+// migratedFrom creates a database file with the first version migrations
+// applied and recorded, as a cairn of that version left it, runs rows (SQL
+// statements) in it, and opens it as this cairn does, migrating it.
+func migratedFrom(t *testing.T, version int, rows ...string) *Store {
 	t.Helper()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "cairn.db")
@@ -162,5 +138,16 @@ func databaseAt(t *testing.T, version int) (string, *sql.DB) {
 			t.Fatal(err)
 		}
 	}
-	return path, db
+	for _, q := range rows {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
