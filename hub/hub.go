@@ -112,6 +112,9 @@ type Hub struct {
 	// load ends rather than wait for it (readCache).
 	cache   *cache.Cache
 	warming atomic.Bool
+	// warmed is closed when the background load (Config.WarmReadCache)
+	// has ended, or at once without one.
+	warmed chan struct{}
 	// backends keeps decoded backend instances by id and resource version;
 	// kept keeps the resolved ones current through the change log
 	// (backends.go), so resolving one reads no store row.
@@ -145,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		notify:    newNotifier(),
+		warmed:    make(chan struct{}),
 
 		pollInterval: cfg.PollInterval,
 	}
@@ -171,6 +175,9 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 			h.warming.Store(true) // before anything below reads
 			go h.warmInBackground(ctx)
 		}
+	}
+	if h.cache == nil || !cfg.WarmReadCache {
+		close(h.warmed)
 	}
 	h.gotemplate = gotemplate.New(hubSource{h})
 	if err := h.bootstrap(ctx); err != nil {

@@ -40,6 +40,7 @@ func (h *Hub) WarmReadCache(ctx context.Context) (instances int, err error) {
 // warmInBackground is WarmReadCache for Config.WarmReadCache, logging the
 // outcome; on failure the cache loads on first use, as without it.
 func (h *Hub) warmInBackground(ctx context.Context) {
+	defer close(h.warmed)
 	start := time.Now()
 	n, err := h.WarmReadCache(ctx)
 	if err != nil {
@@ -50,6 +51,10 @@ func (h *Hub) warmInBackground(ctx context.Context) {
 	}
 	h.log.Info("read cache loaded", "instances", n, "duration", time.Since(start).Round(time.Millisecond).String())
 }
+
+// Warmed is closed once the read cache's load at start-up
+// (Config.WarmReadCache) has ended, loaded or not; without one, at once.
+func (h *Hub) Warmed() <-chan struct{} { return h.warmed }
 
 // GetInstance returns an instance; with withValue its latest value is read
 // from its backend, so a projection or external resource is current.

@@ -100,3 +100,34 @@ func TestWarmReadCacheAnswersFromTheStoreMeanwhile(t *testing.T) {
 		t.Errorf("a read after the load read the store's instances %d times; want 0 (served by the cache)", n)
 	}
 }
+
+// Warmed says when the load at start-up (Config.WarmReadCache) has ended:
+// not while it is held, at once after; without one, at once.
+func TestWarmed(t *testing.T) {
+	held := &heldLoad{entered: make(chan struct{}), release: make(chan struct{})}
+	held.armed.Store(true)
+	e := newEnv(t, func(c *hub.Config) { held.Store = c.Store; c.Store = held; c.WarmReadCache = true })
+	select {
+	case <-held.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the load at start-up did not begin")
+	}
+	select {
+	case <-e.h.Warmed():
+		t.Fatal("Warmed is closed while the load is held")
+	default:
+	}
+	close(held.release)
+	select {
+	case <-e.h.Warmed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Warmed is not closed after the load")
+	}
+
+	plain := newEnv(t)
+	select {
+	case <-plain.h.Warmed():
+	default:
+		t.Error("without a load at start-up, Warmed is not closed")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/terraform"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/internal/exepages"
 	"github.com/cairn-dev/cairn/web"
 )
 
@@ -221,6 +223,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	close(ready)
+	go releaseStartupPages(baseCtx, h.Warmed(), log)
 	log.Info("serving", "addr", ln.Addr().String(), "dataDir", a.dataDir, "tls", secure.tls != nil)
 	fmt.Fprintf(a.env.Stdout, "cairn serving on %s://%s (store %s)\n", secure.scheme, ln.Addr(), path)
 	if secure.dual {
@@ -249,6 +252,38 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	}
 	return nil
 }
+
+// releaseStartupPages gives back the pages of cairn's executable that only
+// start-up used (package exepages), once start-up is over: the server
+// listens, the read cache has loaded, and the work that starts with the
+// server (the recovery lease, the stack controller's first pass) has had
+// startupSettle to run.
+func releaseStartupPages(ctx context.Context, warmed <-chan struct{}, log *slog.Logger) {
+	select {
+	case <-warmed:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-time.After(startupSettle):
+	case <-ctx.Done():
+		return
+	}
+	r, err := exepages.Release()
+	if err != nil {
+		log.Warn("release the executable's start-up pages", "err", err)
+		return
+	}
+	log.Info("released the executable's start-up pages", "segments", r.Segments,
+		"residentBefore", mib(r.Before), "residentAfter", mib(r.After))
+}
+
+// startupSettle is how long after start-up the executable's start-up
+// pages are released.
+const startupSettle = 2 * time.Second
+
+// mib formats n bytes in MiB with one decimal.
+func mib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB" }
 
 func pruneChanges(ctx context.Context, h *hub.Hub, log *slog.Logger) {
 	t := time.NewTicker(time.Minute)
