@@ -11,11 +11,13 @@ import (
 )
 
 // Release drops this process's mappings of its executable's read-only
-// segments (madvise MADV_DONTNEED). Only mappings that are never written
-// qualify: a private read-only file mapping holds nothing but copies of the
-// file's pages, so dropping it loses nothing. (A debugger's breakpoints are
-// private copies of code pages and would be lost; cairn calls Release once,
-// when it has started.)
+// segments (madvise MADV_DONTNEED). Only mappings that hold nothing but
+// the file's own pages qualify: private, not writable, and without a page
+// of their own (smaps' Anonymous is 0). A segment the dynamic loader
+// relocated and then made read-only (RELRO, in a binary linked as PIE or
+// by the external linker) has such pages, and so has code a debugger has
+// put a breakpoint in; dropping them would bring back the file's
+// unrelocated bytes, so they are left alone.
 func Release() (Report, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -25,11 +27,11 @@ func Release() (Report, error) {
 	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
 		return Report{}, fmt.Errorf("stat the executable: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return Report{}, fmt.Errorf("read the process's mappings: %w", err)
 	}
-	segs, err := readOnlySegments(maps, exe, st.Ino)
+	segs, err := cleanReadOnlySegments(smaps, exe, st.Ino)
 	if err != nil {
 		return Report{}, err
 	}
@@ -46,20 +48,41 @@ func Release() (Report, error) {
 
 type segment struct{ start, end uintptr }
 
-// readOnlySegments returns the private, read-only mappings of the file exe
-// (inode ino) in maps, the text of /proc/self/maps:
+// cleanReadOnlySegments returns the private, read-only mappings of the
+// file exe (inode ino) without pages of their own, from smaps, the text of
+// /proc/self/smaps: for each mapping a line
 //
 //	start-end perms offset dev inode pathname
-func readOnlySegments(maps []byte, exe string, ino uint64) ([]segment, error) {
-	var segs []segment
-	sc := bufio.NewScanner(bytes.NewReader(maps))
+//
+// followed by lines "Field: value", Anonymous among them.
+func cleanReadOnlySegments(smaps []byte, exe string, ino uint64) ([]segment, error) {
+	var (
+		segs []segment
+		cur  *segment // the mapping whose fields follow, if it qualifies
+	)
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if field, ok := strings.CutSuffix(f[0], ":"); ok && !strings.Contains(f[0], "-") {
+			if field == "Anonymous" && cur != nil && (len(f) < 2 || f[1] != "0") {
+				cur = nil // it has pages of its own
+			}
+			continue
+		}
+		// A mapping's line; the one before it is complete.
+		if cur != nil {
+			segs = append(segs, *cur)
+			cur = nil
+		}
 		if len(f) < 6 {
-			continue // an anonymous mapping
+			continue // anonymous
 		}
 		// The path is the rest of the line, spaces and all.
-		_, path, _ := strings.Cut(sc.Text(), " /")
+		_, path, _ := strings.Cut(line, " /")
 		if "/"+path != exe || f[4] != strconv.FormatUint(ino, 10) {
 			continue
 		}
@@ -72,7 +95,10 @@ func readOnlySegments(maps []byte, exe string, ino uint64) ([]segment, error) {
 		if !ok || err1 != nil || err2 != nil || end <= start {
 			return nil, fmt.Errorf("read the process's mappings: bad range %q", f[0])
 		}
-		segs = append(segs, segment{uintptr(start), uintptr(end)})
+		cur = &segment{uintptr(start), uintptr(end)}
+	}
+	if cur != nil {
+		segs = append(segs, *cur)
 	}
 	return segs, sc.Err()
 }
