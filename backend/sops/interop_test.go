@@ -21,6 +21,7 @@ import (
 // multi-line strings, timestamps, anchors.
 const richYAML = `# Top comment
 apiVersion: v1 # inline on a clear value
+# sops:clear
 kind: Secret
 metadata:
   name: db
@@ -28,6 +29,7 @@ metadata:
     team: a
 spec:
   # about the password
+  # sops:enc
   password: hunter2-marker # inline in spec
   port: 5432
   ratio: 1.5
@@ -68,13 +70,16 @@ const richJSON = `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db","la
 "exp":1e21,"neg":-0.25,"t":true,"f":false,"nul":null,"e":"","list":[1,"two",{"k":false},[],{}],"obj":{},
 "key_unencrypted":"visible"}}`
 
-const twoDocsYAML = `kind: A
+const twoDocsYAML = `# sops:clear
+kind: A
 spec:
+  # sops:enc
   password: first-marker
   token_enc: token-marker
   key_unencrypted: visible
 ---
 # second
+# sops:clear
 kind: B
 spec:
   password: second-marker
@@ -97,6 +102,9 @@ var interopRules = []struct {
 	{"unencrypted_suffix", "unencrypted_suffix: _unencrypted", nil, false, "key_unencrypted", "password"},
 	{"unencrypted_regex", "unencrypted_regex: ^(apiVersion|kind|metadata)$", nil, false, "kind", "password"},
 	{"mac_only_encrypted", "encrypted_regex: ^spec$\n    mac_only_encrypted: true", nil, true, "kind", "password"},
+	// YAML only: JSON has no comments.
+	{"encrypted_comment_regex", "encrypted_comment_regex: sops:enc", nil, false, "kind", "password"},
+	{"unencrypted_comment_regex", "unencrypted_comment_regex: sops:clear", nil, false, "kind", "password"},
 }
 
 // sopsRun runs the real sops tool with the identity in keyFile.
@@ -123,6 +131,9 @@ func TestInteropWithSops(t *testing.T) {
 	recipient := id.Recipient().String()
 	for _, rule := range interopRules {
 		for _, doc := range []struct{ name, text string }{{"rich.yaml", richYAML}, {"rich.json", richJSON}, {"docs.yml", twoDocsYAML}} {
+			if strings.Contains(rule.rule, "comment_regex") && strings.HasSuffix(doc.name, ".json") {
+				continue
+			}
 			t.Run(rule.name+"/"+doc.name, func(t *testing.T) {
 				dir := t.TempDir()
 				cfg := filepath.Join(dir, "sops.yaml")
@@ -188,6 +199,11 @@ func tamper(t *testing.T, c *sops.Codec, name string, enc []byte, clearKey, encK
 			tl := strings.TrimSpace(l)
 			if strings.HasPrefix(tl, key+": ") || strings.HasPrefix(tl, `"`+key+`": `) {
 				lines[i] = f(l)
+				if lines[i] == "" && i > 0 && strings.TrimSpace(lines[i-1]) == "# sops:enc" {
+					// The marker goes with the key it marks, or it
+					// would mark the next one.
+					lines[i-1] = ""
+				}
 				return []byte(strings.Join(lines, "\n"))
 			}
 		}
@@ -313,10 +329,8 @@ func TestKeysCairnDoesNotUse(t *testing.T) {
 			md["key_groups"] = []any{map[string]any{"age": age}, map[string]any{"age": age}}
 			md["shamir_threshold"] = 2
 		}), []string{"sops: db.json has 2 key groups; cairn reads files with one (no Shamir secret sharing)"}},
-		{"comment regex", withKeys(func(md map[string]any) {
-			delete(md, "encrypted_regex")
-			md["encrypted_comment_regex"] = "sops:enc"
-		}), []string{"sops: read db.json: sops.encrypted_comment_regex is not supported by cairn"}},
+		{"two rules", withKeys(func(md map[string]any) { md["encrypted_suffix"] = "_enc" }),
+			[]string{"sops: read db.json: sops metadata names more than one of"}},
 	} {
 		if !bytes.Contains(tc.data, []byte(`"sops"`)) {
 			t.Fatal("no metadata")

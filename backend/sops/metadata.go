@@ -20,12 +20,14 @@ const formatVersion = "3.13.3"
 type metadata struct {
 	unencryptedSuffix, encryptedSuffix string
 	unencryptedRegex, encryptedRegex   string
-	macOnlyEncrypted                   bool
-	lastModified                       time.Time
-	mac                                string
-	version                            string
-	shamirThreshold                    int
-	groups                             [][]masterKey
+	// Comment rules: sops writes them for YAML; cairn reads them.
+	unencryptedCommentRegex, encryptedCommentRegex string
+	macOnlyEncrypted                               bool
+	lastModified                                   time.Time
+	mac                                            string
+	version                                        string
+	shamirThreshold                                int
+	groups                                         [][]masterKey
 }
 
 // masterKey is one recipient of a file's data key. cairn decrypts with
@@ -70,7 +72,12 @@ func (m metadata) rules() (rules, error) {
 	for _, x := range []struct {
 		field, expr string
 		re          **regexp.Regexp
-	}{{"unencrypted_regex", m.unencryptedRegex, &r.unencryptedRegex}, {"encrypted_regex", m.encryptedRegex, &r.encryptedRegex}} {
+	}{
+		{"unencrypted_regex", m.unencryptedRegex, &r.unencryptedRegex},
+		{"encrypted_regex", m.encryptedRegex, &r.encryptedRegex},
+		{"unencrypted_comment_regex", m.unencryptedCommentRegex, &r.unencryptedCommentRegex},
+		{"encrypted_comment_regex", m.encryptedCommentRegex, &r.encryptedCommentRegex},
+	} {
 		if x.expr == "" {
 			continue
 		}
@@ -99,12 +106,9 @@ func parseMetadata(b branch) (metadata, error) {
 	m.encryptedRegex = str("encrypted_regex")
 	m.mac = str("mac")
 	m.version = str("version")
+	m.unencryptedCommentRegex = str("unencrypted_comment_regex")
+	m.encryptedCommentRegex = str("encrypted_comment_regex")
 	lastModified := str("lastmodified")
-	for _, k := range []string{"unencrypted_comment_regex", "encrypted_comment_regex"} {
-		if str(k) != "" {
-			return m, fmt.Errorf("sops.%s is not supported by cairn", k)
-		}
-	}
 	if err != nil {
 		return m, err
 	}
@@ -134,7 +138,7 @@ func parseMetadata(b branch) (metadata, error) {
 		return m, fmt.Errorf("sops.shamir_threshold is a %T, not an integer", v)
 	}
 	n := 0
-	for _, s := range []string{m.unencryptedSuffix, m.encryptedSuffix, m.unencryptedRegex, m.encryptedRegex} {
+	for _, s := range []string{m.unencryptedSuffix, m.encryptedSuffix, m.unencryptedRegex, m.encryptedRegex, m.unencryptedCommentRegex, m.encryptedCommentRegex} {
 		if s != "" {
 			n++
 		}
@@ -144,7 +148,7 @@ func parseMetadata(b branch) (metadata, error) {
 		m.unencryptedSuffix = "_unencrypted" // sops' default
 	case 1:
 	default:
-		return m, errors.New("sops metadata names more than one of unencrypted_suffix, encrypted_suffix, unencrypted_regex and encrypted_regex")
+		return m, errors.New("sops metadata names more than one of unencrypted_suffix, encrypted_suffix, unencrypted_regex, encrypted_regex, unencrypted_comment_regex and encrypted_comment_regex")
 	}
 	// One group's keys at the top level, or several under key_groups.
 	top, err := keyGroup(md, "sops")

@@ -36,16 +36,22 @@ type (
 // rules decide which leaves are encrypted: sops' metadata fields
 // unencrypted_suffix, encrypted_suffix, unencrypted_regex and
 // encrypted_regex (a file has at most one; none means the suffix
-// "_unencrypted"), judged on every key of a leaf's path.
+// "_unencrypted"), judged on every key of a leaf's path; or
+// unencrypted_comment_regex and encrypted_comment_regex, judged on the
+// YAML comments right before the leaf or before any collection holding it.
 type rules struct {
-	unencryptedSuffix, encryptedSuffix string
-	unencryptedRegex, encryptedRegex   *regexp.Regexp
+	unencryptedSuffix, encryptedSuffix             string
+	unencryptedRegex, encryptedRegex               *regexp.Regexp
+	unencryptedCommentRegex, encryptedCommentRegex *regexp.Regexp
 	// macOnlyEncrypted: the MAC covers only the encrypted leaves, so
 	// readable values may be edited without sops.
 	macOnlyEncrypted bool
 }
 
-func (r rules) encrypts(path []string) bool {
+// encrypts says whether the leaf at path is encrypted. comments holds,
+// for each collection from the top down to the leaf's, the comments seen
+// in it since its last value; a comment leaf is the last of the last.
+func (r rules) encrypts(path []string, comments [][]string, isComment bool) bool {
 	anyKey := func(match func(string) bool) bool {
 		for _, k := range path {
 			if match(k) {
@@ -54,7 +60,24 @@ func (r rules) encrypts(path []string) bool {
 		}
 		return false
 	}
+	anyComment := func(re *regexp.Regexp) bool {
+		for i, level := range comments {
+			for j, c := range level {
+				// A comment does not mark itself encrypted: the marker
+				// stays readable.
+				self := isComment && i == len(comments)-1 && j == len(level)-1
+				if !(self && re == r.encryptedCommentRegex) && re.MatchString(c) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	switch {
+	case r.unencryptedCommentRegex != nil:
+		return !anyComment(r.unencryptedCommentRegex)
+	case r.encryptedCommentRegex != nil:
+		return anyComment(r.encryptedCommentRegex)
 	case r.unencryptedSuffix != "":
 		return !anyKey(func(k string) bool { return strings.HasSuffix(k, r.unencryptedSuffix) })
 	case r.encryptedSuffix != "":
@@ -81,6 +104,8 @@ type walker struct {
 	gcm     cipher.AEAD
 	encrypt bool
 	mac     hash.Hash
+	// comments is the stack rules.encrypts reads.
+	comments [][]string
 }
 
 func newWalker(r rules, dataKey []byte, encrypt bool) (*walker, error) {
@@ -104,8 +129,11 @@ func newWalker(r rules, dataKey []byte, encrypt bool) (*walker, error) {
 func (w *walker) sum() string { return fmt.Sprintf("%X", w.mac.Sum(nil)) }
 
 func (w *walker) branch(b branch, path []string) error {
+	w.comments = append(w.comments, nil)
+	defer func() { w.comments = w.comments[:len(w.comments)-1] }()
 	for i := range b {
 		if c, ok := b[i].key.(comment); ok {
+			w.noteComment(c.text)
 			v, err := w.leaf(c, path)
 			if err != nil {
 				return err
@@ -122,7 +150,7 @@ func (w *walker) branch(b branch, path []string) error {
 		if !ok {
 			return fmt.Errorf("key %v under %q is a %T; sops supports string keys only", b[i].key, strings.Join(path, "."), b[i].key)
 		}
-		v, err := w.value(b[i].value, append(path[:len(path):len(path)], k))
+		v, err := w.element(b[i].value, append(path[:len(path):len(path)], k))
 		if err != nil {
 			return err
 		}
@@ -131,15 +159,36 @@ func (w *walker) branch(b branch, path []string) error {
 	return nil
 }
 
+func (w *walker) noteComment(text string) {
+	top := &w.comments[len(w.comments)-1]
+	*top = append(*top, text)
+}
+
+// element walks a value of a collection: a comment there is noted for
+// what follows it, and any other value ends the run of comments.
+func (w *walker) element(v any, path []string) (any, error) {
+	c, isComment := v.(comment)
+	if isComment {
+		w.noteComment(c.text)
+	}
+	out, err := w.value(v, path)
+	if !isComment {
+		w.comments[len(w.comments)-1] = nil
+	}
+	return out, err
+}
+
 func (w *walker) value(v any, path []string) (any, error) {
 	switch v := v.(type) {
 	case branch:
 		return v, w.branch(v, path)
 	case []any:
 		// Elements of a sequence share its path: sops names no index.
+		w.comments = append(w.comments, nil)
+		defer func() { w.comments = w.comments[:len(w.comments)-1] }()
 		for i := range v {
 			var err error
-			if v[i], err = w.value(v[i], path); err != nil {
+			if v[i], err = w.element(v[i], path); err != nil {
 				return nil, err
 			}
 		}
@@ -154,7 +203,8 @@ func (w *walker) value(v any, path []string) (any, error) {
 // additional data of its AES-GCM is the path's keys, each followed by a
 // colon, so a value moved elsewhere in the tree does not decrypt.
 func (w *walker) leaf(v any, path []string) (any, error) {
-	enc := w.encrypts(path)
+	_, isComment := v.(comment)
+	enc := w.encrypts(path, w.comments, isComment)
 	var ad string
 	if enc {
 		ad = strings.Join(path, ":") + ":"
