@@ -1,13 +1,14 @@
 // Package sops encrypts resource files with SOPS for the Git backend: the
 // files are what the sops tool (github.com/getsops/sops/v3) reads and
-// writes, with age or PGP recipients (sops' own age and pgp packages).
-// The file format itself (the tree of values, its encryption and MAC, the
-// metadata, JSON and YAML) is implemented here: sops' library packages for
-// it link every cloud KMS SDK, which cairn does not use (see
-// docs/secrets.md). Only the values under keys
-// matching EncryptedRegex (default: spec, the instance's value) or ending in
+// writes, with age or PGP recipients. Only the values under keys matching
+// EncryptedRegex (default: spec, the instance's value) or ending in
 // EncryptedSuffix are encrypted; apiVersion, kind and metadata stay in the
 // clear so diffs and reviews still make sense.
+//
+// The file format (the tree of values, its encryption and MAC, the
+// metadata, the JSON and YAML stores) is implemented here, and only sops'
+// age and pgp packages are used: sops' own packages for the format link
+// every cloud KMS SDK, none of which cairn uses (docs/secrets.md).
 //
 // Decryption keys never come from the hub: age identities are read from a
 // file or environment variable the backend names, else from sops' own
