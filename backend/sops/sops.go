@@ -1,9 +1,14 @@
-// Package sops encrypts resource files with SOPS (github.com/getsops/sops/v3)
-// for the Git backend: the files are what the sops tool reads and writes,
-// with age (filippo.io/age) or PGP recipients. Only the values under keys
-// matching EncryptedRegex (default: spec, the instance's value) or ending in
+// Package sops encrypts resource files with SOPS for the Git backend: the
+// files are what the sops tool (github.com/getsops/sops/v3) reads and
+// writes, with age or PGP recipients. Only the values under keys matching
+// EncryptedRegex (default: spec, the instance's value) or ending in
 // EncryptedSuffix are encrypted; apiVersion, kind and metadata stay in the
 // clear so diffs and reviews still make sense.
+//
+// The file format (the tree of values, its encryption and MAC, the
+// metadata, the JSON and YAML stores) is implemented here, and only sops'
+// age and pgp packages are used: sops' own packages for the format link
+// every cloud KMS SDK, none of which cairn uses (docs/secrets.md).
 //
 // Decryption keys never come from the hub: age identities are read from a
 // file or environment variable the backend names, else from sops' own
@@ -21,15 +26,8 @@ import (
 	"strings"
 	"time"
 
-	gosops "github.com/getsops/sops/v3"
-	sopsaes "github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
-	sopsconfig "github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/pgp"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/getsops/sops/v3/version"
 )
 
 // DefaultEncryptedRegex encrypts the resource's spec (the instance's value)
@@ -148,164 +146,229 @@ func loadIdentities(cfg Config, getenv func(string) string) (sopsage.ParsedIdent
 	return ids, nil
 }
 
-// store returns sops' store for a file name: YAML for .yaml and .yml,
-// JSON otherwise, as the Git backend's template controller encodes them.
-func store(name string) interface {
-	gosops.EncryptedFileLoader
-	gosops.PlainFileLoader
-	gosops.EncryptedFileEmitter
-} {
+// format is a file syntax sops writes: YAML for .yaml and .yml, JSON
+// otherwise, as the Git backend's template controller encodes them.
+type format interface {
+	load(in []byte) ([]branch, error)
+	emit(docs []branch) ([]byte, error)
+}
+
+func formatOf(name string) format {
 	switch strings.ToLower(path.Ext(name)) {
 	case ".yaml", ".yml":
-		return sopsyaml.NewStore(&sopsconfig.YAMLStoreConfig{})
+		return yamlFormat{}
 	}
-	return sopsjson.NewStore(&sopsconfig.JSONStoreConfig{})
+	return jsonFormat{}
+}
+
+// file is a parsed sops file: its documents without metadata, and the
+// metadata.
+type file struct {
+	docs []branch
+	meta metadata
+}
+
+// errNoMetadata: the file has no top-level "sops" mapping.
+var errNoMetadata = errors.New("no sops metadata")
+
+// load parses a sops file and takes the metadata out of its documents
+// (every document carries a copy; the first one's is read).
+func load(name string, data []byte) (file, error) {
+	docs, err := formatOf(name).load(data)
+	if err != nil {
+		return file{}, err
+	}
+	var meta branch
+	for d, doc := range docs {
+		kept := doc[:0]
+		for _, it := range doc {
+			if it.key != metadataKey {
+				kept = append(kept, it)
+				continue
+			}
+			if d == 0 {
+				if meta != nil {
+					return file{}, errors.New("two sops entries")
+				}
+				m, ok := it.value.(branch)
+				if !ok {
+					return file{}, errors.New("the sops entry is not a mapping")
+				}
+				meta = m
+			}
+		}
+		docs[d] = kept
+	}
+	if meta == nil {
+		return file{}, errNoMetadata
+	}
+	m, err := parseMetadata(meta)
+	if err != nil {
+		return file{}, err
+	}
+	return file{docs: docs, meta: m}, nil
 }
 
 // IsEncrypted reports whether a file carries sops metadata.
 func IsEncrypted(name string, data []byte) bool {
-	if !bytes.Contains(data, []byte("sops")) {
+	if !bytes.Contains(data, []byte(metadataKey)) {
 		return false
 	}
-	_, err := store(name).LoadEncryptedFile(data)
+	_, err := load(name, data)
 	return err == nil
 }
 
 // Encrypt encrypts a plaintext resource file (JSON or YAML by name) to the
 // configured recipients with a fresh data key.
 func (c *Codec) Encrypt(name string, plain []byte) ([]byte, error) {
-	st := store(name)
-	branches, err := st.LoadPlainFile(plain)
+	f := formatOf(name)
+	docs, err := f.load(plain)
 	if err != nil {
 		return nil, fmt.Errorf("sops: read %s: %w", name, err)
 	}
-	tree := gosops.Tree{Branches: branches, FilePath: name, Metadata: gosops.Metadata{
-		EncryptedRegex:  c.cfg.EncryptedRegex,
-		EncryptedSuffix: c.cfg.EncryptedSuffix,
-		Version:         version.Version,
-	}}
-	if tree.Metadata.EncryptedRegex == "" && tree.Metadata.EncryptedSuffix == "" {
-		tree.Metadata.EncryptedRegex = DefaultEncryptedRegex
+	for _, doc := range docs {
+		for _, it := range doc {
+			if it.key == metadataKey {
+				return nil, fmt.Errorf("sops: %s has a top-level key %q, which sops reserves for its metadata", name, metadataKey)
+			}
+		}
 	}
-	var group gosops.KeyGroup
+	m := metadata{encryptedRegex: c.cfg.EncryptedRegex, encryptedSuffix: c.cfg.EncryptedSuffix, version: formatVersion}
+	if m.encryptedRegex == "" && m.encryptedSuffix == "" {
+		m.encryptedRegex = DefaultEncryptedRegex
+	}
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, fmt.Errorf("sops: data key: %w", err)
+	}
+	var group []masterKey
 	for _, r := range c.cfg.Age {
 		k, err := sopsage.MasterKeyFromRecipient(r)
 		if err != nil {
 			return nil, fmt.Errorf("sops: age recipient %q: %w", r, err)
 		}
-		group = append(group, k)
+		if err := k.Encrypt(dataKey); err != nil {
+			return nil, fmt.Errorf("sops: encrypt the data key of %s to %s: %w", name, r, err)
+		}
+		group = append(group, masterKey{kind: "age", id: k.Recipient, enc: k.EncryptedKey})
 	}
 	for _, fp := range c.cfg.PGP {
-		group = append(group, pgp.NewMasterKeyFromFingerprint(fp))
-	}
-	tree.Metadata.KeyGroups = []gosops.KeyGroup{group}
-	dataKey := make([]byte, 32)
-	if _, err := rand.Read(dataKey); err != nil {
-		return nil, fmt.Errorf("sops: data key: %w", err)
-	}
-	for _, k := range group {
+		k := pgp.NewMasterKeyFromFingerprint(fp)
 		if err := k.Encrypt(dataKey); err != nil {
-			return nil, fmt.Errorf("sops: encrypt the data key of %s to %s: %w", name, k.ToString(), err)
+			return nil, fmt.Errorf("sops: encrypt the data key of %s to %s: %w", name, fp, err)
 		}
+		group = append(group, masterKey{kind: "pgp", id: k.Fingerprint, enc: k.EncryptedKey, created: k.CreationDate.UTC().Format(time.RFC3339)})
 	}
-	if err := encryptTree(&tree, dataKey); err != nil {
+	m.groups = [][]masterKey{group}
+	r, err := m.rules()
+	if err != nil {
+		return nil, fmt.Errorf("sops: %s: %w", name, err)
+	}
+	w, err := newWalker(r, dataKey, true)
+	if err != nil {
 		return nil, fmt.Errorf("sops: encrypt %s: %w", name, err)
 	}
-	out, err := st.EmitEncryptedFile(tree)
+	for _, doc := range docs {
+		if err := w.branch(doc, nil); err != nil {
+			return nil, fmt.Errorf("sops: encrypt %s: %w", name, err)
+		}
+	}
+	// The MAC is encrypted with the time as its additional data, so the
+	// time cannot be changed without sops either.
+	m.lastModified = time.Now().UTC().Truncate(time.Second)
+	if m.mac, err = w.seal(w.sum(), m.lastModified.Format(time.RFC3339)); err != nil {
+		return nil, fmt.Errorf("sops: encrypt %s: %w", name, err)
+	}
+	mb := m.branch()
+	for i := range docs {
+		docs[i] = append(docs[i], item{key: metadataKey, value: mb})
+	}
+	out, err := f.emit(docs)
 	if err != nil {
 		return nil, fmt.Errorf("sops: write %s: %w", name, err)
 	}
 	return out, nil
-}
-
-// encryptTree encrypts the values and the MAC over them, as sops does.
-func encryptTree(tree *gosops.Tree, dataKey []byte) error {
-	cipher := sopsaes.NewCipher()
-	mac, err := tree.Encrypt(dataKey, cipher)
-	if err != nil {
-		return err
-	}
-	tree.Metadata.LastModified = time.Now().UTC()
-	tree.Metadata.MessageAuthenticationCode, err = cipher.Encrypt(mac, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	return err
 }
 
 // Decrypt returns the plaintext of a sops file, checking its MAC. A file
 // without sops metadata is returned unchanged: a person may have committed
 // a resource in the clear. Errors name the file, never a value.
 func (c *Codec) Decrypt(name string, data []byte) ([]byte, error) {
-	st := store(name)
-	if !bytes.Contains(data, []byte("sops")) {
+	if !bytes.Contains(data, []byte(metadataKey)) {
 		return data, nil
 	}
-	tree, err := st.LoadEncryptedFile(data)
+	f, err := load(name, data)
+	if errors.Is(err, errNoMetadata) {
+		return data, nil
+	}
 	if err != nil {
-		if errors.Is(err, gosops.MetadataNotFound) {
-			return data, nil
-		}
 		return nil, fmt.Errorf("sops: read %s: %w", name, err)
 	}
-	dataKey, err := c.dataKey(name, tree.Metadata)
+	dataKey, err := c.dataKey(name, f.meta)
 	if err != nil {
 		return nil, err
 	}
-	cipher := sopsaes.NewCipher()
-	mac, err := tree.Decrypt(dataKey, cipher)
+	r, err := f.meta.rules()
+	if err != nil {
+		return nil, fmt.Errorf("sops: read %s: %w", name, err)
+	}
+	w, err := newWalker(r, dataKey, false)
 	if err != nil {
 		return nil, fmt.Errorf("sops: decrypt %s: %w", name, err)
 	}
-	fileMAC, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
-	if err != nil || fileMAC != mac {
+	for _, doc := range f.docs {
+		if err := w.branch(doc, nil); err != nil {
+			return nil, fmt.Errorf("sops: decrypt %s: %w", name, err)
+		}
+	}
+	fileMAC, err := w.open(f.meta.mac, f.meta.lastModified.Format(time.RFC3339))
+	if err != nil || fileMAC != w.sum() {
 		return nil, fmt.Errorf("sops: %s: MAC mismatch: the file was changed without sops", name)
 	}
-	out, err := plainEmitter(name).EmitPlainFile(tree.Branches)
+	out, err := formatOf(name).emit(f.docs)
 	if err != nil {
 		return nil, fmt.Errorf("sops: write %s: %w", name, err)
 	}
 	return out, nil
 }
 
-func plainEmitter(name string) gosops.PlainFileEmitter {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".yaml", ".yml":
-		return sopsyaml.NewStore(&sopsconfig.YAMLStoreConfig{})
-	}
-	return sopsjson.NewStore(&sopsconfig.JSONStoreConfig{})
-}
-
 // dataKey recovers a file's data key with the codec's age identities (or
 // the PGP keyring). Only one key group is supported: the data key is then
 // encrypted whole to every key of it.
-func (c *Codec) dataKey(name string, m gosops.Metadata) ([]byte, error) {
-	if len(m.KeyGroups) != 1 {
-		return nil, fmt.Errorf("sops: %s has %d key groups; cairn reads files with one (no Shamir secret sharing)", name, len(m.KeyGroups))
+func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
+	if len(m.groups) != 1 {
+		return nil, fmt.Errorf("sops: %s has %d key groups; cairn reads files with one (no Shamir secret sharing)", name, len(m.groups))
 	}
 	var tried []string
-	for _, k := range m.KeyGroups[0] {
-		switch k := k.(type) {
-		case *sopsage.MasterKey:
+	for _, k := range m.groups[0] {
+		switch k.kind {
+		case "age":
 			if len(c.ids) == 0 {
-				tried = append(tried, "age "+k.Recipient+": "+c.idsErr.Error())
+				why := "no age identity"
+				if c.idsErr != nil {
+					why = c.idsErr.Error()
+				}
+				tried = append(tried, "age "+k.id+": "+why)
 				continue
 			}
-			c.ids.ApplyToMasterKey(k)
-			if dk, err := k.Decrypt(); err == nil {
+			ak := &sopsage.MasterKey{Recipient: k.id, EncryptedKey: k.enc}
+			c.ids.ApplyToMasterKey(ak)
+			if dk, err := ak.Decrypt(); err == nil {
 				return dk, nil
 			}
-			tried = append(tried, "age "+k.Recipient+": no matching identity")
-		case *pgp.MasterKey:
-			dk, err := k.Decrypt()
+			tried = append(tried, "age "+k.id+": no matching identity")
+		case "pgp":
+			pk := &pgp.MasterKey{Fingerprint: k.id, EncryptedKey: k.enc}
+			dk, err := pk.Decrypt()
 			if err == nil {
 				return dk, nil
 			}
-			tried = append(tried, "pgp "+k.Fingerprint+": "+oneLine(err.Error()))
+			tried = append(tried, "pgp "+k.id+": "+oneLine(err.Error()))
 		default:
-			tried = append(tried, describeKey(k)+": not supported by cairn")
+			tried = append(tried, k.kind+" "+k.id+": not supported by cairn")
 		}
 	}
 	return nil, fmt.Errorf("sops: cannot decrypt the data key of %s: %s", name, strings.Join(tried, "; "))
 }
-
-func describeKey(k keys.MasterKey) string { return k.TypeToIdentifier() + " " + k.ToString() }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
