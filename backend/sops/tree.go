@@ -355,7 +355,8 @@ func (w *walker) open(s, ad string) (any, error) {
 		v = plain
 	case "time":
 		var t time.Time
-		err, v = t.UnmarshalText(plain), t
+		err = t.UnmarshalText(plain)
+		v = t
 	case "comment":
 		v = comment{text: string(plain)}
 	default:
