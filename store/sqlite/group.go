@@ -119,7 +119,8 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 			sqlTx.Rollback() // fn panicked; the panic goes on
 		}
 	}()
-	if err := fn(ctx, &tx{reader: s.wr.inTx(sqlTx)}); err != nil {
+	r := s.wr.inTx(sqlTx)
+	if err := fn(ctx, &tx{reader: r}); err != nil {
 		done = true
 		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
@@ -127,7 +128,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 		return err
 	}
 	done = true
-	if err := sqlTx.Commit(); err != nil {
+	if err := s.position.commit(ctx, sqlTx, r); err != nil {
 		return classify(fmt.Errorf("sqlite: commit: %w", err))
 	}
 	s.ckpt.committed(s.w)
@@ -232,7 +233,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	if sqlTx == nil { // no write of the group succeeded
 		return
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if err := s.position.commit(context.Background(), sqlTx, shared); err != nil {
 		err = classify(fmt.Errorf("sqlite: commit: %w", err))
 		for _, op := range ran {
 			op.err = err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +105,136 @@ func BenchmarkLastSeq(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A commit of the Store's writer leaves its position for LastSeq: the
+// reads after it need no query, alone or in a group, also when another
+// Store on the same file committed just before; a commit of the other
+// Store is read by a query.
+func TestLastSeqFromOwnCommits(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.CreateType(ctx, cairn.Type{Path: flag(0).TypeRef.Path, Revision: flag(0).TypeRef.Revision})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	queries := 0
+	query := func(ctx context.Context) (int64, error) {
+		queries++
+		return s.pool().LastSeq(ctx)
+	}
+	check := func(step string, wantQueries int) {
+		t.Helper()
+		queries = 0
+		want, err := other.pool().LastSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := s.position.lastSeq(ctx, query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("%s: LastSeq = %d, the store's is %d", step, got, want)
+			}
+		}
+		if queries != wantQueries {
+			t.Fatalf("%s: %d queries for two reads, want %d", step, queries, wantQueries)
+		}
+	}
+	n := 0
+	write := func(st *Store) error {
+		n++
+		return st.Update(ctx, create(n, false))
+	}
+
+	for i := range 3 {
+		if err := write(s); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("own write %d", i), 0)
+	}
+	if err := write(other); err != nil {
+		t.Fatal(err)
+	}
+	check("the other store's write", 1)
+	if err := write(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(s); err != nil {
+		t.Fatal(err)
+	}
+	check("own write after the other's", 0)
+
+	// A group: three writes queued behind a held writer, one refused.
+	release, first := holdWriter(t, s)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		n++
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			s.Update(context.Background(), create(n, i == 1))
+		}(n)
+		waitQueued(t, s, i+1)
+	}
+	release()
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	check("group", 0)
+}
+
+// BenchmarkPositionAfterCommit: a group commit of 8 creates, then the
+// position read once per create (as the hub's creates read it before
+// their backend resolution), the position published by the commit against
+// queried by the reads, in the same run; ns/create.
+func BenchmarkPositionAfterCommit(b *testing.B) {
+	const size = 8
+	for _, bc := range []struct {
+		name        string
+		unpublished bool
+	}{{"queried", true}, {"published", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := groupStore(b)
+			s.position.unpublished = bc.unpublished
+			if err := s.Update(b.Context(), func(ctx context.Context, tx store.Tx) error {
+				return tx.CreateType(ctx, cairn.Type{Path: flag(0).TypeRef.Path, Revision: flag(0).TypeRef.Revision})
+			}); err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for b.Loop() {
+				group := make([]*writeOp, size)
+				for i := range group {
+					n++
+					group[i] = &writeOp{ctx: b.Context(), fn: create(n, false), done: make(chan struct{})}
+				}
+				s.runGroup(group)
+				s.ckpt.committed(s.w)
+				for _, op := range group {
+					if op.err != nil {
+						b.Fatal(op.err)
+					}
+					if _, err := s.LastSeq(b.Context()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/create")
+		})
+	}
 }
