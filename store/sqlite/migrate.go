@@ -198,6 +198,23 @@ ALTER TABLE resource_versions_7 RENAME TO resource_versions;
 DROP INDEX instance_labels_key;
 DROP INDEX latest_attributes_path;
 `,
+	// 9: the built-in backend's values stored in their primary key's
+	// B-tree alone (WITHOUT ROWID), as migration 7 did for resource
+	// versions: a rowid table kept a second B-tree for the key, so every
+	// create and update of a built-in value inserted into two and wrote a
+	// page of each. Every query of the table reads it by its key.
+	`
+CREATE TABLE builtin_values_9 (
+	instance_id      TEXT    NOT NULL,
+	resource_version INTEGER NOT NULL,
+	value            TEXT,
+	PRIMARY KEY (instance_id, resource_version)
+) WITHOUT ROWID;
+INSERT INTO builtin_values_9 (instance_id, resource_version, value)
+	SELECT instance_id, resource_version, value FROM builtin_values;
+DROP TABLE builtin_values;
+ALTER TABLE builtin_values_9 RENAME TO builtin_values;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

@@ -116,6 +116,90 @@ func TestMigration8KeepsLabelsAndAttributes(t *testing.T) {
 	}
 }
 
+// Migration 9 rebuilds builtin_values WITHOUT ROWID: the values of a
+// database at version 8 are all there afterwards, a second value of a
+// version is still refused (kept as it was), and every query of the
+// table reads it by its key.
+func TestMigration9KeepsBuiltinValues(t *testing.T) {
+	ctx := t.Context()
+	big := strings.Repeat("x", 9000) // past a page: overflow pages either way
+	s := migratedFrom(t, 8,
+		`INSERT INTO builtin_values (instance_id, resource_version, value)
+		 VALUES ('a', 1, '{"v":1}'), ('a', 2, '{"v":2}'), ('b', 1, NULL), ('c', 1, '"`+big+`"')`,
+	)
+	var ddl string
+	if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'builtin_values'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ddl, "WITHOUT ROWID") {
+		t.Errorf("builtin_values after migration 9: %s", ddl)
+	}
+	vs, err := s.Values(ctx, []store.ValueKey{{InstanceID: "a", ResourceVersion: 2}, {InstanceID: "c", ResourceVersion: 1}, {InstanceID: "a", ResourceVersion: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(vs[0]) != `{"v":2}` || string(vs[1]) != `"`+big+`"` || string(vs[2]) != `{"v":1}` {
+		t.Errorf("values after migration 9: %.40q", vs)
+	}
+	if v, err := s.Value(ctx, "b", 1); err != nil || v != nil {
+		t.Errorf("the NULL value after migration 9: %q, %v", v, err)
+	}
+	err = s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.PutValue(ctx, "a", 1, []byte(`{"v":"other"}`)); err == nil {
+			t.Error("a second value of a version was taken")
+		}
+		if err := tx.PutValue(ctx, "d", 1, []byte(`{"v":4}`)); err != nil {
+			return err
+		}
+		return tx.DeleteValues(ctx, "c")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Value(ctx, "a", 1); err != nil || string(v) != `{"v":1}` {
+		t.Errorf("value a/1 after a second put: %s, %v", v, err)
+	}
+	if v, err := s.Value(ctx, "d", 1); err != nil || string(v) != `{"v":4}` {
+		t.Errorf("value d/1: %s, %v", v, err)
+	}
+	if ok, err := s.HasValues(ctx, "c"); err != nil || ok {
+		t.Errorf("values of c after deleting them: %v, %v", ok, err)
+	}
+	// Every query of the table seeks its primary key: none scans it.
+	for _, q := range []string{qValue, qValues, qHasValues, qDeleteValues, qDeleteValue} {
+		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, queryPlanArgs(q)...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		seeks := false
+		for _, d := range plan {
+			seeks = seeks || strings.HasPrefix(d, "SEARCH ") && strings.Contains(d, "USING PRIMARY KEY")
+			if strings.HasPrefix(d, "SCAN ") && d != "SCAN CONSTANT ROW" && !strings.HasPrefix(d, "SCAN j VIRTUAL TABLE") {
+				seeks = false
+				break
+			}
+		}
+		if !seeks {
+			t.Errorf("%s:\n%s", q, strings.Join(plan, "\n"))
+		}
+	}
+}
+
+// queryPlanArgs is a NULL for each parameter of q.
+func queryPlanArgs(q string) []any {
+	return make([]any, strings.Count(q, "?"))
+}
+
 // migratedFrom creates a database file with the first version migrations
 // applied and recorded, as a cairn of that version left it, runs rows (SQL
 // statements) in it, and opens it as this cairn does, migrating it.
