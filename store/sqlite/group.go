@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -15,6 +16,10 @@ import (
 // which bounds how long a write waits behind others of its group.
 const maxGroup = 64
 
+// gatherWait bounds how long a writer that finds the writer idle waits for
+// others when the last transaction held several writes (gather).
+const gatherWait = 200 * time.Microsecond
+
 // committer batches concurrent Updates into one SQLite transaction (group
 // commit). There is one writer connection, so writers queue anyway; while
 // one transaction runs, the writers that arrive queue up, and the next of
@@ -22,14 +27,77 @@ const maxGroup = 64
 // savepoint, and commits once. A write that fails rolls back to its
 // savepoint, which undoes that write alone; every write is acknowledged only
 // after the commit that holds it. A lone writer runs as before: its own
-// transaction, no savepoint, no wait.
+// transaction, no savepoint, no wait. Under load writes come in waves (a
+// group commits, its clients send their next writes together), and the
+// first of a wave finds the writer idle: it waits briefly for the rest of
+// the wave (gather) instead of committing alone.
 type committer struct {
 	// max caps a group; 0 means maxGroup (1 turns grouping off: the
 	// baseline of BenchmarkConcurrentCreates).
-	max   int
+	max int
+	// wait bounds gather's wait; 0 means gatherWait, negative turns
+	// gathering off (the baseline of BenchmarkGather).
+	wait  time.Duration
 	mu    sync.Mutex
 	busy  bool       // a transaction runs (its leader has not handed over yet)
 	queue []*writeOp // arrived while busy, in arrival order
+	// last is how many writes the last transaction held; gathering is
+	// set, with wake (closed when the queue reaches want), while a writer
+	// that found the writer idle waits for others (gather).
+	last      int
+	gathering bool
+	want      int
+	wake      chan struct{}
+}
+
+// gather is run by a writer that found the writer idle (busy is now set
+// for it). When the last transaction held several writes, the writes are
+// coming in waves (several clients at once), and this one is the first of
+// the next wave: it waits, at most gatherWait, for as many as the last
+// wave to queue, and returns the group of op and those that did; nil when
+// op is to run alone. A writer whose predecessor ran alone (a lone client,
+// writes one at a time) never waits.
+func (s *Store) gather(op *writeOp) []*writeOp {
+	c := &s.commit
+	c.mu.Lock()
+	want := c.last - 1
+	if want < 1 || c.wait < 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	wait := c.wait
+	if wait == 0 {
+		wait = gatherWait
+	}
+	wake := make(chan struct{})
+	c.gathering, c.want, c.wake = true, want, wake
+	c.mu.Unlock()
+	t := time.NewTimer(wait)
+	select {
+	case <-wake:
+	case <-t.C:
+	}
+	t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gathering, c.wake = false, nil
+	if len(c.queue) == 0 {
+		c.last = 1
+		return nil
+	}
+	limit := c.max
+	if limit == 0 {
+		limit = maxGroup
+	}
+	n := min(len(c.queue), limit-1)
+	group := make([]*writeOp, 0, n+1)
+	group = append(append(group, op), c.queue[:n]...)
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		c.queue = nil
+	}
+	c.last = len(group)
+	return group
 }
 
 // writeOp is one caller's Update.
@@ -55,19 +123,29 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx stor
 		c.busy = true
 		c.mu.Unlock()
 		defer s.handOver() // also when fn panics
-		return s.updateAlone(ctx, fn)
+		group := s.gather(op)
+		if group == nil {
+			return s.updateAlone(ctx, fn)
+		}
+		op.lead, op.group = true, group
+	} else {
+		c.queue = append(c.queue, op)
+		if c.gathering && len(c.queue) >= c.want {
+			close(c.wake)
+			c.gathering = false
+		}
+		c.mu.Unlock()
+		<-op.done
+		if op.lead {
+			defer s.handOver()
+		}
 	}
-	c.queue = append(c.queue, op)
-	c.mu.Unlock()
-
-	<-op.done
 	if op.lead {
 		if s.runGroup(op.group) {
 			// After the members are woken: a RESTART of the WAL
 			// (checkpoint.go) delays only the writers after them.
 			s.ckpt.committed(s.w)
 		}
-		s.handOver()
 	}
 	if op.panicked != nil {
 		panic(op.panicked)
@@ -90,6 +168,7 @@ func (s *Store) handOver() {
 		limit = maxGroup
 	}
 	n := min(len(c.queue), limit)
+	c.last = n
 	group := c.queue[:n:n]
 	c.queue = c.queue[n:]
 	if len(c.queue) == 0 {
