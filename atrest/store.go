@@ -104,6 +104,13 @@ type encTx struct {
 	paths map[string]string
 }
 
+// AfterCommit passes fn on to a Tx that runs functions after its commit
+// (store.AfterCommitter).
+func (t *encTx) AfterCommit(fn func()) bool {
+	a, ok := t.Tx.(store.AfterCommitter)
+	return ok && a.AfterCommit(fn)
+}
+
 func (t *encTx) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {
 	return openValue(ctx, t.c, t.Tx, id, rv)
 }

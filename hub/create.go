@@ -113,20 +113,32 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if err != nil {
 		return nil, err
 	}
-	var stored []cairn.Instance
+	var (
+		stored []cairn.Instance
+		// The transaction logs one change per instance and no other (the
+		// instances' own, their backend edge included): told to the kept
+		// backends (a create whose position read sees this commit scans
+		// past it without reading the log only once it is told), by the
+		// store right after the commit when it can (told), before the
+		// commit's position is read by most.
+		tell = len(edges) == 0 && !isDryRun(ctx)
+		told bool
+	)
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		stored, err = h.storeCreates(ctx, tx, items, edges)
+		if err == nil && tell {
+			if a, ok := tx.(store.AfterCommitter); ok {
+				created := stored
+				told = a.AfterCommit(func() { h.kept.committed(created) })
+			}
+		}
 		return err
 	})
 	if err != nil {
 		return nil, h.undo(ctx, j, err)
 	}
-	if len(edges) == 0 && !isDryRun(ctx) {
-		// The transaction logged one change per instance and no other
-		// (the instances' own, their backend edge included). Told at once:
-		// a create whose position read sees this commit scans past it
-		// without reading the log only once it is told.
+	if tell && !told {
 		h.kept.committed(stored)
 	}
 	h.settle(ctx, j)

@@ -33,6 +33,19 @@ type Store interface {
 	Close() error
 }
 
+// AfterCommitter is a Tx that runs a function of its caller once it has
+// committed: on SQLite, right after the commit of the group of writes it
+// belongs to, before the other writers of the group are woken and before
+// the writer leaves the commit's change-log position for LastSeq. What a
+// caller tells others of its commit there is told before most readers
+// learn of the commit.
+type AfterCommitter interface {
+	// AfterCommit has fn run once the transaction has committed, never
+	// when it does not commit (a refused write, a rolled-back group). It
+	// returns false when it cannot (fn is then never run).
+	AfterCommit(fn func()) bool
+}
+
 // Reader reads committed state (or, through a Tx, the transaction's state).
 type Reader interface {
 	// GetType returns one Type revision; CodeNotFound when absent. Through

@@ -199,7 +199,8 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 		}
 	}()
 	r := s.wr.inTx(sqlTx)
-	if err := fn(ctx, &tx{reader: r}); err != nil {
+	t := &tx{reader: r}
+	if err := fn(ctx, t); err != nil {
 		done = true
 		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
@@ -207,7 +208,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 		return err
 	}
 	done = true
-	if err := s.position.commit(ctx, sqlTx, r); err != nil {
+	if err := s.position.commit(ctx, sqlTx, r, t.after); err != nil {
 		return classify(fmt.Errorf("sqlite: commit: %w", err))
 	}
 	s.ckpt.committed(s.w)
@@ -237,6 +238,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		sqlTx  *sql.Tx
 		shared reader
 		ran    []*writeOp // members whose writes the transaction holds
+		after  []func()   // their AfterCommit functions
 	)
 	fail := func(err error) {
 		_ = sqlTx.Rollback()
@@ -269,9 +271,11 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 				return
 			}
 			shared = s.wr.inTx(sqlTx)
-			op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
+			t := &tx{reader: shared}
+			op.err, op.panicked = call(ctx, op.fn, t)
 			if op.err == nil && op.panicked == nil {
 				ran = append(ran, op)
+				after = append(after, t.after...)
 			} else {
 				_ = sqlTx.Rollback()
 				sqlTx = nil
@@ -284,7 +288,8 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 			s.failRest(group[i+1:], op.err)
 			return
 		}
-		op.err, op.panicked = call(ctx, op.fn, &tx{reader: shared})
+		t := &tx{reader: shared}
+		op.err, op.panicked = call(ctx, op.fn, t)
 		if op.err == nil && op.panicked == nil {
 			if err := exec(qRelease); err != nil {
 				op.err = classify(fmt.Errorf("sqlite: release savepoint: %w", err))
@@ -293,6 +298,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 				return
 			}
 			ran = append(ran, op)
+			after = append(after, t.after...)
 			continue
 		}
 		// Undo this write alone. Should that fail, SQLite has ended the
@@ -312,7 +318,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	if sqlTx == nil { // no write of the group succeeded
 		return
 	}
-	if err := s.position.commit(context.Background(), sqlTx, shared); err != nil {
+	if err := s.position.commit(context.Background(), sqlTx, shared, after); err != nil {
 		err = classify(fmt.Errorf("sqlite: commit: %w", err))
 		for _, op := range ran {
 			op.err = err

@@ -664,3 +664,70 @@ func spin(d time.Duration) {
 	}
 	_ = x
 }
+
+// AfterCommit's functions run once their write has committed (a read
+// through another store on the file sees it), in a group only for the
+// writes the commit holds, and never for a refused write.
+func TestAfterCommit(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	var mu sync.Mutex
+	ran := map[int]bool{}
+	// hooked is create(n, fail) telling ran[n] after its commit, which it
+	// checks through the other store.
+	hooked := func(n int, fail bool) func(ctx context.Context, tx store.Tx) error {
+		return func(ctx context.Context, stx store.Tx) error {
+			if !stx.(store.AfterCommitter).AfterCommit(func() {
+				if got, err := other.GetInstances(context.Background(), []string{flag(n).ID}); err != nil || len(got) != 1 {
+					t.Errorf("write %d: not committed when its function runs: %v, %v", n, got, err)
+				}
+				mu.Lock()
+				ran[n] = true
+				mu.Unlock()
+			}) {
+				t.Error("AfterCommit refused")
+			}
+			return create(n, fail)(ctx, stx)
+		}
+	}
+	if err := s.Update(ctx, hooked(1, false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, hooked(2, true)); err == nil {
+		t.Fatal("write 2 not refused")
+	}
+	// A group: the first write refused (a transaction of its own, rolled
+	// back), then a kept, a refused and a kept one.
+	release, first := holdWriter(t, s)
+	var wg sync.WaitGroup
+	for i, n := range []int{3, 4, 5, 6} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Update(context.Background(), hooked(n, n == 3 || n == 5))
+		}()
+		waitQueued(t, s, i+1)
+	}
+	release()
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for n, want := range map[int]bool{1: true, 2: false, 3: false, 4: true, 5: false, 6: true} {
+		if ran[n] != want {
+			t.Errorf("write %d: function run %v, want %v", n, ran[n], want)
+		}
+	}
+}

@@ -114,9 +114,16 @@ func iChange(hdr *[walHeaderSize]byte) uint32 { return binary.NativeEndian.Uint3
 // the two (iChange one up: this commit, no other process's nor a restart
 // of the WAL), the header after is this commit's, and the change log's
 // position is tx's last change.
-func (p *positionCache) commit(ctx context.Context, tx *sql.Tx, r reader) error {
+//
+// The functions of hooks run right after the commit, before the position
+// is kept.
+func (p *positionCache) commit(ctx context.Context, tx *sql.Tx, r reader, hooks []func()) error {
 	if p.unpublished {
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		runAll(hooks)
+		return nil
 	}
 	before, ok := p.header()
 	var seq int64
@@ -129,6 +136,7 @@ func (p *positionCache) commit(ctx context.Context, tx *sql.Tx, r reader) error 
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	runAll(hooks)
 	if !ok {
 		return nil
 	}
@@ -140,4 +148,10 @@ func (p *positionCache) commit(ctx context.Context, tx *sql.Tx, r reader) error 
 	p.hdr, p.seq, p.valid = after, seq, true
 	p.mu.Unlock()
 	return nil
+}
+
+func runAll(fns []func()) {
+	for _, fn := range fns {
+		fn()
+	}
 }

@@ -134,6 +134,14 @@ func closeAll(m map[string]*sql.Stmt) {
 type tx struct {
 	reader
 	recorded map[string]bool // instances with a change in this transaction
+	after    []func()        // AfterCommit's functions
+}
+
+// AfterCommit has fn run once the transaction has committed
+// (store.AfterCommitter).
+func (t *tx) AfterCommit(fn func()) bool {
+	t.after = append(t.after, fn)
+	return true
 }
 
 var _ store.Tx = (*tx)(nil)
