@@ -3,6 +3,7 @@ package atrest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/cairn-dev/cairn"
@@ -109,6 +110,16 @@ type encTx struct {
 func (t *encTx) AfterCommit(fn func()) bool {
 	a, ok := t.Tx.(store.AfterCommitter)
 	return ok && a.AfterCommit(fn)
+}
+
+// TypeMatches passes on to a Tx that checks Types (store.TypeMatcher);
+// over one that does not it fails with errors.ErrUnsupported (the caller
+// reads the Type instead).
+func (t *encTx) TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error) {
+	if m, ok := t.Tx.(store.TypeMatcher); ok {
+		return m.TypeMatches(ctx, ref, jsonSchema, named)
+	}
+	return false, fmt.Errorf("check Type %s: %w", ref, errors.ErrUnsupported)
 }
 
 func (t *encTx) Value(ctx context.Context, id string, rv int) (json.RawMessage, error) {

@@ -271,15 +271,24 @@ func compactRaw(raw json.RawMessage) json.RawMessage {
 // before this point makes the instances ones of an unregistered Type, as if
 // the delete had come first; only a strict hub refuses those. A value
 // checked against another version of its Type than the one read here is
-// checked again (recheckValues).
+// checked again (recheckValues). When every value of a Type was checked
+// against one kept Type, and the store's Type still has its schema and
+// draft (store.TypeMatcher), every check holds: the Type is pinned without
+// reading it whole.
 func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error {
 	seen := make(map[cairn.TypeRef]bool, 1)
+	matcher, _ := tx.(store.TypeMatcher)
 	for _, p := range items {
 		ref := p.inst.TypeRef
 		if seen[ref] {
 			continue
 		}
 		seen[ref] = true
+		if kt := checkedAgainst(ref, items); matcher != nil && kt != nil {
+			if ok, err := matcher.TypeMatches(ctx, ref, kt.doc, kt.named); err == nil && ok {
+				continue
+			}
+		}
 		t, err := tx.GetType(ctx, ref)
 		switch {
 		case cairn.HasCode(err, cairn.CodeNotFound):
@@ -296,6 +305,22 @@ func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error
 		}
 	}
 	return nil
+}
+
+// checkedAgainst returns the kept Type every value of Type ref in items
+// was checked against; nil when they were not checked against one.
+func checkedAgainst(ref cairn.TypeRef, items []*pending) *keptType {
+	var kt *keptType
+	for _, p := range items {
+		if p.inst.TypeRef != ref {
+			continue
+		}
+		if p.checkedType == nil || kt != nil && p.checkedType != kt {
+			return nil
+		}
+		kt = p.checkedType
+	}
+	return kt
 }
 
 func subjectOf(alias string) string { return "TypeInstance " + strconv.Quote(alias) }

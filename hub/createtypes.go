@@ -32,6 +32,9 @@ type keptType struct {
 	doc   json.RawMessage // the Type's JSON Schema as read
 	draft schema.Draft
 	s     *schema.Schema // nil: the Type has no schema
+	// named: the Type as read has Names (which, with doc, decides the
+	// draft: pinTypes checks both).
+	named bool
 }
 
 // keptTypes holds the Types creates checked values against, by reference.
@@ -74,7 +77,7 @@ func (h *Hub) keepType(ref cairn.TypeRef, t cairn.Type, gen int64) (*keptType, e
 	if err != nil {
 		return nil, err
 	}
-	kt := &keptType{gen: gen, doc: t.JSONSchema, draft: h.typeDraft(t), s: s}
+	kt := &keptType{gen: gen, doc: t.JSONSchema, draft: h.typeDraft(t), s: s, named: t.Names != nil}
 	h.createTypes.put(ref, kt)
 	return kt, nil
 }

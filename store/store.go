@@ -46,6 +46,18 @@ type AfterCommitter interface {
 	AfterCommit(fn func()) bool
 }
 
+// TypeMatcher is a Tx that checks a Type revision against parts of it
+// the caller kept, without reading the Type whole: a create that checked
+// its value against a Type read earlier pins the Type in its transaction
+// and proves the check still holds in one small query.
+type TypeMatcher interface {
+	// TypeMatches reports whether Type ref is registered with jsonSchema
+	// (byte for byte, as GetType returns it; nil: none) and with Names set
+	// or not as named says. Like GetType through the Tx, it keeps the
+	// revision from being deleted until the transaction ends.
+	TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error)
+}
+
 // Reader reads committed state (or, through a Tx, the transaction's state).
 type Reader interface {
 	// GetType returns one Type revision; CodeNotFound when absent. Through

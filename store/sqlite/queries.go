@@ -8,6 +8,7 @@ const (
 	typeColumns = `path, revision, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at`
 
 	qGetType      = `SELECT ` + typeColumns + ` FROM types WHERE path = ? AND revision = ?`
+	qTypeMatches  = `SELECT EXISTS (SELECT 1 FROM types WHERE path = ? AND revision = ? AND json_schema IS ? AND (names IS NOT NULL) = ?)`
 	qListTypesAll = `SELECT ` + typeColumns + ` FROM types ORDER BY path, revision_key DESC, revision DESC`
 	qInsertType   = `INSERT INTO types (path, revision, revision_key, json_schema, additional_refs, rest_group, rest_version, names, printer_columns, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	qInsertParent = `INSERT INTO type_parents (path, revision, parent) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
@@ -124,7 +125,7 @@ ON CONFLICT (instance_id) DO UPDATE SET locked_by = excluded.locked_by`
 // readQueries run on both pools; writeQueries on the writer only.
 func readQueries() []string {
 	return []string{
-		qGetType, qListTypesAll, qCountInstance,
+		qGetType, qTypeMatches, qListTypesAll, qCountInstance,
 		qInstancesByID, qOneByID, qOneBriefByID, qOneByName, qListInstanceAll, qLabelsOf, qUsesOf, qUsedByOf,
 		qVersions, qVersionsOf, qVersion,
 		qValue, qValues, qHasValues, qValueLock,

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,6 +125,21 @@ func (r reader) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, err
 		return cairn.Type{}, fmt.Errorf("sqlite: get type %s: %w", ref, err)
 	}
 	return t, nil
+}
+
+// TypeMatches checks Type ref against a schema and whether it has names
+// (store.TypeMatcher). In a write transaction the Type cannot change until
+// it ends: SQLite has one writer.
+func (t *tx) TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error) {
+	var doc any // NULL for no schema; TEXT, as stored, otherwise
+	if jsonSchema != nil {
+		doc = string(jsonSchema)
+	}
+	var ok bool
+	if err := t.queryRow(ctx, qTypeMatches, ref.Path, ref.Revision, doc, named).Scan(&ok); err != nil {
+		return false, fmt.Errorf("sqlite: get type %s: %w", ref, err)
+	}
+	return ok, nil
 }
 
 func (r reader) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type, error) {
