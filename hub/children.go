@@ -163,7 +163,7 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 			}
 		}
 		if len(staged) > 0 {
-			if out.Updated, err = storeUpdates(ctx, tx, ch.Update, ids, staged); err != nil {
+			if out.Updated, err = h.storeUpdates(ctx, tx, ch.Update, ids, staged); err != nil {
 				return err
 			}
 		}
@@ -173,7 +173,7 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 		return nil
 	})
 	if err != nil {
-		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
+		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) && !isTypeRefusal(err) {
 			err = fmt.Errorf("failed to apply the children of %q: %w", ownerID, err)
 		}
 		return ChildrenApplied{}, h.undo(ctx, j, err)

@@ -277,7 +277,7 @@ func compactRaw(raw json.RawMessage) json.RawMessage {
 // reading it whole.
 func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error {
 	seen := make(map[cairn.TypeRef]bool, 1)
-	matcher, _ := tx.(store.TypeMatcher)
+	matcher := h.typeMatcher(tx)
 	for _, p := range items {
 		ref := p.inst.TypeRef
 		if seen[ref] {
@@ -441,7 +441,7 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			}
 			value = v
 		}
-		checkedType, err := h.checkCreateValue(ctx, subject, in.TypeRef, value)
+		checkedType, err := h.checkKeptValue(ctx, subject, in.TypeRef, value)
 		if err != nil {
 			errs = append(errs, err)
 			continue

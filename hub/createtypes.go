@@ -78,7 +78,7 @@ func (h *Hub) keepType(ref cairn.TypeRef, t cairn.Type, gen int64) (*keptType, e
 		return nil, err
 	}
 	kt := &keptType{gen: gen, doc: t.JSONSchema, draft: h.typeDraft(t), s: s, named: t.Names != nil}
-	h.createTypes.put(ref, kt)
+	h.checkedTypes.put(ref, kt)
 	return kt, nil
 }
 
@@ -96,11 +96,12 @@ func (h *Hub) readCreateType(ctx context.Context, ref cairn.TypeRef) (*keptType,
 	return h.keepType(ref, t, gen)
 }
 
-// checkCreateValue is checkValue for a new instance's value, against the
-// Type kept from an earlier create when there is one. It returns the Type
-// it checked against (nil: not registered) for the transaction to compare.
-func (h *Hub) checkCreateValue(ctx context.Context, subject string, ref cairn.TypeRef, value json.RawMessage) (*keptType, error) {
-	if kt := h.createTypes.get(ref, h.typesGen.Load()); kt != nil {
+// checkKeptValue is checkValue for a new instance's value (or an update's,
+// updatetypes.go), against the Type kept from an earlier create or update
+// when there is one. It returns the Type it checked against (nil: not
+// registered) for the transaction to compare.
+func (h *Hub) checkKeptValue(ctx context.Context, subject string, ref cairn.TypeRef, value json.RawMessage) (*keptType, error) {
+	if kt := h.checkedTypes.get(ref, h.typesGen.Load()); kt != nil {
 		err := checkAgainst(kt.s, subject, ref, value)
 		if err == nil {
 			return kt, nil

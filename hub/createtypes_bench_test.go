@@ -11,7 +11,7 @@ import (
 // BenchmarkCreateValueCheck checks a Flag's value against its Type two
 // ways alternately in one loop: "store" as every create did before
 // (checkValue: the Type read from the store, its compiled schema looked up
-// by the schema's hash), "kept" as a create does now (checkCreateValue:
+// by the schema's hash), "kept" as a create does now (checkKeptValue:
 // the Type the last create read; the transaction compares it with the one
 // it pins, which it read before too).
 func BenchmarkCreateValueCheck(b *testing.B) {
@@ -33,7 +33,7 @@ func BenchmarkCreateValueCheck(b *testing.B) {
 				}
 				storeT += time.Since(t0)
 			} else {
-				if _, err := h.checkCreateValue(ctx, "s", ref, value); err != nil {
+				if _, err := h.checkKeptValue(ctx, "s", ref, value); err != nil {
 					b.Fatal(err)
 				}
 				keptT += time.Since(t0)

@@ -120,9 +120,12 @@ type Hub struct {
 	// (backends.go), so resolving one reads no store row.
 	backends decodedBackends
 	kept     keptBackends
-	// createTypes keeps the Types creates checked values against
-	// (createtypes.go).
-	createTypes keptTypes
+	// checkedTypes keeps the Types creates and updates checked values
+	// against (createtypes.go); typesMatch is set once a write transaction
+	// proved to be a store.TypeMatcher, the condition for updates to check
+	// against kept Types (updatetypes.go).
+	checkedTypes keptTypes
+	typesMatch   atomic.Bool
 
 	// deleting holds the ids of the instances this hub is deleting between
 	// the external backend's delete and the store's (read.go: a list

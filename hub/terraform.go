@@ -755,7 +755,7 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 			}
 		}
 		if len(staged) > 0 {
-			if updated, err = storeUpdates(ctx, tx, w.update, ids, staged); err != nil {
+			if updated, err = h.storeUpdates(ctx, tx, w.update, ids, staged); err != nil {
 				return err
 			}
 		}

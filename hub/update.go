@@ -166,6 +166,10 @@ type staged struct {
 	rv      cairn.ResourceVersion
 	value   json.RawMessage
 	backend *resolvedBackend
+	// pinType: the value was checked against checkedType (nil: the Type
+	// was not registered), for the transaction to pin (updatetypes.go).
+	pinType     bool
+	checkedType *keptType
 }
 
 func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
@@ -184,11 +188,11 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	var out []cairn.Instance
 	err = h.writeHanded(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		out, err = storeUpdates(ctx, tx, ups, ids, items)
+		out, err = h.storeUpdates(ctx, tx, ups, ids, items)
 		return err
 	})
 	if err != nil {
-		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) {
+		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) && !isTypeRefusal(err) {
 			err = fmt.Errorf("failed to update TypeInstances: %w", err)
 		}
 		return nil, h.undo(ctx, j, err)
@@ -259,6 +263,10 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 	for i, u := range ups {
 		inst := byID[u.ID]
 		subject := subjectOf(u.ID)
+		var (
+			pinType     bool
+			checkedType *keptType
+		)
 		b, err := bs.get(ctx, inst.Backend.ID)
 		if err != nil {
 			errs = append(errs, withSubject(err, subject))
@@ -269,7 +277,7 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				errs = append(errs, withSubject(err, subject))
 				continue
 			}
-			if err := h.checkValue(ctx, subject, inst.TypeRef, u.Value); err != nil {
+			if pinType, checkedType, err = h.checkUpdateValue(ctx, subject, inst.TypeRef, u.Value); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -295,7 +303,7 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				continue
 			}
 		}
-		s := &staged{up: u, inst: inst, backend: b, value: u.Value}
+		s := &staged{up: u, inst: inst, backend: b, value: u.Value, pinType: pinType, checkedType: checkedType}
 		// Abstract values are carried over inside the transaction, from the
 		// version that is latest at commit time; external ones must be read
 		// now because the backend is called before the transaction.
@@ -368,8 +376,9 @@ func updateFailure(failed *externalWrite, err error) error {
 
 // storeUpdates writes staged updates in tx, checking again that every
 // instance is there, unlocked (or locked by the caller) and unchanged
-// since it was staged, and returns the updated instances.
-func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []string, items []*staged) ([]cairn.Instance, error) {
+// since it was staged, and every value against its Type as stored now
+// (pinUpdateTypes), and returns the updated instances.
+func (h *Hub) storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []string, items []*staged) ([]cairn.Instance, error) {
 	current, err := tx.GetInstancesBrief(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -394,6 +403,9 @@ func storeUpdates(ctx context.Context, tx store.Tx, ups []UpdateInstance, ids []
 		if err := rebase(ctx, tx, s, c); err != nil {
 			return nil, err
 		}
+	}
+	if err := h.pinUpdateTypes(ctx, tx, items); err != nil {
+		return nil, err
 	}
 	for i, s := range items {
 		if err := tx.AddResourceVersion(ctx, s.inst.ID, s.rv); err != nil {
