@@ -185,10 +185,27 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		return nil, h.undo(ctx, j, updateFailure(failed, err))
 	}
 
-	var out []cairn.Instance
+	var (
+		out []cairn.Instance
+		// The transaction logs one change of each instance it updates
+		// (its new resource version; metadata and managed fields of the
+		// same instance log no second one) and no other, at the Seq out
+		// holds: told to the kept backends as a create tells its own, by
+		// the store right after the commit when it can (told), before most
+		// readers learn of the commit; an update staged meanwhile then
+		// resolves its backend without reading the change log.
+		tell = !isDryRun(ctx)
+		told bool
+	)
 	err = h.writeHanded(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		out, err = h.storeUpdates(ctx, tx, ups, ids, items)
+		if err == nil && tell {
+			if a, ok := tx.(store.AfterCommitter); ok {
+				updated := out
+				told = a.AfterCommit(func() { h.kept.committed(updated) })
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -197,11 +214,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
-	if !isDryRun(ctx) {
-		// The transaction logged one change of each instance it updated
-		// (its new resource version; metadata and managed fields of the
-		// same instance log no second one) and no other, at the Seq out
-		// holds: told at once, as a create tells its own.
+	if tell && !told {
 		h.kept.committed(out)
 	}
 	h.settle(ctx, j)
