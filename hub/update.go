@@ -190,10 +190,12 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		// The transaction logs one change of each instance it updates
 		// (its new resource version; metadata and managed fields of the
 		// same instance log no second one) and no other, at the Seq out
-		// holds: told to the kept backends as a create tells its own, by
-		// the store right after the commit when it can (told), before most
-		// readers learn of the commit; an update staged meanwhile then
-		// resolves its backend without reading the change log.
+		// holds: told to the kept backends as a create tells its own, and
+		// handed to the read cache, by the store right after the commit
+		// when it can (told), before most readers learn of the commit. An
+		// update staged meanwhile then resolves its backend without reading
+		// the change log, and a consistent read applies these changes
+		// without reading the rows back.
 		tell = !isDryRun(ctx)
 		told bool
 	)
@@ -202,8 +204,11 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		out, err = h.storeUpdates(ctx, tx, ups, ids, items)
 		if err == nil && tell {
 			if a, ok := tx.(store.AfterCommitter); ok {
-				updated := out
-				told = a.AfterCommit(func() { h.kept.committed(updated) })
+				updated := withValues(out, items)
+				told = a.AfterCommit(func() {
+					h.kept.committed(updated)
+					h.committed(ctx, updated)
+				})
 			}
 		}
 		return err
@@ -214,18 +219,12 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
+	out = withValues(out, items)
 	if tell && !told {
 		h.kept.committed(out)
+		h.committed(ctx, out)
 	}
 	h.settle(ctx, j)
-	// A built-in value was written, or carried over, in the transaction
-	// itself: the caller gets it without reading it back.
-	for i, s := range items {
-		if s.inst.Backend.Abstract && i < len(out) && out[i].ID == s.inst.ID {
-			out[i].Latest.Value = s.value
-		}
-	}
-	h.committed(ctx, out)
 	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	return out, nil
 }
@@ -385,6 +384,19 @@ func updateFailure(failed *externalWrite, err error) error {
 		err = fmt.Errorf("%w: %w", errVersionRace, err)
 	}
 	return err
+}
+
+// withValues is a copy of out, the instances staged items updated, with
+// each built-in value filled: written, or carried over, in the transaction
+// itself, the caller gets it without reading it back.
+func withValues(out []cairn.Instance, items []*staged) []cairn.Instance {
+	out = slices.Clone(out)
+	for i, s := range items {
+		if s.inst.Backend.Abstract && i < len(out) && out[i].ID == s.inst.ID {
+			out[i].Latest.Value = s.value
+		}
+	}
+	return out
 }
 
 // storeUpdates writes staged updates in tx, checking again that every
