@@ -277,15 +277,15 @@ func compactRaw(raw json.RawMessage) json.RawMessage {
 // reading it whole.
 func (h *Hub) pinTypes(ctx context.Context, tx store.Tx, items []*pending) error {
 	seen := make(map[cairn.TypeRef]bool, 1)
-	matcher := h.typeMatcher(tx)
+	matcher := typeMatcher(tx)
 	for _, p := range items {
 		ref := p.inst.TypeRef
 		if seen[ref] {
 			continue
 		}
 		seen[ref] = true
-		if kt := checkedAgainst(ref, items); matcher != nil && kt != nil {
-			if ok, err := matcher.TypeMatches(ctx, ref, kt.doc, kt.named); err == nil && ok {
+		if kt := checkedAgainst(ref, items); kt != nil {
+			if ok, err := h.typeMatches(ctx, matcher, ref, kt.doc, kt.named); err == nil && ok {
 				continue
 			}
 		}

@@ -121,11 +121,12 @@ type Hub struct {
 	backends decodedBackends
 	kept     keptBackends
 	// checkedTypes keeps the Types creates and updates checked values
-	// against (createtypes.go); typesMatch is set once a write transaction
-	// proved to be a store.TypeMatcher, the condition for updates to check
-	// against kept Types (updatetypes.go).
+	// against (createtypes.go); typesMatch records whether the store's
+	// transactions answer store.TypeMatcher (1), cannot (-1), or nobody has
+	// asked yet (0): updates check against kept Types only on a store that
+	// answers (updatetypes.go).
 	checkedTypes keptTypes
-	typesMatch   atomic.Bool
+	typesMatch   atomic.Int32
 
 	// deleting holds the ids of the instances this hub is deleting between
 	// the external backend's delete and the store's (read.go: a list

@@ -26,24 +26,40 @@ import (
 // (PostgreSQL) an update reads the Type for its check as before, outside
 // its transaction, and pins nothing.
 
-// typeMatcher returns tx as a store.TypeMatcher, nil when it is not one,
-// and notes that the store's transactions match Types when it is.
-func (h *Hub) typeMatcher(tx store.Tx) store.TypeMatcher {
-	m, ok := tx.(store.TypeMatcher)
-	if !ok {
-		return nil
-	}
-	if !h.typesMatch.Load() {
-		h.typesMatch.Store(true)
-	}
+// typeMatcher returns tx as a store.TypeMatcher, nil when it is not one.
+func typeMatcher(tx store.Tx) store.TypeMatcher {
+	m, _ := tx.(store.TypeMatcher)
 	return m
+}
+
+// typeMatches asks m (nil: no matcher) whether Type ref is registered with
+// jsonSchema and names as named says. It answers false when it is not, and
+// when the store cannot tell: a wrapper (package atrest) over a store
+// without TypeMatcher fails with errors.ErrUnsupported, and the caller then
+// reads the Type. It records the store's first answer in h.typesMatch.
+func (h *Hub) typeMatches(ctx context.Context, m store.TypeMatcher, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error) {
+	if m == nil || h.typesMatch.Load() < 0 {
+		return false, nil
+	}
+	ok, err := m.TypeMatches(ctx, ref, jsonSchema, named)
+	if errors.Is(err, errors.ErrUnsupported) {
+		h.typesMatch.Store(-1)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if h.typesMatch.Load() == 0 {
+		h.typesMatch.Store(1)
+	}
+	return ok, nil
 }
 
 // checkUpdateValue checks an update's value of an instance of Type ref. It
 // reports whether the transaction must pin the Type (pinUpdateTypes) and
 // the kept Type the value was checked against (nil: not registered).
 func (h *Hub) checkUpdateValue(ctx context.Context, subject string, ref cairn.TypeRef, value json.RawMessage) (pin bool, kt *keptType, err error) {
-	if !h.typesMatch.Load() {
+	if h.typesMatch.Load() <= 0 {
 		return false, nil, h.checkValue(ctx, subject, ref, value)
 	}
 	kt, err = h.checkKeptValue(ctx, subject, ref, value)
@@ -70,7 +86,15 @@ func isTypeRefusal(err error) bool {
 // (or against none). Every refusal is returned, in the order of the batch,
 // as staging returns them.
 func (h *Hub) pinUpdateTypes(ctx context.Context, tx store.Tx, items []*staged) error {
-	matcher := h.typeMatcher(tx)
+	matcher := typeMatcher(tx)
+	if matcher != nil && h.typesMatch.Load() == 0 && len(items) > 0 {
+		// Nobody has asked the store yet (no create since start): ask it
+		// once, so that the next updates check against kept Types where
+		// it answers. The answer itself is not needed here.
+		if _, err := h.typeMatches(ctx, matcher, items[0].inst.TypeRef, nil, false); err != nil {
+			return err
+		}
+	}
 	var (
 		matched map[cairn.TypeRef]*keptType // proved current by TypeMatches
 		current map[cairn.TypeRef]*keptType // read here; nil value: not registered
@@ -85,8 +109,8 @@ func (h *Hub) pinUpdateTypes(ctx context.Context, tx store.Tx, items []*staged) 
 			continue
 		}
 		cur, read := current[ref]
-		if !read && matcher != nil && kt != nil {
-			ok, err := matcher.TypeMatches(ctx, ref, kt.doc, kt.named)
+		if !read && kt != nil {
+			ok, err := h.typeMatches(ctx, matcher, ref, kt.doc, kt.named)
 			if err != nil {
 				return err
 			}

@@ -38,7 +38,11 @@ func BenchmarkUpdateValueCheck(b *testing.B) {
 		if !ok {
 			b.Fatal("no guess")
 		}
-		h.typesMatch.Store(kept)
+		state := int32(-1) // the store's Type read, as on a store without TypeMatcher
+		if kept {
+			state = 1
+		}
+		h.typesMatch.Store(state)
 		t0 := cpuTime(b)
 		if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: cur.ID, IfSeq: cur.Seq, Current: &cur,
 			Value: json.RawMessage(fmt.Sprintf(`{"enabled":true,"description":"%d"}`, n))}}); err != nil {

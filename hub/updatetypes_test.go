@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
@@ -21,6 +22,21 @@ func (s noMatchStore) Update(ctx context.Context, fn func(ctx context.Context, t
 	return s.Store.Update(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, noMatchTx{tx}) })
 }
 
+// unsupportedMatchStore is a store whose transactions are TypeMatchers that
+// cannot tell (errors.ErrUnsupported), as package atrest's over PostgreSQL:
+// updates behave as on noMatchStore.
+type unsupportedMatchStore struct{ store.Store }
+
+type unsupportedMatchTx struct{ store.Tx }
+
+func (unsupportedMatchTx) TypeMatches(context.Context, cairn.TypeRef, json.RawMessage, bool) (bool, error) {
+	return false, errors.ErrUnsupported
+}
+
+func (s unsupportedMatchStore) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.Store.Update(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, unsupportedMatchTx{tx}) })
+}
+
 // TestUpdateChecksTheCurrentType: an update checks its value against the
 // Type as it is at the commit, although updates keep the Type they
 // checked against: a Type deleted and registered again with another schema,
@@ -36,7 +52,7 @@ func TestUpdateChecksTheCurrentType(t *testing.T) {
 	)
 	small, big := json.RawMessage(`{"n":3}`), json.RawMessage(`{"n":9}`)
 
-	for _, matching := range []bool{true, false} {
+	for _, matcher := range []string{"", "no TypeMatcher", "TypeMatcher unsupported"} {
 		for _, tc := range []struct {
 			name         string
 			strict       bool
@@ -53,14 +69,17 @@ func TestUpdateChecksTheCurrentType(t *testing.T) {
 			{name: "deleted, other hub, strict", strict: true, otherWriter: true, from: anyN, value: small, wantRejected: true},
 		} {
 			name := tc.name
-			if !matching {
-				name += ", no TypeMatcher"
+			if matcher != "" {
+				name += ", " + matcher
 			}
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, func(c *hub.Config) {
 					c.Strict = tc.strict
-					if !matching {
+					switch matcher {
+					case "no TypeMatcher":
 						c.Store = noMatchStore{c.Store}
+					case "TypeMatcher unsupported":
+						c.Store = unsupportedMatchStore{c.Store}
 					}
 				})
 				// The other hub is not strict, so it can create an

@@ -54,7 +54,9 @@ type TypeMatcher interface {
 	// TypeMatches reports whether Type ref is registered with jsonSchema
 	// (byte for byte, as GetType returns it; nil: none) and with Names set
 	// or not as named says. Like GetType through the Tx, it keeps the
-	// revision from being deleted until the transaction ends.
+	// revision from being deleted until the transaction ends. A wrapper
+	// over a Tx without TypeMatcher fails with errors.ErrUnsupported; the
+	// caller then reads the Type.
 	TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error)
 }
 
