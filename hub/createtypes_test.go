@@ -14,92 +14,58 @@ import (
 // checked against: a Type deleted and registered again with another schema,
 // through the same hub or another one on the store, is followed by the very
 // next create, with the verdict (message included) of a hub that never saw
-// the old Type. Fails when a kept Type decides alone.
+// the old Type; over each kind of Type matching (typeMatchings). Fails
+// when a kept Type decides alone.
 func TestCreateChecksTheCurrentType(t *testing.T) {
 	ref := cairn.TypeRef{Path: "cap.type.kept.check", Revision: "0.1.0"}
-	const (
-		anyN   = `{"type":"object","properties":{"n":{"type":"integer"}}}`
-		smallN = `{"type":"object","properties":{"n":{"type":"integer","maximum":5}}}`
-	)
-	small, big := json.RawMessage(`{"n":3}`), json.RawMessage(`{"n":9}`)
-
-	for _, tc := range []struct {
-		name         string
-		strict       bool
-		otherWriter  bool
-		from, to     string // to "": the Type is deleted
-		value        json.RawMessage
-		wantRejected bool
-	}{
-		{name: "stricter, same hub", from: anyN, to: smallN, value: big, wantRejected: true},
-		{name: "stricter, other hub", otherWriter: true, from: anyN, to: smallN, value: big, wantRejected: true},
-		{name: "looser, same hub", from: smallN, to: anyN, value: big},
-		{name: "looser, other hub", otherWriter: true, from: smallN, to: anyN, value: big},
-		{name: "deleted, other hub", otherWriter: true, from: smallN, value: big},
-		{name: "deleted, other hub, strict", strict: true, otherWriter: true, from: anyN, value: small, wantRejected: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(c *hub.Config) { c.Strict = tc.strict })
-			writer := e.h
-			if tc.otherWriter {
-				other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
-				if err != nil {
-					t.Fatalf("second hub: %v", err)
+	small := json.RawMessage(smallValue)
+	for _, m := range typeMatchings() {
+		for _, tc := range typeChanges() {
+			t.Run(tc.name+", "+m.name, func(t *testing.T) {
+				e, writer := newTypeChangeEnv(t, tc, m, ref)
+				create := func(h *hub.Hub, alias string, v json.RawMessage) error {
+					_, err := h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: alias, TypeRef: ref, Value: v}}})
+					return err
 				}
-				writer = other
-			}
-			create := func(h *hub.Hub, alias string, v json.RawMessage) error {
-				_, err := h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: alias, TypeRef: ref, Value: v}}})
-				return err
-			}
-			if _, _, err := e.h.ApplyType(e.ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(tc.from)}); err != nil {
-				t.Fatal(err)
-			}
-			// The reading hub checks a value against the first schema, and
-			// keeps it; then the instance goes, and so does the Type.
-			out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "first", TypeRef: ref, Value: small}}})
-			if err != nil {
-				t.Fatalf("first create: %v", err)
-			}
-			if err := writer.DeleteInstance(e.ctx, out[0].ID, ""); err != nil {
-				t.Fatal(err)
-			}
-			if err := writer.DeleteType(e.ctx, ref); err != nil {
-				t.Fatal(err)
-			}
-			if tc.to != "" {
-				if _, _, err := writer.ApplyType(e.ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(tc.to)}); err != nil {
+				// The reading hub checks a value against the first schema,
+				// and keeps it; then the instance goes, and so does the Type.
+				out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "first", TypeRef: ref, Value: small}}})
+				if err != nil {
+					t.Fatalf("first create: %v", err)
+				}
+				if err := writer.DeleteInstance(e.ctx, out[0].ID, ""); err != nil {
 					t.Fatal(err)
 				}
-			}
+				changeType(t, e, writer, tc, ref)
 
-			// The verdict of a hub that never saw the first schema.
-			fresh, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener, Strict: tc.strict})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, want := fresh.CreateInstances(cairn.WithDryRun(e.ctx), hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "second", TypeRef: ref, Value: tc.value}}})
+				// The verdict of a hub that never saw the first schema.
+				fresh, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener, Strict: tc.strict})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, want := fresh.CreateInstances(cairn.WithDryRun(e.ctx), hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "second", TypeRef: ref, Value: tc.value}}})
 
-			err = create(e.h, "second", tc.value)
-			if tc.wantRejected != (err != nil) {
-				t.Fatalf("create after the change: %v, want rejected %t", err, tc.wantRejected)
-			}
-			if (want != nil) != tc.wantRejected {
-				t.Fatalf("the fresh hub's verdict %v, want rejected %t", want, tc.wantRejected)
-			}
-			if err != nil {
-				if !cairn.HasCode(err, cairn.CodeInvalid) || err.Error() != want.Error() {
-					t.Fatalf("create after the change: %v, want the fresh hub's %v", err, want)
+				err = create(e.h, "second", tc.value)
+				if tc.wantRejected != (err != nil) {
+					t.Fatalf("create after the change: %v, want rejected %t", err, tc.wantRejected)
 				}
-			}
-			// And the hub keeps following: a value the current Type
-			// accepts is created.
-			if tc.to != "" || !tc.strict {
-				if err := create(e.h, "third", small); err != nil {
-					t.Fatalf("third create: %v", err)
+				if (want != nil) != tc.wantRejected {
+					t.Fatalf("the fresh hub's verdict %v, want rejected %t", want, tc.wantRejected)
 				}
-			}
-		})
+				if err != nil {
+					if !cairn.HasCode(err, cairn.CodeInvalid) || err.Error() != want.Error() {
+						t.Fatalf("create after the change: %v, want the fresh hub's %v", err, want)
+					}
+				}
+				// And the hub keeps following: a value the current Type
+				// accepts is created.
+				if tc.to != "" || !tc.strict {
+					if err := create(e.h, "third", small); err != nil {
+						t.Fatalf("third create: %v", err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -3,101 +3,29 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store"
 )
-
-// noMatchStore is a store whose transactions do not match Types (as
-// PostgreSQL's): updates read the Type for their check, as before kept
-// Types, and pin nothing.
-type noMatchStore struct{ store.Store }
-
-type noMatchTx struct{ store.Tx }
-
-func (s noMatchStore) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	return s.Store.Update(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, noMatchTx{tx}) })
-}
-
-// unsupportedMatchStore is a store whose transactions are TypeMatchers that
-// cannot tell (errors.ErrUnsupported), as package atrest's over PostgreSQL:
-// updates behave as on noMatchStore.
-type unsupportedMatchStore struct{ store.Store }
-
-type unsupportedMatchTx struct{ store.Tx }
-
-func (unsupportedMatchTx) TypeMatches(context.Context, cairn.TypeRef, json.RawMessage, bool) (bool, error) {
-	return false, errors.ErrUnsupported
-}
-
-func (s unsupportedMatchStore) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	return s.Store.Update(ctx, func(ctx context.Context, tx store.Tx) error { return fn(ctx, unsupportedMatchTx{tx}) })
-}
 
 // TestUpdateChecksTheCurrentType: an update checks its value against the
 // Type as it is at the commit, although updates keep the Type they
 // checked against: a Type deleted and registered again with another schema,
 // through the same hub or another one on the store, is followed by the very
 // next update, with the verdict (message included) of a hub that never saw
-// the old Type; on a store that does not match Types too. Fails when a kept
-// Type decides alone.
+// the old Type; over each kind of Type matching (typeMatchings). Fails
+// when a kept Type decides alone.
 func TestUpdateChecksTheCurrentType(t *testing.T) {
 	ref := cairn.TypeRef{Path: "cap.type.kept.update", Revision: "0.1.0"}
-	const (
-		anyN   = `{"type":"object","properties":{"n":{"type":"integer"}}}`
-		smallN = `{"type":"object","properties":{"n":{"type":"integer","maximum":5}}}`
-	)
-	small, big := json.RawMessage(`{"n":3}`), json.RawMessage(`{"n":9}`)
-
-	for _, matcher := range []string{"", "no TypeMatcher", "TypeMatcher unsupported"} {
-		for _, tc := range []struct {
-			name         string
-			strict       bool
-			otherWriter  bool
-			from, to     string // to "": the Type is deleted
-			value        json.RawMessage
-			wantRejected bool
-		}{
-			{name: "stricter, same hub", from: anyN, to: smallN, value: big, wantRejected: true},
-			{name: "stricter, other hub", otherWriter: true, from: anyN, to: smallN, value: big, wantRejected: true},
-			{name: "looser, same hub", from: smallN, to: anyN, value: big},
-			{name: "looser, other hub", otherWriter: true, from: smallN, to: anyN, value: big},
-			{name: "deleted, other hub", otherWriter: true, from: smallN, value: big},
-			{name: "deleted, other hub, strict", strict: true, otherWriter: true, from: anyN, value: small, wantRejected: true},
-		} {
-			name := tc.name
-			if matcher != "" {
-				name += ", " + matcher
-			}
-			t.Run(name, func(t *testing.T) {
-				e := newEnv(t, func(c *hub.Config) {
-					c.Strict = tc.strict
-					switch matcher {
-					case "no TypeMatcher":
-						c.Store = noMatchStore{c.Store}
-					case "TypeMatcher unsupported":
-						c.Store = unsupportedMatchStore{c.Store}
-					}
-				})
-				// The other hub is not strict, so it can create an
-				// instance of an unregistered Type.
-				writer := e.h
-				if tc.otherWriter {
-					other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
-					if err != nil {
-						t.Fatalf("second hub: %v", err)
-					}
-					writer = other
-				}
+	small := json.RawMessage(smallValue)
+	for _, m := range typeMatchings() {
+		for _, tc := range typeChanges() {
+			t.Run(tc.name+", "+m.name, func(t *testing.T) {
+				e, writer := newTypeChangeEnv(t, tc, m, ref)
 				update := func(h *hub.Hub, ctx context.Context, id string, v json.RawMessage) error {
 					_, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, Value: v}})
 					return err
-				}
-				if _, _, err := e.h.ApplyType(e.ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(tc.from)}); err != nil {
-					t.Fatal(err)
 				}
 				// The reading hub checks values against the first schema,
 				// and keeps it; then the instance goes, and so does the Type.
@@ -113,14 +41,7 @@ func TestUpdateChecksTheCurrentType(t *testing.T) {
 				if err := writer.DeleteInstance(e.ctx, out[0].ID, ""); err != nil {
 					t.Fatal(err)
 				}
-				if err := writer.DeleteType(e.ctx, ref); err != nil {
-					t.Fatal(err)
-				}
-				if tc.to != "" {
-					if _, _, err := writer.ApplyType(e.ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(tc.to)}); err != nil {
-						t.Fatal(err)
-					}
-				}
+				changeType(t, e, writer, tc, ref)
 				out, err = writer.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "second", TypeRef: ref, Value: small}}})
 				if err != nil {
 					t.Fatalf("second create: %v", err)
