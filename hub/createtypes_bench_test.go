@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/cairn-dev/cairn"
 )
 
 // BenchmarkCreateValueCheck checks a Flag's value against its Type two
@@ -15,12 +13,7 @@ import (
 // the Type the last create read; the transaction compares it with the one
 // it pins, which it read before too).
 func BenchmarkCreateValueCheck(b *testing.B) {
-	ctx, h := benchHub(b)
-	ref := cairn.TypeRef{Path: "cap.type.flipt.flag", Revision: "0.1.0"}
-	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(
-		`{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"},"description":{"type":"string"}}}`)}); err != nil {
-		b.Fatal(err)
-	}
+	ctx, h, ref := benchFlagType(b)
 	value := json.RawMessage(`{"enabled":true}`)
 	var storeT, keptT time.Duration
 	n := 0

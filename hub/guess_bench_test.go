@@ -15,16 +15,7 @@ import (
 // it), "guess" takes the read cache's object as it is
 // (GuessInstanceByName); both updates are conditional on what was read.
 func BenchmarkUpdateFromGuess(b *testing.B) {
-	ctx, h := benchHub(b)
-	ref := cairn.TypeRef{Path: "cap.type.flipt.flag", Revision: "0.1.0"}
-	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(
-		`{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"},"description":{"type":"string"}}}`)}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{TypeRef: ref, Namespace: "default", Name: "f",
-		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
-		b.Fatal(err)
-	}
+	ctx, h, ref := benchFlag(b)
 	n := 0
 	update := func(guess bool) time.Duration {
 		n++

@@ -119,3 +119,27 @@ func benchHub(b *testing.B) (context.Context, *Hub) {
 	}
 	return ctx, h
 }
+
+// benchFlagType is a benchHub with the Flag Type registered, as cup's
+// example defines it.
+func benchFlagType(b *testing.B) (context.Context, *Hub, cairn.TypeRef) {
+	b.Helper()
+	ctx, h := benchHub(b)
+	ref := cairn.TypeRef{Path: "cap.type.flipt.flag", Revision: "0.1.0"}
+	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(
+		`{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"},"description":{"type":"string"}}}`)}); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, h, ref
+}
+
+// benchFlag is a benchFlagType with one Flag, "f" in namespace default.
+func benchFlag(b *testing.B) (context.Context, *Hub, cairn.TypeRef) {
+	b.Helper()
+	ctx, h, ref := benchFlagType(b)
+	if _, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{TypeRef: ref, Namespace: "default", Name: "f",
+		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, h, ref
+}

@@ -6,8 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cairn-dev/cairn"
 )
 
 // BenchmarkUpdateValueCheck updates a Flag from the read cache's object,
@@ -18,16 +16,7 @@ import (
 // transaction by TypeMatches). It reports the process's CPU time (user +
 // system) per update of each, steadier than wall time with SQLite's syncs.
 func BenchmarkUpdateValueCheck(b *testing.B) {
-	ctx, h := benchHub(b)
-	ref := cairn.TypeRef{Path: "cap.type.flipt.flag", Revision: "0.1.0"}
-	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: json.RawMessage(
-		`{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"},"description":{"type":"string"}}}`)}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := h.CreateInstances(ctx, CreateRequest{Instances: []NewInstance{{TypeRef: ref, Namespace: "default", Name: "f",
-		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
-		b.Fatal(err)
-	}
+	ctx, h, ref := benchFlag(b)
 	if _, err := h.GetInstanceByName(ctx, ref.Path, "default", "f", true); err != nil { // loads the read cache
 		b.Fatal(err)
 	}
