@@ -670,17 +670,7 @@ func spin(d time.Duration) {
 // writes the commit holds, and never for a refused write.
 func TestAfterCommit(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	s, other := twoStores(t)
 	var mu sync.Mutex
 	ran := map[int]bool{}
 	// hooked is create(n, fail) telling ran[n] after its commit, which it

@@ -113,17 +113,7 @@ func BenchmarkLastSeq(b *testing.B) {
 // Store is read by a query.
 func TestLastSeqFromOwnCommits(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "cairn.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
+	s, other := twoStores(t)
 	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
 		return tx.CreateType(ctx, cairn.Type{Path: flag(0).TypeRef.Path, Revision: flag(0).TypeRef.Revision})
 	}); err != nil {
@@ -237,4 +227,21 @@ func BenchmarkPositionAfterCommit(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/create")
 		})
 	}
+}
+
+// twoStores opens two Stores on one new SQLite file, as two processes
+// would: each with its own writer, readers and position.
+func twoStores(t *testing.T) (*Store, *Store) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	return stores[0], stores[1]
 }
