@@ -161,22 +161,9 @@ func sopsTool(t *testing.T) string {
 // TestRealSops checks both directions against the sops tool: it decrypts
 // what cairn wrote, and cairn decrypts what it encrypted.
 func TestRealSops(t *testing.T) {
-	bin := sopsTool(t)
+	sopsTool(t) // skips without the tool
 	id, keyFile := newIdentity(t)
 	c := newCodec(t, sops.Config{Age: []string{id.Recipient().String()}, AgeKeyFile: keyFile})
-	run := func(stdin []byte, args ...string) []byte {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "SOPS_AGE_KEY_FILE="+keyFile)
-		cmd.Stdin = bytes.NewReader(stdin)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("sops %v: %v: %s", args, err, stderr.String())
-		}
-		return out
-	}
 	dir := t.TempDir()
 	for _, ext := range []string{"json", "yaml"} {
 		name := filepath.Join(dir, "db."+ext)
@@ -189,14 +176,14 @@ func TestRealSops(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.WriteFile(name, enc, 0o600)
-		if got := run(nil, "decrypt", name); !sameJSON(t, name, got, plain) {
+		if got := sopsRun(t, keyFile, "decrypt", name); !sameJSON(t, name, got, plain) {
 			t.Fatalf("sops -d of cairn's %s file:\n%s", ext, got)
 		}
 
 		// A person encrypts with sops -e; cairn reads it.
 		src := filepath.Join(dir, "person."+ext)
 		os.WriteFile(src, plain, 0o600)
-		enc = run(nil, "encrypt", "--age", id.Recipient().String(), "--encrypted-regex", "^spec$", src)
+		enc = sopsRun(t, keyFile, "encrypt", "--age", id.Recipient().String(), "--encrypted-regex", "^spec$", src)
 		if bytes.Contains(enc, []byte("sops-marker-44d1")) {
 			t.Fatal("sops -e left the password in the clear")
 		}
