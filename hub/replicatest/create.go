@@ -1,13 +1,11 @@
 package replicatest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
@@ -93,44 +91,20 @@ func testCreateAnswerAsStored(t *testing.T, db Database) {
 	}
 
 	t.Run("seen by a watch", func(t *testing.T) {
-		from, err := h.LastSeq(ctx())
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, cancel := context.WithCancel(ctx())
-		defer cancel()
-		seen := make(chan store.Change, 16)
-		watchErr := make(chan error, 1)
-		go func() {
-			watchErr <- h.Watch(wctx, from, func(c store.Change) error {
-				seen <- c
-				return nil
-			})
-		}()
-		out, err := h.CreateInstances(ctx(), hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: typeRef, Name: "watched",
-			Labels: map[string]string{"w": "1"}, Value: json.RawMessage(`{"w":1}`)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		timeout := time.NewTimer(30 * time.Second)
-		defer timeout.Stop()
-		for {
-			select {
-			case c := <-seen:
-				if c.InstanceID != out[0].ID {
-					continue
-				}
-				if c.Kind != store.Added || c.Seq != out[0].Instance.Seq {
-					t.Fatalf("change = %+v, want ADDED at %d", c, out[0].Instance.Seq)
-				}
-				wantCached(t, out[0].ID)
-				return
-			case err := <-watchErr:
-				t.Fatalf("Watch ended before the change: %v", err)
-			case <-timeout.C:
-				t.Fatal("the watch did not see the create within 30s")
+		var created hub.Created
+		c := watchChange(t, h, "the create", func() string {
+			out, err := h.CreateInstances(ctx(), hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: typeRef, Name: "watched",
+				Labels: map[string]string{"w": "1"}, Value: json.RawMessage(`{"w":1}`)}}})
+			if err != nil {
+				t.Fatal(err)
 			}
+			created = out[0]
+			return created.ID
+		})
+		if c.Kind != store.Added || c.Seq != created.Instance.Seq {
+			t.Fatalf("change = %+v, want ADDED at %d", c, created.Instance.Seq)
 		}
+		wantCached(t, created.ID)
 	})
 
 	t.Run("batch with relations", func(t *testing.T) {

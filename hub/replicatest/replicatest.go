@@ -508,7 +508,21 @@ func testChangeLogPolling(t *testing.T, db Database) {
 // another, found by polling the shared change log.
 func testWatchOtherReplica(t *testing.T, db Database) {
 	hubs := startReplicas(t, db, 2, func(c *hub.Config) { c.PollInterval = 10 * time.Millisecond })
-	from, err := hubs[1].LastSeq(ctx())
+	c := watchChange(t, hubs[1], "the instance created on replica 0", func() string {
+		return createOne(t, hubs[0], "watched", json.RawMessage(`{}`))
+	})
+	if c.Kind != store.Added || c.Name != "watched" {
+		t.Fatalf("change = %+v, want ADDED of watched", c)
+	}
+}
+
+// watchChange watches h from its position now while act runs, and returns
+// the first change of the instance whose id act returns; it fails when the
+// watch ends first, or sees no such change within 30 s, or ends with an
+// error once cancelled. what names the change in that failure.
+func watchChange(t *testing.T, h *hub.Hub, what string, act func() string) store.Change {
+	t.Helper()
+	from, err := h.LastSeq(ctx())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,31 +531,33 @@ func testWatchOtherReplica(t *testing.T, db Database) {
 	seen := make(chan store.Change, 16)
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- hubs[1].Watch(wctx, from, func(c store.Change) error {
-			seen <- c
-			return nil
+		watchErr <- h.Watch(wctx, from, func(c store.Change) error {
+			select {
+			case seen <- c:
+				return nil
+			case <-wctx.Done():
+				return wctx.Err()
+			}
 		})
 	}()
-	id := createOne(t, hubs[0], "watched", json.RawMessage(`{}`))
+	id := act()
 	timeout := time.NewTimer(30 * time.Second)
 	defer timeout.Stop()
 	for {
 		select {
 		case c := <-seen:
-			if c.InstanceID == id {
-				if c.Kind != store.Added || c.Name != "watched" {
-					t.Fatalf("change = %+v, want ADDED of watched", c)
-				}
-				cancel()
-				if err := <-watchErr; err != nil && !errors.Is(err, context.Canceled) {
-					t.Fatalf("Watch: %v", err)
-				}
-				return
+			if c.InstanceID != id {
+				continue
 			}
+			cancel()
+			if err := <-watchErr; err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Watch: %v", err)
+			}
+			return c
 		case err := <-watchErr:
-			t.Fatalf("Watch ended before the change: %v", err)
+			t.Fatalf("Watch ended before %s: %v", what, err)
 		case <-timeout.C:
-			t.Fatal("the watch on replica 1 did not see the instance created on replica 0 within 30s")
+			t.Fatalf("the watch did not see %s within 30s", what)
 		}
 	}
 }
