@@ -202,16 +202,18 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	err = h.writeHanded(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		out, err = h.storeUpdates(ctx, tx, ups, ids, items)
-		if err == nil && tell {
-			if a, ok := tx.(store.AfterCommitter); ok {
-				updated := withValues(out, items)
-				told = a.AfterCommit(func() {
-					h.kept.committed(updated)
-					h.committed(ctx, updated)
-				})
-			}
+		if err != nil {
+			return err
 		}
-		return err
+		fillValues(out, items)
+		if a, ok := tx.(store.AfterCommitter); ok && tell {
+			updated := out
+			told = a.AfterCommit(func() {
+				h.kept.committed(updated)
+				h.committed(ctx, updated)
+			})
+		}
+		return nil
 	})
 	if err != nil {
 		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) && !isTypeRefusal(err) {
@@ -219,7 +221,6 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		}
 		return nil, h.undo(ctx, j, err)
 	}
-	out = withValues(out, items)
 	if tell && !told {
 		h.kept.committed(out)
 		h.committed(ctx, out)
@@ -386,17 +387,15 @@ func updateFailure(failed *externalWrite, err error) error {
 	return err
 }
 
-// withValues is a copy of out, the instances staged items updated, with
-// each built-in value filled: written, or carried over, in the transaction
-// itself, the caller gets it without reading it back.
-func withValues(out []cairn.Instance, items []*staged) []cairn.Instance {
-	out = slices.Clone(out)
+// fillValues fills in out, the instances staged items updated, each
+// built-in value: written, or carried over, in the transaction itself, the
+// caller gets it without reading it back.
+func fillValues(out []cairn.Instance, items []*staged) {
 	for i, s := range items {
 		if s.inst.Backend.Abstract && i < len(out) && out[i].ID == s.inst.ID {
 			out[i].Latest.Value = s.value
 		}
 	}
-	return out
 }
 
 // storeUpdates writes staged updates in tx, checking again that every
