@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -156,7 +157,9 @@ func (h *Hub) CreateInstances(ctx context.Context, req CreateRequest) ([]Created
 	if h.cache != nil && !isDryRun(ctx) {
 		h.cache.Created(stored)
 	}
-	h.log.InfoContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
+		h.log.DebugContext(ctx, "created instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	}
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -110,7 +111,9 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return h.undo(ctx, j, err)
 	}
 	h.settle(ctx, j)
-	h.log.InfoContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
+		h.log.DebugContext(ctx, "deleted instance", "id", id, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	}
 	h.deleteExclusiveDependencies(ctx, inst)
 	return nil
 }

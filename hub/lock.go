@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -83,7 +84,9 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 		}
 		return &opError{op: op, err: err}
 	}
-	h.log.InfoContext(ctx, op+"ed instances", "count", len(uniq), "owner", owner, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
+		h.log.DebugContext(ctx, op+"ed instances", "count", len(uniq), "owner", owner, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	}
 	return nil
 }
 

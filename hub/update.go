@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -226,7 +227,9 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		h.committed(ctx, out)
 	}
 	h.settle(ctx, j)
-	h.log.InfoContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
+		h.log.DebugContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	}
 	return out, nil
 }
 

@@ -26,7 +26,7 @@ func (s *backendServing) addFlags(cmd *cobra.Command, defaultListen, schemaHelp 
 	fl.StringVar(&s.certFile, "tls-cert", "", "serve TLS with this certificate (PEM)")
 	fl.StringVar(&s.keyFile, "tls-key", "", "private key of --tls-cert (PEM)")
 	fl.StringVar(&s.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM)")
-	fl.StringVar(&s.logLevel, "log-level", "info", "debug (every call), info, warn or error; values are never logged")
+	addLogLevelFlag(cmd, &s.logLevel, "debug (every call), info, warn or error; values are never logged")
 	fl.BoolVar(&s.printSchema, "print-context-schema", false, schemaHelp)
 }
 
@@ -48,9 +48,9 @@ func (s *backendServing) setUp(cmd *cobra.Command) (*slog.Logger, *tls.Config, e
 	if _, _, err := net.SplitHostPort(s.listen); err != nil {
 		return nil, nil, usageErrorf("--listen %q: want HOST:PORT: %v", s.listen, err)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
-		return nil, nil, usageErrorf("--log-level %q: want debug, info, warn or error", s.logLevel)
+	level, err := parseLogLevel(s.logLevel)
+	if err != nil {
+		return nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	tlsCfg, err := serverTLS(s.certFile, s.keyFile, s.clientCA)
@@ -71,4 +71,18 @@ func (s *backendServing) listenOn(ctx context.Context, tlsCfg *tls.Config) (net.
 		return lis, "grpcs", nil
 	}
 	return lis, "grpc", nil
+}
+
+// addLogLevelFlag adds --log-level (default info) to a command that serves.
+func addLogLevelFlag(cmd *cobra.Command, level *string, help string) {
+	cmd.Flags().StringVar(level, "log-level", "info", help)
+}
+
+// parseLogLevel reads the value of --log-level.
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return level, nil
 }

@@ -39,7 +39,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var shutdownTimeout time.Duration
 	var gql graphqlOptions
-	var compat string
+	var compat, logLevel string
 	var gitSync gitSyncOptions
 	var stacks stackControllerOptions
 	var rec recoveryOptions
@@ -79,10 +79,14 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			default:
 				return usageErrorf("--compat %q: the only compatibility mode is capact", compat)
 			}
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
+			}
 			if gql.maxResponseBytes <= 0 {
 				return usageErrorf("--graphql-max-response-bytes %d: must be a positive number of bytes", gql.maxResponseBytes)
 			}
-			return a.serve(cmd.Context(), addr, shutdownTimeout, gql, compat == "capact", gitSync, stacks, rec, &sec)
+			return a.serve(cmd.Context(), addr, shutdownTimeout, level, gql, compat == "capact", gitSync, stacks, rec, &sec)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", cmp.Or(a.env.Getenv(EnvAddr), "127.0.0.1:8080"), "address to listen on, HOST:PORT [$"+EnvAddr+"]")
@@ -90,6 +94,7 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 	cmd.Flags().BoolVar(&gql.introspection, "graphql-introspection", true, "allow GraphQL introspection (__schema, __type) at /graphql")
 	cmd.Flags().Int64Var(&gql.maxResponseBytes, "graphql-max-response-bytes", graphql.DefaultMaxResponseBytes,
 		"bound of one /graphql response, counted while it is resolved; over it the request stops and answers an error")
+	addLogLevelFlag(cmd, &logLevel, "debug (every write, by whom), info, warn or error; values are never logged, and every request is in the audit log")
 	cmd.Flags().StringVar(&compat, "compat", "", "follow another hub where cairn is stricter by default: capact (Capact's Local Hub)")
 	a.addGitSyncFlags(cmd, &gitSync)
 	a.addStackControllerFlags(cmd, &stacks)
@@ -104,8 +109,8 @@ type graphqlOptions struct {
 	maxResponseBytes int64
 }
 
-func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, rec recoveryOptions, sec *securityOptions) error {
-	log := slog.New(slog.NewJSONHandler(a.env.Stderr, nil))
+func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, level slog.Level, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, rec recoveryOptions, sec *securityOptions) error {
+	log := slog.New(slog.NewJSONHandler(a.env.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := sec.checkAddr(addr); err != nil {
 		return err
 	}
