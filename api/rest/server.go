@@ -130,6 +130,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		// impersonator with it (cairn.WithUser).
 		r = r.WithContext(cairn.WithActor(r.Context(), actorOf(r)))
 	}
+	r, cancel, bad := withTimeout(r)
+	defer cancel()
+	if bad != nil {
+		writeStatus(w, *bad)
+		return "invalid"
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		dry, err := dryRun(r)
 		if err != nil {

@@ -1,10 +1,12 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 )
@@ -68,6 +70,9 @@ type target struct {
 // Conflict (the object is held by a lock owner or by its users),
 // Invalid 422 with one cause per violation, Gone 410, Unavailable 503.
 func errorStatus(err error, t target) Status {
+	if cairn.HasCode(err, cairn.CodeInternal) && errors.Is(err, context.DeadlineExceeded) {
+		return timeoutStatus()
+	}
 	var code int
 	var reason string
 	switch cairn.ErrorCode(err) {
@@ -113,6 +118,38 @@ func errorStatus(err error, t target) Status {
 		st.Message = fmt.Sprintf("%s %q is invalid: %s", t.kind, t.name, err.Error())
 	}
 	return st
+}
+
+// timeoutStatus is the answer to a request whose deadline (?timeout=)
+// passed before it was done: the API server's 504, word for word.
+func timeoutStatus() Status {
+	st := newStatus(http.StatusGatewayTimeout, "Timeout", "Timeout: request did not complete within requested timeout - "+context.DeadlineExceeded.Error())
+	st.Details = &StatusDetails{}
+	return st
+}
+
+// withTimeout gives r the deadline its ?timeout= asks for (a Go duration;
+// 0 or none: no deadline), as the Kubernetes API server does for every
+// request but a watch (whose own is timeoutSeconds). A value that is not
+// a duration is refused.
+func withTimeout(r *http.Request) (*http.Request, context.CancelFunc, *Status) {
+	if !strings.Contains(r.URL.RawQuery, "timeout=") || isWatch(r) {
+		return r, func() {}, nil
+	}
+	v := r.URL.Query().Get("timeout")
+	if v == "" {
+		return r, func() {}, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		st := badRequest("invalid timeout specified in the request URL - %s", err.Error())
+		return r, func() {}, &st
+	}
+	if d <= 0 {
+		return r, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	return r.WithContext(ctx), cancel, nil
 }
 
 // fieldPath turns the hub's slash paths ("spec/value/port") into the dotted
