@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 )
 
 // typeChange is a Type deleted, and registered again with another schema
@@ -45,25 +46,27 @@ func typeChanges() []typeChange {
 	}
 }
 
-// typeMatching is how a store's transactions pin Types: as SQLite's do
-// (store.TypeMatcher), not at all (PostgreSQL's), or through a wrapper that
-// cannot tell (package atrest's over PostgreSQL). A hub's verdicts are the
-// same over all three.
+// typeMatching is how a store's transactions pin Types: as SQLite's and
+// PostgreSQL's do (store.TypeMatcher), not at all (a store without it), or
+// through a wrapper that cannot tell (package atrest's over such a store).
+// A hub's verdicts are the same over all of them.
 type typeMatching struct {
 	name string
+	open func(testing.TB) store.Store  // nil: the env's SQLite store
 	wrap func(store.Store) store.Store // nil: the store as it is
 }
 
 func typeMatchings() []typeMatching {
 	return []typeMatching{
 		{name: "TypeMatcher"},
+		{name: "TypeMatcher, PostgreSQL", open: func(tb testing.TB) store.Store { return pgtest.Open(tb) }},
 		{name: "no TypeMatcher", wrap: func(s store.Store) store.Store { return noMatchStore{s} }},
 		{name: "TypeMatcher unsupported", wrap: func(s store.Store) store.Store { return unsupportedMatchStore{s} }},
 	}
 }
 
-// noMatchStore is a store whose transactions do not match Types (as
-// PostgreSQL's): values are checked against the Type as read.
+// noMatchStore is a store whose transactions do not match Types: values
+// are checked against the Type as read.
 type noMatchStore struct{ store.Store }
 
 type noMatchTx struct{ store.Tx }
@@ -73,7 +76,8 @@ func (s noMatchStore) Update(ctx context.Context, fn func(ctx context.Context, t
 }
 
 // unsupportedMatchStore is a store whose transactions are TypeMatchers that
-// cannot tell (errors.ErrUnsupported), as package atrest's over PostgreSQL.
+// cannot tell (errors.ErrUnsupported), as package atrest's over a store
+// without TypeMatcher.
 type unsupportedMatchStore struct{ store.Store }
 
 type unsupportedMatchTx struct{ store.Tx }
@@ -92,15 +96,21 @@ func (s unsupportedMatchStore) Update(ctx context.Context, fn func(ctx context.C
 // strict, so it can create an instance of an unregistered Type).
 func newTypeChangeEnv(t *testing.T, tc typeChange, m typeMatching, ref cairn.TypeRef) (*env, *hub.Hub) {
 	t.Helper()
+	var base store.Store // the store under the wrapper, for the other hub
 	e := newEnv(t, func(c *hub.Config) {
 		c.Strict = tc.strict
+		if m.open != nil {
+			c.Store = m.open(t)
+		}
+		base = c.Store
 		if m.wrap != nil {
 			c.Store = m.wrap(c.Store)
 		}
 	})
+	e.st = base // for the hubs a test adds
 	writer := e.h
 	if tc.otherWriter {
-		other, err := hub.New(e.ctx, hub.Config{Store: e.st, Backends: e.opener})
+		other, err := hub.New(e.ctx, hub.Config{Store: base, Backends: e.opener})
 		if err != nil {
 			t.Fatalf("second hub: %v", err)
 		}

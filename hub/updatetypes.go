@@ -22,9 +22,9 @@ import (
 // the commit gives. Reading the Type from the store for every update cost
 // 6–7 % of an update's CPU.
 //
-// Only on a store whose transactions match Types (SQLite): on another
-// (PostgreSQL) an update reads the Type for its check as before, outside
-// its transaction, and pins nothing.
+// Only on a store whose transactions match Types (SQLite's and
+// PostgreSQL's do): on another an update reads the Type for its check
+// outside its transaction and pins nothing.
 
 // typeMatcher returns tx as a store.TypeMatcher, nil when it is not one.
 func typeMatcher(tx store.Tx) store.TypeMatcher {

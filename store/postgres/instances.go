@@ -61,7 +61,10 @@ func (t *tx) holdExec(id, what, query string, args ...any) {
 	})
 }
 
-var _ store.Tx = (*tx)(nil)
+var (
+	_ store.Tx          = (*tx)(nil)
+	_ store.TypeMatcher = (*tx)(nil)
+)
 
 const (
 	// instanceSelect reads an instance with its latest resource version and

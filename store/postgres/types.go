@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,6 +33,11 @@ SELECT count(*) FROM t`
 	// concurrent DeleteType waiting until this transaction ends, so a Type
 	// read while creating its instances cannot vanish before they commit.
 	qGetTypeLocked = qGetType + ` FOR KEY SHARE`
+	// qTypeMatches checks a Type revision against a kept schema (json
+	// keeps its input text, so the text is compared) and whether it has
+	// names, taking the key-share lock of qGetTypeLocked on it.
+	qTypeMatches = `SELECT EXISTS (SELECT 1 FROM types WHERE path = $1 AND revision = $2
+AND json_schema::text IS NOT DISTINCT FROM $3::text AND (names IS NOT NULL) = $4 FOR KEY SHARE)`
 	// qLockTypeForDelete waits for every transaction that read the Type
 	// through GetType (key share) to end.
 	qLockTypeForDelete = `SELECT 1 FROM types WHERE path = $1 AND revision = $2 FOR UPDATE`
@@ -166,6 +172,22 @@ func (t *tx) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, error)
 		return cairn.Type{}, fmt.Errorf("postgres: get type %s: %w", ref, classify(err))
 	}
 	return typ, nil
+}
+
+// TypeMatches checks Type ref against a schema and whether it has names
+// (store.TypeMatcher). Like GetType through a Tx, it locks a revision that
+// matches against DeleteType until the transaction ends.
+func (t *tx) TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error) {
+	var doc *string // NULL for no schema
+	if jsonSchema != nil {
+		d := string(jsonSchema)
+		doc = &d
+	}
+	var ok bool
+	if err := t.q.QueryRow(ctx, qTypeMatches, ref.Path, ref.Revision, doc, named).Scan(&ok); err != nil {
+		return false, fmt.Errorf("postgres: get type %s: %w", ref, classify(err))
+	}
+	return ok, nil
 }
 
 // DeleteType refuses a Type revision that has instances, counting them only

@@ -144,4 +144,7 @@ func (t *tx) AfterCommit(fn func()) bool {
 	return true
 }
 
-var _ store.Tx = (*tx)(nil)
+var (
+	_ store.Tx          = (*tx)(nil)
+	_ store.TypeMatcher = (*tx)(nil)
+)

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Types/List", testTypeList},
 		{"Types/Delete", testTypeDelete},
 		{"Types/DeleteUsed", testTypeDeleteUsed},
+		{"Types/Matches", testTypeMatches},
 		{"Instances/CreateGet", testInstanceCreateGet},
 		{"Instances/CreateDuplicate", testInstanceCreateDuplicate},
 		{"Instances/GetInstances", testGetInstances},
