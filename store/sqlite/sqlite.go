@@ -39,6 +39,9 @@ type options struct {
 	// checkpointer and the writer checkpoints at SQLite's default, as
 	// before (the baseline of a benchmark).
 	checkpoint, walLimit int
+	// plainWAL has the writer write WAL frames through SQLite's own VFS,
+	// a write per header and per page (the baseline of BenchmarkWALVFS).
+	plainWAL bool
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -91,6 +94,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
+	if err := registerWALVFS(); err != nil {
+		return nil, err
+	}
 	s := &Store{path: abs, position: positionCache{shmPath: abs + "-shm"}}
 	s.w, err = sql.Open("sqlite", dsn(abs, o, roleWriter))
 	if err != nil {
@@ -164,6 +170,11 @@ func dsn(path string, o options, r role) string {
 		q.Add("_pragma", "query_only(1)")
 	case roleWriter:
 		q.Set("_txlock", "immediate")
+		// The writer's WAL frames go to the file in one write per
+		// transaction (walvfs.go).
+		if !o.plainWAL {
+			q.Set("vfs", walVFSName)
+		}
 		// The savepoints of a group commit (group.go) keep their undo
 		// pages in a sub-journal, which would otherwise spill to a
 		// temporary file past 64 KiB: a write syscall per page.
