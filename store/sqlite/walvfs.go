@@ -28,6 +28,13 @@ import (
 // fewer calls. A transaction larger than walHoldMax is written in pieces,
 // and so is anything over walWriteMax.
 //
+// Frames held when a transaction ends without its commit (rolled back
+// after SQLite spilled pages to the WAL) are frames SQLite would have
+// written past the last commit, which no reader reads; they are dropped
+// when the connection releases the WAL's write lock (on the database
+// file, whose xShmLock the VFS therefore sees too), before any other
+// connection can write where they would have gone.
+//
 // VFS registration is process-wide in SQLite, so the VFS and its method
 // table are package variables, registered once; the state of an open WAL
 // file lives in SQLite's memory for it (walFile), never in Go's heap.
@@ -48,10 +55,23 @@ var (
 	walBaseOpen uintptr              // its xOpen
 	walMethods  sqlite3.Tsqlite3_io_methods
 	walName     = [...]byte{'c', 'a', 'i', 'r', 'n', '-', 'w', 'a', 'l', 0}
+	// walOpenFiles finds the WAL files of a database file at the release
+	// of its write lock.
+	walOpenFiles = struct {
+		sync.Mutex
+		wals     map[string][]uintptr // WAL path: its open walFiles
+		dbs      map[uintptr]string   // database walFile: its WAL's path
+		releases int                  // write locks released (for tests)
+	}{wals: map[string][]uintptr{}, dbs: map[uintptr]string{}}
 )
 
-// walFile is the head of an open WAL file in the memory SQLite gives the
-// VFS for it: the methods SQLite calls, what is held, and the default VFS's
+// The lock SQLite takes on the WAL index (a database file's xShmLock) to
+// write to the WAL: slot 0 (WAL_WRITE_LOCK in wal.c).
+const walWriteLock = 0
+
+// walFile is the head of an open WAL or database file in the memory
+// SQLite gives the VFS for it: the methods SQLite calls, what is held (a
+// WAL's frames; a database file holds nothing), and the default VFS's
 // methods for its own file, which follows the head.
 type walFile struct {
 	methods uintptr // &walMethods
@@ -60,6 +80,7 @@ type walFile struct {
 	n, cap  int64
 	off     int64 // the file offset of buf's first byte
 	commit  int64 // 1: the last write was a commit frame's header
+	wal     int64 // 1: a WAL (its writes are held); 0: the database file
 }
 
 const walHead = int32(unsafe.Sizeof(walFile{}))
@@ -111,10 +132,11 @@ func registerWALVFS() error {
 }
 
 // walOpen opens a file through the default VFS: in place for every file
-// but a WAL, which gets a walFile head in front of it.
+// but a WAL or the main database, which get a walFile head in front.
 func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
 	open := *(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{walBaseOpen}))
-	if flags&sqlite3.SQLITE_OPEN_WAL == 0 {
+	wal := flags&sqlite3.SQLITE_OPEN_WAL != 0
+	if zName == 0 || !wal && flags&sqlite3.SQLITE_OPEN_MAIN_DB == 0 {
 		return open(tls, walBaseVFS, zName, pFile, flags, pOutFlags)
 	}
 	f := fileOf(pFile)
@@ -130,7 +152,53 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 	}
 	f.base = base
 	f.methods = uintptr(unsafe.Pointer(&walMethods))
+	if wal {
+		f.wal = 1
+	}
+	name := libc.GoString(zName)
+	walOpenFiles.Lock()
+	defer walOpenFiles.Unlock()
+	if wal {
+		walOpenFiles.wals[name] = append(walOpenFiles.wals[name], pFile)
+	} else {
+		walOpenFiles.dbs[pFile] = name + "-wal"
+	}
 	return sqlite3.SQLITE_OK
+}
+
+// forget drops pFile from walOpenFiles.
+func forget(pFile uintptr) {
+	walOpenFiles.Lock()
+	defer walOpenFiles.Unlock()
+	delete(walOpenFiles.dbs, pFile)
+	for name, fs := range walOpenFiles.wals {
+		for i, p := range fs {
+			if p == pFile {
+				fs = append(fs[:i], fs[i+1:]...)
+				if len(fs) == 0 {
+					delete(walOpenFiles.wals, name)
+				} else {
+					walOpenFiles.wals[name] = fs
+				}
+				return
+			}
+		}
+	}
+}
+
+// dropHeld drops the frames held for the WAL of database file pFile,
+// whose connection is about to release the write lock: a commit writes
+// what it holds, so what is left belongs to a transaction that ended
+// without one. Only the connection holding the lock can hold frames.
+func dropHeld(pFile uintptr) {
+	walOpenFiles.Lock()
+	defer walOpenFiles.Unlock()
+	walOpenFiles.releases++
+	for _, w := range walOpenFiles.wals[walOpenFiles.dbs[pFile]] {
+		if f := fileOf(w); f.n != 0 {
+			f.n, f.commit = 0, 0
+		}
+	}
 }
 
 // flush writes what f holds.
@@ -150,6 +218,9 @@ func (f *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	f := fileOf(pFile)
 	inner := pFile + uintptr(walHead)
+	if f.wal == 0 {
+		return methodsOf(f.base).write(tls, inner, zBuf, iAmt, iOfst)
+	}
 	if f.n > 0 && iOfst != f.off+f.n {
 		if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
 			return rc
@@ -188,6 +259,7 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 }
 
 func walClose(tls *libc.TLS, pFile uintptr) int32 {
+	forget(pFile)
 	f := fileOf(pFile)
 	rc := f.flush(tls, pFile)
 	if f.buf != 0 {
@@ -256,7 +328,9 @@ func walUnfetch(tls *libc.TLS, pFile uintptr, iOfst int64, p uintptr) int32 {
 	return fn(tls, pFile+uintptr(walHead), iOfst, p)
 }
 
-// The methods that neither read nor write the file pass straight through.
+// The methods that neither read nor write a file pass straight through
+// (a WAL's lock methods; a database file's shared-memory ones, the write
+// lock's release noted).
 
 func walLock(tls *libc.TLS, pFile uintptr, lock int32) int32 {
 	return call2[int32](methodsOf(fileOf(pFile).base).FxLock)(tls, pFile+uintptr(walHead), lock)
@@ -286,6 +360,9 @@ func walShmMap(tls *libc.TLS, pFile uintptr, iPg, pgsz, bExtend int32, pp uintpt
 }
 
 func walShmLock(tls *libc.TLS, pFile uintptr, offset, n, flags int32) int32 {
+	if flags == sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE && offset <= walWriteLock && walWriteLock < offset+n {
+		dropHeld(pFile)
+	}
 	fn := *(*func(*libc.TLS, uintptr, int32, int32, int32) int32)(unsafe.Pointer(&struct{ uintptr }{methodsOf(fileOf(pFile).base).FxShmLock}))
 	return fn(tls, pFile+uintptr(walHead), offset, n, flags)
 }
