@@ -150,6 +150,13 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 		}
 		return rc
 	}
+	if methodsOf(base).FiVersion < 3 {
+		// Methods without shared memory (a locking style of another
+		// system's unix VFS): no WAL index to follow, so no holding;
+		// the file is opened again in place, as without the shim.
+		methodsOf(base).close(tls, inner)
+		return open(tls, walBaseVFS, zName, pFile, flags, pOutFlags)
+	}
 	f.base = base
 	f.methods = uintptr(unsafe.Pointer(&walMethods))
 	if wal {
