@@ -216,7 +216,7 @@ func stringMap(m map[string]string) map[string]any {
 // managerOf is the field manager of a request: ?fieldManager, else the
 // User-Agent's product, as the API server names it.
 func managerOf(r *http.Request) string {
-	if m := r.URL.Query().Get("fieldManager"); m != "" {
+	if m := query(r).Get("fieldManager"); m != "" {
 		return m
 	}
 	m, _, _ := strings.Cut(r.Header.Get("User-Agent"), "/")
@@ -228,7 +228,7 @@ func managerOf(r *http.Request) string {
 
 // checkManager refuses a fieldManager the API server refuses.
 func checkManager(r *http.Request, apply bool) error {
-	m, given := r.URL.Query()["fieldManager"]
+	m, given := query(r)["fieldManager"]
 	if apply && (!given || m[0] == "") {
 		return invalidOption("PatchOptions", "fieldManager", "Required value: is required for apply patch")
 	}
@@ -453,7 +453,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		return err
 	}
 	force := false
-	if f := r.URL.Query().Get("force"); f != "" {
+	if f := query(r).Get("force"); f != "" {
 		b, err := strconv.ParseBool(f)
 		if err != nil {
 			return errStatus{badRequest("force %q is not a boolean", f)}

@@ -23,8 +23,8 @@ const bodyMediaTypes = "application/json, application/yaml"
 // taken as JSON.
 func checkMediaType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
+	if ct == "" || ct == "application/json" {
+		return nil // the common cases, without parsing
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && (mt == "application/json" || mt == "application/yaml") {
@@ -36,7 +36,11 @@ func checkMediaType(r *http.Request) error {
 // bodyJSON returns a body checked by checkMediaType as JSON: YAML is
 // converted (one document), JSON is returned as is.
 func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	if ct == "" || ct == "application/json" {
+		return body, nil
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
 	if mt != "application/yaml" {
 		return body, nil
 	}
@@ -55,7 +59,7 @@ func unsupportedMediaType(got, accepted string) error {
 // fieldValidation is the request's fieldValidation: Strict, Warn (the
 // default, as on the API server) or Ignore.
 func fieldValidation(r *http.Request) (string, error) {
-	switch v := r.URL.Query().Get("fieldValidation"); v {
+	switch v := query(r).Get("fieldValidation"); v {
 	case "":
 		return "Warn", nil
 	case "Strict", "Warn", "Ignore":

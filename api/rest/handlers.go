@@ -142,7 +142,7 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 }
 
 func isWatch(r *http.Request) bool {
-	v := r.URL.Query().Get("watch")
+	v := query(r).Get("watch")
 	return v == "true" || v == "1"
 }
 
@@ -230,7 +230,7 @@ type listOptions struct {
 }
 
 func parseListOptions(r *http.Request) (listOptions, error) {
-	q := r.URL.Query()
+	q := query(r)
 	var o listOptions
 	sel, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
@@ -458,7 +458,7 @@ type listFreshness struct {
 }
 
 func parseListFreshness(r *http.Request) (listFreshness, error) {
-	q := r.URL.Query()
+	q := query(r)
 	rv, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
 	switch match {
 	case "", "NotOlderThan":
@@ -666,7 +666,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	}
 	up := hub.UpdateInstance{
 		ID:          cur.ID,
-		OwnerID:     r.URL.Query().Get("lockOwner"),
+		OwnerID:     query(r).Get("lockOwner"),
 		IfSeq:       ifSeq,
 		Labels:      nonNilMap(o.Metadata.Labels),
 		Annotations: nonNilMap(storedAnnotations(o.Metadata.Annotations)),
@@ -951,7 +951,7 @@ func deletePreconditions(r *http.Request, opts deleteOptions, id string) (int64,
 			}
 		}
 	}
-	if rv := r.URL.Query().Get("resourceVersion"); rv != "" && ifSeq == 0 {
+	if rv := query(r).Get("resourceVersion"); rv != "" && ifSeq == 0 {
 		var err error
 		if ifSeq, err = parseSeq(rv); err != nil {
 			return 0, err
@@ -1005,7 +1005,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	if err := s.hub.DeleteInstanceIf(r.Context(), cur.ID, r.URL.Query().Get("lockOwner"), ifSeq); err != nil {
+	if err := s.hub.DeleteInstanceIf(r.Context(), cur.ID, query(r).Get("lockOwner"), ifSeq); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,

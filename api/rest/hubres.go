@@ -125,7 +125,7 @@ func parseTypeName(name string) (cairn.TypeRef, error) {
 }
 
 func (s *Server) listTypes(w http.ResponseWriter, r *http.Request, req request) error {
-	f := store.TypeFilter{PathPrefix: r.URL.Query().Get("pathPrefix"), Parent: r.URL.Query().Get("parent")}
+	f := store.TypeFilter{PathPrefix: query(r).Get("pathPrefix"), Parent: query(r).Get("parent")}
 	ts, err := s.hub.ListTypes(r.Context(), f)
 	if err != nil {
 		return err
@@ -337,7 +337,7 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
-	if err := s.hub.DeleteInstanceIf(r.Context(), id, r.URL.Query().Get("lockOwner"), ifSeq); err != nil {
+	if err := s.hub.DeleteInstanceIf(r.Context(), id, query(r).Get("lockOwner"), ifSeq); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,

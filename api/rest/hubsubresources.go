@@ -55,7 +55,7 @@ type ResourceVersionList struct {
 }
 
 func (s *Server) resourceVersions(w http.ResponseWriter, r *http.Request, req request) error {
-	withValues := r.URL.Query().Get("values") != "false"
+	withValues := query(r).Get("values") != "false"
 	rvs, err := s.hub.ResourceVersions(r.Context(), req.name, withValues)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (s *Server) explainPolicy(w http.ResponseWriter, r *http.Request, req reque
 	if req.name != PolicyName {
 		return errStatus{notFoundStatus(`policies.hub.cairn.dev "` + req.name + `" not found: the hub's one policy is named "` + PolicyName + `"`)}
 	}
-	q := r.URL.Query()
+	q := query(r)
 	path, rev := q.Get("path"), q.Get("revision")
 	if path == "" {
 		return errStatus{badRequest("explain needs the query parameter path (a Type path), and optionally revision")}
@@ -110,7 +110,7 @@ func (s *Server) explainPolicy(w http.ResponseWriter, r *http.Request, req reque
 // excludeAttribute (PATH or PATH:REVISION, repeatable), as cairn list takes
 // them.
 func hubListFilter(r *http.Request, f *store.InstanceFilter) error {
-	q := r.URL.Query()
+	q := query(r)
 	if p := q.Get("typePath"); p != "" {
 		f.TypePath = p
 	}

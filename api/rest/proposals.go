@@ -120,7 +120,7 @@ func toProposalObject(p hub.Proposal) ProposalObject {
 // now (?state=false skips asking).
 func (s *Server) listProposals(w http.ResponseWriter, r *http.Request, req request) error {
 	withState := true
-	if v := r.URL.Query().Get("state"); v != "" {
+	if v := query(r).Get("state"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return cairn.Errorf(cairn.CodeInvalid, "query parameter state=%q: want true or false", v)

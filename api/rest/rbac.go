@@ -97,7 +97,7 @@ func (s *Server) serveRBAC(w http.ResponseWriter, r *http.Request, req request) 
 }
 
 func (s *Server) listRBAC(w http.ResponseWriter, r *http.Request, req request) error {
-	q := r.URL.Query()
+	q := query(r)
 	ls, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
 		return errStatus{badRequest("labelSelector: %v", err)}

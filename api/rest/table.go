@@ -85,7 +85,7 @@ func wantsTable(r *http.Request) (tableRequest, error) {
 	if tr.version == "" {
 		return tr, nil
 	}
-	switch io := r.URL.Query().Get("includeObject"); io {
+	switch io := query(r).Get("includeObject"); io {
 	case "":
 		tr.includeObject = "Metadata"
 	case "None", "Metadata", "Object":

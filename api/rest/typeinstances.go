@@ -239,7 +239,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	}
 	up := hub.UpdateInstance{
 		ID:          cur.ID,
-		OwnerID:     r.URL.Query().Get("lockOwner"),
+		OwnerID:     query(r).Get("lockOwner"),
 		IfSeq:       ifSeq,
 		Labels:      nonNilMap(o.Metadata.Labels),
 		Annotations: nonNilMap(o.Metadata.Annotations),

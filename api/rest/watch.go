@@ -30,7 +30,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		return err
 	}
 	o.limit, o.after = 0, nil
-	q := r.URL.Query()
+	q := query(r)
 	if q.Has("sendInitialEvents") {
 		// Refused as by a Kubernetes API server without the WatchList
 		// feature: client-go's reflector then lists and watches instead.
