@@ -25,6 +25,12 @@ const (
 	SelfSubjectReviewPath = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 )
 
+// ReviewPaths are the paths Handle registers, for a router that sends
+// other requests under /apis/ past the mux.
+func ReviewPaths() []string {
+	return []string{SelfSubjectAccessReviewPath, SubjectAccessReviewPath, SelfSubjectReviewPath}
+}
+
 // Handle registers the access reviews on mux; the guard has already
 // authorized the create (system:basic-user grants it for the self review to
 // everyone authenticated; the other needs a role that grants it).
