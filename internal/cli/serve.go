@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-dev/cairn/api/terraform"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/internal/exepages"
+	"github.com/cairn-dev/cairn/internal/groupwrite"
 	"github.com/cairn-dev/cairn/web"
 )
 
@@ -111,7 +112,12 @@ type graphqlOptions struct {
 }
 
 func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Duration, level slog.Level, gql graphqlOptions, capact bool, gitSync gitSyncOptions, stacks stackControllerOptions, rec recoveryOptions, sec *securityOptions) error {
-	log := slog.New(slog.NewJSONHandler(a.env.Stderr, &slog.HandlerOptions{Level: level}))
+	// Log lines are written in groups (at debug, the lines of the writes
+	// of a group commit in one write to stderr instead of two each), in
+	// order, and all of them before serve returns.
+	logOut := groupwrite.New(a.env.Stderr)
+	defer logOut.Flush()
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
 	if err := sec.checkAddr(addr); err != nil {
 		return err
 	}
