@@ -97,7 +97,7 @@ func CompileDraft(doc json.RawMessage, def Draft) (*Schema, error) {
 // (e.g. root "spec/value" gives "spec/value/url"). A document that is not
 // JSON yields a single cause saying so.
 func (s *Schema) Validate(root string, v json.RawMessage) []cairn.Cause {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
+	inst, err := decodeInstance(v)
 	if err != nil {
 		return []cairn.Cause{{Field: root, Message: "is not valid JSON: " + err.Error()}}
 	}
