@@ -521,10 +521,18 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (inObject, e
 	if body, err = bodyJSON(r, body); err != nil {
 		return inObject{}, err
 	}
+	if _, err := fieldValidation(r); err != nil {
+		return inObject{}, err
+	}
+	if o, ok := decodeObjectPlain(body); ok {
+		// Every member of a plain object is a field of inObject under its
+		// exact name, given once: checkFields would find none unknown.
+		return o, nil
+	}
 	if err := checkFields(w, r, body, inObjectFields); err != nil {
 		return inObject{}, err
 	}
-	return decodeObject(body)
+	return unmarshalObject(body)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) error {

@@ -10,7 +10,8 @@ import (
 
 // TestDecodeObjectAsUnmarshal: decodeObject gives what json.Unmarshal
 // gives (the object, or the same error), whether the body is plain
-// (decoded without reflection) or not; the plain ones are decoded so.
+// (decoded without reflection) or not; the plain ones are decoded so, and
+// have no unknown field (readObject does not look for them).
 func TestDecodeObjectAsUnmarshal(t *testing.T) {
 	plain := []string{
 		`{"apiVersion":"flipt.io/v1alpha1","kind":"Flag","metadata":{"name":"c-a1-1-1"},"spec":{"enabled":true}}`,
@@ -60,6 +61,12 @@ func TestDecodeObjectAsUnmarshal(t *testing.T) {
 		}
 		if _, ok := decodeObjectPlain([]byte(body)); ok != wantPlain {
 			t.Fatalf("%s: decoded without reflection: %v, want %v", body, ok, wantPlain)
+		}
+		// readObject takes a plain body without looking for unknown
+		// fields: there must be none.
+		var unknown []string
+		if walkUnknown(inObjectFields, []byte(body), "", &unknown); wantPlain && len(unknown) > 0 {
+			t.Fatalf("%s: plain, with unknown fields %q", body, unknown)
 		}
 	}
 	for _, b := range plain {

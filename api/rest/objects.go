@@ -196,6 +196,11 @@ func decodeObject(body []byte) (inObject, error) {
 	if o, ok := decodeObjectPlain(body); ok {
 		return o, nil
 	}
+	return unmarshalObject(body)
+}
+
+// unmarshalObject is decodeObject for a body that is not plain.
+func unmarshalObject(body []byte) (inObject, error) {
 	var o inObject
 	if err := json.Unmarshal(body, &o); err != nil {
 		return o, errStatus{badRequest("the request body is not a valid object: %v", err)}
