@@ -25,13 +25,16 @@ const (
 // hub's own collections.
 type resource struct {
 	group, version string
-	kind           string
-	plural         string
-	singular       string
-	shortNames     []string
-	namespaced     bool
-	verbs          []string
-	categories     []string
+	// gv is group/version, set for the resources of Types (every request
+	// to them names it, most of them twice).
+	gv         string
+	kind       string
+	plural     string
+	singular   string
+	shortNames []string
+	namespaced bool
+	verbs      []string
+	categories []string
 	// typ is the Type revision served at group/version; nil for the hub's
 	// own resources.
 	typ *cairn.Type
@@ -48,7 +51,12 @@ type resource struct {
 	fmMemo fieldsMemo
 }
 
-func (r *resource) apiVersion() string { return r.group + "/" + r.version }
+func (r *resource) apiVersion() string {
+	if r.gv != "" {
+		return r.gv
+	}
+	return r.group + "/" + r.version
+}
 
 func (r *resource) target(name string) target {
 	return target{group: r.group, kind: r.kind, name: name}
@@ -148,7 +156,7 @@ func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 			}
 		}
 		out = append(out, &resource{
-			group: t.Group, version: t.Version, kind: t.Names.Kind, plural: t.Names.Plural,
+			group: t.Group, version: t.Version, gv: t.Group + "/" + t.Version, kind: t.Names.Kind, plural: t.Names.Plural,
 			singular: singular, shortNames: t.Names.ShortNames, namespaced: true, verbs: userVerbs, typ: t,
 			categories: cats,
 		})

@@ -24,10 +24,13 @@ type Proposal struct {
 // ProposalOf returns the proposal a resource version's backend context
 // announces, nil when none.
 func ProposalOf(context json.RawMessage) *Proposal {
+	if len(context) == 0 {
+		return nil // before c, which escapes: every write answer asks
+	}
 	var c struct {
 		Proposal *Proposal `json:"proposal"`
 	}
-	if len(context) == 0 || json.Unmarshal(context, &c) != nil || c.Proposal == nil || c.Proposal.ID == "" {
+	if json.Unmarshal(context, &c) != nil || c.Proposal == nil || c.Proposal.ID == "" {
 		return nil
 	}
 	return c.Proposal
