@@ -3,6 +3,7 @@ package authn
 import (
 	"net"
 	"net/http"
+	"net/netip"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/auth/peer"
@@ -27,8 +28,7 @@ type Peer struct {
 // Authenticate reports the peer user, or false when the connection is not
 // from a loopback process of uid p.UID (or the lookup failed).
 func (p *Peer) Authenticate(r *http.Request) (cairn.User, bool) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+	if !loopback(r.RemoteAddr) {
 		return cairn.User{}, false
 	}
 	uid, err := peer.UIDFrom(r.Context())
@@ -36,6 +36,18 @@ func (p *Peer) Authenticate(r *http.Request) (cairn.User, bool) {
 		return cairn.User{}, false
 	}
 	return p.User, true
+}
+
+// loopback reports whether addr (host:port) is a loopback address, as
+// net.ParseIP and IP.IsLoopback judge it (no zone), without the slice
+// ParseIP allocates: this runs for every request.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // Presented reports whether a request carries a credential: an
