@@ -33,6 +33,7 @@ func (t *tx) Clear(ctx context.Context) error {
 		}
 	}
 	t.recorded = nil
+	t.known.forget()
 	return nil
 }
 
@@ -50,6 +51,7 @@ func (t *tx) SetSeq(ctx context.Context, id string, seq int64) error {
 // RestartChangeLog rewrites the AUTOINCREMENT counter of changes, which
 // SQLite keeps in sqlite_sequence and allows ordinary writes to.
 func (t *tx) RestartChangeLog(ctx context.Context, through int64) error {
+	t.known.forget()
 	for _, q := range []struct {
 		sql  string
 		args []any

@@ -198,7 +198,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 			sqlTx.Rollback() // fn panicked; the panic goes on
 		}
 	}()
-	r := s.wr.inTx(sqlTx)
+	r := s.wr.inWriteTx(sqlTx)
 	t := &tx{reader: r}
 	if err := fn(ctx, t); err != nil {
 		done = true
@@ -270,7 +270,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 				}
 				return
 			}
-			shared = s.wr.inTx(sqlTx)
+			shared = s.wr.inWriteTx(sqlTx)
 			t := &tx{reader: shared}
 			op.err, op.panicked = call(ctx, op.fn, t)
 			if op.err == nil && op.panicked == nil {
@@ -304,6 +304,8 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		// Undo this write alone. Should that fail, SQLite has ended the
 		// transaction itself (an I/O error, say): the writes before this
 		// one are gone too and are reported failed, never acknowledged.
+		// What the transaction knew may have come from the write undone.
+		shared.known.forget()
 		err := exec(qRollbackTo)
 		if err == nil {
 			err = exec(qRelease)

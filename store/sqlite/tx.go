@@ -62,7 +62,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, qRecordCreate, string(store.Added), in.ID, in.TypeRef.Path, in.TypeRef.Revision,
+	if _, err := t.execSeq(ctx, qRecordCreate, string(store.Added), in.ID, in.TypeRef.Path, in.TypeRef.Revision,
 		in.Namespace, in.Name, time.Now().UnixNano()); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", in.ID, err)
 	}
@@ -93,7 +93,7 @@ func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string)
 	if kind != store.Deleted && t.recorded[id] {
 		return nil
 	}
-	if _, err := t.exec(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
+	if _, err := t.execSeq(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
 	}
 	if kind == store.Deleted {
@@ -115,6 +115,7 @@ func (t *tx) markRecorded(id string) {
 }
 
 func (t *tx) PruneChanges(ctx context.Context, through int64) error {
+	t.known.forget() // the position may move past the pruned
 	if _, err := t.exec(ctx, qPruneChanges, through); err != nil {
 		return fmt.Errorf("sqlite: prune changes: %w", err)
 	}
