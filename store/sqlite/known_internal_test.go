@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
@@ -121,3 +122,65 @@ func TestWriteTransactionKnowsItself(t *testing.T) {
 }
 
 func asTx(w store.Tx) *tx { return w.(*tx) }
+
+// A group runs its writes without savepoints; when one fails, the others
+// run again in another transaction, each in a savepoint: the failed write
+// runs once and its result stands, the others twice and commit, also the
+// one whose caller went away after it had begun, and each write's
+// AfterCommit runs once.
+func TestGroupRunsTheOthersAgainAfterAFailure(t *testing.T) {
+	for _, failing := range []int{-1, 0, 2, 4} {
+		t.Run(fmt.Sprint("failing=", failing), func(t *testing.T) {
+			s := groupStore(t)
+			gone, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			runs, after := make([]int, 5), make([]int, 5)
+			group := make([]*writeOp, 5)
+			for i := range group {
+				ctx := t.Context()
+				if i == 1 {
+					ctx = gone
+				}
+				group[i] = &writeOp{ctx: ctx, done: make(chan struct{}), fn: func(ctx context.Context, tx store.Tx) error {
+					runs[i]++
+					if i == 1 {
+						cancel() // its caller goes; its write has begun
+					}
+					if err := create(i+1, i == failing)(ctx, tx); err != nil {
+						return err
+					}
+					tx.(store.AfterCommitter).AfterCommit(func() { after[i]++ })
+					return nil
+				}}
+			}
+			if committed := s.runGroup(group); !committed {
+				t.Fatal("the group did not commit")
+			}
+			for i, op := range group {
+				wantRuns := 1
+				if failing >= 0 && i != failing {
+					wantRuns = 2
+				}
+				if failing >= 0 && i > failing {
+					wantRuns = 1 // not begun when the failure came
+				}
+				if i == failing {
+					if op.err == nil || runs[i] != 1 || after[i] != 0 {
+						t.Errorf("the failed write %d: %v, ran %d times, AfterCommit %d times", i, op.err, runs[i], after[i])
+					}
+					continue
+				}
+				if op.err != nil || runs[i] != wantRuns || after[i] != 1 {
+					t.Errorf("write %d: %v, ran %d times (want %d), AfterCommit %d times", i, op.err, runs[i], wantRuns, after[i])
+				}
+				if _, err := s.GetInstances(t.Context(), []string{flag(i + 1).ID}); err != nil {
+					t.Error(err)
+				}
+			}
+			changes, err := s.Changes(t.Context(), 0, 0)
+			if want := 5; failing >= 0 && len(changes) != want-1 || failing < 0 && len(changes) != want || err != nil {
+				t.Errorf("%d changes logged, %v", len(changes), err)
+			}
+		})
+	}
+}
