@@ -184,3 +184,47 @@ func TestGroupRunsTheOthersAgainAfterAFailure(t *testing.T) {
 		})
 	}
 }
+
+// The backend AddUses found in a transaction is not looked up again for
+// the next create of the transaction with that backend, until an instance
+// is deleted: a backend deleted in the transaction is missing again.
+func TestAddUsesOfAKnownBackend(t *testing.T) {
+	s := groupStore(t)
+	backend := flag(1)
+	backend.Backend.ID = backend.ID
+	err := s.Update(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, backend); err != nil {
+			return err
+		}
+		for _, n := range []int{2, 3} {
+			in := flag(n)
+			in.Backend.ID = backend.ID
+			if err := tx.CreateInstance(ctx, in); err != nil {
+				return err
+			}
+			if err := tx.AddUses(ctx, in.ID, backend.ID); err != nil {
+				return err
+			}
+			if !asTx(tx).known.isThere(backend.ID) {
+				t.Errorf("after create %d: the backend is not known to be there", n)
+			}
+		}
+		for _, n := range []int{2, 3, 1} {
+			if err := tx.DeleteInstance(ctx, flag(n).ID); err != nil {
+				return err
+			}
+		}
+		in := flag(4)
+		in.Backend.ID = backend.ID
+		if err := tx.CreateInstance(ctx, in); err != nil {
+			return err
+		}
+		if err := tx.AddUses(ctx, in.ID, backend.ID); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("AddUses to a backend deleted in the transaction = %v, want NotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

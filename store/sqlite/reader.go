@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync"
 
 	"github.com/cairn-dev/cairn"
@@ -24,8 +25,8 @@ type reader struct {
 }
 
 // txKnown is what a write transaction knows without asking SQLite again:
-// the Seq of the last change it logged and the Type checks that answered
-// yes. SQLite has one writer, so nobody else changes either until the
+// the Seq of the last change it logged, the Type checks that answered yes
+// and instances that are there. SQLite has one writer, so nobody else changes either until the
 // transaction ends; the transaction's own writes that could change them
 // forget them (forget), as does undoing a write of a group (ROLLBACK TO),
 // which may undo what was learnt.
@@ -36,7 +37,13 @@ type txKnown struct {
 	// matched are TypeMatches' yes answers: a group of creates of one
 	// Type asks once.
 	matched []typeMatch
+	// there are instances AddUses found (a few: the backends of a group's
+	// creates), until an instance is deleted.
+	there []string
 }
+
+// maxThere bounds txKnown.there.
+const maxThere = 8
 
 type typeMatch struct {
 	ref    cairn.TypeRef
@@ -48,7 +55,27 @@ type typeMatch struct {
 // forget drops everything known; nil-safe.
 func (k *txKnown) forget() {
 	if k != nil {
-		*k = txKnown{matched: k.matched[:0]}
+		*k = txKnown{matched: k.matched[:0], there: k.there[:0]}
+	}
+}
+
+// isThere reports whether instance id is known to be there; nil-safe.
+func (k *txKnown) isThere(id string) bool {
+	return k != nil && slices.Contains(k.there, id)
+}
+
+// found records that instance id is there; nil-safe.
+func (k *txKnown) found(id string) {
+	if k != nil && len(k.there) < maxThere && !slices.Contains(k.there, id) {
+		k.there = append(k.there, id)
+	}
+}
+
+// deleted forgets the instances known to be there, one of which may be
+// the one deleted; nil-safe.
+func (k *txKnown) deleted() {
+	if k != nil {
+		k.there = k.there[:0]
 	}
 }
 
@@ -221,6 +248,8 @@ type tx struct {
 	reader
 	recorded map[string]bool // instances with a change in this transaction
 	after    []func()        // AfterCommit's functions
+	// created is the last instance this write created and its backend.
+	created struct{ id, backend string }
 }
 
 // AfterCommit has fn run once the transaction has committed

@@ -67,6 +67,7 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 		return fmt.Errorf("sqlite: record change of %s: %w", in.ID, err)
 	}
 	t.markRecorded(in.ID)
+	t.created.id, t.created.backend = in.ID, in.Backend.ID
 	return nil
 }
 
@@ -153,10 +154,20 @@ func notFoundIDs(ids []string) error {
 }
 
 func (t *tx) AddUses(ctx context.Context, from, to string) error {
+	// The edge from an instance this write created to its backend has no
+	// row (qInsertUses): once the backend was found in this transaction,
+	// there is nothing to check. A group's creates with one backend check
+	// it once.
+	if from == t.created.id && to == t.created.backend && from != to && t.known.isThere(to) {
+		return nil
+	}
 	// The edge's foreign keys refuse a missing end (only that statement
 	// fails; the transaction goes on): the ends are looked up only then,
 	// to name them.
 	n, err := t.exec(ctx, qInsertUses, from, to)
+	if err == nil {
+		t.known.found(to) // as the foreign key or the backend check did
+	}
 	if isForeignKeyFailure(err) {
 		missing, merr := t.missing(ctx, []string{from, to})
 		if merr != nil {
@@ -244,6 +255,7 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	if err := t.recordChange(ctx, store.Deleted, id); err != nil {
 		return err
 	}
+	t.known.deleted()
 	// Versions, labels, attributes and outgoing edges go by ON DELETE CASCADE.
 	if _, err := t.exec(ctx, qDeleteInstance, id); err != nil {
 		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)
