@@ -179,6 +179,9 @@ func (h *Hub) storeCreates(ctx context.Context, tx store.Tx, items []*pending, e
 				return nil, fmt.Errorf("store value of %q: %w", p.inst.ID, err)
 			}
 		}
+		// The store keeps this edge without writing it (store.Tx.AddUses):
+		// the call checks that the backend is still there and keeps it
+		// from being deleted before the commit.
 		if err := tx.AddUses(ctx, p.inst.ID, p.inst.Backend.ID); err != nil {
 			return nil, fmt.Errorf("relate %q to its backend: %w", p.inst.ID, err)
 		}

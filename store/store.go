@@ -137,6 +137,12 @@ type Tx interface {
 	CreateInstance(ctx context.Context, inst cairn.Instance) error
 	// AddUses records that instance from uses instance to. CodeNotFound when
 	// either end does not exist; adding an existing edge is a no-op.
+	// An instance uses its backend (Backend.ID) without AddUses when that
+	// backend is another instance: Uses, UsedBy and DeleteInstance's
+	// CodeUsedBy count that edge as any other, for as long as the instance
+	// is there. AddUses of it checks both ends as for any edge (and, where
+	// writers run at once, keeps them from being deleted until the
+	// transaction ends), but writes and logs nothing.
 	AddUses(ctx context.Context, from, to string) error
 	// AddResourceVersion appends a resource version, which must be exactly
 	// the latest + 1 (CodeConflict otherwise), and makes it the latest.
@@ -152,7 +158,8 @@ type Tx interface {
 	// instance (nil clears it); the change is logged. CodeNotFound when the
 	// instance is absent.
 	SetManagedFields(ctx context.Context, id string, fields json.RawMessage) error
-	// RemoveUses deletes the edge from -> to; a missing edge is a no-op.
+	// RemoveUses deletes the edge from -> to; a missing edge, and the edge
+	// to from's own backend (see AddUses), are no-ops.
 	RemoveUses(ctx context.Context, from, to string) error
 	// SetLockedBy sets (owner != "") or clears (owner == "") the lock of
 	// every id. CodeNotFound naming the missing ids, changing nothing, when

@@ -76,10 +76,18 @@ const (
 	v.resource_version, v.created_by, v.created_at, v.attributes, v.context,
 	l.keys, l.vals`
 	// otherOrder sorts uses edges by the instance at the other end, o.
-	otherOrder    = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, COALESCE(o.created_at, '-infinity') DESC, o.id`
+	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, COALESCE(o.created_at, '-infinity') DESC, o.id`
+	// An instance uses its backend without a row in uses (instances.
+	// backend_id says so), as in store/sqlite: the relations take the rows
+	// of uses and the backend edges together. An instance that is its own
+	// backend does not use itself; a backend that is no instance is no
+	// edge. AddUses writes no row for an instance's own backend, so the
+	// two never hold the same edge.
 	withRelations = `,
-	ARRAY(SELECT u.to_id FROM uses u JOIN instances o ON o.id = u.to_id WHERE u.from_id = i.id` + otherOrder + `),
-	ARRAY(SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id WHERE u.to_id = i.id` + otherOrder + `)`
+	ARRAY(SELECT o.id FROM instances o WHERE o.id IN (
+		SELECT u.to_id FROM uses u WHERE u.from_id = i.id UNION ALL SELECT i.backend_id WHERE i.backend_id <> i.id)` + otherOrder + `),
+	ARRAY(SELECT o.id FROM instances o WHERE o.id IN (
+		SELECT u.from_id FROM uses u WHERE u.to_id = i.id UNION ALL SELECT b.id FROM instances b WHERE b.backend_id = i.id AND b.id <> i.id)` + otherOrder + `)`
 	withoutRelations = `, NULL::text[], NULL::text[]`
 	instanceFrom     = `
 FROM instances i
@@ -125,11 +133,14 @@ SELECT count(*) FROM i`
 WHERE id = $1 OR (type_path = $2 AND namespace = $3 AND name = $4) ORDER BY id = $1 DESC LIMIT 1`
 
 	// qAddUses key-share locks both ends (so neither can be deleted until
-	// this transaction ends) and inserts the edge only when both exist.
-	qAddUses = `WITH e AS (SELECT id FROM instances WHERE id = ANY($1::text[]) FOR KEY SHARE),
+	// this transaction ends) and inserts the edge only when both exist and
+	// it is not the one to from's own backend (withRelations).
+	qAddUses = `WITH e AS (SELECT id, backend_id FROM instances WHERE id = ANY($1::text[]) FOR KEY SHARE),
 ins AS (
 	INSERT INTO uses (from_id, to_id) SELECT $2::text, $3::text
-	WHERE (SELECT count(*) FROM e) = cardinality($1::text[]) ON CONFLICT DO NOTHING
+	WHERE (SELECT count(*) FROM e) = cardinality($1::text[])
+	AND NOT EXISTS (SELECT 1 FROM e WHERE e.id = $2::text AND e.backend_id = $3::text AND $2::text <> $3::text)
+	ON CONFLICT DO NOTHING
 )
 SELECT COALESCE(array_agg(id), '{}') FROM e`
 
@@ -138,8 +149,11 @@ SELECT COALESCE(array_agg(id), '{}') FROM e`
 	qSetManaged     = `UPDATE instances SET managed_fields = $2::json WHERE id = $1`
 	qDeleteUses     = `DELETE FROM uses WHERE from_id = $1 AND to_id = $2`
 	qUsesExists     = `SELECT EXISTS (SELECT 1 FROM uses WHERE from_id = $1 AND to_id = $2)`
-	qDeleteLabels   = `DELETE FROM instance_labels WHERE instance_id = $1`
-	qInsertLabels   = `INSERT INTO instance_labels (instance_id, key, value)
+	// qEdgeExists is qUsesExists or the edge to from's own backend.
+	qEdgeExists = `SELECT EXISTS (SELECT 1 FROM uses WHERE from_id = $1 AND to_id = $2)
+	OR EXISTS (SELECT 1 FROM instances WHERE id = $1 AND backend_id = $2 AND id <> $2)`
+	qDeleteLabels = `DELETE FROM instance_labels WHERE instance_id = $1`
+	qInsertLabels = `INSERT INTO instance_labels (instance_id, key, value)
 SELECT $1::text, x.key, x.value FROM unnest($2::text[], $3::text[]) AS x(key, value)
 WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1::text)`
 	qSetLockedBy = `UPDATE instances SET locked_by = $2 WHERE id = ANY($1)`
@@ -148,8 +162,9 @@ WHERE EXISTS (SELECT 1 FROM instances WHERE id = $1::text)`
 	// lock (see DeleteInstance).
 	qLockForDelete = `WITH ` + lockChangeLog + `
 SELECT 1 FROM lock, instances i WHERE i.id = $1 FOR UPDATE OF i`
-	qUsersOf = `SELECT u.from_id FROM uses u JOIN instances o ON o.id = u.from_id
-WHERE u.to_id = $1 AND u.from_id <> u.to_id` + otherOrder
+	qUsersOf = `SELECT o.id FROM instances o WHERE o.id IN (
+	SELECT u.from_id FROM uses u WHERE u.to_id = $1 AND u.from_id <> u.to_id
+	UNION ALL SELECT b.id FROM instances b WHERE b.backend_id = $1 AND b.id <> $1)` + otherOrder
 	qDeleteOutgoing = `DELETE FROM uses WHERE from_id = $1`
 	qDeleteInstance = `DELETE FROM instances WHERE id = $1`
 
@@ -563,13 +578,18 @@ func (t *tx) AddUses(ctx context.Context, from, to string) error {
 // recordEdgeChange logs a change of from when the edge from -> to is about
 // to appear (exists false) or disappear (exists true), before the edge's
 // row is touched: the change-log lock comes before row locks (see the
-// package documentation).
+// package documentation). The edge to from's own backend is there without
+// a row and stays: adding it, or removing it, changes nothing.
 func (t *tx) recordEdgeChange(ctx context.Context, from, to string, exists bool) error {
 	if t.recorded[from] {
 		return nil
 	}
+	q := qEdgeExists
+	if exists {
+		q = qUsesExists
+	}
 	var there bool
-	if err := t.q.QueryRow(ctx, qUsesExists, from, to).Scan(&there); err != nil {
+	if err := t.q.QueryRow(ctx, q, from, to).Scan(&there); err != nil {
 		return classify(err)
 	}
 	if there != exists {

@@ -198,6 +198,12 @@ CREATE INDEX intents_due ON intents (next_attempt);
 	`
 ALTER TABLE intents ADD COLUMN owner_id text NOT NULL DEFAULT '';
 `,
+	// 6: store/sqlite version 10's uses: an instance uses its backend
+	// without a row of uses (instances.backend_id says it), so the rows
+	// that say it again go.
+	`
+DELETE FROM uses u USING instances i WHERE i.id = u.from_id AND u.to_id = i.backend_id AND u.from_id <> u.to_id;
+`,
 }
 
 // migrationLockKey is the advisory lock migrations take: a hash of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +304,65 @@ func TestDeadlockRetried(t *testing.T) {
 	}
 	if attempts[0]+attempts[1] < 3 {
 		t.Fatalf("attempts = %v: no transaction was retried, so there was no deadlock", attempts)
+	}
+}
+
+// Migration 6 drops the uses rows that name an instance's own backend:
+// the edge reads the same from instances.backend_id, and the other rows
+// stay. The rows are written as a cairn before it left them.
+func TestMigration6DropsBackendUses(t *testing.T) {
+	ctx := t.Context()
+	sc := pgtest.NewSchema(t)
+	s := sc.Open(t)
+	backend := cairn.Instance{ID: "00000000-0000-4000-8000-000000000001", TypeRef: cairn.TypeRef{Path: "cap.type.b", Revision: "0.1.0"},
+		Namespace: "system", Name: "backend", Latest: cairn.ResourceVersion{ResourceVersion: 1}}
+	backend.Backend.ID = backend.ID
+	a, b := backend, backend
+	a.ID, a.Name, a.Backend.ID = "00000000-0000-4000-8000-000000000002", "a", backend.ID
+	b.ID, b.Name, b.Backend.ID = "00000000-0000-4000-8000-000000000003", "b", backend.ID
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, in := range []cairn.Instance{backend, a, b} {
+			if err := tx.CreateInstance(ctx, in); err != nil {
+				return err
+			}
+		}
+		return tx.AddUses(ctx, b.ID, a.ID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sc.Exec(t, `INSERT INTO uses (from_id, to_id) VALUES ($1, $2), ($3, $2)`, a.ID, backend.ID, b.ID)
+	sc.Exec(t, `DELETE FROM schema_migrations WHERE version = 6`)
+	s = sc.Open(t)
+	if err := s.Snapshot(ctx, func(ctx context.Context, r store.Reader) error {
+		got, err := r.GetInstances(ctx, []string{backend.ID, a.ID, b.ID})
+		if err != nil {
+			return err
+		}
+		want := [][2][]string{{nil, {a.ID, b.ID}}, {{backend.ID}, {b.ID}}, {{backend.ID, a.ID}, nil}} // one Type: by id
+		for i, w := range want {
+			if !slices.Equal(got[i].Uses, w[0]) || !slices.Equal(got[i].UsedBy, w[1]) {
+				t.Errorf("%s after migration 6: uses %q, used by %q; want %q, %q", got[i].Name, got[i].Uses, got[i].UsedBy, w[0], w[1])
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(sc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = sc.Name
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM uses`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("uses rows after migration 6: %d, %v; want the one not to a backend", rows, err)
 	}
 }

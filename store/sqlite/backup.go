@@ -27,12 +27,18 @@ var clearTables = []string{
 }
 
 func (t *tx) Clear(ctx context.Context) error {
+	// The change log is emptied as pruning does, so the next change does
+	// not reuse a Seq (nextSeq).
+	if _, err := t.exec(ctx, `UPDATE changes_pruned SET through = `+lastSeq+` WHERE id = 1`); err != nil {
+		return fmt.Errorf("sqlite: clear changes: %w", err)
+	}
 	for _, table := range clearTables {
 		if _, err := t.exec(ctx, `DELETE FROM `+table); err != nil {
 			return fmt.Errorf("sqlite: clear %s: %w", table, err)
 		}
 	}
 	t.recorded = nil
+	t.known.forget()
 	return nil
 }
 
@@ -47,16 +53,15 @@ func (t *tx) SetSeq(ctx context.Context, id string, seq int64) error {
 	return nil
 }
 
-// RestartChangeLog rewrites the AUTOINCREMENT counter of changes, which
-// SQLite keeps in sqlite_sequence and allows ordinary writes to.
+// RestartChangeLog empties the change log and sets its pruned position,
+// from which the next Seq follows (nextSeq).
 func (t *tx) RestartChangeLog(ctx context.Context, through int64) error {
+	t.known.forget()
 	for _, q := range []struct {
 		sql  string
 		args []any
 	}{
 		{`DELETE FROM changes`, nil},
-		{`DELETE FROM sqlite_sequence WHERE name = 'changes'`, nil},
-		{`INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)`, []any{through}},
 		{`UPDATE changes_pruned SET through = ? WHERE id = 1`, []any{through}},
 	} {
 		if _, err := t.exec(ctx, q.sql, q.args...); err != nil {

@@ -45,7 +45,12 @@ func (r reader) Changes(ctx context.Context, after int64, limit int) ([]store.Ch
 	return out, nil
 }
 
+// LastSeq through a write transaction that logged a change is that
+// change's Seq (txKnown), without a query.
 func (r reader) LastSeq(ctx context.Context) (int64, error) {
+	if r.known != nil && r.known.lastSeq > 0 {
+		return r.known.lastSeq, nil
+	}
 	var seq int64
 	if err := r.queryRow(ctx, qLastSeq).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("sqlite: last change: %w", err)

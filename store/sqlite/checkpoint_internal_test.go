@@ -107,6 +107,9 @@ func TestAPinnedWALRestartsOnceTheReaderIsGone(t *testing.T) {
 		return f
 	}
 	write()
+	// Those before the reader (Open's migrations write enough frames for
+	// the first write to restart the WAL) do not count.
+	before := s.ckpt.restarts.Load()
 	pin, err := s.r.BeginTx(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,10 +121,10 @@ func TestAPinnedWALRestartsOnceTheReaderIsGone(t *testing.T) {
 	for frames() < 3*80 {
 		write()
 	}
-	if s.ckpt.restarts.Load() == 0 {
+	tried := s.ckpt.restarts.Load() - before
+	if tried == 0 {
 		t.Fatal("no RESTART was tried past the limit")
 	}
-	tried := s.ckpt.restarts.Load()
 	if tried > 3 {
 		t.Errorf("%d RESTARTs tried while the reader kept the WAL, want one per limit's growth", tried)
 	}

@@ -198,7 +198,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 			sqlTx.Rollback() // fn panicked; the panic goes on
 		}
 	}()
-	r := s.wr.inTx(sqlTx)
+	r := s.wr.inWriteTx(sqlTx)
 	t := &tx{reader: r}
 	if err := fn(ctx, t); err != nil {
 		done = true
@@ -218,6 +218,15 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 // runGroup runs the writes of group in one transaction and sets each one's
 // result; it wakes every member but the leader (group[0], the caller). It
 // reports whether a transaction of several writes committed.
+//
+// The writes run first without savepoints (runPlain): a savepoint costs two
+// statements and, for each page a write changes, a copy in the undo journal,
+// and writes seldom fail. Should one fail, the transaction is rolled back and
+// the others run again in another, each in a savepoint of its own
+// (runSavepoints); the failed write's result stands, since it saw what it
+// would have seen there: the writes before it and nothing else. Running a
+// write twice is what the store.Store contract allows (fn has no effects
+// outside tx: PostgreSQL retries it too).
 func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	defer func() {
 		for _, op := range group[1:] {
@@ -229,11 +238,70 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		op.err, op.panicked = s.runAlone(op)
 		return
 	}
-	// The transaction belongs to no one caller: one caller's cancelled
-	// context must not roll back the others' writes (database/sql rolls a
-	// transaction back when its context ends, and an interrupted statement
-	// can end SQLite's transaction). A caller whose context has ended
-	// before its turn is not run; once it runs, its write completes.
+	committed, again, begun := s.runPlain(group)
+	if again != nil {
+		committed = s.runSavepoints(again, begun)
+	}
+	return committed
+}
+
+// runPlain runs the writes of group in one transaction without savepoints
+// and commits it. When a write fails, it rolls the transaction back and
+// returns the writes to run again (those that ran before it, the first
+// begun of them, then those after it).
+//
+// The transaction belongs to no one caller: one caller's cancelled context
+// must not roll back the others' writes (database/sql rolls a transaction
+// back when its context ends, and an interrupted statement can end
+// SQLite's transaction). A caller whose context has ended before its turn
+// is not run; once it runs, its write completes.
+func (s *Store) runPlain(group []*writeOp) (committed bool, again []*writeOp, begun int) {
+	sqlTx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		err = classify(fmt.Errorf("sqlite: begin write transaction: %w", err))
+		for _, op := range group {
+			op.err = err
+		}
+		return false, nil, 0
+	}
+	shared := s.wr.inWriteTx(sqlTx)
+	var (
+		ran   []*writeOp // members whose writes the transaction holds
+		after []func()   // their AfterCommit functions
+	)
+	for i, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.err = err
+			continue
+		}
+		t := &tx{reader: shared}
+		op.err, op.panicked = call(context.WithoutCancel(op.ctx), op.fn, t)
+		if op.err != nil || op.panicked != nil {
+			_ = sqlTx.Rollback()
+			return false, append(ran, group[i+1:]...), len(ran)
+		}
+		ran = append(ran, op)
+		after = append(after, t.after...)
+	}
+	if len(ran) == 0 {
+		_ = sqlTx.Rollback()
+		return false, nil, 0
+	}
+	if err := s.position.commit(context.Background(), sqlTx, shared, after); err != nil {
+		err = classify(fmt.Errorf("sqlite: commit: %w", err))
+		for _, op := range ran {
+			op.err = err
+		}
+		return false, nil, 0
+	}
+	return true, nil, 0
+}
+
+// runSavepoints runs the writes of group in one transaction, each in a
+// savepoint of its own, so that a failed write is undone alone, and commits
+// it. The first begun writes have begun already (runPlain ran them) and run
+// whatever became of their contexts since.
+func (s *Store) runSavepoints(group []*writeOp, begun int) (committed bool) {
 	var (
 		sqlTx  *sql.Tx
 		shared reader
@@ -251,7 +319,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 	// (queries.go) instead of parsed per write.
 	exec := func(q string) error { _, err := shared.exec(context.Background(), q); return err }
 	for i, op := range group {
-		if err := op.ctx.Err(); err != nil {
+		if err := op.ctx.Err(); err != nil && i >= begun {
 			op.err = err
 			continue
 		}
@@ -270,7 +338,7 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 				}
 				return
 			}
-			shared = s.wr.inTx(sqlTx)
+			shared = s.wr.inWriteTx(sqlTx)
 			t := &tx{reader: shared}
 			op.err, op.panicked = call(ctx, op.fn, t)
 			if op.err == nil && op.panicked == nil {
@@ -304,6 +372,8 @@ func (s *Store) runGroup(group []*writeOp) (committed bool) {
 		// Undo this write alone. Should that fail, SQLite has ended the
 		// transaction itself (an I/O error, say): the writes before this
 		// one are gone too and are reported failed, never acknowledged.
+		// What the transaction knew may have come from the write undone.
+		shared.known.forget()
 		err := exec(qRollbackTo)
 		if err == nil {
 			err = exec(qRelease)

@@ -93,3 +93,42 @@ func BenchmarkHubWrites(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGroupUpdates runs groups of six of the store's part of a REST
+// update (hubUpdateTx) through runGroup, as BenchmarkGroupCommit does
+// creates: each group updates six of 100 Flags.
+func BenchmarkGroupUpdates(b *testing.B) {
+	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+	s := hubStore(b, newID)
+	ids := make([]string, 100)
+	err := s.Update(b.Context(), func(ctx context.Context, tx store.Tx) error {
+		for i := range ids {
+			ids[i] = newID()
+			if err := hubCreate(ids[i], 10000+i)(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const size = 6
+	n := 0
+	cpu0 := cpuTime()
+	for b.Loop() {
+		group := make([]*writeOp, size)
+		for i := range group {
+			n++
+			group[i] = &writeOp{ctx: b.Context(), fn: hubUpdateTx(ids[n%len(ids)], n), done: make(chan struct{})}
+		}
+		s.runGroup(group)
+		s.ckpt.committed(s.w)
+		for _, op := range group {
+			if op.err != nil {
+				b.Fatal(op.err)
+			}
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n), "cpu-ns/update")
+}

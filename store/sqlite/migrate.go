@@ -215,6 +215,33 @@ INSERT INTO builtin_values_9 (instance_id, resource_version, value)
 DROP TABLE builtin_values;
 ALTER TABLE builtin_values_9 RENAME TO builtin_values;
 `,
+	// 10: two B-trees fewer per create. An instance uses its backend
+	// without a row of uses (instances.backend_id says it; see usesJSON),
+	// so the rows that say it again go. And changes gives up
+	// AUTOINCREMENT, whose counter in sqlite_sequence every logged change
+	// updated: the next Seq is one past the largest kept and the pruned
+	// position (nextSeq), so no Seq is reused, also after every change
+	// was pruned. A counter past both (the log emptied by a restore's
+	// Clear) becomes the pruned position first.
+	`
+DELETE FROM uses WHERE from_id <> to_id AND to_id = (SELECT backend_id FROM instances WHERE id = uses.from_id);
+UPDATE changes_pruned SET through = (SELECT seq FROM sqlite_sequence WHERE name = 'changes')
+WHERE id = 1 AND (SELECT seq FROM sqlite_sequence WHERE name = 'changes') > MAX(through, COALESCE((SELECT MAX(seq) FROM changes), 0));
+CREATE TABLE changes_10 (
+	seq           INTEGER PRIMARY KEY,
+	kind          TEXT    NOT NULL,
+	instance_id   TEXT    NOT NULL,
+	type_path     TEXT    NOT NULL,
+	type_revision TEXT    NOT NULL,
+	namespace     TEXT    NOT NULL,
+	name          TEXT    NOT NULL,
+	at            INTEGER NOT NULL
+);
+INSERT INTO changes_10 (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+	SELECT seq, kind, instance_id, type_path, type_revision, namespace, name, at FROM changes;
+DROP TABLE changes;
+ALTER TABLE changes_10 RENAME TO changes;
+`,
 }
 
 // migrate brings the schema to len(migrations), one transaction per step.

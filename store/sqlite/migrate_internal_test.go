@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/labels"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -235,3 +236,117 @@ func migratedFrom(t *testing.T, version int, rows ...string) *Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// Migration 10 drops the uses rows that name an instance's own backend and
+// rebuilds changes without AUTOINCREMENT: relations read the same, the
+// change log keeps its rows and position, and no Seq is given twice, also
+// once every change was pruned.
+func TestMigration10KeepsRelationsAndSeqs(t *testing.T) {
+	ctx := t.Context()
+	const (
+		instances = `INSERT INTO instances (id, type_path, type_revision, type_revision_key, namespace, name, backend_id, latest_rv)
+		 VALUES ('b', 't', '1', '1', 'd', 'b', 'b', 1), ('g', 't', '1', '1', 'd', 'g', 'b', 1),
+		 ('x', 't', '1', '1', 'd', 'x', 'g', 1), ('y', 't', '1', '1', 'd', 'y', 'b', 1)`
+		versions = `INSERT INTO resource_versions (instance_id, resource_version) VALUES ('b', 1), ('g', 1), ('x', 1), ('y', 1)`
+		uses     = `INSERT INTO uses (from_id, to_id) VALUES ('g', 'b'), ('x', 'g'), ('y', 'b'), ('y', 'x')`
+		changes  = `INSERT INTO changes (kind, instance_id, type_path, type_revision, namespace, name, at)
+		 VALUES ('ADDED', 'b', 't', '1', 'd', 'b', 1), ('ADDED', 'g', 't', '1', 'd', 'g', 2),
+		 ('ADDED', 'x', 't', '1', 'd', 'x', 3), ('ADDED', 'y', 't', '1', 'd', 'y', 4), ('MODIFIED', 'y', 't', '1', 'd', 'y', 5)`
+	)
+	lastSeq := func(s *Store) int64 {
+		t.Helper()
+		seq, err := s.LastSeq(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	// touch logs a change of x and returns its Seq.
+	touch := func(s *Store) int64 {
+		t.Helper()
+		var seq int64
+		err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+			if err := tx.SetStatus(ctx, "x", []byte(`{"n":1}`)); err != nil {
+				return err
+			}
+			var err error
+			seq, err = tx.LastSeq(ctx)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+
+	s := migratedFrom(t, 9, instances, versions, uses, changes,
+		`DELETE FROM changes WHERE seq <= 2`, `UPDATE changes_pruned SET through = 2`)
+	var rows int
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM uses`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("uses rows after migration 10: %d, %v; want the one not to a backend", rows, err)
+	}
+	var ddl string
+	if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE name = 'changes'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ddl, "AUTOINCREMENT") {
+		t.Errorf("changes after migration 10: %s", ddl)
+	}
+	got, err := s.GetInstances(ctx, []string{"b", "g", "x", "y"})
+	if err != nil || len(got) != 4 {
+		t.Fatalf("instances after migration 10: %v, %v", got, err)
+	}
+	listed, err := s.ListInstances(ctx, store.InstanceFilter{})
+	if err != nil || len(listed) != 4 {
+		t.Fatalf("listed after migration 10: %v, %v", listed, err)
+	}
+	want := [][2][]string{{nil, {"g", "y"}}, {{"b"}, {"x"}}, {{"g"}, {"y"}}, {{"b", "x"}, nil}}
+	for i, w := range want {
+		for _, in := range []struct{ uses, usedBy []string }{{got[i].Uses, got[i].UsedBy}, {listed[i].Uses, listed[i].UsedBy}} {
+			if !slices.Equal(in.uses, w[0]) || !slices.Equal(in.usedBy, w[1]) {
+				t.Errorf("%s after migration 10: uses %q, used by %q; want %q, %q", got[i].ID, in.uses, in.usedBy, w[0], w[1])
+			}
+		}
+	}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.DeleteInstance(ctx, "g") }); !cairnCode(err, "UsedBy") {
+		t.Errorf("deleting a backend in use after migration 10: %v", err)
+	}
+	cs, err := s.Changes(ctx, 2, 0)
+	if err != nil || len(cs) != 3 || cs[0].Seq != 3 || cs[2].Seq != 5 || cs[2].Kind != store.Modified {
+		t.Fatalf("changes after 2 after migration 10: %+v, %v", cs, err)
+	}
+	if _, err := s.Changes(ctx, 1, 0); !cairnCode(err, "Gone") {
+		t.Errorf("changes after 1 (pruned) after migration 10: %v", err)
+	}
+	if seq := lastSeq(s); seq != 5 {
+		t.Errorf("LastSeq after migration 10 = %d, want 5", seq)
+	}
+	if seq := touch(s); seq != 6 {
+		t.Errorf("the first change after migration 10 has Seq %d, want 6", seq)
+	}
+	// Every change pruned: the next is still past them.
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error { return tx.PruneChanges(ctx, 6) }); err != nil {
+		t.Fatal(err)
+	}
+	if seq := lastSeq(s); seq != 6 {
+		t.Errorf("LastSeq with every change pruned = %d, want 6", seq)
+	}
+	if seq := touch(s); seq != 7 {
+		t.Errorf("the change after pruning every one has Seq %d, want 7", seq)
+	}
+
+	// A log emptied without pruning (a restore's Clear did that) keeps its
+	// position as the pruned one.
+	s = migratedFrom(t, 9, instances, versions, changes, `DELETE FROM changes`)
+	if seq := lastSeq(s); seq != 5 {
+		t.Errorf("LastSeq of an emptied log after migration 10 = %d, want 5", seq)
+	}
+	if _, err := s.Changes(ctx, 0, 0); !cairnCode(err, "Gone") {
+		t.Errorf("changes after 0 of an emptied log after migration 10: %v", err)
+	}
+	if seq := touch(s); seq != 6 {
+		t.Errorf("the first change after migrating an emptied log has Seq %d, want 6", seq)
+	}
+}
+
+func cairnCode(err error, code string) bool { return string(cairn.ErrorCode(err)) == code }

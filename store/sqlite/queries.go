@@ -30,6 +30,15 @@ FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource
 	// otherOrder sorts uses edges by the instance at the other end, o.
 	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, o.created_at DESC, o.id`
 
+	// An instance uses its backend without a row in uses (instances.
+	// backend_id says so, and a create wrote one B-tree less, uses_to
+	// less, and a statement less): every read of uses and usedBy takes
+	// the rows of uses and the backend edges together. The built-in
+	// backend's instance is its own backend and does not use itself; a
+	// backend that is no instance (none exists in a bare store) is no
+	// edge, as the join with o drops it. AddUses writes no row for an
+	// instance's own backend, so the two never hold the same edge.
+
 	qInstancesByID = instanceSelect + ` WHERE i.id IN (SELECT value FROM json_each(?))`
 
 	// One instance (what the hub's writes and a GET read) is read with one
@@ -37,10 +46,10 @@ FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource
 	// its labels, uses and usedBy come as JSON columns after
 	// instanceColumns (NULL, NULL for a brief read, without relations).
 	labelsJSON = `(SELECT json_group_object(key, value) FROM instance_labels WHERE instance_id = i.id)`
-	usesJSON   = `(SELECT json_group_array(u.to_id` + otherOrder + `)
-	FROM uses u JOIN instances o ON o.id = u.to_id WHERE u.from_id = i.id)`
-	usedByJSON = `(SELECT json_group_array(u.from_id` + otherOrder + `)
-	FROM uses u JOIN instances o ON o.id = u.from_id WHERE u.to_id = i.id)`
+	usesJSON   = `(SELECT json_group_array(o.id` + otherOrder + `) FROM instances o WHERE o.id IN (
+	SELECT to_id FROM uses WHERE from_id = i.id UNION ALL SELECT i.backend_id WHERE i.backend_id <> i.id))`
+	usedByJSON = `(SELECT json_group_array(o.id` + otherOrder + `) FROM instances o WHERE o.id IN (
+	SELECT from_id FROM uses WHERE to_id = i.id UNION ALL SELECT id FROM instances WHERE backend_id = i.id AND id <> i.id))`
 	qOneByID      = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, ` + usesJSON + `, ` + usedByJSON + instanceFrom + ` WHERE i.id = ?`
 	qOneBriefByID = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, NULL, NULL` + instanceFrom + ` WHERE i.id = ?`
 	qOneByName    = `SELECT ` + instanceColumns + `, ` + labelsJSON + `, ` + usesJSON + `, ` + usedByJSON + instanceFrom +
@@ -48,10 +57,14 @@ FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource
 
 	qListInstanceAll = instanceSelect + instanceOrder
 	qLabelsOf        = `SELECT instance_id, key, value FROM instance_labels WHERE instance_id IN (SELECT value FROM json_each(?))`
-	qUsesOf          = `SELECT u.from_id, u.to_id, '' FROM uses u JOIN instances o ON o.id = u.to_id
-WHERE u.from_id IN (SELECT value FROM json_each(?))` + otherOrder
-	qUsedByOf = `SELECT u.to_id, u.from_id, '' FROM uses u JOIN instances o ON o.id = u.from_id
-WHERE u.to_id IN (SELECT value FROM json_each(?))` + otherOrder
+	qUsesOf          = `SELECT e.from_id, e.to_id, '' FROM (
+	SELECT from_id, to_id FROM uses WHERE from_id IN (SELECT value FROM json_each(?1))
+	UNION ALL SELECT id, backend_id FROM instances WHERE id IN (SELECT value FROM json_each(?1)) AND backend_id <> id
+) e JOIN instances o ON o.id = e.to_id` + otherOrder
+	qUsedByOf = `SELECT e.to_id, e.from_id, '' FROM (
+	SELECT to_id, from_id FROM uses WHERE to_id IN (SELECT value FROM json_each(?1))
+	UNION ALL SELECT backend_id, id FROM instances WHERE backend_id IN (SELECT value FROM json_each(?1)) AND backend_id <> id
+) e JOIN instances o ON o.id = e.from_id` + otherOrder
 
 	qTakenInstance = `SELECT id, type_path, namespace, name FROM instances
 WHERE id = ? OR (type_path = ? AND namespace = ? AND name = ?) LIMIT 1`
@@ -68,10 +81,18 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + nextSeq + `)`
 	qDeleteUses     = `DELETE FROM uses WHERE from_id = ? AND to_id = ?`
 	qMissing        = `SELECT j.value, '', '' FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM instances WHERE id = j.value) ORDER BY j.key`
 	qSetLockedBy    = `UPDATE instances SET locked_by = ? WHERE id IN (SELECT value FROM json_each(?))`
-	qInsertUses     = `INSERT INTO uses (from_id, to_id) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	// qInsertUses writes no row for the edge to from's own backend (see
+	// usesJSON) once that backend is an instance; while it is none, the
+	// insert runs and its foreign key names it missing.
+	qInsertUses = `INSERT INTO uses (from_id, to_id) SELECT ?1, ?2
+WHERE NOT EXISTS (SELECT 1 FROM instances f WHERE f.id = ?1 AND f.backend_id = ?2 AND ?1 <> ?2
+	AND EXISTS (SELECT 1 FROM instances WHERE id = ?2))
+ON CONFLICT DO NOTHING`
 	qInstanceExists = `SELECT EXISTS (SELECT 1 FROM instances WHERE id = ?)`
-	qUsersOf        = `SELECT u.from_id, '', '' FROM uses u JOIN instances o ON o.id = u.from_id
-WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
+	qUsersOf        = `SELECT e.from_id, '', '' FROM (
+	SELECT from_id FROM uses WHERE to_id = ?1 AND from_id <> to_id
+	UNION ALL SELECT id FROM instances WHERE backend_id = ?1 AND id <> ?1
+) e JOIN instances o ON o.id = e.from_id` + otherOrder
 	qDeleteInstance = `DELETE FROM instances WHERE id = ?`
 
 	versionColumns     = `resource_version, created_by, created_at, attributes, context`
@@ -85,13 +106,18 @@ WHERE u.to_id = ? AND u.from_id <> u.to_id` + otherOrder
 	qDeleteLatestAttrs = `DELETE FROM latest_attributes WHERE instance_id = ?`
 	qInsertLatestAttr  = `INSERT INTO latest_attributes (instance_id, path, revision) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 
-	qRecordChange = `INSERT INTO changes (kind, instance_id, type_path, type_revision, namespace, name, at)
-SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE id = ?`
+	qRecordChange = `INSERT INTO changes (seq, kind, instance_id, type_path, type_revision, namespace, name, at)
+SELECT ` + nextSeq + `, ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE id = ?`
 	qSetSeq = `UPDATE instances SET seq = last_insert_rowid() WHERE id = ?`
-	// nextSeq is the Seq AUTOINCREMENT gives the next change: one past
-	// the largest ever (sqlite_sequence) and past the largest there is.
-	nextSeq = `(SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
-	COALESCE((SELECT MAX(seq) FROM changes), 0)) + 1)`
+	// nextSeq is the Seq of the next change: one past lastSeq. Every
+	// insert into changes gives it (a rowid SQLite picks could reuse the
+	// Seq of a pruned change).
+	nextSeq = `(` + lastSeq + ` + 1)`
+	// lastSeq is the newest change's Seq: the largest kept, or the pruned
+	// position when that is past it (every change pruned, or the log
+	// restarted). Changes are deleted by pruning alone, which moves the
+	// pruned position past them, so a Seq is never given twice.
+	lastSeq = `(SELECT MAX(COALESCE((SELECT MAX(seq) FROM changes), 0), through) FROM changes_pruned WHERE id = 1)`
 	// qRecordCreate logs a creation from the values the instance was
 	// inserted with, under the Seq qInsertInstance stamped it with (no
 	// change was logged in between), instead of reading the instance back
@@ -100,7 +126,7 @@ SELECT ?, id, type_path, type_revision, namespace, name, ? FROM instances WHERE 
 VALUES (` + nextSeq + `, ?, ?, ?, ?, ?, ?, ?)`
 	qChanges       = `SELECT seq, kind, instance_id, type_path, type_revision, namespace, name, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`
 	qPrunedThrough = `SELECT through FROM changes_pruned WHERE id = 1`
-	qLastSeq       = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)`
+	qLastSeq       = `SELECT COALESCE(` + lastSeq + `, 0)`
 	qPruneChanges  = `DELETE FROM changes WHERE seq <= ?`
 	qSetPruned     = `UPDATE changes_pruned SET through = MAX(through, ?) WHERE id = 1`
 

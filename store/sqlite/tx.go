@@ -62,11 +62,12 @@ func (t *tx) CreateInstance(ctx context.Context, in cairn.Instance) error {
 	if err := t.insertLatestAttributes(ctx, in.ID, rv.Attributes); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, qRecordCreate, string(store.Added), in.ID, in.TypeRef.Path, in.TypeRef.Revision,
+	if _, err := t.execSeq(ctx, qRecordCreate, string(store.Added), in.ID, in.TypeRef.Path, in.TypeRef.Revision,
 		in.Namespace, in.Name, time.Now().UnixNano()); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", in.ID, err)
 	}
 	t.markRecorded(in.ID)
+	t.created.id, t.created.backend = in.ID, in.Backend.ID
 	return nil
 }
 
@@ -93,7 +94,7 @@ func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string)
 	if kind != store.Deleted && t.recorded[id] {
 		return nil
 	}
-	if _, err := t.exec(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
+	if _, err := t.execSeq(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
 		return fmt.Errorf("sqlite: record change of %s: %w", id, err)
 	}
 	if kind == store.Deleted {
@@ -115,6 +116,7 @@ func (t *tx) markRecorded(id string) {
 }
 
 func (t *tx) PruneChanges(ctx context.Context, through int64) error {
+	t.known.forget() // the position may move past the pruned
 	if _, err := t.exec(ctx, qPruneChanges, through); err != nil {
 		return fmt.Errorf("sqlite: prune changes: %w", err)
 	}
@@ -152,10 +154,20 @@ func notFoundIDs(ids []string) error {
 }
 
 func (t *tx) AddUses(ctx context.Context, from, to string) error {
+	// The edge from an instance this write created to its backend has no
+	// row (qInsertUses): once the backend was found in this transaction,
+	// there is nothing to check. A group's creates with one backend check
+	// it once.
+	if from == t.created.id && to == t.created.backend && from != to && t.known.isThere(to) {
+		return nil
+	}
 	// The edge's foreign keys refuse a missing end (only that statement
 	// fails; the transaction goes on): the ends are looked up only then,
 	// to name them.
 	n, err := t.exec(ctx, qInsertUses, from, to)
+	if err == nil {
+		t.known.found(to) // as the foreign key or the backend check did
+	}
 	if isForeignKeyFailure(err) {
 		missing, merr := t.missing(ctx, []string{from, to})
 		if merr != nil {
@@ -243,6 +255,7 @@ func (t *tx) DeleteInstance(ctx context.Context, id string) error {
 	if err := t.recordChange(ctx, store.Deleted, id); err != nil {
 		return err
 	}
+	t.known.deleted()
 	// Versions, labels, attributes and outgoing edges go by ON DELETE CASCADE.
 	if _, err := t.exec(ctx, qDeleteInstance, id); err != nil {
 		return fmt.Errorf("sqlite: delete instance %s: %w", id, err)

@@ -129,8 +129,17 @@ func (r reader) GetType(ctx context.Context, ref cairn.TypeRef) (cairn.Type, err
 
 // TypeMatches checks Type ref against a schema and whether it has names
 // (store.TypeMatcher). In a write transaction the Type cannot change until
-// it ends: SQLite has one writer.
+// it ends but by the transaction's own writes (SQLite has one writer), so
+// a yes is kept for the transaction (txKnown) until one of those: the
+// writes of a group creating instances of one Type ask SQLite once.
 func (t *tx) TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json.RawMessage, named bool) (bool, error) {
+	if k := t.known; k != nil {
+		for _, m := range k.matched {
+			if m.ref == ref && m.named == named && m.null == (jsonSchema == nil) && m.schema == string(jsonSchema) {
+				return true, nil
+			}
+		}
+	}
 	var doc any // NULL for no schema; TEXT, as stored, otherwise
 	if jsonSchema != nil {
 		doc = string(jsonSchema)
@@ -138,6 +147,10 @@ func (t *tx) TypeMatches(ctx context.Context, ref cairn.TypeRef, jsonSchema json
 	var ok bool
 	if err := t.queryRow(ctx, qTypeMatches, ref.Path, ref.Revision, doc, named).Scan(&ok); err != nil {
 		return false, fmt.Errorf("sqlite: get type %s: %w", ref, err)
+	}
+	if ok && t.known != nil {
+		s, _ := doc.(string)
+		t.known.matched = append(t.known.matched, typeMatch{ref: ref, schema: s, null: jsonSchema == nil, named: named})
 	}
 	return ok, nil
 }
@@ -191,6 +204,7 @@ func (r reader) ListTypes(ctx context.Context, f store.TypeFilter) ([]cairn.Type
 }
 
 func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
+	t.known.forgetTypes()
 	schema, err := encodeRaw("jsonSchema", typ.JSONSchema)
 	if err != nil {
 		return err
@@ -228,6 +242,7 @@ func (t *tx) CreateType(ctx context.Context, typ cairn.Type) error {
 }
 
 func (t *tx) DeleteType(ctx context.Context, ref cairn.TypeRef) error {
+	t.known.forgetTypes()
 	n, err := t.exec(ctx, qDeleteType, ref.Path, ref.Revision)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete type %s: %w", ref, err)

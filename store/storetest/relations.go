@@ -273,3 +273,91 @@ func testDeleteUsedBy(t *testing.T, s store.Store) {
 		t.Fatalf("ListInstances = %q, %v; want none", ids(got), err)
 	}
 }
+
+// testBackendUses checks that an instance uses its backend when that is
+// another instance, as if AddUses had added the edge: whether or not it
+// did (the hub does), Uses, UsedBy, lists and deletes see the edge, in the
+// documented order among the others; adding it again changes and logs
+// nothing; removing it is a no-op. An instance that is its own backend
+// does not use itself.
+func testBackendUses(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	builtin := instance(1, "cap.type.backend", "0.1.0", "system", "builtin")
+	builtin.Backend = cairn.BackendRef{ID: builtin.ID, Abstract: true}
+	git := instance(2, "cap.type.backend", "0.1.0", "system", "git")
+	git.Backend = cairn.BackendRef{ID: builtin.ID, Abstract: true}
+	a := instance(3, "cap.type.a", "0.1.0", "default", "a")
+	a.Backend = cairn.BackendRef{ID: git.ID}
+	b := instance(4, "cap.type.b", "0.1.0", "default", "b")
+	b.Backend = cairn.BackendRef{ID: builtin.ID, Abstract: true}
+	create(t, s, builtin, git)
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, a); err != nil {
+			return err
+		}
+		if err := tx.AddUses(ctx, a.ID, git.ID); err != nil { // as the hub does
+			return err
+		}
+		if err := tx.CreateInstance(ctx, b); err != nil {
+			return err
+		}
+		return tx.AddUses(ctx, b.ID, a.ID)
+	})
+	want := map[string][2][]string{ // uses, used by
+		builtin.ID: {nil, {b.ID, git.ID}},
+		git.ID:     {{builtin.ID}, {a.ID}},
+		a.ID:       {{git.ID}, {b.ID}},
+		b.ID:       {{a.ID, builtin.ID}, nil},
+	}
+	check := func(when string) {
+		t.Helper()
+		all, err := s.ListInstances(ctx, store.InstanceFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]cairn.Instance{}
+		for _, in := range all {
+			listed[in.ID] = in
+		}
+		for id, w := range want {
+			for _, got := range []cairn.Instance{get(t, s, id), listed[id]} {
+				if !slices.Equal(got.Uses, w[0]) || !slices.Equal(got.UsedBy, w[1]) {
+					t.Errorf("%s: %s uses %q, used by %q; want %q, %q", when, got.Name, got.Uses, got.UsedBy, w[0], w[1])
+				}
+			}
+		}
+	}
+	check("created")
+
+	seq, err := s.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.AddUses(ctx, a.ID, git.ID); err != nil {
+			return err
+		}
+		return tx.RemoveUses(ctx, a.ID, git.ID)
+	})
+	check("after adding and removing a backend edge")
+	if now, err := s.LastSeq(ctx); err != nil || now != seq {
+		t.Errorf("LastSeq = %d, %v after adding and removing a backend edge; want %d: nothing changed", now, err, seq)
+	}
+
+	err = try(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteInstance(ctx, git.ID) })
+	wantCode(t, err, cairn.CodeUsedBy)
+	wantIDs(t, err, a.ID)
+	err = try(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteInstance(ctx, builtin.ID) })
+	wantCode(t, err, cairn.CodeUsedBy)
+	wantIDs(t, err, b.ID, git.ID)
+
+	// Users first, then the backends they used.
+	update(t, s, func(ctx context.Context, tx store.Tx) error {
+		for _, id := range []string{b.ID, a.ID, git.ID, builtin.ID} {
+			if err := tx.DeleteInstance(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

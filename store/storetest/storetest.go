@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Locks/SetLockedBy", testSetLockedBy},
 		{"Uses/Add", testAddUses},
 		{"Uses/Order", testUsesOrder},
+		{"Uses/Backend", testBackendUses},
 		{"Delete/Instance", testDeleteInstance},
 		{"Delete/UsedBy", testDeleteUsedBy},
 		{"Values/PutGet", testValues},
