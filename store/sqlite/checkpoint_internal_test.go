@@ -35,8 +35,9 @@ func TestCheckpointsKeepTheWALBounded(t *testing.T) {
 	defer s.Close()
 	const writers, each = 8, 40
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	go func() { // a reader alongside
+	stop, readerDone := make(chan struct{}), make(chan struct{})
+	go func() { // a reader alongside, ended before the store closes
+		defer close(readerDone)
 		for {
 			select {
 			case <-stop:
@@ -61,6 +62,7 @@ func TestCheckpointsKeepTheWALBounded(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
+	<-readerDone
 	got, err := s.GetInstancesBrief(t.Context(), []string{flag(1).ID, flag(writers * each).ID})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("instances after the writes = %d, %v; want 2", len(got), err)

@@ -475,11 +475,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			n, frames, commits := 0, 0, 0
 			cpu0 := cpuTime()
 			for b.Loop() {
-				group := make([]*writeOp, size)
-				for i := range group {
-					n++
-					group[i] = &writeOp{ctx: b.Context(), fn: hubCreate(newID(), n), done: make(chan struct{})}
-				}
+				group := createGroup(b, size, newID, &n)
 				before, _, _ := s.ckpt.walState()
 				s.runGroup(group)
 				after, _, _ := s.ckpt.walState()
@@ -500,6 +496,17 @@ func BenchmarkGroupCommit(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n), "cpu-ns/create")
 		})
 	}
+}
+
+// createGroup is a group of size of the hub's create transaction, the
+// instances numbered on from *n.
+func createGroup(b *testing.B, size int, newID func() string, n *int) []*writeOp {
+	group := make([]*writeOp, size)
+	for i := range group {
+		*n++
+		group[i] = &writeOp{ctx: b.Context(), fn: hubCreate(newID(), *n), done: make(chan struct{})}
+	}
+	return group
 }
 
 // cpuTime is the process's user and system CPU time so far.
@@ -743,11 +750,7 @@ func BenchmarkWALVFS(b *testing.B) {
 				n := 0
 				cpu0 := cpuTime()
 				for b.Loop() {
-					group := make([]*writeOp, size)
-					for i := range group {
-						n++
-						group[i] = &writeOp{ctx: b.Context(), fn: hubCreate(newID(), n), done: make(chan struct{})}
-					}
+					group := createGroup(b, size, newID, &n)
 					s.runGroup(group)
 					s.ckpt.committed(s.w)
 					for _, op := range group {

@@ -152,20 +152,22 @@ func (r reader) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	}
 }
 
-// exec runs a statement and returns the number of rows it changed.
-func (r reader) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
+// run runs a statement: prepared if it is one of the fixed queries, in the
+// transaction if there is one.
+func (r reader) run(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	switch st := r.stmt(ctx, q); {
 	case st != nil:
-		res, err = st.ExecContext(ctx, args...)
+		return st.ExecContext(ctx, args...)
 	case r.tx != nil:
-		res, err = r.tx.ExecContext(ctx, q, args...)
+		return r.tx.ExecContext(ctx, q, args...)
 	default:
-		res, err = r.db.ExecContext(ctx, q, args...)
+		return r.db.ExecContext(ctx, q, args...)
 	}
+}
+
+// exec runs a statement and returns the number of rows it changed.
+func (r reader) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := r.run(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -176,18 +178,7 @@ func (r reader) exec(ctx context.Context, q string, args ...any) (int64, error) 
 // row's rowid), 0 when it inserted nothing. The Seq is also the
 // transaction's newest (txKnown).
 func (r reader) execSeq(ctx context.Context, q string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	switch st := r.stmt(ctx, q); {
-	case st != nil:
-		res, err = st.ExecContext(ctx, args...)
-	case r.tx != nil:
-		res, err = r.tx.ExecContext(ctx, q, args...)
-	default:
-		res, err = r.db.ExecContext(ctx, q, args...)
-	}
+	res, err := r.run(ctx, q, args...)
 	if err != nil {
 		return 0, err
 	}
