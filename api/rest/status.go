@@ -68,7 +68,8 @@ type target struct {
 // errorStatus maps a hub error to a Status, once for the whole façade:
 // NotFound 404, AlreadyExists 409, Conflict 409, Locked and UsedBy 409
 // Conflict (the object is held by a lock owner or by its users),
-// Invalid 422 with one cause per violation, Gone 410, Unavailable 503.
+// Invalid 422 with one cause per violation, Gone 410, Unavailable 503;
+// the request's deadline passed (?timeout=), 504.
 func errorStatus(err error, t target) Status {
 	if cairn.HasCode(err, cairn.CodeInternal) && errors.Is(err, context.DeadlineExceeded) {
 		return timeoutStatus()
@@ -136,7 +137,7 @@ func withTimeout(r *http.Request) (*http.Request, context.CancelFunc, *Status) {
 	if !strings.Contains(r.URL.RawQuery, "timeout=") || isWatch(r) {
 		return r, func() {}, nil
 	}
-	v := r.URL.Query().Get("timeout")
+	v := query(r).Get("timeout")
 	if v == "" {
 		return r, func() {}, nil
 	}
