@@ -25,20 +25,28 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return pgtest.Open(t) })
 }
 
-// schemaVersions lists schema_migrations in the schema.
-func schemaVersions(t *testing.T, sc pgtest.Schema) []int {
+// schemaConn is a connection of its own to the test's schema, closed when
+// the test ends.
+func schemaConn(t *testing.T, sc pgtest.Schema) *pgx.Conn {
 	t.Helper()
-	ctx := t.Context()
 	cfg, err := pgx.ParseConfig(sc.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.RuntimeParams["search_path"] = sc.Name
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// schemaVersions lists schema_migrations in the schema.
+func schemaVersions(t *testing.T, sc pgtest.Schema) []int {
+	t.Helper()
+	ctx := t.Context()
+	conn := schemaConn(t, sc)
 	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
 	if err != nil {
 		t.Fatal(err)
@@ -351,18 +359,8 @@ func TestMigration6DropsBackendUses(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(sc.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = sc.Name
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var rows int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM uses`).Scan(&rows); err != nil || rows != 1 {
+	if err := schemaConn(t, sc).QueryRow(ctx, `SELECT count(*) FROM uses`).Scan(&rows); err != nil || rows != 1 {
 		t.Errorf("uses rows after migration 6: %d, %v; want the one not to a backend", rows, err)
 	}
 }
