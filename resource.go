@@ -83,3 +83,14 @@ type BatchWriter interface {
 	OnBatch(ctx context.Context, writes []BatchWrite) (BatchResult, error)
 	UndoBatch(ctx context.Context, writes []BatchWrite, stored BatchResult) error
 }
+
+// DeleteRestorer is implemented by a BatchWriter, whose deletes the hub
+// sends with their batch before its own transaction commits. When the
+// process stops between the two, the backend has deleted a value whose
+// instance the hub still holds; recovery finds the delete's intent and
+// calls RestoreDeleted to bring the value back: the version req.Context
+// names, as it was stored. A value the backend holds (the batch never got
+// there) is left alone.
+type DeleteRestorer interface {
+	RestoreDeleted(ctx context.Context, req OnDeleteRequest) error
+}

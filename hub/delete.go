@@ -76,7 +76,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		defer h.deleting.Delete(id)
 		w := &externalWrite{b: b, inst: inst,
 			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: id, Context: inst.Latest.Context, OwnerID: ownerID}}}
-		keys, err := h.recordIntents(ctx, []*externalWrite{w})
+		keys, err := h.recordIntents(ctx, []*externalWrite{w}, false)
 		if err != nil {
 			return fmt.Errorf("delete TypeInstance %q: %w", id, err)
 		}

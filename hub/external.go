@@ -93,7 +93,7 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 	if isDryRun(ctx) || len(ws) == 0 {
 		return j, nil, nil
 	}
-	if j.intents, err = h.recordIntents(ctx, ws); err != nil {
+	if j.intents, err = h.recordIntents(ctx, ws, true); err != nil {
 		return j, nil, err
 	}
 	byBackend := map[string][]*externalWrite{}

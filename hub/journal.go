@@ -38,11 +38,13 @@ func intentOf(w *externalWrite) (intentKey, bool) {
 	return intentKey{}, false
 }
 
-// recordIntents journals the creates and updates of ws, in one
-// transaction, before any is sent. A write of a version another writer is
-// already on its way to (or that recovery has not finished) is refused
-// with CodeAlreadyExists, which for an update is a lost version race.
-func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentKey, error) {
+// recordIntents journals the writes of ws, in one transaction, before any
+// is sent. A write of a version another writer is already on its way to
+// (or that recovery has not finished) is refused with CodeAlreadyExists,
+// which for an update is a lost version race. batches says whether ws go
+// through writeExternal, whose deletes to a cairn.BatchWriter go with the
+// batch, before the store's commit; any other delete is sent after it.
+func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite, batches bool) ([]intentKey, error) {
 	var keys []intentKey
 	var ins []store.Intent
 	now := h.now().UTC()
@@ -59,6 +61,9 @@ func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite) ([]intentK
 			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
 		default:
 			in.Op, in.Context, in.OwnerID = store.IntentDelete, w.w.Delete.Context, w.w.Delete.OwnerID
+			if _, ok := w.b.client.(cairn.BatchWriter); ok && batches {
+				in.Op = store.IntentBatchDelete
+			}
 		}
 		keys, ins = append(keys, k), append(ins, in)
 	}
@@ -140,6 +145,9 @@ type RecoveryResult struct {
 	// Deleted counts deletes that had committed and whose value the backend
 	// was then asked to delete (or no longer had).
 	Deleted int
+	// Restored counts deletes sent with a batch that the store never
+	// committed, whose value the backend put back (or still had).
+	Restored int
 	// Failed lists the intents that could not be finished this time (their
 	// backend is down, or refused); they are retried with backoff.
 	Failed []store.Intent
@@ -157,8 +165,10 @@ const maxRecoveryBackoff = 5 * time.Minute
 // timeout included) is either found committed and forgotten, or undone in
 // its backend (OnDelete for a create, OnDeleteRevision for an update) and
 // then forgotten. A delete is the other way round: one that committed is
-// sent to the backend (OnDelete), one that did not is forgotten. A backend that fails is retried at a later pass with
-// exponential backoff; the result lists what is still pending.
+// sent to the backend (OnDelete), one that did not is forgotten, or, when
+// its backend did it with a batch before the commit, put back there
+// (cairn.DeleteRestorer). A backend that fails is retried at a later pass
+// with exponential backoff; the result lists what is still pending.
 func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult, error) {
 	var res RecoveryResult
 	now := h.now().UTC()
@@ -205,6 +215,10 @@ func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult,
 			res.Deleted++
 			h.log.InfoContext(ctx, "recovery deleted a deleted instance's value from its backend",
 				"instance", in.InstanceID, "backend", in.BackendID)
+		case intentRestored:
+			res.Restored++
+			h.log.InfoContext(ctx, "recovery put back the value of an instance whose delete never committed",
+				"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID)
 		}
 	}
 	return res, nil
@@ -223,31 +237,48 @@ const (
 	intentUndone
 	// intentDeleted: a committed delete was sent to the backend.
 	intentDeleted
+	// intentRestored: a delete the backend did with its batch never
+	// committed, and the backend put the value back.
+	intentRestored
 )
 
 // finishIntent brings the intent's backend back to what the store holds.
 func (h *Hub) finishIntent(ctx context.Context, bs *backendSet, in store.Intent) (intentOutcome, error) {
-	if in.Op != store.IntentDelete {
+	if in.Op != store.IntentDelete && in.Op != store.IntentBatchDelete {
 		committed, err := h.undoIntent(ctx, bs, in)
 		if committed || err != nil {
 			return intentCommitted, err
 		}
 		return intentUndone, nil
 	}
-	// A delete is sent only after its commit: an instance still in the
-	// store (in the same backend; a new one with this id in that backend
-	// cannot have been created while the intent held its key) means the
-	// delete never committed, and the backend was never asked.
+	// An instance still in the store (in the same backend; a new one with
+	// this id in that backend cannot have been created while the intent
+	// held its key) means the delete never committed. A plain delete is
+	// sent only after its commit, so the backend was never asked; a
+	// batch's went with the batch, so the backend may have done it and
+	// must put the value back.
 	found, err := h.st.GetInstancesBrief(ctx, []string{in.InstanceID})
 	if err != nil {
 		return intentCommitted, err
 	}
-	if len(found) == 1 && found[0].Backend.ID == in.BackendID {
+	kept := len(found) == 1 && found[0].Backend.ID == in.BackendID
+	if kept && in.Op == store.IntentDelete {
 		return intentCommitted, nil
 	}
 	b, err := bs.get(ctx, in.BackendID)
 	if err != nil {
 		return intentCommitted, fmt.Errorf("backend %q: %w", in.BackendID, err)
+	}
+	if kept {
+		r, ok := b.client.(cairn.DeleteRestorer)
+		if !ok {
+			return intentCommitted, externalErr(b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID),
+				cairn.Errorf(cairn.CodeInternal, "the backend takes batches but cannot restore a deleted value"))
+		}
+		if err := r.RestoreDeleted(h.withResourceMeta(ctx, b, found[0]), cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID}); err != nil {
+			return intentCommitted, externalErr(b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID), err)
+		}
+		return intentRestored, nil
 	}
 	err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID})
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {

@@ -204,6 +204,10 @@ const (
 	// IntentDelete is a deleted instance's value, which the backend is
 	// asked to delete once the store committed the delete.
 	IntentDelete IntentOp = "delete"
+	// IntentBatchDelete is a deleted instance's value sent to a
+	// cairn.BatchWriter with its batch, before the store commits: should
+	// the commit never come, the backend has to put the value back.
+	IntentBatchDelete IntentOp = "batch-delete"
 )
 
 // Intent is an entry of the intent journal: a write to an external backend

@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -175,6 +176,89 @@ func (b *Backend) UndoBatch(ctx context.Context, writes []cairn.BatchWrite, stor
 	b.log.InfoContext(ctx, "git backend: batch undone", "batch", batch.String(), "commit", commit.String(), "changes", len(inv))
 	return nil
 }
+
+// RestoreDeleted puts back the file of an instance whose delete this
+// backend committed (with a batch) but the hub never did: the process
+// stopped between the two, and recovery found the delete's intent. The
+// file comes back as it was at the commit req.Context names (the deleted
+// version's), in a commit of its own; the index then holds that version.
+// When the instance is still here (the batch never got this far, or it
+// was a proposal, which leaves the branch as it was) nothing is done.
+func (b *Backend) RestoreDeleted(ctx context.Context, req cairn.OnDeleteRequest) error {
+	id := req.InstanceID
+	c := parseContext(req.Context)
+	if c.Commit == "" {
+		return errorf(cairn.CodeInvalid, id, "restore TypeInstance %q: its context names no commit to restore it from", id)
+	}
+	// The branch as it is: this process's index may still hold the
+	// instance, when the batch's push went through unanswered.
+	if err := b.refresh(ctx); err != nil {
+		return err
+	}
+	if b.lookup(id) != nil {
+		return nil
+	}
+	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	if err != nil {
+		return err
+	}
+	from := plumbing.NewHash(c.Commit)
+	ch := change{op: opCreate, id: id, rv: max(c.ResourceVersion, 1), ident: ident,
+		check: func(e *entry) error {
+			if e != nil {
+				return errRestored // back meanwhile (a sync, a retry)
+			}
+			return nil
+		},
+		apply: func(ctx context.Context, root string) error {
+			cur, err := b.ctl.Get(ctx, root, ident.Kind, ident.Namespace, ident.Name)
+			switch {
+			case err == nil && cur != nil:
+				return nil // put back (or made again) outside cairn: keep it
+			case err != nil && !cairn.HasCode(err, cairn.CodeNotFound):
+				return err
+			}
+			at, err := b.repo.CommitObject(from)
+			if err != nil {
+				return errorf(cairn.CodeNotFound, id, "restore TypeInstance %q: commit %s: %w", id, from, err)
+			}
+			doc, err := b.getAt(ctx, at, ident)
+			if err != nil {
+				return err
+			}
+			return b.ctl.Put(ctx, root, ident.Kind, doc)
+		},
+	}
+	ch.message = restoreMessage(ctx, ch, from)
+	commit, made, err := b.writeChanges(ctx, []change{ch})
+	if errors.Is(err, errRestored) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("git backend: restore %s: %w", ident, err)
+	}
+	if made {
+		b.log.InfoContext(ctx, "git backend: restored a file whose delete never committed in cairn", "instance", id, "resource", ident.String(), "from", from.String(), "commit", commit.String())
+	}
+	return nil
+}
+
+// restoreMessage is the message of RestoreDeleted's commit: what it puts
+// back and why, then the trailers of a create of the restored version.
+func restoreMessage(ctx context.Context, ch change, from plumbing.Hash) string {
+	msg := message(ctx, ch)
+	_, tr, _ := strings.Cut(msg, "\n\n")
+	actor, imp := who(ctx, ch)
+	return fmt.Sprintf("cairn: restore %s %s/%s (resource version %d) by %s\n\n"+
+		"A request deleted it in this repository, but cairn stopped before it committed the delete in\n"+
+		"its own store, so the TypeInstance still exists: its file is back as it was at commit %s.\n\n%s",
+		ch.ident.Kind.Kind, ch.ident.Namespace, ch.ident.Name, ch.rv, byline(actor, imp), from.String()[:12], tr)
+}
+
+// errRestored stops RestoreDeleted's commit when the instance is back.
+var errRestored = errors.New("the instance is back")
+
+var _ cairn.DeleteRestorer = (*Backend)(nil)
 
 // inverseChange is one change of a batch taken back: its operation is
 // the inverse one, as applyIndex records it.

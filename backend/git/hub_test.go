@@ -7,15 +7,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
+	"github.com/cairn-dev/cairn/store"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -24,34 +27,8 @@ import (
 // api/rest become commits on the bare repository, by the request's user.
 func TestRESTCreateLandsInTheRepository(t *testing.T) {
 	r := newRemote(t)
-	url := r.serveHTTP(t)
 	ctx := cairn.WithActor(context.Background(), "admin")
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(ctx, hub.Config{Store: st, Backends: git.NewOpener(git.OpenerConfig{CacheDir: t.TempDir()})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.CreateType(ctx, cairn.Type{Path: "io.flipt.flag", Revision: "1.0.0", Group: "flipt.io", Version: "v1",
-		Names:      &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"},
-		JSONSchema: json.RawMessage(`{"type":"object","properties":{"enabled":{"type":"boolean"}}}`)}); err != nil {
-		t.Fatalf("CreateType: %v", err)
-	}
-	value, _ := json.Marshal(map[string]any{"url": url, "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
-		"branch": "main", "author": map[string]string{"name": "cairn", "email": "cairn@example.com"}})
-	reg, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "flags-repo", Namespace: hub.SystemNamespace,
-		TypeRef: cairn.TypeRef{Path: git.TypePath, Revision: cairn.CoreRevision}, Value: value,
-		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}}}})
-	if err != nil {
-		t.Fatalf("register the Git backend: %v", err)
-	}
-	if _, err := h.ApplyPolicy(ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
-		{TypeRef: policy.TypeRef{Path: "io.flipt.flag"}, Backend: policy.BackendRef{ID: reg[0].ID}}}}}); err != nil {
-		t.Fatalf("ApplyPolicy: %v", err)
-	}
+	h, _ := flagsInGit(t, ctx, r.serveHTTP(t))
 	srv := httptest.NewServer(rest.New(rest.Config{Hub: h}))
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/apis/flipt.io/v1/namespaces/default/flags"
@@ -117,5 +94,142 @@ func TestRESTCreateLandsInTheRepository(t *testing.T) {
 	}
 	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); files != "" {
 		t.Errorf("files left on main: %s", files)
+	}
+}
+
+// flagsInGit starts a hub on a SQLite file with a cup Flag Type
+// (io.flipt.flag 1.0.0, flipt.io/v1 Flag) whose instances a policy rule
+// stores in a Git backend on url, branch main; it returns the hub and the
+// backend's id.
+func flagsInGit(t *testing.T, ctx context.Context, url string) (*hub.Hub, string) {
+	t.Helper()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st, Backends: git.NewOpener(git.OpenerConfig{CacheDir: t.TempDir()})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreateType(ctx, cairn.Type{Path: "io.flipt.flag", Revision: "1.0.0", Group: "flipt.io", Version: "v1",
+		Names:      &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"},
+		JSONSchema: json.RawMessage(`{"type":"object","properties":{"enabled":{"type":"boolean"}}}`)}); err != nil {
+		t.Fatalf("CreateType: %v", err)
+	}
+	value, _ := json.Marshal(map[string]any{"url": url, "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
+		"branch": "main", "author": map[string]string{"name": "cairn", "email": "cairn@example.com"}})
+	reg, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "flags-repo", Namespace: hub.SystemNamespace,
+		TypeRef: cairn.TypeRef{Path: git.TypePath, Revision: cairn.CoreRevision}, Value: value,
+		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}}}})
+	if err != nil {
+		t.Fatalf("register the Git backend: %v", err)
+	}
+	if _, err := h.ApplyPolicy(ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{
+		{TypeRef: policy.TypeRef{Path: "io.flipt.flag"}, Backend: policy.BackendRef{ID: reg[0].ID}}}}}); err != nil {
+		t.Fatalf("ApplyPolicy: %v", err)
+	}
+	return h, reg[0].ID
+}
+
+// TestRecoveryRestoresADeleteThatNeverCommitted stands for a process
+// stopped between the push of a reconcile's batch, which deleted a child's
+// file, and the hub's commit: the remote's post-receive hook holds the
+// push's answer until the request's context is cancelled, so the branch has
+// lost the file while the hub still has the instance and the delete's
+// intent. Recovery puts the file back.
+func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
+	r := newRemote(t)
+	release := filepath.Join(t.TempDir(), "release")
+	hook := filepath.Join(r.path, "hooks", "post-receive")
+	script := "#!/bin/sh\nwhile [ ! -e " + release + " ]; do sleep 0.05; done\n"
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) }) // never leave the CGI waiting
+	os.WriteFile(release, nil, 0o644)                       // pushes go through until the delete's
+	ctx := cairn.WithActor(context.Background(), "admin")
+	h, bid := flagsInGit(t, ctx, r.serveHTTP(t))
+	flag := cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"}
+	owner, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: flag, Name: "owner",
+		Value: json.RawMessage(`{"enabled":true}`), Backend: &hub.BackendInput{ID: cairn.BuiltinBackendID}}}})
+	if err != nil {
+		t.Fatalf("create the owner: %v", err)
+	}
+	made, err := h.ApplyChildren(ctx, owner[0].ID, hub.ChildChanges{Create: []hub.NewInstance{{TypeRef: flag, Namespace: "default", Name: "kept",
+		Value: json.RawMessage(`{"enabled":true}`)}}})
+	if err != nil {
+		t.Fatalf("create the child: %v", err)
+	}
+	id := made.Created[0].ID
+	const file = "default/flipt.io-v1-Flag-kept.json"
+	before := r.show(t, "", file)
+	if err := os.Remove(release); err != nil {
+		t.Fatal(err)
+	}
+
+	// The delete: its push lands, its answer never comes.
+	dctx, cancel := context.WithCancel(ctx)
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := h.ApplyChildren(dctx, owner[0].ID, hub.ChildChanges{Delete: []string{id}})
+		deleted <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Contains(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"), file) {
+		if time.Now().After(deadline) {
+			t.Fatal("the delete's push never reached the remote")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ins, err := h.PendingIntents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 1 || ins[0].InstanceID != id || ins[0].Op != store.IntentBatchDelete || ins[0].BackendID != bid {
+		t.Fatalf("intents while the push is under way = %+v, want the batch delete of %s", ins, id)
+	}
+	cancel()
+	if err := <-deleted; err == nil {
+		t.Fatal("the delete succeeded without its push's answer")
+	}
+	if _, err := h.GetInstance(ctx, id, false); err != nil {
+		t.Fatalf("the instance whose delete never committed: %v", err)
+	}
+	if ins, _ := h.PendingIntents(ctx); len(ins) != 1 {
+		t.Fatalf("intents after the unanswered delete = %+v, want it kept", ins)
+	}
+	os.WriteFile(release, nil, 0o644)
+
+	res, err := h.Recover(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Restored != 1 || res.Committed+res.Undone+res.Deleted+len(res.Failed) != 0 {
+		t.Fatalf("Recover = %+v, want one restored", res)
+	}
+	if got := r.show(t, "", file); got != before {
+		t.Errorf("file after recovery:\n%s\nwant as before the delete:\n%s", got, before)
+	}
+	want := "cairn: restore Flag default/kept (resource version 1) by "
+	if got := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, want) {
+		t.Errorf("commit = %q, want %q...", got, want)
+	}
+	got, err := h.GetInstance(ctx, id, true)
+	if err != nil || string(got.Latest.Value) != `{"enabled":true}` {
+		t.Fatalf("instance after recovery: %s, %v", got.Latest.Value, err)
+	}
+	if ins, _ := h.PendingIntents(ctx); len(ins) != 0 {
+		t.Fatalf("intents after recovery = %+v", ins)
+	}
+	// The child deletes as usual, and recovery has nothing left to do.
+	if _, err := h.ApplyChildren(ctx, owner[0].ID, hub.ChildChanges{Delete: []string{id}}); err != nil {
+		t.Fatalf("delete after recovery: %v", err)
+	}
+	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); files != "" {
+		t.Errorf("files left on main: %s", files)
+	}
+	if res, err := h.Recover(ctx, 0); err != nil || res.Committed+res.Undone+res.Deleted+res.Restored+res.Waiting+len(res.Failed) != 0 {
+		t.Fatalf("second Recover = %+v, %v", res, err)
 	}
 }

@@ -120,7 +120,8 @@ func (c *Controller) Pass(ctx context.Context) {
 	switch {
 	case err != nil && ctx.Err() == nil:
 		c.log.Error("recovery pass failed", "err", err)
-	case res.Undone > 0 || res.Committed > 0 || len(res.Failed) > 0:
-		c.log.Info("recovery pass", "undone", res.Undone, "committed", res.Committed, "failed", len(res.Failed), "waiting", res.Waiting)
+	case res.Undone > 0 || res.Committed > 0 || res.Deleted > 0 || res.Restored > 0 || len(res.Failed) > 0:
+		c.log.Info("recovery pass", "undone", res.Undone, "committed", res.Committed, "deleted", res.Deleted,
+			"restored", res.Restored, "failed", len(res.Failed), "waiting", res.Waiting)
 	}
 }
