@@ -140,9 +140,12 @@ func flagsInGit(t *testing.T, ctx context.Context, url string) (*hub.Hub, string
 // intent. Recovery puts the file back.
 func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 	r := newRemote(t)
-	release := filepath.Join(t.TempDir(), "release")
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
 	hook := filepath.Join(r.path, "hooks", "post-receive")
-	script := "#!/bin/sh\nwhile [ ! -e " + release + " ]; do sleep 0.05; done\n"
+	// It waits for release, for the test's end (its directory gone) or,
+	// should the test be killed, a minute.
+	script := "#!/bin/sh\ni=0\nwhile [ ! -e " + release + " ] && [ -d " + dir + " ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
 	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
