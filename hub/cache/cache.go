@@ -101,6 +101,9 @@ type Cache struct {
 	// last brought the cache past. While they differ a Guess may miss a
 	// relation such a commit changed, and answers nothing.
 	unhanded, synced atomic.Int64
+	// draining is set while a background SyncTo applies what own commits
+	// handed (drainHanded).
+	draining atomic.Bool
 }
 
 type nameKey struct{ path, namespace, name string }
@@ -324,6 +327,7 @@ func (c *Cache) Committed(insts []cairn.Instance) {
 		}
 		c.own[inst.Seq] = inst
 	}
+	c.drainHanded(insts)
 }
 
 // Created hands the cache instances a create of this process committed,
@@ -352,13 +356,34 @@ func (c *Cache) Created(insts []cairn.Instance) {
 			c.created = map[int64]cairn.Instance{}
 		}
 		if len(c.own)+len(c.created) >= maxOwn {
-			return
+			break
 		}
 		inst.Labels = maps.Clone(inst.Labels)
 		inst.Annotations = maps.Clone(inst.Annotations)
 		inst.Uses, inst.UsedBy = slices.Clone(inst.Uses), nil
 		c.created[inst.Seq] = inst
 	}
+	c.drainHanded(insts)
+}
+
+// drainHanded applies the log in the background once half of maxOwn
+// instances wait in own and created (c.ownMu held). A burst of writes
+// with no read would otherwise fill them, and the first read after it
+// would read back every instance written since: seconds, during which
+// every consistent read waits (a 10 s burst of REST creates: the first
+// round of updates after it ran at half the rate of the second).
+func (c *Cache) drainHanded(insts []cairn.Instance) {
+	if len(c.own)+len(c.created) < maxOwn/2 || !c.draining.CompareAndSwap(false, true) {
+		return
+	}
+	var target int64
+	for _, inst := range insts {
+		target = max(target, inst.Seq)
+	}
+	go func() {
+		defer c.draining.Store(false)
+		_ = c.SyncTo(context.Background(), target) // a failure is the next read's to report
+	}()
 }
 
 // keepFresh keeps inst for Guess when it is newer than what is kept for

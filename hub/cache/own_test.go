@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
@@ -266,4 +267,46 @@ func TestOwnCreatesNotReadBack(t *testing.T) {
 	if n := f.src.rows.Load(); n != 1 {
 		t.Fatalf("the cache read %d instance rows back, want 1 (the other process's create)", n)
 	}
+}
+
+// TestOwnCreatesBurstApplied: a burst of own creates with no read between
+// them is applied in the background as it is handed, so the first read
+// after it has not the whole burst to apply.
+func TestOwnCreatesBurstApplied(t *testing.T) {
+	ctx := context.Background()
+	f := newOwnFixture(t)
+	ref := cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}
+	start := f.c.Applied()
+	var half, last cairn.Instance
+	for b := 0; b < 24; b++ { // 1,200 creates: more than the cache keeps handed
+		var ins []hub.NewInstance
+		for i := 0; i < 50; i++ {
+			n := "burst-" + strconv.Itoa(b*50+i)
+			ins = append(ins, hub.NewInstance{Alias: n, TypeRef: ref, Name: n, Value: json.RawMessage(`{"v":` + strconv.Itoa(i) + `}`)})
+		}
+		out, err := f.mine.CreateInstances(ctx, hub.CreateRequest{Instances: ins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		insts := make([]cairn.Instance, len(out))
+		for i, c := range out {
+			insts[i] = c.Instance
+			f.byName[c.Instance.Name] = c.Instance
+		}
+		f.c.Created(insts)
+		last = insts[len(insts)-1]
+		if b == 11 {
+			half = last
+		}
+	}
+	// No read has asked for it: the cache applies the first half of the
+	// burst on its own (it keeps at most 1,024 handed instances).
+	deadline := time.Now().Add(10 * time.Second)
+	for f.c.Applied() < half.Seq {
+		if time.Now().After(deadline) {
+			t.Fatalf("with no read the cache applied the log from %d to %d, want past %d: nothing drains what creates hand it", start, f.c.Applied(), half.Seq)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.check(t, "burst-0", "burst-700", last.Name, "x")
 }
