@@ -102,6 +102,25 @@ func (f *ownFixture) update(t *testing.T, h *hub.Hub, name, v string) cairn.Inst
 	return out[0]
 }
 
+// create creates req's instances through h and returns them; through
+// f.mine the cache is handed them, as the hub hands it its own creates.
+func (f *ownFixture) create(t *testing.T, h *hub.Hub, req hub.CreateRequest) []cairn.Instance {
+	t.Helper()
+	out, err := h.CreateInstances(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts := make([]cairn.Instance, len(out))
+	for i, c := range out {
+		insts[i] = c.Instance
+		f.byName[c.Instance.Name] = c.Instance
+	}
+	if h == f.mine {
+		f.c.Created(insts)
+	}
+	return insts
+}
+
 // check asserts that a consistent read of each named instance from the
 // cache is what the store holds now, value and relations included.
 func (f *ownFixture) check(t *testing.T, names ...string) {
@@ -231,21 +250,7 @@ func BenchmarkApplyUpdate(b *testing.B) {
 func TestOwnCreatesNotReadBack(t *testing.T) {
 	ctx := context.Background()
 	f := newOwnFixture(t)
-	create := func(h *hub.Hub, req hub.CreateRequest) {
-		t.Helper()
-		out, err := h.CreateInstances(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		insts := make([]cairn.Instance, len(out))
-		for i, c := range out {
-			insts[i] = c.Instance
-			f.byName[c.Instance.Name] = c.Instance
-		}
-		if h == f.mine {
-			f.c.Created(insts)
-		}
-	}
+	create := func(h *hub.Hub, req hub.CreateRequest) { f.create(t, h, req) }
 	ref := cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}
 	create(f.mine, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Name: "n1", Labels: map[string]string{"k": "v"}, Value: json.RawMessage(`{"v":1}`)}}})
 	create(f.mine, hub.CreateRequest{Instances: []hub.NewInstance{
@@ -273,7 +278,6 @@ func TestOwnCreatesNotReadBack(t *testing.T) {
 // them is applied in the background as it is handed, so the first read
 // after it has not the whole burst to apply.
 func TestOwnCreatesBurstApplied(t *testing.T) {
-	ctx := context.Background()
 	f := newOwnFixture(t)
 	ref := cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"}
 	start := f.c.Applied()
@@ -284,16 +288,7 @@ func TestOwnCreatesBurstApplied(t *testing.T) {
 			n := "burst-" + strconv.Itoa(b*50+i)
 			ins = append(ins, hub.NewInstance{Alias: n, TypeRef: ref, Name: n, Value: json.RawMessage(`{"v":` + strconv.Itoa(i) + `}`)})
 		}
-		out, err := f.mine.CreateInstances(ctx, hub.CreateRequest{Instances: ins})
-		if err != nil {
-			t.Fatal(err)
-		}
-		insts := make([]cairn.Instance, len(out))
-		for i, c := range out {
-			insts[i] = c.Instance
-			f.byName[c.Instance.Name] = c.Instance
-		}
-		f.c.Created(insts)
+		insts := f.create(t, f.mine, hub.CreateRequest{Instances: ins})
 		last = insts[len(insts)-1]
 		if b == 11 {
 			half = last
