@@ -106,7 +106,7 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 	}
 	for _, id := range order {
 		group := byBackend[id]
-		if bw, ok := group[0].b.client.(cairn.BatchWriter); ok {
+		if bw, ok := batchWriter(group[0]); ok {
 			batch := make([]cairn.BatchWrite, len(group))
 			for i, w := range group {
 				batch[i] = w.w
@@ -148,6 +148,14 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 		}
 	}
 	return j, nil, nil
+}
+
+// batchWriter is w's backend when it takes batches: writeExternal sends
+// it w with the rest of its share, deletes included, before the store
+// commits (which recordIntents journals as such).
+func batchWriter(w *externalWrite) (cairn.BatchWriter, bool) {
+	bw, ok := w.b.client.(cairn.BatchWriter)
+	return bw, ok
 }
 
 // batchFailure is the write of a failed batch that the backend's error

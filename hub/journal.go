@@ -61,7 +61,7 @@ func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite, batches bo
 			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
 		default:
 			in.Op, in.Context, in.OwnerID = store.IntentDelete, w.w.Delete.Context, w.w.Delete.OwnerID
-			if _, ok := w.b.client.(cairn.BatchWriter); ok && batches {
+			if _, ok := batchWriter(w); ok && batches {
 				in.Op = store.IntentBatchDelete
 			}
 		}

@@ -109,18 +109,11 @@ func (d *instanceScanner) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.i >= len(d.b) {
+		switch end, ok := d.next('}'); {
+		case !ok:
 			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
+		case end:
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -139,20 +132,32 @@ func (d *instanceScanner) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.b) {
+		switch end, ok := d.next(']'); {
+		case !ok:
 			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
+		case end:
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// next reads what follows an element of an object or array: a comma
+// (another element follows) or close (the end: end is true); anything
+// else is not ok.
+func (d *instanceScanner) next(close byte) (end, ok bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return false, true
+	case close:
+		d.i++
+		return true, true
+	}
+	return false, false
 }
 
 // str scans a string without escapes or control bytes, of valid UTF-8,

@@ -214,3 +214,19 @@ func TestProposeBatchIsOnePullRequest(t *testing.T) {
 		t.Errorf("branch %s is left after the undo", p2.Branch)
 	}
 }
+
+// TestRestoreDeletedNeedsTheVersionsCommit: a context without the commit of
+// the deleted version is refused by name, and nothing is committed.
+func TestRestoreDeletedNeedsTheVersionsCommit(t *testing.T) {
+	r := newRemote(t)
+	b := newBackend(t, r.fileURL())
+	before := r.commits(t)
+	err := b.RestoreDeleted(t.Context(), cairn.OnDeleteRequest{InstanceID: "inst-1",
+		Context: json.RawMessage(`{"apiVersion":"flipt.io/v1","kind":"Flag","namespace":"default","name":"x","resourceVersion":1}`)})
+	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), `"inst-1"`) || !strings.Contains(err.Error(), "no commit") {
+		t.Fatalf("RestoreDeleted without a commit = %v, want Invalid naming the instance", err)
+	}
+	if n := r.commits(t); n != before {
+		t.Fatalf("%d commits after a refused restore, want %d", n, before)
+	}
+}

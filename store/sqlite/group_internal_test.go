@@ -509,6 +509,19 @@ func createGroup(b *testing.B, size int, newID func() string, n *int) []*writeOp
 	return group
 }
 
+// commitGroup runs group as the writer runs a group, lets the
+// checkpointer see the commit, and fails b on any write's error.
+func commitGroup(b *testing.B, s *Store, group []*writeOp) {
+	b.Helper()
+	s.runGroup(group)
+	s.ckpt.committed(s.w)
+	for _, op := range group {
+		if op.err != nil {
+			b.Fatal(op.err)
+		}
+	}
+}
+
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -750,14 +763,7 @@ func BenchmarkWALVFS(b *testing.B) {
 				n := 0
 				cpu0 := cpuTime()
 				for b.Loop() {
-					group := createGroup(b, size, newID, &n)
-					s.runGroup(group)
-					s.ckpt.committed(s.w)
-					for _, op := range group {
-						if op.err != nil {
-							b.Fatal(op.err)
-						}
-					}
+					commitGroup(b, s, createGroup(b, size, newID, &n))
 				}
 				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n), "cpu-ns/create")
 			})

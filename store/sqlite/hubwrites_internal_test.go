@@ -122,13 +122,7 @@ func BenchmarkGroupUpdates(b *testing.B) {
 			n++
 			group[i] = &writeOp{ctx: b.Context(), fn: hubUpdateTx(ids[n%len(ids)], n), done: make(chan struct{})}
 		}
-		s.runGroup(group)
-		s.ckpt.committed(s.w)
-		for _, op := range group {
-			if op.err != nil {
-				b.Fatal(op.err)
-			}
-		}
+		commitGroup(b, s, group)
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(n), "cpu-ns/update")
 }

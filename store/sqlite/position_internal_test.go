@@ -213,12 +213,8 @@ func BenchmarkPositionAfterCommit(b *testing.B) {
 					n++
 					group[i] = &writeOp{ctx: b.Context(), fn: create(n, false), done: make(chan struct{})}
 				}
-				s.runGroup(group)
-				s.ckpt.committed(s.w)
-				for _, op := range group {
-					if op.err != nil {
-						b.Fatal(op.err)
-					}
+				commitGroup(b, s, group)
+				for range group {
 					if _, err := s.LastSeq(b.Context()); err != nil {
 						b.Fatal(err)
 					}
