@@ -50,7 +50,11 @@ func TestNameMatchersAsRegexps(t *testing.T) {
 	// Random strings, half of them after a prefix that most of the
 	// grammars accept, so that accepted strings are common too.
 	prefixes := []string{"", "1.2.3", "0.1.", "1.2.3-", "1.2.3+", "cap.type", "a.b", "flag-", "A"}
-	for i := range 300_000 {
+	rounds := 300_000
+	if raceEnabled {
+		rounds = 30_000
+	}
+	for i := range rounds {
 		n := rng.IntN(9)
 		b := make([]byte, 0, 2*n+8)
 		if i%2 == 1 {
