@@ -49,6 +49,10 @@ type clientContext struct {
 	ClientCertificate    string `json:"client-certificate,omitempty"`
 	ClientKey            string `json:"client-key,omitempty"`
 	CertificateAuthority string `json:"certificate-authority,omitempty"`
+	// A kubeconfig's inline data (certificate-authority-data and the
+	// like), kept in memory and used instead of the files: written to
+	// files they would outlive the command, a private key among them.
+	caData, certData, keyData []byte
 }
 
 func (c *clientConfig) context(name string) (clientContext, bool) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -36,22 +37,7 @@ func loadKubeconfig(path string) (clientContext, error) {
 	}
 	x := clientContext{Name: cfg.CurrentContext, Server: cl.Server, CertificateAuthority: cl.CertificateAuthority}
 	dir := filepath.Dir(path)
-	inline := func(data []byte, name string) (string, error) {
-		// Inline data is written beside nothing: keep it in a temp file
-		// readable by the user alone, removed at exit by the OS tmp cleaner.
-		f, err := os.CreateTemp("", "cairn-"+name+"-*")
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		_, err = f.Write(data)
-		return f.Name(), err
-	}
-	if len(cl.CertificateAuthorityData) > 0 {
-		if x.CertificateAuthority, err = inline(cl.CertificateAuthorityData, "ca"); err != nil {
-			return clientContext{}, err
-		}
-	}
+	x.caData = cl.CertificateAuthorityData
 	if u, ok := cfg.AuthInfos[kctx.AuthInfo]; ok {
 		x.Token = u.Token
 		if u.TokenFile != "" && x.Token == "" {
@@ -62,16 +48,7 @@ func loadKubeconfig(path string) (clientContext, error) {
 			x.Token = strings.TrimSpace(string(b))
 		}
 		x.ClientCertificate, x.ClientKey = u.ClientCertificate, u.ClientKey
-		if len(u.ClientCertificateData) > 0 {
-			if x.ClientCertificate, err = inline(u.ClientCertificateData, "cert"); err != nil {
-				return clientContext{}, err
-			}
-		}
-		if len(u.ClientKeyData) > 0 {
-			if x.ClientKey, err = inline(u.ClientKeyData, "key"); err != nil {
-				return clientContext{}, err
-			}
-		}
+		x.certData, x.keyData = u.ClientCertificateData, u.ClientKeyData
 	}
 	for _, p := range []*string{&x.CertificateAuthority, &x.ClientCertificate, &x.ClientKey} {
 		if *p != "" && !filepath.IsAbs(*p) {
@@ -89,13 +66,13 @@ func loadKubeconfig(path string) (clientContext, error) {
 // claimed name).
 func (a *app) credentials() ([]client.Option, error) {
 	x := a.target.creds
-	if x == nil || (x.Token == "" && x.ClientCertificate == "") {
+	if x == nil || (x.Token == "" && !x.hasClientCert()) {
 		if local, err := loadKubeconfig(filepath.Join(a.dataDir, "kubeconfig")); err == nil && sameAddress(local.Server, a.target.url) {
 			x = &local
 		}
 	}
 	var opts []client.Option
-	if x == nil || (x.Token == "" && x.ClientCertificate == "") || a.asExplicit {
+	if x == nil || (x.Token == "" && !x.hasClientCert()) || a.asExplicit {
 		opts = append(opts, client.WithActor(a.as))
 	}
 	if x == nil {
@@ -106,17 +83,24 @@ func (a *app) credentials() ([]client.Option, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	custom := false
-	if x.CertificateAuthority != "" {
+	switch {
+	case len(x.caData) > 0:
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(x.caData) {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "certificate-authority-data: no PEM certificate in it")
+		}
+		tc.RootCAs, custom = pool, true
+	case x.CertificateAuthority != "":
 		pool, err := readPool(x.CertificateAuthority, "certificate-authority")
 		if err != nil {
 			return nil, err
 		}
 		tc.RootCAs, custom = pool, true
 	}
-	if x.ClientCertificate != "" {
-		kp, err := tls.LoadX509KeyPair(x.ClientCertificate, x.ClientKey)
+	if x.hasClientCert() {
+		kp, err := x.keyPair()
 		if err != nil {
-			return nil, cairn.Errorf(cairn.CodeInvalid, "client certificate %s: %v", x.ClientCertificate, err)
+			return nil, err
 		}
 		tc.Certificates, custom = []tls.Certificate{kp}, true
 	}
@@ -126,6 +110,45 @@ func (a *app) credentials() ([]client.Option, error) {
 		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: tr}))
 	}
 	return opts, nil
+}
+
+func (x *clientContext) hasClientCert() bool {
+	return x.ClientCertificate != "" || len(x.certData) > 0
+}
+
+// keyPair loads the client certificate and its key, each from the
+// kubeconfig's inline data when it has it, else from its file.
+func (x *clientContext) keyPair() (tls.Certificate, error) {
+	read := func(data []byte, path, what string) ([]byte, error) {
+		if len(data) > 0 {
+			return data, nil
+		}
+		if path == "" {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "client certificate: no %s given", what)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "client %s %s: %v", what, path, err)
+		}
+		return b, nil
+	}
+	certPEM, err := read(x.certData, x.ClientCertificate, "certificate")
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := read(x.keyData, x.ClientKey, "key")
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	kp, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		where := "client-certificate-data"
+		if len(x.certData) == 0 {
+			where = x.ClientCertificate
+		}
+		return tls.Certificate{}, cairn.Errorf(cairn.CodeInvalid, "client certificate %s: %v", where, err)
+	}
+	return kp, nil
 }
 
 // sameAddress: the two URLs name one host:port (http and https share the

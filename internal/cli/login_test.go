@@ -1,13 +1,24 @@
 package cli_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cairn-dev/cairn/auth/peer"
 )
@@ -186,5 +197,81 @@ func TestServeLoopbackDefault(t *testing.T) {
 	}
 	if r := runVars(t, vars, "--server", url, "--as", "jane", "get", "flags"); r.code != 0 || !strings.Contains(r.stdout, "new-project") {
 		t.Fatalf("jane (impersonated by the admin) could not list flags: %+v", r)
+	}
+}
+
+// TestKubeconfigInlineData: a kubeconfig whose CA, client certificate and
+// key are inline data authenticates the client by its certificate, and the
+// CLI writes none of it to a file (a private key left in the temporary
+// directory would outlive the command).
+func TestKubeconfigInlineData(t *testing.T) {
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(2),
+		Subject:     pkix.Name{CommonName: "carol", Organization: []string{"cairn:admins"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	}, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	data := t.TempDir()
+	vars := map[string]string{"CAIRN_DATA_DIR": data, "CAIRN_CONFIG": filepath.Join(dir, "config.yaml")}
+	startServeSecure(t, vars, "--client-ca", caFile)
+	// serve's own kubeconfig (its CA inline), with carol's certificate and
+	// key inline instead of the admin token.
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(data, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AuthInfos["carol"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	cfg.Contexts[cfg.CurrentContext].AuthInfo = "carol"
+	kubeconfig := filepath.Join(dir, "carol.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	other := map[string]string{"CAIRN_DATA_DIR": t.TempDir(), "CAIRN_CONFIG": filepath.Join(dir, "config.yaml")}
+	if r := runVars(t, other, "--kubeconfig", kubeconfig, "apply", "-f", "../../examples/flags/flags.json", "-f", "../../examples/flags/new-project.yaml"); r.code != 0 {
+		t.Fatalf("apply as carol: %+v", r)
+	}
+	if r := runVars(t, other, "--kubeconfig", kubeconfig, "get", "flags", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"createdBy": "carol"`) {
+		t.Fatalf("get as carol: %+v", r)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the CLI left %d files in the temporary directory, the first %s", len(left), left[0].Name())
+	}
+
+	// Data that is not what it says is refused, naming what is wrong.
+	cfg.AuthInfos["carol"].ClientKeyData = []byte("not a key")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if r := runVars(t, other, "--kubeconfig", kubeconfig, "get", "flags"); r.code == 0 || !strings.Contains(r.stderr, "client certificate client-certificate-data") {
+		t.Fatalf("a bad inline key: %+v", r)
 	}
 }
