@@ -190,12 +190,16 @@ func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, do
 	}
 	inst, err := h.stateInstance(ctx, ns, name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		created, err := h.createState(ctx, ns, name, doc, s, outs)
-		if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
-			return created, err
+		created, cerr := h.createState(ctx, ns, name, doc, s, outs)
+		if !cairn.HasCode(cerr, cairn.CodeAlreadyExists) {
+			return created, cerr
 		}
 		// Another writer created it first: check against what it wrote.
+		// Else what exists is an output's instance name.
 		inst, err = h.stateInstance(ctx, ns, name, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return cairn.Instance{}, h.outputNameTaken(ctx, ns, name, outs, cerr)
+		}
 	}
 	if err != nil {
 		return cairn.Instance{}, err
@@ -213,7 +217,34 @@ func (h *Hub) PutTerraformState(ctx context.Context, ns, name, lockID string, do
 				"state %q: serial %d is older than the stored serial %d; refusing to overwrite a newer state", stateName(ns, name), s.Serial, old)
 		}
 	}
-	return h.updateState(ctx, inst, lockID, doc, s, outs)
+	updated, err := h.updateState(ctx, inst, lockID, doc, s, outs)
+	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+		return cairn.Instance{}, h.outputNameTaken(ctx, ns, name, outs, err)
+	}
+	return updated, err
+}
+
+// outputNameTaken explains a write refused because an output's instance
+// name (<state>-<output>) is taken by an instance that is not this
+// state's output, as output b_c of state a takes output c of state a-b:
+// a Conflict naming both. It is called only after such a refusal, so a
+// write that succeeds reads nothing more; err is returned when no output
+// explains it.
+func (h *Hub) outputNameTaken(ctx context.Context, ns, state string, outs []outputInstance, err error) error {
+	for _, o := range outs {
+		other, gerr := h.GetInstanceByName(ctx, o.path, ns, o.name, false)
+		if gerr != nil || other.Labels[TerraformStateLabel] == state {
+			continue
+		}
+		whose := "an instance that is not an output of a state"
+		if st := other.Labels[TerraformStateLabel]; st != "" {
+			whose = fmt.Sprintf("output %q of state %q", other.Labels[TerraformOutputLabel], stateName(ns, st))
+		}
+		return &cairn.Error{Code: cairn.CodeConflict, Err: err, Msg: fmt.Sprintf(
+			"state %q: nothing was written: output %q would be the instance %s %q, which is already %s (an output's instance is named <state>-<output>); rename the output or the state",
+			stateName(ns, state), o.output, o.kind(), o.name, whose)}
+	}
+	return err
 }
 
 // stateAnnotations returns annotations with the state's lineage and serial.

@@ -151,6 +151,59 @@ func TestTerraformStateRefusals(t *testing.T) {
 	}
 }
 
+// Output instances are named <state>-<output>, so output b_c of state a
+// and output c of state a-b want one name. The second write is refused as
+// a conflict naming both, on a state's first write and on a later one, and
+// changes nothing; it used to answer "state was not found" (first write)
+// or a bare "already exists".
+func TestTerraformOutputNameTakenByAnotherState(t *testing.T) {
+	tests := []struct {
+		name      string
+		first     bool // the refused write is the state's first
+		sensitive bool
+	}{
+		{"first write of the state", true, false},
+		{"later write of the state", false, false},
+		{"sensitive outputs", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTFEnv(t)
+			mark := "" // tfDoc's prefix of a sensitive output
+			if tt.sensitive {
+				mark = "!"
+			}
+			if _, err := e.h.PutTerraformState(e.ctx, "default", "a", "", tfDoc("LA", 1, map[string]string{mark + "b_c": `"from-a"`})); err != nil {
+				t.Fatal(err)
+			}
+			serial := 1
+			if !tt.first {
+				if _, err := e.h.PutTerraformState(e.ctx, "default", "a-b", "", tfDoc("LB", 1, map[string]string{"x": `"1"`})); err != nil {
+					t.Fatal(err)
+				}
+				serial = 2
+			}
+			beforeA := e.tfSnapshot("a")
+			_, err := e.h.PutTerraformState(e.ctx, "default", "a-b", "", tfDoc("LB", serial, map[string]string{"x": `"2"`, mark + "c": `"from-a-b"`}))
+			want := `state "default/a-b": nothing was written: output "c" would be the instance`
+			wantOther := `"a-b-c", which is already output "b_c" of state "default/a"`
+			if !cairn.HasCode(err, cairn.CodeConflict) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), wantOther) {
+				t.Fatalf("err = %v (code %s), want Conflict saying %q and %q", err, cairn.ErrorCode(err), want, wantOther)
+			}
+			if got := e.tfSnapshot("a"); got != beforeA {
+				t.Errorf("state a changed:\nbefore %s\nafter  %s", beforeA, got)
+			}
+			hist, err := e.h.TerraformStateHistory(e.ctx, "default", "a-b")
+			switch {
+			case tt.first && !cairn.HasCode(err, cairn.CodeNotFound):
+				t.Errorf("state a-b after its refused first write: %+v %v", hist, err)
+			case !tt.first && (err != nil || len(hist) != 1):
+				t.Errorf("state a-b history after a refused write: %+v %v", hist, err)
+			}
+		})
+	}
+}
+
 func TestTerraformLock(t *testing.T) {
 	e := newTFEnv(t)
 	alice := tfstate.LockInfo{ID: "lock-a", Operation: "OperationTypeApply", Who: "alice@laptop", Version: "1.10.10"}
