@@ -38,6 +38,11 @@ func (b *Backend) RotateKeys(ctx context.Context, to sops.Config) (string, int, 
 	if err != nil {
 		return "", 0, cairn.Errorf(cairn.CodeInvalid, "git backend: rotate keys: %w", err)
 	}
+	// Encrypting needs no identity: files rotated to recipients whose
+	// identities the backend lacks could not be read back by anyone here.
+	if err := next.CheckReadable(); err != nil {
+		return "", 0, cairn.Errorf(cairn.CodeInvalid, "git backend: rotate keys: %w; give the backend the identity of a new recipient first (nothing was changed)", err)
+	}
 	if err := b.refresh(ctx); err != nil {
 		return "", 0, err
 	}

@@ -190,7 +190,16 @@ func TestRotateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := r.commits(t)
-	commit, n, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}})
+	// To B while the identities are still A's alone: nothing here could
+	// read the files any more, so it is refused before anything changes.
+	_, _, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}, AgeKeyFile: a.file})
+	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "age "+bk.id.Recipient().String()+": no matching identity in ageKeyFile "+a.file) {
+		t.Fatalf("rotating to a recipient the backend cannot read: err = %v", err)
+	}
+	if r.commits(t) != before {
+		t.Fatal("a refused rotation made a commit")
+	}
+	commit, n, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}, AgeKeyFile: bk.file})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,8 @@ type Codec struct {
 	ids sopsage.ParsedIdentities
 	// idsErr says why there are no identities, for the error of a decrypt.
 	idsErr error
+	// idsFrom says where the identities were read, for the same error.
+	idsFrom string
 }
 
 // New checks cfg and loads the age identities it names (getenv reads the
@@ -101,14 +103,16 @@ func New(cfg Config, getenv func(string) string) (*Codec, error) {
 		getenv = os.Getenv
 	}
 	c := &Codec{cfg: cfg}
-	c.ids, c.idsErr = loadIdentities(cfg, getenv)
+	c.ids, c.idsFrom, c.idsErr = loadIdentities(cfg, getenv)
 	return c, nil
 }
 
 // Config returns the codec's configuration.
 func (c *Codec) Config() Config { return c.cfg }
 
-func loadIdentities(cfg Config, getenv func(string) string) (sopsage.ParsedIdentities, error) {
+// loadIdentities returns the age identities cfg names and where they were
+// read (a file or a variable, never their content).
+func loadIdentities(cfg Config, getenv func(string) string) (sopsage.ParsedIdentities, string, error) {
 	var (
 		text  string
 		where string
@@ -117,13 +121,13 @@ func loadIdentities(cfg Config, getenv func(string) string) (sopsage.ParsedIdent
 	case cfg.AgeKeyFile != "":
 		b, err := os.ReadFile(cfg.AgeKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("encryption.sops.ageKeyFile: %w", err)
+			return nil, "", fmt.Errorf("encryption.sops.ageKeyFile: %w", err)
 		}
 		text, where = string(b), "ageKeyFile "+cfg.AgeKeyFile
 	case cfg.AgeKeyEnv != "":
 		text, where = getenv(cfg.AgeKeyEnv), "$"+cfg.AgeKeyEnv
 		if text == "" {
-			return nil, fmt.Errorf("encryption.sops.ageKeyEnv: $%s is empty", cfg.AgeKeyEnv)
+			return nil, "", fmt.Errorf("encryption.sops.ageKeyEnv: $%s is empty", cfg.AgeKeyEnv)
 		}
 	case getenv(sopsage.SopsAgeKeyEnv) != "":
 		text, where = getenv(sopsage.SopsAgeKeyEnv), "$"+sopsage.SopsAgeKeyEnv
@@ -131,19 +135,19 @@ func loadIdentities(cfg Config, getenv func(string) string) (sopsage.ParsedIdent
 		name := getenv(sopsage.SopsAgeKeyFileEnv)
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("$%s: %w", sopsage.SopsAgeKeyFileEnv, err)
+			return nil, "", fmt.Errorf("$%s: %w", sopsage.SopsAgeKeyFileEnv, err)
 		}
 		text, where = string(b), "$"+sopsage.SopsAgeKeyFileEnv+" "+name
 	default:
-		return nil, fmt.Errorf("no age identity: name one with encryption.sops.ageKeyFile or ageKeyEnv, or set $%s or $%s for cairn serve",
+		return nil, "", fmt.Errorf("no age identity: name one with encryption.sops.ageKeyFile or ageKeyEnv, or set $%s or $%s for cairn serve",
 			sopsage.SopsAgeKeyEnv, sopsage.SopsAgeKeyFileEnv)
 	}
 	var ids sopsage.ParsedIdentities
 	if err := ids.Import(text); err != nil {
 		// The error of a malformed key may quote it: say only where it is.
-		return nil, fmt.Errorf("%s does not hold valid age identities (AGE-SECRET-KEY-1...)", where)
+		return nil, "", fmt.Errorf("%s does not hold valid age identities (AGE-SECRET-KEY-1...)", where)
 	}
-	return ids, nil
+	return ids, where, nil
 }
 
 // format is a file syntax sops writes: YAML for .yaml and .yml, JSON
@@ -356,7 +360,7 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 			if dk, err := ak.Decrypt(); err == nil {
 				return dk, nil
 			}
-			tried = append(tried, "age "+k.id+": no matching identity")
+			tried = append(tried, "age "+k.id+": no matching identity in "+c.idsFrom)
 		case "pgp":
 			pk := &pgp.MasterKey{Fingerprint: k.id, EncryptedKey: k.enc}
 			dk, err := pk.Decrypt()
@@ -369,6 +373,57 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("sops: cannot decrypt the data key of %s: %s", name, strings.Join(tried, "; "))
+}
+
+// CheckReadable reports whether the codec's identities read what it
+// encrypts: whether one of them belongs to one of its recipients. Encrypting
+// needs no identity, so without this a backend could write files it can
+// no longer read (a key rotation to a recipient whose identity it lacks).
+// The error names each recipient and where identities were looked for.
+func (c *Codec) CheckReadable() error {
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return fmt.Errorf("sops: data key: %w", err)
+	}
+	var tried []string
+	for _, r := range c.cfg.Age {
+		k, err := sopsage.MasterKeyFromRecipient(r)
+		if err != nil {
+			return fmt.Errorf("sops: age recipient %q: %w", r, err)
+		}
+		if err := k.Encrypt(dataKey); err != nil {
+			return fmt.Errorf("sops: encrypt a data key to %s: %w", r, err)
+		}
+		if len(c.ids) == 0 {
+			why := "no age identity"
+			if c.idsErr != nil {
+				why = c.idsErr.Error()
+			}
+			tried = append(tried, "age "+r+": "+why)
+			continue
+		}
+		c.ids.ApplyToMasterKey(k)
+		if dk, err := k.Decrypt(); err == nil && bytes.Equal(dk, dataKey) {
+			return nil
+		}
+		tried = append(tried, "age "+r+": no matching identity in "+c.idsFrom)
+	}
+	for _, fp := range c.cfg.PGP {
+		k := pgp.NewMasterKeyFromFingerprint(fp)
+		if err := k.Encrypt(dataKey); err != nil {
+			return fmt.Errorf("sops: encrypt a data key to %s: %w", fp, err)
+		}
+		dk, err := k.Decrypt()
+		if err == nil && bytes.Equal(dk, dataKey) {
+			return nil
+		}
+		why := "the GnuPG keyring does not decrypt it"
+		if err != nil {
+			why = oneLine(err.Error())
+		}
+		tried = append(tried, "pgp "+fp+": "+why)
+	}
+	return fmt.Errorf("sops: no identity reads files encrypted to these recipients: %s", strings.Join(tried, "; "))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

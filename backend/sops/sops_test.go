@@ -79,7 +79,7 @@ func TestRoundTrip(t *testing.T) {
 			// Someone else's key cannot read it.
 			_, otherFile := newIdentity(t)
 			other := newCodec(t, sops.Config{Age: []string{id.Recipient().String()}, AgeKeyFile: otherFile})
-			if _, err := other.Decrypt(name, enc); err == nil || !strings.Contains(err.Error(), "no matching identity") {
+			if _, err := other.Decrypt(name, enc); err == nil || !strings.Contains(err.Error(), "no matching identity in ageKeyFile "+otherFile) {
 				t.Fatalf("wrong key: err = %v", err)
 			}
 			// A value changed without sops fails the MAC.
@@ -138,6 +138,37 @@ func TestConfigErrors(t *testing.T) {
 	_, err = c.Decrypt("x.json", enc)
 	if err == nil || !strings.Contains(err.Error(), "ageKeyFile "+bad+" does not hold valid age identities") || strings.Contains(err.Error(), "NOTAKEY") {
 		t.Fatalf("bad identity: err = %v", err)
+	}
+}
+
+// CheckReadable tells whether a codec's identities read what it encrypts,
+// naming the recipients and where identities were looked for, never a key.
+func TestCheckReadable(t *testing.T) {
+	a, aFile := newIdentity(t)
+	b, bFile := newIdentity(t)
+	ra, rb := a.Recipient().String(), b.Recipient().String()
+	for _, tc := range []struct {
+		name string
+		cfg  sops.Config
+		want string // "" when readable
+	}{
+		{"its own recipient", sops.Config{Age: []string{ra}, AgeKeyFile: aFile}, ""},
+		{"one of two recipients", sops.Config{Age: []string{rb, ra}, AgeKeyFile: aFile}, ""},
+		{"another recipient only", sops.Config{Age: []string{rb}, AgeKeyFile: aFile}, "age " + rb + ": no matching identity in ageKeyFile " + aFile},
+		{"no identity at all", sops.Config{Age: []string{ra}}, "age " + ra + ": no age identity: name one with encryption.sops.ageKeyFile"},
+		{"a key file that is not there", sops.Config{Age: []string{ra}, AgeKeyFile: bFile + ".missing"}, "encryption.sops.ageKeyFile: open " + bFile + ".missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := newCodec(t, tc.cfg).CheckReadable()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("err = %v, want readable", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			case err != nil && (strings.Contains(err.Error(), a.String()) || strings.Contains(err.Error(), b.String())):
+				t.Fatalf("the error quotes an identity: %v", err)
+			}
+		})
 	}
 }
 

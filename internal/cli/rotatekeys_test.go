@@ -111,6 +111,16 @@ spec:
 		t.Errorf("the built-in backend: %s", r.stderr)
 	}
 	run(false, "backends", "rotate-keys", "secrets-repo")
+	// A recipient whose identity is not in the key file: the backend
+	// could not read its files after the rotation.
+	stranger, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := run(false, "backends", "rotate-keys", "secrets-repo", "--add-age", stranger.Recipient().String(), "--remove-age", rcp(0)); !strings.Contains(r.stderr, "no matching identity in ageKeyFile "+keyFile) {
+		t.Errorf("rotating to a recipient the backend cannot read: %s", r.stderr)
+	}
+	readable()
 	if commits() != before || recipients() != rcp(0) {
 		t.Fatal("a refused rotation changed the repository")
 	}
