@@ -104,14 +104,10 @@ use), then Types.`,
 }
 
 func (r *kube) deleteOne(ctx context.Context, w io.Writer, res client.Resource, ns, name string, o deleteOptions) error {
-	local := r.hub != nil && !cairn.IsDryRun(ctx) && res.Kind != "TypeInstance" && res.Kind != "Type"
 	var inst *cairn.Instance
-	if local {
+	if r.hub != nil && !cairn.IsDryRun(ctx) {
 		var err error
 		if inst, err = r.checkUninstall(ctx, res, ns, name); err != nil {
-			if cairn.HasCode(err, cairn.CodeNotFound) && o.ignoreNotFound {
-				return nil
-			}
 			return err
 		}
 	}
@@ -267,9 +263,12 @@ instance is written and deleted only with --lock-owner set to its owner.`, title
 func (r *kube) checkUninstall(ctx context.Context, res client.Resource, ns, name string) (*cairn.Instance, error) {
 	obj, err := r.getObject(ctx, res, ns, name)
 	if err != nil {
-		return nil, err
+		return nil, nil // the delete says what is wrong (or ignores it)
 	}
 	inst, err := r.hub.GetInstance(ctx, obj.Metadata.UID, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, nil // not an instance: a Type, a namespace, ...
+	}
 	if err != nil {
 		return nil, err
 	}

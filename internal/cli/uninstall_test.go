@@ -62,7 +62,8 @@ func TestLocalUninstall(t *testing.T) {
 		t.Fatalf("a blocked deletion deleted something")
 	}
 	e.ok("unlock", "portalsettings/p2-settings", "--owner", "deploy-1")
-	e.ok("delete", "teamportal", "p2")
+	// By id, as a TypeInstance, it is the same.
+	e.ok("delete", "ti", e.byName(portals, "p2").ID)
 	if !gone(portals, "p2") || !gone(settings, "p2-settings") {
 		t.Fatalf("p2 or its settings are still there after the second cairn delete")
 	}
