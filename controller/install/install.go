@@ -89,6 +89,11 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		if withDefaults, err := st.Defaults(maps.Clone(params)); err == nil {
 			params = withDefaults
 		}
+		// Checked before the plan, as cairn render does: a plan that
+		// passes is one whose root the hub then accepts.
+		if err := st.ValidateParameters(params); err != nil {
+			return deps.Request{}, entry, nil, err
+		}
 	}
 	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
 		Parameters: params, Credentials: r.Credentials}

@@ -624,3 +624,22 @@ func (c chanHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (c chanHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c chanHandler) WithGroup(string) slog.Handler      { return c }
+
+// Parameters the root stack's schema refuses fail the plan, as cairn render
+// does, naming the parameter and the kind: cairn plan does not pass what
+// cairn install then refuses, and nothing is created.
+func TestInvalidRootParameters(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": ""}}
+	const want = "invalid parameters of TeamPortal: spec/team"
+	if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("plan: %v, want an invalid error with %q", err, want)
+	}
+	if _, _, err := svc.Install(ctx, req, nil); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("install: %v, want an invalid error with %q", err, want)
+	}
+	if got := installations(t, ctx, h); len(got) != 0 {
+		t.Errorf("installed %v", got)
+	}
+}
