@@ -131,4 +131,10 @@ func TestTraceWaitingInstallation(t *testing.T) {
 	matchLines(t, e.ok("trace", "teamportal/p1"),
 		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
 		`p1 +TeamPortal +\S+ +Unknown +False +waiting for the dependencies default/flags-env-0123456789`)
+	// describe shows the status its controller reported (conditions,
+	// outputs, events), as kubectl describe does, besides the hub's fields.
+	d := e.ok("describe", "teamportal", "p1")
+	if !strings.Contains(d, "\nStatus:\n  conditions:\n") || !strings.Contains(d, "reason: WaitingForDependencies") || strings.Contains(d, "typeRef:") {
+		t.Errorf("describe of an installation:\n%s", d)
+	}
 }
