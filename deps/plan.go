@@ -202,7 +202,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 				} else if c.Stack != "" {
 					what += " (" + c.Stack + ")"
 				}
-				fmt.Fprintf(&b, "          %s %s %s: %s\n", mark, c.Kind, what, c.Reason)
+				if what != "" {
+					what = " " + what
+				}
+				fmt.Fprintf(&b, "          %s %s%s: %s\n", mark, c.Kind, what, c.Reason)
 			}
 			writeValues(&b, "parameter", n.Parameters)
 			writeValues(&b, "credential", n.Credentials)

@@ -691,3 +691,22 @@ dependencies:
 		t.Fatalf("ready: %v", err)
 	}
 }
+
+// The text form names every candidate it weighed; one with no installation
+// name (none found) reads "installation: none ..." without an empty name.
+func TestPlanTextCandidateWithoutName(t *testing.T) {
+	cat := catalog(t, seedStacks(t)...)
+	r := &Resolver{Catalog: cat, Installations: NewIndex()}
+	p, err := r.Plan(context.Background(), Request{Namespace: "dev", Name: "svc1", RootID: "root-1", Stack: Reference{Name: "svc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if !strings.Contains(text, "- installation: none in dev or global") || strings.Contains(text, "installation :") {
+		t.Errorf("plan text:\n%s", text)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store"
@@ -46,7 +48,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return notFound(id)
 	}
 	inst := found[0]
-	if err := checkDeletable(inst, ownerID); err != nil {
+	if err := checkDeletable(ctx, h.st, inst, ownerID); err != nil {
 		return err
 	}
 	if err := checkSeq(UpdateInstance{ID: id, IfSeq: ifSeq}, inst); err != nil {
@@ -91,7 +93,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		if len(found) == 0 {
 			return notFound(id)
 		}
-		if err := checkDeletable(found[0], ownerID); err != nil {
+		if err := checkDeletable(ctx, tx, found[0], ownerID); err != nil {
 			return err
 		}
 		if err := checkSeq(UpdateInstance{ID: id, IfSeq: ifSeq}, found[0]); err != nil {
@@ -123,14 +125,38 @@ func notFound(id string) error {
 		Msg: fmt.Sprintf("TypeInstance %q was not found", id)}
 }
 
-func checkDeletable(inst cairn.Instance, ownerID string) error {
+func checkDeletable(ctx context.Context, r store.Reader, inst cairn.Instance, ownerID string) error {
 	if inst.LockedBy != "" && inst.LockedBy != ownerID {
 		return &cairn.Error{Code: cairn.CodeLocked, IDs: []string{inst.ID},
 			Msg: fmt.Sprintf("TypeInstance %q is locked by different owner", inst.ID)}
 	}
 	if len(inst.UsedBy) > 0 {
 		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: inst.UsedBy,
-			Msg: fmt.Sprintf("TypeInstance %q is used by other TypeInstances, you must first remove %s", inst.ID, cairn.QuoteIDs(inst.UsedBy))}
+			Msg: fmt.Sprintf("TypeInstance %q is used by other TypeInstances, you must first remove %s", inst.ID, namedIDs(ctx, r, inst.UsedBy))}
 	}
 	return nil
+}
+
+// namedIDs quotes ids each with its namespace/name, which is what a user
+// deletes them by ("id" (ns/name), ...); an instance that cannot be read
+// is left with its id alone, as the error is about the delete, not it.
+func namedIDs(ctx context.Context, r store.Reader, ids []string) string {
+	found, err := r.GetInstancesBrief(ctx, ids)
+	if err != nil {
+		return cairn.QuoteIDs(ids)
+	}
+	names := make(map[string]string, len(found))
+	for _, f := range found {
+		if f.Name != "" {
+			names[f.ID] = f.Namespace + "/" + f.Name
+		}
+	}
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.Quote(id)
+		if n := names[id]; n != "" {
+			q[i] += " (" + n + ")"
+		}
+	}
+	return strings.Join(q, ", ")
 }

@@ -768,7 +768,7 @@ func TestDelete(t *testing.T) {
 
 	err = e.h.DeleteInstance(e.ctx, used, "")
 	wantCode(t, err, cairn.CodeUsedBy)
-	wantContains(t, err, "is used by other TypeInstances, you must first remove", `"`+user+`"`)
+	wantContains(t, err, "is used by other TypeInstances, you must first remove", `"`+user+`" (default/user)`)
 
 	if err := e.h.LockInstances(e.ctx, []string{user}, "alice"); err != nil {
 		t.Fatal(err)

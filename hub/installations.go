@@ -237,28 +237,41 @@ func (h *Hub) RequestDeletion(ctx context.Context, id string) error {
 // but their owner, naming every one.
 func checkOwnedDeletable(found []cairn.Instance, ownerID, lockOwner string) error {
 	var locked, usedBy []string
+	var lockedNames, usedByNames []string
 	var users []string
 	for _, inst := range found {
 		if inst.LockedBy != "" && inst.LockedBy != lockOwner {
 			locked = append(locked, inst.ID)
+			lockedNames = append(lockedNames, nsName(inst))
 		}
 		for _, u := range inst.UsedBy {
 			if u != ownerID {
 				usedBy = append(usedBy, inst.ID)
+				usedByNames = append(usedByNames, nsName(inst))
 				users = append(users, u)
 				break
 			}
 		}
 	}
+	// The children's names beside their ids: the ids alone tell a user
+	// reading a Deleting condition nothing.
 	switch {
 	case len(locked) > 0:
 		return &cairn.Error{Code: cairn.CodeLocked, IDs: locked,
-			Msg: fmt.Sprintf("TypeInstances %s are locked by a different owner", cairn.QuoteIDs(locked))}
+			Msg: fmt.Sprintf("TypeInstances %s (%s) are locked by a different owner", cairn.QuoteIDs(locked), strings.Join(lockedNames, ", "))}
 	case len(usedBy) > 0:
 		return &cairn.Error{Code: cairn.CodeUsedBy, IDs: users,
-			Msg: fmt.Sprintf("TypeInstances %s are used by TypeInstances outside the stack (%s)", cairn.QuoteIDs(usedBy), cairn.QuoteIDs(users))}
+			Msg: fmt.Sprintf("TypeInstances %s (%s) are used by TypeInstances outside the stack (%s)", cairn.QuoteIDs(usedBy), strings.Join(usedByNames, ", "), cairn.QuoteIDs(users))}
 	}
 	return nil
+}
+
+// nsName is an instance's namespace/name, or its id when it has no name.
+func nsName(inst cairn.Instance) string {
+	if inst.Name == "" {
+		return inst.ID
+	}
+	return inst.Namespace + "/" + inst.Name
 }
 
 // KindType returns the Type serving apiVersion/kind over REST. When no Type

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -40,6 +41,9 @@ type StackEntry struct {
 	InstallationType cairn.TypeRef `json:"installationType"`
 	// ID is the catalog instance's id.
 	ID string `json:"id,omitempty"`
+	// Added is when the version was added to the catalog: the catalog
+	// instance's creation, not part of its value.
+	Added time.Time `json:"-"`
 }
 
 // Stack loads the entry's package.
@@ -129,7 +133,7 @@ func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (Stack
 	if err != nil {
 		return StackEntry{}, false, fmt.Errorf("stack %s@%s: %w", m.Name, m.Version, err)
 	}
-	e.ID = created[0].ID
+	e.ID, e.Added = created[0].ID, created[0].Instance.CreatedAt
 	e.Archive = nil
 	h.log.InfoContext(ctx, "stack added", "stack", m.Name, "version", m.Version, "digest", s.Digest, "kind", m.Kind.Names.Kind)
 	return e, true, nil
@@ -266,7 +270,7 @@ func decodeStack(inst cairn.Instance) (StackEntry, error) {
 	if err := json.Unmarshal(inst.Latest.Value, &e); err != nil {
 		return e, fmt.Errorf("catalog entry %s/%s: %w", inst.Namespace, inst.Name, err)
 	}
-	e.ID = inst.ID
+	e.ID, e.Added = inst.ID, inst.CreatedAt
 	return e, nil
 }
 

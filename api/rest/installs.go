@@ -41,6 +41,10 @@ type InstallLine struct {
 	Plan   *PlanStatus  `json:"plan,omitempty"`
 	Result *deps.Result `json:"result,omitempty"`
 	Error  string       `json:"error,omitempty"`
+	// Status is the error as the Status a request failing with it would
+	// answer (its code and reason), since the stream has answered 200
+	// before the error is known.
+	Status *Status `json:"status,omitempty"`
 }
 
 // Installs plans and executes installs: install.Service over the hub by
@@ -118,7 +122,8 @@ func (s *Server) createInstall(w http.ResponseWriter, r *http.Request) error {
 		line(InstallLine{Plan: planStatus(p, p.Ready())})
 	}
 	if err != nil {
-		line(InstallLine{Error: err.Error()})
+		st := statusOf(err, target{group: HubGroup})
+		line(InstallLine{Error: err.Error(), Status: &st})
 		return nil
 	}
 	line(InstallLine{Result: res})

@@ -35,7 +35,7 @@ func toStackObject(e hub.StackEntry) StackObject {
 	ref := e.InstallationType
 	return StackObject{
 		APIVersion: HubGroup + "/" + HubVersion, Kind: "Stack",
-		Metadata: ObjectMeta{Name: e.Name + "@" + e.Version, UID: e.ID},
+		Metadata: ObjectMeta{Name: e.Name + "@" + e.Version, UID: e.ID, CreationTimestamp: timestamp(e.Added)},
 		Spec: StackSpec{Name: e.Name, Version: e.Version, Description: e.Description, Digest: e.Digest,
 			InstallationType: &ref, Manifest: m},
 	}

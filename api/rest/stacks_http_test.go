@@ -84,8 +84,16 @@ func TestStacksOverREST(t *testing.T) {
 	if l := e.mustDo("GET", hubGV+"/stacks", "", nil, http.StatusOK); !strings.Contains(string(l.body), `"db@0.1.0"`) {
 		t.Fatalf("GET stacks = %s", l)
 	}
-	e.mustDo("GET", hubGV+"/stacks/db", "", nil, http.StatusOK)
-	e.mustDo("GET", hubGV+"/stacks/db@0.1.0", "", nil, http.StatusOK)
+	// Every form carries when the version was added (kubectl get stacks
+	// shows its AGE).
+	for _, p := range []string{"/stacks", "/stacks/db", "/stacks/db@0.1.0"} {
+		if b := e.mustDo("GET", hubGV+p, "", nil, http.StatusOK).body; !strings.Contains(string(b), `"creationTimestamp":"20`) {
+			t.Errorf("GET %s carries no creationTimestamp: %s", p, b)
+		}
+	}
+	if b := r.body; !strings.Contains(string(b), `"creationTimestamp":"20`) {
+		t.Errorf("POST stacks carries no creationTimestamp: %s", b)
+	}
 	wantStatus(t, e.do("GET", hubGV+"/stacks/db@9.9.9", "", nil), http.StatusNotFound, "NotFound")
 
 	// An installation, reconciled once: its children name it as their

@@ -89,6 +89,11 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		if withDefaults, err := st.Defaults(maps.Clone(params)); err == nil {
 			params = withDefaults
 		}
+		// Checked before the plan, as cairn render does: a plan that
+		// passes is one whose root the hub then accepts.
+		if err := st.ValidateParameters(params); err != nil {
+			return deps.Request{}, entry, nil, err
+		}
 	}
 	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
 		Parameters: params, Credentials: r.Credentials}
@@ -167,7 +172,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, types: map[string]cairn.TypeRef{}, ids: map[string]string{}}
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, ids: map[string]string{}}
 	if err := in.learn(ctx, p); err != nil {
 		return p, nil, err
 	}
@@ -233,8 +238,12 @@ func nonNilMap(m map[string]any) map[string]any {
 
 // installer is deps.Installer over the hub.
 type installer struct {
-	s  *Service
-	mu sync.Mutex
+	s *Service
+	// root is the root installation's key: Install creates it before the
+	// plan runs, so the executor finding it gone means it was deleted
+	// since, and it is not created again.
+	root string
+	mu   sync.Mutex
 	// types: node key -> the installation Type of its stack.
 	types map[string]cairn.TypeRef
 	// ids: node key -> installation id, once known.
@@ -395,6 +404,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		uses = append(uses, id)
 	}
 	var id string
+	if req.Create && key == in.root {
+		return nil, fmt.Errorf("the root installation %s was deleted during the install; it is not created again (install again to recreate it)", key)
+	}
 	if req.Create {
 		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: req.Namespace, Name: req.Name, TypeRef: t,
 			Value: value, Annotations: hub.WithAnnotations(nil, set)}}}

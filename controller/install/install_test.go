@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -30,6 +32,13 @@ func repoPath(parts ...string) string {
 // and the example stacks in its catalog.
 func newHub(t *testing.T) (context.Context, *hub.Hub) {
 	t.Helper()
+	return newHubLogging(t, nil)
+}
+
+// newHubLogging is newHub whose dependency installer (install.Runner) logs
+// to log.
+func newHubLogging(t *testing.T, log *slog.Logger) (context.Context, *hub.Hub) {
+	t.Helper()
 	ctx := cairn.WithActor(context.Background(), "tester")
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
@@ -55,7 +64,7 @@ func newHub(t *testing.T) (context.Context, *hub.Hub) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second,
-		Dependencies: install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second})})
+		Dependencies: install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second, Log: log})})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -497,5 +506,140 @@ func TestTerraformOutputsThroughADependency(t *testing.T) {
 			t.Fatalf("web outputs %v: want allowFrom, the state's vpc_cidr", st.Outputs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func addTestStacks(t *testing.T, ctx context.Context, h *hub.Hub, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		s, err := stack.Load(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Archive()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.AddStack(ctx, b); err != nil {
+			t.Fatalf("add %s: %v", dir, err)
+		}
+	}
+}
+
+// waitFor polls get until it returns an instance, or fails the test.
+func waitFor(t *testing.T, what string, get func() (cairn.Instance, error)) cairn.Instance {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		inst, err := get()
+		if err == nil {
+			return inst
+		}
+		if !cairn.HasCode(err, cairn.CodeNotFound) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A root installation deleted while its install waits for a dependency
+// stays deleted: the install fails and names it rather than create it
+// again (the user's delete wins), whether the install was asked for (cairn
+// install) or started by the controller for an applied installation.
+func TestRootDeletedDuringInstallStaysDeleted(t *testing.T) {
+	for _, applied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "install", true: "applied"}[applied], func(t *testing.T) {
+			// The installer of an applied installation reports its
+			// failure in the log only.
+			warned := make(chan string, 10)
+			ctx, h := newHubLogging(t, slog.New(chanHandler(warned)))
+			addTestStacks(t, ctx, h, "testdata/gated", "testdata/waits")
+			waitsPath := cairn.PathForGroupKind("test.stacks.cairn.dev", "Waits")
+			svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+			req := install.Request{Namespace: "dev", Name: "w1", Stack: "waits"}
+			done := make(chan error, 1)
+			if applied {
+				e, err := h.GetStack(ctx, "waits", "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "w1",
+					TypeRef: e.InstallationType, Value: json.RawMessage(`{}`)}}}); err != nil {
+					t.Fatal(err)
+				}
+				close(done)
+			} else {
+				go func() { _, _, err := svc.Install(ctx, req, nil); done <- err }()
+			}
+			p, err := svc.Plan(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate := nodeOf(p, "gate")
+			gateTypePath := cairn.PathForGroupKind("test.cairn.dev", "Gate")
+			child := waitFor(t, "the gate's child", func() (cairn.Instance, error) {
+				return h.GetInstanceByName(ctx, gateTypePath, "dev", gate.Name+"-gate", false)
+			})
+			root := waitFor(t, "the root", func() (cairn.Instance, error) { return h.GetInstanceByName(ctx, waitsPath, "dev", "w1", false) })
+			if err := h.DeleteInstance(ctx, root.ID, ""); err != nil {
+				t.Fatalf("delete the waiting root: %v", err)
+			}
+			if _, err := h.UpdateStatus(ctx, child.ID, json.RawMessage(`{"conditions":[{"type":"Ready","status":"True"}]}`), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; !applied && (err == nil || !strings.Contains(err.Error(), "dev/w1 was deleted")) {
+				t.Errorf("install whose root was deleted: %v, want an error naming the deleted root", err)
+			}
+			if applied {
+				select {
+				case msg := <-warned:
+					if !strings.Contains(msg, "dev/w1 was deleted") {
+						t.Errorf("the installer's failure: %s, want it to name the deleted root", msg)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("the installer of the applied installation did not finish")
+				}
+			}
+			if got, err := h.GetInstanceByName(ctx, waitsPath, "dev", "w1", false); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Fatalf("the deleted root is back: %s %v", got.ID, err)
+			}
+		})
+	}
+}
+
+// chanHandler is a slog handler sending each warning's message and
+// attributes to c.
+type chanHandler chan string
+
+func (c chanHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c chanHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+	select {
+	case c <- b.String():
+	default: // the test reads the first ones only
+	}
+	return nil
+}
+func (c chanHandler) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c chanHandler) WithGroup(string) slog.Handler      { return c }
+
+// Parameters the root stack's schema refuses fail the plan, as cairn render
+// does, naming the parameter and the kind: cairn plan does not pass what
+// cairn install then refuses, and nothing is created.
+func TestInvalidRootParameters(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": ""}}
+	const want = "invalid parameters of TeamPortal: spec/team"
+	if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("plan: %v, want an invalid error with %q", err, want)
+	}
+	if _, _, err := svc.Install(ctx, req, nil); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("install: %v, want an invalid error with %q", err, want)
+	}
+	if got := installations(t, ctx, h); len(got) != 0 {
+		t.Errorf("installed %v", got)
 	}
 }

@@ -467,7 +467,7 @@ func TestErrors(t *testing.T) {
 			{"update bad value file", "", []string{"update", serverID, "--value-file", file("bad-value.yaml", "a: [\n")}, 2, []string{`error: .*bad-value\.yaml: invalid YAML or JSON: .*`}},
 			{"delete locked", "", []string{"delete", configID}, 5, []string{`error: TypeInstance "` + configID + `" is locked by different owner`}},
 			{"delete used", "", []string{"delete", serverID}, 5,
-				[]string{`error: TypeInstance "` + serverID + `" is used by other TypeInstances, you must first remove "` + configID + `"`}},
+				[]string{`error: TypeInstance "` + serverID + `" is used by other TypeInstances, you must first remove "` + configID + `" \(default/db-config\)`}},
 			{"delete the built-in backend", "", []string{"delete", cairn.BuiltinBackendID}, 2, []string{`error: .* cannot be deleted`}},
 			{"lock by another owner", "", []string{"lock", serverID, configID, "--owner", "deploy-2"}, 5,
 				[]string{`error: failed to lock TypeInstances: TypeInstances with IDs "` + configID + `" are locked by different owner`}},

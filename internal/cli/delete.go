@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/manifest"
 )
 
@@ -101,12 +104,24 @@ use), then Types.`,
 }
 
 func (r *kube) deleteOne(ctx context.Context, w io.Writer, res client.Resource, ns, name string, o deleteOptions) error {
+	var inst *cairn.Instance
+	if r.hub != nil && !cairn.IsDryRun(ctx) {
+		var err error
+		if inst, err = r.checkUninstall(ctx, res, ns, name); err != nil {
+			return err
+		}
+	}
 	err := r.c.Delete(ctx, res, ns, name, client.WriteOptions{LockOwner: o.owner})
 	if cairn.HasCode(err, cairn.CodeNotFound) && o.ignoreNotFound {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if inst != nil {
+		if err := r.uninstall(ctx, *inst); err != nil {
+			return fmt.Errorf("%s %q: %w", kindName(res), name, err)
+		}
 	}
 	_, err = fmt.Fprintf(w, "%s %q deleted\n", kindName(res), name)
 	return err
@@ -236,4 +251,84 @@ instance is written and deleted only with --lock-owner set to its owner.`, title
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of objects named RESOURCE/NAME")
 	addDryRunFlag(cmd)
 	return cmd
+}
+
+// checkUninstall, in local mode, returns the installation that deleting
+// res ns/name hands to the stack controller (an installation that owns
+// children), or nil when the delete is immediate. No server's controller
+// deletes the children in local mode, so cairn delete does (uninstall);
+// what would block it (a child locked or used from outside the stack) is
+// refused before the deletion is requested, so a refused delete changes
+// nothing.
+func (r *kube) checkUninstall(ctx context.Context, res client.Resource, ns, name string) (*cairn.Instance, error) {
+	obj, err := r.getObject(ctx, res, ns, name)
+	if err != nil {
+		return nil, nil // the delete says what is wrong (or ignores it)
+	}
+	inst, err := r.hub.GetInstance(ctx, obj.Metadata.UID, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil, nil // not an instance: a Type, a namespace, ...
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := r.hub.IsInstallationType(ctx, inst.TypeRef); err != nil || !ok {
+		return nil, err
+	}
+	kids, err := r.hub.Children(ctx, inst)
+	if err != nil || len(kids) == 0 {
+		return nil, err
+	}
+	if err := r.hub.CheckOwnedDeletable(ctx, inst.ID, kids, ""); err != nil {
+		return nil, fmt.Errorf("%s %q cannot be deleted, nothing was: %w", kindName(res), name, err)
+	}
+	return &inst, nil
+}
+
+// uninstallTimeout bounds how long cairn delete runs the stack controller
+// in local mode for an installation's children to go.
+const uninstallTimeout = 2 * time.Minute
+
+// uninstall runs the stack controller in process, as cairn install does in
+// local mode, until the installation whose deletion was requested is gone:
+// its children band by band, nested installations first, then itself.
+func (r *kube) uninstall(ctx context.Context, inst cairn.Instance) error {
+	c := stackctl.New(stackctl.Config{Hub: r.hub, LeaseDuration: 3 * time.Second})
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(uninstallTimeout)
+	for {
+		cur, err := r.hub.GetInstance(ctx, inst.ID, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(cur.Status, &st)
+		var deleting *stackctl.Condition
+		for i := range st.Conditions {
+			if st.Conditions[i].Type == "Deleting" {
+				deleting = &st.Conditions[i]
+			}
+		}
+		if deleting != nil && deleting.Reason == "DeletionBlocked" {
+			return cairn.Errorf(cairn.CodeLocked, "the deletion is requested but blocked (it goes on when cairn delete runs again, or in cairn serve): %s", deleting.Message)
+		}
+		if time.Now().After(deadline) {
+			msg := "no progress reported"
+			if deleting != nil {
+				msg = deleting.Message
+			}
+			return cairn.Errorf(cairn.CodeUnavailable, "not deleted after %s (the deletion stays requested; cairn delete or cairn serve continues it): %s", uninstallTimeout, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -80,7 +80,9 @@ type describedInstance struct {
 	backend           rest.StatusBackend
 	uses, usedBy      []string
 	value             json.RawMessage
-	attributes        []cairn.AttributeRef
+	// reported is the status the instance's controllers wrote, if any.
+	reported   json.RawMessage
+	attributes []cairn.AttributeRef
 }
 
 func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, obj object) error {
@@ -109,8 +111,30 @@ func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, o
 		kind: obj.Kind, apiVersion: obj.APIVersion, id: obj.Metadata.UID, name: obj.Metadata.Name, ns: obj.Metadata.Namespace, alias: st.Alias,
 		typeRef: st.TypeRef, labels: obj.Metadata.Labels, ann: obj.Metadata.Annotations, created: obj.created(),
 		createdBy: st.CreatedBy, locked: st.LockedBy, generation: obj.Metadata.Generation, resourceVersion: obj.Metadata.ResourceVersion,
-		backend: st.Backend, uses: st.Uses, usedBy: st.UsedBy, value: obj.Spec,
+		backend: st.Backend, uses: st.Uses, usedBy: st.UsedBy, value: obj.Spec, reported: reportedStatus(obj.Status),
 	})
+}
+
+// reportedStatus is the part of an object's status its own controllers
+// wrote (an installation's conditions, outputs and events): the status
+// without the hub's fields, which describe shows on their own lines; nil
+// when there is none.
+func reportedStatus(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	for _, k := range []string{"typeRef", "alias", "backend", "lockedBy", "createdBy", "uses", "usedBy"} {
+		delete(m, k)
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // fields writes "Name:  value" lines aligned by a tabwriter.
@@ -193,6 +217,11 @@ func (r *kube) describeInstance(ctx context.Context, w io.Writer, d describedIns
 	}
 	if err := writeYAMLBlock(w, "Spec", d.value); err != nil {
 		return err
+	}
+	if d.reported != nil {
+		if err := writeYAMLBlock(w, "Status", d.reported); err != nil {
+			return err
+		}
 	}
 	return r.describeHistory(ctx, w, d.id)
 }

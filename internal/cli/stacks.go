@@ -273,11 +273,15 @@ func printTrace(w io.Writer, output string, v installationView) error {
 	synced, sreason := condStatus(v.Status, "Synced")
 	ready, rreason := condStatus(v.Status, "Ready")
 	reason := ""
+	// Synced is not there before the first render (an installation
+	// waiting for its dependencies): Ready's reason says why then.
 	switch {
+	case synced == "False":
+		reason = sreason
+	case ready != "True" && rreason != "":
+		reason = rreason
 	case synced != "True":
 		reason = sreason
-	case ready != "True":
-		reason = rreason
 	}
 	if del, dreason := condStatus(v.Status, "Deleting"); del != "Unknown" {
 		reason = "deleting: " + dreason

@@ -106,3 +106,35 @@ func TestStackCommandsClient(t *testing.T) {
 		`├─ orders-backups +Bucket +cairn-builtin +True +True +<none>`,
 		`└─ orders-main +Database +cairn-builtin +True +False +.*`)
 }
+
+// TestTraceWaitingInstallation: an installation waiting for its
+// dependencies has no Synced condition yet; trace gives its Ready reason
+// rather than <none>.
+func TestTraceWaitingInstallation(t *testing.T) {
+	e := newEnv(t)
+	e.ok("stack", "add", "../../examples/stacks/flags-env")
+	e.ok("stack", "add", "../../examples/stacks/team-portal")
+	h := e.hub()
+	ctx := context.Background()
+	entry, err := h.GetStack(ctx, "team-portal", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "p1", TypeRef: entry.InstallationType,
+		Value: json.RawMessage(`{}`), Annotations: map[string]string{hub.AnnotationWaiting: "default/flags-env-0123456789"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stackctl.New(stackctl.Config{Hub: h}).Reconcile(ctx, created[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	matchLines(t, e.ok("trace", "teamportal/p1"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`p1 +TeamPortal +\S+ +Unknown +False +waiting for the dependencies default/flags-env-0123456789`)
+	// describe shows the status its controller reported (conditions,
+	// outputs, events), as kubectl describe does, besides the hub's fields.
+	d := e.ok("describe", "teamportal", "p1")
+	if !strings.Contains(d, "\nStatus:\n  conditions:\n") || !strings.Contains(d, "reason: WaitingForDependencies") || strings.Contains(d, "typeRef:") {
+		t.Errorf("describe of an installation:\n%s", d)
+	}
+}

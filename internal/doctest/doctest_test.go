@@ -178,7 +178,16 @@ func runPage(t *testing.T, root, bin string, goVars map[string]string, rel strin
 			return "127.0.0.1:" + ports[p]
 		})
 		for i, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-			add(briefly(l), fmt.Sprintf("%s:%d", rel, b.line+1+i))
+			where := fmt.Sprintf("%s:%d", rel, b.line+1+i)
+			// bash's errexit ignores a pipeline negated with !, so a
+			// page's "! cmd" (cmd must fail) would check nothing: its
+			// success fails the page. (A trailing comment stays one.)
+			if cmd, ok := strings.CutPrefix(l, "! "); ok && !strings.HasSuffix(l, "\\") {
+				add("if "+briefly(cmd), where)
+				add(`then echo "doctest: this command should have failed and did not" >&2; false; fi`, where)
+				continue
+			}
+			add(briefly(l), where)
 		}
 	}
 	scriptPath := filepath.Join(t.TempDir(), "page.sh")

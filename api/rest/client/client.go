@@ -450,6 +450,11 @@ func decodeError(resp *http.Response) error {
 	if json.Unmarshal(b, &st) != nil || st.Kind != "Status" {
 		return &cairn.Error{Code: codeForHTTP(resp.StatusCode, ""), Msg: fmt.Sprintf("server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
+	return statusError(st)
+}
+
+// statusError is the error a Status stands for.
+func statusError(st rest.Status) error {
 	e := &cairn.Error{Code: codeForHTTP(st.Code, st.Reason), Msg: st.Message}
 	if st.Details != nil {
 		for _, c := range st.Details.Causes {

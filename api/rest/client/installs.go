@@ -59,6 +59,8 @@ func (c *Client) Install(ctx context.Context, r install.Request, progress func(d
 			}
 		case l.Plan != nil:
 			plan = l.Plan
+		case l.Status != nil:
+			return plan, nil, statusError(*l.Status)
 		case l.Error != "":
 			return plan, nil, errors.New(l.Error)
 		case l.Result != nil:
