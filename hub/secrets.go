@@ -62,7 +62,11 @@ func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
 			schemas[inst.TypeRef] = s
 		}
 		if s != nil {
-			inst.Latest.Value, _ = s.Redact("spec/value", inst.Latest.Value, SecretMarker)
+			var fields []string
+			inst.Latest.Value, fields = s.Redact("spec/value", inst.Latest.Value, SecretMarker)
+			if len(fields) > 0 {
+				inst.Latest.Redacted = true
+			}
 		}
 	}
 	return nil
