@@ -140,6 +140,11 @@ type ResourceVersion struct {
 	Value           json.RawMessage `json:"value,omitempty"`
 	// Context is the backend context (backend.context) of this version.
 	Context json.RawMessage `json:"context,omitempty"`
+	// Redacted says that Value is not what is stored: its secret parts
+	// were replaced by a marker, as lists and watches show them. Nothing
+	// that keeps values by resource version may keep such a Value for
+	// reads that show them.
+	Redacted bool `json:"-"`
 }
 
 // StorageBackend is a storage backend instance as the hub sees it: the

@@ -2,10 +2,14 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/schema"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -33,23 +37,32 @@ type ListOptions struct {
 // secrets as o says.
 func (h *Hub) ListInstancesWith(ctx context.Context, f store.InstanceFilter, o ListOptions) ([]cairn.Instance, int64, error) {
 	list, seq, err := h.listInstances(ctx, f, o.Values, o.NotOlderThan)
-	if err != nil || !o.Values || o.Secrets {
+	if err != nil || o.Secrets {
 		return list, seq, err
 	}
+	// Without values, kubectl's last-applied annotation may still hold
+	// them.
 	if err := h.RedactSecrets(ctx, list); err != nil {
 		return nil, 0, err
 	}
 	return list, seq, nil
 }
 
+// LastAppliedAnnotation is where kubectl apply keeps the whole object it
+// applied, secret values included.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
 // RedactSecrets replaces, in place, the secret parts of each instance's
-// latest value by SecretMarker, as lists show them. Values are replaced, not
-// modified, so values shared with the cache stay intact.
+// latest value, and of the object in its LastAppliedAnnotation, by
+// SecretMarker, as lists show them, and marks the value Redacted. Values
+// and annotations are replaced, not modified, so those shared with the
+// cache stay intact.
 func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
 	schemas := map[cairn.TypeRef]*schema.Schema{}
 	for i := range list {
 		inst := &list[i]
-		if inst.Latest.Value == nil {
+		applied, hasApplied := inst.Annotations[LastAppliedAnnotation]
+		if inst.Latest.Value == nil && !hasApplied {
 			continue
 		}
 		redactSensitive(inst)
@@ -61,11 +74,77 @@ func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
 			}
 			schemas[inst.TypeRef] = s
 		}
-		if s != nil {
-			inst.Latest.Value, _ = s.Redact("spec/value", inst.Latest.Value, SecretMarker)
+		if s == nil {
+			continue
+		}
+		if inst.Latest.Value != nil {
+			var fields []string
+			inst.Latest.Value, fields = s.Redact("spec/value", inst.Latest.Value, SecretMarker)
+			if len(fields) > 0 {
+				inst.Latest.Redacted = true
+			}
+		}
+		if hasApplied {
+			if red, ok := redactApplied(s, applied); ok {
+				inst.Annotations = maps.Clone(inst.Annotations)
+				inst.Annotations[LastAppliedAnnotation] = red
+				inst.Latest.Redacted = true
+			}
 		}
 	}
 	return nil
+}
+
+// redactApplied returns the object kubectl applied (a LastAppliedAnnotation)
+// with the secret parts of its value replaced by SecretMarker, and whether
+// anything was: the value is the object's spec.value when it was applied as
+// a TypeInstance and its spec when applied through its Type's kind. An
+// annotation that is not such an object is replaced whole.
+func redactApplied(s *schema.Schema, applied string) (string, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(applied), &obj) != nil || obj == nil {
+		return SecretMarker, true
+	}
+	var apiVersion, kind string
+	_ = json.Unmarshal(obj["apiVersion"], &apiVersion)
+	_ = json.Unmarshal(obj["kind"], &kind)
+	spec := obj["spec"]
+	if spec == nil {
+		return applied, false
+	}
+	if kind == "TypeInstance" && strings.HasPrefix(apiVersion, rbac.HubGroup+"/") {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(spec, &fields) != nil || fields == nil {
+			return SecretMarker, true
+		}
+		v := fields["value"]
+		if v == nil {
+			return applied, false
+		}
+		red, replaced := s.Redact("spec/value", v, SecretMarker)
+		if len(replaced) == 0 {
+			return applied, false
+		}
+		fields["value"] = red
+		if spec, _ = json.Marshal(fields); spec == nil {
+			return SecretMarker, true
+		}
+	} else {
+		red, replaced := s.Redact("spec", spec, SecretMarker)
+		if len(replaced) == 0 {
+			return applied, false
+		}
+		spec = red
+	}
+	obj["spec"] = spec
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return SecretMarker, true
+	}
+	if strings.HasSuffix(applied, "\n") {
+		b = append(b, '\n')
+	}
+	return string(b), true
 }
 
 // SecretFields returns the fields of a Type's values that are secret, as

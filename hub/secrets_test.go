@@ -140,3 +140,51 @@ func TestSecretsAfterTypeChangesElsewhere(t *testing.T) {
 		t.Fatalf("after the Type was registered again elsewhere with a mark, the list shows the secret: %s", v)
 	}
 }
+
+// TestSecretsInLastAppliedAnnotation: kubectl apply keeps the whole object
+// it applied, secrets included, in the kubectl.kubernetes.io/last-applied-
+// configuration annotation; a list shows the secret fields there as the
+// marker too (an annotation it cannot read, whole), and a read by id keeps
+// it as applied, which the next kubectl apply needs.
+func TestSecretsInLastAppliedAnnotation(t *testing.T) {
+	const pw = "applied-secret-93c1"
+	const key = "kubectl.kubernetes.io/last-applied-configuration"
+	creds := cairn.TypeRef{Path: "cap.type.database.postgresql.credentials", Revision: "0.1.0"}
+	for _, tc := range []struct {
+		name, annotation, want string
+	}{
+		{"through the Type's kind", `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","metadata":{"name":"a"},"spec":{"password":"` + pw + `","username":"a"}}` + "\n",
+			`{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","metadata":{"name":"a"},"spec":{"password":"` + hub.SecretMarker + `","username":"a"}}` + "\n"},
+		{"through typeinstances", `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"a"},"spec":{"typeRef":{"path":"p"},"value":{"password":"` + pw + `","username":"a"}}}`,
+			`{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"a"},"spec":{"typeRef":{"path":"p"},"value":{"password":"` + hub.SecretMarker + `","username":"a"}}}`},
+		{"not JSON", `password: ` + pw, hub.SecretMarker},
+		{"without the secret", `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","spec":{"username":"a"}}`,
+			`{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","spec":{"username":"a"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.registerType(creds.Path, creds.Revision, credsSchema)
+			id := e.create(hub.NewInstance{TypeRef: creds, Annotations: map[string]string{key: tc.annotation, "team": pw},
+				Value: json.RawMessage(`{"username":"a","password":"` + pw + `"}`)})
+			for _, values := range []bool{true, false} {
+				list, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: creds.Path}, hub.ListOptions{Values: values})
+				if err != nil || len(list) != 1 {
+					t.Fatalf("list: %v, %v", list, err)
+				}
+				if got := list[0].Annotations[key]; got != tc.want {
+					t.Errorf("values=%v: listed annotation\n%s\nwant\n%s", values, got, tc.want)
+				}
+				if got := list[0].Annotations["team"]; got != pw {
+					t.Errorf("values=%v: another annotation changed: %q", values, got)
+				}
+			}
+			all, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: creds.Path}, hub.ListOptions{Values: true, Secrets: true})
+			if err != nil || all[0].Annotations[key] != tc.annotation {
+				t.Errorf("list with Secrets: annotation %q, %v", all[0].Annotations[key], err)
+			}
+			if got := e.get(id).Annotations[key]; got != tc.annotation {
+				t.Errorf("read by id after the lists: annotation %q", got)
+			}
+		})
+	}
+}

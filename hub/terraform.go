@@ -418,15 +418,18 @@ func redactStateOutputs(doc json.RawMessage) json.RawMessage {
 }
 
 // redactSensitive hides a sensitive output's value in a list: reading the
-// one instance (GetInstance) shows it, a list never does.
+// one instance (GetInstance) shows it, a list never does. A value of these
+// Types is marked Redacted whether or not it held anything sensitive.
 func redactSensitive(inst *cairn.Instance) {
 	if inst.TypeRef.Path == TerraformStatePath && inst.Latest.Value != nil {
 		inst.Latest.Value = redactStateOutputs(inst.Latest.Value)
+		inst.Latest.Redacted = true
 		return
 	}
 	if inst.TypeRef.Path != TerraformSensitivePath || inst.Latest.Value == nil {
 		return
 	}
+	inst.Latest.Redacted = true
 	var m map[string]json.RawMessage
 	if json.Unmarshal(inst.Latest.Value, &m) != nil || m == nil {
 		inst.Latest.Value = json.RawMessage(strconv.Quote(SensitiveMarker))

@@ -50,10 +50,13 @@ type Config struct {
 	// 0: no limit.
 	RatePerUser float64
 	Burst       int
-	// Public are path prefixes served without authorization because they
-	// check credentials of their own (the Git webhooks' HMAC signature),
-	// each optionally after a method and a space ("POST /hooks/"): only
-	// requests of that method are let through.
+	// Public are paths served without authorization because they check
+	// credentials of their own (the Git webhooks' HMAC signature) or show
+	// nothing of the hub (the web console's files), each optionally after
+	// a method and a space ("POST /hooks/"): only requests of that method
+	// are let through. As in ServeMux patterns, a path ending in "/" is a
+	// prefix, "/{$}" is the root alone, and any other path matches only
+	// itself.
 	Public []string
 	// GraphQLPath is where GraphQL is served: the path is authorized as a
 	// whole (post /graphql), each field by the GraphQL handler. Its bodies
@@ -290,7 +293,19 @@ func (g *Guard) public(r *http.Request) bool {
 		if !ok {
 			method, prefix = "", p
 		}
-		if (method == "" || method == r.Method) && strings.HasPrefix(r.URL.Path, prefix) {
+		if method != "" && method != r.Method {
+			continue
+		}
+		switch {
+		case prefix == "/{$}":
+			if r.URL.Path == "/" {
+				return true
+			}
+		case strings.HasSuffix(prefix, "/"):
+			if strings.HasPrefix(r.URL.Path, prefix) {
+				return true
+			}
+		case r.URL.Path == prefix:
 			return true
 		}
 	}

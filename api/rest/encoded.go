@@ -36,9 +36,9 @@ const maxEncoded = 200_000
 // cacheable reports whether inst's object may come from the cache: its
 // value is the built-in backend's (an external value can change without a
 // change number) and it has no owner reference, which objects() adds from
-// another instance (the installation using it). A list shows some values
-// redacted and a read of the one instance does not, at the same Seq:
-// those are never cached either.
+// another instance (the installation using it). Terraform's state and
+// sensitive outputs, which lists always redact, are never cached either;
+// values a list redacted are not kept as encodings (encodable).
 func cacheable(inst *cairn.Instance) bool {
 	if !inst.Backend.Abstract || hub.RedactsInLists(inst.TypeRef.Path) {
 		return false
@@ -47,11 +47,19 @@ func cacheable(inst *cairn.Instance) bool {
 	return uid == "" || !slices.Contains(inst.UsedBy, uid)
 }
 
+// encodable reports whether inst's encoding may be kept and shared by
+// every read at its change number: not when its value is a list's, with
+// secrets replaced by the marker (the same Seq read by name shows them, and
+// a list must never show what a read by name kept).
+func encodable(inst *cairn.Instance) bool {
+	return cacheable(inst) && !inst.Latest.Redacted
+}
+
 // cached returns inst's JSON as an object of apiVersion and kind when it
 // was encoded at inst's change number with the same users; no Object has
 // to be built to ask.
 func (c *encodedCache) cached(inst *cairn.Instance, apiVersion, kind string) ([]byte, bool) {
-	if !cacheable(inst) {
+	if !encodable(inst) {
 		return nil, false
 	}
 	c.mu.Lock()
@@ -75,7 +83,7 @@ func (c *encodedCache) encode(inst cairn.Instance, obj Object) ([]byte, error) {
 		return nil, err
 	}
 	b = slices.Clip(b) // an append by a reader copies instead of writing into the cache
-	if cacheable(&inst) && len(obj.Metadata.OwnerReferences) == 0 {
+	if encodable(&inst) && len(obj.Metadata.OwnerReferences) == 0 {
 		c.mu.Lock()
 		if c.objs == nil || len(c.objs) >= maxEncoded {
 			c.objs = map[string]encodedObject{}

@@ -69,6 +69,10 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 		{"graphql types, a user without bindings", "POST", "/graphql", "vic-token", `{"query":"{ types { path } }"}`, nil, 200, `User \"vic\" cannot list resource \"types\" in API group \"hub.cairn.dev\" at the cluster scope`},
 		{"graphql list, admin", "POST", "/graphql", string(admin), `{"query":"{ typeInstances { id } }"}`, nil, 200, `"id"`},
 		{"the web console", "GET", "/ui/", "", "", nil, 200, "<"},
+		{"the server's address, redirected to the console", "GET", "/", "", "", nil, 200, "<"},
+		{"the console without its slash", "GET", "/ui", "", "", nil, 200, "<"},
+		{"a write to the root", "POST", "/", "", "{}", nil, 403, `cannot post path \"/\"`},
+		{"a path beside the console", "GET", "/uix", "", "", nil, 403, `cannot get path \"/uix\"`},
 		{"the console's who-am-I", "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "vic-token",
 			`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`, nil, 201, `"username":"vic"`},
 		{"a health check", "GET", "/readyz", "", "", nil, 200, "ok"},
@@ -87,13 +91,14 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 	for {
 		b, _ := os.ReadFile(filepath.Join(data, "audit.log"))
 		log = string(b)
-		if strings.Count(log, `"auditID"`) >= 13 || time.Now().After(deadline) {
+		if strings.Count(log, `"auditID"`) >= 19 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := strings.Count(log, `"auditID"`); n != 13 {
-		t.Errorf("the audit log has %d events, want 13:\n%s", n, log)
+	// 19: the two redirects are two requests each.
+	if n := strings.Count(log, `"auditID"`); n != 19 {
+		t.Errorf("the audit log has %d events, want 19:\n%s", n, log)
 	}
 	for _, uri := range []string{`"requestURI":"/metrics"`, `"requestURI":"/hooks/git/nope"`, `"requestURI":"/graphql"`, `"requestURI":"/ui/"`,
 		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`,

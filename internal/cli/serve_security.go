@@ -274,8 +274,9 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.metricsAnonymous {
 		public = append(public, "/metrics")
 	}
-	// The web console's pages are public; what they show comes from the API.
-	public = append(public, "/ui/")
+	// The web console's pages are public; what they show comes from the
+	// API. "/" and "/ui" only redirect a browser there.
+	public = append(public, "/ui/", "GET /ui", "GET /{$}")
 	// Where local callers are trusted without credentials, web pages must
 	// not borrow that trust (access.Guard.browserRefusal).
 	var serverHosts []string

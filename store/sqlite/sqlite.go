@@ -90,7 +90,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	// The database holds the built-in backend's values, secrets among
+	// them: what is created here is its user's alone, as PostgreSQL's data
+	// directory is. SQLite gives the WAL and shared-memory files the
+	// database file's mode.
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
