@@ -134,6 +134,18 @@ func TestList(t *testing.T) {
 		{"all namespaces, field namespace", flagsGV + "/flags", "fieldSelector=metadata.namespace=other", []string{"other/a", "other/e"}},
 		{"all namespaces, field name", flagsGV + "/flags", "fieldSelector=metadata.name=a", []string{"default/a", "other/a"}},
 		{"label and field", flagsGV + "/flags", "labelSelector=tier=db&fieldSelector=metadata.namespace=other", []string{"other/a"}},
+		// Every term of a field selector holds, as on the API server: two
+		// != terms exclude both names, two = terms of one field match
+		// nothing unless they agree, and metadata.namespace takes != too.
+		{"field two metadata.name!=", flagsIn("default"), "fieldSelector=metadata.name!=b,metadata.name!=c", []string{"default/a", "default/d"}},
+		{"field two metadata.name= that differ", flagsIn("default"), "fieldSelector=metadata.name=a,metadata.name=b", nil},
+		{"field two metadata.name= that agree", flagsIn("default"), "fieldSelector=metadata.name=a,metadata.name==a", []string{"default/a"}},
+		{"field metadata.name= and !=", flagsGV + "/flags", "fieldSelector=metadata.name=a,metadata.name!=b", []string{"default/a", "other/a"}},
+		{"field metadata.namespace!=", flagsGV + "/flags", "fieldSelector=metadata.namespace!=default", []string{"other/a", "other/e"}},
+		{"field metadata.namespace!= the namespace listed", flagsIn("default"), "fieldSelector=metadata.namespace!=default", nil},
+		{"field two metadata.namespace=", flagsGV + "/flags", "fieldSelector=metadata.namespace=default,metadata.namespace=other", nil},
+		{"field namespace and name", flagsGV + "/flags", "fieldSelector=metadata.namespace!=default,metadata.name!=e", []string{"other/a"}},
+		{"field value with an escaped comma", flagsIn("default"), `fieldSelector=metadata.name!=a\,b`, []string{"default/a", "default/b", "default/c", "default/d"}},
 		{"empty namespace", flagsIn("empty"), "", nil},
 	}
 	for _, tt := range tests {
