@@ -6,7 +6,8 @@ import (
 )
 
 // TestKubectlHubKinds writes cairn's own kinds (TypeInstance, Type, Policy)
-// with kubectl's file commands and kubectl's default validation
+// with kubectl's file commands, from files as kubectl get writes them, and
+// kubectl's default validation
 // (--validate=strict). These kinds take no PATCH, so kubectl finds no
 // fieldValidation parameter for them in OpenAPI v3 and reads /openapi/v2;
 // without that document every one of these commands stopped with "failed
@@ -61,6 +62,15 @@ spec:
 	// Validation is the server's, and strict as kubectl asked.
 	k.file("note-bad.yaml", strings.Replace(served, "metadata:", "metadata:\n  colour: red", 1))
 	k.fails([]string{`strict decoding error: unknown field "metadata.colour"`}, "replace", "-f", "note-bad.yaml")
+
+	// A Type as kubectl gets it is created again from that file (another
+	// hub, or after a delete): named <path>:<revision>, with a timestamp.
+	k.file("note-type.yaml", k.ok("get", "type", "cap.type.kubectl.note:0.1.0", "-o", "yaml"))
+	k.ok("delete", "ti", id)
+	k.ok("delete", "type", "cap.type.kubectl.note:0.1.0")
+	if out := k.ok("create", "-f", "note-type.yaml"); !strings.Contains(out, "type.hub.cairn.dev/cap.type.kubectl.note:0.1.0 created") {
+		t.Errorf("create -f of a served Type = %q", out)
+	}
 
 	policy := k.ok("get", "policy", "default", "-o", "yaml")
 	k.file("policy.yaml", policy)
