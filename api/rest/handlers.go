@@ -337,6 +337,25 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 	return f
 }
 
+// pageFilter is filter asking the store for one instance more than the
+// page holds, so that the last page, as on the API server, carries no
+// continue token (a client would ask for a page that is empty).
+func (o listOptions) pageFilter(req request) store.InstanceFilter {
+	f := o.filter(req)
+	if o.limit > 0 {
+		f.Limit = o.limit + 1
+	}
+	return f
+}
+
+// page cuts what pageFilter read to the page, and says whether more follow.
+func (o listOptions) page(insts []cairn.Instance) ([]cairn.Instance, bool) {
+	if o.limit > 0 && len(insts) > o.limit {
+		return insts[:o.limit], true
+	}
+	return insts, false
+}
+
 // hasFields says whether a field selector was given.
 func (o listOptions) hasFields() bool {
 	return o.fieldName != "" || o.fieldNS != "" || len(o.notNames) > 0 || len(o.notNS) > 0 || o.none
@@ -397,10 +416,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if !fresh.consistent {
 		lo.NotOlderThan = &fresh.notOlderThan
 	}
-	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.filter(req), lo)
+	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.pageFilter(req), lo)
 	if err != nil {
 		return err
 	}
+	insts, more := o.page(insts)
 	if seq < fresh.notOlderThan {
 		st := newStatus(http.StatusGatewayTimeout, "Timeout", fmt.Sprintf("Too large resource version: %d, current: %d", fresh.notOlderThan, seq))
 		st.Details = &StatusDetails{Causes: []StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}, RetryAfterSeconds: 1}
@@ -408,7 +428,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	if o.limit > 0 && len(insts) == o.limit {
+	if more {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
 	order := byName(insts)
