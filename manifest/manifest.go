@@ -281,10 +281,20 @@ func decodeDocument(top map[string]json.RawMessage) (Document, []cairn.Cause) {
 func (d *decoder) cairnType(top map[string]json.RawMessage) *cairn.Type {
 	d.known("", top, "apiVersion", "kind", "metadata", "spec")
 	t := &cairn.Type{}
-	meta := d.object("metadata", top["metadata"], []string{"name"})
+	// creationTimestamp: a Type as the server serves it (get types -o
+	// yaml) has one; set by the hub, it is ignored here, as the API server
+	// ignores it on create.
+	meta := d.object("metadata", top["metadata"], []string{"name", "creationTimestamp"})
 	spec := d.object("spec", top["spec"], []string{"path", "revision", "additionalRefs", "jsonSchema", "rest"})
 	name := d.optStr("metadata/name", meta["name"])
 	path := d.optStr("spec/path", spec["path"])
+	// The server names a Type <path>:<revision>, with both in its spec.
+	if p, rev, ok := strings.Cut(name, ":"); ok && path != "" {
+		if specRev, _ := str(spec["revision"]); p != path || rev != specRev {
+			d.add("metadata/name", fmt.Sprintf("%q is not spec.path:spec.revision %q", name, path+":"+specRev))
+		}
+		name = path
+	}
 	switch {
 	case name == "" && path == "":
 		d.add("metadata/name", "is required (the Type path; spec.path is also accepted)")

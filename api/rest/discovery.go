@@ -59,7 +59,11 @@ func (r *resource) apiVersion() string {
 }
 
 func (r *resource) target(name string) target {
-	return target{group: r.group, kind: r.kind, name: name}
+	t := target{group: r.group, kind: r.kind, name: name}
+	if r.hubKind == "" {
+		t.served = r.plural
+	}
+	return t
 }
 
 var (

@@ -8,11 +8,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/hub"
@@ -218,10 +220,16 @@ func (s *Server) keepObject(key listKey, pos int64, b []byte) {
 
 // listOptions are the query parameters of a list or watch.
 type listOptions struct {
-	labels    labels.Selector
+	labels labels.Selector
+	// The field selector's terms, every one of which must hold:
+	// metadata.name and metadata.namespace equal to (the store filters
+	// on these) or different from (any number of) values. none: two
+	// equality terms of one field that differ, which nothing matches.
 	fieldName string
 	fieldNS   string
-	notName   string
+	notNames  []string
+	notNS     []string
+	none      bool
 	limit     int
 	after     *cairn.Instance
 	// values: ?values=true, secret values in the clear (the access guard
@@ -238,26 +246,27 @@ func parseListOptions(r *http.Request) (listOptions, error) {
 	}
 	o.labels = sel
 	if fs := q.Get("fieldSelector"); fs != "" {
-		for _, part := range strings.Split(fs, ",") {
-			op := "="
-			k, v, ok := strings.Cut(part, "!=")
-			if ok {
-				op = "!="
-			} else if k, v, ok = strings.Cut(part, "=="); !ok {
-				k, v, ok = strings.Cut(part, "=")
-			}
-			if !ok {
-				return o, errStatus{badRequest("invalid field selector %q: want key=value, key==value or key!=value", part)}
-			}
+		// The API server's own parser: terms split at unescaped commas,
+		// values unescaped (\, \= \\).
+		fsel, err := fields.ParseSelector(fs)
+		if err != nil {
+			return o, errStatus{badRequest("invalid field selector: %v", err)}
+		}
+		for _, req := range fsel.Requirements() {
+			eq := req.Operator != selection.NotEquals
 			switch {
-			case k == "metadata.name" && op == "=":
-				o.fieldName = v
-			case k == "metadata.name":
-				o.notName = v
-			case k == "metadata.namespace" && op == "=":
-				o.fieldNS = v
+			case req.Field == "metadata.name" && eq:
+				o.none = o.none || o.fieldName != "" && o.fieldName != req.Value
+				o.fieldName = req.Value
+			case req.Field == "metadata.name":
+				o.notNames = append(o.notNames, req.Value)
+			case req.Field == "metadata.namespace" && eq:
+				o.none = o.none || o.fieldNS != "" && o.fieldNS != req.Value
+				o.fieldNS = req.Value
+			case req.Field == "metadata.namespace":
+				o.notNS = append(o.notNS, req.Value)
 			default:
-				return o, errStatus{badRequest("field label not supported: %s (supported: metadata.name, metadata.namespace with =, ==; metadata.name with !=)", k)}
+				return o, errStatus{badRequest("field label not supported: %s (supported: metadata.name, metadata.namespace with =, == or !=)", req.Field)}
 			}
 		}
 	}
@@ -316,7 +325,9 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 	if req.res.typ != nil {
 		f.TypePath = req.res.typ.Path
 	}
-	if o.fieldNS != "" {
+	if o.none {
+		f.Namespace = "\x00" // matches nothing
+	} else if o.fieldNS != "" {
 		if f.Namespace != "" && f.Namespace != o.fieldNS {
 			f.Namespace = "\x00" // matches nothing
 		} else {
@@ -326,9 +337,41 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 	return f
 }
 
-// matches applies what the store filter cannot express.
+// pageFilter is filter asking the store for one instance more than the
+// page holds, so that the last page, as on the API server, carries no
+// continue token (a client would ask for a page that is empty).
+func (o listOptions) pageFilter(req request) store.InstanceFilter {
+	f := o.filter(req)
+	if o.limit > 0 {
+		f.Limit = o.limit + 1
+	}
+	return f
+}
+
+// page cuts what pageFilter read to the page, and says whether more follow.
+func (o listOptions) page(insts []cairn.Instance) ([]cairn.Instance, bool) {
+	if o.limit > 0 && len(insts) > o.limit {
+		return insts[:o.limit], true
+	}
+	return insts, false
+}
+
+// hasFields says whether a field selector was given.
+func (o listOptions) hasFields() bool {
+	return o.fieldName != "" || o.fieldNS != "" || len(o.notNames) > 0 || len(o.notNS) > 0 || o.none
+}
+
+// matchesFields says whether an object of that name and namespace passes
+// every term of the field selector.
+func (o listOptions) matchesFields(name, namespace string) bool {
+	return !o.none && (o.fieldName == "" || name == o.fieldName) && (o.fieldNS == "" || namespace == o.fieldNS) &&
+		!slices.Contains(o.notNames, name) && !slices.Contains(o.notNS, namespace)
+}
+
+// matches applies what the store filter cannot express (and, harmlessly,
+// what it did).
 func (o listOptions) matches(inst *cairn.Instance) bool {
-	return o.notName == "" || inst.Name != o.notName
+	return o.matchesFields(inst.Name, inst.Namespace)
 }
 
 // List is a list of objects: {apiVersion, kind: <Kind>List, metadata, items}.
@@ -373,10 +416,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if !fresh.consistent {
 		lo.NotOlderThan = &fresh.notOlderThan
 	}
-	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.filter(req), lo)
+	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.pageFilter(req), lo)
 	if err != nil {
 		return err
 	}
+	insts, more := o.page(insts)
 	if seq < fresh.notOlderThan {
 		st := newStatus(http.StatusGatewayTimeout, "Timeout", fmt.Sprintf("Too large resource version: %d, current: %d", fresh.notOlderThan, seq))
 		st.Details = &StatusDetails{Causes: []StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}, RetryAfterSeconds: 1}
@@ -384,7 +428,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	if o.limit > 0 && len(insts) == o.limit {
+	if more {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
 	order := byName(insts)

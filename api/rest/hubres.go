@@ -252,7 +252,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err != nil {
 		return err
 	}
-	f := o.filter(req)
+	f := o.pageFilter(req)
 	if err := hubListFilter(r, &f); err != nil {
 		return err
 	}
@@ -260,6 +260,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err != nil {
 		return err
 	}
+	insts, more := o.page(insts)
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
 	for _, i := range byName(insts) {
@@ -267,7 +268,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 			out.Items = append(out.Items, toTypeInstance(insts[i]))
 		}
 	}
-	if o.limit > 0 && len(insts) == o.limit {
+	if more {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
 	s.writeRead(w, r, req.res, out)

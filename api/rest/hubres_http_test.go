@@ -3,6 +3,7 @@ package rest_test
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,29 @@ func TestRegisterTypes(t *testing.T) {
 			ty.Spec.REST.Group != "database.cairn.dev" || !strings.Contains(string(ty.Spec.JSONSchema), `"port"`) {
 			t.Errorf("Type = %+v", ty)
 		}
+	})
+	t.Run("a Type as GET serves it is created again from that body", func(t *testing.T) {
+		// kubectl get type X -o yaml > t.yaml; kubectl create -f t.yaml (on
+		// another hub, or after a delete): metadata.name is <path>:<revision>
+		// and metadata.creationTimestamp is set.
+		e := e.with(t)
+		doc := strings.Replace(pgType, "cap.type.database.postgresql.config", "cap.type.served.form", 1)
+		doc = strings.Replace(doc, "database.cairn.dev", "served.cairn.dev", 1)
+		doc = strings.NewReplacer("PostgresConfig", "ServedForm", "postgresconfig", "servedform", "pgc", "sfm").Replace(doc)
+		e.mustDo("POST", hubGV+"/types", "application/yaml", doc, http.StatusCreated)
+		served := e.mustDo("GET", hubGV+"/types/cap.type.served.form:0.1.0", "", nil, http.StatusOK).body
+		if !strings.Contains(string(served), `"creationTimestamp"`) {
+			t.Fatalf("served Type has no creationTimestamp: %s", served)
+		}
+		e.mustDo("DELETE", hubGV+"/types/cap.type.served.form:0.1.0", "", nil, http.StatusOK)
+		again := decodeType(t, e.mustDo("POST", hubGV+"/types", "application/json", served, http.StatusCreated))
+		was := decodeType(t, response{body: served})
+		if again.Metadata.Name != "cap.type.served.form:0.1.0" || !reflect.DeepEqual(again.Spec, was.Spec) {
+			t.Errorf("created again = %+v, want the spec of %+v", again, was)
+		}
+		// A name whose path or revision differs from the spec's is refused.
+		wrong := strings.Replace(string(served), `"name":"cap.type.served.form:0.1.0"`, `"name":"cap.type.served.form:0.2.0"`, 1)
+		wantStatus(t, e.do("POST", hubGV+"/types", "application/json", wrong), 422, "Invalid", "is not spec.path:spec.revision")
 	})
 	t.Run("get and list", func(t *testing.T) {
 		e := e.with(t)

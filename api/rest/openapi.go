@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	openapiv2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
 )
 
 // OpenAPI v3, as the Kubernetes API server publishes it: /openapi/v3 lists
@@ -362,4 +365,32 @@ func rbacKindSchema(r *resource, gvk []map[string]string) map[string]any {
 	}
 	return map[string]any{"type": "object", "description": r.kind + " of rbac.authorization.k8s.io/v1, held by the hub.",
 		"properties": props, "x-kubernetes-group-version-kind": gvk}
+}
+
+// openAPIV2MediaType is the protobuf encoding of a Swagger 2.0 document as
+// the API server labels it: clients ask for ...spec.v2@v1.0+protobuf, but a
+// response naming that is refused by their media type parser ('@').
+const openAPIV2MediaType = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+// openAPIV2 serves a Swagger 2.0 document with no paths or definitions:
+// cairn describes its kinds in OpenAPI v3 only. kubectl still reads
+// /openapi/v2 when it looks for the fieldValidation parameter on a kind's
+// PATCH operation in v3 and finds none (a kind that takes no PATCH, as
+// TypeInstances, Types and the policy), and without the document it stops
+// every create, replace or apply -f of such a kind with "failed to download
+// openapi". Finding no such kind here, it leaves validation to the server,
+// which validates every write.
+func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
+	doc := &openapiv2.Document{Swagger: "2.0", Info: &openapiv2.Info{Title: "cairn", Version: s.version.GitVersion}, Paths: &openapiv2.Paths{}}
+	if strings.Contains(r.Header.Get("Accept"), "protobuf") {
+		b, err := proto.Marshal(doc)
+		if err != nil {
+			writeStatus(w, errorStatus(fmt.Errorf("encode the OpenAPI v2 document: %w", err), target{}))
+			return
+		}
+		w.Header().Set("Content-Type", openAPIV2MediaType)
+		_, _ = w.Write(b)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"swagger": doc.Swagger, "info": map[string]string{"title": doc.Info.Title, "version": doc.Info.Version}, "paths": map[string]any{}})
 }

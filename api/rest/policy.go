@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"sigs.k8s.io/yaml"
@@ -41,6 +42,17 @@ func toPolicyObject(doc hub.PolicyDocument) PolicyObject {
 	return PolicyObject{APIVersion: HubGroup + "/" + HubVersion, Kind: "Policy", Metadata: m, Spec: doc.Policy}
 }
 
+// inPolicy is the body of a PUT of the policy; the spec is the policy's
+// own to judge (policy.Parse).
+type inPolicy struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   inMeta          `json:"metadata"`
+	Spec       json.RawMessage `json:"spec"`
+}
+
+var inPolicyFields = fieldTreeOf(reflect.TypeOf(inPolicy{}), nil)
+
 // servePolicy serves GET and PUT of policies/default.
 func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.name != PolicyName {
@@ -55,10 +67,10 @@ func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request, req request
 		if err != nil {
 			return errStatus{badRequest("the request body is not YAML or JSON: %v", err)}
 		}
-		var obj struct {
-			Metadata ObjectMeta      `json:"metadata"`
-			Spec     json.RawMessage `json:"spec"`
+		if err := checkFields(w, r, js, inPolicyFields); err != nil {
+			return err
 		}
+		var obj inPolicy
 		if err := json.Unmarshal(js, &obj); err != nil {
 			return errStatus{badRequest("decode the Policy: %v", err)}
 		}

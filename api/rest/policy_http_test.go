@@ -70,3 +70,30 @@ func decodePolicyJSON(b []byte, v any) {
 		panic(err)
 	}
 }
+
+// TestPolicyFieldValidation: a PUT of the policy reports fields outside
+// apiVersion, kind, metadata and spec as every other write does (the spec
+// is the policy's own to judge): refused under fieldValidation=Strict,
+// kubectl's default, and warned about under Warn; and nothing changes when
+// it is refused. The policy's PUT used to ignore the parameter.
+func TestPolicyFieldValidation(t *testing.T) {
+	e := newRestEnv(t)
+	body := `{"apiVersion":"hub.cairn.dev/v1","kind":"Policy","metadata":{"name":"default","colour":"red"},"statuz":{},
+	  "spec":{"typeInstance":{"rules":[{"typeRef":{"path":"cap.*"},"backend":{"id":"cairn-builtin"}}]}}}`
+	wantStatus(t, e.do("PUT", hubGV+"/policies/default?fieldValidation=Strict", "application/json", body), http.StatusBadRequest, "BadRequest",
+		`strict decoding error: unknown field "metadata.colour", unknown field "statuz"`)
+	var p struct {
+		Metadata struct {
+			Generation int `json:"generation"`
+		} `json:"metadata"`
+	}
+	decodePolicyJSON(e.mustDo("GET", hubGV+"/policies/default", "", nil, http.StatusOK).body, &p)
+	if p.Metadata.Generation != 0 {
+		t.Fatalf("a refused PUT changed the policy: generation %d", p.Metadata.Generation)
+	}
+	r := e.mustDo("PUT", hubGV+"/policies/default", "application/json", body, http.StatusOK)
+	if got := r.header.Values("Warning"); len(got) != 2 || !strings.Contains(got[0], `unknown field \"metadata.colour\"`) {
+		t.Errorf("Warning headers = %q, want one per unknown field", got)
+	}
+	wantStatus(t, e.do("PUT", hubGV+"/policies/default?fieldValidation=Loose", "application/json", body), http.StatusBadRequest, "BadRequest", "fieldValidation")
+}

@@ -134,6 +134,18 @@ func TestList(t *testing.T) {
 		{"all namespaces, field namespace", flagsGV + "/flags", "fieldSelector=metadata.namespace=other", []string{"other/a", "other/e"}},
 		{"all namespaces, field name", flagsGV + "/flags", "fieldSelector=metadata.name=a", []string{"default/a", "other/a"}},
 		{"label and field", flagsGV + "/flags", "labelSelector=tier=db&fieldSelector=metadata.namespace=other", []string{"other/a"}},
+		// Every term of a field selector holds, as on the API server: two
+		// != terms exclude both names, two = terms of one field match
+		// nothing unless they agree, and metadata.namespace takes != too.
+		{"field two metadata.name!=", flagsIn("default"), "fieldSelector=metadata.name!=b,metadata.name!=c", []string{"default/a", "default/d"}},
+		{"field two metadata.name= that differ", flagsIn("default"), "fieldSelector=metadata.name=a,metadata.name=b", nil},
+		{"field two metadata.name= that agree", flagsIn("default"), "fieldSelector=metadata.name=a,metadata.name==a", []string{"default/a"}},
+		{"field metadata.name= and !=", flagsGV + "/flags", "fieldSelector=metadata.name=a,metadata.name!=b", []string{"default/a", "other/a"}},
+		{"field metadata.namespace!=", flagsGV + "/flags", "fieldSelector=metadata.namespace!=default", []string{"other/a", "other/e"}},
+		{"field metadata.namespace!= the namespace listed", flagsIn("default"), "fieldSelector=metadata.namespace!=default", nil},
+		{"field two metadata.namespace=", flagsGV + "/flags", "fieldSelector=metadata.namespace=default,metadata.namespace=other", nil},
+		{"field namespace and name", flagsGV + "/flags", "fieldSelector=metadata.namespace!=default,metadata.name!=e", []string{"other/a"}},
+		{"field value with an escaped comma", flagsIn("default"), `fieldSelector=metadata.name!=a\,b`, []string{"default/a", "default/b", "default/c", "default/d"}},
 		{"empty namespace", flagsIn("empty"), "", nil},
 	}
 	for _, tt := range tests {
@@ -260,6 +272,11 @@ func TestListPaging(t *testing.T) {
 						t.Errorf("page %d repeats %s", page, k)
 					}
 					seen[k] = true
+				}
+				if page > 0 && len(l.Items) == 0 {
+					// As on the API server, the last page has no continue
+					// token: a client does not ask for a page that is empty.
+					t.Errorf("page %d is empty, though the page before it had a continue token", page)
 				}
 				token = l.Metadata.Continue
 				if token == "" {
@@ -756,9 +773,14 @@ func TestLockRefusal(t *testing.T) {
 				}
 				return
 			}
-			st := wantStatus(t, r, 409, "Conflict", "locked", o.Metadata.UID)
-			if st.Details == nil || !slices.ContainsFunc(st.Details.Causes, func(c rest.StatusCause) bool { return c.Type == "Locked" }) {
-				t.Errorf("details = %+v, want a Locked cause", st.Details)
+			// Said of the object the request named, in the API server's words
+			// for a refused write, with what lets the owner through; the
+			// cause names the instance by id.
+			st := wantStatus(t, r, 409, "Conflict", `Operation cannot be fulfilled on flags.flipt.io "locked": it is locked by another owner`, "?lockOwner=")
+			if st.Details == nil || !slices.ContainsFunc(st.Details.Causes, func(c rest.StatusCause) bool {
+				return c.Type == "Locked" && strings.Contains(c.Message, o.Metadata.UID)
+			}) {
+				t.Errorf("details = %+v, want a Locked cause naming %s", st.Details, o.Metadata.UID)
 			}
 			if after := decodeObj(t, e.get(path)); after.Metadata.ResourceVersion != before.Metadata.ResourceVersion {
 				t.Errorf("a refused write changed the object")

@@ -158,6 +158,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		return "/version"
 	case len(seg) >= 1 && seg[0] == "api":
 		return s.routeCore(w, r, seg[1:])
+	case path == "openapi/v2":
+		s.onlyGET(w, r, func() { s.openAPIV2(w, r) })
+		return "/openapi/v2"
 	case path == "openapi/v3":
 		s.onlyGET(w, r, func() { s.openAPIIndex(w, r) })
 		return "/openapi/v3"

@@ -63,6 +63,9 @@ func writeStatus(w http.ResponseWriter, st Status) {
 // target names the object an error is about, for Status.details.
 type target struct {
 	group, kind, name string
+	// served is the plural of a kind a Type serves ("" for the hub's
+	// own kinds, whose messages name instances by id as the CLI prints them).
+	served string
 }
 
 // errorStatus maps a hub error to a Status, once for the whole façade:
@@ -114,6 +117,13 @@ func errorStatus(err error, t target) Status {
 				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "UsedBy", Message: "used by TypeInstance " + id, Field: "status.usedBy"})
 			}
 		}
+	}
+	if cairn.ErrorCode(err) == cairn.CodeLocked && t.served != "" && t.name != "" {
+		// The hub's message names instances by id in Capact's words
+		// ("TypeInstances with IDs ... are locked by different owner"); a
+		// kubectl user wrote flags/NAME. The cause keeps the hub's message.
+		st.Message = fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: it is locked by another owner; its owner writes with ?lockOwner=OWNER (cairn --lock-owner OWNER)",
+			t.served, t.group, t.name)
 	}
 	if code == http.StatusUnprocessableEntity && t.kind != "" {
 		st.Message = fmt.Sprintf("%s %q is invalid: %s", t.kind, t.name, err.Error())

@@ -154,7 +154,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	// matching the selectors, so an object that starts or stops matching
 	// is reported ADDED or DELETED as Kubernetes does. An id not in it is
 	// unknown to this stream (a resumed watch): its events keep their kind.
-	selective := len(o.labels) > 0 || o.fieldName != "" || o.notName != "" || o.fieldNS != ""
+	selective := len(o.labels) > 0 || o.hasFields()
 	matching := map[string]bool{}
 	for _, inst := range initial {
 		if o.matches(&inst) {
@@ -174,8 +174,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		if c.Kind == store.Deleted {
 			delete(matching, c.InstanceID)
 			delete(added, c.InstanceID)
-			if selective && known && !was || o.fieldName != "" && c.Name != o.fieldName || o.notName != "" && c.Name == o.notName ||
-				o.fieldNS != "" && c.Namespace != o.fieldNS {
+			if selective && known && !was || !o.matchesFields(c.Name, c.Namespace) {
 				return nil
 			}
 			return send("DELETED", req.res.renderDeleted(c))
@@ -197,8 +196,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			delete(added, c.InstanceID)
 			c.Kind = store.Added
 		}
-		match := o.labels.Matches(inst.Labels) && (o.fieldName == "" || inst.Name == o.fieldName) && o.matches(&inst) &&
-			(o.fieldNS == "" || inst.Namespace == o.fieldNS)
+		match := o.labels.Matches(inst.Labels) && o.matches(&inst)
 		matching[inst.ID] = match
 		switch {
 		case match && known && !was:

@@ -117,6 +117,10 @@ func TestWatch(t *testing.T) {
 		w.expect("ADDED picked")
 		w = e.watch(flagsIn("default") + "?fieldSelector=metadata.name!%3Dpicked&resourceVersion=" + sentinel.Metadata.ResourceVersion)
 		w.expect("MODIFIED sentinel", "DELETED later", "DELETED ignored")
+		// Every != term holds, and metadata.namespace takes one too.
+		w = e.watch(flagsGV + "/flags?fieldSelector=metadata.name!%3Dpicked,metadata.name!%3Dignored,metadata.namespace!%3Dthird&resourceVersion=" +
+			sentinel.Metadata.ResourceVersion)
+		w.expect("MODIFIED sentinel", "DELETED later")
 	})
 	t.Run("timeoutSeconds ends the stream", func(t *testing.T) {
 		e := e.with(t)

@@ -97,17 +97,20 @@ func resolveServer(env Env, args []string) (serverTarget, error) {
 // subcommand config set-context has a --server flag of its own; finding it
 // here only makes that invocation build the client-mode tree, which has
 // config too.
-func flagValue(args []string, name string) (string, bool) {
-	for i, a := range args {
+func flagValue(args []string, name string) (value string, found bool) {
+	// The last occurrence counts, as in cobra's parse (and kubectl's): an
+	// alias that gives --server is overridden by another --server.
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
 			break
 		}
 		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return v, true
-		}
-		if a == "--"+name && i+1 < len(args) {
-			return args[i+1], true
+			value, found = v, true
+		} else if a == "--"+name && i+1 < len(args) {
+			value, found = args[i+1], true
+			i++
 		}
 	}
-	return "", false
+	return value, found
 }

@@ -825,6 +825,13 @@ func TestClientConfigAndModes(t *testing.T) {
 		{"$CAIRN_SERVER over the context", map[string]string{cli.EnvServer: "http://127.0.0.1:1"}, []string{"get", "flags"},
 			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
 		{"--server over $CAIRN_SERVER", map[string]string{cli.EnvServer: "http://127.0.0.1:1"}, []string{"--server", s.url, "get", "flags", "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		// The last of a repeated flag counts, as cobra (and kubectl) read it:
+		// an alias with --server, given another --server, goes there.
+		{"the last --server", nil, []string{"--server", s.url, "--server", "http://127.0.0.1:1", "get", "flags"},
+			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
+		{"the last --server=", nil, []string{"--server=http://127.0.0.1:1", "get", "flags", "--server=" + s.url, "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"the last --context", nil, []string{"--context", "test", "--context", "down", "get", "flags"},
+			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
 		{"a server that is no URL", map[string]string{cli.EnvServer: "127.0.0.1:8080"}, []string{"get", "flags"}, cli.ExitInvalid, "", "from $CAIRN_SERVER"},
 		{"an unreachable context", nil, []string{"--context", "down", "api-resources"}, cli.ExitUnavailable, "", "cannot reach the cairn server at http://127.0.0.1:1"},
 	}
