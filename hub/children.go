@@ -74,7 +74,7 @@ func (h *Hub) ApplyChildren(ctx context.Context, ownerID string, ch ChildChanges
 
 func checkChildChanges(ch ChildChanges) error {
 	if len(ch.Update) > 0 {
-		if err := checkUpdates(ch.Update); err != nil {
+		if err := checkUpdates(ch.Update, ""); err != nil {
 			return err
 		}
 	}

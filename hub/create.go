@@ -371,6 +371,9 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			causes = append(causes, *c)
 		} else if in.TypeRef.Path == RBACTypePath {
 			errs = append(errs, withSubject(refuseRBACInstance(RBACID), subject))
+		} else if in.TypeRef.Path == PolicyTypePath {
+			// Its id and name are the policy's; ApplyPolicy creates it.
+			errs = append(errs, withSubject(refusePolicyInstance(PolicyID), subject))
 		}
 		if c := checkRevision("typeRef/revision", in.TypeRef.Revision); c != nil {
 			causes = append(causes, *c)

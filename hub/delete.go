@@ -37,7 +37,7 @@ func (h *Hub) DeleteInstanceIf(ctx context.Context, id, ownerID string, ifSeq in
 		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{id},
 			Msg: fmt.Sprintf("TypeInstance %q is the hub's built-in storage backend and cannot be deleted", id)}
 	}
-	if err := refuseRBACInstance(id); err != nil {
+	if err := refuseHubInstance(id); err != nil {
 		return err
 	}
 	found, err := h.st.GetInstances(ctx, []string{id})

@@ -36,7 +36,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	ups := make([]UpdateInstance, 0, len(ids))
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if err := refuseRBACInstance(id); err != nil {
+		if err := refuseHubInstance(id); err != nil {
 			return err
 		}
 		if !seen[id] {

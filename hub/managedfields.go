@@ -16,6 +16,9 @@ import (
 // ifSeq is not 0 it is conditional on the instance's last change
 // (CodeConflict otherwise). managedFields must be a JSON array.
 func (h *Hub) UpdateManagedFields(ctx context.Context, id, ownerID string, managedFields json.RawMessage, ifSeq int64) (cairn.Instance, error) {
+	if err := refuseHubInstance(id); err != nil {
+		return cairn.Instance{}, err
+	}
 	mf, err := compactJSON(managedFields)
 	if err != nil || len(mf) == 0 || mf[0] != '[' {
 		return cairn.Instance{}, cairn.Errorf(cairn.CodeInvalid, "managedFields of TypeInstance %q must be a JSON array", id)

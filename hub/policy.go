@@ -162,7 +162,11 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 			return PolicyDocument{}, fmt.Errorf("apply the policy: %w", err)
 		}
 		if len(found) == 1 {
-			if _, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: PolicyID, Value: value}}); err != nil {
+			// A lock taken before generic locks of the policy were refused
+			// would block every apply, and nobody could unlock it: the
+			// policy's API knows no locks, so it writes as the holder.
+			up := UpdateInstance{ID: PolicyID, OwnerID: found[0].LockedBy, Value: value}
+			if _, err := h.updateInstances(ctx, []UpdateInstance{up}, PolicyID); err != nil {
 				return PolicyDocument{}, fmt.Errorf("apply the policy: %w", err)
 			}
 			return h.appliedPolicy(ctx, p, found[0].Latest.ResourceVersion+1)
@@ -177,6 +181,18 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 		return h.appliedPolicy(ctx, p, 1)
 	}
 	return PolicyDocument{}, cairn.Errorf(cairn.CodeConflict, "apply the policy: it changed concurrently; retry")
+}
+
+// refusePolicyInstance keeps generic instance writes (REST typeinstances,
+// GraphQL, the CLI, locks) off the policy's instance: they would store a
+// policy ApplyPolicy never validated (a rule naming a missing backend), and
+// with rights on typeinstances instead of policies.
+func refusePolicyInstance(id string) error {
+	if id != PolicyID {
+		return nil
+	}
+	return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{id},
+		Msg: fmt.Sprintf("TypeInstance %q holds the hub's policy: change it with 'cairn policy apply -f FILE' or PUT /apis/hub.cairn.dev/v1/policies/default", id)}
 }
 
 // appliedPolicy is the policy an apply stored; under a dry run, which

@@ -601,4 +601,14 @@ func refuseRBACInstance(id string) error {
 		Msg: fmt.Sprintf("TypeInstance %q holds the hub's RBAC objects: change them through rbac.authorization.k8s.io/v1 (kubectl create role, rolebinding, ...)", id)}
 }
 
+// refuseHubInstance refuses a generic write of an instance the hub keeps
+// for itself (the RBAC objects, the policy): each has its own API, which
+// checks what a generic write would not.
+func refuseHubInstance(id string) error {
+	if err := refuseRBACInstance(id); err != nil {
+		return err
+	}
+	return refusePolicyInstance(id)
+}
+
 func newUID() types.UID { return types.UID(uuid.NewString()) }

@@ -19,6 +19,9 @@ import (
 // the instance's last change (CodeConflict otherwise). status must be a
 // JSON object, or nil to clear it.
 func (h *Hub) UpdateStatus(ctx context.Context, id string, status json.RawMessage, ifSeq int64) (cairn.Instance, error) {
+	if err := refuseHubInstance(id); err != nil {
+		return cairn.Instance{}, err
+	}
 	if len(status) > 0 {
 		var b bytes.Buffer
 		if err := json.Compact(&b, status); err != nil {

@@ -719,7 +719,7 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 	var ids []string
 	var staged []*staged
 	if len(w.update) > 0 {
-		if err := checkUpdates(w.update); err != nil {
+		if err := checkUpdates(w.update, ""); err != nil {
 			return nil, nil, fmt.Errorf("state %q: %w", w.state, err)
 		}
 		if ids, staged, err = h.stageUpdates(ctx, w.update); err != nil {

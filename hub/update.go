@@ -74,7 +74,14 @@ var errVersionRace = errors.New("resource version changed concurrently")
 // and UsedBy are nil; GetInstance has them); the Latest.Value of one in the
 // built-in backend is the value stored, nil for other backends.
 func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
-	if err := checkUpdates(ups); err != nil {
+	return h.updateInstances(ctx, ups, "")
+}
+
+// updateInstances is UpdateInstances that may also write own, the id of an
+// instance the hub keeps for itself (refuseHubInstance): the caller is that
+// instance's own API, which validated the value.
+func (h *Hub) updateInstances(ctx context.Context, ups []UpdateInstance, own string) ([]cairn.Instance, error) {
+	if err := checkUpdates(ups, own); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -113,7 +120,9 @@ func usableCurrent(u UpdateInstance) bool {
 	return c != nil && u.IfSeq != 0 && c.ID == u.ID && c.Seq == u.IfSeq && c.Backend.Abstract
 }
 
-func checkUpdates(ups []UpdateInstance) error {
+// checkUpdates checks ups before anything is read; own is the one
+// instance the hub keeps for itself that they may write ("": none).
+func checkUpdates(ups []UpdateInstance, own string) error {
 	if len(ups) == 0 {
 		return cairn.Errorf(cairn.CodeInvalid, "no TypeInstances to update")
 	}
@@ -129,9 +138,11 @@ func checkUpdates(ups []UpdateInstance) error {
 			causes = append(causes, cairn.Cause{Field: fmt.Sprintf("[%d]/id", i), Message: "appears more than once in the batch"})
 		}
 		seen[u.ID] = true
-		if err := refuseRBACInstance(u.ID); err != nil {
-			errs = append(errs, err)
-			continue
+		if u.ID != own {
+			if err := refuseHubInstance(u.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if err := labels.Validate(u.Labels); err != nil {
 			causes = append(causes, cairn.Cause{Field: "metadata/labels", Message: err.Error()})

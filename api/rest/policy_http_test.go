@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 func TestPolicyResource(t *testing.T) {
@@ -96,4 +97,45 @@ func TestPolicyFieldValidation(t *testing.T) {
 		t.Errorf("Warning headers = %q, want one per unknown field", got)
 	}
 	wantStatus(t, e.do("PUT", hubGV+"/policies/default?fieldValidation=Loose", "application/json", body), http.StatusBadRequest, "BadRequest", "fieldValidation")
+}
+
+// The policy's instance is not a TypeInstance to write: every generic write
+// is a 403 naming the policy's endpoint, and the policy stays as applied.
+func TestPolicyInstanceIsNotWrittenAsATypeInstance(t *testing.T) {
+	e := newRestEnv(t)
+	put := `{"spec":{"typeInstance":{"rules":[{"typeRef":{"path":"cap.*"},"backend":{"id":"cairn-builtin"}}]}}}`
+	e.mustDo("PUT", hubGV+"/policies/default", "application/json", put, http.StatusOK)
+	before := string(e.mustDo("GET", hubGV+"/policies/default", "", nil, http.StatusOK).body)
+	instBefore := string(e.mustDo("GET", hubGV+"/typeinstances/"+hub.PolicyID, "", nil, http.StatusOK).body)
+	const missing = "00000000-0000-4000-8000-000000000000"
+	bad := `{"typeInstance":{"rules":[{"typeRef":{"path":"cap.*"},"backend":{"id":"` + missing + `"}}]}}`
+
+	tests := []struct {
+		name, method, path, contentType, body string
+	}{
+		{"replace the value", "PUT", "/typeinstances/" + hub.PolicyID, "application/json", `{"spec":{"value":` + bad + `}}`},
+		{"replace the labels", "PUT", "/typeinstances/" + hub.PolicyID, "application/json", `{"metadata":{"labels":{"a":"b"}},"spec":{}}`},
+		{"delete", "DELETE", "/typeinstances/" + hub.PolicyID, "", ""},
+		{"lock", "POST", "/lockrequests", "application/json", `{"spec":{"action":"Lock","ids":["` + hub.PolicyID + `"],"owner":"me"}}`},
+		{"unlock", "POST", "/lockrequests", "application/json", `{"spec":{"action":"Unlock","ids":["` + hub.PolicyID + `"],"owner":"me"}}`},
+		{"create one of its Type", "POST", "/typeinstances", "application/json",
+			`{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"namespace":"cairn-system","name":"default"},"spec":{"typeRef":{"path":"cap.core.type.hub.policy","revision":"0.1.0"},"value":` + bad + `}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.with(t)
+			var body any
+			if tt.body != "" {
+				body = tt.body
+			}
+			wantStatus(t, e.do(tt.method, hubGV+tt.path, tt.contentType, body), http.StatusForbidden, "Forbidden",
+				"holds the hub's policy", "cairn policy apply", "PUT /apis/hub.cairn.dev/v1/policies/default")
+			if got := string(e.mustDo("GET", hubGV+"/policies/default", "", nil, http.StatusOK).body); got != before {
+				t.Errorf("policy after a refused write:\n%s\nwant\n%s", got, before)
+			}
+			if got := string(e.mustDo("GET", hubGV+"/typeinstances/"+hub.PolicyID, "", nil, http.StatusOK).body); got != instBefore {
+				t.Errorf("policy instance after a refused write:\n%s\nwant\n%s", got, instBefore)
+			}
+		})
+	}
 }

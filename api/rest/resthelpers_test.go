@@ -256,6 +256,7 @@ func (e *restEnv) createFlag(ns, name string, labels map[string]string, spec str
 // k8s.io/apimachinery/pkg/apis/meta/v1.
 var reasonCodes = map[string]int{
 	"BadRequest":            400,
+	"Forbidden":             403,
 	"NotFound":              404,
 	"MethodNotAllowed":      405,
 	"AlreadyExists":         409,

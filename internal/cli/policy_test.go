@@ -99,6 +99,25 @@ spec:
 		if vs, err := e.hub().ResourceVersions(context.Background(), hub.PolicyID, false); err != nil || len(vs) != 1 {
 			t.Errorf("policy history: %d versions, %v", len(vs), err)
 		}
+
+		// The policy is not a TypeInstance to write: a generic write would
+		// store a rule naming a missing backend, unvalidated.
+		badValue := write("bad.json", `{"typeInstance":{"rules":[{"typeRef":{"path":"cap.*"},"backend":{"id":"00000000-0000-4000-8000-000000000000"}}]}}`)
+		before := e.ok("policy", "get", "-o", "json")
+		for _, args := range [][]string{
+			{"update", hub.PolicyID, "--value-file", badValue},
+			{"delete", "ti", hub.PolicyID},
+			{"lock", hub.PolicyID, "--owner", "me"},
+			{"unlock", hub.PolicyID, "--owner", "me"},
+		} {
+			r := e.run("", args...)
+			if r.code == cli.ExitOK || !strings.Contains(r.stderr, "holds the hub's policy: change it with 'cairn policy apply -f FILE'") {
+				t.Errorf("cairn %s: exit %d, stderr %q; want the policy's refusal", strings.Join(args, " "), r.code, r.stderr)
+			}
+			if after := e.ok("policy", "get", "-o", "json"); after != before {
+				t.Errorf("cairn %s changed the policy:\n%s\nwant\n%s", strings.Join(args, " "), after, before)
+			}
+		}
 	})
 }
 
