@@ -21,6 +21,7 @@ const (
 	ExitConflict    = 4 // already exists, conflict
 	ExitLocked      = 5 // locked, used by
 	ExitUnavailable = 6
+	ExitForbidden   = 7 // not authenticated, or not allowed
 )
 
 // ExitCode maps an error to the process exit code.
@@ -42,6 +43,8 @@ func ExitCode(err error) int {
 		return ExitLocked
 	case cairn.CodeUnavailable:
 		return ExitUnavailable
+	case cairn.CodeForbidden:
+		return ExitForbidden
 	default:
 		return ExitInternal
 	}

@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cairn-dev/cairn/auth/peer"
+	"github.com/cairn-dev/cairn/internal/cli"
 )
 
 // TestServeSecureCLI: a server with an authenticator configured refuses
@@ -42,7 +43,7 @@ func TestServeSecureCLI(t *testing.T) {
 		}
 	}
 	otherVars := map[string]string{"CAIRN_DATA_DIR": other, "CAIRN_CONFIG": cfg}
-	if r := runVars(t, otherVars, "--server", url, "get", "typeinstances"); r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+	if r := runVars(t, otherVars, "--server", url, "get", "typeinstances"); r.code != cli.ExitForbidden || !strings.Contains(r.stderr, "forbidden") {
 		t.Fatalf("anonymous CLI: %+v", r)
 	}
 	// The same data directory: the kubeconfig serve wrote is used.

@@ -111,7 +111,7 @@ spec:
 			{"unlock", hub.PolicyID, "--owner", "me"},
 		} {
 			r := e.run("", args...)
-			if r.code == cli.ExitOK || !strings.Contains(r.stderr, "holds the hub's policy: change it with 'cairn policy apply -f FILE'") {
+			if r.code != cli.ExitForbidden || !strings.Contains(r.stderr, "holds the hub's policy: change it with 'cairn policy apply -f FILE'") {
 				t.Errorf("cairn %s: exit %d, stderr %q; want the policy's refusal", strings.Join(args, " "), r.code, r.stderr)
 			}
 			if after := e.ok("policy", "get", "-o", "json"); after != before {

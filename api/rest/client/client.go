@@ -486,7 +486,8 @@ func codeForHTTP(code int, reason string) cairn.Code {
 		return cairn.CodeInvalid
 	case code == http.StatusGone:
 		return cairn.CodeGone
-	case code == http.StatusForbidden:
+	case code == http.StatusForbidden, code == http.StatusUnauthorized:
+		// Unauthenticated or not allowed: either way the caller may not.
 		return cairn.CodeForbidden
 	case code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return cairn.CodeUnavailable
