@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -90,7 +91,19 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	// The database holds the built-in backend's values, secrets among
+	// them: what Open creates is its owner's only. SQLite would create the
+	// file 0644, and gives the WAL and shared-memory files the database
+	// file's mode, so creating it first covers those too. An existing
+	// file keeps the mode its owner chose.
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
