@@ -88,6 +88,9 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			if gql.maxResponseBytes <= 0 {
 				return usageErrorf("--graphql-max-response-bytes %d: must be a positive number of bytes", gql.maxResponseBytes)
 			}
+			if err := checkServeFlags(addr, shutdownTimeout, gitSync, stacks, rec, &sec); err != nil {
+				return err
+			}
 			return a.serve(cmd.Context(), addr, shutdownTimeout, level, gql, compat == "capact", gitSync, stacks, rec, &sec)
 		},
 	}

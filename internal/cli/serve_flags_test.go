@@ -3,6 +3,10 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +24,24 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{[]string{"--graphql-max-response-bytes", "0"}, "--graphql-max-response-bytes 0: must be a positive number of bytes"},
 		{[]string{"--graphql-max-response-bytes", "-1"}, "--graphql-max-response-bytes -1: must be a positive number of bytes"},
 		{[]string{"--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},
+		// Zero or negative durations used to be taken silently as the
+		// defaults (or, for a negative one, as 0).
+		{[]string{"--recovery-interval", "0"}, "--recovery-interval 0s: must be positive"},
+		{[]string{"--recovery-interval", "-1s"}, "--recovery-interval -1s: must be positive"},
+		{[]string{"--recovery-grace", "0"}, "--recovery-grace 0s: must be positive"},
+		{[]string{"--stack-resync", "0"}, "--stack-resync 0s: must be positive"},
+		{[]string{"--stack-lease-duration", "-5s"}, "--stack-lease-duration -5s: must be positive"},
+		{[]string{"--shutdown-timeout", "-1s"}, "--shutdown-timeout -1s: must not be negative"},
+		{[]string{"--git-sync-interval", "-1m"}, "--git-sync-interval -1m0s: must not be negative (0: only on POST /hooks/git/{backend})"},
+		{[]string{"--max-requests-per-user", "-1"}, "--max-requests-per-user -1: must not be negative (0: no limit)"},
+		{[]string{"--max-requests-burst", "-1"}, "--max-requests-burst -1: must not be negative"},
+		{[]string{"--max-requests-per-user", "5", "--max-requests-burst", "0"}, "--max-requests-burst 0: must be at least 1 with --max-requests-per-user"},
+		{[]string{"--audit-log-maxsize", "0"}, "--audit-log-maxsize 0: must be a positive number of megabytes"},
+		{[]string{"--audit-log-maxbackup", "-1"}, "--audit-log-maxbackup -1: must not be negative"},
+		// Checked only once the store was open (and migrated) before.
+		{[]string{"--audit-level", "all"}, `--audit-level: audit level "all": want None, Metadata or Request`},
+		{[]string{"--addr", "127.0.0.1:99999"}, `--addr "127.0.0.1:99999": port 99999 is out of range (0-65535)`},
+		{[]string{"--addr", "127.0.0.1:http2"}, `--addr "127.0.0.1:http2": port "http2"`},
 	} {
 		var stderr bytes.Buffer
 		dir := t.TempDir()
@@ -32,6 +54,9 @@ func TestServeRefusesBadFlags(t *testing.T) {
 			}})
 		if code != cli.ExitInvalid || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: exit %d, %s", tc.args, code, stderr.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cairn.db")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the store was opened before the flags were checked (%v)", tc.args, err)
 		}
 	}
 }

@@ -75,6 +75,15 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.IntVar(&o.burst, "max-requests-burst", 100, "requests one user may make at once above --max-requests-per-user")
 }
 
+// parseAuditLevel parses --audit-level.
+func parseAuditLevel(s string) (audit.Level, error) {
+	level, err := audit.ParseLevel(s)
+	if err != nil {
+		return level, usageErrorf("--audit-level: %v", err)
+	}
+	return level, nil
+}
+
 // configured reports whether an authenticator beyond the admin token is set.
 func (o *securityOptions) configured() bool {
 	return o.clientCA != "" || o.tokenFile != "" || o.oidc.IssuerURL != ""
@@ -252,9 +261,9 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 		s.tls.ClientCAs = certs.Pool()
 		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	level, err := audit.ParseLevel(o.auditLevel)
+	level, err := parseAuditLevel(o.auditLevel)
 	if err != nil {
-		return nil, usageErrorf("--audit-level: %v", err)
+		return nil, err
 	}
 	if o.auditPath != "-" && level != audit.LevelNone {
 		path := o.auditPath
