@@ -48,6 +48,9 @@ func checkServeFlags(addr string, shutdownTimeout time.Duration, gitSync gitSync
 	if sec.auditBackups < 0 {
 		return usageErrorf("--audit-log-maxbackup %d: must not be negative", sec.auditBackups)
 	}
+	if sec.oidc.IssuerURL != "" && sec.oidc.ClientID == "" {
+		return usageErrorf("--oidc-issuer-url %s needs --oidc-client-id (the audience its ID tokens are issued for)", sec.oidc.IssuerURL)
+	}
 	if _, err := parseAuditLevel(sec.auditLevel); err != nil {
 		return err
 	}

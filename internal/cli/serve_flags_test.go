@@ -61,6 +61,47 @@ func TestServeRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// TestServeRefusesBadFiles: a file named by a flag that is missing or
+// malformed is invalid input (exit 2), and the message names the flag.
+func TestServeRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("kind: Nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badCSV := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(badCSV, []byte("a,b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rbac-file", missing}, "--rbac-file: open " + missing},
+		{[]string{"--rbac-file", bad}, "--rbac-file " + bad + ", document 1: "},
+		{[]string{"--token-auth-file", missing}, "--token-auth-file: token file: open " + missing},
+		{[]string{"--token-auth-file", badCSV}, "--token-auth-file: token file " + badCSV + ": line 1: "},
+		{[]string{"--client-ca", missing}, "--client-ca: client CA: open " + missing},
+		{[]string{"--client-ca", bad}, "--client-ca: client CA " + bad + ": no PEM certificate in it"},
+		{[]string{"--tls-cert", bad, "--tls-key", bad}, "--tls-cert/--tls-key: TLS certificate " + bad},
+		{[]string{"--oidc-issuer-url", "https://issuer.example"}, "--oidc-issuer-url https://issuer.example needs --oidc-client-id"},
+	} {
+		var stderr bytes.Buffer
+		data := t.TempDir()
+		code := cli.Main(context.Background(), append([]string{"serve", "--addr", "127.0.0.1:0"}, tc.args...),
+			cli.Env{Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string {
+				if k == cli.EnvDataDir {
+					return data
+				}
+				return ""
+			}})
+		if code != cli.ExitInvalid || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, %s; want exit %d and %q", tc.args, code, stderr.String(), cli.ExitInvalid, tc.want)
+		}
+	}
+}
+
 // TestServeLogLevel: a write is logged, with its actor, at --log-level
 // debug only; at the default (info) the audit log alone records it.
 func TestServeLogLevel(t *testing.T) {

@@ -110,14 +110,14 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 	for _, f := range o.rbacFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return p, fmt.Errorf("--rbac-file: %w", err)
+			return p, usageErrorf("--rbac-file: %w", err)
 		}
 		for i, doc := range strings.Split("\n"+string(b), "\n---") {
 			if strings.TrimSpace(doc) == "" {
 				continue
 			}
 			if err := p.Parse([]byte(doc)); err != nil {
-				return rbac.Policy{}, fmt.Errorf("--rbac-file %s, document %d: %w", f, i+1, err)
+				return rbac.Policy{}, usageErrorf("--rbac-file %s, document %d: %w", f, i+1, err)
 			}
 		}
 	}
@@ -195,7 +195,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.tokenFile != "" {
 		tf, err := authn.ReadTokenFile(o.tokenFile)
 		if err != nil {
-			return nil, err
+			return nil, usageErrorf("--token-auth-file: %w", err)
 		}
 		tokens = tf
 	}
@@ -235,7 +235,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.tlsCert != "" {
 		kp := &keyPair{cert: o.tlsCert, key: o.tlsKey, log: log}
 		if err := kp.load(); err != nil {
-			return nil, err
+			return nil, usageErrorf("--tls-cert/--tls-key: %w", err)
 		}
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get, NextProtos: []string{"h2", "http/1.1"}}
 		s.scheme, s.certFile = "https", o.tlsCert
@@ -255,7 +255,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.clientCA != "" {
 		certs, err := authn.ReadClientCA(o.clientCA)
 		if err != nil {
-			return nil, err
+			return nil, usageErrorf("--client-ca: %w", err)
 		}
 		chain.Certs = certs
 		s.tls.ClientCAs = certs.Pool()
