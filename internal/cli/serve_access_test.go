@@ -72,6 +72,9 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 		{"the console's who-am-I", "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "vic-token",
 			`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`, nil, 201, `"username":"vic"`},
 		{"a health check", "GET", "/readyz", "", "", nil, 200, "ok"},
+		// Kubernetes' liveness endpoint, which the default roles let
+		// everyone read and probes copied from a Kubernetes setup ask for.
+		{"a liveness check", "GET", "/livez", "", "", nil, 200, "ok"},
 	} {
 		code, body := do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
 		if code != tc.code || !strings.Contains(body, tc.want) {
@@ -87,16 +90,16 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 	for {
 		b, _ := os.ReadFile(filepath.Join(data, "audit.log"))
 		log = string(b)
-		if strings.Count(log, `"auditID"`) >= 13 || time.Now().After(deadline) {
+		if strings.Count(log, `"auditID"`) >= 14 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := strings.Count(log, `"auditID"`); n != 13 {
-		t.Errorf("the audit log has %d events, want 13:\n%s", n, log)
+	if n := strings.Count(log, `"auditID"`); n != 14 {
+		t.Errorf("the audit log has %d events, want 14:\n%s", n, log)
 	}
 	for _, uri := range []string{`"requestURI":"/metrics"`, `"requestURI":"/hooks/git/nope"`, `"requestURI":"/graphql"`, `"requestURI":"/ui/"`,
-		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`,
+		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`, `"requestURI":"/livez"`,
 		`"graphql.cairn.dev/forbidden":"types.hub.cairn.dev is forbidden: User \"vic\" cannot list resource \"types\"`} {
 		if !strings.Contains(log, uri) {
 			t.Errorf("the audit log has no %s", uri)
