@@ -119,8 +119,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.log.Enabled(r.Context(), level) {
 		// Asked first: the attributes cost allocations even when dropped.
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", route,
-			"status", rec.status, "duration", time.Since(start))
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route, "status", rec.status, "duration", time.Since(start)}
+		if rec.err != "" {
+			attrs = append(attrs, "err", rec.err)
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
 	}
 }
 
@@ -236,6 +239,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status  int
 	written bool
+	err     string // the message of a 5xx answer, for the log
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

@@ -57,7 +57,27 @@ func methodNotAllowed(method string) Status {
 }
 
 func writeStatus(w http.ResponseWriter, st Status) {
+	if st.Code >= 500 {
+		// The server's log line of the request says why it failed.
+		if rec := findRecorder(w); rec != nil {
+			rec.err = st.Message
+		}
+	}
 	writeJSON(w, st.Code, st)
+}
+
+// findRecorder finds ServeHTTP's statusRecorder under w's wrappers.
+func findRecorder(w http.ResponseWriter) *statusRecorder {
+	for {
+		switch x := w.(type) {
+		case *statusRecorder:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // target names the object an error is about, for Status.details.

@@ -57,7 +57,7 @@ follows the Kubernetes API conventions: kubectl and client-go work against it
 
 Endpoints: the web console at /ui/ (/ redirects there; docs/web-console.md),
 /apis (discovery and resources), /openapi/v3, /version,
-/healthz and /readyz, and Prometheus metrics at /metrics. /graphql serves the
+/healthz (or /livez) and /readyz, and Prometheus metrics at /metrics. /graphql serves the
 Capact Local Hub GraphQL API (and a query page to browsers). POST
 /hooks/git/{backend} imports what was pushed to a Git backend's repository
 outside cairn at once (push webhooks); --git-sync-interval polls them all.
@@ -87,6 +87,9 @@ REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
 			}
 			if gql.maxResponseBytes <= 0 {
 				return usageErrorf("--graphql-max-response-bytes %d: must be a positive number of bytes", gql.maxResponseBytes)
+			}
+			if err := checkServeFlags(addr, shutdownTimeout, gitSync, stacks, rec, &sec); err != nil {
+				return err
 			}
 			return a.serve(cmd.Context(), addr, shutdownTimeout, level, gql, compat == "capact", gitSync, stacks, rec, &sec)
 		},
@@ -164,7 +167,11 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 
 	ready := make(chan struct{})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	// /livez is Kubernetes' name of the liveness check; both only say the
+	// process serves.
+	alive := func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }
+	mux.HandleFunc("GET /healthz", alive)
+	mux.HandleFunc("GET /livez", alive)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ready:

@@ -76,6 +76,9 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 		{"the console's who-am-I", "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "vic-token",
 			`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`, nil, 201, `"username":"vic"`},
 		{"a health check", "GET", "/readyz", "", "", nil, 200, "ok"},
+		// Kubernetes' liveness endpoint, which the default roles let
+		// everyone read and probes copied from a Kubernetes setup ask for.
+		{"a liveness check", "GET", "/livez", "", "", nil, 200, "ok"},
 	} {
 		code, body := do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
 		if code != tc.code || !strings.Contains(body, tc.want) {
@@ -91,17 +94,17 @@ func TestServeGuardsMetricsGraphQLAndWebhooks(t *testing.T) {
 	for {
 		b, _ := os.ReadFile(filepath.Join(data, "audit.log"))
 		log = string(b)
-		if strings.Count(log, `"auditID"`) >= 19 || time.Now().After(deadline) {
+		if strings.Count(log, `"auditID"`) >= 20 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// 19: the two redirects are two requests each.
-	if n := strings.Count(log, `"auditID"`); n != 19 {
-		t.Errorf("the audit log has %d events, want 19:\n%s", n, log)
+	// 20: the two redirects are two requests each.
+	if n := strings.Count(log, `"auditID"`); n != 20 {
+		t.Errorf("the audit log has %d events, want 20:\n%s", n, log)
 	}
 	for _, uri := range []string{`"requestURI":"/metrics"`, `"requestURI":"/hooks/git/nope"`, `"requestURI":"/graphql"`, `"requestURI":"/ui/"`,
-		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`,
+		`"requestURI":"/apis/authentication.k8s.io/v1/selfsubjectreviews"`, `"requestURI":"/readyz"`, `"requestURI":"/livez"`,
 		`"graphql.cairn.dev/forbidden":"types.hub.cairn.dev is forbidden: User \"vic\" cannot list resource \"types\"`} {
 		if !strings.Contains(log, uri) {
 			t.Errorf("the audit log has no %s", uri)

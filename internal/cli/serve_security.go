@@ -75,6 +75,15 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.IntVar(&o.burst, "max-requests-burst", 100, "requests one user may make at once above --max-requests-per-user")
 }
 
+// parseAuditLevel parses --audit-level.
+func parseAuditLevel(s string) (audit.Level, error) {
+	level, err := audit.ParseLevel(s)
+	if err != nil {
+		return level, usageErrorf("--audit-level: %v", err)
+	}
+	return level, nil
+}
+
 // configured reports whether an authenticator beyond the admin token is set.
 func (o *securityOptions) configured() bool {
 	return o.clientCA != "" || o.tokenFile != "" || o.oidc.IssuerURL != ""
@@ -101,14 +110,14 @@ func (o *securityOptions) policy() (rbac.Policy, error) {
 	for _, f := range o.rbacFiles {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return p, fmt.Errorf("--rbac-file: %w", err)
+			return p, usageErrorf("--rbac-file: %w", err)
 		}
 		for i, doc := range strings.Split("\n"+string(b), "\n---") {
 			if strings.TrimSpace(doc) == "" {
 				continue
 			}
 			if err := p.Parse([]byte(doc)); err != nil {
-				return rbac.Policy{}, fmt.Errorf("--rbac-file %s, document %d: %w", f, i+1, err)
+				return rbac.Policy{}, usageErrorf("--rbac-file %s, document %d: %w", f, i+1, err)
 			}
 		}
 	}
@@ -186,7 +195,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.tokenFile != "" {
 		tf, err := authn.ReadTokenFile(o.tokenFile)
 		if err != nil {
-			return nil, err
+			return nil, usageErrorf("--token-auth-file: %w", err)
 		}
 		tokens = tf
 	}
@@ -226,7 +235,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.tlsCert != "" {
 		kp := &keyPair{cert: o.tlsCert, key: o.tlsKey, log: log}
 		if err := kp.load(); err != nil {
-			return nil, err
+			return nil, usageErrorf("--tls-cert/--tls-key: %w", err)
 		}
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get, NextProtos: []string{"h2", "http/1.1"}}
 		s.scheme, s.certFile = "https", o.tlsCert
@@ -246,15 +255,15 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if o.clientCA != "" {
 		certs, err := authn.ReadClientCA(o.clientCA)
 		if err != nil {
-			return nil, err
+			return nil, usageErrorf("--client-ca: %w", err)
 		}
 		chain.Certs = certs
 		s.tls.ClientCAs = certs.Pool()
 		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
 	}
-	level, err := audit.ParseLevel(o.auditLevel)
+	level, err := parseAuditLevel(o.auditLevel)
 	if err != nil {
-		return nil, usageErrorf("--audit-level: %v", err)
+		return nil, err
 	}
 	if o.auditPath != "-" && level != audit.LevelNone {
 		path := o.auditPath

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -91,17 +92,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	// The database holds the built-in backend's values, secrets among
-	// them: what is created here is its user's alone, as PostgreSQL's data
-	// directory is. SQLite gives the WAL and shared-memory files the
-	// database file's mode.
+	// them: what Open creates is its owner's only. SQLite would create the
+	// file 0644, and gives the WAL and shared-memory files the database
+	// file's mode, so creating it first covers those too. An existing
+	// file keeps the mode its owner chose.
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,46 @@ func TestOpenCreatesParentDirs(t *testing.T) {
 	s := open(t, path)
 	if _, err := s.ListTypes(t.Context(), store.TypeFilter{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenCreatesPrivateFiles: the database holds the built-in backend's
+// values (secrets, often in plaintext), so a new one, its WAL and shared
+// memory file and the directories Open creates for it are its owner's
+// only, whatever the umask, as the admin token and a backup are. A file
+// that already exists keeps the mode its owner gave it.
+func TestOpenCreatesPrivateFiles(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Unix file modes")
+	}
+	dir := filepath.Join(t.TempDir(), "data", "cairn")
+	path := filepath.Join(dir, "cairn.db")
+	s := open(t, path)
+	if err := s.Update(t.Context(), func(ctx context.Context, tx store.Tx) error {
+		return tx.CreateType(ctx, cairn.Type{Path: "cap.type.a", Revision: "0.1.0", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(dir), dir, path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s: mode %v, want no access for group and others", p, perm)
+		}
+	}
+
+	shared := filepath.Join(t.TempDir(), "shared.db")
+	if err := os.WriteFile(shared, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	open(t, shared)
+	if fi, err := os.Stat(shared); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("existing database: mode %v, %v; want 0640 kept", fi.Mode().Perm(), err)
 	}
 }
 
