@@ -49,19 +49,8 @@ func newHubLogging(t *testing.T, log *slog.Logger) (context.Context, *hub.Hub) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"examples/stacks/flags-env", "examples/stacks/team-portal", "examples/dependencies/shared-sql-server", "examples/dependencies/reporting"} {
-		s, err := stack.Load(ctx, repoPath(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := s.Archive()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := h.AddStack(ctx, b); err != nil {
-			t.Fatalf("add %s: %v", dir, err)
-		}
-	}
+	addTestStacks(t, ctx, h, repoPath("examples/stacks/flags-env"), repoPath("examples/stacks/team-portal"),
+		repoPath("examples/dependencies/shared-sql-server"), repoPath("examples/dependencies/reporting"))
 	cctx, cancel := context.WithCancel(context.Background())
 	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second,
 		Dependencies: install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second, Log: log})})
