@@ -1,19 +1,13 @@
 package rest_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn"
-	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // An object whose Type marks a secret is read whole by name and with the
@@ -40,16 +34,8 @@ func TestSecretsOfKindReadsAndListsInAnyOrder(t *testing.T) {
 		{"read twice then list twice", []string{obj, obj, list, list, listAll + "?values=true", obj}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			h, err := hub.New(ctx, hub.Config{Store: st})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := newRestEnv(t)
+			ctx, h := e.ctx, e.h
 			typ, err := h.CreateType(ctx, cairn.Type{Path: "org.example.vault", Revision: "0.1.0",
 				JSONSchema: []byte(`{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string","x-cairn-secret":true}}}`),
 				Group:      "example.org", Version: "v1", Names: &cairn.Names{Kind: "Vault", Plural: "vaults"}})
@@ -61,18 +47,8 @@ func TestSecretsOfKindReadsAndListsInAnyOrder(t *testing.T) {
 				Annotations: map[string]string{hub.LastAppliedAnnotation: `{"apiVersion":"example.org/v1","kind":"Vault","spec":{"password":"` + clear + `","user":"u"}}`}}}}); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(rest.New(rest.Config{Hub: h}))
-			t.Cleanup(srv.Close)
 			for i, path := range tc.steps {
-				resp, err := http.Get(srv.URL + path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("step %d, GET %s: %d %s", i, path, resp.StatusCode, body)
-				}
+				body := e.mustDo("GET", path, "", nil, http.StatusOK).body
 				var one struct {
 					Spec  struct{ Password string }
 					Items []struct{ Spec struct{ Password string } }
@@ -86,7 +62,7 @@ func TestSecretsOfKindReadsAndListsInAnyOrder(t *testing.T) {
 						t.Fatalf("step %d, GET %s: %d items: %s", i, path, len(one.Items), body)
 					}
 					got = one.Items[0].Spec.Password
-					if !hasQuery(path, "values=true") {
+					if !strings.Contains(path, "values=true") {
 						want = hub.SecretMarker
 						if strings.Contains(string(body), clear) { // kubectl's last-applied annotation
 							t.Errorf("step %d, GET %s: the password is in the list: %s", i, path, body)
@@ -100,5 +76,3 @@ func TestSecretsOfKindReadsAndListsInAnyOrder(t *testing.T) {
 		})
 	}
 }
-
-func hasQuery(path, q string) bool { return strings.Contains(path, q) }
