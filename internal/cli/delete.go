@@ -293,11 +293,7 @@ const uninstallTimeout = 2 * time.Minute
 // local mode, until the installation whose deletion was requested is gone:
 // its children band by band, nested installations first, then itself.
 func (r *kube) uninstall(ctx context.Context, inst cairn.Instance) error {
-	c := stackctl.New(stackctl.Config{Hub: r.hub, LeaseDuration: 3 * time.Second})
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(cctx) }()
-	defer func() { cancel(); <-done }()
+	defer runStackController(ctx, r.hub)()
 	deadline := time.Now().Add(uninstallTimeout)
 	for {
 		cur, err := r.hub.GetInstance(ctx, inst.ID, false)

@@ -246,11 +246,7 @@ func localPlanStatus(p *deps.Plan, err error) rest.PlanStatus {
 }
 
 func (s hubInstalls) Install(ctx context.Context, r install.Request, progress func(deps.Event)) (*rest.PlanStatus, *deps.Result, error) {
-	c := stackctl.New(stackctl.Config{Hub: s.h, LeaseDuration: 3 * time.Second})
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(cctx) }()
-	defer func() { cancel(); <-done }()
+	defer runStackController(ctx, s.h)()
 	p, res, err := s.svc.Install(ctx, r, progress)
 	var st *rest.PlanStatus
 	if p != nil {
@@ -258,6 +254,17 @@ func (s hubInstalls) Install(ctx context.Context, r install.Request, progress fu
 		st = &v
 	}
 	return st, res, err
+}
+
+// runStackController runs the stack controller in process, for local mode,
+// where no server runs it, until the returned stop is called (which waits
+// for it to end).
+func runStackController(ctx context.Context, h *hub.Hub) (stop func()) {
+	c := stackctl.New(stackctl.Config{Hub: h, LeaseDuration: 3 * time.Second})
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	return func() { cancel(); <-done }
 }
 
 // restInstalls is installAPI in client mode.
