@@ -3,7 +3,6 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 )
@@ -67,24 +67,13 @@ func (o *hookOpener) OpenBackend(ctx context.Context, sb cairn.StorageBackend) (
 	return o.hooks[sb.ID], nil
 }
 
-func gitCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // Outputs kept in a Git backend (commit mode, real git): each state write
 // is one commit, its creates, updates and deletes together; a write the
 // store refuses after the commit is taken back by the backend's undo.
 func TestTerraformOutputsInGit(t *testing.T) {
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "outputs.git")
-	gitCmd(t, "init", "--bare", "--quiet", "--initial-branch=main", bare)
+	gittest.Git(t, "", "init", "--bare", "--quiet", "--initial-branch=main", bare)
 	op := &hookOpener{inner: gitbackend.NewOpener(gitbackend.OpenerConfig{CacheDir: filepath.Join(dir, "cache")}), hooks: map[string]*batchHook{}}
 	e := newEnv(t, func(c *hub.Config) { c.Backends = op })
 	if err := e.h.RegisterTerraformTypes(e.ctx); err != nil {
@@ -111,7 +100,7 @@ func TestTerraformOutputsInGit(t *testing.T) {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 		return n
 	}
-	tree := func() string { return gitCmd(t, "-C", bare, "ls-tree", "-r", "main") }
+	tree := func() string { return gittest.Git(t, "", "-C", bare, "ls-tree", "-r", "main") }
 
 	if _, err := e.h.PutTerraformState(e.ctx, "default", "s", "", tfDoc("L", 1, map[string]string{"a": `"a1"`, "b": `"b1"`, "c": `"c1"`})); err != nil {
 		t.Fatal(err)
@@ -154,7 +143,7 @@ func TestTerraformOutputsInGit(t *testing.T) {
 	if n := commits(); n != 4 {
 		t.Errorf("%d commits after the write, want 4", n)
 	}
-	changes := gitCmd(t, "-C", bare, "show", "--no-renames", "--name-status", "--format=", "main")
+	changes := gittest.Git(t, "", "-C", bare, "show", "--no-renames", "--name-status", "--format=", "main")
 	want := "M\tdefault/terraform.cairn.dev-v1-TerraformOutput-s-a.json\n" +
 		"D\tdefault/terraform.cairn.dev-v1-TerraformOutput-s-b.json\n" +
 		"A\tdefault/terraform.cairn.dev-v1-TerraformOutput-s-d.json"

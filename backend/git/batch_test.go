@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 )
 
@@ -25,14 +26,14 @@ func metaOf(name string) *cairn.ResourceMeta {
 // unknown, the updated one is back at its previous version, the deleted one
 // is back.
 func TestBatchIsOneCommitAndUndoIsAnother(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
 	ctx := cairn.WithActor(t.Context(), "stack-controller")
 	upID, delID, newID := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	upCtx := create(t, ctx, b, upID, "kept", `{"enabled":false}`)
 	delCtx := create(t, ctx, b, delID, "gone", `{"enabled":true}`)
-	before := r.commits(t)
-	treeBefore := gitCmd(t, r.path, "rev-parse", "main^{tree}")
+	before := r.Commits(t)
+	treeBefore := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
 
 	writes := []cairn.BatchWrite{
 		{Meta: metaOf("fresh"), Create: &cairn.OnCreateRequest{InstanceID: newID, Value: json.RawMessage(`{"enabled":true}`)}},
@@ -43,18 +44,18 @@ func TestBatchIsOneCommitAndUndoIsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OnBatch: %v", err)
 	}
-	if n := r.commits(t); n != before+1 {
+	if n := r.Commits(t); n != before+1 {
 		t.Fatalf("the batch made %d commits, want 1", n-before)
 	}
-	head := gitCmd(t, r.path, "rev-parse", "main")
+	head := gittest.Git(t, r.Path, "rev-parse", "main")
 	if res.Token != head {
 		t.Errorf("token %q, want the commit %s", res.Token, head)
 	}
-	if stat := gitCmd(t, r.path, "show", "--no-renames", "--name-status", "--format=", "main"); !strings.Contains(stat, "A\t"+flagPath("fresh")) ||
+	if stat := gittest.Git(t, r.Path, "show", "--no-renames", "--name-status", "--format=", "main"); !strings.Contains(stat, "A\t"+flagPath("fresh")) ||
 		!strings.Contains(stat, "M\t"+flagPath("kept")) || !strings.Contains(stat, "D\t"+flagPath("gone")) {
 		t.Errorf("the batch commit changes:\n%s", stat)
 	}
-	msg := gitCmd(t, r.path, "log", "-1", "--format=%B", "main")
+	msg := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main")
 	for _, s := range []string{"cairn: create 1, update 1, delete 1 resources by stack-controller",
 		"- create Flag production/fresh (resource version 1)", "- update Flag production/kept (resource version 2)", "- delete Flag production/gone",
 		"Cairn-Change: create " + newID + " 1 flipt.io/v1 Flag production/fresh", "Cairn-Change: update " + upID + " 2 flipt.io/v1 Flag production/kept",
@@ -73,20 +74,20 @@ func TestBatchIsOneCommitAndUndoIsAnother(t *testing.T) {
 	if err := b.UndoBatch(ctx, writes, res); err != nil {
 		t.Fatalf("UndoBatch: %v", err)
 	}
-	if n := r.commits(t); n != before+2 {
+	if n := r.Commits(t); n != before+2 {
 		t.Fatalf("batch and undo made %d commits, want 2", n-before)
 	}
-	if tree := gitCmd(t, r.path, "rev-parse", "main^{tree}"); tree != treeBefore {
-		t.Errorf("after the undo the tree is %s, want the tree before the batch %s:\n%s", tree, treeBefore, gitCmd(t, r.path, "ls-tree", "-r", "main"))
+	if tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); tree != treeBefore {
+		t.Errorf("after the undo the tree is %s, want the tree before the batch %s:\n%s", tree, treeBefore, gittest.Git(t, r.Path, "ls-tree", "-r", "main"))
 	}
-	undo := gitCmd(t, r.path, "log", "-1", "--format=%B", "main")
+	undo := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main")
 	for _, s := range []string{"cairn: undo " + head[:12], "Cairn-Revert: " + head, "- undo delete Flag production/gone"} {
 		if !strings.Contains(undo, s) {
 			t.Errorf("undo commit message lacks %q:\n%s", s, undo)
 		}
 	}
 
-	other := newBackend(t, r.fileURL())
+	other := gittest.NewBackend(t, r.FileURL())
 	for name, bk := range map[string]*git.Backend{"writer": b, "other cache": other} {
 		if _, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: newID, ResourceVersion: 1, Context: res.Contexts[0]}); !cairn.HasCode(err, cairn.CodeNotFound) {
 			t.Errorf("%s: the undone create still reads: %v", name, err)
@@ -111,12 +112,12 @@ func TestBatchIsOneCommitAndUndoIsAnother(t *testing.T) {
 // TestBatchCheckFailureCommitsNothing: a batch whose last write is refused
 // (a create of an id that exists) commits none of its writes.
 func TestBatchCheckFailureCommitsNothing(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
 	ctx := t.Context()
 	id := uuid.NewString()
 	c1 := create(t, ctx, b, id, "a", `{"enabled":false}`)
-	before := r.commits(t)
+	before := r.Commits(t)
 	_, err := b.OnBatch(ctx, []cairn.BatchWrite{
 		{Meta: metaOf("a"), Update: &cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: c1}},
 		{Meta: metaOf("b"), Create: &cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(`{}`)}},
@@ -124,10 +125,10 @@ func TestBatchCheckFailureCommitsNothing(t *testing.T) {
 	if !cairn.HasCode(err, cairn.CodeAlreadyExists) {
 		t.Fatalf("OnBatch = %v, want AlreadyExists", err)
 	}
-	if n := r.commits(t); n != before {
+	if n := r.Commits(t); n != before {
 		t.Errorf("a refused batch made %d commits", n-before)
 	}
-	if got := specOf(t, r.show(t, "", flagPath("a"))); !strings.Contains(string(got), "false") {
+	if got := gittest.SpecOf(t, r.Show(t, "", flagPath("a"))); !strings.Contains(string(got), "false") {
 		t.Errorf("the refused update reached the file: %s", got)
 	}
 }
@@ -137,10 +138,10 @@ func TestBatchCheckFailureCommitsNothing(t *testing.T) {
 // its REST API); the next batch, while it is open, is stacked on it; an
 // undo closes the pull request and deletes its branch.
 func TestProposeBatchIsOnePullRequest(t *testing.T) {
-	r := newRemote(t)
-	mainBefore := r.seedMain(t)
-	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
-	b := proposeBackend(t, r.serveHTTP(t), gh.URL)
+	r := gittest.NewRemote(t)
+	mainBefore := r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
+	b := proposeBackend(t, r.Serve(t), gh.URL)
 	ctx := cairn.WithActor(t.Context(), "stack-controller")
 	ids := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
 	var writes []cairn.BatchWrite
@@ -163,10 +164,10 @@ func TestProposeBatchIsOnePullRequest(t *testing.T) {
 			t.Errorf("write %d: proposal %+v, want the batch's %+v", i, q, p)
 		}
 	}
-	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+	if got := gittest.Git(t, r.Path, "rev-parse", "main"); got != mainBefore {
 		t.Errorf("main moved; a proposal must leave it alone")
 	}
-	if n := gitCmd(t, r.path, "rev-list", "--count", mainBefore+".."+p.Branch); n != "1" {
+	if n := gittest.Git(t, r.Path, "rev-list", "--count", mainBefore+".."+p.Branch); n != "1" {
 		t.Errorf("the proposal branch has %s commits over main, want 1", n)
 	}
 	pull := mustPull(t, gh, 1)
@@ -191,10 +192,10 @@ func TestProposeBatchIsOnePullRequest(t *testing.T) {
 	if p2 == nil || p2.Number != 2 {
 		t.Fatalf("second context %s", res2.Contexts[0])
 	}
-	if n := gitCmd(t, r.path, "rev-list", "--count", p.Branch+".."+p2.Branch); n != "1" {
+	if n := gittest.Git(t, r.Path, "rev-list", "--count", p.Branch+".."+p2.Branch); n != "1" {
 		t.Errorf("the second proposal is %s commits over the first, want 1 (stacked)", n)
 	}
-	files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", p2.Branch)
+	files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", p2.Branch)
 	if !strings.Contains(files, flagPath("a")) || !strings.Contains(files, flagPath("b")) || strings.Contains(files, flagPath("c")) {
 		t.Errorf("files of the second proposal:\n%s", files)
 	}
@@ -210,7 +211,7 @@ func TestProposeBatchIsOnePullRequest(t *testing.T) {
 	if pr := mustPull(t, gh, 1); pr.State != "open" {
 		t.Errorf("pull request 1 is %s, want open", pr.State)
 	}
-	if out := gitCmd(t, r.path, "branch", "--list", p2.Branch); out != "" {
+	if out := gittest.Git(t, r.Path, "branch", "--list", p2.Branch); out != "" {
 		t.Errorf("branch %s is left after the undo", p2.Branch)
 	}
 }
@@ -218,15 +219,15 @@ func TestProposeBatchIsOnePullRequest(t *testing.T) {
 // TestRestoreDeletedNeedsTheVersionsCommit: a context without the commit of
 // the deleted version is refused by name, and nothing is committed.
 func TestRestoreDeletedNeedsTheVersionsCommit(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
-	before := r.commits(t)
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
+	before := r.Commits(t)
 	err := b.RestoreDeleted(t.Context(), cairn.OnDeleteRequest{InstanceID: "inst-1",
 		Context: json.RawMessage(`{"apiVersion":"flipt.io/v1","kind":"Flag","namespace":"default","name":"x","resourceVersion":1}`)})
 	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), `"inst-1"`) || !strings.Contains(err.Error(), "no commit") {
 		t.Fatalf("RestoreDeleted without a commit = %v, want Invalid naming the instance", err)
 	}
-	if n := r.commits(t); n != before {
+	if n := r.Commits(t); n != before {
 		t.Fatalf("%d commits after a refused restore, want %d", n, before)
 	}
 }

@@ -10,13 +10,14 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // BenchmarkCommitSerial: one writer, one commit and push per update, on a
 // file:// remote.
 func BenchmarkCommitSerial(b *testing.B) {
-	r := newRemote(b)
-	bk := newBackend(b, r.fileURL())
+	r := gittest.NewRemote(b)
+	bk := gittest.NewBackend(b, r.FileURL())
 	ctx := b.Context()
 	id := uuid.NewString()
 	c := create(b, ctx, bk, id, "bench", `{"n":0}`)
@@ -36,8 +37,8 @@ func BenchmarkCommitSerial(b *testing.B) {
 // processes), each with concurrent writers creating resources on one
 // remote; pushes race and retry.
 func BenchmarkCommitConcurrent(b *testing.B) {
-	r := newRemote(b)
-	backends := []*git.Backend{newBackend(b, r.fileURL()), newBackend(b, r.fileURL())}
+	r := gittest.NewRemote(b)
+	backends := []*git.Backend{gittest.NewBackend(b, r.FileURL()), gittest.NewBackend(b, r.FileURL())}
 	ctx := b.Context()
 	var n atomic.Int64
 	b.SetParallelism(2)
@@ -59,8 +60,8 @@ func BenchmarkCommitConcurrent(b *testing.B) {
 
 // BenchmarkGetValueWarm: reading a resource version already read once.
 func BenchmarkGetValueWarm(b *testing.B) {
-	r := newRemote(b)
-	bk := newBackend(b, r.fileURL())
+	r := gittest.NewRemote(b)
+	bk := gittest.NewBackend(b, r.FileURL())
 	ctx := b.Context()
 	id := uuid.NewString()
 	c := create(b, ctx, bk, id, "read", `{"enabled":true}`)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/backendtest"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // conformanceContext names the resources of the suite: it calls the
@@ -16,7 +17,7 @@ var conformanceContext = json.RawMessage(`{"apiVersion":"conformance.cairn.dev/v
 func TestConformanceFile(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t *testing.T) cairn.Backend {
-			return newBackend(t, newRemote(t).fileURL())
+			return gittest.NewBackend(t, gittest.NewRemote(t).FileURL())
 		},
 		AcceptValue: true,
 		Context:     conformanceContext,
@@ -26,8 +27,8 @@ func TestConformanceFile(t *testing.T) {
 func TestConformanceSmartHTTP(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t *testing.T) cairn.Backend {
-			r := newRemote(t)
-			return newBackend(t, r.serveHTTP(t))
+			r := gittest.NewRemote(t)
+			return gittest.NewBackend(t, r.Serve(t))
 		},
 		AcceptValue: true,
 		Context:     conformanceContext,

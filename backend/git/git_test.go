@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // flagMeta is what the hub passes for an instance of a cup Flag.
@@ -32,8 +33,8 @@ func create(t testing.TB, ctx context.Context, b *git.Backend, id, name string, 
 }
 
 func TestResourceFileAndCommit(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.serveHTTP(t))
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.Serve(t))
 	ctx := cairn.WithActor(t.Context(), "jane")
 	id := uuid.NewString()
 	meta := flagMeta("new-project-cup", map[string]string{"project-type": "moonshots"})
@@ -43,7 +44,7 @@ func TestResourceFileAndCommit(t *testing.T) {
 	}
 	// cup's resource payload, in cup's default place.
 	var file map[string]any
-	if err := json.Unmarshal([]byte(r.show(t, "", flagPath("new-project-cup"))), &file); err != nil {
+	if err := json.Unmarshal([]byte(r.Show(t, "", flagPath("new-project-cup"))), &file); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"apiVersion": "flipt.io/v1", "kind": "Flag",
@@ -52,7 +53,7 @@ func TestResourceFileAndCommit(t *testing.T) {
 	if fmt.Sprint(file) != fmt.Sprint(want) {
 		t.Errorf("file = %v, want %v", file, want)
 	}
-	msg := gitCmd(t, r.path, "log", "-1", "--format=%an <%ae>%n%B", "main")
+	msg := gittest.Git(t, r.Path, "log", "-1", "--format=%an <%ae>%n%B", "main")
 	for _, s := range []string{"cairn test <test@cairn.dev>", "cairn: create Flag production/new-project-cup (resource version 1) by jane",
 		"Cairn-Instance: " + id, "Cairn-Resource-Version: 1", "Cairn-Operation: create", "Cairn-Resource: flipt.io/v1 Flag production/new-project-cup"} {
 		if !strings.Contains(msg, s) {
@@ -64,14 +65,14 @@ func TestResourceFileAndCommit(t *testing.T) {
 	if err := json.Unmarshal(out, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c["commit"] != gitCmd(t, r.path, "rev-parse", "main") || c["path"] != flagPath("new-project-cup") || c["resourceVersion"] != 1.0 {
+	if c["commit"] != gittest.Git(t, r.Path, "rev-parse", "main") || c["path"] != flagPath("new-project-cup") || c["resourceVersion"] != 1.0 {
 		t.Errorf("context = %s, want the commit on main, the path and resource version 1", out)
 	}
 }
 
 func TestOldVersionReadsTheFileAtItsCommit(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
 	ctx := t.Context()
 	id := uuid.NewString()
 	c1 := create(t, ctx, b, id, "f", `{"enabled":false}`)
@@ -80,7 +81,7 @@ func TestOldVersionReadsTheFileAtItsCommit(t *testing.T) {
 		t.Fatalf("OnUpdate: %v", err)
 	}
 	// A fresh process (another cache) reads both versions from history.
-	other := newBackend(t, r.fileURL())
+	other := gittest.NewBackend(t, r.FileURL())
 	for rv, want := range map[int]string{1: `{"enabled":false}`, 2: `{"enabled":true}`} {
 		c := map[int]json.RawMessage{1: c1, 2: c2}[rv]
 		for name, bk := range map[string]*git.Backend{"writer": b, "other cache": other} {
@@ -90,23 +91,23 @@ func TestOldVersionReadsTheFileAtItsCommit(t *testing.T) {
 			}
 		}
 	}
-	if got := specOf(t, r.show(t, "", flagPath("f"))); string(got) != "{\n    \"enabled\": true\n  }" && !strings.Contains(string(got), "true") {
+	if got := gittest.SpecOf(t, r.Show(t, "", flagPath("f"))); string(got) != "{\n    \"enabled\": true\n  }" && !strings.Contains(string(got), "true") {
 		t.Errorf("file on main has spec %s, want enabled true", got)
 	}
 }
 
 func TestUnchangedWriteMakesNoCommit(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
 	ctx := t.Context()
 	id := uuid.NewString()
 	c1 := create(t, ctx, b, id, "same", `{"enabled":true}`)
-	before := r.commits(t)
+	before := r.Commits(t)
 	c2, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled": true}`), Context: c1})
 	if err != nil {
 		t.Fatalf("OnUpdate: %v", err)
 	}
-	if after := r.commits(t); after != before {
+	if after := r.Commits(t); after != before {
 		t.Errorf("an unchanged write made %d commit(s)", after-before)
 	}
 	got, err := b.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 2, Context: c2})
@@ -117,7 +118,7 @@ func TestUnchangedWriteMakesNoCommit(t *testing.T) {
 	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 3, NewValue: json.RawMessage(`{"enabled":false}`), Context: c2}); err != nil {
 		t.Fatal(err)
 	}
-	if after := r.commits(t); after != before+1 {
+	if after := r.Commits(t); after != before+1 {
 		t.Errorf("a changed write made %d commits, want 1", after-before)
 	}
 }
@@ -126,9 +127,9 @@ func TestUnchangedWriteMakesNoCommit(t *testing.T) {
 // backends with caches of their own (as two cairn processes) write to one
 // remote at once; every change is on main afterwards, one commit each.
 func TestConcurrentWritersLoseNothing(t *testing.T) {
-	r := newRemote(t)
-	url := r.serveHTTP(t)
-	backends := []*git.Backend{newBackend(t, url), newBackend(t, url)}
+	r := gittest.NewRemote(t)
+	url := r.Serve(t)
+	backends := []*git.Backend{gittest.NewBackend(t, url), gittest.NewBackend(t, url)}
 	ctx := t.Context()
 	const perBackend, writers = 6, 3
 	var wg sync.WaitGroup
@@ -152,10 +153,10 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		t.Error(err)
 	}
 	total := len(backends) * writers * (perBackend / writers * 2)
-	if got := r.commits(t); got != total {
+	if got := r.Commits(t); got != total {
 		t.Errorf("%d commits on main, want %d", got, total)
 	}
-	files := strings.Fields(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"))
+	files := strings.Fields(gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"))
 	if len(files) != total {
 		t.Errorf("%d files on main, want %d: %v", len(files), total, files)
 	}
@@ -163,7 +164,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		for w := range writers {
 			for i := range perBackend / writers * 2 {
 				name := fmt.Sprintf("b%d-w%d-%d", bi, w, i)
-				if got := specOf(t, r.show(t, "", flagPath(name))); !strings.Contains(string(got), fmt.Sprintf(`"n": %d`, i)) {
+				if got := gittest.SpecOf(t, r.Show(t, "", flagPath(name))); !strings.Contains(string(got), fmt.Sprintf(`"n": %d`, i)) {
 					t.Errorf("%s: spec %s", name, got)
 				}
 			}
@@ -175,8 +176,8 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 // one instance; the remote orders them and exactly one wins, the other
 // gets AlreadyExists after fetching, as the hub needs to retry.
 func TestSameVersionFromTwoProcesses(t *testing.T) {
-	r := newRemote(t)
-	a, b := newBackend(t, r.fileURL()), newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	a, b := gittest.NewBackend(t, r.FileURL()), gittest.NewBackend(t, r.FileURL())
 	ctx := t.Context()
 	id := uuid.NewString()
 	c1 := create(t, ctx, a, id, "contended", `{"v":1}`)
@@ -201,14 +202,14 @@ func TestSameVersionFromTwoProcesses(t *testing.T) {
 	if ok != 1 {
 		t.Errorf("%d writers stored resource version 2, want exactly 1: %v", ok, errs)
 	}
-	if n := r.commits(t); n != 2 {
+	if n := r.Commits(t); n != 2 {
 		t.Errorf("%d commits, want 2 (create, one update)", n)
 	}
 }
 
 func TestDeleteRemovesTheFile(t *testing.T) {
-	r := newRemote(t)
-	b := newBackend(t, r.fileURL())
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
 	ctx := cairn.WithActor(t.Context(), "bob")
 	id := uuid.NewString()
 	c1 := create(t, ctx, b, id, "gone", `{}`)
@@ -216,18 +217,18 @@ func TestDeleteRemovesTheFile(t *testing.T) {
 	if err := b.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: id, Context: c1}); err != nil {
 		t.Fatalf("OnDelete: %v", err)
 	}
-	files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main")
+	files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main")
 	if files != flagPath("stays") {
 		t.Errorf("files on main = %q, want only %s", files, flagPath("stays"))
 	}
-	if msg := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); msg != "cairn: delete Flag production/gone by bob" {
+	if msg := gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main"); msg != "cairn: delete Flag production/gone by bob" {
 		t.Errorf("last commit = %q", msg)
 	}
 }
 
 func TestYAMLByExtension(t *testing.T) {
-	r := newRemote(t)
-	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.fileURL()) + `,"paths":{"resource":"{{ .Kind }}s/{{ .Namespace }}/{{ .Name }}.yaml"}}`))
+	r := gittest.NewRemote(t)
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.FileURL()) + `,"paths":{"resource":"{{ .Kind }}s/{{ .Namespace }}/{{ .Name }}.yaml"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestYAMLByExtension(t *testing.T) {
 	}
 	id := uuid.NewString()
 	c := create(t, t.Context(), b, id, "y", `{"enabled":true,"description":"in YAML"}`)
-	if got := r.show(t, "", "Flags/production/y.yaml"); !strings.Contains(got, "description: in YAML") || !strings.Contains(got, "kind: Flag") {
+	if got := r.Show(t, "", "Flags/production/y.yaml"); !strings.Contains(got, "description: in YAML") || !strings.Contains(got, "kind: Flag") {
 		t.Errorf("YAML file:\n%s", got)
 	}
 	v, err := b.GetValue(t.Context(), cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1, Context: c})
@@ -247,7 +248,7 @@ func TestYAMLByExtension(t *testing.T) {
 }
 
 func TestTypeWithoutRESTNamesIsRefused(t *testing.T) {
-	b := newBackend(t, newRemote(t).fileURL())
+	b := gittest.NewBackend(t, gittest.NewRemote(t).FileURL())
 	ctx := cairn.WithResourceMeta(t.Context(), cairn.ResourceMeta{TypeRef: cairn.TypeRef{Path: "cap.type.x", Revision: "0.1.0"}, Namespace: "default", Name: "x"})
 	_, err := b.OnCreate(ctx, cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{}`)})
 	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "declares no REST names") {

@@ -6,10 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,49 +16,35 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // serveGated serves the bare repository over smart HTTP, holding the
 // first push after arm is called until release is: a write is then under
 // way for as long as the test needs writers to queue behind it.
-func (r *remote) serveGated(t *testing.T) (url string, arm func(), arrived <-chan struct{}, release func()) {
+func serveGated(t *testing.T, r *gittest.Remote) (url string, arm func(), arrived <-chan struct{}, release func()) {
 	t.Helper()
-	backend, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	h := &cgi.Handler{
-		Path: filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + r.root, "GIT_HTTP_EXPORT_ALL=1"},
-	}
 	var armed atomic.Bool
 	in := make(chan struct{}, 1)
 	out := make(chan struct{})
-	srv := httptest.NewServer(http.StripPrefix("/git", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && armed.CompareAndSwap(true, false) {
-			in <- struct{}{}
-			<-out
-		}
-		h.ServeHTTP(w, req)
-	})))
-	t.Cleanup(srv.Close)
+	url = r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && armed.CompareAndSwap(true, false) {
+				in <- struct{}{}
+				<-out
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
 	var once sync.Once
 	rel := func() { once.Do(func() { close(out) }) }
 	t.Cleanup(rel)
-	return srv.URL + "/git/repo.git", func() { armed.Store(true) }, in, rel
+	return url, func() { armed.Store(true) }, in, rel
 }
 
 func groupBackend(t testing.TB, url string) *git.Backend {
 	t.Helper()
-	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(url) + `,"groupCommit":true,"author":{"name":"cairn test","email":"test@cairn.dev"}}`))
-	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
-	}
-	b, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache")})
-	if err != nil {
-		t.Fatalf("git.New: %v", err)
-	}
-	return b
+	return gittest.Open(t, url, map[string]any{"groupCommit": true}, nil)
 }
 
 // waitQueued waits until n writers queue for a group commit.
@@ -83,8 +65,8 @@ func waitQueued(t *testing.T, b *git.Backend, n int) {
 // exists fails with AlreadyExists and is left out. Another process reads
 // every grouped create.
 func TestGroupCommit(t *testing.T) {
-	r := newRemote(t)
-	url, arm, arrived, release := r.serveGated(t)
+	r := gittest.NewRemote(t)
+	url, arm, arrived, release := serveGated(t, r)
 	b := groupBackend(t, url)
 	ctx := t.Context()
 	taken := uuid.NewString()
@@ -92,7 +74,7 @@ func TestGroupCommit(t *testing.T) {
 	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: taken, NewResourceVersion: 2, NewValue: json.RawMessage(`{"v":2}`), Context: c1}); err != nil {
 		t.Fatal(err)
 	}
-	before := r.commits(t)
+	before := r.Commits(t)
 
 	arm()
 	firstErr := make(chan error, 1)
@@ -130,10 +112,10 @@ func TestGroupCommit(t *testing.T) {
 	if !cairn.HasCode(errs[n], cairn.CodeAlreadyExists) {
 		t.Errorf("the update of a taken resource version = %v, want AlreadyExists", errs[n])
 	}
-	if got := r.commits(t); got != before+2 {
+	if got := r.Commits(t); got != before+2 {
 		t.Fatalf("%d commits for 1+8 writes, want 2 (the first, then one group)", got-before)
 	}
-	msg := gitCmd(t, r.path, "log", "-1", "--format=%B", "main")
+	msg := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main")
 	if c := strings.Count(msg, "Cairn-Change: create g"); c != n {
 		t.Errorf("the group commit has %d creates, want %d:\n%s", c, n, msg)
 	}
@@ -145,8 +127,8 @@ func TestGroupCommit(t *testing.T) {
 	if strings.Contains(msg, "late") || strings.Contains(msg, taken) {
 		t.Errorf("the refused update is in the group commit:\n%s", msg)
 	}
-	head := gitCmd(t, r.path, "rev-parse", "main")
-	other := newBackend(t, r.fileURL())
+	head := gittest.Git(t, r.Path, "rev-parse", "main")
+	other := gittest.NewBackend(t, r.FileURL())
 	for i := range n {
 		var vc struct{ Commit string }
 		if err := json.Unmarshal(ctxs[i], &vc); err != nil || vc.Commit != head {
@@ -166,8 +148,8 @@ func TestGroupCommit(t *testing.T) {
 // it waits in the queue gets the context's error, and its change is not
 // committed.
 func TestGroupCommitCancelledWhileQueued(t *testing.T) {
-	r := newRemote(t)
-	url, arm, arrived, release := r.serveGated(t)
+	r := gittest.NewRemote(t)
+	url, arm, arrived, release := serveGated(t, r)
 	b := groupBackend(t, url)
 	ctx := t.Context()
 	arm()
@@ -192,7 +174,7 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 	if err := <-firstErr; err != nil {
 		t.Fatalf("the first write: %v", err)
 	}
-	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); files != flagPath("first") {
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); files != flagPath("first") {
 		t.Errorf("files on main:\n%s\nwant only %s", files, flagPath("first"))
 	}
 	if n := b.QueuedWrites(); n != 0 {
@@ -206,8 +188,8 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 // time of a serial round over a grouped one.
 func BenchmarkGroupCommit(b *testing.B) {
 	const writers = 8
-	serial := newBackend(b, newRemote(b).fileURL())
-	grouped := groupBackend(b, newRemote(b).fileURL())
+	serial := gittest.NewBackend(b, gittest.NewRemote(b).FileURL())
+	grouped := groupBackend(b, gittest.NewRemote(b).FileURL())
 	ctx := b.Context()
 	var n atomic.Int64
 	round := func(bk *git.Backend) time.Duration {
@@ -243,7 +225,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 func BenchmarkWriters(b *testing.B) {
 	for _, writers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			bk := groupBackend(b, newRemote(b).fileURL())
+			bk := groupBackend(b, gittest.NewRemote(b).FileURL())
 			ctx := b.Context()
 			var n atomic.Int64
 			create := func() {

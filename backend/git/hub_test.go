@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 	"github.com/cairn-dev/cairn/store"
@@ -26,9 +27,9 @@ import (
 // backend by a policy rule; a REST create, update and delete through
 // api/rest become commits on the bare repository, by the request's user.
 func TestRESTCreateLandsInTheRepository(t *testing.T) {
-	r := newRemote(t)
+	r := gittest.NewRemote(t)
 	ctx := cairn.WithActor(context.Background(), "admin")
-	h, _ := flagsInGit(t, ctx, r.serveHTTP(t))
+	h, _ := flagsInGit(t, ctx, r.Serve(t))
 	srv := httptest.NewServer(rest.New(rest.Config{Hub: h}))
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/apis/flipt.io/v1/namespaces/default/flags"
@@ -54,27 +55,27 @@ func TestRESTCreateLandsInTheRepository(t *testing.T) {
 	do("POST", base, `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"new-project","labels":{"team":"moonshots"}},"spec":{"enabled":true}}`, http.StatusCreated)
 
 	const file = "default/flipt.io-v1-Flag-new-project.json"
-	if got := specOf(t, r.show(t, "", file)); !bytes.Contains(got, []byte(`"enabled": true`)) {
+	if got := gittest.SpecOf(t, r.Show(t, "", file)); !bytes.Contains(got, []byte(`"enabled": true`)) {
 		t.Errorf("spec in the repository = %s", got)
 	}
-	if got := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); got != "cairn: create Flag default/new-project (resource version 1) by jane" {
+	if got := gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main"); got != "cairn: create Flag default/new-project (resource version 1) by jane" {
 		t.Errorf("commit = %q", got)
 	}
-	if got := r.show(t, "", file); !strings.Contains(got, `"team": "moonshots"`) {
+	if got := r.Show(t, "", file); !strings.Contains(got, `"team": "moonshots"`) {
 		t.Errorf("labels are not in the file:\n%s", got)
 	}
-	created := r.commits(t)
+	created := r.Commits(t)
 
 	obj := do("GET", base+"/new-project", "", http.StatusOK)
 	obj["spec"] = map[string]any{"enabled": false}
 	body, _ := json.Marshal(obj)
 	do("PUT", base+"/new-project", string(body), http.StatusOK)
-	if got := specOf(t, r.show(t, "", file)); !bytes.Contains(got, []byte(`"enabled": false`)) {
+	if got := gittest.SpecOf(t, r.Show(t, "", file)); !bytes.Contains(got, []byte(`"enabled": false`)) {
 		t.Errorf("spec after PUT = %s", got)
 	}
 	got := do("GET", base+"/new-project", "", http.StatusOK)
 	ctxDoc := got["status"].(map[string]any)["backend"].(map[string]any)["context"].(map[string]any)
-	if ctxDoc["commit"] != gitCmd(t, r.path, "rev-parse", "main") {
+	if ctxDoc["commit"] != gittest.Git(t, r.Path, "rev-parse", "main") {
 		t.Errorf("status.backend.context = %v, want the commit of main", ctxDoc)
 	}
 	if got["spec"].(map[string]any)["enabled"] != false {
@@ -89,10 +90,10 @@ func TestRESTCreateLandsInTheRepository(t *testing.T) {
 		t.Errorf("value of version 1 = %s, %v; want the first file's spec", v1.Value, err)
 	}
 	do("DELETE", base+"/new-project", "", http.StatusOK)
-	if n := r.commits(t); n != created+2 {
+	if n := r.Commits(t); n != created+2 {
 		t.Errorf("%d commits after create, update and delete, want %d", n, created+2)
 	}
-	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); files != "" {
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); files != "" {
 		t.Errorf("files left on main: %s", files)
 	}
 }
@@ -139,10 +140,10 @@ func flagsInGit(t *testing.T, ctx context.Context, url string) (*hub.Hub, string
 // lost the file while the hub still has the instance and the delete's
 // intent. Recovery puts the file back.
 func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
-	r := newRemote(t)
+	r := gittest.NewRemote(t)
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release")
-	hook := filepath.Join(r.path, "hooks", "post-receive")
+	hook := filepath.Join(r.Path, "hooks", "post-receive")
 	// It waits for release, for the test's end (its directory gone) or,
 	// should the test be killed, a minute.
 	script := "#!/bin/sh\ni=0\nwhile [ ! -e " + release + " ] && [ -d " + dir + " ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
@@ -152,7 +153,7 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) }) // never leave the CGI waiting
 	os.WriteFile(release, nil, 0o644)                       // pushes go through until the delete's
 	ctx := cairn.WithActor(context.Background(), "admin")
-	h, bid := flagsInGit(t, ctx, r.serveHTTP(t))
+	h, bid := flagsInGit(t, ctx, r.Serve(t))
 	flag := cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"}
 	owner, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: flag, Name: "owner",
 		Value: json.RawMessage(`{"enabled":true}`), Backend: &hub.BackendInput{ID: cairn.BuiltinBackendID}}}})
@@ -166,7 +167,7 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 	}
 	id := made.Created[0].ID
 	const file = "default/flipt.io-v1-Flag-kept.json"
-	before := r.show(t, "", file)
+	before := r.Show(t, "", file)
 	if err := os.Remove(release); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 		deleted <- err
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for strings.Contains(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"), file) {
+	for strings.Contains(gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"), file) {
 		if time.Now().After(deadline) {
 			t.Fatal("the delete's push never reached the remote")
 		}
@@ -211,11 +212,11 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 	if res.Restored != 1 || res.Committed+res.Undone+res.Deleted+len(res.Failed) != 0 {
 		t.Fatalf("Recover = %+v, want one restored", res)
 	}
-	if got := r.show(t, "", file); got != before {
+	if got := r.Show(t, "", file); got != before {
 		t.Errorf("file after recovery:\n%s\nwant as before the delete:\n%s", got, before)
 	}
 	want := "cairn: restore Flag default/kept (resource version 1) by "
-	if got := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, want) {
+	if got := gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, want) {
 		t.Errorf("commit = %q, want %q...", got, want)
 	}
 	got, err := h.GetInstance(ctx, id, true)
@@ -229,7 +230,7 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 	if _, err := h.ApplyChildren(ctx, owner[0].ID, hub.ChildChanges{Delete: []string{id}}); err != nil {
 		t.Fatalf("delete after recovery: %v", err)
 	}
-	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); files != "" {
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); files != "" {
 		t.Errorf("files left on main: %s", files)
 	}
 	if res, err := h.Recover(ctx, 0); err != nil || res.Committed+res.Undone+res.Deleted+res.Restored+res.Waiting+len(res.Failed) != 0 {

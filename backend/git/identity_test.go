@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/auth/authn"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/policy"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -27,8 +28,8 @@ import (
 // made as oneself has no Cairn-Impersonator. Single and batch commits alike,
 // checked with the real git.
 func TestCommitIdentity(t *testing.T) {
-	r := newRemote(t)
-	url := r.serveHTTP(t)
+	r := gittest.NewRemote(t)
+	url := r.Serve(t)
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
@@ -89,9 +90,9 @@ func TestCommitIdentity(t *testing.T) {
 		}
 	}
 	trailer := func(key string) string {
-		return gitCmd(t, r.path, "log", "-1", "--format=%(trailers:key="+key+",valueonly)", "main")
+		return gittest.Git(t, r.Path, "log", "-1", "--format=%(trailers:key="+key+",valueonly)", "main")
 	}
-	subject := func() string { return gitCmd(t, r.path, "log", "-1", "--format=%s", "main") }
+	subject := func() string { return gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main") }
 
 	create("as-jane", "Impersonate-User", "jane")
 	if got := trailer("Cairn-Actor"); got != "jane" {
@@ -133,8 +134,8 @@ func TestCommitIdentity(t *testing.T) {
 // their identities: the impersonated one's line and trailers name both
 // users, the other's only itself.
 func TestGroupCommitIdentity(t *testing.T) {
-	r := newRemote(t)
-	url, arm, arrived, release := r.serveGated(t)
+	r := gittest.NewRemote(t)
+	url, arm, arrived, release := serveGated(t, r)
 	b := groupBackend(t, url)
 	ctx := t.Context()
 	create(t, ctx, b, "seed", "seed", `{}`)
@@ -167,7 +168,7 @@ func TestGroupCommitIdentity(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	msg := gitCmd(t, r.path, "log", "-1", "--format=%B", "main") + "\n" // gitCmd trims
+	msg := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main") + "\n" // gitCmd trims
 	for _, want := range []string{
 		"production/as-jane (resource version 1) by jane (impersonated by ada)\n",
 		"production/as-bob (resource version 1) by bob\n",

@@ -2,9 +2,6 @@ package git_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,53 +9,22 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 )
 
 const ghToken = "gh-test-token"
 
-// seedMain gives the bare repository a main branch with one commit, as a
-// repository a pull request can target.
-func (r *remote) seedMain(t testing.TB) string {
-	t.Helper()
-	work := t.TempDir()
-	gitCmd(t, "", "clone", "--quiet", r.fileURL(), work)
-	gitCmd(t, work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
-	gitCmd(t, work, "push", "--quiet", "origin", "HEAD:main")
-	return gitCmd(t, r.path, "rev-parse", "main")
-}
-
-// fastForward is the fake GitHub's merge: main moves to the pull
-// request's head, refused unless that is a fast-forward.
-func (r *remote) fastForward(p scmtest.Pull) error {
-	if err := exec.Command("git", "-C", r.path, "merge-base", "--is-ancestor", p.Base, p.Head).Run(); err != nil {
-		return fmt.Errorf("%s is not a fast-forward of %s", p.Head, p.Base)
-	}
-	out, err := exec.Command("git", "-C", r.path, "update-ref", "refs/heads/"+p.Base, "refs/heads/"+p.Head).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("update-ref: %v: %s", err, out)
-	}
-	return nil
-}
-
 func proposeBackend(t testing.TB, url, apiURL string) *git.Backend {
 	t.Helper()
-	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(url) + `,"mode":"propose","author":{"name":"cairn test","email":"test@cairn.dev"},` +
-		`"scm":{"provider":"github","apiURL":` + quote(apiURL) + `,"repository":"acme/flags","tokenEnv":"GH_TOKEN"}}`))
-	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
-	}
-	b, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache"),
-		Getenv: func(k string) string {
+	return gittest.Open(t, url, map[string]any{"mode": "propose",
+		"scm": map[string]any{"provider": "github", "apiURL": apiURL, "repository": "acme/flags", "tokenEnv": "GH_TOKEN"}},
+		func(k string) string {
 			if k == "GH_TOKEN" {
 				return ghToken
 			}
 			return ""
-		}})
-	if err != nil {
-		t.Fatalf("git.New: %v", err)
-	}
-	return b
+		})
 }
 
 func TestProposeConfig(t *testing.T) {
@@ -82,10 +48,10 @@ func TestProposeConfig(t *testing.T) {
 }
 
 func TestProposeOpensPullRequests(t *testing.T) {
-	r := newRemote(t)
-	mainBefore := r.seedMain(t)
-	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
-	b := proposeBackend(t, r.serveHTTP(t), gh.URL)
+	r := gittest.NewRemote(t)
+	mainBefore := r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
+	b := proposeBackend(t, r.Serve(t), gh.URL)
 	ctx := cairn.WithActor(t.Context(), "jane")
 	id := uuid.NewString()
 
@@ -94,7 +60,7 @@ func TestProposeOpensPullRequests(t *testing.T) {
 	if p == nil || p.Provider != "github" || p.Number != 1 || !strings.HasPrefix(p.Branch, git.ProposalBranchPrefix) || p.URL == "" || p.Base != "main" {
 		t.Fatalf("context %s: proposal = %+v", out, p)
 	}
-	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+	if got := gittest.Git(t, r.Path, "rev-parse", "main"); got != mainBefore {
 		t.Errorf("main moved to %s; a proposal must leave it alone", got)
 	}
 	var vc struct {
@@ -102,10 +68,10 @@ func TestProposeOpensPullRequests(t *testing.T) {
 		ResourceVersion int    `json:"resourceVersion"`
 	}
 	_ = json.Unmarshal(out, &vc)
-	if got := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p.Branch); got != vc.Commit {
+	if got := gittest.Git(t, r.Path, "rev-parse", "refs/heads/"+p.Branch); got != vc.Commit {
 		t.Errorf("branch %s is at %s, the context says %s", p.Branch, got, vc.Commit)
 	}
-	if got := specOf(t, r.show(t, p.Branch, flagPath("new-project"))); !strings.Contains(string(got), `"enabled": true`) {
+	if got := gittest.SpecOf(t, r.Show(t, p.Branch, flagPath("new-project"))); !strings.Contains(string(got), `"enabled": true`) {
 		t.Errorf("file on the proposal branch: spec %s", got)
 	}
 	pull, _ := gh.Pull(1)
@@ -116,7 +82,7 @@ func TestProposeOpensPullRequests(t *testing.T) {
 
 	// The version's value is the proposal's file, also for another
 	// process, which has to fetch the proposal branch.
-	other := proposeBackend(t, r.fileURL(), gh.URL)
+	other := proposeBackend(t, r.FileURL(), gh.URL)
 	for _, bk := range []*git.Backend{b, other} {
 		v, err := bk.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1, Context: out})
 		if err != nil || string(v) != `{"enabled":true}` {
@@ -134,15 +100,15 @@ func TestProposeOpensPullRequests(t *testing.T) {
 	if p2 == nil || p2.ID == p.ID || p2.Number != 2 {
 		t.Fatalf("second proposal = %+v", p2)
 	}
-	if parent := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p2.Branch+"^"); parent != vc.Commit {
+	if parent := gittest.Git(t, r.Path, "rev-parse", "refs/heads/"+p2.Branch+"^"); parent != vc.Commit {
 		t.Errorf("the update's commit has parent %s, want the open proposal's %s", parent, vc.Commit)
 	}
 
 	// Merging the newer one brings both commits to main.
-	if err := r.fastForward(mustPull(t, gh, 2)); err != nil {
+	if err := r.FastForward(mustPull(t, gh, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if got := specOf(t, r.show(t, "main", flagPath("new-project"))); !strings.Contains(string(got), `"enabled": false`) {
+	if got := gittest.SpecOf(t, r.Show(t, "main", flagPath("new-project"))); !strings.Contains(string(got), `"enabled": false`) {
 		t.Errorf("main after the merge: spec %s", got)
 	}
 	// Once merged, the instance is known from main's trailers: a third
@@ -156,7 +122,7 @@ func TestProposeOpensPullRequests(t *testing.T) {
 	if p3 == nil {
 		t.Fatalf("third write: no proposal in %s", out3)
 	}
-	if parent, mainNow := gitCmd(t, r.path, "rev-parse", "refs/heads/"+p3.Branch+"^"), gitCmd(t, r.path, "rev-parse", "main"); parent != mainNow {
+	if parent, mainNow := gittest.Git(t, r.Path, "rev-parse", "refs/heads/"+p3.Branch+"^"), gittest.Git(t, r.Path, "rev-parse", "main"); parent != mainNow {
 		t.Errorf("third proposal's parent %s, want main %s", parent, mainNow)
 	}
 	// The hub rolling that version back closes its pull request.
@@ -179,15 +145,15 @@ func mustPull(t *testing.T, gh *scmtest.GitHub, n int) scmtest.Pull {
 
 // A proposal whose pull request cannot be opened leaves no branch.
 func TestProposeWithoutPullRequestLeavesNoBranch(t *testing.T) {
-	r := newRemote(t)
-	r.seedMain(t)
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
 	gh := scmtest.NewGitHub(t, "acme/other", ghToken, nil) // a repository the backend does not name: 404
-	b := proposeBackend(t, r.fileURL(), gh.URL)
+	b := proposeBackend(t, r.FileURL(), gh.URL)
 	_, err := b.OnCreate(cairn.WithResourceMeta(t.Context(), flagMeta("x", nil)), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{}`)})
 	if !cairn.HasCode(err, cairn.CodeNotFound) {
 		t.Errorf("OnCreate = %v, want the provider's NotFound", err)
 	}
-	if refs := gitCmd(t, r.path, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/"); refs != "" {
+	if refs := gittest.Git(t, r.Path, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/"); refs != "" {
 		t.Errorf("branches left: %s", refs)
 	}
 }
@@ -196,10 +162,10 @@ func TestProposeWithoutPullRequestLeavesNoBranch(t *testing.T) {
 // has that pull request closed; one on the branch gets a pull request
 // removing its file, and the branch keeps the file until it is merged.
 func TestProposeDelete(t *testing.T) {
-	r := newRemote(t)
-	r.seedMain(t)
-	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
-	b := proposeBackend(t, r.fileURL(), gh.URL)
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
+	b := proposeBackend(t, r.FileURL(), gh.URL)
 	ctx := cairn.WithActor(t.Context(), "jane")
 
 	pending := uuid.NewString()
@@ -213,10 +179,10 @@ func TestProposeDelete(t *testing.T) {
 
 	merged := uuid.NewString()
 	out = create(t, ctx, b, merged, "merged", `{"enabled":true}`)
-	if err := r.fastForward(mustPull(t, gh, 2)); err != nil {
+	if err := r.FastForward(mustPull(t, gh, 2)); err != nil {
 		t.Fatal(err)
 	}
-	mainBefore := gitCmd(t, r.path, "rev-parse", "main")
+	mainBefore := gittest.Git(t, r.Path, "rev-parse", "main")
 	if err := b.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: merged, Context: out}); err != nil {
 		t.Fatalf("OnDelete of a merged instance: %v", err)
 	}
@@ -224,13 +190,13 @@ func TestProposeDelete(t *testing.T) {
 	if pull.State != "open" || pull.Title != "cairn: delete Flag production/merged by jane" {
 		t.Errorf("deletion pull request = %+v", pull)
 	}
-	if got := gitCmd(t, r.path, "rev-parse", "main"); got != mainBefore {
+	if got := gittest.Git(t, r.Path, "rev-parse", "main"); got != mainBefore {
 		t.Errorf("main moved on a proposed delete")
 	}
-	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "refs/heads/"+pull.Head); strings.Contains(files, flagPath("merged")) {
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "refs/heads/"+pull.Head); strings.Contains(files, flagPath("merged")) {
 		t.Errorf("the deletion's branch still has the file:\n%s", files)
 	}
-	if files := gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, flagPath("merged")) {
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, flagPath("merged")) {
 		t.Errorf("main lost the file before the merge:\n%s", files)
 	}
 }

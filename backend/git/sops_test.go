@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/backendtest"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/backend/sops"
 )
 
@@ -41,22 +42,18 @@ func newAgeKey(t testing.TB) ageKey {
 // newSOPSBackend opens a Git backend encrypting with SOPS to k.
 func newSOPSBackend(t testing.TB, url string, k ageKey) *git.Backend {
 	t.Helper()
-	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(url) + `,"author":{"name":"cairn test","email":"test@cairn.dev"},
-	  "encryption":{"sops":{"age":[` + quote(k.id.Recipient().String()) + `],"ageKeyFile":` + quote(k.file) + `}}}`))
-	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
-	}
-	b, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache")})
-	if err != nil {
-		t.Fatalf("git.New: %v", err)
-	}
-	return b
+	return gittest.Open(t, url, sopsSettings(k), nil)
+}
+
+// sopsSettings are a Git backend's settings to encrypt with SOPS to k.
+func sopsSettings(k ageKey) map[string]any {
+	return map[string]any{"encryption": map[string]any{"sops": map[string]any{"age": []string{k.id.Recipient().String()}, "ageKeyFile": k.file}}}
 }
 
 func TestConformanceSOPS(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t *testing.T) cairn.Backend {
-			return newSOPSBackend(t, newRemote(t).fileURL(), newAgeKey(t))
+			return newSOPSBackend(t, gittest.NewRemote(t).FileURL(), newAgeKey(t))
 		},
 		AcceptValue: true,
 		Context:     conformanceContext,
@@ -101,9 +98,9 @@ func sopsBin(t *testing.T) string {
 func TestSOPSFilesInTheRepository(t *testing.T) {
 	bin := sopsBin(t)
 	ctx := context.Background()
-	r := newRemote(t)
+	r := gittest.NewRemote(t)
 	k := newAgeKey(t)
-	b := newSOPSBackend(t, r.fileURL(), k)
+	b := newSOPSBackend(t, r.FileURL(), k)
 	const marker = "git-sops-marker-0c9e"
 	value := json.RawMessage(`{"username":"app","password":"` + marker + `"}`)
 	rctx := json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)
@@ -115,7 +112,7 @@ func TestSOPSFilesInTheRepository(t *testing.T) {
 	if err := json.Unmarshal(res, &vc); err != nil || vc.Path == "" {
 		t.Fatalf("version context %s: %v", res, err)
 	}
-	file := r.show(t, "", vc.Path)
+	file := r.Show(t, "", vc.Path)
 	if strings.Contains(file, marker) {
 		t.Fatalf("the password is in the committed file:\n%s", file)
 	}
@@ -124,7 +121,7 @@ func TestSOPSFilesInTheRepository(t *testing.T) {
 			t.Fatalf("%s is not readable in the committed file:\n%s", clear, file)
 		}
 	}
-	if log := gitCmd(t, r.path, "log", "-p", "main"); strings.Contains(log, marker) {
+	if log := gittest.Git(t, r.Path, "log", "-p", "main"); strings.Contains(log, marker) {
 		t.Fatal("the password is in the repository's history")
 	}
 
@@ -149,11 +146,11 @@ func TestSOPSFilesInTheRepository(t *testing.T) {
 		t.Fatalf("GetValue = %s, %v", got, err)
 	}
 	// The same value again changes no file, so makes no commit.
-	before := r.commits(t)
+	before := r.Commits(t)
 	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: "creds", NewResourceVersion: 2, NewValue: value, Context: res}); err != nil {
 		t.Fatal(err)
 	}
-	if after := r.commits(t); after != before {
+	if after := r.Commits(t); after != before {
 		t.Fatalf("rewriting the same value made %d commits", after-before)
 	}
 }
@@ -174,9 +171,9 @@ func sameValue(a, b json.RawMessage) bool {
 func TestRotateKeys(t *testing.T) {
 	bin := sopsBin(t)
 	ctx := context.Background()
-	r := newRemote(t)
+	r := gittest.NewRemote(t)
 	a, bk := newAgeKey(t), newAgeKey(t)
-	b := newSOPSBackend(t, r.fileURL(), a)
+	b := newSOPSBackend(t, r.FileURL(), a)
 	rctx := json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)
 	ctxs := map[string]json.RawMessage{}
 	for _, id := range []string{"one", "two"} {
@@ -189,37 +186,29 @@ func TestRotateKeys(t *testing.T) {
 	if _, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: "two", NewResourceVersion: 2, NewValue: json.RawMessage(`{"password":"pw-two-2"}`), Context: ctxs["two"]}); err != nil {
 		t.Fatal(err)
 	}
-	before := r.commits(t)
+	before := r.Commits(t)
 	// To B while the identities are still A's alone: nothing here could
 	// read the files any more, so it is refused before anything changes.
 	_, _, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}, AgeKeyFile: a.file})
 	if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "age "+bk.id.Recipient().String()+": no matching identity in ageKeyFile "+a.file) {
 		t.Fatalf("rotating to a recipient the backend cannot read: err = %v", err)
 	}
-	if r.commits(t) != before {
+	if r.Commits(t) != before {
 		t.Fatal("a refused rotation made a commit")
 	}
 	commit, n, err := b.RotateKeys(ctx, sops.Config{Age: []string{bk.id.Recipient().String()}, AgeKeyFile: bk.file})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 || commit == "" || r.commits(t) != before+1 {
-		t.Fatalf("RotateKeys = %q, %d files; %d commits (want 2 files in 1 commit)", commit, n, r.commits(t)-before)
+	if n != 2 || commit == "" || r.Commits(t) != before+1 {
+		t.Fatalf("RotateKeys = %q, %d files; %d commits (want 2 files in 1 commit)", commit, n, r.Commits(t)-before)
 	}
-	if msg := gitCmd(t, r.path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(msg, "cairn: rotate SOPS keys of 2 files") {
+	if msg := gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(msg, "cairn: rotate SOPS keys of 2 files") {
 		t.Fatalf("commit message %q", msg)
 	}
 
 	// The configuration now names B only; a backend reading with B alone.
-	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.fileURL()) + `,"author":{"name":"cairn test","email":"test@cairn.dev"},
-	  "encryption":{"sops":{"age":[` + quote(bk.id.Recipient().String()) + `],"ageKeyFile":` + quote(bk.file) + `}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b2 := gittest.Open(t, r.FileURL(), sopsSettings(bk), nil)
 	for id, rv := range map[string]int{"one": 1, "two": 2} {
 		got, err := b2.GetValue(ctx, cairn.GetValueRequest{InstanceID: id, ResourceVersion: rv})
 		want := `{"password":"pw-` + id + map[bool]string{true: "-2", false: ""}[rv == 2] + `"}`
@@ -228,14 +217,14 @@ func TestRotateKeys(t *testing.T) {
 		}
 	}
 	// The files at the tip: B's sops reads them, A's does not.
-	files := strings.Fields(gitCmd(t, r.path, "ls-tree", "-r", "--name-only", "main"))
+	files := strings.Fields(gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"))
 	if len(files) != 2 {
 		t.Fatalf("files at main: %v", files)
 	}
 	dir := t.TempDir()
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.Base(f))
-		os.WriteFile(p, []byte(r.show(t, "", f)), 0o600)
+		os.WriteFile(p, []byte(r.Show(t, "", f)), 0o600)
 		for key, ok := range map[string]bool{bk.file: true, a.file: false} {
 			cmd := exec.Command(bin, "decrypt", p)
 			cmd.Env = append(os.Environ(), "SOPS_AGE_KEY_FILE="+key)

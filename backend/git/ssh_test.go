@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // sshRemote serves the bare repositories under root over SSH, running the
@@ -132,28 +133,19 @@ func serveSSHConn(c net.Conn, cfg *ssh.ServerConfig, root string) {
 // over SSH with a key from the environment, checking the host key against
 // a known_hosts file; a wrong key and an unknown host are refused.
 func TestSSHRemote(t *testing.T) {
-	r := newRemote(t)
-	srv := serveSSH(t, filepath.Dir(r.path))
-	url := "ssh://git@" + srv.addr + "/" + filepath.Base(r.path)
+	r := gittest.NewRemote(t)
+	srv := serveSSH(t, filepath.Dir(r.Path))
+	url := "ssh://git@" + srv.addr + "/" + filepath.Base(r.Path)
 	open := func(keyEnv, knownHosts string, env map[string]string) *git.Backend {
 		t.Helper()
-		cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(url) + `,"author":{"name":"cairn test","email":"test@cairn.dev"},
-			"credentials":{"sshKeyEnv":` + quote(keyEnv) + `,"sshKnownHostsFile":` + quote(knownHosts) + `}}`))
-		if err != nil {
-			t.Fatalf("ParseConfig: %v", err)
-		}
-		b, err := git.New(git.Options{Config: cfg, CacheDir: filepath.Join(t.TempDir(), "cache"),
-			Getenv: func(k string) string { return env[k] }})
-		if err != nil {
-			t.Fatalf("git.New: %v", err)
-		}
-		return b
+		return gittest.Open(t, url, map[string]any{"credentials": map[string]string{"sshKeyEnv": keyEnv, "sshKnownHostsFile": knownHosts}},
+			func(k string) string { return env[k] })
 	}
 	ctx := context.Background()
 
 	b := open("CAIRN_TEST_SSH_KEY", srv.knownHosts, map[string]string{"CAIRN_TEST_SSH_KEY": srv.clientKey})
 	create(t, ctx, b, "00000000-0000-4000-8000-000000000001", "over-ssh", `{"enabled":true}`)
-	if got := specOf(t, r.show(t, "", flagPath("over-ssh"))); !strings.Contains(string(got), `"enabled": true`) {
+	if got := gittest.SpecOf(t, r.Show(t, "", flagPath("over-ssh"))); !strings.Contains(string(got), `"enabled": true`) {
 		t.Errorf("file pushed over SSH = %s", got)
 	}
 	v, err := b.GetValue(ctx, cairn.GetValueRequest{InstanceID: "00000000-0000-4000-8000-000000000001", ResourceVersion: 1})

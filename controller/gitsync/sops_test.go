@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"filippo.io/age"
+
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
 // TestSyncImportsAFileEncryptedWithSops: a person encrypts a resource file
@@ -35,7 +37,7 @@ func TestSyncImportsAFileEncryptedWithSops(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(id.String()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := newSyncEnvWith(t, newRemote(t), map[string]any{"encryption": map[string]any{"sops": map[string]any{
+	e := newSyncEnvWith(t, gittest.NewRemote(t), map[string]any{"encryption": map[string]any{"sops": map[string]any{
 		"age": []string{id.Recipient().String()}, "ageKeyFile": keyFile}}}, nil)
 	s := e.syncer()
 	if _, err := s.Sync(context.Background()); err != nil {

@@ -7,17 +7,20 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 	"github.com/cairn-dev/cairn/hub"
 )
+
+const ghToken = "gh-test-token"
 
 // TestSyncInProposeMode: in propose mode a change pushed to the branch is
 // imported as in commit mode, opening no pull request; a proposal of
 // cairn's, once merged, is not imported again (the hub holds its value).
 func TestSyncInProposeMode(t *testing.T) {
-	r := newRemote(t)
-	r.seedMain(t)
-	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.fastForward)
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
 	e := newSyncEnvWith(t, r, map[string]any{"mode": "propose",
 		"scm": map[string]any{"provider": "github", "apiURL": gh.URL, "repository": "acme/flags", "tokenEnv": "GH_TOKEN"}},
 		func(k string) string {
@@ -63,7 +66,7 @@ func TestSyncInProposeMode(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pull request %d", p.Number)
 	}
-	if err := r.fastForward(pull); err != nil {
+	if err := r.FastForward(pull); err != nil {
 		t.Fatalf("merge: %v", err)
 	}
 	res, err = s.Sync(ctx)

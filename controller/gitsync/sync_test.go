@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store/sqlite"
@@ -26,7 +27,7 @@ const flagType = "io.flipt.flag"
 // is stored in a Git backend on a bare repository, and a person's clone.
 type syncEnv struct {
 	t      *testing.T
-	remote *remote
+	remote *gittest.Remote
 	dbPath string
 	cache  string
 	h      *hub.Hub
@@ -38,12 +39,12 @@ type syncEnv struct {
 
 func newSyncEnv(t *testing.T) *syncEnv {
 	t.Helper()
-	return newSyncEnvWith(t, newRemote(t), nil, nil)
+	return newSyncEnvWith(t, gittest.NewRemote(t), nil, nil)
 }
 
 // newSyncEnvWith is newSyncEnv on r, with more settings in the backend's
 // value and the opener's environment.
-func newSyncEnvWith(t *testing.T, r *remote, more map[string]any, getenv func(string) string) *syncEnv {
+func newSyncEnvWith(t *testing.T, r *gittest.Remote, more map[string]any, getenv func(string) string) *syncEnv {
 	t.Helper()
 	e := &syncEnv{t: t, remote: r, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
 	ctx := cairn.WithActor(context.Background(), "admin")
@@ -54,7 +55,7 @@ func newSyncEnvWith(t *testing.T, r *remote, more map[string]any, getenv func(st
 		  "additionalProperties":false}`)}); err != nil {
 		t.Fatalf("CreateType: %v", err)
 	}
-	settings := map[string]any{"url": e.remote.fileURL(), "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
+	settings := map[string]any{"url": e.remote.FileURL(), "acceptValue": true, "contextSchema": json.RawMessage(git.ContextSchema),
 		"author": map[string]string{"name": "cairn", "email": "cairn@example.com"}}
 	maps.Copy(settings, more)
 	value, _ := json.Marshal(settings)
@@ -110,9 +111,9 @@ func (e *syncEnv) person(args ...string) string {
 	e.t.Helper()
 	if e.clone == "" {
 		e.clone = filepath.Join(e.t.TempDir(), "clone")
-		gitCmd(e.t, "", "clone", "--quiet", "--branch", "main", e.remote.fileURL(), e.clone)
+		gittest.Git(e.t, "", "clone", "--quiet", "--branch", "main", e.remote.FileURL(), e.clone)
 	}
-	return gitCmd(e.t, e.clone, append([]string{"-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com"}, args...)...)
+	return gittest.Git(e.t, e.clone, append([]string{"-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com"}, args...)...)
 }
 
 func (e *syncEnv) write(name, content string) {
@@ -149,13 +150,13 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 	s := e.syncer()
 
 	// First sync: only cairn's own commits, nothing to import.
-	before := e.remote.commits(t)
+	before := e.remote.Commits(t)
 	res, err := s.Sync(ctx)
 	if err != nil {
 		t.Fatalf("first Sync: %v", err)
 	}
-	if res.Created+res.Updated+res.Deleted+res.Skipped != 0 || e.remote.commits(t) != before {
-		t.Fatalf("first sync imported cairn's own commits: %+v, %d commits (was %d)", res, e.remote.commits(t), before)
+	if res.Created+res.Updated+res.Deleted+res.Skipped != 0 || e.remote.Commits(t) != before {
+		t.Fatalf("first sync imported cairn's own commits: %+v, %d commits (was %d)", res, e.remote.Commits(t), before)
 	}
 
 	e.person("status") // clones
@@ -172,7 +173,7 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 	e.person("commit", "--quiet", "-m", "remove remove-me, add broken")
 	badCommit := e.person("rev-parse", "HEAD")
 	e.person("push", "--quiet", "origin", "main")
-	changedFile := e.remote.show(t, "", "default/flipt.io-v1-Flag-change-me.json")
+	changedFile := e.remote.Show(t, "", "default/flipt.io-v1-Flag-change-me.json")
 
 	res, err = s.Sync(ctx)
 	if err != nil {
@@ -219,19 +220,19 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 		t.Errorf("Stats = %+v", st)
 	}
 	// Jane's file is as she wrote it: the import did not rewrite it.
-	if got := e.remote.show(t, "", "default/flipt.io-v1-Flag-change-me.json"); got != changedFile {
+	if got := e.remote.Show(t, "", "default/flipt.io-v1-Flag-change-me.json"); got != changedFile {
 		t.Errorf("change-me was rewritten by the import:\n%s\nwant\n%s", got, changedFile)
 	}
-	if log := gitCmd(t, e.remote.path, "log", "-1", "--format=%B", "main"); !strings.Contains(log, "Cairn-Source: ") {
+	if log := gittest.Git(t, e.remote.Path, "log", "-1", "--format=%B", "main"); !strings.Contains(log, "Cairn-Source: ") {
 		t.Errorf("the last commit records no import:\n%s", log)
 	}
 
 	// Twice: nothing is imported again, no commit is made.
-	after := e.remote.commits(t)
+	after := e.remote.Commits(t)
 	if res, err := s.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
 		t.Errorf("second Sync = %+v, %v; want nothing", res, err)
 	}
-	if n := e.remote.commits(t); n != after {
+	if n := e.remote.Commits(t); n != after {
 		t.Errorf("second sync made %d commits", n-after)
 	}
 
@@ -267,7 +268,7 @@ func TestSyncImportsChangesMadeOutsideCairn(t *testing.T) {
 		if err != nil || string(inst.Latest.Value) != `{"enabled":true}` {
 			t.Errorf("new-flag after reopening: %s, %v", inst.Latest.Value, err)
 		}
-		if n := e.remote.commits(t); n != after+1 {
+		if n := e.remote.Commits(t); n != after+1 {
 			t.Errorf("%d commits after reopening, want %d", n, after+1)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
@@ -47,23 +47,12 @@ var noAudit = stack.ChildResourcePatcherFunc(func(_ context.Context, in stack.In
 	return out, nil
 })
 
-func git(t testing.TB, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func newGitEnv(t *testing.T, propose bool) *gitEnv {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "flags.git")
-	git(t, "init", "--bare", "--quiet", "--initial-branch=main", bare)
+	gittest.Git(t, "", "init", "--bare", "--quiet", "--initial-branch=main", bare)
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "cairn.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,9 +82,9 @@ func newGitEnv(t *testing.T, propose bool) *gitEnv {
 	if propose {
 		// A pull request needs a branch to merge into.
 		work := t.TempDir()
-		git(t, "clone", "--quiet", "file://"+bare, work)
-		git(t, "-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
-		git(t, "-C", work, "push", "--quiet", "origin", "HEAD:main")
+		gittest.Git(t, "", "clone", "--quiet", "file://"+bare, work)
+		gittest.Git(t, "", "-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "--allow-empty", "-m", "initial")
+		gittest.Git(t, "", "-C", work, "push", "--quiet", "origin", "HEAD:main")
 		e.gh = scmtest.NewGitHub(t, "acme/flags", ghToken, nil)
 		cfg["mode"] = "propose"
 		cfg["scm"] = map[string]any{"provider": "github", "apiURL": e.gh.URL, "repository": "acme/flags", "tokenEnv": "GH_TOKEN"}
@@ -127,7 +116,7 @@ func (e *gitEnv) commits() int {
 // changes is the last commit's file changes, one "<status> <path>" each.
 func (e *gitEnv) changes() string {
 	e.t.Helper()
-	return git(e.t, "-C", e.bare, "show", "--no-renames", "--name-status", "--format=", "main")
+	return gittest.Git(e.t, "", "-C", e.bare, "show", "--no-renames", "--name-status", "--format=", "main")
 }
 
 func (e *gitEnv) setSpec(id, spec string) {
@@ -169,7 +158,7 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 			t.Errorf("the install commit does not add %s:\n%s", f, ch)
 		}
 	}
-	msg := git(t, "-C", e.bare, "log", "-1", "--format=%B", "main")
+	msg := gittest.Git(t, "", "-C", e.bare, "log", "-1", "--format=%B", "main")
 	if !strings.HasPrefix(msg, "cairn: create 3 resources by test-controller") || strings.Count(msg, "Cairn-Change: create ") != 3 || !strings.Contains(msg, "Cairn-Actor: test-controller") {
 		t.Errorf("install commit message:\n%s", msg)
 	}
@@ -187,10 +176,10 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 		!strings.Contains(ch, "D\t"+flagFile("moon", "audit-log")) {
 		t.Errorf("the change's commit:\n%s", ch)
 	}
-	if msg := git(t, "-C", e.bare, "log", "-1", "--format=%s", "main"); msg != "cairn: update 2, delete 1 resources by test-controller" {
+	if msg := gittest.Git(t, "", "-C", e.bare, "log", "-1", "--format=%s", "main"); msg != "cairn: update 2, delete 1 resources by test-controller" {
 		t.Errorf("the change's commit message: %q", msg)
 	}
-	if got := git(t, "-C", e.bare, "show", "main:"+flagFile("moon", "dark-mode")); !strings.Contains(got, "stars") {
+	if got := gittest.Git(t, "", "-C", e.bare, "show", "main:"+flagFile("moon", "dark-mode")); !strings.Contains(got, "stars") {
 		t.Errorf("dark-mode after the change:\n%s", got)
 	}
 	if kids := e.children(inst); len(kids) != 2 {
@@ -232,7 +221,7 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 	if n := e.commits(); n != 4 {
 		t.Fatalf("the deletion made %d commits, want 1", n-3)
 	}
-	if files := git(t, "-C", e.bare, "ls-tree", "-r", "--name-only", "main"); files != "" {
+	if files := gittest.Git(t, "", "-C", e.bare, "ls-tree", "-r", "--name-only", "main"); files != "" {
 		t.Errorf("files left after the deletion:\n%s", files)
 	}
 }
@@ -247,7 +236,7 @@ func TestApplyChildrenFailingHalfwayLeavesNothing(t *testing.T) {
 	entry := e.addStack(filepath.Join("testdata", "flagset"))
 	inst := e.install(entry, "moon", nil, `{"team":"moonshots"}`)
 	e.reconcile(inst.ID)
-	tree := git(t, "-C", e.bare, "rev-parse", "main^{tree}")
+	tree := gittest.Git(t, "", "-C", e.bare, "rev-parse", "main^{tree}")
 	before := e.commits()
 	kids := e.children(inst)
 	if len(kids) != 3 {
@@ -276,10 +265,10 @@ func TestApplyChildrenFailingHalfwayLeavesNothing(t *testing.T) {
 	if n := e.commits(); n != before+2 {
 		t.Fatalf("%d commits, want 2 (the batch and its undo)", n-before)
 	}
-	if got := git(t, "-C", e.bare, "rev-parse", "main^{tree}"); got != tree {
-		t.Errorf("the tree after the undo differs from before:\n%s", git(t, "-C", e.bare, "diff", "--stat", "main~2", "main"))
+	if got := gittest.Git(t, "", "-C", e.bare, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("the tree after the undo differs from before:\n%s", gittest.Git(t, "", "-C", e.bare, "diff", "--stat", "main~2", "main"))
 	}
-	if msg := git(t, "-C", e.bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "Cairn-Revert: "+git(t, "-C", e.bare, "rev-parse", "main~1")) {
+	if msg := gittest.Git(t, "", "-C", e.bare, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "Cairn-Revert: "+gittest.Git(t, "", "-C", e.bare, "rev-parse", "main~1")) {
 		t.Errorf("the last commit is not the undo of the batch:\n%s", msg)
 	}
 	after := e.children(inst)
@@ -312,7 +301,7 @@ func TestApplyChildrenFailingHalfwayLeavesNothing(t *testing.T) {
 // left alone.
 func TestStackInGitProposeOnePullRequestPerReconcile(t *testing.T) {
 	e := newGitEnv(t, true)
-	mainBefore := git(t, "-C", e.bare, "rev-parse", "main")
+	mainBefore := gittest.Git(t, "", "-C", e.bare, "rev-parse", "main")
 	entry := e.addStack(filepath.Join("testdata", "flagset"))
 	inst := e.install(entry, "moon", nil, `{"team":"moonshots"}`)
 	pulls := func() int { return e.gh.Count("POST /repos/acme/flags/pulls") }
@@ -340,11 +329,11 @@ func TestStackInGitProposeOnePullRequestPerReconcile(t *testing.T) {
 		if !ok || pr.State != "open" || pr.Base != "main" || pr.Title != s.title {
 			t.Fatalf("step %d: pull request %+v", i, pr)
 		}
-		head := git(t, "-C", e.bare, "rev-parse", "refs/heads/"+pr.Head)
-		if n := git(t, "-C", e.bare, "rev-list", "--count", prevHead+".."+head); n != "1" {
+		head := gittest.Git(t, "", "-C", e.bare, "rev-parse", "refs/heads/"+pr.Head)
+		if n := gittest.Git(t, "", "-C", e.bare, "rev-list", "--count", prevHead+".."+head); n != "1" {
 			t.Errorf("step %d: the proposal is %s commits over the previous one, want 1 (stacked)", i, n)
 		}
-		diff := git(t, "-C", e.bare, "diff", "--no-renames", "--name-status", prevHead, head)
+		diff := gittest.Git(t, "", "-C", e.bare, "diff", "--no-renames", "--name-status", prevHead, head)
 		for _, f := range s.files {
 			if !strings.Contains(diff, f) {
 				t.Errorf("step %d: the proposal lacks %q:\n%s", i, f, diff)
@@ -352,7 +341,7 @@ func TestStackInGitProposeOnePullRequestPerReconcile(t *testing.T) {
 		}
 		prevHead = head
 	}
-	if got := git(t, "-C", e.bare, "rev-parse", "main"); got != mainBefore {
+	if got := gittest.Git(t, "", "-C", e.bare, "rev-parse", "main"); got != mainBefore {
 		t.Errorf("main moved in propose mode")
 	}
 	// Nothing to change: no pull request.
@@ -361,7 +350,7 @@ func TestStackInGitProposeOnePullRequestPerReconcile(t *testing.T) {
 		t.Errorf("a reconcile with nothing to change opened a pull request (%d)", n)
 	}
 	if t.Failed() {
-		fmt.Println(git(t, "-C", e.bare, "log", "--all", "--format=%h %s"))
+		fmt.Println(gittest.Git(t, "", "-C", e.bare, "log", "--all", "--format=%h %s"))
 	}
 }
 
@@ -396,7 +385,7 @@ func TestApplyChildrenFailingHalfwayProposeClosesThePullRequest(t *testing.T) {
 	if pr.State != "closed" || pr.Merged {
 		t.Errorf("the failed apply's pull request = %+v, want closed unmerged", pr)
 	}
-	if out := git(t, "-C", e.bare, "branch", "--list", pr.Head); out != "" {
+	if out := gittest.Git(t, "", "-C", e.bare, "branch", "--list", pr.Head); out != "" {
 		t.Errorf("branch %s left after the undo", pr.Head)
 	}
 	if first, _ := e.gh.Pull(1); first.State != "open" {
