@@ -6,6 +6,7 @@ package cairn
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -89,6 +90,25 @@ func (t Type) Ref() TypeRef { return TypeRef{Path: t.Path, Revision: t.Revision}
 type AttributeRef struct {
 	Path     string `json:"path"`
 	Revision string `json:"revision"`
+}
+
+// SameAttributes reports whether a and b hold the same attributes, in any
+// order: an instance's attributes are a set.
+func SameAttributes(a, b []AttributeRef) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(r AttributeRef) string { return r.Path + ":" + r.Revision }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i, r := range a {
+		ka[i] = key(r)
+	}
+	for i, r := range b {
+		kb[i] = key(r)
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
 }
 
 // BackendRef says which storage backend instance holds an instance's value.

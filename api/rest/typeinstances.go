@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -246,7 +245,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 		Attributes:  &attrs,
 		Current:     &cur, // read at this request: the hub need not read it again
 	}
-	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations) || !sameAttributes(attrs, cur.Latest.Attributes)
+	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations) || !cairn.SameAttributes(attrs, cur.Latest.Attributes)
 	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" && !hub.JSONEqual(o.Spec.Value, cur.Latest.Value) {
 		up.Value, changed = o.Spec.Value, true
 	}
@@ -320,18 +319,4 @@ func checkTypeInstance(o inTypeInstance, cur cairn.Instance) error {
 	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("TypeInstance %q is invalid: %s: %s", cur.ID, causes[0].Field, causes[0].Message))
 	st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "TypeInstance", UID: cur.ID, Causes: causes}
 	return errStatus{st}
-}
-
-func sameAttributes(a, b []cairn.AttributeRef) bool {
-	key := func(r cairn.AttributeRef) string { return r.Path + ":" + r.Revision }
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i, r := range a {
-		ka[i] = key(r)
-	}
-	for i, r := range b {
-		kb[i] = key(r)
-	}
-	slices.Sort(ka)
-	slices.Sort(kb)
-	return slices.Equal(ka, kb)
 }

@@ -241,23 +241,9 @@ func changed(in *manifest.Instance, inst cairn.Instance) bool {
 	if in.Backend != nil && in.Backend.Context != nil && !hub.JSONEqual(in.Backend.Context, inst.Latest.Context) {
 		return true
 	}
-	return !sameAttributes(in.Attributes, inst.Latest.Attributes) ||
+	return !cairn.SameAttributes(in.Attributes, inst.Latest.Attributes) ||
 		!maps.Equal(in.Labels, inst.Labels) ||
 		!maps.Equal(in.Annotations, inst.Annotations)
-}
-
-func sameAttributes(a, b []cairn.AttributeRef) bool {
-	key := func(r cairn.AttributeRef) string { return r.Path + ":" + r.Revision }
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i, r := range a {
-		ka[i] = key(r)
-	}
-	for i, r := range b {
-		kb[i] = key(r)
-	}
-	slices.Sort(ka)
-	slices.Sort(kb)
-	return slices.Equal(ka, kb)
 }
 
 // checkUses refuses spec.uses entries an existing instance does not have
