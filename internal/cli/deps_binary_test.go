@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -28,38 +23,11 @@ func TestDependenciesBinary(t *testing.T) {
 	bin := cairnBinary(t)
 	env := append(os.Environ(), "USER=deps-client", "CAIRN_SERVER=", "CAIRN_CONFIG="+filepath.Join(dir, "no-config.yaml"),
 		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"))
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
-	srv.Env = env
-	var srvErr syncBuffer
-	srv.Stderr = &srvErr
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
-	}
-	url := m[1]
+	srv := serveBinary(t, bin, env, "serve", "--addr", "127.0.0.1:0")
+	url := srv.URL
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(env, "CAIRN_SERVER="+url)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
+		return runBinary(t, bin, append(env, "CAIRN_SERVER="+url), args...)
 	}
 	must := func(args ...string) string {
 		t.Helper()

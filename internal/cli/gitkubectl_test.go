@@ -1,15 +1,12 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
@@ -71,25 +68,9 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 	}
 	run(bin, "policy", "apply", "-f", policy)
 
-	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
-	srv.Env = env
-	var srvErr syncBuffer
-	srv.Stderr = &srvErr
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
-	}
+	srv := serveBinary(t, bin, env, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
 
-	out := run(kubectl, "--server", m[1], "--as", "jane", "apply", "-f", "../../examples/flags/new-project.yaml")
+	out := run(kubectl, "--server", srv.URL, "--as", "jane", "apply", "-f", "../../examples/flags/new-project.yaml")
 	if !strings.Contains(out, "flag.flipt.io/new-project created") {
 		t.Fatalf("kubectl apply printed %q", out)
 	}
@@ -118,14 +99,14 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := func(args ...string) string {
-		return run(kubectl, append([]string{"--server", m[1], "--as", "jane"}, args...)...)
+		return run(kubectl, append([]string{"--server", srv.URL, "--as", "jane"}, args...)...)
 	}
 	k("create", "--dry-run=server", "-f", other)
 	k("apply", "--dry-run=server", "-f", changed)
 	k("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", changed)
 	k("label", "--dry-run=server", "flag", "new-project", "x=y")
 	k("delete", "--dry-run=server", "flag", "new-project")
-	diff := exec.Command(kubectl, "--server", m[1], "diff", "-f", changed)
+	diff := exec.Command(kubectl, "--server", srv.URL, "diff", "-f", changed)
 	diff.Env = env
 	if out, err := diff.CombinedOutput(); !strings.Contains(string(out), "+  enabled: false") {
 		t.Errorf("kubectl diff: %v\n%s", err, out)
@@ -136,7 +117,7 @@ func TestKubectlApplyLandsInGit(t *testing.T) {
 	if got := k("get", "flag", "new-project", "-o", "jsonpath={.spec.enabled}"); got != "true" {
 		t.Errorf("spec.enabled after the dry runs = %s", got)
 	}
-	get := exec.Command(kubectl, "--server", m[1], "get", "flag", "other-project")
+	get := exec.Command(kubectl, "--server", srv.URL, "get", "flag", "other-project")
 	get.Env = env
 	if out, err := get.CombinedOutput(); err == nil || !strings.Contains(string(out), "NotFound") {
 		t.Errorf("a dry-run create made other-project: %v\n%s", err, out)

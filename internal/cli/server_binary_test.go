@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api/rest"
@@ -30,50 +25,12 @@ func TestClientBinary(t *testing.T) {
 		"CAIRN_DATA_DIR="+filepath.Join(dir, "data"))
 
 	// Port 0: the server picks a free port and prints it.
-	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
-	srv.Env = env
-	var srvErr syncBuffer
-	srv.Stderr = &srvErr
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-			return err
-		}
-		return srv.Wait()
-	}
-	t.Cleanup(func() { _ = stop() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
-	}
-	url := m[1]
+	srv := serveBinary(t, bin, env, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0")
+	url := srv.URL
 
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(env, "CAIRN_SERVER="+url)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
+		return runBinary(t, bin, append(env, "CAIRN_SERVER="+url), args...)
 	}
 
 	out, errOut, code := run("apply", "-f", "../../examples/flags/flags.json", "-f", "../../examples/flags/new-project.yaml")
@@ -104,8 +61,8 @@ func TestClientBinary(t *testing.T) {
 		t.Errorf("get after delete: exit %d, %q; want 3 and the server's NotFound", code, errOut)
 	}
 
-	if err := stop(); err != nil {
-		t.Errorf("cairn serve did not stop cleanly on SIGTERM: %v\n%s", err, srvErr.String())
+	if err := srv.Stop(); err != nil {
+		t.Errorf("cairn serve did not stop cleanly on SIGTERM: %v\n%s", err, srv.Stderr.String())
 	}
 	if _, errOut, code = run("get", "flags"); code != 6 || !strings.HasPrefix(errOut, "error: cannot reach the cairn server at "+url) {
 		t.Errorf("get with the server gone: exit %d, %q; want 6 and cannot reach", code, errOut)

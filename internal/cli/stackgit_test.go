@@ -1,16 +1,13 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,24 +67,8 @@ func TestStackInGitOneCommitPerReconcile(t *testing.T) {
 	run(bin, "apply", "-f", "../../examples/flags/flags.json", "-f", setup)
 	run(bin, "policy", "apply", "-f", "../../examples/stacks/git-backend/policy.yaml")
 
-	srv := exec.Command(bin, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0", "--stack-resync", "2s")
-	srv.Env = env
-	var srvErr syncBuffer
-	srv.Stderr = &srvErr
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := regexp.MustCompile(`^cairn serving on (http://\S+) `).FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("cairn serve printed %q (%v); stderr:\n%s", line, err, srvErr.String())
-	}
-	url := m[1]
+	srv := serveBinary(t, bin, env, "serve", "--allow-anonymous", "--addr", "127.0.0.1:0", "--stack-resync", "2s")
+	url := srv.URL
 	k := func(args ...string) string {
 		t.Helper()
 		return run(kubectl, append([]string{"--server", url}, args...)...)
