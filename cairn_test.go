@@ -27,3 +27,23 @@ func TestSameAttributes(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONEqual(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{``, ``, true},
+		{``, `null`, false},
+		{`{"a":1,"b":[1,2]}`, `{ "b": [1, 2], "a": 1.0 }`, true},
+		{`{"a":1}`, `{"a":1,"b":null}`, false},
+		{`[1,2]`, `[2,1]`, false},
+		{`"x"`, `"x"`, true},
+		{`{not json`, `{not json`, true},
+		{`{not json`, `{}`, false},
+	} {
+		if got := cairn.JSONEqual([]byte(tt.a), []byte(tt.b)); got != tt.want {
+			t.Errorf("JSONEqual(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func exercise(t *testing.T, ctx context.Context, c client.Interface) {
 	}
 
 	inst, err := c.GetInstance(ctx, b, true)
-	if err != nil || inst.Name != "b" || len(inst.Uses) == 0 || !hub.JSONEqual(inst.Latest.Value, json.RawMessage(`{"port":2}`)) || inst.Latest.CreatedBy != "tester" {
+	if err != nil || inst.Name != "b" || len(inst.Uses) == 0 || !cairn.JSONEqual(inst.Latest.Value, json.RawMessage(`{"port":2}`)) || inst.Latest.CreatedBy != "tester" {
 		t.Errorf("GetInstance = %+v, %v", inst, err)
 	}
 	if byName, err := c.GetInstanceByName(ctx, typ.Path, cairn.DefaultNamespace, "a", false); err != nil || byName.ID != a || byName.Latest.Value != nil {
@@ -118,7 +118,7 @@ func exercise(t *testing.T, ctx context.Context, c client.Interface) {
 		t.Fatal(err)
 	}
 	rvs, err := c.ResourceVersions(ctx, a, true)
-	if err != nil || len(rvs) != 2 || !hub.JSONEqual(rvs[0].Value, json.RawMessage(`{"port":1}`)) {
+	if err != nil || len(rvs) != 2 || !cairn.JSONEqual(rvs[0].Value, json.RawMessage(`{"port":1}`)) {
 		t.Errorf("ResourceVersions = %+v, %v", rvs, err)
 	}
 

@@ -125,7 +125,7 @@ func typeSpec(t cairn.Type) rest.TypeSpec {
 func sameType(a, b cairn.Type) bool {
 	x, _ := json.Marshal(typeSpec(a))
 	y, _ := json.Marshal(typeSpec(b))
-	return hub.JSONEqual(x, y)
+	return cairn.JSONEqual(x, y)
 }
 
 func (r *REST) DeleteType(ctx context.Context, ref cairn.TypeRef) error {

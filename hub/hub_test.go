@@ -259,7 +259,7 @@ func wantContains(t *testing.T, err error, parts ...string) {
 
 func jsonEq(t *testing.T, got json.RawMessage, want string) {
 	t.Helper()
-	if !hub.JSONEqual(got, json.RawMessage(want)) {
+	if !cairn.JSONEqual(got, json.RawMessage(want)) {
 		t.Fatalf("value = %s, want %s", got, want)
 	}
 }

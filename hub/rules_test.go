@@ -352,7 +352,7 @@ func TestRuleUpdateCarriesOver(t *testing.T) {
 				if got.Latest.ResourceVersion != i+2 {
 					t.Errorf("%s: resource version = %d, want %d", s.name, got.Latest.ResourceVersion, i+2)
 				}
-				if !hub.JSONEqual(got.Latest.Value, json.RawMessage(s.want.value)) {
+				if !cairn.JSONEqual(got.Latest.Value, json.RawMessage(s.want.value)) {
 					t.Errorf("%s: value = %s, want %s", s.name, got.Latest.Value, s.want.value)
 				}
 				if !slices.Equal(got.Latest.Attributes, s.want.attrs) {
@@ -677,7 +677,7 @@ func TestRuleListCreatedAtDescending(t *testing.T) {
 				var got []string
 				for _, i := range list {
 					got = append(got, i.ID)
-					if withValues && !hub.JSONEqual(i.Latest.Value, json.RawMessage(`"`+i.Name+`"`)) {
+					if withValues && !cairn.JSONEqual(i.Latest.Value, json.RawMessage(`"`+i.Name+`"`)) {
 						t.Errorf("value of %s = %s, want %q", i.Name, i.Latest.Value, i.Name)
 					}
 				}

@@ -463,7 +463,7 @@ func (h *Hub) updateState(ctx context.Context, inst cairn.Instance, lockID strin
 		// readable id (replaced in this write) unless something uses it.
 		if ok && e.TypeRef.Path == o.path && (e.ID == terraformID(o.kind(), inst.Namespace, o.name) || len(e.UsedBy) > 0) {
 			keep[o.name] = true
-			if !jsonEqual(e.Latest.Value, o.value) {
+			if !cairn.JSONEqual(e.Latest.Value, o.value) {
 				ups = append(ups, UpdateInstance{ID: e.ID, Value: o.value})
 			}
 			continue

@@ -70,7 +70,7 @@ func TestTerraformStateVersionsAndOutputs(t *testing.T) {
 		t.Fatalf("outputs after the first write: %v", keys(outs))
 	}
 	ip := outs["net-ip"]
-	if ip.TypeRef.Path != hub.TerraformOutputPath || !hub.JSONEqual(ip.Latest.Value, json.RawMessage(`{"state":"net","output":"ip","value":"10.0.0.1","type":"string"}`)) {
+	if ip.TypeRef.Path != hub.TerraformOutputPath || !cairn.JSONEqual(ip.Latest.Value, json.RawMessage(`{"state":"net","output":"ip","value":"10.0.0.1","type":"string"}`)) {
 		t.Errorf("net-ip = %s %s", ip.TypeRef, ip.Latest.Value)
 	}
 	if len(ip.Uses) == 0 || !slices.Contains(ip.Uses, st.ID) {
@@ -97,7 +97,7 @@ func TestTerraformStateVersionsAndOutputs(t *testing.T) {
 			outs["net-ip"].Latest.ResourceVersion, outs["net-password"].Latest.ResourceVersion)
 	}
 	doc, _, err := e.h.TerraformState(e.ctx, "default", "net")
-	if err != nil || !hub.JSONEqual(doc, v2) {
+	if err != nil || !cairn.JSONEqual(doc, v2) {
 		t.Fatalf("TerraformState = %s, %v; want the second document", doc, err)
 	}
 	hist, err := e.h.TerraformStateHistory(e.ctx, "default", "net")

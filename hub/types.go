@@ -126,7 +126,7 @@ func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
 
 func sameType(a, b cairn.Type) bool {
 	return a.Path == b.Path && a.Revision == b.Revision &&
-		jsonEqual(a.JSONSchema, b.JSONSchema) &&
+		cairn.JSONEqual(a.JSONSchema, b.JSONSchema) &&
 		slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
 		a.Group == b.Group && a.Version == b.Version &&
 		namesEqual(a.Names, b.Names) &&
@@ -257,52 +257,6 @@ func compactJSON(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return b.Bytes(), nil
 }
-
-// jsonEqual compares two JSON documents by meaning, not bytes.
-func jsonEqual(a, b json.RawMessage) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return len(a) == len(b)
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return bytes.Equal(a, b)
-	}
-	return deepEqualJSON(x, y)
-}
-
-func deepEqualJSON(x, y any) bool {
-	switch xv := x.(type) {
-	case map[string]any:
-		yv, ok := y.(map[string]any)
-		if !ok || len(xv) != len(yv) {
-			return false
-		}
-		for k, v := range xv {
-			w, ok := yv[k]
-			if !ok || !deepEqualJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		yv, ok := y.([]any)
-		if !ok || len(xv) != len(yv) {
-			return false
-		}
-		for i := range xv {
-			if !deepEqualJSON(xv[i], yv[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return x == y
-	}
-}
-
-// JSONEqual reports whether two JSON documents are equal by meaning; clients
-// use it to skip no-op updates.
-func JSONEqual(a, b json.RawMessage) bool { return jsonEqual(a, b) }
 
 // trimPattern strips a trailing ".*" from a path pattern.
 func trimPattern(p string) string { return strings.TrimSuffix(p, ".*") }

@@ -108,7 +108,7 @@ spec:
 				t.Fatalf("got %d documents %+v, want one Type", len(docs), docs)
 			}
 			got := *docs[0].Type
-			if !hub.JSONEqual(got.JSONSchema, tt.want.JSONSchema) {
+			if !cairn.JSONEqual(got.JSONSchema, tt.want.JSONSchema) {
 				t.Errorf("jsonSchema = %s, want %s", got.JSONSchema, tt.want.JSONSchema)
 			}
 			got.JSONSchema, tt.want.JSONSchema = nil, nil

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cairn-dev/cairn"
 )
 
 // State is what cairn needs of a state file; the document itself is kept
@@ -172,10 +174,10 @@ func Compare(a, b State) Diff {
 	var d Diff
 	ra, rb := resourcesByAddress(a), resourcesByAddress(b)
 	d.ResourcesAdded, d.ResourcesRemoved, d.ResourcesChanged = compareMaps(ra, rb, func(x, y Resource) bool {
-		return slices.EqualFunc(x.Instances, y.Instances, jsonEqual) && x.Provider == y.Provider
+		return slices.EqualFunc(x.Instances, y.Instances, cairn.JSONEqual) && x.Provider == y.Provider
 	})
 	d.OutputsAdded, d.OutputsRemoved, d.OutputsChanged = compareMaps(a.Outputs, b.Outputs, func(x, y Output) bool {
-		return jsonEqual(x.Value, y.Value) && jsonEqual(x.Type, y.Type) && x.Sensitive == y.Sensitive
+		return cairn.JSONEqual(x.Value, y.Value) && cairn.JSONEqual(x.Type, y.Type) && x.Sensitive == y.Sensitive
 	})
 	return d
 }
@@ -208,18 +210,4 @@ func compareMaps[V any](a, b map[string]V, equal func(x, y V) bool) (added, remo
 	slices.Sort(removed)
 	slices.Sort(changed)
 	return added, removed, changed
-}
-
-// jsonEqual compares two JSON documents by meaning, not bytes.
-func jsonEqual(x, y json.RawMessage) bool {
-	if bytes.Equal(x, y) {
-		return true
-	}
-	var a, b any
-	if json.Unmarshal(x, &a) != nil || json.Unmarshal(y, &b) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return bytes.Equal(ja, jb)
 }

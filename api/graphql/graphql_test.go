@@ -372,7 +372,7 @@ func TestTypesAndStorageBackends(t *testing.T) {
 	for _, sb := range sbs.StorageBackends {
 		if sb.ID == bid {
 			found = true
-			if *sb.Alias != "vault" || sb.Abstract || *sb.URL != "grpc://127.0.0.1:1" || sb.AcceptValue || !hub.JSONEqual(sb.ContextSchema, json.RawMessage(ctxSchema)) || sb.TypeInstance.ID != bid {
+			if *sb.Alias != "vault" || sb.Abstract || *sb.URL != "grpc://127.0.0.1:1" || sb.AcceptValue || !cairn.JSONEqual(sb.ContextSchema, json.RawMessage(ctxSchema)) || sb.TypeInstance.ID != bid {
 				t.Errorf("vault backend: %+v", sb)
 			}
 		}

@@ -724,13 +724,13 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 		Annotations: nonNilMap(storedAnnotations(o.Metadata.Annotations)),
 	}
 	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations)
-	if !hub.JSONEqual(value, cur.Latest.Value) {
+	if !cairn.JSONEqual(value, cur.Latest.Value) {
 		up.Value, changed = value, true
 	}
-	if c, ok := o.Metadata.Annotations[AnnotationBackendContext]; ok && !hub.JSONEqual(json.RawMessage(c), cur.Latest.Context) {
+	if c, ok := o.Metadata.Annotations[AnnotationBackendContext]; ok && !cairn.JSONEqual(json.RawMessage(c), cur.Latest.Context) {
 		up.Context, changed = json.RawMessage(c), true
 	}
-	if !changed && (managedFields == nil || hub.JSONEqual(managedFields, cur.ManagedFields)) {
+	if !changed && (managedFields == nil || cairn.JSONEqual(managedFields, cur.ManagedFields)) {
 		// Nothing to do; Kubernetes keeps the resourceVersion on a no-op.
 		if ifSeq != 0 && ifSeq != cur.Seq {
 			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)

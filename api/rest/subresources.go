@@ -77,7 +77,7 @@ func (s *Server) writeStatus(r *http.Request, req request, cur cairn.Instance, o
 			status, _ = json.Marshal(m)
 		}
 	}
-	if hub.JSONEqual(status, cur.Status) || (len(status) == 0 && len(cur.Status) == 0) {
+	if cairn.JSONEqual(status, cur.Status) || (len(status) == 0 && len(cur.Status) == 0) {
 		return cur, nil
 	}
 	inst, err := s.hub.UpdateStatus(r.Context(), cur.ID, status, ifSeq)

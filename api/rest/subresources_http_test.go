@@ -25,7 +25,7 @@ func TestSubresources(t *testing.T) {
 	}
 	decode(e.mustDo("GET", hubGV+"/typeinstances/"+f.Metadata.UID+"/resourceversions", "", nil, http.StatusOK), &rvs)
 	if rvs.Kind != "ResourceVersionList" || len(rvs.Items) != 2 || rvs.Items[0].ResourceVersion != 1 || rvs.Items[1].ResourceVersion != 2 ||
-		!hub.JSONEqual(rvs.Items[0].Value, json.RawMessage(`{"key":"one","enabled":true}`)) || !hub.JSONEqual(rvs.Items[1].Value, json.RawMessage(`{"key":"one","enabled":false}`)) {
+		!cairn.JSONEqual(rvs.Items[0].Value, json.RawMessage(`{"key":"one","enabled":true}`)) || !cairn.JSONEqual(rvs.Items[1].Value, json.RawMessage(`{"key":"one","enabled":false}`)) {
 		t.Errorf("history = %+v", rvs)
 	}
 	var bare rest.ResourceVersionList

@@ -246,10 +246,10 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 		Current:     &cur, // read at this request: the hub need not read it again
 	}
 	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations) || !cairn.SameAttributes(attrs, cur.Latest.Attributes)
-	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" && !hub.JSONEqual(o.Spec.Value, cur.Latest.Value) {
+	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" && !cairn.JSONEqual(o.Spec.Value, cur.Latest.Value) {
 		up.Value, changed = o.Spec.Value, true
 	}
-	if b := o.Spec.Backend; b != nil && len(b.Context) > 0 && string(b.Context) != "null" && !hub.JSONEqual(b.Context, cur.Latest.Context) {
+	if b := o.Spec.Backend; b != nil && len(b.Context) > 0 && string(b.Context) != "null" && !cairn.JSONEqual(b.Context, cur.Latest.Context) {
 		up.Context, changed = b.Context, true
 	}
 	if !changed {

@@ -217,7 +217,7 @@ func outputValue(t *testing.T, h *hub.Hub, path, name string) json.RawMessage {
 
 func wantJSON(t *testing.T, what string, got json.RawMessage, want string) {
 	t.Helper()
-	if !hub.JSONEqual(got, json.RawMessage(want)) {
+	if !cairn.JSONEqual(got, json.RawMessage(want)) {
 		t.Errorf("%s = %s, want %s", what, got, want)
 	}
 }

@@ -383,7 +383,7 @@ func (b *Backend) restoreFiles(ctx context.Context, root string, batch plumbing.
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
 			return err
 		}
-		if (cur == nil) != (mine == nil) || (cur != nil && !sameJSON(cur, mine)) {
+		if (cur == nil) != (mine == nil) || (cur != nil && !cairn.JSONEqual(cur, mine)) {
 			continue // changed since: keep it
 		}
 		switch {

@@ -587,7 +587,7 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 			if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
 				return err
 			}
-			if spec, serr := specOf(cur); err != nil || serr != nil || !sameJSON(spec, mine) {
+			if spec, serr := specOf(cur); err != nil || serr != nil || !cairn.JSONEqual(spec, mine) {
 				return nil // changed since: keep it
 			}
 			if restore == nil {
@@ -679,16 +679,6 @@ func (b *Backend) OnUnlock(ctx context.Context, req cairn.OnUnlockRequest) error
 	defer b.imu.Unlock()
 	e.lockedBy = ""
 	return nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
 }
 
 // Dir is the backend's cache directory.

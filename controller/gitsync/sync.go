@@ -318,7 +318,7 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (
 	if cur.Backend.ID != s.cfg.BackendID {
 		return skip("%s is already an instance (%s) in backend %q, not this one", p, cur.ID, cur.Backend.ID)
 	}
-	if hub.JSONEqual(cur.Latest.Value, p.Spec) && maps.Equal(cur.Labels, md.Labels) {
+	if cairn.JSONEqual(cur.Latest.Value, p.Spec) && maps.Equal(cur.Labels, md.Labels) {
 		return ev, nil // the hub holds this already (cairn's own write, or synced before)
 	}
 	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}})

@@ -444,7 +444,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 				return nil, err
 			}
 			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: hub.WithAnnotations(full.Annotations, set, del...), Labels: full.Labels}
-			if !hub.JSONEqual(full.Latest.Value, value) {
+			if !cairn.JSONEqual(full.Latest.Value, value) {
 				up.Value = value
 			}
 			_, err = in.s.Hub.UpdateInstances(ctx, []hub.UpdateInstance{up})

@@ -277,7 +277,7 @@ func TestApplyChildrenFailingHalfwayLeavesNothing(t *testing.T) {
 	}
 	for _, k := range after {
 		b := byName[k.Name]
-		if k.Latest.ResourceVersion != b.Latest.ResourceVersion || !hub.JSONEqual(k.Latest.Value, b.Latest.Value) {
+		if k.Latest.ResourceVersion != b.Latest.ResourceVersion || !cairn.JSONEqual(k.Latest.Value, b.Latest.Value) {
 			t.Errorf("%s: rv %d %s, want rv %d %s", k.Name, k.Latest.ResourceVersion, k.Latest.Value, b.Latest.ResourceVersion, b.Latest.Value)
 		}
 	}

@@ -391,7 +391,7 @@ func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*
 		}
 		up := hub.UpdateInstance{ID: cur.ID, IfSeq: cur.Seq}
 		changed := false
-		if !hub.JSONEqual(cur.Latest.Value, d.value) {
+		if !cairn.JSONEqual(cur.Latest.Value, d.value) {
 			up.Value, changed = d.value, true
 		}
 		if !maps.Equal(cur.Labels, d.labels) || !maps.Equal(nonNil(cur.Annotations), nonNil(d.annots)) {
@@ -527,7 +527,7 @@ func (c *Controller) writeStatus(ctx context.Context, inst cairn.Instance, prev,
 	if err != nil {
 		return err
 	}
-	if pb, _ := json.Marshal(prev); hub.JSONEqual(pb, b) {
+	if pb, _ := json.Marshal(prev); cairn.JSONEqual(pb, b) {
 		return nil
 	}
 	_, err = c.hub.UpdateStatus(ctx, inst.ID, b, 0)

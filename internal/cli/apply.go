@@ -18,7 +18,6 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
-	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
 )
 
@@ -359,7 +358,7 @@ func sameType(a, b cairn.Type) bool {
 	return a.Path == b.Path && a.Revision == b.Revision && slices.Equal(a.AdditionalRefs, b.AdditionalRefs) &&
 		slices.Equal(a.PrinterColumns, b.PrinterColumns) &&
 		a.Group == b.Group && a.Version == b.Version && namesEqual &&
-		(len(a.JSONSchema) == 0 && len(b.JSONSchema) == 0 || hub.JSONEqual(a.JSONSchema, b.JSONSchema))
+		(len(a.JSONSchema) == 0 && len(b.JSONSchema) == 0 || cairn.JSONEqual(a.JSONSchema, b.JSONSchema))
 }
 
 // docMeta is the metadata of an object document.
@@ -523,7 +522,7 @@ func objectPatch(cur object, meta docMeta, spec json.RawMessage) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("compare with the server's object: %w", err)
 	}
-	if hasCtx && !hub.JSONEqual(json.RawMessage(ctxAnn), st.Backend.Context) {
+	if hasCtx && !cairn.JSONEqual(json.RawMessage(ctxAnn), st.Backend.Context) {
 		var m map[string]any
 		if err := json.Unmarshal(p, &m); err != nil {
 			return nil, err

@@ -158,7 +158,7 @@ func TestApplyQuickstart(t *testing.T) {
 		if config.Alias != "db-config" || config.Labels["app"] != "billing" {
 			t.Errorf("db-config alias %q labels %v", config.Alias, config.Labels)
 		}
-		if !hub.JSONEqual(server.Latest.Value, json.RawMessage(`{"host":"postgres.dev.svc.cluster.local","port":5432,"version":"16"}`)) {
+		if !cairn.JSONEqual(server.Latest.Value, json.RawMessage(`{"host":"postgres.dev.svc.cluster.local","port":5432,"version":"16"}`)) {
 			t.Errorf("db-server value = %s", server.Latest.Value)
 		}
 		if !strings.Contains(out, config.ID) {
@@ -372,7 +372,7 @@ func TestWriteCommands(t *testing.T) {
 		if updated.Latest.ResourceVersion != 3 || len(updated.Latest.Attributes) != 1 || updated.Latest.Attributes[0].Path != "cap.attribute.db.primary" {
 			t.Errorf("update -o json = %+v", updated)
 		}
-		if v := e.byName(serverType, "db-server").Latest.Value; !hub.JSONEqual(v, json.RawMessage(`{"host":"db3.example.com","port":1}`)) {
+		if v := e.byName(serverType, "db-server").Latest.Value; !cairn.JSONEqual(v, json.RawMessage(`{"host":"db3.example.com","port":1}`)) {
 			t.Errorf("value after update = %s", v)
 		}
 

@@ -235,10 +235,10 @@ func (p *plan) decide(inst cairn.Instance, owner string) error {
 // changed reports whether applying in to inst would change anything. A value
 // or context the document leaves out is carried over, so it is not compared.
 func changed(in *manifest.Instance, inst cairn.Instance) bool {
-	if in.Value != nil && !hub.JSONEqual(in.Value, inst.Latest.Value) {
+	if in.Value != nil && !cairn.JSONEqual(in.Value, inst.Latest.Value) {
 		return true
 	}
-	if in.Backend != nil && in.Backend.Context != nil && !hub.JSONEqual(in.Backend.Context, inst.Latest.Context) {
+	if in.Backend != nil && in.Backend.Context != nil && !cairn.JSONEqual(in.Backend.Context, inst.Latest.Context) {
 		return true
 	}
 	return !cairn.SameAttributes(in.Attributes, inst.Latest.Attributes) ||

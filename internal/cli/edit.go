@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest/client"
-	"github.com/cairn-dev/cairn/hub"
 )
 
 const editHeader = `# Edit the object below and save to replace it on the server; an unchanged
@@ -94,7 +93,7 @@ object unchanged cancels the edit.`,
 				keep = true
 				return cairn.Errorf(cairn.CodeInvalid, "the edited object is not valid YAML or JSON (kept in %s): %w", path, err)
 			}
-			if hub.JSONEqual(obj, cur.raw) {
+			if cairn.JSONEqual(obj, cur.raw) {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), "Edit cancelled, no changes made.")
 				return err
 			}

@@ -288,7 +288,7 @@ func (c *Controller) Put(ctx context.Context, root string, kind controller.Kind,
 		// Encryption is randomised: keep a file that already holds this
 		// resource, so an unchanged value makes no commit.
 		if old, err := rt.ReadFile(filepath.FromSlash(p)); err == nil {
-			if doc, err := c.decode(p, old); err == nil && sameJSON(doc, resource) {
+			if doc, err := c.decode(p, old); err == nil && cairn.JSONEqual(doc, resource) {
 				return nil
 			}
 		}
@@ -331,15 +331,4 @@ func (c *Controller) Delete(ctx context.Context, root string, kind controller.Ki
 		}
 	}
 	return nil
-}
-
-// sameJSON reports whether two JSON documents are equal as values.
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xa, yb)
 }
