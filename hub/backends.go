@@ -454,7 +454,8 @@ func (d *decodedBackends) decoded(id string, rv int, decode func() (*resolvedBac
 }
 
 // decodeStorageValue checks a backend instance's value against the storage
-// schema {url: string, acceptValue: boolean, contextSchema?: object|null} and
+// schema {url: string, acceptValue: boolean, contextSchema?: object|null, or
+// a string holding the object's JSON} and
 // reports every failing property in the form clients match.
 // The built-in backend has no url (the hub is its own storage), so requireURL
 // is false for it alone.
@@ -484,6 +485,14 @@ func decodeStorageValue(raw json.RawMessage, requireURL bool) (cairn.StorageBack
 		}
 	}
 	if v, ok := m["contextSchema"]; ok && !isNull(v) {
+		// Capact's Local Hub keeps the schema as a string holding its JSON
+		// (its storage schema declares a string, and Capact's backends are
+		// registered so); cairn's own registrations give the object. Both
+		// mean the same schema.
+		var text string
+		if json.Unmarshal(v, &text) == nil && json.Valid([]byte(text)) {
+			v = json.RawMessage(text)
+		}
 		if !isObject(v) {
 			causes = append(causes, cairn.Cause{Field: "spec/value/contextSchema", Message: "must be object"})
 		} else {

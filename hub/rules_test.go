@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -113,6 +114,47 @@ func TestRuleBackendStorageSchemaCauses(t *testing.T) {
 			_, err = e.h.StorageBackend(e.ctx, bad)
 			wantCode(t, err, cairn.CodeInvalid)
 			wantContains(t, err, tc.causes...)
+		})
+	}
+}
+
+// Capact's Local Hub keeps a backend's contextSchema as a string holding
+// the schema's JSON (its storage schema says string, and Capact's own
+// backends are registered so): such a backend is usable, its schema the
+// parsed document. A string that does not hold a JSON object stays refused.
+func TestRuleBackendContextSchemaAsJSONString(t *testing.T) {
+	e := newEnv(t)
+	schemaText := `{"$id":"#/properties/contextSchema","type":"object","properties":{"provider":{"$id":"#/properties/contextSchema/properties/name","type":"string"}}}`
+	quoted, _ := json.Marshal(schemaText)
+	bid, _ := e.addBackend("ext", true, string(quoted))
+
+	e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`1`),
+		Backend: &hub.BackendInput{ID: bid, Context: json.RawMessage(`{"provider":"dotenv"}`)}})
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid, Context: json.RawMessage(`{"provider":true}`)}}}})
+	wantCode(t, err, cairn.CodeInvalid)
+	wantContains(t, err, fmt.Sprintf("External backend %q: invalid input: context/provider must be string", bid))
+
+	sb, err := e.h.StorageBackend(e.ctx, bid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(sb.ContextSchema, &got); err != nil {
+		t.Fatalf("contextSchema %s: %v", sb.ContextSchema, err)
+	}
+	_ = json.Unmarshal([]byte(schemaText), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("contextSchema = %s, want the parsed document %s", sb.ContextSchema, schemaText)
+	}
+
+	for _, bad := range []string{`"yaml: true"`, `"[1]"`} {
+		t.Run(bad, func(t *testing.T) {
+			bad := e.create(hub.NewInstance{TypeRef: storageType, Value: json.RawMessage(`{"url":"test://ext","acceptValue":true,"contextSchema":` + bad + `}`)})
+			_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+				TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bad}}}})
+			wantCode(t, err, cairn.CodeInvalid)
+			wantContains(t, err, "spec/value/contextSchema must be object")
 		})
 	}
 }
