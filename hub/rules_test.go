@@ -159,6 +159,50 @@ func TestRuleBackendContextSchemaAsJSONString(t *testing.T) {
 	}
 }
 
+// A backend's rules (acceptValue, its context schema) are known without
+// reaching it, so a create they refuse is refused in their words even when
+// the backend cannot be reached, as Capact's Local Hub does (it dials on
+// the first call). A create the rules allow reports why the backend was
+// not reached, and stores nothing.
+func TestRuleBackendRulesBeforeConnect(t *testing.T) {
+	e := newEnv(t)
+	unreachable := func(acceptValue bool, contextSchema string) string {
+		return e.create(hub.NewInstance{TypeRef: storageType, Value: json.RawMessage(fmt.Sprintf(
+			`{"url":"test://nowhere","acceptValue":%t,"contextSchema":%s}`, acceptValue, contextSchema))})
+	}
+	noValues := unreachable(false, "null")
+	typed := unreachable(true, `{"type":"object","properties":{"provider":{"type":"string"}}}`)
+	tests := []struct {
+		name    string
+		backend string
+		value   string
+		context string
+		want    string
+	}{
+		{"value refused", noValues, `{"name":"Luke"}`, "", "input value not allowed"},
+		{"context refused", noValues, "", `{"name":"Luke"}`, "input context not allowed"},
+		{"context invalid", typed, `1`, `{"provider":true}`, "invalid input: context/provider must be string"},
+		{"allowed: not reached", typed, `1`, `{"provider":"dotenv"}`, `no backend listens on "test://nowhere"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.count()
+			in := hub.NewInstance{TypeRef: cfgType, Backend: &hub.BackendInput{ID: tc.backend}}
+			if tc.value != "" {
+				in.Value = json.RawMessage(tc.value)
+			}
+			if tc.context != "" {
+				in.Backend.Context = json.RawMessage(tc.context)
+			}
+			_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{in}})
+			wantContains(t, err, fmt.Sprintf("External backend %q: ", tc.backend), tc.want)
+			if n := e.count(); n != before {
+				t.Errorf("instances = %d, want %d", n, before)
+			}
+		})
+	}
+}
+
 // A contextSchema that is not a JSON Schema makes the backend unusable.
 func TestRuleBackendContextSchemaMustCompile(t *testing.T) {
 	e := newEnv(t)
