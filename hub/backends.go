@@ -107,11 +107,42 @@ func (h *Hub) resolveBackend(ctx context.Context, id string, at int64, connect b
 	}
 	client, err := h.opener.OpenBackend(ctx, sb)
 	if err != nil {
-		return nil, externalErr(id, "connect", err)
+		// The backend's rules are known without reaching it: the caller
+		// checks them first and refuses bad input in their words, as
+		// Capact's Local Hub does (it dials on the first call); the first
+		// call then reports why the backend was not reached.
+		b.client = unreachable{externalErr(id, "connect", err)}
+		return b, nil
 	}
 	b.client = client
 	return b, nil
 }
+
+// unreachable is the client of a backend that could not be opened: every
+// call fails with the reason.
+type unreachable struct{ err error }
+
+func (u unreachable) GetPreCreateValue(context.Context, cairn.GetPreCreateValueRequest) (json.RawMessage, error) {
+	return nil, u.err
+}
+func (u unreachable) OnCreate(context.Context, cairn.OnCreateRequest) (json.RawMessage, error) {
+	return nil, u.err
+}
+func (u unreachable) OnUpdate(context.Context, cairn.OnUpdateRequest) (json.RawMessage, error) {
+	return nil, u.err
+}
+func (u unreachable) OnDelete(context.Context, cairn.OnDeleteRequest) error { return u.err }
+func (u unreachable) OnDeleteRevision(context.Context, cairn.OnDeleteRevisionRequest) error {
+	return u.err
+}
+func (u unreachable) GetValue(context.Context, cairn.GetValueRequest) (json.RawMessage, error) {
+	return nil, u.err
+}
+func (u unreachable) GetLockedBy(context.Context, cairn.GetLockedByRequest) (string, error) {
+	return "", u.err
+}
+func (u unreachable) OnLock(context.Context, cairn.OnLockRequest) error     { return u.err }
+func (u unreachable) OnUnlock(context.Context, cairn.OnUnlockRequest) error { return u.err }
 
 // readBackend reads a backend instance from the store and checks it; what
 // is decoded is kept by resource version (h.backends).
@@ -454,7 +485,8 @@ func (d *decodedBackends) decoded(id string, rv int, decode func() (*resolvedBac
 }
 
 // decodeStorageValue checks a backend instance's value against the storage
-// schema {url: string, acceptValue: boolean, contextSchema?: object|null} and
+// schema {url: string, acceptValue: boolean, contextSchema?: object|null, or
+// a string holding the object's JSON} and
 // reports every failing property in the form clients match.
 // The built-in backend has no url (the hub is its own storage), so requireURL
 // is false for it alone.
@@ -484,6 +516,14 @@ func decodeStorageValue(raw json.RawMessage, requireURL bool) (cairn.StorageBack
 		}
 	}
 	if v, ok := m["contextSchema"]; ok && !isNull(v) {
+		// Capact's Local Hub keeps the schema as a string holding its JSON
+		// (its storage schema declares a string, and Capact's backends are
+		// registered so); cairn's own registrations give the object. Both
+		// mean the same schema.
+		var text string
+		if json.Unmarshal(v, &text) == nil && json.Valid([]byte(text)) {
+			v = json.RawMessage(text)
+		}
 		if !isObject(v) {
 			causes = append(causes, cairn.Cause{Field: "spec/value/contextSchema", Message: "must be object"})
 		} else {

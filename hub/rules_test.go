@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -113,6 +114,91 @@ func TestRuleBackendStorageSchemaCauses(t *testing.T) {
 			_, err = e.h.StorageBackend(e.ctx, bad)
 			wantCode(t, err, cairn.CodeInvalid)
 			wantContains(t, err, tc.causes...)
+		})
+	}
+}
+
+// Capact's Local Hub keeps a backend's contextSchema as a string holding
+// the schema's JSON (its storage schema says string, and Capact's own
+// backends are registered so): such a backend is usable, its schema the
+// parsed document. A string that does not hold a JSON object stays refused.
+func TestRuleBackendContextSchemaAsJSONString(t *testing.T) {
+	e := newEnv(t)
+	schemaText := `{"$id":"#/properties/contextSchema","type":"object","properties":{"provider":{"$id":"#/properties/contextSchema/properties/name","type":"string"}}}`
+	quoted, _ := json.Marshal(schemaText)
+	bid, _ := e.addBackend("ext", true, string(quoted))
+
+	e.create(hub.NewInstance{TypeRef: cfgType, Value: json.RawMessage(`1`),
+		Backend: &hub.BackendInput{ID: bid, Context: json.RawMessage(`{"provider":"dotenv"}`)}})
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid, Context: json.RawMessage(`{"provider":true}`)}}}})
+	wantCode(t, err, cairn.CodeInvalid)
+	wantContains(t, err, fmt.Sprintf("External backend %q: invalid input: context/provider must be string", bid))
+
+	sb, err := e.h.StorageBackend(e.ctx, bid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(sb.ContextSchema, &got); err != nil {
+		t.Fatalf("contextSchema %s: %v", sb.ContextSchema, err)
+	}
+	_ = json.Unmarshal([]byte(schemaText), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("contextSchema = %s, want the parsed document %s", sb.ContextSchema, schemaText)
+	}
+
+	for _, bad := range []string{`"yaml: true"`, `"[1]"`} {
+		t.Run(bad, func(t *testing.T) {
+			bad := e.create(hub.NewInstance{TypeRef: storageType, Value: json.RawMessage(`{"url":"test://ext","acceptValue":true,"contextSchema":` + bad + `}`)})
+			_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+				TypeRef: cfgType, Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bad}}}})
+			wantCode(t, err, cairn.CodeInvalid)
+			wantContains(t, err, "spec/value/contextSchema must be object")
+		})
+	}
+}
+
+// A backend's rules (acceptValue, its context schema) are known without
+// reaching it, so a create they refuse is refused in their words even when
+// the backend cannot be reached, as Capact's Local Hub does (it dials on
+// the first call). A create the rules allow reports why the backend was
+// not reached, and stores nothing.
+func TestRuleBackendRulesBeforeConnect(t *testing.T) {
+	e := newEnv(t)
+	unreachable := func(acceptValue bool, contextSchema string) string {
+		return e.create(hub.NewInstance{TypeRef: storageType, Value: json.RawMessage(fmt.Sprintf(
+			`{"url":"test://nowhere","acceptValue":%t,"contextSchema":%s}`, acceptValue, contextSchema))})
+	}
+	noValues := unreachable(false, "null")
+	typed := unreachable(true, `{"type":"object","properties":{"provider":{"type":"string"}}}`)
+	tests := []struct {
+		name    string
+		backend string
+		value   string
+		context string
+		want    string
+	}{
+		{"value refused", noValues, `{"name":"Luke"}`, "", "input value not allowed"},
+		{"context refused", noValues, "", `{"name":"Luke"}`, "input context not allowed"},
+		{"context invalid", typed, `1`, `{"provider":true}`, "invalid input: context/provider must be string"},
+		{"allowed: not reached", typed, `1`, `{"provider":"dotenv"}`, `no backend listens on "test://nowhere"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.count()
+			in := hub.NewInstance{TypeRef: cfgType, Backend: &hub.BackendInput{ID: tc.backend}}
+			if tc.value != "" {
+				in.Value = json.RawMessage(tc.value)
+			}
+			if tc.context != "" {
+				in.Backend.Context = json.RawMessage(tc.context)
+			}
+			_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{in}})
+			wantContains(t, err, fmt.Sprintf("External backend %q: ", tc.backend), tc.want)
+			if n := e.count(); n != before {
+				t.Errorf("instances = %d, want %d", n, before)
+			}
 		})
 	}
 }

@@ -13,6 +13,10 @@ import (
 
 const testingType = "cap.type.testing"
 
+// fakeURL is the backend url of Capact's input validation tests: nothing
+// listens there.
+const fakeURL = "http://localhost:5000/fake"
+
 func testingTypeRef() map[string]any {
 	return map[string]any{"path": testingType, "revision": "0.1.0"}
 }
@@ -60,18 +64,29 @@ func TestExternalStorageInputValidation(t *testing.T) {
 			twice(`failed to resolve the TypeInstance's backend "MOCKED_ID": spec/value must have required property 'url', spec/value must have required property 'acceptValue'`)},
 		{"backend whose contextSchema is not an object", map[string]any{"url": addr, "acceptValue": false, "contextSchema": "yaml: true"}, luke, nil,
 			twice(`failed to resolve the TypeInstance's backend "MOCKED_ID": spec/value/contextSchema must be object`)},
+
+		// As Capact's integration tests register them: contextSchema a
+		// string holding the schema's JSON (Local Hub's storage schema
+		// declares a string), and a url nothing listens on, which Local Hub
+		// never dials since the rules refuse first.
+		{"Capact's form: value refused", map[string]any{"url": fakeURL, "acceptValue": false}, luke, nil,
+			twice(`External backend "MOCKED_ID": input value not allowed`)},
+		{"Capact's form: context refused", map[string]any{"url": fakeURL, "acceptValue": false}, nil, luke,
+			twice(`External backend "MOCKED_ID": input context not allowed`)},
+		{"Capact's form: context not an object", map[string]any{"url": fakeURL, "acceptValue": false, "contextSchema": contextSchema}, nil, "Luke Skywalker",
+			twice(`External backend "MOCKED_ID": invalid input: context must be object`)},
+		{"Capact's form: context breaks the schema", map[string]any{"url": fakeURL, "acceptValue": false, "contextSchema": contextSchema}, nil, map[string]any{"provider": true},
+			twice(`External backend "MOCKED_ID": invalid input: context/provider must be string`)},
+		{"Capact's form: value and context refused", map[string]any{"url": fakeURL, "acceptValue": false}, luke, luke,
+			twice(`External backend "MOCKED_ID": input value not allowed`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			backend := h.registerBackend(tc.spec)
-			be := map[string]any{"id": backend}
-			if tc.context != nil {
-				be["context"] = tc.context
-			}
-			in := map[string]any{"typeRef": testingTypeRef(), "backend": be}
-			if tc.value != nil {
-				in["value"] = tc.value
-			}
+			// Capact's client (gqlgen's structs, no omitempty) sends every
+			// field, null when unset.
+			in := map[string]any{"alias": nil, "createdBy": nil, "attributes": nil, "typeRef": testingTypeRef(),
+				"value": tc.value, "backend": map[string]any{"id": backend, "context": tc.context}}
 			_, msg := h.createTypeInstance(in)
 			if got := mockIDs(msg); got != tc.want {
 				t.Errorf("error\n%q\nwant\n%q", got, tc.want)
@@ -204,7 +219,9 @@ func TestUpdateErrors(t *testing.T) {
 func TestExternalStorageRoundTrip(t *testing.T) {
 	h := startHub(t, "--compat", "capact")
 	d, addr := startDotenv(t)
-	backend := h.registerBackend(map[string]any{"url": addr, "acceptValue": true, "contextSchema": schemaDoc(t, contextSchema)})
+	// Registered as Capact's TestExternalStorage does: the context schema
+	// a string holding its JSON.
+	backend := h.registerBackend(map[string]any{"url": addr, "acceptValue": true, "contextSchema": contextSchema})
 
 	// Create, as Capact's engine uploads outputs: createTypeInstances with
 	// the uses relation to the backend.
