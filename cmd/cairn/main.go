@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"os/user"
 	"syscall"
 
 	"github.com/cairn-dev/cairn/internal/cli"
@@ -18,6 +19,13 @@ func main() {
 		Stdout: os.Stdout,
 		Stderr: os.Stderr,
 		Getenv: os.Getenv,
+		Username: func() string {
+			u, err := user.Current()
+			if err != nil {
+				return ""
+			}
+			return u.Username
+		},
 	})
 	stop()
 	os.Exit(code)

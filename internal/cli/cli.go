@@ -31,6 +31,10 @@ type Env struct {
 	Getenv func(string) string
 	// Now is the clock used for ages; nil means time.Now.
 	Now func() time.Time
+	// Username names the OS user running the command, for when neither
+	// $USER nor $LOGNAME is set (containers, cron, systemd units); nil or ""
+	// means unknown.
+	Username func() string
 }
 
 // Environment variables the CLI reads.
@@ -183,7 +187,7 @@ Every command works the same in both modes:
 	f.StringVar(&a.dataDir, "data-dir", a.defaultDataDir(), "directory of the embedded store (cairn.db) [$"+EnvDataDir+"]")
 	f.BoolVar(&a.strict, "strict", strict, "refuse instances of unregistered Types [$"+EnvStrict+"]")
 	f.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
-	f.StringVar(&a.as, "as", cmp.Or(a.env.Getenv("USER"), a.env.Getenv("LOGNAME")), "caller identity recorded as createdBy [$USER]")
+	f.StringVar(&a.as, "as", a.defaultActor(), "caller identity recorded as createdBy [$USER]")
 	a.addBackendFlags(root)
 	a.addStoreFlags(root)
 	if strictErr != nil {
@@ -267,6 +271,18 @@ func parseBoolEnv(v string) (bool, error) {
 		return false, nil
 	}
 	return strconv.ParseBool(v)
+}
+
+// defaultActor is who a write is recorded as when --as is not given: $USER,
+// else $LOGNAME, else the OS user running the command.
+func (a *app) defaultActor() string {
+	if u := cmp.Or(a.env.Getenv("USER"), a.env.Getenv("LOGNAME")); u != "" {
+		return u
+	}
+	if a.env.Username != nil {
+		return a.env.Username()
+	}
+	return ""
 }
 
 // defaultDataDir follows the XDG base directory spec.
