@@ -26,6 +26,7 @@ const EnvGitWebhookSecretFile = "CAIRN_GIT_WEBHOOK_SECRET_FILE"
 type gitSyncOptions struct {
 	interval   time.Duration
 	secretFile string
+	secret     []byte // read from secretFile by load
 }
 
 // addGitSyncFlags adds serve's --git-sync-interval and --git-webhook-secret-file.
@@ -36,18 +37,26 @@ func (a *app) addGitSyncFlags(cmd *cobra.Command, o *gitSyncOptions) {
 		"file holding the secret push webhooks must be signed with (GitHub/Gitea HMAC, GitLab token); unset: webhooks are not checked [$"+EnvGitWebhookSecretFile+"]")
 }
 
-// secret reads the webhook secret file; nil when none is configured.
-func (o gitSyncOptions) secret() ([]byte, error) {
-	if o.secretFile == "" {
+// load reads the webhook secret file, when one is configured, before the
+// store is opened.
+func (o *gitSyncOptions) load() (err error) {
+	o.secret, err = readWebhookSecret(o.secretFile)
+	return err
+}
+
+// readWebhookSecret reads the webhook secret file; nil when none is
+// configured.
+func readWebhookSecret(path string) ([]byte, error) {
+	if path == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(o.secretFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &cairn.Error{Code: cairn.CodeInvalid, Msg: fmt.Sprintf("--git-webhook-secret-file: %v", err), Err: err}
 	}
 	secret := bytes.TrimSpace(b)
 	if len(secret) == 0 {
-		return nil, cairn.Errorf(cairn.CodeInvalid, "--git-webhook-secret-file %s is empty", o.secretFile)
+		return nil, cairn.Errorf(cairn.CodeInvalid, "--git-webhook-secret-file %s is empty", path)
 	}
 	return secret, nil
 }
@@ -60,10 +69,7 @@ func (o gitSyncOptions) secret() ([]byte, error) {
 // function stops the polling and waits for it.
 func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, o gitSyncOptions,
 	mux *http.ServeMux, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
-	secret, err := o.secret()
-	if err != nil {
-		return nil, err
-	}
+	secret := o.secret
 	if secret == nil {
 		log.Warn("Git push webhooks are not checked: set --git-webhook-secret-file to require signed ones")
 	}

@@ -128,17 +128,25 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err != nil {
 		return err
 	}
+	// Every file a flag names is read before the store is opened (which
+	// creates and migrates it): bad input changes nothing.
+	if err := sec.load(ctx, log); err != nil {
+		return err
+	}
+	if err := gitSync.load(); err != nil {
+		return err
+	}
+	backends, err := a.backendOpener(log)
+	if err != nil {
+		return err
+	}
+	defer backends.Close()
 	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	path := st.Where
-	backends, err := a.backendOpener(log)
-	if err != nil {
-		return err
-	}
-	defer backends.Close()
 	opener := a.withBackends(backends, log)
 	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true})
 	if err != nil {

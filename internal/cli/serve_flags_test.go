@@ -62,7 +62,9 @@ func TestServeRefusesBadFlags(t *testing.T) {
 }
 
 // TestServeRefusesBadFiles: a file named by a flag that is missing or
-// malformed is invalid input (exit 2), and the message names the flag.
+// malformed is invalid input (exit 2), the message names the flag, and
+// nothing is written: no store, admin token or certificate in the data
+// directory.
 func TestServeRefusesBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -86,6 +88,10 @@ func TestServeRefusesBadFiles(t *testing.T) {
 		{[]string{"--client-ca", bad}, "--client-ca: client CA " + bad + ": no PEM certificate in it"},
 		{[]string{"--tls-cert", bad, "--tls-key", bad}, "--tls-cert/--tls-key: TLS certificate " + bad},
 		{[]string{"--oidc-issuer-url", "https://issuer.example"}, "--oidc-issuer-url https://issuer.example needs --oidc-client-id"},
+		{[]string{"--oidc-issuer-url", "https://issuer.example", "--oidc-client-id", "cairn", "--oidc-ca-file", missing}, "--oidc-ca-file: open " + missing},
+		{[]string{"--git-webhook-secret-file", missing}, "--git-webhook-secret-file: open " + missing},
+		{[]string{"--backend-tls", missing}, "--backend-tls: backend TLS config: open " + missing},
+		{[]string{"--audit-log-path", filepath.Join(missing, "audit.log")}, "--audit-log-path " + filepath.Join(missing, "audit.log") + ": directory " + missing + " does not exist"},
 	} {
 		var stderr bytes.Buffer
 		data := t.TempDir()
@@ -98,6 +104,9 @@ func TestServeRefusesBadFiles(t *testing.T) {
 			}})
 		if code != cli.ExitInvalid || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: exit %d, %s; want exit %d and %q", tc.args, code, stderr.String(), cli.ExitInvalid, tc.want)
+		}
+		if left, err := os.ReadDir(data); err != nil || len(left) != 0 {
+			t.Errorf("%s: the data directory holds %v (%v) after the refusal, want nothing", tc.args, left, err)
 		}
 	}
 }

@@ -49,6 +49,67 @@ type securityOptions struct {
 	ratePerUser      float64
 	burst            int
 	rbacFiles        []string
+
+	// What load read from the files and the issuer the flags name.
+	tokens      *authn.TokenFile
+	clientCerts *authn.ClientCerts
+	oidcAuth    *authn.OIDC
+	tlsPair     *keyPair
+}
+
+// load reads the files the flags name (tokens, CAs, the TLS pair) and the
+// OIDC issuer's discovery document, so that bad input is refused before
+// the store is opened or anything is written to the data directory.
+func (o *securityOptions) load(ctx context.Context, log *slog.Logger) error {
+	if o.tokenFile != "" {
+		tf, err := authn.ReadTokenFile(o.tokenFile)
+		if err != nil {
+			return usageErrorf("--token-auth-file: %w", err)
+		}
+		o.tokens = tf
+	}
+	if o.clientCA != "" {
+		certs, err := authn.ReadClientCA(o.clientCA)
+		if err != nil {
+			return usageErrorf("--client-ca: %w", err)
+		}
+		o.clientCerts = certs
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
+	if o.tlsCert != "" {
+		kp := &keyPair{cert: o.tlsCert, key: o.tlsKey, log: log}
+		if err := kp.load(); err != nil {
+			return usageErrorf("--tls-cert/--tls-key: %w", err)
+		}
+		o.tlsPair = kp
+	}
+	if o.auditPath != "" && o.auditPath != "-" {
+		if dir := filepath.Dir(o.auditPath); !isDir(dir) {
+			return usageErrorf("--audit-log-path %s: directory %s does not exist", o.auditPath, dir)
+		}
+	}
+	if o.oidc.IssuerURL != "" {
+		if o.oidcCAFile != "" {
+			pool, err := readPool(o.oidcCAFile, "--oidc-ca-file")
+			if err != nil {
+				return usageErrorf("%w", err)
+			}
+			o.oidc.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		}
+		oc, err := authn.NewOIDC(ctx, o.oidc)
+		if err != nil {
+			return err
+		}
+		o.oidcAuth = oc
+	}
+	return nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
@@ -191,13 +252,9 @@ func (s *security) Close() {
 // writer and the TLS configuration.
 func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions, authz access.Authorizer, webhooksChecked bool, log *slog.Logger) (*security, error) {
 	s := &security{scheme: "http"}
-	tokens := &authn.TokenFile{}
-	if o.tokenFile != "" {
-		tf, err := authn.ReadTokenFile(o.tokenFile)
-		if err != nil {
-			return nil, usageErrorf("--token-auth-file: %w", err)
-		}
-		tokens = tf
+	tokens := o.tokens
+	if tokens == nil {
+		tokens = &authn.TokenFile{}
 	}
 	adminToken, adminFile, err := a.adminToken()
 	if err != nil {
@@ -215,29 +272,11 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 		chain.Peer = &authn.Peer{UID: uid, User: cairn.User{Name: name, UID: strconv.Itoa(uid), Groups: []string{authn.PeersGroup}}}
 		s.peerUser, s.conns = name, &peer.Conns{}
 	}
-	if o.oidc.IssuerURL != "" {
-		if o.oidcCAFile != "" {
-			pool, err := readPool(o.oidcCAFile, "--oidc-ca-file")
-			if err != nil {
-				return nil, err
-			}
-			o.oidc.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-		}
-		oc, err := authn.NewOIDC(ctx, o.oidc)
-		if err != nil {
-			return nil, err
-		}
-		chain.Tokens = append(chain.Tokens, oc)
+	if o.oidcAuth != nil {
+		chain.Tokens = append(chain.Tokens, o.oidcAuth)
 	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return nil, usageErrorf("--tls-cert and --tls-key go together")
-	}
-	if o.tlsCert != "" {
-		kp := &keyPair{cert: o.tlsCert, key: o.tlsKey, log: log}
-		if err := kp.load(); err != nil {
-			return nil, usageErrorf("--tls-cert/--tls-key: %w", err)
-		}
-		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get, NextProtos: []string{"h2", "http/1.1"}}
+	if o.tlsPair != nil {
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: o.tlsPair.get, NextProtos: []string{"h2", "http/1.1"}}
 		s.scheme, s.certFile = "https", o.tlsCert
 	} else {
 		host, _, _ := net.SplitHostPort(addr)
@@ -252,13 +291,9 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get, NextProtos: []string{"h2", "http/1.1"}}
 		s.scheme, s.certFile, s.dual = "http", cert, true
 	}
-	if o.clientCA != "" {
-		certs, err := authn.ReadClientCA(o.clientCA)
-		if err != nil {
-			return nil, usageErrorf("--client-ca: %w", err)
-		}
-		chain.Certs = certs
-		s.tls.ClientCAs = certs.Pool()
+	if o.clientCerts != nil {
+		chain.Certs = o.clientCerts
+		s.tls.ClientCAs = o.clientCerts.Pool()
 		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	level, err := parseAuditLevel(o.auditLevel)
