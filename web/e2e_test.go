@@ -268,6 +268,19 @@ func seedConsole(t *testing.T, base string) seed {
 			t.Fatalf("cairn apply -f %s: exit %d: %s", f, code, errOut.String())
 		}
 	}
+	// A policy of two rules, both to the built-in backend, so that the
+	// explain box names a rule other than the first.
+	pol := t.TempDir() + "/policy.yaml"
+	if err := os.WriteFile(pol, []byte("typeInstance:\n  rules:\n  - typeRef: {path: cap.type.e2e.*}\n    backend: {id: cairn-builtin}\n"+
+		"  - typeRef: {path: cap.*}\n    backend: {id: cairn-builtin}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--server", base, "policy", "apply", "-f", pol}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn policy apply: exit %d: %s", code, errOut.String())
+	}
 	var s seed
 	s.DBServer = findID(t, base, "cap.type.database.postgresql.server", "db-server")
 	s.DBConfig = findID(t, base, "cap.type.database.postgresql.config", "db-config")

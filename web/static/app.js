@@ -836,14 +836,16 @@ async function policyPage() {
       panel('Explain', h('form', { 'aria-label': 'Explain the policy for a Type', onsubmit: async (ev) => {
         ev.preventDefault();
         try {
-          const ex = await api(`${HUB}/policies/default/explain?path=${encodeURIComponent(path.value.trim())}`);
+          // PATH[:REVISION], as Types are written here and to cairn policy explain.
+          const [p, rev] = path.value.trim().split(':');
+          const ex = await api(`${HUB}/policies/default/explain?${new URLSearchParams({ path: p, ...(rev && { revision: rev }) })}`);
           out.replaceChildren(h('div', { class: `alert ${ex.matched ? 'ok' : 'warn'}` },
-            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex + 1} matches. ` : 'No rule matches. '), ex.message || ''),
+            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex} matches. ` : 'No rule matches. '), ex.message || ''),
             ex.backendID ? h('p', {}, 'A new instance goes to the backend ', link(`#/instance/${ex.backendID}`, ex.backendAlias || shortID(ex.backendID)), '.') : null),
           h('details', {}, h('summary', {}, 'The whole answer'), pre(toYAML(ex), 'Explanation')));
         } catch (e) { out.replaceChildren(notServed(e) ? h('p', { class: 'alert warn' }, 'This server does not explain its policy yet (policies/default/explain).') : errorBox(e)); }
-      } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path'), path,
-        h('datalist', { id: 'type-paths' }, [...new Set(types.map((t) => t.spec.path))].map((x) => h('option', { value: x })))),
+      } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path[:revision]'), path,
+        h('datalist', { id: 'type-paths' }, [...new Set(types.flatMap((t) => [t.spec.path, t.metadata.name]))].map((x) => h('option', { value: x })))),
       h('button', { type: 'submit' }, 'Explain')), out),
       panel('Current policy', kv([['resourceVersion', p.metadata.resourceVersion || '(never applied)'], ['Generation', String(p.metadata.generation || 0)]]), h('h3', {}, 'Spec'), pre(toYAML(p.spec), 'Policy spec')))];
 }
