@@ -216,3 +216,26 @@ func TestPolicyChangeSeenByNextCreate(t *testing.T) {
 		})
 	}
 }
+
+// The policy is read when an instance is created; instances that exist keep
+// their backend when it changes, through updates too (docs/policy.md).
+func TestPolicyChangeLeavesExistingInstances(t *testing.T) {
+	e := newEnv(t)
+	filesID, _ := e.addBackend("files", true, "")
+	ref := cairn.TypeRef{Path: "cap.type.aws.auth.credentials", Revision: "0.1.0"}
+	id := e.create(hub.NewInstance{TypeRef: ref, Value: json.RawMessage(`{"v":1}`)})
+	if _, err := e.h.ApplyPolicy(e.ctx, policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.*", "", filesID)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"v":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.get(id)
+	if got.Backend.ID != cairn.BuiltinBackendID {
+		t.Errorf("after a policy change and an update the instance is in %s, want the built-in backend it was created in", got.Backend.ID)
+	}
+	jsonEq(t, got.Latest.Value, `{"v":2}`)
+	if other := e.create(hub.NewInstance{TypeRef: ref, Value: json.RawMessage(`{}`)}); e.get(other).Backend.ID != filesID {
+		t.Errorf("a new instance is not in the policy's backend")
+	}
+}

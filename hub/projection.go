@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
 )
 
@@ -35,6 +36,11 @@ import (
 //
 // Projections of projections of the same batch are rendered sources first;
 // a cycle is refused.
+//
+// Whoever creates a projection, or changes its template, must be allowed to
+// read every stored instance it renders: reads of the projection render
+// with the hub's rights, so otherwise anyone who may create an instance
+// somewhere could read any value in the hub through one.
 
 // isProjection reports whether b is a projection backend.
 func isProjection(b *resolvedBackend) bool {
@@ -215,6 +221,15 @@ func (pr *projector) prepareOnce(ctx context.Context, p *pending) error {
 		if ref == p.inst.ID {
 			return cairn.Errorf(cairn.CodeInvalid, "variable %q: a projection cannot reference itself", name)
 		}
+		if _, inBatch := pr.byID[ref]; !inBatch {
+			src, err := pr.storedInstance(ctx, ref)
+			if err != nil {
+				return fmt.Errorf("variable %q: %w", name, err)
+			}
+			if err := pr.h.authorizeSource(ctx, name, src); err != nil {
+				return err
+			}
+		}
 		v.TypeInstanceID = ref
 		c.Variables[name] = v
 		if src, inBatch := pr.byID[ref]; inBatch {
@@ -365,12 +380,51 @@ func (h *Hub) checkProjectionUpdate(ctx context.Context, b *resolvedBackend, ins
 		if v.TypeInstanceID == "" || !slices.Contains(found[0].Uses, v.TypeInstanceID) {
 			return cairn.Errorf(cairn.CodeInvalid, "variable %q: an update of a projection may only name, by typeInstanceID, instances the projection already uses; create a new projection to reference others", name)
 		}
+		src, err := h.st.GetInstancesBrief(ctx, []string{v.TypeInstanceID})
+		if err != nil {
+			return fmt.Errorf("variable %q: read TypeInstance %q: %w", name, v.TypeInstanceID, err)
+		}
+		if len(src) == 0 {
+			return fmt.Errorf("variable %q: %w", name, notFound(v.TypeInstanceID))
+		}
+		if err := h.authorizeSource(ctx, name, src[0]); err != nil {
+			return err
+		}
 	}
 	value, err := b.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: doc})
 	if err != nil {
 		return externalErr(b.ID, "render the projection", err)
 	}
 	return h.checkValue(ctx, subjectOf(inst.ID), inst.TypeRef, value)
+}
+
+// authorizeSource refuses a source of a projection that the caller may not
+// read. A read is granted as GraphQL grants it (api/graphql): get on
+// typeinstances in the source's namespace, or on the resource its Type is
+// served as. In-process callers (no user in ctx) read everything.
+func (h *Hub) authorizeSource(ctx context.Context, variable string, src cairn.Instance) error {
+	u, ok := cairn.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	ns := src.Namespace
+	if ns == "" {
+		ns = cairn.DefaultNamespace
+	}
+	if h.Authorize(ctx, rbac.Attributes{Verb: "get", ResourceRequest: true, APIGroup: rbac.HubGroup,
+		Resource: "typeinstances", Namespace: ns, Name: src.ID}).Allowed {
+		return nil
+	}
+	if t, err := h.GetType(ctx, src.TypeRef); err == nil && t.Names != nil && t.Group != "" {
+		if h.Authorize(ctx, rbac.Attributes{Verb: "get", ResourceRequest: true, APIGroup: t.Group,
+			Resource: t.Names.Plural, Namespace: ns, Name: src.Name}).Allowed {
+			return nil
+		}
+	}
+	return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{src.ID}, Msg: fmt.Sprintf(
+		"variable %q: typeinstances.%s %q is forbidden: User %q cannot get resource \"typeinstances\" in API group %q in the namespace %q; "+
+			"a projection renders only instances that whoever creates or changes it may read",
+		variable, rbac.HubGroup, src.ID, u.Name, rbac.HubGroup, ns)}
 }
 
 func sortedNames(m map[string]gotemplate.Variable) []string {

@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/backend/gotemplate"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
@@ -241,5 +245,72 @@ func BenchmarkProjectionGetValue10(b *testing.B) {
 		if err != nil || len(inst.Latest.Value) == 0 {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A projection renders its sources with the hub's rights, so creating one
+// (or changing its template) must need the right to read each source: an
+// editor of namespace team-a who may not read team-b's credentials must not
+// get them rendered into an instance of team-a, named by id or reached by
+// alias through a team-a instance that uses them.
+func TestProjectionNeedsReadOnItsSources(t *testing.T) {
+	e := newEnv(t)
+	bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ed", Namespace: "team-a"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.EditorRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "ed"}}}
+	if _, err := e.h.CreateRBAC(e.ctx, bind); err != nil {
+		t.Fatal(err)
+	}
+	ed := cairn.WithUser(e.ctx, cairn.User{Name: "ed", Groups: []string{cairn.Authenticated}})
+	secret := e.create(hub.NewInstance{Alias: "creds", Namespace: "team-b", TypeRef: mmConfigType, Value: json.RawMessage(mmValue)})
+	own := e.create(hub.NewInstance{Alias: "own", Namespace: "team-a", TypeRef: mmConfigType, Value: json.RawMessage(mmValue)})
+	// An admin made a team-a instance that uses team-b's.
+	bridge, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{
+		Instances:     []hub.NewInstance{{Alias: "bridge", Namespace: "team-a", TypeRef: mmConfigType, Value: json.RawMessage(`{}`)}},
+		UsesRelations: []hub.UsesRelation{{From: "bridge", To: secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inA := func(in hub.NewInstance) hub.NewInstance { in.Namespace = "team-a"; return in }
+	tests := []struct {
+		name string
+		in   hub.NewInstance
+		uses []string
+	}{
+		{"by id", inA(projection("p", mmTemplate, byID(secret))), nil},
+		{"by alias through a stored instance", inA(projection("p", mmTemplate, byAlias("creds"))), []string{bridge[0].ID}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.count()
+			var rels []hub.UsesRelation
+			for _, u := range tt.uses {
+				rels = append(rels, hub.UsesRelation{From: tt.in.Alias, To: u})
+			}
+			_, err := e.h.CreateInstances(ed, hub.CreateRequest{Instances: []hub.NewInstance{tt.in}, UsesRelations: rels})
+			wantCode(t, err, cairn.CodeForbidden)
+			wantContains(t, err, `User "ed" cannot get resource "typeinstances" in API group "hub.cairn.dev" in the namespace "team-b"`)
+			if strings.Contains(err.Error(), "6.2.0") {
+				t.Errorf("the refusal shows the source's value: %v", err)
+			}
+			if n := e.count(); n != before {
+				t.Errorf("a refused projection stored something: %d instances, was %d", n, before)
+			}
+		})
+	}
+
+	// A source the editor may read is fine, and so is the admin's
+	// projection of team-b's instance, which the editor may then not
+	// point at more of the source than its template shows.
+	if _, err := e.h.CreateInstances(ed, hub.CreateRequest{Instances: []hub.NewInstance{inA(projection("mine", mmTemplate, byID(own)))}}); err != nil {
+		t.Fatalf("a projection of an instance the editor may read: %v", err)
+	}
+	adminsTemplate := "host: \"{{ index .mattermost.values.ingress.hosts 0 }}\""
+	p := e.create(inA(projection("admins", adminsTemplate, byID(secret))))
+	_, err = e.h.UpdateInstances(ed, []hub.UpdateInstance{{ID: p, Context: mustJSON(gotemplate.Context{Template: mmTemplate, Variables: byID(secret)})}})
+	wantCode(t, err, cairn.CodeForbidden)
+	jsonEq(t, e.get(p).Latest.Value, `{"host":"mattermost.capact.local"}`)
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: p, Context: mustJSON(gotemplate.Context{Template: mmTemplate, Variables: byID(secret)})}}); err != nil {
+		t.Fatalf("the admin changes the template: %v", err)
 	}
 }

@@ -8,9 +8,15 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-dev/cairn"
@@ -92,16 +98,132 @@ type BackendRef struct {
 }
 
 // Parse decodes a policy document (JSON; YAML is converted by the callers
-// that read files). Unknown fields are refused so a typo does not silently
-// drop a rule.
+// that read files). Unknown fields and values of the wrong kind are refused,
+// every one named by its field (typeInstance/rules/1/backnd), so a typo does
+// not silently drop a rule. An empty document is refused too: read as a
+// policy it would remove every rule.
 func Parse(doc []byte) (Policy, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil && !errors.Is(err, io.EOF) {
+		return Policy{}, cairn.Errorf(cairn.CodeInvalid, "policy: %w", err)
+	}
+	var causes []cairn.Cause
+	switch {
+	case v == nil:
+		causes = append(causes, cairn.Cause{Message: `the document is empty; a policy without rules is written {"typeInstance": {"rules": []}}`})
+	case dec.More() || !atEOF(dec):
+		causes = append(causes, cairn.Cause{Message: "there is more than one document; a policy is one object"})
+	default:
+		if _, ok := v.(map[string]any); !ok {
+			causes = append(causes, cairn.Cause{Message: "the document must be an object, not " + jsonKind(v)})
+		} else {
+			checkShape(reflect.TypeFor[Policy](), v, "", &causes)
+		}
+	}
+	if len(causes) > 0 {
+		msgs := make([]string, len(causes))
+		for i, c := range causes {
+			msgs[i] = strings.TrimSpace(c.Field + " " + c.Message)
+		}
+		return Policy{}, &cairn.Error{Code: cairn.CodeInvalid, Subject: "Policy", Causes: causes,
+			Msg: "invalid policy: " + strings.Join(msgs, ", ")}
+	}
 	var p Policy
-	dec := json.NewDecoder(strings.NewReader(string(doc)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := json.Unmarshal(doc, &p); err != nil {
+		// checkShape found nothing, so this is a bug of checkShape's.
 		return Policy{}, cairn.Errorf(cairn.CodeInvalid, "policy: %w", err)
 	}
 	return p, nil
+}
+
+func atEOF(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return errors.Is(err, io.EOF)
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// checkShape compares a decoded JSON value with the Go type it is to fill
+// and adds a cause, named by its field, for every unknown field and every
+// value of the wrong kind. A null is an absent value.
+func checkShape(t reflect.Type, v any, field string, causes *[]cairn.Cause) {
+	if v == nil || t == rawMessageType {
+		return
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	wrong := func(want string) {
+		*causes = append(*causes, cairn.Cause{Field: field, Message: "must be " + want + ", not " + jsonKind(v)})
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			wrong("an object")
+			return
+		}
+		var known []string
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			known = append(known, name)
+			fields[name] = t.Field(i).Type
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				*causes = append(*causes, cairn.Cause{Field: join(field, k),
+					Message: "is not a known field (known: " + strings.Join(known, ", ") + ")"})
+				continue
+			}
+			checkShape(ft, obj[k], join(field, k), causes)
+		}
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			wrong("a list")
+			return
+		}
+		for i, item := range list {
+			checkShape(t.Elem(), item, join(field, strconv.Itoa(i)), causes)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			wrong("a string")
+		}
+	}
+}
+
+func join(field, name string) string {
+	if field == "" {
+		return name
+	}
+	return field + "/" + name
+}
+
+// jsonKind names the kind of a decoded JSON value as a user writes it.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "true or false"
+	}
+	return "null"
 }
 
 // IsCatchAll reports whether a rule path matches every Type: "*" or "cap.*"

@@ -2,8 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn"
 )
 
 // seedRules are seed 000's example plus rules for every match kind.
@@ -107,6 +110,55 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 		if (err == nil) != tt.ok {
 			t.Errorf("Parse(%s) error = %v, want ok=%v", tt.doc, err, tt.ok)
 		}
+	}
+}
+
+// A malformed document is refused with every mistake named by its field
+// (as Check names them), never with Go's type names, and an empty document
+// is refused rather than read as a policy without rules.
+func TestParseNamesTheField(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      []string // "field message" of each cause, in order
+	}{
+		{"unknown field in a rule", `{"typeInstance":{"rules":[{"typeRef":{"path":"cap.*"},"backend":{"id":"x"}},{"typeRef":{"path":"cap.a"},"backnd":{"id":"x"},"extra":1}]}}`,
+			[]string{`typeInstance/rules/1/backnd is not a known field (known: typeRef, backend)`, `typeInstance/rules/1/extra is not a known field (known: typeRef, backend)`}},
+		{"unknown top-level field", `{"typeInstanc":{"rules":[]}}`,
+			[]string{`typeInstanc is not a known field (known: interface, typeInstance)`}},
+		{"rules not a list", `{"typeInstance":{"rules":5}}`,
+			[]string{`typeInstance/rules must be a list, not a number`}},
+		{"path not a string", `{"typeInstance":{"rules":[{"typeRef":{"path":["cap.*"]},"backend":{"id":"x"}}]}}`,
+			[]string{`typeInstance/rules/0/typeRef/path must be a string, not a list`}},
+		{"a rule not an object", `{"typeInstance":{"rules":["cap.*"]}}`,
+			[]string{`typeInstance/rules/0 must be an object, not a string`}},
+		{"injection", `{"interface":{"default":{"inject":{"requiredTypeInstances":[{"id":"a","name":"b"}]}}}}`,
+			[]string{`interface/default/inject/requiredTypeInstances/0/name is not a known field (known: id, description)`}},
+		{"empty", ``, []string{`the document is empty; a policy without rules is written {"typeInstance": {"rules": []}}`}},
+		{"null", `null`, []string{`the document is empty; a policy without rules is written {"typeInstance": {"rules": []}}`}},
+		{"two documents", `{}{}`, []string{`there is more than one document; a policy is one object`}},
+		{"not an object", `[]`, []string{`the document must be an object, not a list`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			if !cairn.HasCode(err, cairn.CodeInvalid) {
+				t.Fatalf("Parse(%s) = %v, want Invalid", tt.doc, err)
+			}
+			var got []string
+			for _, c := range cairn.Causes(err) {
+				got = append(got, strings.TrimSpace(c.Field+" "+c.Message))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Parse(%s) causes:\n%s\nwant:\n%s", tt.doc, strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "policy.") {
+				t.Errorf("the error speaks Go: %v", err)
+			}
+		})
+	}
+	// The implementation constraints are kept verbatim, whatever they hold.
+	if _, err := Parse([]byte(`{"interface":{"rules":[{"interface":{"path":"cap.interface.x"},"oneOf":[{"implementationConstraints":{"anything":[1]}}]}]}}`)); err != nil {
+		t.Errorf("implementationConstraints: %v", err)
 	}
 }
 

@@ -251,6 +251,9 @@ type seed struct {
 	Portals []string `json:"portals,omitempty"`
 	// Connection is an instance whose Type marks fields x-cairn-secret.
 	Connection string `json:"connection"`
+	// Projection is a gotemplate projection of db-server: its backend
+	// takes no value, so the console offers no form to edit one.
+	Projection string `json:"projection"`
 	// Guarded is a server that requires credentials.
 	Guarded guarded `json:"guarded"`
 }
@@ -264,6 +267,19 @@ func seedConsole(t *testing.T, base string) seed {
 		}); code != 0 {
 			t.Fatalf("cairn apply -f %s: exit %d: %s", f, code, errOut.String())
 		}
+	}
+	// A policy of two rules, both to the built-in backend, so that the
+	// explain box names a rule other than the first.
+	pol := t.TempDir() + "/policy.yaml"
+	if err := os.WriteFile(pol, []byte("typeInstance:\n  rules:\n  - typeRef: {path: cap.type.e2e.*}\n    backend: {id: cairn-builtin}\n"+
+		"  - typeRef: {path: cap.*}\n    backend: {id: cairn-builtin}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--server", base, "policy", "apply", "-f", pol}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn policy apply: exit %d: %s", code, errOut.String())
 	}
 	var s seed
 	s.DBServer = findID(t, base, "cap.type.database.postgresql.server", "db-server")
@@ -314,6 +330,11 @@ func seedConsole(t *testing.T, base string) seed {
 	s.Connection = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc("conn", "cap.type.e2e.connection", "0.1.0",
 		map[string]any{"host": "db.example.org", "dsn": "postgres://app:hunter2-dsn@db.example.org/app",
 			"replicas": []any{map[string]any{"url": "replica-1.example.org", "auth": "s3cr3t-replica-auth"}}}, nil, nil))
+	proj := instanceDoc("db-endpoint", "cap.type.e2e.endpoint", "0.1.0", nil, nil, nil)
+	proj["spec"].(map[string]any)["backend"] = map[string]any{"id": "abd48b8c-99bd-40a7-99c0-047bd69f1db8", "context": map[string]any{
+		"template": "url: 'postgres://{{ .db.host }}:{{ .db.port }}'", "variables": map[string]any{"db": map[string]any{"typeInstanceID": s.DBServer}}}}
+	delete(proj["spec"].(map[string]any), "value")
+	s.Projection = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", proj)
 	s.RealStack = installRealStack(t, base)
 	s.Proposals = seedProposals(t, base)
 	s.Portals = installPortals(t, base)

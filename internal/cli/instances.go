@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
@@ -243,5 +246,29 @@ func (a *app) readJSONFile(path string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "%s: invalid YAML or JSON: %w", path, err)
 	}
+	// The conversion reads the first document only: a second one would be
+	// dropped without a word.
+	if n := yamlDocuments(data); n > 1 {
+		return nil, cairn.Errorf(cairn.CodeInvalid, "%s: holds %d YAML documents (separated by ---); this file must hold one", path, n)
+	}
 	return j, nil
+}
+
+// yamlDocuments counts the documents of a YAML stream that hold something;
+// 0 when it does not parse (the conversion has reported that already).
+func yamlDocuments(data []byte) int {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	n := 0
+	for {
+		var doc yamlv3.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			return 0
+		}
+		if len(doc.Content) > 0 && !(doc.Content[0].Kind == yamlv3.ScalarNode && doc.Content[0].Tag == "!!null") {
+			n++
+		}
+	}
 }

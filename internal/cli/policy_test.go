@@ -57,6 +57,21 @@ typeInstance:
 		if out := e.ok("policy", "apply", "-f", good); !strings.Contains(out, "policy applied: version 1, 2 typeInstance rules") {
 			t.Errorf("policy apply: %q", out)
 		}
+		// A file of two documents (the second, say, meant to replace the
+		// first) is refused whole rather than read as its first: nothing
+		// changes, and the error names the file. So is an empty one, which
+		// would remove every rule.
+		two := write("two.yaml", "typeInstance: {rules: []}\n---\ntypeInstance: {rules: []}\n")
+		empty := write("empty.yaml", "# nothing yet\n")
+		for _, f := range []string{two, empty} {
+			r := e.run("", "policy", "apply", "-f", f)
+			if r.code != cli.ExitInvalid || !strings.Contains(r.stderr, filepath.Base(f)) && !strings.Contains(r.stderr, "empty") {
+				t.Errorf("policy apply -f %s: exit %d, stderr %q; want exit %d naming the file", filepath.Base(f), r.code, r.stderr, cli.ExitInvalid)
+			}
+		}
+		if out := e.ok("policy", "get"); !strings.Contains(out, "Policy version 1") {
+			t.Errorf("a refused file changed the policy: %q", out)
+		}
 		if out := e.ok("policy", "get"); !strings.Contains(out, "cap.type.aws.*") || !strings.Contains(out, files.ID) {
 			t.Errorf("policy get: %q", out)
 		}

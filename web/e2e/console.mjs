@@ -147,7 +147,14 @@ try {
   expect(await page.evaluate(() => document.activeElement?.getAttribute('name')) === 'port', 'focus moved to the field in error');
   expect((await unlabelled()).length === 0, `every control of the create form labelled: ${await unlabelled()}`);
   await shot('create-schema-error');
+  // A second refusal, about no field (the name is taken), replaces the
+  // marks of the first rather than leaving them beside it.
   await port.fill('5433');
+  await page.fill('#c-name', 'db-server');
+  await page.click('#create');
+  await page.waitForSelector('#create-message .alert.bad:has-text("already exists")', { timeout: T });
+  expect(await portErr.textContent() === '' && await port.getAttribute('aria-invalid') === null, 'the port\'s error of the last answer cleared');
+  await page.fill('#c-name', 'db-e2e');
   await page.click('#create');
   await page.waitForSelector('main h1:text("default/db-e2e")', { timeout: T });
   await shot('created-instance');
@@ -234,6 +241,13 @@ try {
   await refusal.locator('a:text("default/db-config")').waitFor({ timeout: T }); // who uses it, by name, as a link
   await shot('delete-refused');
 
+  // A projection's backend (gotemplate) computes the value from the
+  // context: no form to edit a value the server would refuse, and why.
+  await visit(`#/instance/${seed.projection}`);
+  expect((await text('main pre[aria-label="Value"]')).includes('postgres://'), 'the projection\'s rendered value shown');
+  expect(await page.locator('#edit').count() === 0 && (await text('#no-edit')).includes('computes this value'), 'no edit form for a projection, and why');
+  await visit(`#/instance/${seed.dbServer}`);
+
   // Lock and unlock.
   await page.click('#lock');
   await page.waitForSelector('#lock-state:text("Locked by console")', { timeout: T });
@@ -293,10 +307,16 @@ try {
 
   // The policy with its explain box.
   await visit('#/policy');
-  await page.fill('#explain-path', 'cap.type.database.postgresql.config');
+  // PATH:REVISION, as the console writes Types everywhere and the CLI's
+  // explain takes them; rules numbered as typeInstance/rules/N and the CLI
+  // number them (the seeded policy's catch-all is rule 1).
+  await page.fill('#explain-path', 'cap.type.database.postgresql.config:0.1.0');
   await page.click('main button:text("Explain")');
   await page.waitForSelector('#explain-result > *', { timeout: T });
-  if (served.explain) expect((await text('#explain-result')).includes('cairn-builtin'), 'the explanation to name the built-in backend');
+  if (served.explain) {
+    const said = await text('#explain-result');
+    expect(said.includes('cairn-builtin') && said.includes('Rule 1 matches') && said.includes('config:0.1.0 by catch-all'), `the explanation to name rule 1 and the built-in backend, got: ${said}`);
+  }
   else expect((await text('#explain-result')).includes('does not explain'), 'the console to say the server has no explain');
   await shot('policy-explain');
 
@@ -377,6 +397,10 @@ try {
   recordLists(page);
   // No theme chosen on this origin: the console follows the system's (dark here).
   await page.emulateMedia({ colorScheme: 'dark' });
+  // Not signed in, the overview's refused counts ask for a token (they do
+  // not mean an anonymous visitor is a user bound in a namespace).
+  await visit('#/', G.url);
+  await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
   await visit('#/instances?type=io.flipt.flag:1.0.0-alpha.1', G.url);
   await page.waitForSelector('main h1:text("Sign in")', { timeout: T });
   const why = await text('#signin-reason');

@@ -83,9 +83,11 @@ async function render(ev) {
 // an object that is not found: the latter names the object.
 function notServed(e) { return e instanceof ApiError && e.code === 404 && !e.status.details; }
 function isForbidden(e) { return e instanceof ApiError && e.code === 403; }
-// orNull answers null for a read the user may not make (403), so a page can
-// show what else it may; other errors still fail the page.
-const orNull = (e) => { if (isForbidden(e)) return null; throw e; };
+// orNull answers null for a read a signed-in user may not make (403), so a
+// page can show what else they may; other errors still fail the page, and
+// so does a 403 without a token, which render answers with the sign-in page
+// (an anonymous visitor is not a user bound in a namespace).
+const orNull = (e) => { if (isForbidden(e) && session.token()) return null; throw e; };
 
 // ---- namespaces ----------------------------------------------------------
 // A user whose roles are bound in one namespace (a RoleBinding) may not list
@@ -619,11 +621,15 @@ async function instancePage(ctx, params, id) {
 
   // Edit through the Type's form, sending the resourceVersion read.
   const editBox = h('div', { hidden: true });
-  const editBtn = type ? h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit')
+  // A backend that takes no value (a gotemplate projection) computes it from
+  // the context: a value sent would be refused, so there is no form.
+  const computed = backend?.spec?.acceptValue === false;
+  const editBtn = computed ? h('span', { class: 'muted', id: 'no-edit' }, `Not editable here: backend ${backend.spec.alias || shortID(backend.metadata.name)} computes this value from the context below (a projection renders its template); change the context with cairn update ${id} --context-file FILE.`)
+    : type ? h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit')
     // Without the Type (a user who may not read Types, and a Type the REST
     // API does not serve as a kind) there is no schema to edit with.
     : h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: you may not read this Type, and it has no REST kind to edit through.');
-  if (type) editBox.append(editForm(ti, type, owner));
+  if (type && !computed) editBox.append(editForm(ti, type, owner));
 
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this name and namespace).
@@ -702,13 +708,15 @@ function editForm(ti, type, owner) {
       render();
     } catch (e) {
       if (e.code === 409 && e.reason === 'Conflict' && /modified|changed since/.test(e.message)) {
+        form.showErrors([]);
         msg.replaceChildren(h('div', { class: 'alert bad', role: 'alert', id: 'conflict' },
           h('p', {}, h('strong', {}, 'Conflict: '), `someone changed this instance after you opened it (you read resourceVersion ${ti.metadata.resourceVersion}). Nothing was saved.`),
           h('p', {}, 'Reload to see their change, then make yours again.'),
           h('button', { type: 'button', onclick: () => render() }, 'Reload')));
         return;
       }
-      const rest = e.causes?.length ? form.showErrors(e.causes) : [];
+      // Every answer replaces the marks of the last one.
+      const rest = form.showErrors(e.causes || []);
       msg.replaceChildren(errorBox({ ...e, causes: rest, message: e.causes?.length ? 'The server refused the value; see the fields marked.' : e.message }));
     }
   } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'), h('button', { type: 'button', class: 'ghost', onclick: () => render() }, 'Cancel')));
@@ -773,8 +781,10 @@ async function createPage(ctx, params) {
       toast(`Created ${doc.metadata.namespace}/${doc.metadata.name}`);
       go(`#/instance/${k ? created.metadata.uid : created.metadata.name}`);
     } catch (e) {
+      // Every answer replaces the marks of the last one.
       metaErr.textContent = '';
-      const rest = e.causes?.length ? form.showErrors(e.causes) : [];
+      name.removeAttribute('aria-invalid');
+      const rest = form.showErrors(e.causes || []);
       const meta = rest.filter((c) => /^metadata/.test(c.field || ''));
       if (meta.length) { metaErr.textContent = meta.map((c) => c.message).join('; '); name.setAttribute('aria-invalid', 'true'); }
       msg.replaceChildren(errorBox({ ...e, causes: rest.filter((c) => !meta.includes(c)), message: e.causes?.length ? `${e.message}` : e.message }));
@@ -826,14 +836,16 @@ async function policyPage() {
       panel('Explain', h('form', { 'aria-label': 'Explain the policy for a Type', onsubmit: async (ev) => {
         ev.preventDefault();
         try {
-          const ex = await api(`${HUB}/policies/default/explain?path=${encodeURIComponent(path.value.trim())}`);
+          // PATH[:REVISION], as Types are written here and to cairn policy explain.
+          const [p, rev] = path.value.trim().split(':');
+          const ex = await api(`${HUB}/policies/default/explain?${new URLSearchParams({ path: p, ...(rev && { revision: rev }) })}`);
           out.replaceChildren(h('div', { class: `alert ${ex.matched ? 'ok' : 'warn'}` },
-            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex + 1} matches. ` : 'No rule matches. '), ex.message || ''),
+            h('p', {}, h('strong', {}, ex.matched ? `Rule ${ex.ruleIndex} matches. ` : 'No rule matches. '), ex.message || ''),
             ex.backendID ? h('p', {}, 'A new instance goes to the backend ', link(`#/instance/${ex.backendID}`, ex.backendAlias || shortID(ex.backendID)), '.') : null),
           h('details', {}, h('summary', {}, 'The whole answer'), pre(toYAML(ex), 'Explanation')));
         } catch (e) { out.replaceChildren(notServed(e) ? h('p', { class: 'alert warn' }, 'This server does not explain its policy yet (policies/default/explain).') : errorBox(e)); }
-      } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path'), path,
-        h('datalist', { id: 'type-paths' }, [...new Set(types.map((t) => t.spec.path))].map((x) => h('option', { value: x })))),
+      } }, h('div', { class: 'field' }, h('label', { for: 'explain-path' }, 'Type path[:revision]'), path,
+        h('datalist', { id: 'type-paths' }, [...new Set(types.flatMap((t) => [t.spec.path, t.metadata.name]))].map((x) => h('option', { value: x })))),
       h('button', { type: 'submit' }, 'Explain')), out),
       panel('Current policy', kv([['resourceVersion', p.metadata.resourceVersion || '(never applied)'], ['Generation', String(p.metadata.generation || 0)]]), h('h3', {}, 'Spec'), pre(toYAML(p.spec), 'Policy spec')))];
 }
