@@ -208,6 +208,9 @@ on first use.`,
 					Value:      value,
 					Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
 				}}})
+				if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+					return registeredAlready(ctx, h, cmp.Or(alias, name), value, err)
+				}
 				if err != nil {
 					return err
 				}
@@ -234,6 +237,21 @@ on first use.`,
 	fl.StringVar(&typeRef, "type", "", "Type PATH:REVISION of the backend's TypeInstance (default "+grpcStorageType().String()+")")
 	fl.StringArrayVarP(&labelArgs, "label", "l", nil, "label KEY=VALUE; repeatable")
 	return cmd
+}
+
+// registeredAlready adds to register's AlreadyExists how to change the
+// backend that holds the name: register creates, it never overwrites a
+// backend others may be using.
+func registeredAlready(ctx context.Context, h cairnclient.Interface, ref string, value json.RawMessage, err error) error {
+	id := "ID"
+	if ref != "" {
+		if found, rerr := resolveBackendRef(ctx, h, ref); rerr == nil {
+			id = found
+		}
+	}
+	return &cairn.Error{Code: cairn.CodeAlreadyExists, Err: err, Msg: fmt.Sprintf(
+		"%v; to change a registered backend's url or settings, update its instance with the new value: cairn update %s --value-file FILE, FILE holding %s (see docs/backends.md#moving-a-backend)",
+		err, id, value)}
 }
 
 // ensureGRPCStorageType registers the default backend Type unless it exists.

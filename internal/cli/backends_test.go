@@ -144,9 +144,29 @@ spec:
 			t.Errorf("usedBy = %d, want 1", got.UsedBy)
 		}
 
-		// When the backend is down: exit 6 with the backend named.
+		// Registering the alias again is refused with the way to move it.
+		r := e.run("", "backends", "register", "--url", "grpc://127.0.0.1:1", "--accept-value", "--alias", "files")
+		if r.code != 4 || !strings.Contains(r.stderr, "cairn update "+b.ID+" --value-file") {
+			t.Errorf("register again: exit %d, %s", r.code, r.stderr)
+		}
+		// Moved: the same values served at another address, and the
+		// backend's instance updated as the error says.
+		moved, _ := serveFileBackend(t, file.Config{Dir: values})
+		e.ok("update", b.ID, "--value-file", writeFile(t, t.TempDir(), "moved.json",
+			`{"url": "grpc://`+moved+`", "acceptValue": true, "contextSchema": null}`))
+		if got := decode[backendJSON](t, e.ok("backends", "get", "files", "-o", "json")); got.URL != "grpc://"+moved {
+			t.Errorf("after the move: %+v", got)
+		}
 		stop()
-		r := e.run("", "backends", "check", "files")
+		if got := instanceOf(t, e.ok("get", tok.ID, "-o", "json")); compact(t, got.Latest.Value) != `{"token":"t0k3n"}` {
+			t.Errorf("read through the moved backend: %+v", got)
+		}
+
+		// When the backend is down (back at its first address, where
+		// nothing listens now): exit 6 with the backend named.
+		e.ok("update", b.ID, "--value-file", writeFile(t, t.TempDir(), "back.json",
+			`{"url": "grpc://`+addr+`", "acceptValue": true, "contextSchema": null}`))
+		r = e.run("", "backends", "check", "files")
 		if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
 			t.Errorf("check of a stopped backend: exit %d, %s", r.code, r.stderr)
 		}
