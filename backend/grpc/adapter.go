@@ -45,6 +45,12 @@ const (
 	DefaultRetryBackoff = 100 * time.Millisecond
 )
 
+// maxMessageBytes is the largest answer taken from a backend, as
+// sdk/storagebackend.MaxMessageBytes is the largest request its servers
+// take: a value the hub accepts (REST takes 8 MiB bodies) must come back,
+// which gRPC's default of 4 MiB refused.
+const maxMessageBytes = 64 << 20
+
 // Config configures an Opener.
 type Config struct {
 	// Timeout is the deadline of each call (each attempt of a retried
@@ -185,7 +191,8 @@ func (o *Opener) dial(sb cairn.StorageBackend) (*Client, error) {
 		clientCert = len(cfg.Certificates) > 0
 		creds = credentials.NewTLS(cfg)
 	}
-	opts := append([]grpclib.DialOption{grpclib.WithTransportCredentials(creds)}, o.dialOptions...)
+	opts := append([]grpclib.DialOption{grpclib.WithTransportCredentials(creds),
+		grpclib.WithDefaultCallOptions(grpclib.MaxCallRecvMsgSize(maxMessageBytes))}, o.dialOptions...)
 	conn, err := grpclib.NewClient(target.Addr, opts...)
 	if err != nil {
 		return nil, backendErr(sb.ID, cairn.CodeInvalid, fmt.Sprintf("url %q: %v", sb.URL, err), err)
