@@ -101,7 +101,7 @@ func (h *Hub) settle(ctx context.Context, j *journal) {
 	for _, w := range j.later {
 		if err := h.writeOne(ctx, w); err != nil {
 			j.keepIntent(w)
-			h.log.WarnContext(ctx, "a deleted instance's value is still in its backend; recovery will delete it",
+			h.log.WarnContext(ctx, "a deleted instance's value is still in its backend; recovery (cairn serve's, or cairn backends recover) deletes it once the backend answers",
 				"instance", w.inst.ID, "backend", w.b.ID, "err", err)
 		}
 	}
@@ -170,9 +170,21 @@ const maxRecoveryBackoff = 5 * time.Minute
 // (cairn.DeleteRestorer). A backend that fails is retried at a later pass
 // with exponential backoff; the result lists what is still pending.
 func (h *Hub) Recover(ctx context.Context, grace time.Duration) (RecoveryResult, error) {
-	var res RecoveryResult
 	now := h.now().UTC()
-	due, err := h.st.Intents(ctx, now)
+	return h.recover(ctx, grace, now, now)
+}
+
+// RecoverNow is Recover for a person who asks (cairn backends recover):
+// intents waiting out their backoff (at most maxRecoveryBackoff) are tried
+// too, since the backend may be back now.
+func (h *Hub) RecoverNow(ctx context.Context, grace time.Duration) (RecoveryResult, error) {
+	now := h.now().UTC()
+	return h.recover(ctx, grace, now, now.Add(2*maxRecoveryBackoff))
+}
+
+func (h *Hub) recover(ctx context.Context, grace time.Duration, now, dueBy time.Time) (RecoveryResult, error) {
+	var res RecoveryResult
+	due, err := h.st.Intents(ctx, dueBy)
 	if err != nil {
 		return res, fmt.Errorf("recover: read the intent journal: %w", err)
 	}

@@ -18,6 +18,7 @@
 package grpc
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -43,6 +44,12 @@ const (
 	DefaultReadAttempts = 3
 	DefaultRetryBackoff = 100 * time.Millisecond
 )
+
+// maxMessageBytes is the largest answer taken from a backend, as
+// sdk/storagebackend.MaxMessageBytes is the largest request its servers
+// take: a value the hub accepts (REST takes 8 MiB bodies) must come back,
+// which gRPC's default of 4 MiB refused.
+const maxMessageBytes = 64 << 20
 
 // Config configures an Opener.
 type Config struct {
@@ -169,17 +176,23 @@ func (o *Opener) dial(sb cairn.StorageBackend) (*Client, error) {
 		return nil, backendErr(sb.ID, cairn.CodeInvalid, err.Error(), err)
 	}
 	creds := insecure.NewCredentials()
+	tlsKey := cmp.Or(sb.Alias, sb.ID)
+	clientCert := false
 	if target.TLS {
 		cfg, ok := o.tls[sb.ID]
-		if !ok && sb.Alias != "" {
+		if ok {
+			tlsKey = sb.ID
+		} else if sb.Alias != "" {
 			cfg, ok = o.tls[sb.Alias]
 		}
 		if !ok {
 			cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
+		clientCert = len(cfg.Certificates) > 0
 		creds = credentials.NewTLS(cfg)
 	}
-	opts := append([]grpclib.DialOption{grpclib.WithTransportCredentials(creds)}, o.dialOptions...)
+	opts := append([]grpclib.DialOption{grpclib.WithTransportCredentials(creds),
+		grpclib.WithDefaultCallOptions(grpclib.MaxCallRecvMsgSize(maxMessageBytes))}, o.dialOptions...)
 	conn, err := grpclib.NewClient(target.Addr, opts...)
 	if err != nil {
 		return nil, backendErr(sb.ID, cairn.CodeInvalid, fmt.Sprintf("url %q: %v", sb.URL, err), err)
@@ -191,6 +204,8 @@ func (o *Opener) dial(sb cairn.StorageBackend) (*Client, error) {
 		url:         sb.URL,
 		target:      target,
 		acceptValue: sb.AcceptValue,
+		tlsKey:      tlsKey,
+		clientCert:  clientCert,
 		conn:        conn,
 	}
 	if sb.AcceptValue {
@@ -219,6 +234,39 @@ func (o *Opener) Close() error {
 // backendErr names the backend in an error, as every error of this package does.
 func backendErr(id string, code cairn.Code, msg string, err error) *cairn.Error {
 	return &cairn.Error{Code: code, Msg: fmt.Sprintf("External backend %q: %s", id, msg), Err: err}
+}
+
+// tlsHint names the setting that usually fixes a failed TLS connection,
+// from the words Go's crypto/tls and gRPC use for each failure. A backend
+// that requires client certificates and refuses this one may close the
+// connection before its alert arrives (TLS 1.3 sends it after the client's
+// handshake is done), so a broken or reset connection gets that hint too.
+func (c *Client) tlsHint(msg string) string {
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("first record does not look like a TLS handshake"):
+		return fmt.Sprintf("; if the backend serves plaintext, register its url as grpc://%s", c.target.Addr)
+	case has("x509: certificate signed by unknown authority"):
+		return fmt.Sprintf("; the backend's certificate is not signed by a CA cairn trusts: give the CA that signed it as caFile of %q in --backend-tls", c.tlsKey)
+	case has("x509: certificate is valid for", "x509: certificate is not valid for any names"):
+		return fmt.Sprintf("; the backend's certificate is for other names: set serverName of %q in --backend-tls to a name the certificate is for", c.tlsKey)
+	case has("x509: certificate has expired or is not yet valid"):
+		return "; the backend's certificate has expired (or is not valid yet): renew it"
+	case !c.clientCert && has("tls: certificate required", "broken pipe", "connection reset"):
+		return fmt.Sprintf("; if the backend requires a client certificate, set certFile and keyFile of %q in --backend-tls", c.tlsKey)
+	case c.clientCert && has("remote error: tls:", "broken pipe", "connection reset"):
+		return fmt.Sprintf("; if the backend requires client certificates, check that certFile of %q in --backend-tls is signed by a CA it trusts and still valid", c.tlsKey)
+	case has("tls:", "handshake"):
+		return fmt.Sprintf("; if the backend serves plaintext, register its url as grpc://%s", c.target.Addr)
+	}
+	return ""
 }
 
 // codeOf maps the protocol's gRPC codes to cairn's.
@@ -251,10 +299,9 @@ func (c *Client) describe(method string, err error) string {
 		return fmt.Sprintf("no answer within the deadline (%s): %s (gRPC DeadlineExceeded)", c.o.timeout, msg)
 	case codes.Unavailable:
 		hint := ""
-		switch {
-		case c.target.TLS && (strings.Contains(msg, "tls:") || strings.Contains(msg, "handshake")):
-			hint = fmt.Sprintf("; if the backend serves plaintext, register its url as grpc://%s", c.target.Addr)
-		case !c.target.TLS && strings.Contains(msg, "preface"):
+		if c.target.TLS {
+			hint = c.tlsHint(msg)
+		} else if strings.Contains(msg, "preface") {
 			hint = fmt.Sprintf("; if the backend serves TLS, register its url as grpcs://%s", c.target.Addr)
 		}
 		return fmt.Sprintf("unavailable at %s: %s (gRPC Unavailable)%s", c.target.Addr, msg, hint)

@@ -434,3 +434,23 @@ func TestCapactURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeValues: a value the hub accepts (REST takes 8 MiB bodies) crosses
+// the protocol both ways; gRPC's default 4 MiB message limit refused it on
+// the way in (the SDK's server) and on the way back (the hub's client).
+func TestLargeValues(t *testing.T) {
+	s := serve(t, fileBackend(t), true, storagebackend.Options{})
+	b := open(t, opener(t, grpcbackend.Config{ReadAttempts: 1}), storage("grpc://"+s.addr, true))
+	value := json.RawMessage(`{"blob":"` + strings.Repeat("x", 7<<20) + `"}`)
+	id := uuid.NewString()
+	if _, err := b.OnCreate(t.Context(), cairn.OnCreateRequest{InstanceID: id, Value: value}); err != nil {
+		t.Fatalf("create a 7 MiB value: %.300v", err)
+	}
+	got, err := b.GetValue(t.Context(), cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1})
+	if err != nil {
+		t.Fatalf("read a 7 MiB value: %.300v", err)
+	}
+	if len(got) != len(value) {
+		t.Errorf("read %d bytes, stored %d", len(got), len(value))
+	}
+}

@@ -24,9 +24,14 @@ type Client struct {
 	url         string
 	target      Target
 	acceptValue bool
-	conn        *grpclib.ClientConn
-	value       pb.ValueAndContextStorageBackendClient
-	context     pb.ContextStorageBackendClient
+	// tlsKey is the key of the backend's entry in the TLS configuration
+	// (--backend-tls), or the alias or id it would take; clientCert says
+	// whether that entry gives a client certificate. Both word hints.
+	tlsKey     string
+	clientCert bool
+	conn       *grpclib.ClientConn
+	value      pb.ValueAndContextStorageBackendClient
+	context    pb.ContextStorageBackendClient
 }
 
 var _ cairn.Backend = (*Client)(nil)

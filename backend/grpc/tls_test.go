@@ -2,6 +2,7 @@ package grpc_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,21 +64,47 @@ func TestTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// A TLS mistake's hint names the setting to fix, for the backend's
+	// key in --backend-tls; none of them is a plaintext backend.
+	wantHint := func(t *testing.T, err error, hint string) {
+		t.Helper()
+		wantCode(t, err, cairn.CodeUnavailable)
+		if err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("error %v\ngives no hint %q", err, hint)
+		}
+		if err != nil && strings.Contains(err.Error(), "serves plaintext") {
+			t.Errorf("error %v\nsuggests plaintext for a backend that serves TLS", err)
+		}
+	}
 	t.Run("unknown CA is refused", func(t *testing.T) {
 		sb := storage("grpcs://"+tlsServer.addr, true)
+		sb.Alias = "vault"
 		err := roundTrip(t, open(t, opener(t, fast), sb))
-		wantCode(t, err, cairn.CodeUnavailable)
-		if err == nil || !strings.Contains(err.Error(), "certificate") {
-			t.Errorf("error %v does not mention the certificate", err)
-		}
+		wantHint(t, err, `give the CA that signed it as caFile of "vault" in --backend-tls`)
+	})
+	t.Run("a certificate for another name is refused", func(t *testing.T) {
+		sb := storage("grpcs://"+tlsServer.addr, true)
+		cfg := fast
+		cfg.TLS = map[string]grpcbackend.TLSFiles{sb.ID: {CAFile: p.caFile, ServerName: "vault.internal"}}
+		err := roundTrip(t, open(t, opener(t, cfg), sb))
+		wantHint(t, err, fmt.Sprintf("set serverName of %q in --backend-tls to a name the certificate is for", sb.ID))
 	})
 	t.Run("client certificate required", func(t *testing.T) {
 		sb := storage("grpcs://"+mutual.addr, true)
 		cfg := fast
 		cfg.TLS = map[string]grpcbackend.TLSFiles{sb.ID: {CAFile: p.caFile}}
-		if err := roundTrip(t, open(t, opener(t, cfg), sb)); err == nil {
+		err := roundTrip(t, open(t, opener(t, cfg), sb))
+		if err == nil {
 			t.Fatal("a server requiring a client certificate accepted a client without one")
 		}
+		wantHint(t, err, fmt.Sprintf("set certFile and keyFile of %q in --backend-tls", sb.ID))
+		other := newPKI(t)
+		cfg.TLS = map[string]grpcbackend.TLSFiles{sb.ID: {CAFile: p.caFile, CertFile: other.clientCert, KeyFile: other.clientKey}}
+		err = roundTrip(t, open(t, opener(t, cfg), sb))
+		if err == nil {
+			t.Fatal("a server requiring a client certificate of its CA accepted another")
+		}
+		wantHint(t, err, "check that certFile of")
 		cfg.TLS = map[string]grpcbackend.TLSFiles{sb.ID: {CAFile: p.caFile, CertFile: p.clientCert, KeyFile: p.clientKey}}
 		if err := roundTrip(t, open(t, opener(t, cfg), sb)); err != nil {
 			t.Fatalf("with a client certificate: %v", err)

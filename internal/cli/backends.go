@@ -120,7 +120,7 @@ configured per backend with --backend-tls).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.backendsRegisterCommand(), a.backendsListCommand(), a.backendsGetCommand(), a.backendsCheckCommand(), a.backendsRotateKeysCommand())
+	cmd.AddCommand(a.backendsRegisterCommand(), a.backendsListCommand(), a.backendsGetCommand(), a.backendsCheckCommand(), a.backendsRecoverCommand(), a.backendsRotateKeysCommand())
 	return cmd
 }
 
@@ -208,6 +208,9 @@ on first use.`,
 					Value:      value,
 					Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
 				}}})
+				if cairn.HasCode(err, cairn.CodeAlreadyExists) {
+					return registeredAlready(ctx, h, cmp.Or(alias, name), value, err)
+				}
 				if err != nil {
 					return err
 				}
@@ -234,6 +237,21 @@ on first use.`,
 	fl.StringVar(&typeRef, "type", "", "Type PATH:REVISION of the backend's TypeInstance (default "+grpcStorageType().String()+")")
 	fl.StringArrayVarP(&labelArgs, "label", "l", nil, "label KEY=VALUE; repeatable")
 	return cmd
+}
+
+// registeredAlready adds to register's AlreadyExists how to change the
+// backend that holds the name: register creates, it never overwrites a
+// backend others may be using.
+func registeredAlready(ctx context.Context, h cairnclient.Interface, ref string, value json.RawMessage, err error) error {
+	id := "ID"
+	if ref != "" {
+		if found, rerr := resolveBackendRef(ctx, h, ref); rerr == nil {
+			id = found
+		}
+	}
+	return &cairn.Error{Code: cairn.CodeAlreadyExists, Err: err, Msg: fmt.Sprintf(
+		"%v; to change a registered backend's url or settings, update its instance with the new value: cairn update %s --value-file FILE, FILE holding %s (see docs/backends.md#moving-a-backend)",
+		err, id, value)}
 }
 
 // ensureGRPCStorageType registers the default backend Type unless it exists.
@@ -537,6 +555,123 @@ func printCheck(w io.Writer, r checkResult, builtin bool) error {
 		_, err = fmt.Fprintln(w)
 	}
 	return err
+}
+
+func (a *app) backendsRecoverCommand() *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "recover",
+		Short: "Finish the writes to external backends that were interrupted (local mode)",
+		Long: `Recover does once, on the local store, what cairn serve's recovery controller
+does every --recovery-interval: it finishes the external writes left in the
+intent journal that are older than --grace. A create or update that never
+committed is undone in its backend, the value of an instance deleted while its
+backend was down is deleted there. See docs/reliability.md.
+
+Local mode needs it because no controller runs there: a delete while the
+backend is down succeeds and leaves the value in the backend until a recovery
+runs. It exits 6 when a backend still cannot finish a write (it is retried at
+the next run). Keep --grace above --backend-timeout while another process
+(cairn serve, another cairn command) may be writing to the same store: a
+younger write may still be on its way.`,
+		Example: "  cairn backends check files     # 1 interrupted write waits for recovery\n  cairn backends recover --grace 0s",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if grace < 0 {
+				return usageErrorf("--grace %s: want a duration of 0 or more", grace)
+			}
+			if a.hub == nil {
+				return usageErrorf("recover works on a local store; a server (%s) runs recovery itself every --recovery-interval", a.target.from)
+			}
+			// What failed is the command's error, not a log line too.
+			a.quietHub.Store(true)
+			res, err := a.hub.RecoverNow(cmd.Context(), grace)
+			if err != nil {
+				return err
+			}
+			view := recoverView{Undone: res.Undone, Deleted: res.Deleted, Restored: res.Restored,
+				Committed: res.Committed, Waiting: res.Waiting, Failed: []recoverFailure{}}
+			for _, in := range res.Failed {
+				view.Failed = append(view.Failed, recoverFailure{InstanceID: in.InstanceID, ResourceVersion: in.ResourceVersion,
+					BackendID: in.BackendID, Op: string(in.Op), Attempts: in.Attempts, Error: in.LastError})
+			}
+			if printed, err := a.printData(cmd.OutOrStdout(), view); printed || err != nil {
+				return cmp.Or(err, recoverFailed(res))
+			}
+			w := cmd.OutOrStdout()
+			for _, c := range []struct {
+				n    int
+				what string
+			}{
+				{res.Undone, "interrupted write undone in its backend"},
+				{res.Deleted, "deleted value removed from its backend"},
+				{res.Restored, "value of a delete that never committed put back"},
+				{res.Committed, "finished write whose journal entry was left"},
+			} {
+				if c.n > 0 {
+					fmt.Fprintf(w, "%d %s\n", c.n, plural(c.n, c.what))
+				}
+			}
+			if res.Waiting > 0 {
+				fmt.Fprintf(w, "%d %s younger than --grace %s left alone\n", res.Waiting, plural(res.Waiting, "write"), grace)
+			}
+			if res.Undone+res.Deleted+res.Restored+res.Committed+res.Waiting+len(res.Failed) == 0 {
+				fmt.Fprintln(w, "no interrupted writes")
+			}
+			return recoverFailed(res)
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", time.Minute, "how old an interrupted write must be to be finished; younger ones may still be on their way")
+	return cmd
+}
+
+// recoverView is what backends recover reports with -o json or yaml.
+type recoverView struct {
+	Undone    int              `json:"undone"`
+	Deleted   int              `json:"deleted"`
+	Restored  int              `json:"restored"`
+	Committed int              `json:"committed"`
+	Waiting   int              `json:"waiting"`
+	Failed    []recoverFailure `json:"failed"`
+}
+
+type recoverFailure struct {
+	InstanceID      string `json:"instanceId"`
+	ResourceVersion int    `json:"resourceVersion"`
+	BackendID       string `json:"backendId"`
+	Op              string `json:"op"`
+	Attempts        int    `json:"attempts"`
+	Error           string `json:"error"`
+}
+
+// plural puts the first word of what in the plural when n is not 1
+// ("write undone" -> "writes undone").
+func plural(n int, what string) string {
+	if n == 1 {
+		return what
+	}
+	first, rest, _ := strings.Cut(what, " ")
+	return strings.TrimSpace(first + "s " + rest)
+}
+
+// recoverFailed is recover's error when writes are left: each names its
+// instance, backend and the backend's error.
+func recoverFailed(res hub.RecoveryResult) error {
+	if len(res.Failed) == 0 {
+		return nil
+	}
+	lines := make([]string, len(res.Failed))
+	ids := make([]string, len(res.Failed))
+	for i, in := range res.Failed {
+		lines[i] = fmt.Sprintf("  %s of TypeInstance %q (resource version %d) in backend %q: %s", in.Op, in.InstanceID, in.ResourceVersion, in.BackendID, in.LastError)
+		ids[i] = in.BackendID
+	}
+	what := "1 interrupted write could not be finished"
+	if len(res.Failed) != 1 {
+		what = fmt.Sprintf("%d interrupted writes could not be finished", len(res.Failed))
+	}
+	return &cairn.Error{Code: cairn.CodeUnavailable, IDs: ids,
+		Msg: what + "; run recover again once the backend answers:\n" + strings.Join(lines, "\n")}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

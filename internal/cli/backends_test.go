@@ -21,6 +21,12 @@ import (
 // returns its address and a function that stops it.
 func serveFileBackend(t *testing.T, cfg file.Config) (string, func()) {
 	t.Helper()
+	return serveFileBackendAt(t, cfg, "127.0.0.1:0")
+}
+
+// serveFileBackendAt serves it on addr: a backend back where it was.
+func serveFileBackendAt(t *testing.T, cfg file.Config, addr string) (string, func()) {
+	t.Helper()
 	fb, err := file.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +37,7 @@ func serveFileBackend(t *testing.T, cfg file.Config) (string, func()) {
 	} else {
 		srv = storagebackend.NewContextServer(fb, storagebackend.Options{})
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +144,29 @@ spec:
 			t.Errorf("usedBy = %d, want 1", got.UsedBy)
 		}
 
-		// When the backend is down: exit 6 with the backend named.
+		// Registering the alias again is refused with the way to move it.
+		r := e.run("", "backends", "register", "--url", "grpc://127.0.0.1:1", "--accept-value", "--alias", "files")
+		if r.code != 4 || !strings.Contains(r.stderr, "cairn update "+b.ID+" --value-file") {
+			t.Errorf("register again: exit %d, %s", r.code, r.stderr)
+		}
+		// Moved: the same values served at another address, and the
+		// backend's instance updated as the error says.
+		moved, _ := serveFileBackend(t, file.Config{Dir: values})
+		e.ok("update", b.ID, "--value-file", writeFile(t, t.TempDir(), "moved.json",
+			`{"url": "grpc://`+moved+`", "acceptValue": true, "contextSchema": null}`))
+		if got := decode[backendJSON](t, e.ok("backends", "get", "files", "-o", "json")); got.URL != "grpc://"+moved {
+			t.Errorf("after the move: %+v", got)
+		}
 		stop()
-		r := e.run("", "backends", "check", "files")
+		if got := instanceOf(t, e.ok("get", tok.ID, "-o", "json")); compact(t, got.Latest.Value) != `{"token":"t0k3n"}` {
+			t.Errorf("read through the moved backend: %+v", got)
+		}
+
+		// When the backend is down (back at its first address, where
+		// nothing listens now): exit 6 with the backend named.
+		e.ok("update", b.ID, "--value-file", writeFile(t, t.TempDir(), "back.json",
+			`{"url": "grpc://`+addr+`", "acceptValue": true, "contextSchema": null}`))
+		r = e.run("", "backends", "check", "files")
 		if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
 			t.Errorf("check of a stopped backend: exit %d, %s", r.code, r.stderr)
 		}
@@ -149,6 +175,60 @@ spec:
 			t.Errorf("get from a stopped backend: exit %d, %s", r.code, r.stderr)
 		}
 	})
+}
+
+// TestLocalDeleteWhileTheBackendIsDown: in local mode no recovery
+// controller runs, so a delete whose value stays in a backend that is down
+// says so, and cairn backends recover finishes it once the backend is back.
+func TestLocalDeleteWhileTheBackendIsDown(t *testing.T) {
+	e := newFixture(t, true)
+	values := t.TempDir()
+	addr, stop := serveFileBackend(t, file.Config{Dir: values})
+	b := decode[backendJSON](t, e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files", "-o", "json"))
+	e.ok("apply", "-f", e.file("token.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: api-token}
+spec:
+  typeRef: {path: cap.type.token, revision: 0.1.0}
+  backend: {id: files}
+  value: {token: t0k3n}
+`))
+	tok := instanceOf(t, e.ok("get", "cap.type.token", "api-token", "-o", "json"))
+	stop()
+
+	r := e.run("", "delete", "ti", tok.ID)
+	if r.code != 0 {
+		t.Fatalf("delete: exit %d, %s", r.code, r.stderr)
+	}
+	for _, want := range []string{tok.ID, b.ID, "still in its backend", "cairn backends recover"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("delete's stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "t0k3n") {
+		t.Errorf("delete's stderr shows the value:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(values, tok.ID)); err != nil {
+		t.Fatalf("the value should still be in the stopped backend: %v", err)
+	}
+
+	// While the backend is down, recover says what is left and fails.
+	r = e.run("", "backends", "recover", "--grace", "0s")
+	if r.code != 6 || !strings.Contains(r.stderr, "1 interrupted write could not be finished") || !strings.Contains(r.stderr, b.ID) {
+		t.Errorf("recover while the backend is down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Back where it was: the value goes, and nothing waits any more.
+	serveFileBackendAt(t, file.Config{Dir: values}, addr)
+	r = e.run("", "backends", "recover", "--grace", "0s")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 deleted value removed from its backend") {
+		t.Errorf("recover: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(values, tok.ID)); !os.IsNotExist(err) {
+		t.Errorf("the deleted instance's value is still in the backend: %v", err)
+	}
+	if out := e.ok("backends", "check", "files"); strings.Contains(out, "interrupted") {
+		t.Errorf("check after recover: %s", out)
+	}
 }
 
 func TestBackendsRegisterRefusals(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,6 +74,27 @@ type app struct {
 	// closers release what opening c took (the local store), after the
 	// command.
 	closers []func() error
+	// quietHub silences the local hub's warnings on stderr, for a command
+	// that reports what they would say itself (backends recover).
+	quietHub atomic.Bool
+}
+
+// warnHandler writes the local hub's warnings to stderr unless muted.
+type warnHandler struct {
+	slog.Handler
+	mute *atomic.Bool
+}
+
+func (h warnHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return !h.mute.Load() && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnHandler{h.Handler.WithAttrs(as), h.mute}
+}
+
+func (h warnHandler) WithGroup(name string) slog.Handler {
+	return warnHandler{h.Handler.WithGroup(name), h.mute}
 }
 
 // Main runs the cairn command line with args (without the program name) and
@@ -349,7 +372,17 @@ func (a *app) openHub(ctx context.Context) (*hub.Hub, error) {
 	// every instance first to answer them from memory costs seconds on a
 	// large store (13.8 s for one get among 100,000; the store answers it in
 	// milliseconds, as consistently).
-	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Backends: a.withBackends(backends, nil), NoReadCache: true})
+	// Warnings reach the user: in local mode they are about this command
+	// (a deleted value left in a backend that is down, a failed rollback),
+	// and no server log keeps them. The hub never logs values.
+	log := slog.New(warnHandler{slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, at slog.Attr) slog.Attr {
+			if len(groups) == 0 && at.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return at
+		}}), &a.quietHub})
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: a.withBackends(backends, nil), NoReadCache: true})
 	if err != nil {
 		return nil, fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -24,6 +24,12 @@ import (
 	pb "github.com/cairn-dev/cairn/proto/storagebackendpb"
 )
 
+// MaxMessageBytes is the largest request the server takes, and the largest
+// answer the hub's client (backend/grpc) takes: values the hub accepts
+// (REST takes bodies of 8 MiB) must cross the protocol, which gRPC's
+// default of 4 MiB refused.
+const MaxMessageBytes = 64 << 20
+
 // Options configure a Server. The zero value serves plaintext and logs
 // nothing.
 type Options struct {
@@ -79,7 +85,7 @@ func newServer(opts Options, service string) *Server {
 	if s.shutdownTimeout <= 0 {
 		s.shutdownTimeout = 10 * time.Second
 	}
-	so := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.intercept)}
+	so := []grpc.ServerOption{grpc.ChainUnaryInterceptor(s.intercept), grpc.MaxRecvMsgSize(MaxMessageBytes)}
 	if opts.TLS != nil {
 		so = append(so, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
