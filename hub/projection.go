@@ -401,7 +401,9 @@ func (h *Hub) checkProjectionUpdate(ctx context.Context, b *resolvedBackend, ins
 // authorizeSource refuses a source of a projection that the caller may not
 // read. A read is granted as GraphQL grants it (api/graphql): get on
 // typeinstances in the source's namespace, or on the resource its Type is
-// served as. In-process callers (no user in ctx) read everything.
+// served as; a source whose Type marks secrets needs reveal as well, as
+// reading its secrets by name does. In-process callers (no user in ctx)
+// read everything.
 func (h *Hub) authorizeSource(ctx context.Context, variable string, src cairn.Instance) error {
 	u, ok := cairn.UserFrom(ctx)
 	if !ok {
@@ -411,20 +413,36 @@ func (h *Hub) authorizeSource(ctx context.Context, variable string, src cairn.In
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
-	if h.Authorize(ctx, rbac.Attributes{Verb: "get", ResourceRequest: true, APIGroup: rbac.HubGroup,
-		Resource: "typeinstances", Namespace: ns, Name: src.ID}).Allowed {
-		return nil
+	verbs := []string{"get"}
+	secret, err := h.marksSecrets(ctx, &src)
+	if err != nil {
+		return fmt.Errorf("variable %q: %w", variable, err)
 	}
+	if secret {
+		verbs = append(verbs, rbac.RevealVerb)
+	}
+	var served *rbac.Attributes
 	if t, err := h.GetType(ctx, src.TypeRef); err == nil && t.Names != nil && t.Group != "" {
-		if h.Authorize(ctx, rbac.Attributes{Verb: "get", ResourceRequest: true, APIGroup: t.Group,
-			Resource: t.Names.Plural, Namespace: ns, Name: src.Name}).Allowed {
-			return nil
-		}
+		served = &rbac.Attributes{ResourceRequest: true, APIGroup: t.Group, Resource: t.Names.Plural, Namespace: ns, Name: src.Name}
 	}
-	return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{src.ID}, Msg: fmt.Sprintf(
-		"variable %q: typeinstances.%s %q is forbidden: User %q cannot get resource \"typeinstances\" in API group %q in the namespace %q; "+
-			"a projection renders only instances that whoever creates or changes it may read",
-		variable, rbac.HubGroup, src.ID, u.Name, rbac.HubGroup, ns)}
+	for _, verb := range verbs {
+		if h.Authorize(ctx, rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: rbac.HubGroup,
+			Resource: "typeinstances", Namespace: ns, Name: src.ID}).Allowed {
+			continue
+		}
+		if served != nil {
+			a := *served
+			a.Verb = verb
+			if h.Authorize(ctx, a).Allowed {
+				continue
+			}
+		}
+		return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{src.ID}, Msg: fmt.Sprintf(
+			"variable %q: typeinstances.%s %q is forbidden: User %q cannot %s resource \"typeinstances\" in API group %q in the namespace %q; "+
+				"a projection renders only instances that whoever creates or changes it may read",
+			variable, rbac.HubGroup, src.ID, u.Name, verb, rbac.HubGroup, ns)}
+	}
+	return nil
 }
 
 func sortedNames(m map[string]gotemplate.Variable) []string {

@@ -314,3 +314,33 @@ func TestProjectionNeedsReadOnItsSources(t *testing.T) {
 		t.Fatalf("the admin changes the template: %v", err)
 	}
 }
+
+// A source whose Type marks secrets needs reveal too: a role that may get
+// it shows its secrets redacted, and must not have them rendered into a
+// projection in the clear.
+func TestProjectionOfSecretsNeedsReveal(t *testing.T) {
+	e := newEnv(t)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "getter"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbac.HubGroup}, Resources: []string{"typeinstances"}, Verbs: []string{"get", "list", "create"}}}}
+	bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gus"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "getter"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "gus"}}}
+	for _, o := range []hub.RBACObject{role, bind} {
+		if _, err := e.h.CreateRBAC(e.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typ, err := e.h.CreateType(e.ctx, cairn.Type{Path: "cap.type.db.credentials", Revision: "0.1.0",
+		JSONSchema: json.RawMessage(`{"type":"object","properties":{"mattermost":{"type":"object","x-cairn-secret":true}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := e.create(hub.NewInstance{Alias: "creds", TypeRef: typ.Ref(), Value: json.RawMessage(`{"mattermost":{"values":{"ingress":{"hosts":["s3cret.host"]},"image":{"tag":"1"}}}}`)})
+	gus := cairn.WithUser(e.ctx, cairn.User{Name: "gus", Groups: []string{cairn.Authenticated}})
+	_, err = e.h.CreateInstances(gus, hub.CreateRequest{Instances: []hub.NewInstance{projection("p", mmTemplate, byID(creds))}})
+	wantCode(t, err, cairn.CodeForbidden)
+	wantContains(t, err, `User "gus" cannot reveal resource "typeinstances"`)
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the refusal shows the source's value: %v", err)
+	}
+}

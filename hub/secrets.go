@@ -48,6 +48,70 @@ func (h *Hub) ListInstancesWith(ctx context.Context, f store.InstanceFilter, o L
 	return list, seq, nil
 }
 
+// MayReveal reports whether the caller of ctx may see secret values of the
+// object attrs names (its verb is ignored): the reveal verb on it.
+// In-process callers may.
+func (h *Hub) MayReveal(ctx context.Context, attrs rbac.Attributes) bool {
+	if _, ok := cairn.UserFrom(ctx); !ok {
+		return true
+	}
+	attrs.Verb = rbac.RevealVerb
+	return h.Authorize(ctx, attrs).Allowed
+}
+
+// HideSecrets replaces the secret parts of inst, read by name, by
+// SecretMarker (as RedactSecrets does) unless the caller of ctx may reveal
+// them on the object attrs names; secret reports whether inst's Type marks
+// any, whoever asked: the answer must then not be kept for other callers.
+// It asks for the verb only when there is something to hide.
+func (h *Hub) HideSecrets(ctx context.Context, inst *cairn.Instance, attrs rbac.Attributes) (secret bool, err error) {
+	if secret, err = h.marksSecrets(ctx, inst); !secret || err != nil {
+		return secret, err
+	}
+	if h.MayReveal(ctx, attrs) {
+		return true, nil
+	}
+	one := []cairn.Instance{*inst}
+	if err := h.RedactSecrets(ctx, one); err != nil {
+		return true, err
+	}
+	*inst = one[0]
+	return true, nil
+}
+
+// HideSecretVersions is HideSecrets for resource versions of inst (its
+// history): their values are redacted as the latest one would be.
+func (h *Hub) HideSecretVersions(ctx context.Context, inst cairn.Instance, rvs []cairn.ResourceVersion, attrs rbac.Attributes) error {
+	if secret, err := h.marksSecrets(ctx, &inst); !secret || err != nil {
+		return err
+	}
+	if h.MayReveal(ctx, attrs) {
+		return nil
+	}
+	list := make([]cairn.Instance, len(rvs))
+	for i, rv := range rvs {
+		list[i] = cairn.Instance{ID: inst.ID, TypeRef: inst.TypeRef, CreatedAt: inst.CreatedAt, Latest: rv}
+	}
+	if err := h.RedactSecrets(ctx, list); err != nil {
+		return err
+	}
+	for i := range rvs {
+		rvs[i] = list[i].Latest
+	}
+	return nil
+}
+
+// marksSecrets reports whether inst's Type marks any part of its values
+// secret (Terraform's state and sensitive outputs included), from what was
+// learnt of the Type before where that holds (secretSchemaFor).
+func (h *Hub) marksSecrets(ctx context.Context, inst *cairn.Instance) (bool, error) {
+	if RedactsInLists(inst.TypeRef.Path) {
+		return true, nil
+	}
+	s, err := h.secretSchemaFor(ctx, inst)
+	return s != nil, err
+}
+
 // LastAppliedAnnotation is where kubectl apply keeps the whole object it
 // applied, secret values included.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"

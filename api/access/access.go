@@ -235,13 +235,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	attrs.User = user
 	d := g.cfg.Authz.Authorize(ctx, attrs)
 	if d.Allowed && revealsSecrets(r, attrs) {
-		// Secret values in a list or watch: whoever may read each object
-		// by name may read them all at once, and only they
-		// (docs/secrets.md); list and watch alone show them redacted.
-		get := attrs
-		get.Verb = "get"
-		if dg := g.cfg.Authz.Authorize(ctx, get); !dg.Allowed {
-			d, attrs = dg, get
+		// Secret values in a list or watch: whoever may reveal them on
+		// each object read by name may read them all at once, and only
+		// they (docs/secrets.md); list and watch alone show them redacted.
+		reveal := attrs
+		reveal.Verb = rbac.RevealVerb
+		if dr := g.cfg.Authz.Authorize(ctx, reveal); !dr.Allowed {
+			d, attrs = dr, reveal
 		}
 	}
 	if ev != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/graphql/exec"
 	"github.com/cairn-dev/cairn/api/graphql/model"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -410,9 +411,9 @@ func (s *spec) Value(ctx context.Context, obj *model.TypeInstanceResourceVersion
 		// its clients read it as JSON null.
 		return model.RawJSON("null"), nil
 	}
-	if ok, _ := l.guard.may(ctx, "get", targetOf(obj.Instance)); !ok {
-		// Listed but not readable by name: secret values redacted, as a
-		// REST list shows them (docs/secrets.md).
+	if ok, _ := l.guard.may(ctx, rbac.RevealVerb, targetOf(obj.Instance)); !ok {
+		// Not granted reveal: secret values redacted, as REST shows them
+		// to such a caller (docs/secrets.md).
 		one := []cairn.Instance{obj.Instance}
 		one[0].Latest.Value = v
 		if err := l.guard.hub.RedactSecrets(ctx, one); err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -56,6 +57,12 @@ func (r *resource) apiVersion() string {
 		return r.gv
 	}
 	return r.group + "/" + r.version
+}
+
+// objectAttrs are the authorization attributes of an object of r, as the
+// access guard builds them for a request naming it (without a verb).
+func (r *resource) objectAttrs(namespace, name string) rbac.Attributes {
+	return rbac.Attributes{ResourceRequest: true, APIGroup: r.group, Resource: r.plural, Namespace: namespace, Name: name}
 }
 
 func (r *resource) target(name string) target {

@@ -184,9 +184,18 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
+	// Secret values show to callers granted reveal on the object; the
+	// body of a Type that has them is not kept, whoever read it (a kept
+	// body is served before anyone is asked).
+	secret, err := s.hub.HideSecrets(r.Context(), &inst, req.res.objectAttrs(req.namespace, req.name))
+	if err != nil {
+		return err
+	}
 	if plain {
 		if b, ok := s.encoded.cached(&inst, req.res.apiVersion(), req.res.kind); ok {
-			s.keepObject(key, pos, b)
+			if !secret {
+				s.keepObject(key, pos, b)
+			}
 			writeObject(w, b)
 			return nil
 		}
@@ -203,7 +212,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	if err != nil {
 		return err
 	}
-	if cacheable(&inst) && len(objs[0].Metadata.OwnerReferences) == 0 {
+	if !secret && cacheable(&inst) && len(objs[0].Metadata.OwnerReferences) == 0 {
 		s.keepObject(key, pos, b)
 	}
 	writeObject(w, b)

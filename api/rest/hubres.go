@@ -319,6 +319,9 @@ func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req req
 	if err != nil {
 		return err
 	}
+	if _, err := s.hub.HideSecrets(r.Context(), &inst, req.res.objectAttrs(req.namespace, req.name)); err != nil {
+		return err
+	}
 	s.writeRead(w, r, req.res, toTypeInstance(inst))
 	return nil
 }

@@ -60,6 +60,15 @@ func (s *Server) resourceVersions(w http.ResponseWriter, r *http.Request, req re
 	if err != nil {
 		return err
 	}
+	if withValues && len(rvs) > 0 {
+		inst, err := s.hub.GetInstance(r.Context(), req.name, false)
+		if err != nil {
+			return err
+		}
+		if err := s.hub.HideSecretVersions(r.Context(), inst, rvs, req.res.objectAttrs(req.namespace, req.name)); err != nil {
+			return err
+		}
+	}
 	if rvs == nil {
 		rvs = []cairn.ResourceVersion{}
 	}

@@ -21,9 +21,17 @@ const (
 	AdminsGroup = "cairn:admins"
 )
 
+// RevealVerb is the verb that shows secret values (a Type's fields marked
+// x-cairn-secret, Terraform's sensitive outputs) in the clear: in an object
+// read by name, its history, and lists and watches with ?values=true. get
+// alone shows them replaced by a marker, so cairn-viewer, like Kubernetes'
+// view role, which reads no Secrets, sees which credentials exist but not
+// what they are; cairn-editor, like edit, reveals them.
+const RevealVerb = "reveal"
+
 var (
 	readVerbs  = []string{"get", "list", "watch"}
-	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	writeVerbs = []string{"get", "list", "watch", RevealVerb, "create", "update", "patch", "delete", "deletecollection"}
 	// discoveryPaths are what kubectl reads before anything else.
 	discoveryPaths = []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/"}
 )

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -33,7 +34,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		return p
 	}
-	write(tokens, "lister-token,lister,3\n")
+	write(tokens, "lister-token,lister,3\nviewer-token,viewer,4\neditor-token,editor,5\n")
 	write(rbacFile, `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: typeinstance-lister}
@@ -44,6 +45,18 @@ kind: ClusterRoleBinding
 metadata: {name: lister}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: typeinstance-lister}
 subjects: [{kind: User, name: lister}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: viewer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-viewer}
+subjects: [{kind: User, name: viewer}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: editor}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
+subjects: [{kind: User, name: editor}]
 `)
 	cfg, err := filepath.Abs("../../examples/secrets/encryption-config.yaml")
 	if err != nil {
@@ -127,12 +140,52 @@ spec:
 	if code, body := call("lister: list", "lister-token", "GET", list, ""); code != 200 || !strings.Contains(body, hub.SecretMarker) {
 		t.Errorf("lister list: %d %.300s", code, body)
 	}
-	if code, body := call("lister: list ?values=true", "lister-token", "GET", list+"?values=true", ""); code != 403 || !strings.Contains(body, `cannot get resource \"typeinstances\"`) {
-		t.Errorf("lister list ?values=true: %d %s, want 403 naming get", code, body)
+	if code, body := call("lister: list ?values=true", "lister-token", "GET", list+"?values=true", ""); code != 403 || !strings.Contains(body, `cannot reveal resource \"typeinstances\"`) {
+		t.Errorf("lister list ?values=true: %d %s, want 403 naming reveal", code, body)
 	}
 	if code, body := call("lister: GraphQL query", "lister-token", "POST", "/graphql", `{"query":"{ typeInstances { id latestResourceVersion { spec { value } } } }"}`); code != 200 || !strings.Contains(body, hub.SecretMarker) {
 		t.Errorf("lister GraphQL query: %d %.300s, want the list with the secret redacted", code, body)
 	}
+	// cairn-viewer, like Kubernetes' view role, which reads no Secrets:
+	// it may get the instance, its history and its GraphQL value, but
+	// sees the secret redacted, and may not ask lists for values.
+	var listed struct {
+		Items []struct {
+			Metadata struct{ UID string }
+			Spec     struct{ Alias string }
+		}
+	}
+	_, body := call("viewer: list", "viewer-token", "GET", list, "")
+	if err := json.Unmarshal([]byte(body), &listed); err != nil {
+		t.Fatalf("viewer list: %v: %.300s", err, body)
+	}
+	var id string
+	for _, it := range listed.Items {
+		if it.Spec.Alias == "orders-db" {
+			id = it.Metadata.UID
+		}
+	}
+	if id == "" {
+		t.Fatalf("viewer list lacks orders-db: %.600s", body)
+	}
+	for _, tc := range []struct{ name, method, path, body string }{
+		{"viewer: get by id", "GET", list + "/" + id, ""},
+		{"viewer: history", "GET", list + "/" + id + "/resourceversions", ""},
+		{"viewer: GraphQL typeInstance", "POST", "/graphql", `{"query":"{ typeInstance(id: \"` + id + `\") { latestResourceVersion { spec { value } } } }"}`},
+	} {
+		if code, body := call(tc.name, "viewer-token", tc.method, tc.path, tc.body); code != 200 || !strings.Contains(body, hub.SecretMarker) || !strings.Contains(body, "orders") {
+			t.Errorf("%s: %d %.300s, want the instance with its password redacted", tc.name, code, body)
+		}
+	}
+	if code, body := call("viewer: list ?values=true", "viewer-token", "GET", list+"?values=true", ""); code != 403 || !strings.Contains(body, `cannot reveal resource \"typeinstances\"`) {
+		t.Errorf("viewer list ?values=true: %d %s, want 403 naming reveal", code, body)
+	}
+	// cairn-editor, like edit, reveals them.
+	if code, body := call("editor: get by id", "editor-token", "GET", list+"/"+id, ""); code != 200 || !strings.Contains(body, marker) {
+		t.Errorf("editor get by id: %d %.300s, want the password", code, body)
+	}
+	delete(seen, "editor: get by id")
+
 	watched := make(chan string, 1)
 	go func() {
 		req, _ := http.NewRequest("GET", url+list+"?watch=true&timeoutSeconds=3", nil)
