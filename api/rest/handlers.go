@@ -733,7 +733,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	if !changed && (managedFields == nil || hub.JSONEqual(managedFields, cur.ManagedFields)) {
 		// Nothing to do; Kubernetes keeps the resourceVersion on a no-op.
 		if ifSeq != 0 && ifSeq != cur.Seq {
-			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+			return cairn.Instance{}, objectConflict(req)
 		}
 		return cur, nil
 	}
@@ -777,6 +777,12 @@ func (s *Server) conflictStatus(req request, err error) error {
 	if !cairn.HasCode(err, cairn.CodeConflict) {
 		return err
 	}
+	return objectConflict(req)
+}
+
+// objectConflict is the answer to a write whose resourceVersion is not
+// the object's, in the API server's words.
+func objectConflict(req request) error {
 	st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
 	st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
 	return errStatus{st}

@@ -519,6 +519,7 @@ func TestReplace(t *testing.T) {
 	}{
 		{"missing object", "nobody", flag("nobody", nil, `{"key":"n"}`), 404, "NotFound", []string{`"nobody" not found`}},
 		{"stale and invalid: conflict or invalid, never applied", "r", stale(`{"key":""}`), 0, "", nil},
+		{"stale and unchanged", "r", stale(`{"key":"r","port":4}`), 409, "Conflict", []string{`Operation cannot be fulfilled on flags.flipt.io "r": the object has been modified; please apply your changes to the latest version and try again`}},
 		{"schema violation", "r", flag("r", nil, `{"key":"r","port":70000}`), 422, "Invalid", []string{`Flag "r" is invalid`}},
 		{"name mismatch", "r", flag("s", nil, `{"key":"r"}`), 400, "BadRequest", []string{"s", "r"}},
 		{"namespace mismatch", "r", withMeta("namespace", "other"), 400, "BadRequest", []string{"other"}},

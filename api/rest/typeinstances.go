@@ -255,7 +255,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	}
 	if !changed {
 		if ifSeq != 0 && ifSeq != cur.Seq {
-			return cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+			return typeInstanceConflict(cur.ID)
 		}
 		writeJSON(w, http.StatusOK, toTypeInstance(cur))
 		return nil
@@ -263,9 +263,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
 	if err != nil {
 		if cairn.HasCode(err, cairn.CodeConflict) {
-			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, cur.ID))
-			st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "typeinstances", UID: cur.ID}
-			return errStatus{st}
+			return typeInstanceConflict(cur.ID)
 		}
 		return err
 	}
@@ -334,4 +332,12 @@ func sameAttributes(a, b []cairn.AttributeRef) bool {
 	slices.Sort(ka)
 	slices.Sort(kb)
 	return slices.Equal(ka, kb)
+}
+
+// typeInstanceConflict is the answer to a replace whose resourceVersion is
+// not the instance's, in the API server's words.
+func typeInstanceConflict(id string) error {
+	st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, id))
+	st.Details = &StatusDetails{Name: id, Group: HubGroup, Kind: "typeinstances", UID: id}
+	return errStatus{st}
 }
