@@ -853,6 +853,10 @@ func jsonPatcher(ct string, body []byte) (func(doc []byte) ([]byte, error), erro
 	return nil, nil
 }
 
+// unsupportedPatchMessage refuses a patch media type as the API server
+// does for a custom resource (strategic merge patch needs Go struct tags).
+const unsupportedPatchMessage = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+
 // patch applies a JSON merge patch (RFC 7386) or JSON patch (RFC 6902) to
 // the object as served and writes the result, retrying when another writer
 // got in between, as the Kubernetes API server does.
@@ -871,11 +875,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	case ct == "application/apply-patch+yaml":
 		return s.apply(w, r, req, body)
 	case ct == "application/strategic-merge-patch+json":
-		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			"strategic merge patch is not supported for cairn resources; use --type merge or --type json")}
+		// The API server's answer for a custom resource, word for word:
+		// kubectl prints it after "<type> is not supported by <kind>: ".
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType", unsupportedPatchMessage)}
 	default:
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got %q)", ct))}
+			fmt.Sprintf("%s (got %q)", unsupportedPatchMessage, ct))}
 	}
 	specPatch, specOnly := specMergePatch(ct, body)
 	specOnly = specOnly && req.sub == ""

@@ -619,7 +619,7 @@ func TestPatch(t *testing.T) {
 		reason                 string
 		msgs                   []string
 	}{
-		{"strategic merge patch", "p", "application/strategic-merge-patch+json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", []string{"--type merge"}},
+		{"strategic merge patch", "p", "application/strategic-merge-patch+json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", []string{"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"}},
 		{"apply patch without a field manager", "p", "application/apply-patch+yaml", `spec: {port: 1}`, 422, "Invalid", []string{"fieldManager: Required value: is required for apply patch"}},
 		{"plain JSON", "p", "application/json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", nil},
 		{"merge patch with a stale resourceVersion", "p", "application/merge-patch+json", `{"metadata":{"resourceVersion":"1"},"spec":{"port":2}}`, 409, "Conflict", nil},
