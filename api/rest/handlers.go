@@ -608,7 +608,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	writeWrite(w, http.StatusCreated, req.res, inst, true)
+	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
 }
 
@@ -687,7 +687,7 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) er
 	if err != nil {
 		return err
 	}
-	writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+	writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 	return nil
 }
 
@@ -976,7 +976,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return err
 		}
 		done() // the next patch of the object need not wait for this answer
-		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+		writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
 }
