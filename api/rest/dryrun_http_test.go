@@ -51,3 +51,19 @@ func sep(path string) string {
 	}
 	return "?"
 }
+
+// TestDryRunTypeInstanceResourceVersion: the same for TypeInstances.
+func TestDryRunTypeInstanceResourceVersion(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", pgType, http.StatusCreated)
+	created := decodeTI(t, e.mustDo("POST", hubGV+"/typeinstances?dryRun=All", "application/yaml", pgDoc("db", ""), http.StatusCreated))
+	if created.Metadata.ResourceVersion != "" {
+		t.Errorf("dry-run create answered resourceVersion %q, want none", created.Metadata.ResourceVersion)
+	}
+	live := decodeTI(t, e.mustDo("POST", hubGV+"/typeinstances", "application/yaml", pgDoc("db", ""), http.StatusCreated))
+	live.Metadata.Labels = map[string]string{"env": "prod"}
+	got := decodeTI(t, e.mustDo("PUT", hubGV+"/typeinstances/"+live.Metadata.UID+"?dryRun=All", "application/json", live, http.StatusOK))
+	if got.Metadata.ResourceVersion != live.Metadata.ResourceVersion || got.Metadata.Labels["env"] != "prod" {
+		t.Errorf("dry-run replace answered resourceVersion %q labels %v, want %q and env=prod", got.Metadata.ResourceVersion, got.Metadata.Labels, live.Metadata.ResourceVersion)
+	}
+}

@@ -256,7 +256,7 @@ func toTypeInstance(inst cairn.Instance) TypeInstanceObject {
 	return TypeInstanceObject{
 		APIVersion: HubGroup + "/" + HubVersion,
 		Kind:       "TypeInstance",
-		Metadata: ObjectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
+		Metadata: ObjectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: formatSeq(inst.Seq),
 			Generation: int64(inst.Latest.ResourceVersion), CreationTimestamp: timestamp(inst.CreatedAt),
 			Labels: inst.Labels, Annotations: inst.Annotations},
 		Spec: TypeInstanceSpec{TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name, Alias: inst.Alias,

@@ -82,7 +82,7 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 		if err != nil {
 			return fmt.Errorf("read the value of the created TypeInstance %s: %w", c.ID, err)
 		}
-		items = append(items, toTypeInstance(inst))
+		items = append(items, toTypeInstance(dryRunView(r, inst, nil)))
 	}
 	if len(items) == 1 {
 		writeJSON(w, http.StatusCreated, items[0])
@@ -271,7 +271,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toTypeInstance(inst))
+	writeJSON(w, http.StatusOK, toTypeInstance(dryRunView(r, inst, &cur)))
 	return nil
 }
 
