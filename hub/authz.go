@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/store"
@@ -152,6 +154,23 @@ func (h *Hub) AuthorizeUser(ctx context.Context, attrs rbac.Attributes) rbac.Dec
 		d = a.cur.Load().Authorize(attrs)
 	}
 	return d
+}
+
+// RulesFor returns the rules u holds in namespace, what a
+// SelfSubjectRulesReview reports (kubectl auth can-i --list): those of the
+// ClusterRoleBindings that apply to u and of the RoleBindings of namespace,
+// as loaded for AuthorizeUser.
+func (h *Hub) RulesFor(ctx context.Context, u cairn.User, namespace string) []rbacv1.PolicyRule {
+	if err := h.refreshRBAC(ctx, false); err != nil {
+		h.log.WarnContext(ctx, "RBAC objects not reloaded", "err", err)
+	}
+	a := &h.authz
+	if a.groupsGen.Load() != h.typesGen.Load() {
+		if err := h.syncGroups(ctx, false); err != nil {
+			h.log.WarnContext(ctx, "API groups not reloaded", "err", err)
+		}
+	}
+	return a.cur.Load().RulesFor(u, namespace)
 }
 
 // impersonatorAttr is the log attribute naming the authenticated user who

@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/cairn-dev/cairn"
@@ -36,6 +37,8 @@ import (
 type Authorizer interface {
 	Authorize(ctx context.Context, a rbac.Attributes) rbac.Decision
 	AuthorizeUser(ctx context.Context, a rbac.Attributes) rbac.Decision
+	// RulesFor returns the rules u holds in namespace.
+	RulesFor(ctx context.Context, u cairn.User, namespace string) []rbacv1.PolicyRule
 }
 
 // Config configures a Guard.

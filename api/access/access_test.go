@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -504,6 +505,37 @@ current-context: c
 		b, _ := cmd.CombinedOutput()
 		if out := string(b); !strings.Contains(out, tc.want) {
 			t.Errorf("%s: kubectl %s: %q, want %q", tc.who, strings.Join(tc.args, " "), out, tc.want)
+		}
+	}
+
+	// kubectl auth can-i --list asks a SelfSubjectRulesReview for the
+	// rules the user holds in a namespace: RESOURCES, NON-RESOURCE URLS,
+	// RESOURCE NAMES, VERBS.
+	flipt := func(verbs string) string { return `(?m)^\*\.flipt\.io\s+\[\]\s+\[\]\s+\[` + verbs + `\]\s*$` }
+	for _, tc := range []struct {
+		who, ns   string
+		want, not []string
+	}{
+		{viewer, "a", []string{flipt("get list watch"), `(?m)^selfsubjectrulesreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]`, `(?m)^\s+\[/version\]\s+\[\]\s+\[get\]`}, nil},
+		{editor, "a", []string{flipt("get list watch create update patch delete deletecollection")}, nil},
+		{editor, "b", []string{`(?m)^selfsubjectreviews\.authentication\.k8s\.io\s`}, []string{`flipt\.io`}},
+	} {
+		cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig(tc.who), "auth", "can-i", "--list", "-n", tc.ns)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: kubectl auth can-i --list -n %s: %v\n%s", tc.who, tc.ns, err, b)
+			continue
+		}
+		for _, w := range tc.want {
+			if !regexp.MustCompile(w).Match(b) {
+				t.Errorf("%s: kubectl auth can-i --list -n %s lacks %s:\n%s", tc.who, tc.ns, w, b)
+			}
+		}
+		for _, w := range tc.not {
+			if regexp.MustCompile(w).Match(b) {
+				t.Errorf("%s: kubectl auth can-i --list -n %s has %s:\n%s", tc.who, tc.ns, w, b)
+			}
 		}
 	}
 }

@@ -20,6 +20,9 @@ import (
 const (
 	SelfSubjectAccessReviewPath = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 	SubjectAccessReviewPath     = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+	// SelfSubjectRulesReviewPath lists the caller's rules in a namespace
+	// (kubectl auth can-i --list).
+	SelfSubjectRulesReviewPath = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 	// SelfSubjectReviewPath answers "who am I" (kubectl auth whoami; the
 	// web console's sign-in).
 	SelfSubjectReviewPath = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -28,7 +31,7 @@ const (
 // ReviewPaths are the paths Handle registers, for a router that sends
 // other requests under /apis/ past the mux.
 func ReviewPaths() []string {
-	return []string{SelfSubjectAccessReviewPath, SubjectAccessReviewPath, SelfSubjectReviewPath}
+	return []string{SelfSubjectAccessReviewPath, SubjectAccessReviewPath, SelfSubjectRulesReviewPath, SelfSubjectReviewPath}
 }
 
 // Handle registers the access reviews on mux; the guard has already
@@ -37,6 +40,7 @@ func ReviewPaths() []string {
 func (g *Guard) Handle(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+SelfSubjectAccessReviewPath, g.selfReview)
 	mux.HandleFunc("POST "+SubjectAccessReviewPath, g.subjectReview)
+	mux.HandleFunc("POST "+SelfSubjectRulesReviewPath, g.rulesReview)
 	mux.HandleFunc("POST "+SelfSubjectReviewPath, g.whoami)
 }
 
@@ -88,6 +92,36 @@ func (g *Guard) subjectReview(w http.ResponseWriter, r *http.Request) {
 	d := g.cfg.Authz.AuthorizeUser(r.Context(), attrs)
 	rev.Status = authzv1.SubjectAccessReviewStatus{Allowed: d.Allowed, Reason: d.Reason}
 	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	writeJSON(w, http.StatusCreated, rev)
+}
+
+// rulesReview answers a SelfSubjectRulesReview with the rules the caller
+// holds in spec.namespace, split as the API server splits them: a rule
+// naming resources is a resource rule, one naming paths a non-resource
+// rule. cairn's RBAC is the only authorizer, so the answer is complete.
+func (g *Guard) rulesReview(w http.ResponseWriter, r *http.Request) {
+	var rev authzv1.SelfSubjectRulesReview
+	if !g.decode(w, r, &rev) {
+		return
+	}
+	if rev.Spec.Namespace == "" {
+		// The API server's words for a review without a namespace.
+		writeStatus(w, http.StatusBadRequest, "BadRequest", "no namespace on request")
+		return
+	}
+	u, _ := cairn.UserFrom(r.Context())
+	st := authzv1.SubjectRulesReviewStatus{ResourceRules: []authzv1.ResourceRule{}, NonResourceRules: []authzv1.NonResourceRule{}}
+	for _, rule := range g.cfg.Authz.RulesFor(r.Context(), u, rev.Spec.Namespace) {
+		if len(rule.Resources) > 0 {
+			st.ResourceRules = append(st.ResourceRules, authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups,
+				Resources: rule.Resources, ResourceNames: rule.ResourceNames})
+		}
+		if len(rule.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, authzv1.NonResourceRule{Verbs: rule.Verbs, NonResourceURLs: rule.NonResourceURLs})
+		}
+	}
+	rev.Status = st
+	rev.APIVersion, rev.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
 	writeJSON(w, http.StatusCreated, rev)
 }
 

@@ -524,7 +524,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 			if err != nil {
 				return err
 			}
-			writeWrite(w, http.StatusCreated, req.res, created, true)
+			writeWrite(w, http.StatusCreated, req.res, dryRunView(r, created, nil), true)
 			return nil
 		}
 		o.Metadata.ResourceVersion = strconv.FormatInt(cur.Seq, 10)
@@ -535,7 +535,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		if err != nil {
 			return err
 		}
-		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+		writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
 }

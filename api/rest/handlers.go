@@ -617,7 +617,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	writeWrite(w, http.StatusCreated, req.res, inst, true)
+	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
 }
 
@@ -696,7 +696,7 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request, req request) er
 	if err != nil {
 		return err
 	}
-	writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+	writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 	return nil
 }
 
@@ -742,7 +742,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	if !changed && (managedFields == nil || cairn.JSONEqual(managedFields, cur.ManagedFields)) {
 		// Nothing to do; Kubernetes keeps the resourceVersion on a no-op.
 		if ifSeq != 0 && ifSeq != cur.Seq {
-			return cairn.Instance{}, cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+			return cairn.Instance{}, objectConflict(req)
 		}
 		return cur, nil
 	}
@@ -786,6 +786,12 @@ func (s *Server) conflictStatus(req request, err error) error {
 	if !cairn.HasCode(err, cairn.CodeConflict) {
 		return err
 	}
+	return objectConflict(req)
+}
+
+// objectConflict is the answer to a write whose resourceVersion is not
+// the object's, in the API server's words.
+func objectConflict(req request) error {
 	st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on %s.%s %q: the object has been modified; please apply your changes to the latest version and try again", req.res.plural, req.res.group, req.name))
 	st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
 	return errStatus{st}
@@ -856,6 +862,10 @@ func jsonPatcher(ct string, body []byte) (func(doc []byte) ([]byte, error), erro
 	return nil, nil
 }
 
+// unsupportedPatchMessage refuses a patch media type as the API server
+// does for a custom resource (strategic merge patch needs Go struct tags).
+const unsupportedPatchMessage = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+
 // patch applies a JSON merge patch (RFC 7386) or JSON patch (RFC 6902) to
 // the object as served and writes the result, retrying when another writer
 // got in between, as the Kubernetes API server does.
@@ -874,11 +884,12 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	case ct == "application/apply-patch+yaml":
 		return s.apply(w, r, req, body)
 	case ct == "application/strategic-merge-patch+json":
-		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			"strategic merge patch is not supported for cairn resources; use --type merge or --type json")}
+		// The API server's answer for a custom resource, word for word:
+		// kubectl prints it after "<type> is not supported by <kind>: ".
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType", unsupportedPatchMessage)}
 	default:
 		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got %q)", ct))}
+			fmt.Sprintf("%s (got %q)", unsupportedPatchMessage, ct))}
 	}
 	specPatch, specOnly := specMergePatch(ct, body)
 	specOnly = specOnly && req.sub == ""
@@ -974,7 +985,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return err
 		}
 		done() // the next patch of the object need not wait for this answer
-		writeWrite(w, http.StatusOK, req.res, inst, inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
+		writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
 }

@@ -74,6 +74,30 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 	}
 }
 
+// asNotFound words the hub's NotFound of the object a request names as
+// the API server does (`types.hub.cairn.dev "x:1.0.0" not found`), the
+// text kubectl prints and clients match.
+func asNotFound(err error, req request) error {
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return errStatus{notFoundObject(req.res, req.name)}
+	}
+	return err
+}
+
+// isStorageBackend tells whether an instance is marked as a storage
+// backend (the built-in one always is).
+func isStorageBackend(inst cairn.Instance) bool {
+	if inst.ID == cairn.BuiltinBackendID {
+		return true
+	}
+	for _, a := range inst.Latest.Attributes {
+		if a.Path == cairn.StorageAttributePath {
+			return true
+		}
+	}
+	return false
+}
+
 // TypeName is the name of a Type object: "<path>:<revision>".
 func TypeName(ref cairn.TypeRef) string { return ref.Path + ":" + ref.Revision }
 
@@ -145,7 +169,7 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request, req request) er
 	}
 	t, err := s.hub.GetType(r.Context(), ref)
 	if err != nil {
-		return err
+		return asNotFound(err, req)
 	}
 	s.writeRead(w, r, req.res, toTypeObject(t))
 	return nil
@@ -192,7 +216,7 @@ func (s *Server) deleteType(w http.ResponseWriter, r *http.Request, req request)
 		return err
 	}
 	if err := s.hub.DeleteType(r.Context(), ref); err != nil {
-		return err
+		return asNotFound(err, req)
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,
 		Details: &StatusDetails{Name: req.name, Group: HubGroup, Kind: "types"}})
@@ -232,7 +256,7 @@ func toTypeInstance(inst cairn.Instance) TypeInstanceObject {
 	return TypeInstanceObject{
 		APIVersion: HubGroup + "/" + HubVersion,
 		Kind:       "TypeInstance",
-		Metadata: ObjectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: strconv.FormatInt(inst.Seq, 10),
+		Metadata: ObjectMeta{Name: inst.ID, UID: inst.ID, ResourceVersion: formatSeq(inst.Seq),
 			Generation: int64(inst.Latest.ResourceVersion), CreationTimestamp: timestamp(inst.CreatedAt),
 			Labels: inst.Labels, Annotations: inst.Annotations},
 		Spec: TypeInstanceSpec{TypeRef: inst.TypeRef, Namespace: inst.Namespace, Name: inst.Name, Alias: inst.Alias,
@@ -317,7 +341,7 @@ func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req req
 	}
 	inst, err := s.hub.GetInstance(r.Context(), id, true)
 	if err != nil {
-		return err
+		return asNotFound(err, req)
 	}
 	if _, err := s.hub.HideSecrets(r.Context(), &inst, req.res.objectAttrs(req.namespace, req.name)); err != nil {
 		return err
@@ -342,7 +366,7 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 		return err
 	}
 	if err := s.hub.DeleteInstanceIf(r.Context(), id, query(r).Get("lockOwner"), ifSeq); err != nil {
-		return err
+		return asNotFound(err, req)
 	}
 	writeJSON(w, http.StatusOK, Status{Kind: "Status", APIVersion: "v1", Metadata: map[string]any{}, Status: "Success", Code: http.StatusOK,
 		Details: &StatusDetails{Name: req.name, Group: HubGroup, Kind: "typeinstances", UID: id}})
@@ -406,7 +430,14 @@ func (s *Server) listBackends(w http.ResponseWriter, r *http.Request, req reques
 func (s *Server) getBackend(w http.ResponseWriter, r *http.Request, req request) error {
 	inst, err := s.hub.GetInstance(r.Context(), req.name, false)
 	if err != nil {
-		return err
+		return asNotFound(err, req)
+	}
+	if !isStorageBackend(inst) {
+		// An instance that is no storage backend is no Backend object
+		// (the list leaves it out too).
+		st := notFoundObject(req.res, req.name)
+		st.Message += fmt.Sprintf(": TypeInstance %q is not a storage backend (it lacks the attribute %s)", inst.ID, cairn.StorageAttributePath)
+		return errStatus{st}
 	}
 	sb, err := s.hub.StorageBackend(r.Context(), req.name)
 	if err != nil {

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
@@ -277,7 +278,7 @@ func TestTypeInstancesAndBackends(t *testing.T) {
 		msgs               []string
 	}{
 		{"missing typeinstance", "GET", "/typeinstances/00000000-0000-0000-0000-000000000000", 404, "NotFound", []string{"00000000-0000-0000-0000-000000000000"}},
-		{"an instance that is not a backend", "GET", "/backends/" + a.Metadata.UID, 422, "Invalid", []string{"url"}},
+		{"an instance that is not a backend", "GET", "/backends/" + a.Metadata.UID, 404, "NotFound", []string{"is not a storage backend", "cap.core.attribute.hub.storage.backend"}},
 		{"missing backend", "GET", "/backends/00000000-0000-0000-0000-000000000000", 404, "NotFound", nil},
 		{"cluster-scoped resource under a namespace", "GET", "/namespaces/default/typeinstances", 404, "NotFound", nil},
 		{"create a typeinstance without a document", "POST", "/typeinstances", 400, "BadRequest", []string{"no TypeInstance document"}},
@@ -321,4 +322,35 @@ func TestTypeInstancesAndBackends(t *testing.T) {
 			t.Errorf("details = %+v, want one UsedBy cause", st.Details)
 		}
 	})
+}
+
+// TestHubKindsNotFound: a missing object of the hub's own kinds is
+// reported as the API server reports one, "<plural>.<group> "<name>" not
+// found" with details naming it, whatever the hub's own words for it; an
+// instance that is not a storage backend is not a backend.
+func TestHubKindsNotFound(t *testing.T) {
+	e := newFlagsEnv(t)
+	a := e.createFlag("default", "a", nil, `{"key":"a"}`)
+	for _, tt := range []struct {
+		method, plural, name string
+	}{
+		{"GET", "types", "io.flipt.nothing:1.0.0"},
+		{"DELETE", "types", "io.flipt.nothing:1.0.0"},
+		{"GET", "backends", "nosuch"},
+		{"GET", "backends", a.Metadata.UID},
+		{"GET", "typeinstances", "00000000-0000-4000-8000-000000000001"},
+		{"DELETE", "typeinstances", "00000000-0000-4000-8000-000000000001"},
+	} {
+		t.Run(tt.method+" "+tt.plural+"/"+tt.name, func(t *testing.T) {
+			r := e.with(t).do(tt.method, hubGV+"/"+tt.plural+"/"+tt.name, "", nil)
+			st := wantStatus(t, r, http.StatusNotFound, "NotFound")
+			// The message may go on to say why (an instance that is not a backend).
+			if want := fmt.Sprintf("%s.hub.cairn.dev %q not found", tt.plural, tt.name); st.Message != want && !strings.HasPrefix(st.Message, want+": ") {
+				t.Errorf("message = %q, want %q", st.Message, want)
+			}
+			if d := st.Details; d == nil || d.Name != tt.name || d.Group != "hub.cairn.dev" || d.Kind != tt.plural {
+				t.Errorf("details = %+v, want name %s, group hub.cairn.dev, kind %s", d, tt.name, tt.plural)
+			}
+		})
+	}
 }

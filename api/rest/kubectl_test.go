@@ -337,12 +337,14 @@ spec:
 		t.Errorf("replace with the current resourceVersion = %q", out)
 	}
 
-	// patch: JSON patch; strategic merge (kubectl's default) is refused.
+	// patch: JSON patch; strategic merge (kubectl's default) is refused
+	// as the API server refuses it for a custom resource.
 	k.ok("patch", "flag", "one", "--type", "json", "-p", `[{"op":"replace","path":"/spec/port","value":7070}]`)
 	if out := k.ok("get", "flag", "one", "-o", "jsonpath={.spec.port}"); out != "7070" {
 		t.Errorf("port after the JSON patch = %q", out)
 	}
-	k.fails([]string{"strategic merge patch is not supported"}, "patch", "flag", "one", "-p", `{"spec":{"port":1}}`)
+	k.fails([]string{"error: application/strategic-merge-patch+json is not supported by flipt.io/v1alpha1, Kind=Flag: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml\n"},
+		"patch", "flag", "one", "-p", `{"spec":{"port":1}}`)
 	k.fails([]string{`The Flag "one" is invalid: spec.port`}, "patch", "flag", "one", "--type", "merge", "-p", `{"spec":{"port":70000}}`)
 
 	// get -w: receives one event.

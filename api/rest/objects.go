@@ -126,6 +126,15 @@ func timestamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// formatSeq is a resourceVersion; 0 (nothing stored: a dry-run create's
+// answer) is none.
+func formatSeq(seq int64) string {
+	if seq == 0 {
+		return ""
+	}
+	return strconv.FormatInt(seq, 10)
+}
+
 // toObject renders an instance as an object of resource r.
 func toObject(r *resource, inst cairn.Instance) Object {
 	o := Object{
@@ -135,7 +144,7 @@ func toObject(r *resource, inst cairn.Instance) Object {
 			Name:              inst.Name,
 			Namespace:         inst.Namespace,
 			UID:               inst.ID,
-			ResourceVersion:   strconv.FormatInt(inst.Seq, 10),
+			ResourceVersion:   formatSeq(inst.Seq),
 			Generation:        int64(inst.Latest.ResourceVersion),
 			CreationTimestamp: timestamp(inst.CreatedAt),
 			Labels:            inst.Labels,

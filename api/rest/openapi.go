@@ -107,6 +107,20 @@ func openAPIDocument(all []*resource, group, version string) map[string]any {
 	}
 }
 
+// specDescription says what the spec of a kind holds, for kubectl explain.
+func specDescription(r *resource) string {
+	switch {
+	case r.typ != nil:
+	case r.hubKind == "types":
+		return "The Type: its path, revision, additional refs, JSON Schema and REST names (rest)."
+	case r.hubKind == "typeinstances":
+		return "The instance: its Type (typeRef), namespace, name, alias, attributes, storage backend and value."
+	case r.hubKind == "backends":
+		return "The storage backend: its Type (typeRef), alias, url, whether it accepts values (acceptValue) and the schema of its context."
+	}
+	return "The instance's value, validated against the Type's JSON Schema."
+}
+
 func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 	if r.hubKind == "rbac" {
 		return rbacKindSchema(r, gvk)
@@ -125,7 +139,7 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 		}
 	}
 	if _, ok := spec["description"]; !ok {
-		spec["description"] = "The instance's value, validated against the Type's JSON Schema."
+		spec["description"] = specDescription(r)
 	}
 	return map[string]any{
 		"type":        "object",

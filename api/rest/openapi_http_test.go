@@ -177,3 +177,19 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestOpenAPIHubKindsSpec: kubectl explain of the hub's own kinds says
+// what their spec holds, not what an instance's spec is.
+func TestOpenAPIHubKindsSpec(t *testing.T) {
+	e := newRestEnv(t)
+	doc := openAPIDoc(t, e, "/openapi/v3/apis/hub.cairn.dev/v1")
+	for kind, want := range map[string]string{"Type": "revision", "TypeInstance": "typeRef", "Backend": "url"} {
+		s, ok := doc.Components.Schemas["dev.cairn.hub.v1."+kind]
+		if !ok {
+			t.Fatalf("no schema of %s among %v", kind, keys(doc.Components.Schemas))
+		}
+		if d := s.Properties["spec"].Description; !strings.Contains(d, want) {
+			t.Errorf("%s spec description %q does not mention %s", kind, d, want)
+		}
+	}
+}

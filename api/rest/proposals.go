@@ -56,6 +56,22 @@ func writeWrite(w http.ResponseWriter, code int, res *resource, inst cairn.Insta
 	writeObjectJSON(w, code, toObject(res, inst))
 }
 
+// dryRunView gives the answer of a dry run the resourceVersion the API
+// server gives one: none after a create (nothing was stored), the live
+// object's after an update. The position of the rolled-back transaction is
+// no version anyone can read, and a client sending it back (a replace of
+// the answer) would conflict; kubectl diff would show it as a change.
+func dryRunView(r *http.Request, inst cairn.Instance, live *cairn.Instance) cairn.Instance {
+	if !cairn.IsDryRun(r.Context()) {
+		return inst
+	}
+	inst.Seq = 0 // served without a resourceVersion
+	if live != nil {
+		inst.Seq = live.Seq
+	}
+	return inst
+}
+
 // ProposalObject is a proposal served in hub.cairn.dev/v1 (read-only):
 // what the backend recorded when it proposed (spec) and the state its
 // provider reports now (status). Its name is the proposal's id.

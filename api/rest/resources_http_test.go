@@ -519,6 +519,7 @@ func TestReplace(t *testing.T) {
 	}{
 		{"missing object", "nobody", flag("nobody", nil, `{"key":"n"}`), 404, "NotFound", []string{`"nobody" not found`}},
 		{"stale and invalid: conflict or invalid, never applied", "r", stale(`{"key":""}`), 0, "", nil},
+		{"stale and unchanged", "r", stale(`{"key":"r","port":4}`), 409, "Conflict", []string{`Operation cannot be fulfilled on flags.flipt.io "r": the object has been modified; please apply your changes to the latest version and try again`}},
 		{"schema violation", "r", flag("r", nil, `{"key":"r","port":70000}`), 422, "Invalid", []string{`Flag "r" is invalid`}},
 		{"name mismatch", "r", flag("s", nil, `{"key":"r"}`), 400, "BadRequest", []string{"s", "r"}},
 		{"namespace mismatch", "r", withMeta("namespace", "other"), 400, "BadRequest", []string{"other"}},
@@ -618,7 +619,7 @@ func TestPatch(t *testing.T) {
 		reason                 string
 		msgs                   []string
 	}{
-		{"strategic merge patch", "p", "application/strategic-merge-patch+json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", []string{"--type merge"}},
+		{"strategic merge patch", "p", "application/strategic-merge-patch+json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", []string{"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"}},
 		{"apply patch without a field manager", "p", "application/apply-patch+yaml", `spec: {port: 1}`, 422, "Invalid", []string{"fieldManager: Required value: is required for apply patch"}},
 		{"plain JSON", "p", "application/json", `{"spec":{"port":1}}`, 415, "UnsupportedMediaType", nil},
 		{"merge patch with a stale resourceVersion", "p", "application/merge-patch+json", `{"metadata":{"resourceVersion":"1"},"spec":{"port":2}}`, 409, "Conflict", nil},

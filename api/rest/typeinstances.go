@@ -81,7 +81,7 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 		if err != nil {
 			return fmt.Errorf("read the value of the created TypeInstance %s: %w", c.ID, err)
 		}
-		items = append(items, toTypeInstance(inst))
+		items = append(items, toTypeInstance(dryRunView(r, inst, nil)))
 	}
 	if len(items) == 1 {
 		writeJSON(w, http.StatusCreated, items[0])
@@ -254,7 +254,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	}
 	if !changed {
 		if ifSeq != 0 && ifSeq != cur.Seq {
-			return cairn.Errorf(cairn.CodeConflict, "TypeInstance %q was changed since it was read (resourceVersion %d, now %d); read it again and retry", cur.ID, ifSeq, cur.Seq)
+			return typeInstanceConflict(cur.ID)
 		}
 		writeJSON(w, http.StatusOK, toTypeInstance(cur))
 		return nil
@@ -262,9 +262,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	out, err := s.hub.UpdateInstances(r.Context(), []hub.UpdateInstance{up})
 	if err != nil {
 		if cairn.HasCode(err, cairn.CodeConflict) {
-			st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, cur.ID))
-			st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "typeinstances", UID: cur.ID}
-			return errStatus{st}
+			return typeInstanceConflict(cur.ID)
 		}
 		return err
 	}
@@ -272,7 +270,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toTypeInstance(inst))
+	writeJSON(w, http.StatusOK, toTypeInstance(dryRunView(r, inst, &cur)))
 	return nil
 }
 
@@ -318,5 +316,13 @@ func checkTypeInstance(o inTypeInstance, cur cairn.Instance) error {
 	}
 	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("TypeInstance %q is invalid: %s: %s", cur.ID, causes[0].Field, causes[0].Message))
 	st.Details = &StatusDetails{Name: cur.ID, Group: HubGroup, Kind: "TypeInstance", UID: cur.ID, Causes: causes}
+	return errStatus{st}
+}
+
+// typeInstanceConflict is the answer to a replace whose resourceVersion is
+// not the instance's, in the API server's words.
+func typeInstanceConflict(id string) error {
+	st := newStatus(http.StatusConflict, "Conflict", fmt.Sprintf("Operation cannot be fulfilled on typeinstances.%s %q: the object has been modified; please apply your changes to the latest version and try again", HubGroup, id))
+	st.Details = &StatusDetails{Name: id, Group: HubGroup, Kind: "typeinstances", UID: id}
 	return errStatus{st}
 }

@@ -158,6 +158,9 @@ func TestReplaceTypeInstance(t *testing.T) {
 
 	stale := edit(t, func(o map[string]any) { spec(o)["value"] = map[string]any{"host": "stale", "port": 1} })
 	e.mustDo("PUT", path, "application/json", edit(t, func(o map[string]any) { meta(o)["labels"] = map[string]any{"env": "qa"} }), 200)
+	// The object as it now is, sent with the resourceVersion read before
+	// the last change.
+	staleSame := edit(t, func(o map[string]any) { meta(o)["resourceVersion"] = meta(stale)["resourceVersion"] })
 	if err := e.h.LockInstances(e.ctx, []string{created.Metadata.UID}, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +174,7 @@ func TestReplaceTypeInstance(t *testing.T) {
 		msgs   []string
 	}{
 		{"stale resourceVersion", path + "?lockOwner=alice", stale, 409, "Conflict", []string{"has been modified"}},
+		{"stale resourceVersion, nothing changed", path + "?lockOwner=alice", staleSame, 409, "Conflict", []string{`Operation cannot be fulfilled on typeinstances.hub.cairn.dev "` + created.Metadata.UID + `": the object has been modified; please apply your changes to the latest version and try again`}},
 		{"locked, no owner", path, locked, 409, "Conflict", []string{"locked"}},
 		{"locked, wrong owner", path + "?lockOwner=bob", locked, 409, "Conflict", []string{"locked"}},
 		{"typeRef is immutable", path, edit(t, func(o map[string]any) {

@@ -156,6 +156,29 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	// unknown to this stream (a resumed watch): its events keep their kind.
 	selective := len(o.labels) > 0 || o.hasFields()
 	matching := map[string]bool{}
+	// A resumed watch with a label selector (kubectl get -w and client-go's
+	// informers list, then watch from the list's resourceVersion) looks at
+	// what matches now: labels are not versioned, but an object not changed
+	// since start matched at start as it matches now. An object changed
+	// up to settled (the look's position) has its first event here decided
+	// without knowing how it was at start. (Field selectors name the
+	// immutable name and namespace: what matches them always did.)
+	var settled int64
+	snapshot := len(o.labels) > 0 && !listed
+	if snapshot {
+		now, _, err := s.hub.ListInstancesWith(ctx, o.filter(req), hub.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if settled, err = s.hub.LastSeq(ctx); err != nil {
+			return err
+		}
+		for _, inst := range now {
+			if o.matches(&inst) {
+				matching[inst.ID] = true
+			}
+		}
+	}
 	for _, inst := range initial {
 		if o.matches(&inst) {
 			matching[inst.ID] = true
@@ -170,7 +193,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			return nil
 		}
 		was, known := matching[c.InstanceID]
-		known = known || listed
+		if snapshot && c.Seq <= settled {
+			was, known = false, false
+		}
+		known = known || listed || snapshot && c.Seq > settled
 		if c.Kind == store.Deleted {
 			delete(matching, c.InstanceID)
 			delete(added, c.InstanceID)
@@ -203,7 +229,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			return sendInstance("ADDED", inst)
 		case match:
 			return sendInstance(string(c.Kind), inst)
-		case was:
+		case was || !known && len(o.labels) > 0 && o.matchesFields(inst.Name, inst.Namespace):
+			// It stopped matching, or may have: a client holding it from
+			// its list must drop it (a DELETED of an object it does not
+			// hold is harmless to a cache).
 			return sendInstance("DELETED", inst)
 		}
 		return nil

@@ -306,3 +306,36 @@ func TestWatchersShareEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchLabelSelectorResumed: kubectl get -w and client-go's informers
+// list with a selector, then watch from the list's resourceVersion. An
+// object that stops matching must be reported DELETED (or the informer
+// keeps it forever), one that starts matching ADDED, one that never
+// matched not at all, also when the change came between list and watch.
+func TestWatchLabelSelectorResumed(t *testing.T) {
+	e := newFlagsEnv(t)
+	e.createFlag("default", "in", map[string]string{"team": "a"}, `{"key":"in"}`)
+	e.createFlag("default", "early", map[string]string{"team": "a"}, `{"key":"early"}`)
+	e.createFlag("default", "out", map[string]string{"team": "b"}, `{"key":"out"}`)
+	e.createFlag("default", "other", map[string]string{"team": "b"}, `{"key":"other"}`)
+	const sel = "?labelSelector=team%3Da"
+	list := decodeObj(t, e.get(flagsIn("default")+sel))
+	if got := names(list); strings.Join(got, ",") != "early,in" {
+		t.Fatalf("list = %v", got)
+	}
+	relabel := func(name, team string) {
+		t.Helper()
+		e.mustDo("PATCH", flagPath("default", name), "application/merge-patch+json", fmt.Sprintf(`{"metadata":{"labels":{"team":%q}}}`, team), http.StatusOK)
+	}
+	relabel("early", "b") // between the list and the watch: stops matching
+	w := e.watch(flagsIn("default") + sel + "&resourceVersion=" + list.Metadata.ResourceVersion)
+	w.expect("DELETED early")
+	relabel("in", "b") // stops matching
+	w.expect("DELETED in")
+	relabel("other", "c") // never matched: nothing
+	e.mustDo("DELETE", flagPath("default", "other"), "", nil, http.StatusOK)
+	relabel("out", "a") // starts matching
+	w.expect("ADDED out")
+	e.mustDo("PATCH", flagPath("default", "out"), "application/merge-patch+json", `{"spec":{"port":1}}`, http.StatusOK)
+	w.expect("MODIFIED out")
+}
