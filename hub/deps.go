@@ -139,23 +139,18 @@ func (h *Hub) candidate(inst cairn.Instance, t cairn.Type, entries []StackEntry)
 		_ = json.Unmarshal(inst.Status, &st)
 	}
 	// The stack: what the controller last rendered it with, else the
-	// version it pins, else the highest defining its Type.
+	// version it pins, else the one rendering it (StackFor's choice).
 	pinned := inst.Annotations[AnnotationStackVersion]
-	var entry *StackEntry
-	for i := range entries {
-		e := &entries[i]
-		switch {
-		case st.Stack != nil && e.Name == st.Stack.Name && e.Version == st.Stack.Version,
-			st.Stack == nil && (pinned == "" || e.Version == pinned):
-			entry = e
+	e, ok := latest(entries, func(e StackEntry) bool {
+		if st.Stack != nil {
+			return e.Name == st.Stack.Name && e.Version == st.Stack.Version
 		}
-		if entry != nil {
-			break
-		}
-	}
-	if entry == nil {
+		return pinned == "" || e.Version == pinned
+	})
+	if !ok {
 		return in, false
 	}
+	entry := &e
 	in.Stack = deps.Reference{Name: entry.Name, Version: entry.Version}
 	if st.Sharing != nil {
 		in.Status = *st.Sharing
