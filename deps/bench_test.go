@@ -109,7 +109,9 @@ func BenchmarkResolvePlan(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(p.Nodes) != 1021 {
+				// With no installations, the ten dependencies without
+				// mappings share the new leaves of the mapped ones.
+				if r.Installations == idx && len(p.Nodes) != 1021 {
 					b.Fatalf("%d nodes", len(p.Nodes))
 				}
 				// The machine is shared: CPU time does not depend on what

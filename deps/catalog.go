@@ -85,12 +85,47 @@ func (c *MemCatalog) Stack(_ context.Context, ref Reference) (*Stack, error) {
 	return s, nil
 }
 
-// highest returns the highest version of name within the range, "" if
-// none, and the versions it looked at (for the plan's reasons).
+// Latest is the version a stack named without a version or range
+// resolves to: the highest release, or the highest pre-release when every
+// version is one ("" when none is semver). A pre-release published to the
+// catalog is not picked up by everything that names the stack alone; a
+// range admits one only when it says so (seed 002: "vX.Y.Z-0").
+func Latest(versions []string) string {
+	var best, bestPre *semver.Version
+	for _, s := range versions {
+		v, err := semver.NewVersion(s)
+		if err != nil {
+			continue
+		}
+		top := &best
+		if v.Prerelease() != "" {
+			top = &bestPre
+		}
+		if *top == nil || v.GreaterThan(*top) {
+			*top = v
+		}
+	}
+	switch {
+	case best != nil:
+		return best.String()
+	case bestPre != nil:
+		return bestPre.String()
+	}
+	return ""
+}
+
+// highest returns the highest version of name within the range (Latest
+// without one), "" if none, and the versions it looked at (for the plan's
+// reasons).
 func highest(ctx context.Context, cat Catalog, name string, rng *semver.Constraints) (string, []string, error) {
 	vs, err := cat.Versions(ctx, name)
 	if err != nil {
 		return "", nil, fmt.Errorf("catalog: versions of %s: %w", name, err)
+	}
+	if rng == nil {
+		if v := Latest(vs); v != "" {
+			return v, vs, nil
+		}
 	}
 	var best *semver.Version
 	for _, s := range vs {
@@ -105,7 +140,7 @@ func highest(ctx context.Context, cat Catalog, name string, rng *semver.Constrai
 			best = v
 		}
 	}
-	if best == nil {
+	if best == nil || rng == nil {
 		sorted := slices.Clone(vs)
 		slices.SortFunc(sorted, compareVersions)
 		return "", sorted, nil

@@ -77,6 +77,9 @@ type resolution struct {
 	versions map[string]*semver.Version
 	// usedInputs: the answers' paths that met a new installation.
 	usedInputs map[string]bool
+	// planned: the new shared installations of this plan by namespace and
+	// sharing group, in the order they were planned.
+	planned map[[2]string][]*Node
 }
 
 // version parses a version once per resolution (nil if not semver).
@@ -115,6 +118,7 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 		usedOver:   map[string]bool{},
 		versions:   map[string]*semver.Version{},
 		usedInputs: map[string]bool{},
+		planned:    map[[2]string][]*Node{},
 	}
 	if res.global == "" {
 		res.global = DefaultGlobalNamespace
@@ -391,6 +395,22 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		}
 	}
 
+	// A new installation this plan makes for another dependency that
+	// satisfies this one is shared as an existing one would be: a diamond
+	// whose ranges overlap gets one installation, as it does installed one
+	// dependent after the other.
+	if mode != SharingNone && wantName == "" {
+		if n, m := res.plannedFor(ns, group, ref, rng, ir, ancestry); n != nil {
+			cands = append(cands, Candidate{Kind: "installation", Installation: n.Key, Stack: n.Stack.String(), Chosen: true,
+				Reason: fmt.Sprintf("new in this plan for %s, sharing group %q", strings.Join(n.Paths, ", "), group)})
+			n.Paths = append(n.Paths, b.path)
+			n.Candidates = append(n.Candidates, cands...)
+			n.bindings = append(n.bindings, b)
+			b.child, b.outputMap = n, m
+			return nil
+		}
+	}
+
 	switch {
 	case wantName != "":
 		cands = append(cands, Candidate{Kind: "installation", Installation: instKey(ns, wantName),
@@ -443,6 +463,31 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 	}
 	cands = append(cands, Candidate{Kind: kind, Stack: s.Ref().String(), Chosen: true, Reason: why})
 	return res.install(ctx, b, s, m, mode, group, def, "new installation of "+why, cands, siblings, ancestry)
+}
+
+// plannedFor returns the first new shared installation of the plan in
+// namespace ns and the sharing group that satisfies the dependency as an
+// existing installation would (the referenced stack in range, or another
+// that provides the declared interface), and the output map. One of the
+// dependency's ancestors is never returned (that would be a cycle).
+func (res *resolution) plannedFor(ns, group string, ref Reference, rng *semver.Constraints, ir ifaceReq, ancestry []string) (*Node, map[string]string) {
+	for _, n := range res.planned[[2]string{ns, group}] {
+		if slices.ContainsFunc(ancestry, func(a string) bool { return strings.SplitN(a, "@", 2)[0] == n.Stack.Name }) {
+			continue
+		}
+		if n.Stack.Name == ref.Name && rng != nil {
+			if v := res.version(n.Stack.Version); v == nil || !rng.Check(v) {
+				continue
+			}
+		}
+		if n.Stack.Name != ref.Name && !ir.declared {
+			continue
+		}
+		if m, missing := ir.checkStack(n.stack); missing == "" {
+			return n, m
+		}
+	}
+	return nil, nil
 }
 
 func (res *resolution) spaces(ns string) []string {
@@ -595,6 +640,9 @@ func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap
 	n = &Node{Key: key, Action: ActionInstall, Namespace: ns, Name: name, Stack: s.Ref(), Sharing: sharing,
 		Paths: []string{b.path}, Reason: why, Candidates: cands, Parameters: params, Credentials: creds, stack: s}
 	res.plan.byKey[key] = n
+	if mode != SharingNone {
+		res.planned[[2]string{ns, group}] = append(res.planned[[2]string{ns, group}], n)
+	}
 	n.bindings = append(n.bindings, b)
 	b.child, b.outputMap = n, outMap
 	return res.expand(ctx, n, append(slices.Clone(ancestry), ref))

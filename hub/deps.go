@@ -139,23 +139,18 @@ func (h *Hub) candidate(inst cairn.Instance, t cairn.Type, entries []StackEntry)
 		_ = json.Unmarshal(inst.Status, &st)
 	}
 	// The stack: what the controller last rendered it with, else the
-	// version it pins, else the highest defining its Type.
+	// version it pins, else the one rendering it (StackFor's choice).
 	pinned := inst.Annotations[AnnotationStackVersion]
-	var entry *StackEntry
-	for i := range entries {
-		e := &entries[i]
-		switch {
-		case st.Stack != nil && e.Name == st.Stack.Name && e.Version == st.Stack.Version,
-			st.Stack == nil && (pinned == "" || e.Version == pinned):
-			entry = e
+	e, ok := latest(entries, func(e StackEntry) bool {
+		if st.Stack != nil {
+			return e.Name == st.Stack.Name && e.Version == st.Stack.Version
 		}
-		if entry != nil {
-			break
-		}
-	}
-	if entry == nil {
+		return pinned == "" || e.Version == pinned
+	})
+	if !ok {
 		return in, false
 	}
+	entry := &e
 	in.Stack = deps.Reference{Name: entry.Name, Version: entry.Version}
 	if st.Sharing != nil {
 		in.Status = *st.Sharing
@@ -193,6 +188,58 @@ func (h *Hub) AddUses(ctx context.Context, from string, to []string) error {
 		for _, id := range add {
 			if err := tx.AddUses(ctx, from, id); err != nil {
 				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SetDependencyUses makes the uses edges from the installation from to
+// other installations exactly deps: it adds the missing ones and removes
+// those to installations not in deps, in one transaction. Its edges to its
+// own children (the stack controller's) and to instances that are not
+// installations (its backend, parameter sources) are left as they are. An
+// install that resolves a dependency to another installation than before
+// (the parameters it maps changed) so drops its use of the old one, which
+// can then be deleted.
+func (h *Hub) SetDependencyUses(ctx context.Context, from string, deps []string) error {
+	return h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetInstances(ctx, []string{from}) // with its Uses
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return notFound(from)
+		}
+		for _, id := range deps {
+			if !slices.Contains(cur[0].Uses, id) && id != from {
+				if err := tx.AddUses(ctx, from, id); err != nil {
+					return err
+				}
+			}
+		}
+		used, err := tx.GetInstancesBrief(ctx, cur[0].Uses)
+		if err != nil {
+			return err
+		}
+		isInst := map[cairn.TypeRef]bool{}
+		for _, u := range used {
+			if slices.Contains(deps, u.ID) || u.Labels[LabelInstallationUID] == from {
+				continue
+			}
+			known, ok := isInst[u.TypeRef]
+			if !ok {
+				t, err := tx.GetType(ctx, u.TypeRef)
+				if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+					return err
+				}
+				known = err == nil && isInstallationType(t)
+				isInst[u.TypeRef] = known
+			}
+			if known {
+				if err := tx.RemoveUses(ctx, from, u.ID); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

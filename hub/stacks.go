@@ -214,7 +214,7 @@ func (h *Hub) ListStacks(ctx context.Context) ([]StackEntry, error) {
 }
 
 // GetStack returns one catalog entry with its archive; version "" means the
-// highest version of name.
+// highest release of name (a pre-release when there is no release).
 func (h *Hub) GetStack(ctx context.Context, name, version string) (StackEntry, error) {
 	if version != "" {
 		inst, err := h.GetInstanceByName(ctx, StackTypeRef().Path, SystemNamespace, stackInstanceName(name, version), true)
@@ -234,30 +234,47 @@ func (h *Hub) GetStack(ctx context.Context, name, version string) (StackEntry, e
 	if err != nil {
 		return StackEntry{}, err
 	}
-	for _, e := range all {
-		if e.Name == name {
-			return h.GetStack(ctx, name, e.Version)
-		}
+	if e, ok := latest(all, func(e StackEntry) bool { return e.Name == name }); ok {
+		return h.GetStack(ctx, name, e.Version)
 	}
 	return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "stack %s is not in the catalog", name)
 }
 
+// latest returns the first of entries (ListStacks' order) that match and
+// are of the version deps.Latest picks among the matching ones: the
+// highest release, a pre-release only when there is nothing else.
+func latest(entries []StackEntry, match func(StackEntry) bool) (StackEntry, bool) {
+	var vs []string
+	for _, e := range entries {
+		if match(e) {
+			vs = append(vs, e.Version)
+		}
+	}
+	v := deps.Latest(vs)
+	for _, e := range entries {
+		if match(e) && (e.Version == v || v == "") {
+			return e, true
+		}
+	}
+	return StackEntry{}, false
+}
+
 // AnnotationStackVersion on an installation pins the stack version that
-// renders it; without it the highest version defining its kind does.
+// renders it; without it the highest release defining its kind does.
 const AnnotationStackVersion = "stacks.cairn.dev/version"
 
 // StackFor returns the catalog entry (with its archive) that renders an
 // installation of Type ref: the version the installation pins, else the
-// highest one whose kind is that Type.
+// highest release whose kind is that Type (deps.Latest).
 func (h *Hub) StackFor(ctx context.Context, ref cairn.TypeRef, pinned string) (StackEntry, error) {
 	all, err := h.ListStacks(ctx)
 	if err != nil {
 		return StackEntry{}, err
 	}
-	for _, e := range all {
-		if e.InstallationType == ref && (pinned == "" || e.Version == pinned) {
-			return h.GetStack(ctx, e.Name, e.Version)
-		}
+	if e, ok := latest(all, func(e StackEntry) bool {
+		return e.InstallationType == ref && (pinned == "" || e.Version == pinned)
+	}); ok {
+		return h.GetStack(ctx, e.Name, e.Version)
 	}
 	if pinned != "" {
 		return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "no stack version %s in the catalog defines %s", pinned, ref)

@@ -81,6 +81,25 @@ func TestStackCatalog(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].Version != "0.10.0" || list[1].Version != "0.1.0" {
 		t.Fatalf("ListStacks = %+v, %v", list, err)
 	}
+	// A pre-release is listed, but a stack named without a version, and an
+	// installation that pins none, keep the highest release; pinned, it is
+	// used.
+	rc := stackArchive(t, func(s string) string { return strings.Replace(s, "version: 0.1.0", "version: 0.11.0-rc.1", 1) })
+	if _, added, err := h.AddStack(ctx, rc); err != nil || !added {
+		t.Fatalf("AddStack 0.11.0-rc.1 = %v, %v", added, err)
+	}
+	if list, err := h.ListStacks(ctx); err != nil || len(list) != 3 || list[0].Version != "0.11.0-rc.1" {
+		t.Fatalf("ListStacks = %+v, %v", list, err)
+	}
+	if got, err := h.GetStack(ctx, "db", ""); err != nil || got.Version != "0.10.0" {
+		t.Fatalf("GetStack(db) with a pre-release = %s, %v; want 0.10.0", got.Version, err)
+	}
+	if got, err := h.StackFor(ctx, e.InstallationType, ""); err != nil || got.Version != "0.10.0" {
+		t.Fatalf("StackFor(unpinned) with a pre-release = %s, %v; want 0.10.0", got.Version, err)
+	}
+	if got, err := h.StackFor(ctx, e.InstallationType, "0.11.0-rc.1"); err != nil || got.Version != "0.11.0-rc.1" {
+		t.Fatalf("StackFor(pinned 0.11.0-rc.1) = %s, %v", got.Version, err)
+	}
 	if _, err := h.GetStack(ctx, "nope", ""); !cairn.HasCode(err, cairn.CodeNotFound) {
 		t.Errorf("GetStack(nope) = %v", err)
 	}

@@ -432,7 +432,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		id = cur.ID
 		// The uses edges first: once the waiting annotation goes, the
 		// installation renders, and its dependencies must not be deletable.
-		if err := in.s.Hub.AddUses(ctx, id, uses); err != nil {
+		// Those of a former install that this plan no longer resolves to
+		// go.
+		if err := in.s.Hub.SetDependencyUses(ctx, id, uses); err != nil {
 			return nil, fmt.Errorf("uses edges: %w", err)
 		}
 		// Read, change, write; the stack controller writes the same

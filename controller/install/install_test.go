@@ -632,3 +632,59 @@ func TestInvalidRootParameters(t *testing.T) {
 		t.Errorf("installed %v", got)
 	}
 }
+
+// Installing again with changed parameters moves the installation onto the
+// dependency the new plan resolves: its uses edge to the one it used before
+// goes (so that one can be deleted, and describe and trace show the graph
+// as it is), its children and uses of other kinds stay.
+func TestReinstallWithChangedParametersMovesUses(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	flagsOf := func(team string) cairn.Instance {
+		t.Helper()
+		p, err := svc.Plan(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": team}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal", Parameters: map[string]any{"team": team}}, nil); err != nil {
+			t.Fatalf("install p1 for team %s: %v", team, err)
+		}
+		ns, name, _ := strings.Cut(nodeOf(p, "flags").Key, "/")
+		f, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), ns, name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	portal := func() cairn.Instance {
+		t.Helper()
+		root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p1", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}
+	web := flagsOf("web")
+	before := portal()
+	kids, err := h.Children(ctx, before)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("p1's children %v, %v", kids, err)
+	}
+	data := flagsOf("data")
+	if data.ID == web.ID {
+		t.Fatal("team data got team web's flags")
+	}
+	after := portal()
+	if contains(after.Uses, web.ID) || !contains(after.Uses, data.ID) {
+		t.Fatalf("p1 uses %v after moving to team data: want %s (data's flags), not %s (web's)", after.Uses, data.ID, web.ID)
+	}
+	for _, id := range before.Uses {
+		if id != web.ID && !contains(after.Uses, id) {
+			t.Fatalf("p1 lost its uses edge to %s (not a dependency)", id)
+		}
+	}
+	// Nothing uses web's flags now: they can be deleted.
+	if err := h.DeleteInstance(ctx, web.ID, ""); err != nil {
+		t.Fatalf("deleting the flags p1 no longer uses: %v", err)
+	}
+}

@@ -112,7 +112,7 @@ stack controller of cairn serve.`,
 	}
 	show := &cobra.Command{
 		Use:   "show NAME[@VERSION]",
-		Short: "Show a stack of the catalog (the highest version unless one is given)",
+		Short: "Show a stack of the catalog (the highest release unless a version is given)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, version, _ := strings.Cut(args[0], "@")
