@@ -364,3 +364,49 @@ func TestMigration6DropsBackendUses(t *testing.T) {
 		t.Errorf("uses rows after migration 6: %d, %v; want the one not to a backend", rows, err)
 	}
 }
+
+// An operator migrates with a role owning the schema and serves with one
+// that may only read and write its tables: a store already at this
+// binary's version opens without CREATE on its schema, and one that needs
+// a migration says which privilege is missing and what to do.
+func TestOpenWithoutCreatePrivilege(t *testing.T) {
+	ctx := t.Context()
+	migrated, fresh := pgtest.NewSchema(t), pgtest.NewSchema(t)
+	if err := migrated.Open(t).Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn := schemaConn(t, migrated)
+	var super bool
+	if err := conn.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {
+		t.Fatal(err)
+	}
+	if super {
+		t.Skip("the test role is a superuser, which no privilege check applies to")
+	}
+	// The owner's own privileges can be revoked, as another role's would be.
+	for _, sc := range []pgtest.Schema{migrated, fresh} {
+		sc.Exec(t, `REVOKE CREATE ON SCHEMA `+pgx.Identifier{sc.Name}.Sanitize()+` FROM CURRENT_USER`)
+	}
+
+	s := migrated.Open(t)
+	in := cairn.Instance{ID: "00000000-0000-4000-8000-000000000001", TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default", Name: "a", Latest: cairn.ResourceVersion{ResourceVersion: 1}}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, in); err != nil {
+			return err
+		}
+		return tx.PutValue(ctx, in.ID, 1, json.RawMessage(`{}`))
+	}); err != nil {
+		t.Fatalf("write without CREATE on the schema: %v", err)
+	}
+
+	_, err := postgres.Open(ctx, fresh.DSN, postgres.WithSchema(fresh.Name))
+	if err == nil {
+		t.Fatal("Open of an unmigrated schema without CREATE on it succeeded")
+	}
+	for _, want := range []string{"permission denied", "CREATE", fresh.Name, "cairn migrate"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
