@@ -85,6 +85,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -302,7 +303,11 @@ func classify(err error) error {
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) {
+	// A server that went away without a word (killed, failed over, cut by
+	// a proxy) ends the stream: io.ErrUnexpectedEOF mid-answer, and "conn
+	// closed" for what then uses the connection.
+	lost := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
+	if lost || errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err
