@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backup"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -170,7 +171,7 @@ microsecond.`,
 					err = fmt.Errorf("close the store %s: %w", st.Where, cerr)
 				}
 			}()
-			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force})
+			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force, BuiltinType: hub.BuiltinTypeRef(st.Kind)})
 			if err != nil {
 				return fmt.Errorf("restore from %s into %s: %w", from, st.Where, err)
 			}
