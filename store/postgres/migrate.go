@@ -27,6 +27,48 @@ func (e *SchemaTooNewError) Error() string {
 
 func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
 
+// ErrNoSchema reports a schema without cairn's tables, opened
+// WithoutMigrating.
+var ErrNoSchema = errors.New("the schema holds no cairn tables (cairn migrate or cairn serve creates them)")
+
+// ErrSchemaTooOld reports a schema opened WithoutMigrating that an older
+// cairn migrated; errors.Is matches the *SchemaTooOldError Open returns.
+var ErrSchemaTooOld = errors.New("database schema is older than this cairn binary's")
+
+// SchemaTooOldError says which versions disagree.
+type SchemaTooOldError struct {
+	Version int // the database's
+	Binary  int // this binary's
+}
+
+func (e *SchemaTooOldError) Error() string {
+	return fmt.Sprintf("database schema version %d is older than this cairn binary's (%d); use the cairn that serves it, or run cairn migrate first", e.Version, e.Binary)
+}
+
+func (e *SchemaTooOldError) Is(target error) bool { return target == ErrSchemaTooOld }
+
+// checkVersion refuses a schema not at this binary's version, reading only.
+func checkVersion(ctx context.Context, pool *pgxpool.Pool) error {
+	var schema *string
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL`).Scan(&schema, &exists); err != nil {
+		return fmt.Errorf("find schema_migrations: %w", classify(err))
+	}
+	if schema == nil || !exists {
+		return ErrNoSchema
+	}
+	v, err := readVersion(ctx, pool)
+	switch {
+	case err != nil:
+		return err
+	case v > len(migrations):
+		return &SchemaTooNewError{Version: v, Supported: len(migrations)}
+	case v < len(migrations):
+		return &SchemaTooOldError{Version: v, Binary: len(migrations)}
+	}
+	return nil
+}
+
 // SchemaVersion is the schema version this binary migrates a database to.
 func SchemaVersion() int { return len(migrations) }
 

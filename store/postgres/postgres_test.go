@@ -410,3 +410,41 @@ func TestOpenWithoutCreatePrivilege(t *testing.T) {
 		}
 	}
 }
+
+// WithoutMigrating opens a store as it is, for a backup, which must not
+// change what it backs up: a schema cairn never migrated, or one an older
+// cairn serves, is refused and left alone.
+func TestOpenWithoutMigrating(t *testing.T) {
+	ctx := t.Context()
+	empty, older, current := pgtest.NewSchema(t), pgtest.NewSchema(t), pgtest.NewSchema(t)
+	for _, sc := range []pgtest.Schema{older, current} {
+		if err := sc.Open(t).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older.Exec(t, `DELETE FROM schema_migrations WHERE version = $1`, postgres.SchemaVersion())
+
+	_, err := postgres.Open(ctx, empty.DSN, postgres.WithSchema(empty.Name), postgres.WithoutMigrating())
+	if !errors.Is(err, postgres.ErrNoSchema) || !strings.Contains(err.Error(), "holds no cairn tables") {
+		t.Errorf("Open of an empty schema without migrating: %v, want ErrNoSchema", err)
+	}
+	var exists bool
+	if err := schemaConn(t, empty).QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Errorf("schema_migrations in the empty schema after the refused Open: %v, %v", exists, err)
+	}
+
+	_, err = postgres.Open(ctx, older.DSN, postgres.WithSchema(older.Name), postgres.WithoutMigrating())
+	want := fmt.Sprintf("database schema version %d is older than this cairn binary's (%d)", postgres.SchemaVersion()-1, postgres.SchemaVersion())
+	if !errors.Is(err, postgres.ErrSchemaTooOld) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open of an older schema without migrating: %v, want ErrSchemaTooOld saying %q", err, want)
+	}
+	if got := schemaVersions(t, older); len(got) != postgres.SchemaVersion()-1 {
+		t.Errorf("the older schema was migrated: %v", got)
+	}
+
+	s, err := postgres.Open(ctx, current.DSN, postgres.WithSchema(current.Name), postgres.WithoutMigrating())
+	if err != nil {
+		t.Fatalf("Open of a current schema without migrating: %v", err)
+	}
+	s.Close()
+}
