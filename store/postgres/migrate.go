@@ -284,7 +284,7 @@ func migrateStep(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (don
 		return false, fmt.Errorf("migrate: %w", classify(err))
 	}
 	if schema == nil {
-		return false, errors.New("migrate: no schema to create the tables in: the search_path names no existing schema (create it, or check WithSchema / search_path)")
+		return false, errors.New("migrate: no schema to create the tables in: the search_path names no existing schema (create it, or fix search_path in the connection URL)")
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+migrationLockKey+`)`); err != nil {
 		return false, fmt.Errorf("migrate: take the migration lock: %w", classify(err))

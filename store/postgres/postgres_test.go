@@ -178,7 +178,7 @@ func TestConcurrentMigrations(t *testing.T) {
 func TestMissingSchema(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	_, err := postgres.Open(t.Context(), dsn, postgres.WithSchema("cairn_no_such_schema"))
-	if err == nil || !strings.Contains(err.Error(), "search_path names no existing schema") {
+	if err == nil || !strings.Contains(err.Error(), "search_path names no existing schema (create it, or fix search_path in the connection URL)") {
 		t.Fatalf("Open with a missing schema: %v", err)
 	}
 }
