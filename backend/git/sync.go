@@ -98,6 +98,11 @@ type FileChange struct {
 type Step struct {
 	Commit  plumbing.Hash
 	Changes []FileChange
+	// Imported are the resources ("apiVersion Kind namespace/name") whose
+	// change in this commit a later commit of cairn's (Cairn-Source) says
+	// was imported already: by another process syncing with a cache of
+	// its own (another replica), which the hub holds a newer state than.
+	Imported map[string]bool
 }
 
 // isResourceFile says whether a path can hold a resource.
@@ -186,8 +191,9 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 		steps, err := b.snapshotLocked(chain)
 		return steps, from, to, err
 	}
+	imported := importedIn(chain)
 	for _, c := range chain {
-		st := Step{Commit: c.Hash}
+		st := Step{Commit: c.Hash, Imported: imported[c.Hash]}
 		if trailers(c.Message)[trInstance] == "" {
 			if st.Changes, err = commitChanges(c); err != nil {
 				return nil, from, to, err
@@ -196,6 +202,41 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 		steps = append(steps, st)
 	}
 	return steps, from, to, nil
+}
+
+// importedIn maps each outside commit that a commit of chain (Cairn-Source)
+// imported to the resources imported from it, leaving out an import whose
+// resource version a later commit deletes again (the hub rolling back an
+// import its store did not commit).
+func importedIn(chain []*object.Commit) map[plumbing.Hash]map[string]bool {
+	type version struct {
+		id string
+		rv string
+	}
+	type source struct {
+		commit   plumbing.Hash
+		resource string
+	}
+	imports := map[version]source{}
+	for _, c := range chain {
+		t := trailers(c.Message)
+		v := version{t[trInstance], t[trVersion]}
+		if t[trOperation] == opDeleteRevision {
+			delete(imports, v)
+			continue
+		}
+		if src := plumbing.NewHash(t[trSource]); !src.IsZero() && t[trResource] != "" {
+			imports[v] = source{src, t[trResource]}
+		}
+	}
+	out := map[plumbing.Hash]map[string]bool{}
+	for _, s := range imports {
+		if out[s.commit] == nil {
+			out[s.commit] = map[string]bool{}
+		}
+		out[s.commit][s.resource] = true
+	}
+	return out
 }
 
 // authorOf names a commit's author as createdBy: "Name <email>".

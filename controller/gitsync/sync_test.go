@@ -3,6 +3,7 @@ package gitsync_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -470,5 +471,54 @@ func TestSyncReportsAndSkips(t *testing.T) {
 	}
 	if inst, _ := e.get("locked"); inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
 		t.Errorf("locked after unlocking: version %d by %q, want 2 by Jane", inst.Latest.ResourceVersion, inst.Latest.CreatedBy)
+	}
+}
+
+// TestSyncOnTwoReplicas: two cairn serve replicas share the store and each
+// syncs with a cache of its own. Once one has imported Jane's commits, the
+// other's sync, which still starts before them, imports none of them
+// again: no extra resource versions, no value going back to an older
+// commit's for a while, no extra commits.
+func TestSyncOnTwoReplicas(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	id := e.create("flag", true)
+	a := e.syncer()
+	other := *e
+	other.open(t.TempDir()) // replica B: its own hub and cache on the same store
+	b := other.syncer()
+	for _, s := range []*gitsync.Syncer{a, b} {
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e.person("status") // clones
+	for _, enabled := range []bool{false, true} {
+		e.write("flag", flagFile("flag", enabled))
+		e.person("commit", "--quiet", "-am", fmt.Sprintf("enabled: %v", enabled))
+	}
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 2 {
+		t.Fatalf("replica A's Sync = %+v, %v; want 2 updated", res, err)
+	}
+	commits := e.remote.commits(t)
+
+	res, err := b.Sync(ctx)
+	if err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+		t.Errorf("replica B's Sync after A's = %+v, %v; want nothing imported", res, err)
+	}
+	versions, err := e.h.ResourceVersions(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 3 {
+		for _, v := range versions {
+			t.Logf("version %d by %s: %s", v.ResourceVersion, v.CreatedBy, v.Value)
+		}
+		t.Errorf("the flag has %d resource versions, want 3 (cairn's, Jane's two)", len(versions))
+	}
+	if n := e.remote.commits(t); n != commits {
+		t.Errorf("replica B's sync pushed %d commits", n-commits)
 	}
 }
