@@ -77,11 +77,38 @@ func (b *Backend) proposing(ctx context.Context) bool {
 	return b.scm != nil && !imp
 }
 
+// ErrImported refuses an import of a change the branch shows imported
+// already (Cairn-Source), by another process syncing with a cache of its
+// own: two replicas that read the same outside commit before either
+// imported it. It has CodeAlreadyExists; nothing was written.
+var ErrImported = errors.New("imported already by another process")
+
 // importChange makes ch record an outside change: no file is touched (the
 // outside commit made the change) and the commit is made even though empty.
-func importChange(ch change, source plumbing.Hash) change {
+// It is refused (ErrImported) when the index, checked again after every
+// fetch, already has a version of that resource from the same outside
+// commit; imu is held when check runs.
+func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 	ch.source = source
 	ch.apply = func(context.Context, string) error { return nil }
+	check := ch.check
+	ch.check = func(e *entry) error {
+		for id, other := range b.idx {
+			if other.id.Namespace != ch.ident.Namespace || other.id.Name != ch.ident.Name || other.id.Kind != ch.ident.Kind {
+				continue
+			}
+			for _, c := range other.versions {
+				if c == source {
+					return &cairn.Error{Code: cairn.CodeAlreadyExists, IDs: []string{id}, Err: ErrImported,
+						Msg: fmt.Sprintf("git backend: %s at commit %s: %v", ch.ident, source, ErrImported)}
+				}
+			}
+		}
+		if check == nil {
+			return nil
+		}
+		return check(e)
+	}
 	return ch
 }
 

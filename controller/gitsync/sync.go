@@ -311,6 +311,9 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 			Namespace: md.Namespace, Name: md.Name, TypeRef: typ.Ref(), Labels: md.Labels,
 			Value: p.Spec, Backend: &hub.BackendInput{ID: s.cfg.BackendID}, CreatedBy: fc.Author,
 		}}})
+		if errors.Is(err, git.ErrImported) {
+			return ev, nil // another replica was first
+		}
 		if refused(err) {
 			return skip("create %s: %v", p, err)
 		}
@@ -330,6 +333,9 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 		return ev, nil // the hub holds this already (cairn's own write, or synced before)
 	}
 	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}})
+	if errors.Is(err, git.ErrImported) {
+		return ev, nil // another replica was first
+	}
 	if refused(err) {
 		return skip("update %s: %v", p, err)
 	}
@@ -369,6 +375,9 @@ func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileCha
 		return ev, nil // another backend's instance of that name
 	}
 	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
+		if errors.Is(err, git.ErrImported) {
+			return ev, nil // another replica was first
+		}
 		if refused(err) {
 			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
 			return ev, nil

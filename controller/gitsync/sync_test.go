@@ -3,6 +3,7 @@ package gitsync_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
@@ -520,5 +523,58 @@ func TestSyncOnTwoReplicas(t *testing.T) {
 	}
 	if n := e.remote.commits(t); n != commits {
 		t.Errorf("replica B's sync pushed %d commits", n-commits)
+	}
+}
+
+// Two replicas syncing at the same moment both read Jane's commit before
+// either imported it. The branch decides: the second import, whose push
+// meets the first's commit, is refused as imported already (ErrImported),
+// and nothing of it is written.
+func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	id := e.create("flag", true)
+	a := e.syncer()
+	other := *e
+	other.open(t.TempDir())
+	for _, s := range []*gitsync.Syncer{a, other.syncer()} {
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb, err := other.h.StorageBackend(ctx, e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := other.opener.OpenBackend(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.(*git.Backend)
+	if _, _, _, err := b.Pending(ctx); err != nil { // B's cache has the tip before Jane's commit
+		t.Fatal(err)
+	}
+
+	e.person("status")
+	e.write("flag", flagFile("flag", false))
+	e.person("commit", "--quiet", "-am", "disable")
+	e.person("push", "--quiet", "origin", "main")
+	janes := plumbing.NewHash(e.person("rev-parse", "HEAD"))
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 {
+		t.Fatalf("replica A's Sync = %+v, %v", res, err)
+	}
+	commits := e.remote.commits(t)
+
+	// Replica B imports the same commit, as its sync would have.
+	imp := git.WithImport(cairn.WithActor(ctx, jane), b, janes)
+	_, err = other.h.UpdateInstances(imp, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"enabled":false}`), Labels: map[string]string{}}})
+	if !errors.Is(err, git.ErrImported) {
+		t.Errorf("replica B's import of a commit A imported: %v, want ErrImported", err)
+	}
+	if inst, err := e.get("flag"); err != nil || inst.Latest.ResourceVersion != 2 {
+		t.Errorf("the flag after B's import: %+v, %v; want resource version 2", inst.Latest, err)
+	}
+	if n := e.remote.commits(t); n != commits {
+		t.Errorf("replica B's import pushed %d commits", n-commits)
 	}
 }
