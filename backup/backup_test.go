@@ -456,3 +456,56 @@ func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// The built-in backend's Type names the store (cap.core.type.hub.storage.
+// sqlite or .postgresql). Moved to the other kind of store, the backend
+// takes the target's Type, as a hub started there would have given it, so
+// a lookup by that Type (Capact's clients, docs/operations.md) finds it.
+func TestRestoreAcrossStoresRetypesTheBuiltinBackend(t *testing.T) {
+	kinds := map[string]string{"sqlite": "sqlite", "postgres": "postgresql"}
+	for _, from := range stores {
+		for _, to := range stores {
+			if from.name == to.name {
+				continue
+			}
+			t.Run(from.name+"-to-"+to.name, func(t *testing.T) {
+				ctx := t.Context()
+				src := from.open(t)
+				sh, err := hub.New(ctx, hub.Config{Store: src, StoreKind: kinds[from.name]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srcType := sh.BuiltinTypeRef()
+				file, _ := write(t, src)
+
+				dst := to.open(t)
+				dh, err := hub.New(ctx, hub.Config{Store: dst, StoreKind: kinds[to.name]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := dh.BuiltinTypeRef()
+				if _, err := backup.Restore(ctx, dst, bytes.NewReader(file), backup.RestoreOptions{Force: true, BuiltinType: want}); err != nil {
+					t.Fatalf("Restore: %v", err)
+				}
+				got, err := dst.GetInstances(ctx, []string{cairn.BuiltinBackendID})
+				if err != nil || len(got) != 1 {
+					t.Fatalf("the built-in backend after the restore: %v, %v", got, err)
+				}
+				if got[0].TypeRef != want {
+					t.Errorf("the built-in backend's Type is %s, want %s", got[0].TypeRef, want)
+				}
+				typ, err := dst.GetType(ctx, want)
+				if err != nil {
+					t.Fatalf("Type %s after the restore: %v", want, err)
+				}
+				old, err := dst.GetType(ctx, srcType)
+				if err != nil || !bytes.Equal(typ.JSONSchema, old.JSONSchema) {
+					t.Errorf("Type %s has schema %s, the backup's %s has %s (%v)", want, typ.JSONSchema, srcType, old.JSONSchema, err)
+				}
+				if _, err := hub.New(ctx, hub.Config{Store: dst, StoreKind: kinds[to.name]}); err != nil {
+					t.Fatalf("hub.New on the restored store: %v", err)
+				}
+			})
+		}
+	}
+}

@@ -19,6 +19,11 @@ type RestoreOptions struct {
 	// change-log positions the restored change log starts; 0 means
 	// DefaultBump.
 	Bump int64
+	// BuiltinType is the target's built-in backend Type
+	// (cap.core.type.hub.storage.<store kind>, hub.BuiltinTypeRef). When
+	// set, a built-in backend restored from another kind of store takes
+	// it instead of the Type naming the store it was backed up from.
+	BuiltinType cairn.TypeRef
 }
 
 // Restore checks the whole backup in r (as Verify does), then loads it into
@@ -56,7 +61,7 @@ func Restore(ctx context.Context, st store.Store, r io.ReadSeeker, opts RestoreO
 		if err := rt.Clear(ctx); err != nil {
 			return fmt.Errorf("empty the target: %w", err)
 		}
-		if err := load(ctx, rt, r); err != nil {
+		if err := load(ctx, rt, r, opts.BuiltinType); err != nil {
 			return err
 		}
 		sum.RestartedAt = max(sum.Position, target) + bump
@@ -102,7 +107,7 @@ func checkEmpty(ctx context.Context, r store.Reader, force bool) error {
 // load writes every record of a verified backup through tx: Types and
 // instances first, then what refers to other instances (uses edges) and
 // what the instance writes stamped (Seqs), then the built-in values.
-func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
+func load(ctx context.Context, tx store.RestoreTx, r io.Reader, builtinType cairn.TypeRef) error {
 	d, err := newDecoder(r)
 	if err != nil {
 		return err
@@ -123,6 +128,9 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 			continue
 		}
 		in := rec.Instance
+		if err := retypeBuiltin(ctx, tx, in, builtinType); err != nil {
+			return err
+		}
 		if err := createInstance(ctx, tx, in); err != nil {
 			return err
 		}
@@ -152,6 +160,31 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// retypeBuiltin gives the built-in backend's instance the target's Type
+// when it comes from another kind of store, creating that Type from the
+// backup's (Types come before instances in a backup) unless the target
+// has it.
+func retypeBuiltin(ctx context.Context, tx store.Tx, in *instanceRecord, to cairn.TypeRef) error {
+	if to.Path == "" || in.ID != cairn.BuiltinBackendID || in.TypeRef == to ||
+		!strings.HasPrefix(in.TypeRef.Path, cairn.StorageTypePrefix+".") {
+		return nil
+	}
+	_, err := tx.GetType(ctx, to)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		var from cairn.Type
+		if from, err = tx.GetType(ctx, in.TypeRef); err != nil {
+			return fmt.Errorf("the built-in backend's Type %s: %w", in.TypeRef, err)
+		}
+		from.Path, from.Revision = to.Path, to.Revision
+		err = tx.CreateType(ctx, from)
+	}
+	if err != nil {
+		return fmt.Errorf("the built-in backend's Type %s: %w", to, err)
+	}
+	in.TypeRef = to
 	return nil
 }
 

@@ -201,8 +201,15 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 }
 
 // BuiltinTypeRef is the Type of the built-in backend instance.
-func (h *Hub) BuiltinTypeRef() cairn.TypeRef {
-	return cairn.TypeRef{Path: cairn.StorageTypePrefix + "." + h.storeKind, Revision: cairn.CoreRevision}
+func (h *Hub) BuiltinTypeRef() cairn.TypeRef { return BuiltinTypeRef(h.storeKind) }
+
+// BuiltinTypeRef is the built-in backend's Type on a store of kind
+// storeKind (Config.StoreKind; "" is "sqlite").
+func BuiltinTypeRef(storeKind string) cairn.TypeRef {
+	if storeKind == "" {
+		storeKind = "sqlite"
+	}
+	return cairn.TypeRef{Path: cairn.StorageTypePrefix + "." + storeKind, Revision: cairn.CoreRevision}
 }
 
 // storageTypeSchema is the JSON Schema of storage backend values (seed 000

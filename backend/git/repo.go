@@ -333,7 +333,7 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 	ch := chs[0]
 	if src, ok := b.importing(ctx); ok && len(chs) == 1 {
 		// A sync's import: the version's file is in the outside commit.
-		ch = importChange(ch, src)
+		ch = b.importChange(ch, src)
 		chs = []change{ch}
 		defer func() {
 			if err == nil {

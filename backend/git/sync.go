@@ -77,11 +77,38 @@ func (b *Backend) proposing(ctx context.Context) bool {
 	return b.scm != nil && !imp
 }
 
+// ErrImported refuses an import of a change the branch shows imported
+// already (Cairn-Source), by another process syncing with a cache of its
+// own: two replicas that read the same outside commit before either
+// imported it. It has CodeAlreadyExists; nothing was written.
+var ErrImported = errors.New("imported already by another process")
+
 // importChange makes ch record an outside change: no file is touched (the
 // outside commit made the change) and the commit is made even though empty.
-func importChange(ch change, source plumbing.Hash) change {
+// It is refused (ErrImported) when the index, checked again after every
+// fetch, already has a version of that resource from the same outside
+// commit; imu is held when check runs.
+func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 	ch.source = source
 	ch.apply = func(context.Context, string) error { return nil }
+	check := ch.check
+	ch.check = func(e *entry) error {
+		for id, other := range b.idx {
+			if other.id.Namespace != ch.ident.Namespace || other.id.Name != ch.ident.Name || other.id.Kind != ch.ident.Kind {
+				continue
+			}
+			for _, c := range other.versions {
+				if c == source {
+					return &cairn.Error{Code: cairn.CodeAlreadyExists, IDs: []string{id}, Err: ErrImported,
+						Msg: fmt.Sprintf("git backend: %s at commit %s: %v", ch.ident, source, ErrImported)}
+				}
+			}
+		}
+		if check == nil {
+			return nil
+		}
+		return check(e)
+	}
 	return ch
 }
 
@@ -98,6 +125,11 @@ type FileChange struct {
 type Step struct {
 	Commit  plumbing.Hash
 	Changes []FileChange
+	// Imported are the resources ("apiVersion Kind namespace/name") whose
+	// change in this commit a later commit of cairn's (Cairn-Source) says
+	// was imported already: by another process syncing with a cache of
+	// its own (another replica), which the hub holds a newer state than.
+	Imported map[string]bool
 }
 
 // isResourceFile says whether a path can hold a resource.
@@ -186,8 +218,9 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 		steps, err := b.snapshotLocked(chain)
 		return steps, from, to, err
 	}
+	imported := importedIn(chain)
 	for _, c := range chain {
-		st := Step{Commit: c.Hash}
+		st := Step{Commit: c.Hash, Imported: imported[c.Hash]}
 		if trailers(c.Message)[trInstance] == "" {
 			if st.Changes, err = commitChanges(c); err != nil {
 				return nil, from, to, err
@@ -196,6 +229,41 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 		steps = append(steps, st)
 	}
 	return steps, from, to, nil
+}
+
+// importedIn maps each outside commit that a commit of chain (Cairn-Source)
+// imported to the resources imported from it, leaving out an import whose
+// resource version a later commit deletes again (the hub rolling back an
+// import its store did not commit).
+func importedIn(chain []*object.Commit) map[plumbing.Hash]map[string]bool {
+	type version struct {
+		id string
+		rv string
+	}
+	type source struct {
+		commit   plumbing.Hash
+		resource string
+	}
+	imports := map[version]source{}
+	for _, c := range chain {
+		t := trailers(c.Message)
+		v := version{t[trInstance], t[trVersion]}
+		if t[trOperation] == opDeleteRevision {
+			delete(imports, v)
+			continue
+		}
+		if src := plumbing.NewHash(t[trSource]); !src.IsZero() && t[trResource] != "" {
+			imports[v] = source{src, t[trResource]}
+		}
+	}
+	out := map[plumbing.Hash]map[string]bool{}
+	for _, s := range imports {
+		if out[s.commit] == nil {
+			out[s.commit] = map[string]bool{}
+		}
+		out[s.commit][s.resource] = true
+	}
+	return out
 }
 
 // authorOf names a commit's author as createdBy: "Name <email>".

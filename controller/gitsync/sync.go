@@ -182,7 +182,7 @@ func (s *Syncer) sync(ctx context.Context) (SyncResult, error) {
 	res.From, res.To = hashString(from), hashString(to)
 	for _, st := range steps {
 		for _, fc := range st.Changes {
-			ev, err := s.apply(ctx, b, fc)
+			ev, err := s.apply(ctx, b, fc, st.Imported)
 			if err != nil {
 				return res, fmt.Errorf("git sync %s: %s at %s: %w", sb.ID, fc.Path, fc.Commit, err)
 			}
@@ -269,7 +269,12 @@ func refused(err error) bool {
 // apply makes one file change in the hub, when the hub does not already
 // hold it. The returned event's Type is empty when there was nothing to do;
 // an error means the sync must stop (and be retried).
-func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (SyncEvent, error) {
+//
+// imported names the resources whose change in fc's commit a process
+// syncing with another cache (another replica) imported already: the hub
+// holds that change or a newer one, and importing it again would put an
+// older value back for a while.
+func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (SyncEvent, error) {
 	ev := SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}
 	skip := func(format string, args ...any) (SyncEvent, error) {
 		ev.Type, ev.Reason = "Skipped", fmt.Sprintf(format, args...)
@@ -277,13 +282,16 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (
 	}
 	ctx = git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
 	if fc.Data == nil {
-		return s.applyDelete(ctx, b, fc, ev)
+		return s.applyDelete(ctx, b, fc, ev, imported)
 	}
 	p, err := b.ParseFile(fc.Path, fc.Data)
 	if err != nil {
 		return skip("%s: %v", fc.Path, err)
 	}
 	ev.Resource = p.String()
+	if imported[ev.Resource] {
+		return ev, nil
+	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
 		return skip("%v", err)
@@ -303,6 +311,9 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (
 			Namespace: md.Namespace, Name: md.Name, TypeRef: typ.Ref(), Labels: md.Labels,
 			Value: p.Spec, Backend: &hub.BackendInput{ID: s.cfg.BackendID}, CreatedBy: fc.Author,
 		}}})
+		if errors.Is(err, git.ErrImported) {
+			return ev, nil // another replica was first
+		}
 		if refused(err) {
 			return skip("create %s: %v", p, err)
 		}
@@ -322,6 +333,9 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (
 		return ev, nil // the hub holds this already (cairn's own write, or synced before)
 	}
 	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}})
+	if errors.Is(err, git.ErrImported) {
+		return ev, nil // another replica was first
+	}
 	if refused(err) {
 		return skip("update %s: %v", p, err)
 	}
@@ -332,12 +346,15 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange) (
 	return ev, nil
 }
 
-func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent) (SyncEvent, error) {
+func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent, imported map[string]bool) (SyncEvent, error) {
 	p, err := b.ParseFile(fc.Path, fc.Old)
 	if err != nil {
 		return ev, nil // never a resource this backend imported
 	}
 	ev.Resource = p.String()
+	if imported[ev.Resource] {
+		return ev, nil
+	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
 		return ev, nil
@@ -358,6 +375,9 @@ func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileCha
 		return ev, nil // another backend's instance of that name
 	}
 	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
+		if errors.Is(err, git.ErrImported) {
+			return ev, nil // another replica was first
+		}
 		if refused(err) {
 			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
 			return ev, nil

@@ -3,6 +3,8 @@ package gitsync_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git"
@@ -471,5 +475,107 @@ func TestSyncReportsAndSkips(t *testing.T) {
 	}
 	if inst, _ := e.get("locked"); inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
 		t.Errorf("locked after unlocking: version %d by %q, want 2 by Jane", inst.Latest.ResourceVersion, inst.Latest.CreatedBy)
+	}
+}
+
+// TestSyncOnTwoReplicas: two cairn serve replicas share the store and each
+// syncs with a cache of its own. Once one has imported Jane's commits, the
+// other's sync, which still starts before them, imports none of them
+// again: no extra resource versions, no value going back to an older
+// commit's for a while, no extra commits.
+func TestSyncOnTwoReplicas(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	id := e.create("flag", true)
+	a := e.syncer()
+	other := *e
+	other.open(t.TempDir()) // replica B: its own hub and cache on the same store
+	b := other.syncer()
+	for _, s := range []*gitsync.Syncer{a, b} {
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e.person("status") // clones
+	for _, enabled := range []bool{false, true} {
+		e.write("flag", flagFile("flag", enabled))
+		e.person("commit", "--quiet", "-am", fmt.Sprintf("enabled: %v", enabled))
+	}
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 2 {
+		t.Fatalf("replica A's Sync = %+v, %v; want 2 updated", res, err)
+	}
+	commits := e.remote.commits(t)
+
+	res, err := b.Sync(ctx)
+	if err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+		t.Errorf("replica B's Sync after A's = %+v, %v; want nothing imported", res, err)
+	}
+	versions, err := e.h.ResourceVersions(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 3 {
+		for _, v := range versions {
+			t.Logf("version %d by %s: %s", v.ResourceVersion, v.CreatedBy, v.Value)
+		}
+		t.Errorf("the flag has %d resource versions, want 3 (cairn's, Jane's two)", len(versions))
+	}
+	if n := e.remote.commits(t); n != commits {
+		t.Errorf("replica B's sync pushed %d commits", n-commits)
+	}
+}
+
+// Two replicas syncing at the same moment both read Jane's commit before
+// either imported it. The branch decides: the second import, whose push
+// meets the first's commit, is refused as imported already (ErrImported),
+// and nothing of it is written.
+func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	id := e.create("flag", true)
+	a := e.syncer()
+	other := *e
+	other.open(t.TempDir())
+	for _, s := range []*gitsync.Syncer{a, other.syncer()} {
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb, err := other.h.StorageBackend(ctx, e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := other.opener.OpenBackend(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.(*git.Backend)
+	if _, _, _, err := b.Pending(ctx); err != nil { // B's cache has the tip before Jane's commit
+		t.Fatal(err)
+	}
+
+	e.person("status")
+	e.write("flag", flagFile("flag", false))
+	e.person("commit", "--quiet", "-am", "disable")
+	e.person("push", "--quiet", "origin", "main")
+	janes := plumbing.NewHash(e.person("rev-parse", "HEAD"))
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 {
+		t.Fatalf("replica A's Sync = %+v, %v", res, err)
+	}
+	commits := e.remote.commits(t)
+
+	// Replica B imports the same commit, as its sync would have.
+	imp := git.WithImport(cairn.WithActor(ctx, jane), b, janes)
+	_, err = other.h.UpdateInstances(imp, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"enabled":false}`), Labels: map[string]string{}}})
+	if !errors.Is(err, git.ErrImported) {
+		t.Errorf("replica B's import of a commit A imported: %v, want ErrImported", err)
+	}
+	if inst, err := e.get("flag"); err != nil || inst.Latest.ResourceVersion != 2 {
+		t.Errorf("the flag after B's import: %+v, %v; want resource version 2", inst.Latest, err)
+	}
+	if n := e.remote.commits(t); n != commits {
+		t.Errorf("replica B's import pushed %d commits", n-commits)
 	}
 }

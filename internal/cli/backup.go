@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backup"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -24,7 +25,10 @@ instance with all its resource versions, labels, annotations, status,
 relations and lock, the values kept by the built-in backend, and the
 change-log position. The store is that of --data-dir (the embedded SQLite
 file) or --database (PostgreSQL); it is read in one snapshot while servers on
-it go on serving, so the file is consistent without stopping anything.
+it go on serving, so the file is consistent without stopping anything. The
+store is read as it is, never created or migrated: a missing store, and one
+at an older schema version than this binary's, are refused (back it up with
+the cairn that serves it, before an upgrade's cairn migrate).
 
 The file is JSON lines with a version header and a SHA-256 trailer; cairn
 restore checks both. It holds the built-in backend's values, which may be
@@ -39,9 +43,9 @@ they live. See docs/reliability.md.`,
 				return usageErrorf("backup: --to FILE is required (- for standard output)")
 			}
 			ctx := cmd.Context()
-			st, err := a.openStore(ctx, nil)
+			st, err := a.openStoreAsIs(ctx)
 			if err != nil {
-				return err
+				return fmt.Errorf("backup: %w", err)
 			}
 			defer func() {
 				if cerr := st.Close(); cerr != nil && err == nil {
@@ -170,7 +174,7 @@ microsecond.`,
 					err = fmt.Errorf("close the store %s: %w", st.Where, cerr)
 				}
 			}()
-			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force})
+			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force, BuiltinType: hub.BuiltinTypeRef(st.Kind)})
 			if err != nil {
 				return fmt.Errorf("restore from %s into %s: %w", from, st.Where, err)
 			}

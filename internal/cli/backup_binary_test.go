@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 )
 
@@ -125,6 +126,19 @@ func (b *backupBinary) instances(args ...string) map[string]string {
 		m[it.Metadata.Name] = string(it.Spec.Value)
 	}
 	return m
+}
+
+// builtinType is the Type path of the store's built-in backend instance.
+func (b *backupBinary) builtinType(args ...string) string {
+	b.t.Helper()
+	out := b.must(append(args, "get", "typeinstance", cairn.BuiltinBackendID, "-o", "json")...)
+	var inst struct {
+		Spec struct{ TypeRef struct{ Path string } }
+	}
+	if err := json.Unmarshal([]byte(out), &inst); err != nil {
+		b.t.Fatalf("get typeinstance %s -o json: %v\n%s", cairn.BuiltinBackendID, err, out)
+	}
+	return inst.Spec.TypeRef.Path
 }
 
 func listRV(t *testing.T, url string) string {
@@ -277,6 +291,9 @@ func TestBackupRestoreBinaryPostgres(t *testing.T) {
 	if got := b.instances("--database", db); !equalMaps(got, want) {
 		t.Fatalf("instances restored into PostgreSQL differ:\n got %v\nwant %v", got, want)
 	}
+	if got := b.builtinType("--database", db); got != "cap.core.type.hub.storage.postgresql" {
+		t.Errorf("the built-in backend restored into PostgreSQL is of Type %s", got)
+	}
 	// And back: a backup of PostgreSQL restores into SQLite.
 	file2 := filepath.Join(dir, "pg.bak")
 	b.must("--database", db, "backup", "--to", file2)
@@ -284,6 +301,9 @@ func TestBackupRestoreBinaryPostgres(t *testing.T) {
 	b.must("--data-dir", e, "restore", "--from", file2)
 	if got := b.instances("--data-dir", e); !equalMaps(got, want) {
 		t.Fatalf("instances back in SQLite differ:\n got %v\nwant %v", got, want)
+	}
+	if got := b.builtinType("--data-dir", e); got != "cap.core.type.hub.storage.sqlite" {
+		t.Errorf("the built-in backend restored back into SQLite is of Type %s", got)
 	}
 	if _, errOut, code := b.run("--database", db, "restore", "--from", file); code != 4 || !strings.Contains(errOut, "not empty") {
 		t.Errorf("restore into a non-empty database: exit %d %q", code, errOut)

@@ -54,6 +54,18 @@ type openedStore struct {
 // so replicas starting together migrate once). A database migrated by a
 // newer cairn is refused.
 func (a *app) openStore(ctx context.Context, log *slog.Logger) (*openedStore, error) {
+	return a.openStoreWith(ctx, log, false)
+}
+
+// openStoreAsIs opens the metadata store the flags select without creating
+// or migrating it, for a backup, which must not change what it backs up: a
+// missing store, or one at an older schema version (an older cairn serving
+// it), is refused.
+func (a *app) openStoreAsIs(ctx context.Context) (*openedStore, error) {
+	return a.openStoreWith(ctx, nil, true)
+}
+
+func (a *app) openStoreWith(ctx context.Context, log *slog.Logger, asIs bool) (*openedStore, error) {
 	var enc *atrest.Config
 	if a.encryptionConfig != "" {
 		c, err := atrest.Load(a.encryptionConfig)
@@ -62,7 +74,7 @@ func (a *app) openStore(ctx context.Context, log *slog.Logger) (*openedStore, er
 		}
 		enc = c
 	}
-	st, err := a.openRawStore(ctx, log)
+	st, err := a.openRawStore(ctx, log, asIs)
 	if err != nil {
 		return nil, err
 	}
@@ -73,20 +85,29 @@ func (a *app) openStore(ctx context.Context, log *slog.Logger) (*openedStore, er
 	return st, nil
 }
 
-func (a *app) openRawStore(ctx context.Context, log *slog.Logger) (*openedStore, error) {
+// openRawStore opens the store; asIs: without creating or migrating it.
+func (a *app) openRawStore(ctx context.Context, log *slog.Logger, asIs bool) (*openedStore, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	switch db := a.database; {
 	case db == "":
 		path := filepath.Join(a.dataDir, "cairn.db")
-		st, err := sqlite.Open(ctx, path)
+		var opts []sqlite.Option
+		if asIs {
+			opts = append(opts, sqlite.WithoutMigrating())
+		}
+		st, err := sqlite.Open(ctx, path, opts...)
 		if err != nil {
 			return nil, storeError(fmt.Sprintf("open the store %s", path), err)
 		}
 		return &openedStore{Store: st, Kind: "sqlite", Where: path, Version: sqlite.SchemaVersion()}, nil
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-		st, err := postgres.Open(ctx, db, postgres.WithLogger(log))
+		opts := []postgres.Option{postgres.WithLogger(log)}
+		if asIs {
+			opts = append(opts, postgres.WithoutMigrating())
+		}
+		st, err := postgres.Open(ctx, db, opts...)
 		if err != nil {
 			return nil, storeError("open the PostgreSQL store", err)
 		}
@@ -100,7 +121,11 @@ func (a *app) openRawStore(ctx context.Context, log *slog.Logger) (*openedStore,
 // and makes anything else Unavailable.
 func storeError(what string, err error) error {
 	code := cairn.ErrorCode(err)
-	if code == cairn.CodeInternal || errors.Is(err, postgres.ErrSchemaTooNew) || errors.Is(err, sqlite.ErrSchemaTooNew) {
+	switch {
+	case errors.Is(err, postgres.ErrNoSchema), errors.Is(err, sqlite.ErrNoStore):
+		code = cairn.CodeNotFound
+	case code == cairn.CodeInternal, errors.Is(err, postgres.ErrSchemaTooNew), errors.Is(err, sqlite.ErrSchemaTooNew),
+		errors.Is(err, postgres.ErrSchemaTooOld), errors.Is(err, sqlite.ErrSchemaTooOld):
 		code = cairn.CodeUnavailable
 	}
 	return &cairn.Error{Code: code, Msg: fmt.Sprintf("%s: %v", what, err), Err: err}

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +232,42 @@ func TestServeTwoReplicasOnPostgres(t *testing.T) {
 		}
 		if builtin != 1 || others != 2 {
 			t.Fatalf("%s serves %d built-in backends and %d other instances, want 1 and the 2 applied", base, builtin, others)
+		}
+	}
+}
+
+// cairn backup reads the store as it is: a mistyped --data-dir or an
+// unmigrated database is refused (not created and backed up empty), and a
+// store an older cairn serves is not migrated under it by the backup.
+func TestBackupDoesNotCreateOrMigrate(t *testing.T) {
+	dir := t.TempDir()
+	missing := dir + "/no-such-dir"
+	r := runVars(t, map[string]string{cli.EnvDataDir: missing}, "backup", "--to", dir+"/a.bak")
+	if r.code != cli.ExitNotFound || !strings.Contains(r.stderr, missing+"/cairn.db") || !strings.Contains(r.stderr, "no cairn store there") {
+		t.Errorf("backup of a missing data directory: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("backup created %s: %v", missing, err)
+	}
+
+	sc := pgtest.NewSchema(t)
+	db := schemaURL(t, sc)
+	vars := map[string]string{cli.EnvDataDir: dir, cli.EnvDatabase: db}
+	r = runVars(t, vars, "backup", "--to", dir+"/b.bak")
+	if r.code != cli.ExitNotFound || !strings.Contains(r.stderr, "holds no cairn tables") {
+		t.Errorf("backup of an empty schema: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runVars(t, vars, "migrate"); r.code != 0 {
+		t.Fatalf("migrate: exit %d, stderr %q", r.code, r.stderr)
+	}
+	sc.Exec(t, `DELETE FROM schema_migrations WHERE version = $1`, postgres.SchemaVersion())
+	r = runVars(t, vars, "backup", "--to", dir+"/c.bak")
+	if r.code != cli.ExitUnavailable || !strings.Contains(r.stderr, "is older than this cairn binary's") {
+		t.Errorf("backup of an older schema: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, f := range []string{"a.bak", "b.bak", "c.bak"} {
+		if _, err := os.Stat(dir + "/" + f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused backup wrote %s: %v", f, err)
 		}
 	}
 }

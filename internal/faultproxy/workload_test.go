@@ -65,7 +65,7 @@ func startWorkload(ctx context.Context, hubs []*hub.Hub, typ cairn.TypeRef, dead
 					switch {
 					case err == nil:
 						w.acked[id] = n
-					case cairn.HasCode(err, cairn.CodeUnavailable) || rctx.Err() != nil || cairn.ErrorCode(err) == cairn.CodeInternal:
+					case cairn.HasCode(err, cairn.CodeUnavailable) || rctx.Err() != nil:
 						// The outcome is unknown to the client: the commit
 						// may or may not have happened, so its value is
 						// left out.

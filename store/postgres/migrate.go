@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,6 +26,48 @@ func (e *SchemaTooNewError) Error() string {
 }
 
 func (e *SchemaTooNewError) Is(target error) bool { return target == ErrSchemaTooNew }
+
+// ErrNoSchema reports a schema without cairn's tables, opened
+// WithoutMigrating.
+var ErrNoSchema = errors.New("the schema holds no cairn tables (cairn migrate or cairn serve creates them)")
+
+// ErrSchemaTooOld reports a schema opened WithoutMigrating that an older
+// cairn migrated; errors.Is matches the *SchemaTooOldError Open returns.
+var ErrSchemaTooOld = errors.New("database schema is older than this cairn binary's")
+
+// SchemaTooOldError says which versions disagree.
+type SchemaTooOldError struct {
+	Version int // the database's
+	Binary  int // this binary's
+}
+
+func (e *SchemaTooOldError) Error() string {
+	return fmt.Sprintf("database schema version %d is older than this cairn binary's (%d); use the cairn that serves it, or run cairn migrate first", e.Version, e.Binary)
+}
+
+func (e *SchemaTooOldError) Is(target error) bool { return target == ErrSchemaTooOld }
+
+// checkVersion refuses a schema not at this binary's version, reading only.
+func checkVersion(ctx context.Context, pool *pgxpool.Pool) error {
+	var schema *string
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL`).Scan(&schema, &exists); err != nil {
+		return fmt.Errorf("find schema_migrations: %w", classify(err))
+	}
+	if schema == nil || !exists {
+		return ErrNoSchema
+	}
+	v, err := readVersion(ctx, pool)
+	switch {
+	case err != nil:
+		return err
+	case v > len(migrations):
+		return &SchemaTooNewError{Version: v, Supported: len(migrations)}
+	case v < len(migrations):
+		return &SchemaTooOldError{Version: v, Binary: len(migrations)}
+	}
+	return nil
+}
 
 // SchemaVersion is the schema version this binary migrates a database to.
 func SchemaVersion() int { return len(migrations) }
@@ -241,16 +284,25 @@ func migrateStep(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (don
 		return false, fmt.Errorf("migrate: %w", classify(err))
 	}
 	if schema == nil {
-		return false, errors.New("migrate: no schema to create the tables in: the search_path names no existing schema (create it, or check WithSchema / search_path)")
+		return false, errors.New("migrate: no schema to create the tables in: the search_path names no existing schema (create it, or fix search_path in the connection URL)")
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+migrationLockKey+`)`); err != nil {
 		return false, fmt.Errorf("migrate: take the migration lock: %w", classify(err))
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	// CREATE TABLE IF NOT EXISTS needs CREATE on the schema even when the
+	// table is there, which a role that only reads and writes cairn's
+	// tables lacks: a schema already migrated is found without it.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return false, fmt.Errorf("migrate: find schema_migrations: %w", classify(err))
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    integer NOT NULL PRIMARY KEY,
 	applied_at timestamptz NOT NULL DEFAULT now()
 )`); err != nil {
-		return false, fmt.Errorf("migrate: create schema_migrations: %w", classify(err))
+			return false, fmt.Errorf("migrate: create schema_migrations: %w", noCreate(err, *schema))
+		}
 	}
 	v, err := readVersion(ctx, tx)
 	if err != nil {
@@ -263,7 +315,7 @@ func migrateStep(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (don
 		return true, tx.Commit(ctx)
 	}
 	if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-		return false, fmt.Errorf("migrate: apply version %d: %w", v+1, classify(err))
+		return false, fmt.Errorf("migrate: apply version %d: %w", v+1, noCreate(err, *schema))
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v+1); err != nil {
 		return false, fmt.Errorf("migrate: record version %d: %w", v+1, classify(err))
@@ -273,6 +325,18 @@ func migrateStep(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (don
 	}
 	log.InfoContext(ctx, "migrated the PostgreSQL schema", "schema", *schema, "version", v+1)
 	return false, nil
+}
+
+// noCreate classifies err, and says what to do when it is PostgreSQL's
+// insufficient_privilege: a role that serves may lack the right to change
+// the schema, which only a migration needs.
+func noCreate(err error, schema string) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return classify(err)
+	}
+	return fmt.Errorf("%w: the schema needs migrating, and this role may not change schema %q (CREATE on it, owning cairn's tables): "+
+		"run cairn migrate as the schema's owner, then start cairn with this role", err, schema)
 }
 
 func readVersion(ctx context.Context, q querier) (int, error) {

@@ -85,6 +85,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -103,9 +104,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	schema   string
-	maxConns int32
-	log      *slog.Logger
+	schema    string
+	maxConns  int32
+	log       *slog.Logger
+	noMigrate bool
 }
 
 // WithSchema makes every connection use the given schema (search_path): the
@@ -124,6 +126,13 @@ func WithMaxConns(n int32) Option {
 // WithLogger receives the migrations applied at Open.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
+}
+
+// WithoutMigrating opens the store as it is, for what must not change it
+// (a backup): a schema without cairn's tables (ErrNoSchema) or at an older
+// version than this binary's (ErrSchemaTooOld) is refused, not migrated.
+func WithoutMigrating() Option {
+	return func(o *options) { o.noMigrate = true }
 }
 
 // maxAttempts bounds how often Update runs fn when PostgreSQL reports a
@@ -174,7 +183,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, classify(err))
 	}
-	if err := migrate(ctx, s.pool, o.log); err != nil {
+	check := func() error { return migrate(ctx, s.pool, o.log) }
+	if o.noMigrate {
+		check = func() error { return checkVersion(ctx, s.pool) }
+	}
+	if err := check(); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", s.desc, err)
 	}
@@ -302,7 +315,11 @@ func classify(err error) error {
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) {
+	// A server that went away without a word (killed, failed over, cut by
+	// a proxy) ends the stream: io.ErrUnexpectedEOF mid-answer, and "conn
+	// closed" for what then uses the connection.
+	lost := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
+	if lost || errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err

@@ -178,7 +178,7 @@ func TestConcurrentMigrations(t *testing.T) {
 func TestMissingSchema(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	_, err := postgres.Open(t.Context(), dsn, postgres.WithSchema("cairn_no_such_schema"))
-	if err == nil || !strings.Contains(err.Error(), "search_path names no existing schema") {
+	if err == nil || !strings.Contains(err.Error(), "search_path names no existing schema (create it, or fix search_path in the connection URL)") {
 		t.Fatalf("Open with a missing schema: %v", err)
 	}
 }
@@ -363,4 +363,88 @@ func TestMigration6DropsBackendUses(t *testing.T) {
 	if err := schemaConn(t, sc).QueryRow(ctx, `SELECT count(*) FROM uses`).Scan(&rows); err != nil || rows != 1 {
 		t.Errorf("uses rows after migration 6: %d, %v; want the one not to a backend", rows, err)
 	}
+}
+
+// An operator migrates with a role owning the schema and serves with one
+// that may only read and write its tables: a store already at this
+// binary's version opens without CREATE on its schema, and one that needs
+// a migration says which privilege is missing and what to do.
+func TestOpenWithoutCreatePrivilege(t *testing.T) {
+	ctx := t.Context()
+	migrated, fresh := pgtest.NewSchema(t), pgtest.NewSchema(t)
+	if err := migrated.Open(t).Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn := schemaConn(t, migrated)
+	var super bool
+	if err := conn.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {
+		t.Fatal(err)
+	}
+	if super {
+		t.Skip("the test role is a superuser, which no privilege check applies to")
+	}
+	// The owner's own privileges can be revoked, as another role's would be.
+	for _, sc := range []pgtest.Schema{migrated, fresh} {
+		sc.Exec(t, `REVOKE CREATE ON SCHEMA `+pgx.Identifier{sc.Name}.Sanitize()+` FROM CURRENT_USER`)
+	}
+
+	s := migrated.Open(t)
+	in := cairn.Instance{ID: "00000000-0000-4000-8000-000000000001", TypeRef: cairn.TypeRef{Path: "cap.type.a", Revision: "0.1.0"},
+		Namespace: "default", Name: "a", Latest: cairn.ResourceVersion{ResourceVersion: 1}}
+	if err := s.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.CreateInstance(ctx, in); err != nil {
+			return err
+		}
+		return tx.PutValue(ctx, in.ID, 1, json.RawMessage(`{}`))
+	}); err != nil {
+		t.Fatalf("write without CREATE on the schema: %v", err)
+	}
+
+	_, err := postgres.Open(ctx, fresh.DSN, postgres.WithSchema(fresh.Name))
+	if err == nil {
+		t.Fatal("Open of an unmigrated schema without CREATE on it succeeded")
+	}
+	for _, want := range []string{"permission denied", "CREATE", fresh.Name, "cairn migrate"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// WithoutMigrating opens a store as it is, for a backup, which must not
+// change what it backs up: a schema cairn never migrated, or one an older
+// cairn serves, is refused and left alone.
+func TestOpenWithoutMigrating(t *testing.T) {
+	ctx := t.Context()
+	empty, older, current := pgtest.NewSchema(t), pgtest.NewSchema(t), pgtest.NewSchema(t)
+	for _, sc := range []pgtest.Schema{older, current} {
+		if err := sc.Open(t).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older.Exec(t, `DELETE FROM schema_migrations WHERE version = $1`, postgres.SchemaVersion())
+
+	_, err := postgres.Open(ctx, empty.DSN, postgres.WithSchema(empty.Name), postgres.WithoutMigrating())
+	if !errors.Is(err, postgres.ErrNoSchema) || !strings.Contains(err.Error(), "holds no cairn tables") {
+		t.Errorf("Open of an empty schema without migrating: %v, want ErrNoSchema", err)
+	}
+	var exists bool
+	if err := schemaConn(t, empty).QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Errorf("schema_migrations in the empty schema after the refused Open: %v, %v", exists, err)
+	}
+
+	_, err = postgres.Open(ctx, older.DSN, postgres.WithSchema(older.Name), postgres.WithoutMigrating())
+	want := fmt.Sprintf("database schema version %d is older than this cairn binary's (%d)", postgres.SchemaVersion()-1, postgres.SchemaVersion())
+	if !errors.Is(err, postgres.ErrSchemaTooOld) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open of an older schema without migrating: %v, want ErrSchemaTooOld saying %q", err, want)
+	}
+	if got := schemaVersions(t, older); len(got) != postgres.SchemaVersion()-1 {
+		t.Errorf("the older schema was migrated: %v", got)
+	}
+
+	s, err := postgres.Open(ctx, current.DSN, postgres.WithSchema(current.Name), postgres.WithoutMigrating())
+	if err != nil {
+		t.Fatalf("Open of a current schema without migrating: %v", err)
+	}
+	s.Close()
 }

@@ -317,6 +317,41 @@ func schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
 	return int(v.Int64), nil
 }
 
+// ErrNoStore reports a file opened WithoutMigrating that is not there or
+// holds no cairn schema.
+var ErrNoStore = errors.New("no cairn store there (cairn creates it on first use: check the path or --data-dir)")
+
+// ErrSchemaTooOld reports a database opened WithoutMigrating that an older
+// cairn migrated.
+var ErrSchemaTooOld = errors.New("database schema is older than this cairn binary's; use the cairn that serves it, or run cairn migrate first")
+
+// checkVersion refuses a database not at this binary's version, reading
+// only.
+func checkVersion(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("check the schema version: %w", classify(err))
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
+		return fmt.Errorf("check the schema version: %w", classify(err))
+	}
+	if n == 0 {
+		return ErrNoStore
+	}
+	v, err := schemaVersion(ctx, tx)
+	switch {
+	case err != nil:
+		return err
+	case v > len(migrations):
+		return fmt.Errorf("%w (database at version %d, binary knows up to %d)", ErrSchemaTooNew, v, len(migrations))
+	case v < len(migrations):
+		return fmt.Errorf("%w (database at version %d, binary's %d)", ErrSchemaTooOld, v, len(migrations))
+	}
+	return nil
+}
+
 // SchemaVersion is the schema version this binary migrates a database to;
 // after a successful Open the database is at exactly this version.
 func SchemaVersion() int { return len(migrations) }

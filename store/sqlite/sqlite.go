@@ -43,6 +43,16 @@ type options struct {
 	// plainWAL has the writer write WAL frames through SQLite's own VFS,
 	// a write per header and per page (the baseline of BenchmarkWALVFS).
 	plainWAL bool
+	// noMigrate: WithoutMigrating.
+	noMigrate bool
+}
+
+// WithoutMigrating opens the store as it is, for what must not change it
+// (a backup): a file that is not there, or holds no cairn schema, is
+// refused (ErrNoStore) instead of created, and a schema at an older
+// version than this binary's (ErrSchemaTooOld) instead of migrated.
+func WithoutMigrating() Option {
+	return func(o *options) { o.noMigrate = true }
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -96,14 +106,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// file 0644, and gives the WAL and shared-memory files the database
 	// file's mode, so creating it first covers those too. An existing
 	// file keeps the mode its owner chose.
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-		if err := f.Close(); err != nil {
+	if o.noMigrate {
+		if _, err := os.Stat(abs); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				err = ErrNoStore
+			}
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 		}
-	} else if !errors.Is(err, fs.ErrExist) {
+	} else if err := createFile(abs); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
@@ -119,7 +129,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := migrateRetrying(ctx, s.w, o.busyTimeout); err != nil {
+	check := func() error { return migrateRetrying(ctx, s.w, o.busyTimeout) }
+	if o.noMigrate {
+		check = func() error { return checkVersion(ctx, s.w) }
+	}
+	if err := check(); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -325,4 +339,20 @@ func classify(err error) error {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err
+}
+
+// createFile makes the database file and its directories, its owner's only,
+// unless the file is there.
+func createFile(abs string) error {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -321,3 +321,49 @@ func TestTwoStoresOneFile(t *testing.T) {
 		t.Fatalf("%d versions, last %d; want %d", len(rvs), rvs[len(rvs)-1].ResourceVersion, 2*perStore+1)
 	}
 }
+
+// WithoutMigrating opens a store as it is, for a backup, which must not
+// change what it backs up: a file that is not there is not created (a
+// mistyped --data-dir would back up an empty store), and one an older cairn
+// serves is refused, not migrated.
+func TestOpenWithoutMigrating(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-dir", "cairn.db")
+	_, err := sqlite.Open(t.Context(), missing, sqlite.WithoutMigrating())
+	if !errors.Is(err, sqlite.ErrNoStore) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Open of a missing file without migrating: %v, want ErrNoStore naming the file", err)
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused Open created %s: %v", filepath.Dir(missing), err)
+	}
+
+	older := filepath.Join(dir, "older.db")
+	if err := open(t, older).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), `DELETE FROM schema_migrations WHERE version = ?`, sqlite.SchemaVersion()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.Open(t.Context(), older, sqlite.WithoutMigrating())
+	if !errors.Is(err, sqlite.ErrSchemaTooOld) || !strings.Contains(err.Error(), "use the cairn that serves it, or run cairn migrate first") {
+		t.Errorf("Open of an older schema without migrating: %v, want ErrSchemaTooOld", err)
+	}
+	if got := schemaVersions(t, older); len(got) != sqlite.SchemaVersion()-1 {
+		t.Errorf("the older store was migrated: %v", got)
+	}
+
+	current := filepath.Join(dir, "current.db")
+	if err := open(t, current).Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(t.Context(), current, sqlite.WithoutMigrating())
+	if err != nil {
+		t.Fatalf("Open of a current store without migrating: %v", err)
+	}
+	s.Close()
+}
