@@ -506,7 +506,7 @@ func TestSyncOnTwoReplicas(t *testing.T) {
 	if res, err := a.Sync(ctx); err != nil || res.Updated != 2 {
 		t.Fatalf("replica A's Sync = %+v, %v; want 2 updated", res, err)
 	}
-	commits := e.remote.commits(t)
+	commits := e.remote.Commits(t)
 
 	res, err := b.Sync(ctx)
 	if err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
@@ -522,7 +522,7 @@ func TestSyncOnTwoReplicas(t *testing.T) {
 		}
 		t.Errorf("the flag has %d resource versions, want 3 (cairn's, Jane's two)", len(versions))
 	}
-	if n := e.remote.commits(t); n != commits {
+	if n := e.remote.Commits(t); n != commits {
 		t.Errorf("replica B's sync pushed %d commits", n-commits)
 	}
 }
@@ -564,7 +564,7 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 {
 		t.Fatalf("replica A's Sync = %+v, %v", res, err)
 	}
-	commits := e.remote.commits(t)
+	commits := e.remote.Commits(t)
 
 	// Replica B imports the same commit, as its sync would have.
 	imp := git.WithImport(cairn.WithActor(ctx, jane), b, janes)
@@ -575,7 +575,7 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	if inst, err := e.get("flag"); err != nil || inst.Latest.ResourceVersion != 2 {
 		t.Errorf("the flag after B's import: %+v, %v; want resource version 2", inst.Latest, err)
 	}
-	if n := e.remote.commits(t); n != commits {
+	if n := e.remote.Commits(t); n != commits {
 		t.Errorf("replica B's import pushed %d commits", n-commits)
 	}
 }
