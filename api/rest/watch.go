@@ -188,6 +188,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 	}
 	added := map[string]bool{} // ADDED changes passed over for a later change
+	// passed: objects whose last change was passed over (gone or changed
+	// again by the time it was read), so whether they matched is not
+	// known; their deletion is always reported.
+	passed := map[string]bool{}
 	err = s.hub.Watch(ctx, start, func(c store.Change) error {
 		if (req.res.typ != nil && c.TypeRef.Path != req.res.typ.Path) || (req.namespace != "" && c.Namespace != req.namespace) {
 			return nil
@@ -198,15 +202,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 		known = known || listed || snapshot && c.Seq > settled
 		if c.Kind == store.Deleted {
+			unsure := passed[c.InstanceID]
 			delete(matching, c.InstanceID)
 			delete(added, c.InstanceID)
-			if selective && known && !was || !o.matchesFields(c.Name, c.Namespace) {
+			delete(passed, c.InstanceID)
+			if selective && known && !was && !unsure || !o.matchesFields(c.Name, c.Namespace) {
 				return nil
 			}
 			return send("DELETED", req.res.renderDeleted(c))
 		}
 		inst, err := s.hub.GetInstanceNotOlderThan(ctx, c.InstanceID, c.Seq, true)
 		if cairn.HasCode(err, cairn.CodeNotFound) {
+			passed[c.InstanceID] = true
 			return nil // deleted since; its DELETED change follows
 		}
 		if err != nil {
@@ -216,8 +223,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			// Changed again since: that later change reports the instance as
 			// it is now, so resourceVersions only grow and none repeats.
 			added[c.InstanceID] = added[c.InstanceID] || c.Kind == store.Added
+			passed[c.InstanceID] = true
 			return nil
 		}
+		delete(passed, c.InstanceID)
 		if added[c.InstanceID] {
 			delete(added, c.InstanceID)
 			c.Kind = store.Added
