@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/deps"
+	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -27,6 +30,15 @@ const (
 	// AnnotationInputsDigest identifies the inputs it was last installed
 	// with, so a resumed install skips it.
 	AnnotationInputsDigest = "deps.cairn.dev/inputs-digest"
+	// AnnotationParametersDigest is, on a root installation, the
+	// ParametersDigest of the spec its dependencies were last installed
+	// for: the stack controller installs them again when the spec no
+	// longer has it (a kubectl patch of the spec).
+	AnnotationParametersDigest = "deps.cairn.dev/parameters-digest"
+	// AnnotationDependencyOverrides holds, on a root installation, the
+	// --dependency overrides of its install (JSON list), so an install
+	// the stack controller starts again resolves them the same way.
+	AnnotationDependencyOverrides = "deps.cairn.dev/dependency-overrides"
 	// AnnotationInstalledAt is when an install last wrote it.
 	AnnotationInstalledAt = "deps.cairn.dev/installed-at"
 	// AnnotationOutputs holds the outputs its dependencies set on it
@@ -41,6 +53,25 @@ const (
 	// install removes the annotation. Its value names what it waits for.
 	AnnotationWaiting = "deps.cairn.dev/waiting-for"
 )
+
+// ParametersDigest is the digest of a root installation's parameters as
+// an install plans with them: the stack's name and version and the spec
+// with the stack's schema defaults applied, as canonical JSON ("sha256:"
+// and hex). The installer records it (AnnotationParametersDigest) and the
+// stack controller compares it with the spec's, so both compute it here:
+// a spec that differs only by a defaulted value has the same digest.
+func ParametersDigest(s *stack.Stack, spec map[string]any) (string, error) {
+	params, err := s.Defaults(spec)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]any{"stack": s.Manifest.Name, "version": s.Manifest.Version, "parameters": params})
+	if err != nil {
+		return "", fmt.Errorf("parameters of %s: %w", s.Manifest.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
 
 // DependencyCatalog is the stack catalog as the dependency resolver reads
 // it.
