@@ -465,6 +465,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		uses = append(uses, id)
 	}
 	var id string
+	var dropped []string
 	if req.Create && key == in.root {
 		return nil, fmt.Errorf("the root installation %s was deleted during the install; it is not created again (install again to recreate it)", key)
 	}
@@ -504,7 +505,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		// installation renders, and its dependencies must not be deletable.
 		// Those of a former install that this plan no longer resolves to
 		// go.
-		if err := in.s.Hub.SetDependencyUses(ctx, id, uses); err != nil {
+		if dropped, err = in.s.Hub.SetDependencyUses(ctx, id, uses); err != nil {
 			return nil, fmt.Errorf("uses edges: %w", err)
 		}
 		// Read, change, write; the stack controller writes the same
@@ -535,7 +536,19 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	in.ids[key] = id
 	in.mu.Unlock()
 	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
-	return in.wait(ctx, id, key)
+	got, err := in.wait(ctx, id, key)
+	if err != nil {
+		return nil, err
+	}
+	// Ready on its new dependencies: the exclusive ones it no longer
+	// needs go. A failure leaves them installed, unused, and is logged;
+	// the install itself succeeded.
+	if deleted, err := in.s.Hub.DeleteDroppedDependencies(ctx, req.RootID, dropped); err != nil {
+		in.s.log().WarnContext(ctx, "exclusive dependencies no longer used were not all deleted", "installation", key, "deleted", deleted, "err", err)
+	} else if len(deleted) > 0 {
+		in.s.log().InfoContext(ctx, "exclusive dependencies no longer used deleted", "installation", key, "deleted", deleted)
+	}
+	return got, nil
 }
 
 // checkSpec fails with ErrSpecChanged when the installation is the root

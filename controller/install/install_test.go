@@ -847,3 +847,42 @@ func TestAppliedInstallationSpecChangeReinstallsDependencies(t *testing.T) {
 		t.Fatalf("the changed installation, settled, was handed to the installer %d more times", got-n)
 	}
 }
+
+// An exclusive dependency (sharing mode none) that an install no longer
+// resolves to (here: the user gives an installation of their own with
+// --dependency) is deleted once its dependent is ready without it: no
+// other installation may ever use it. A shared one stays (above).
+func TestDroppedExclusiveDependencyDeleted(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/exclusive")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "solo"}, nil); err != nil || len(res.Installed) != 2 {
+		t.Fatalf("install a: %+v %v", res, err)
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	own, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, err := h.GetStack(ctx, "flags-env", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "mine", TypeRef: fe.InstallationType,
+		Value: json.RawMessage(`{"team":"mine"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "solo", Dependencies: []string{"flags=FlagsEnv/mine"}}, nil); err != nil || !contains(res.Reused, "dev/mine") {
+		t.Fatalf("install a with its flags given: %+v %v", res, err)
+	}
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Solo"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(a.Uses, mine[0].ID) || contains(a.Uses, own.ID) {
+		t.Fatalf("a uses %v: want %s (given), not %s (its former exclusive flags)", a.Uses, mine[0].ID, own.ID)
+	}
+	// Deleted as any installation with children is: by the controller.
+	waitGone(t, ctx, h, own.ID)
+}
