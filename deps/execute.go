@@ -428,7 +428,9 @@ func (r *run) request(n *Node) (InstallRequest, error) {
 		req.Outputs[k] = x
 	}
 	// The digest covers what decides the installation: never credential
-	// values (a wired credential counts by its template).
+	// values (a wired credential counts by its template), and which
+	// installations it uses (a dependency given with --dependency on a
+	// second run moves its uses edge even when no input changed).
 	cr := map[string]string{}
 	for k, v := range n.Credentials {
 		if v.Credential != "" {
@@ -437,7 +439,7 @@ func (r *run) request(n *Node) (InstallRequest, error) {
 			cr[k] = "template:" + v.Template
 		}
 	}
-	b, err := json.Marshal(map[string]any{"stack": n.Stack, "sharing": n.Sharing, "parameters": params, "credentials": cr, "outputs": req.Outputs})
+	b, err := json.Marshal(map[string]any{"stack": n.Stack, "sharing": n.Sharing, "parameters": params, "credentials": cr, "outputs": req.Outputs, "uses": req.Uses})
 	if err != nil {
 		return InstallRequest{}, fmt.Errorf("inputs: %w", err)
 	}

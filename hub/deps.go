@@ -2,13 +2,17 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/deps"
+	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -27,6 +31,15 @@ const (
 	// AnnotationInputsDigest identifies the inputs it was last installed
 	// with, so a resumed install skips it.
 	AnnotationInputsDigest = "deps.cairn.dev/inputs-digest"
+	// AnnotationParametersDigest is, on a root installation, the
+	// ParametersDigest of the spec its dependencies were last installed
+	// for: the stack controller installs them again when the spec no
+	// longer has it (a kubectl patch of the spec).
+	AnnotationParametersDigest = "deps.cairn.dev/parameters-digest"
+	// AnnotationDependencyOverrides holds, on a root installation, the
+	// --dependency overrides of its install (JSON list), so an install
+	// the stack controller starts again resolves them the same way.
+	AnnotationDependencyOverrides = "deps.cairn.dev/dependency-overrides"
 	// AnnotationInstalledAt is when an install last wrote it.
 	AnnotationInstalledAt = "deps.cairn.dev/installed-at"
 	// AnnotationOutputs holds the outputs its dependencies set on it
@@ -41,6 +54,25 @@ const (
 	// install removes the annotation. Its value names what it waits for.
 	AnnotationWaiting = "deps.cairn.dev/waiting-for"
 )
+
+// ParametersDigest is the digest of a root installation's parameters as
+// an install plans with them: the stack's name and version and the spec
+// with the stack's schema defaults applied, as canonical JSON ("sha256:"
+// and hex). The installer records it (AnnotationParametersDigest) and the
+// stack controller compares it with the spec's, so both compute it here:
+// a spec that differs only by a defaulted value has the same digest.
+func ParametersDigest(s *stack.Stack, spec map[string]any) (string, error) {
+	params, err := s.Defaults(spec)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]any{"stack": s.Manifest.Name, "version": s.Manifest.Version, "parameters": params})
+	if err != nil {
+		return "", fmt.Errorf("parameters of %s: %w", s.Manifest.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
 
 // DependencyCatalog is the stack catalog as the dependency resolver reads
 // it.
@@ -201,9 +233,11 @@ func (h *Hub) AddUses(ctx context.Context, from string, to []string) error {
 // installations (its backend, parameter sources) are left as they are. An
 // install that resolves a dependency to another installation than before
 // (the parameters it maps changed) so drops its use of the old one, which
-// can then be deleted.
-func (h *Hub) SetDependencyUses(ctx context.Context, from string, deps []string) error {
-	return h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+// can then be deleted. It returns the installations whose edges it removed.
+func (h *Hub) SetDependencyUses(ctx context.Context, from string, deps []string) ([]string, error) {
+	var removed []string
+	err := h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		removed = removed[:0]
 		cur, err := tx.GetInstances(ctx, []string{from}) // with its Uses
 		if err != nil {
 			return err
@@ -240,10 +274,47 @@ func (h *Hub) SetDependencyUses(ctx context.Context, from string, deps []string)
 				if err := tx.RemoveUses(ctx, from, u.ID); err != nil {
 					return err
 				}
+				removed = append(removed, u.ID)
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return removed, nil
+}
+
+// DeleteDroppedDependencies deletes, of the installations in dropped
+// (those an install no longer resolves the installation from's
+// dependencies to: SetDependencyUses' result), its exclusive ones: sharing
+// mode none and created by the install of root, the root id of from. No
+// other installation may use one (mode none is never reused), so nothing
+// could use it again; seed 002's unshared dependency goes with its
+// dependent's need of it, as with the dependent. Shared ones stay. It
+// returns the ids it deleted (or requested the deletion of, for one with
+// children) and the failures, joined.
+func (h *Hub) DeleteDroppedDependencies(ctx context.Context, root string, dropped []string) ([]string, error) {
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	used, err := h.st.GetInstancesBrief(ctx, dropped)
+	if err != nil {
+		return nil, fmt.Errorf("read the dropped dependencies: %w", err)
+	}
+	var deleted []string
+	var errs []error
+	for _, u := range used {
+		if u.Annotations[AnnotationSharingMode] != string(deps.SharingNone) || u.Annotations[AnnotationRootID] != root {
+			continue
+		}
+		if err := h.DeleteInstance(ctx, u.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			errs = append(errs, fmt.Errorf("delete the exclusive dependency %s/%s no longer used: %w", u.Namespace, u.Name, err))
+			continue
+		}
+		deleted = append(deleted, u.ID)
+	}
+	return deleted, errors.Join(errs...)
 }
 
 // RemoveUses removes the uses edges from -> to (missing edges are no-ops),

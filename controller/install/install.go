@@ -16,6 +16,7 @@ package install
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -29,6 +30,7 @@ import (
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/hub"
+	pkg "github.com/cairn-dev/cairn/stack"
 )
 
 // Request is one install (or plan) as a user gives it.
@@ -42,7 +44,17 @@ type Request struct {
 	Credentials map[string]string `json:"credentials,omitempty"`
 	// Dependencies are --dependency PATH=KIND/NAME|STACK@VERSION overrides.
 	Dependencies []string `json:"dependencies,omitempty"`
+	// IfParametersDigest, when set, is the hub.ParametersDigest of the
+	// root's spec the parameters were read from (Runner): the root is
+	// written only while its spec still has it, so a later change of the
+	// spec is not overwritten with the older one.
+	IfParametersDigest string `json:"-"`
 }
+
+// ErrSpecChanged is wrapped by Install when the root installation's spec
+// changed while the install ran: the install stops rather than overwrite
+// it, and installing again (with the new spec) resumes.
+var ErrSpecChanged = errors.New("the installation's spec changed during the install")
 
 // Service plans and installs through a hub.
 type Service struct {
@@ -172,7 +184,27 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, ids: map[string]string{}}
+	st, err := entry.Stack()
+	if err != nil {
+		return p, nil, err
+	}
+	digest, err := hub.ParametersDigest(st, req.Parameters)
+	if err != nil {
+		return p, nil, err
+	}
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, ids: map[string]string{},
+		stack: st, digest: digest, overrides: r.Dependencies, ifSpec: r.IfParametersDigest}
+	if root != nil && in.ifSpec == "" {
+		// What the install changes is the spec as it is now: a change
+		// made while it runs is not overwritten.
+		cur, err := s.Hub.GetInstance(ctx, root.ID, true)
+		if err != nil {
+			return p, nil, err
+		}
+		if in.ifSpec, err = hub.ParametersDigest(st, specOf(cur)); err != nil {
+			return p, nil, err
+		}
+	}
 	if err := in.learn(ctx, p); err != nil {
 		return p, nil, err
 	}
@@ -184,6 +216,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 			return p, nil, err
 		}
 		req.RootID = created
+		in.ifSpec = digest
 		if p, err = s.plan(ctx, req); err != nil {
 			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {
 				err = fmt.Errorf("%w (and removing the root installation created for it failed: %v)", err, derr)
@@ -248,6 +281,22 @@ type installer struct {
 	types map[string]cairn.TypeRef
 	// ids: node key -> installation id, once known.
 	ids map[string]string
+	// stack is the root's stack; digest the hub.ParametersDigest of the
+	// root's planned parameters, recorded on it; overrides its
+	// --dependency flags, recorded on it too, so an install the stack
+	// controller starts again for a changed spec resolves them the same.
+	stack     *pkg.Stack
+	digest    string
+	overrides []string
+	// ifSpec is the ParametersDigest the root's spec must still have when
+	// the root is written (ErrSpecChanged).
+	ifSpec string
+}
+
+func specOf(inst cairn.Instance) map[string]any {
+	var spec map[string]any
+	_ = json.Unmarshal(inst.Latest.Value, &spec)
+	return spec
 }
 
 // learn maps every node of the plan to its installation Type.
@@ -362,6 +411,18 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		set[hub.AnnotationSharingMode] = string(deps.SharingGroupMode)
 	}
 	del := []string{hub.AnnotationWaiting}
+	if key == in.root {
+		set[hub.AnnotationParametersDigest] = in.digest
+		if len(in.overrides) > 0 {
+			b, err := json.Marshal(in.overrides)
+			if err != nil {
+				return nil, fmt.Errorf("overrides: %w", err)
+			}
+			set[hub.AnnotationDependencyOverrides] = string(b)
+		} else {
+			del = append(del, hub.AnnotationDependencyOverrides)
+		}
+	}
 	if len(req.Outputs) > 0 {
 		b, err := json.Marshal(req.Outputs)
 		if err != nil {
@@ -404,6 +465,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		uses = append(uses, id)
 	}
 	var id string
+	var dropped []string
 	if req.Create && key == in.root {
 		return nil, fmt.Errorf("the root installation %s was deleted during the install; it is not created again (install again to recreate it)", key)
 	}
@@ -430,11 +492,20 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			return nil, fmt.Errorf("installation %s disappeared", key)
 		}
 		id = cur.ID
+		if key == in.root {
+			full, err := in.s.Hub.GetInstance(ctx, id, true)
+			if err != nil {
+				return nil, err
+			}
+			if err := in.checkSpec(key, full, in.ifSpec); err != nil {
+				return nil, err
+			}
+		}
 		// The uses edges first: once the waiting annotation goes, the
 		// installation renders, and its dependencies must not be deletable.
 		// Those of a former install that this plan no longer resolves to
 		// go.
-		if err := in.s.Hub.SetDependencyUses(ctx, id, uses); err != nil {
+		if dropped, err = in.s.Hub.SetDependencyUses(ctx, id, uses); err != nil {
 			return nil, fmt.Errorf("uses edges: %w", err)
 		}
 		// Read, change, write; the stack controller writes the same
@@ -443,6 +514,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		for attempt := 1; ; attempt++ {
 			full, err := in.s.Hub.GetInstance(ctx, id, true)
 			if err != nil {
+				return nil, err
+			}
+			if err := in.checkSpec(key, full, in.ifSpec); err != nil {
 				return nil, err
 			}
 			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: hub.WithAnnotations(full.Annotations, set, del...), Labels: full.Labels}
@@ -462,7 +536,31 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	in.ids[key] = id
 	in.mu.Unlock()
 	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
-	return in.wait(ctx, id, key)
+	got, err := in.wait(ctx, id, key)
+	if err != nil {
+		return nil, err
+	}
+	// Ready on its new dependencies: the exclusive ones it no longer
+	// needs go. A failure leaves them installed, unused, and is logged;
+	// the install itself succeeded.
+	if deleted, err := in.s.Hub.DeleteDroppedDependencies(ctx, req.RootID, dropped); err != nil {
+		in.s.log().WarnContext(ctx, "exclusive dependencies no longer used were not all deleted", "installation", key, "deleted", deleted, "err", err)
+	} else if len(deleted) > 0 {
+		in.s.log().InfoContext(ctx, "exclusive dependencies no longer used deleted", "installation", key, "deleted", deleted)
+	}
+	return got, nil
+}
+
+// checkSpec fails with ErrSpecChanged when the installation is the root
+// and its spec no longer has the digest want (nothing to check when "").
+func (in *installer) checkSpec(key string, cur cairn.Instance, want string) error {
+	if key != in.root || want == "" {
+		return nil
+	}
+	if d, err := hub.ParametersDigest(in.stack, specOf(cur)); err != nil || d != want {
+		return fmt.Errorf("%w (now at resource version %d): not overwritten; install again to apply it", ErrSpecChanged, cur.Latest.ResourceVersion)
+	}
+	return nil
 }
 
 // maxConflictRetries bounds the re-reads of an installation whose write
@@ -498,8 +596,14 @@ func (in *installer) wait(ctx context.Context, id, key string) (*deps.Installed,
 	var failingSince time.Time
 	const grace = 2 * time.Second
 	for {
-		inst, err := in.s.Hub.GetInstance(ctx, id, false)
+		// The root with its spec: one changed since the install wrote it
+		// waits for another install (the stack controller holds it back
+		// until its dependencies are installed for it), not for this one.
+		inst, err := in.s.Hub.GetInstance(ctx, id, key == in.root)
 		if err != nil {
+			return nil, err
+		}
+		if err := in.checkSpec(key, inst, in.digest); err != nil {
 			return nil, err
 		}
 		got := installed(&inst)

@@ -39,6 +39,14 @@ func newHub(t *testing.T) (context.Context, *hub.Hub) {
 // to log.
 func newHubLogging(t *testing.T, log *slog.Logger) (context.Context, *hub.Hub) {
 	t.Helper()
+	ctx, h, _ := newHubWith(t, log, nil)
+	return ctx, h
+}
+
+// newHubWith is newHubLogging whose stack controller's Dependencies are
+// wrap(the install.Runner) when wrap is set; it returns the controller.
+func newHubWith(t *testing.T, log *slog.Logger, wrap func(stackctl.Dependencies) stackctl.Dependencies) (context.Context, *hub.Hub, *stackctl.Controller) {
+	t.Helper()
 	ctx := cairn.WithActor(context.Background(), "tester")
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
@@ -52,12 +60,16 @@ func newHubLogging(t *testing.T, log *slog.Logger) (context.Context, *hub.Hub) {
 	addTestStacks(t, ctx, h, repoPath("examples/stacks/flags-env"), repoPath("examples/stacks/team-portal"),
 		repoPath("examples/dependencies/shared-sql-server"), repoPath("examples/dependencies/reporting"))
 	cctx, cancel := context.WithCancel(context.Background())
+	var d stackctl.Dependencies = install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second, Log: log})
+	if wrap != nil {
+		d = wrap(d)
+	}
 	c := stackctl.New(stackctl.Config{Hub: h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Second,
-		Dependencies: install.NewRunner(cctx, &install.Service{Hub: h, Timeout: 30 * time.Second, Log: log})})
+		Dependencies: d})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return ctx, h
+	return ctx, h, c
 }
 
 // installations lists every installation (namespace/name) of the hub.
@@ -687,4 +699,190 @@ func TestReinstallWithChangedParametersMovesUses(t *testing.T) {
 	if err := h.DeleteInstance(ctx, web.ID, ""); err != nil {
 		t.Fatalf("deleting the flags p1 no longer uses: %v", err)
 	}
+}
+
+// ensureCounter counts the stack controller's Dependencies.Ensure calls
+// per installation id.
+type ensureCounter struct {
+	next stackctl.Dependencies
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (e *ensureCounter) Ensure(ctx context.Context, inst cairn.Instance, s hub.StackEntry) (string, bool) {
+	e.mu.Lock()
+	e.n[inst.ID]++
+	e.mu.Unlock()
+	return e.next.Ensure(ctx, inst, s)
+}
+
+func (e *ensureCounter) count(id string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n[id]
+}
+
+// An installation applied directly, then its spec changed (kubectl patch
+// spec.team): the controller resolves and installs its dependencies again
+// for the new spec: the new team's flags are installed and used, the edge
+// to the old team's goes, the outputs are the new flags', and the
+// conditions say so for the new generation. An unchanged installation is
+// not handed to the installer again on a reconcile or a resync.
+func TestAppliedInstallationSpecChangeReinstallsDependencies(t *testing.T) {
+	counter := &ensureCounter{n: map[string]int{}}
+	ctx, h, c := newHubWith(t, nil, func(d stackctl.Dependencies) stackctl.Dependencies { counter.next = d; return counter })
+	e, err := h.GetStack(ctx, "team-portal", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "applied", TypeRef: e.InstallationType,
+		Value: json.RawMessage(`{"team":"kteam"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created[0].ID
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	flagsOf := func(team string) cairn.Instance {
+		t.Helper()
+		all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			var spec map[string]any
+			_ = json.Unmarshal(f.Latest.Value, &spec)
+			if spec["team"] == team {
+				return f
+			}
+		}
+		return cairn.Instance{}
+	}
+	// settled waits until the installation is Ready and its dependencies
+	// are for team, at its latest resource version.
+	settled := func(team string) (cairn.Instance, stackctl.Status) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			inst, err := h.GetInstance(ctx, id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st stackctl.Status
+			_ = json.Unmarshal(inst.Status, &st)
+			gen := int64(inst.Latest.ResourceVersion)
+			ready, depsOK := false, false
+			for _, c := range st.Conditions {
+				ready = ready || c.Type == "Ready" && c.Status == "True" && c.ObservedGeneration >= gen
+				depsOK = depsOK || c.Type == "Dependencies" && c.Status == "True"
+			}
+			f := flagsOf(team)
+			if ready && depsOK && f.ID != "" && contains(inst.Uses, f.ID) && st.Outputs["newProjectFlag"] == f.Name+"-new-project" {
+				return inst, st
+			}
+			if time.Now().After(deadline) {
+				all, _ := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
+				var fl []string
+				for _, f := range all {
+					fl = append(fl, fmt.Sprintf("%s %s %s %s", f.ID, f.Name, f.Latest.Value, f.Status))
+				}
+				t.Fatalf("installation for team %s: uses %v, flags %s, status %s; every flags installation: %s", team, inst.Uses, f.ID, inst.Status, strings.Join(fl, "\n"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	_, _ = settled("kteam")
+	old := flagsOf("kteam")
+
+	// Settled and unchanged: reconciling again (as every resync does)
+	// never hands it to the installer again.
+	n := counter.count(id)
+	for range 3 {
+		if _, err := c.Reconcile(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter.count(id); got != n {
+		t.Fatalf("an unchanged installation was handed to the installer %d more times", got-n)
+	}
+
+	// kubectl patch: spec.team kteam -> other.
+	cur, err := h.GetInstance(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, IfSeq: cur.Seq, Value: json.RawMessage(`{"team":"other"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	inst, st := settled("other")
+	if inst, err = h.GetInstance(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if contains(inst.Uses, old.ID) {
+		t.Errorf("after the change it still uses team kteam's flags %s: %v", old.ID, inst.Uses)
+	}
+	var spec map[string]any
+	_ = json.Unmarshal(inst.Latest.Value, &spec)
+	if spec["team"] != "other" {
+		t.Errorf("spec after the install %v: want the team patched in", spec)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == "Synced" && c.Status != "True" {
+			t.Errorf("Synced %+v", c)
+		}
+	}
+	// The old flags are shared (sharing group dev): kept, and deletable
+	// now that nothing uses them.
+	if err := h.DeleteInstance(ctx, old.ID, ""); err != nil {
+		t.Errorf("deleting team kteam's flags nothing uses now: %v", err)
+	}
+
+	// Settled again: no more installs.
+	n = counter.count(id)
+	for range 3 {
+		if _, err := c.Reconcile(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter.count(id); got != n {
+		t.Fatalf("the changed installation, settled, was handed to the installer %d more times", got-n)
+	}
+}
+
+// An exclusive dependency (sharing mode none) that an install no longer
+// resolves to (here: the user gives an installation of their own with
+// --dependency) is deleted once its dependent is ready without it: no
+// other installation may ever use it. A shared one stays (above).
+func TestDroppedExclusiveDependencyDeleted(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/exclusive")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "solo"}, nil); err != nil || len(res.Installed) != 2 {
+		t.Fatalf("install a: %+v %v", res, err)
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	own, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, err := h.GetStack(ctx, "flags-env", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: "mine", TypeRef: fe.InstallationType,
+		Value: json.RawMessage(`{"team":"mine"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "solo", Dependencies: []string{"flags=FlagsEnv/mine"}}, nil); err != nil || !contains(res.Reused, "dev/mine") {
+		t.Fatalf("install a with its flags given: %+v %v", res, err)
+	}
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Solo"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(a.Uses, mine[0].ID) || contains(a.Uses, own.ID) {
+		t.Fatalf("a uses %v: want %s (given), not %s (its former exclusive flags)", a.Uses, mine[0].ID, own.ID)
+	}
+	// Deleted as any installation with children is: by the controller.
+	waitGone(t, ctx, h, own.ID)
 }

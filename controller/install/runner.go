@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -51,10 +52,24 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 	case st != nil && !st.failed.IsZero() && time.Since(st.failed) < r.RetryAfter:
 		return st.msg, false
 	}
-	var spec map[string]any
-	_ = json.Unmarshal(inst.Latest.Value, &spec)
+	spec := specOf(inst)
+	// The same install as the one that made it, if one did: its
+	// credentials and --dependency overrides are on it.
 	req := Request{Namespace: inst.Namespace, Name: inst.Name, Stack: e.Name + "@" + e.Version, Parameters: spec}
-	st = &runState{running: true, msg: "resolving and installing the dependencies"}
+	if c := inst.Annotations[hub.AnnotationCredentials]; c != "" {
+		_ = json.Unmarshal([]byte(c), &req.Credentials)
+	}
+	if o := inst.Annotations[hub.AnnotationDependencyOverrides]; o != "" {
+		_ = json.Unmarshal([]byte(o), &req.Dependencies)
+	}
+	if s, err := e.Stack(); err == nil {
+		req.IfParametersDigest, _ = hub.ParametersDigest(s, spec)
+	}
+	msg := "resolving and installing the dependencies"
+	if inst.Annotations[hub.AnnotationRootID] != "" {
+		msg = "the parameters changed: resolving and installing the dependencies again"
+	}
+	st = &runState{running: true, msg: msg}
 	r.runs[inst.ID] = st
 	ctx := cairn.WithActor(r.ctx, "dependency-installer")
 	go func() {
@@ -69,6 +84,12 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		st.running = false
+		if errors.Is(err, ErrSpecChanged) {
+			// Changed again while it ran: the next reconcile starts
+			// the install for the spec as it is now, at once.
+			delete(r.runs, inst.ID)
+			return
+		}
 		if err != nil {
 			st.failed = time.Now()
 			st.msg = "installing the dependencies failed (retried): " + err.Error()

@@ -142,10 +142,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		return 0, c.writeStatus(ctx, inst, st, next)
 	}
 
-	if c.deps != nil && inst.Annotations[hub.AnnotationRootID] == "" {
-		// Applied without cairn install: its dependencies are installed
-		// first (in the background), and it renders once they are.
-		if e, err := c.stackFor(ctx, inst); err == nil && hasRequires(e) {
+	if c.deps != nil {
+		// Applied without cairn install, or its spec changed since its
+		// dependencies were installed: they are installed (again) first,
+		// in the background, and it renders once they are.
+		if e, err := c.stackFor(ctx, inst); err == nil && hasRequires(e) && c.dependenciesStale(inst, e) {
 			if msg, done := c.deps.Ensure(ctx, inst, e); !done {
 				next := st.clone()
 				next.ObservedGeneration = int64(inst.Latest.ResourceVersion)
@@ -632,6 +633,34 @@ func (c *Controller) sharingStatus(e hub.StackEntry) *deps.SharingStatus {
 	c.sharing[e.Digest] = ss
 	c.mu.Unlock()
 	return ss
+}
+
+// dependenciesStale reports whether a root installation's dependencies
+// were installed for another spec than it has: never installed (applied
+// without cairn install), or the spec changed since (a kubectl patch),
+// by hub.ParametersDigest, which the installer records and which counts
+// schema defaults, so an unchanged spec is never installed again. An
+// installation that an install created as the dependency of another is
+// left to that install, and invalid parameters to the render, which
+// reports them.
+func (c *Controller) dependenciesStale(inst cairn.Instance, e hub.StackEntry) bool {
+	switch root := inst.Annotations[hub.AnnotationRootID]; root {
+	case "":
+		return true
+	case inst.ID:
+	default:
+		return false
+	}
+	s, err := c.stackOf(e)
+	if err != nil {
+		return false
+	}
+	spec := specOf(inst)
+	if s.ValidateParameters(spec) != nil {
+		return false
+	}
+	d, err := hub.ParametersDigest(s, spec)
+	return err == nil && d != inst.Annotations[hub.AnnotationParametersDigest]
 }
 
 // hasRequires reports whether a stack declares dependencies.requires.
