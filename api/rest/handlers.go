@@ -609,6 +609,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			Causes: []StatusCause{{Type: "FieldValueRequired", Message: "Required value: name or generateName is required", Field: "metadata.name"}}}
 		return errStatus{st}
 	}
+	if err := refuseResourceVersion(r, o.Metadata.ResourceVersion); err != nil {
+		return err
+	}
 	managed, err := s.trackCreate(r, req.res, name, req.namespace, o)
 	if err != nil {
 		return err
@@ -619,6 +622,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	}
 	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
+}
+
+// refuseResourceVersion refuses a create whose object carries a
+// resourceVersion (most likely an object read back and sent again) as the
+// API server does: 500 without a reason, its storage's text. As there, a
+// value that is not a positive integer passes, and so does a dry run, which
+// the API server answers before its storage would look.
+func refuseResourceVersion(r *http.Request, rv string) error {
+	if n, err := strconv.ParseUint(rv, 10, 64); err != nil || n == 0 || cairn.IsDryRun(r.Context()) {
+		return nil
+	}
+	return errStatus{newStatus(http.StatusInternalServerError, "", "resourceVersion should not be set on objects to be created")}
 }
 
 // createObject creates the instance of a request object, with the managed
