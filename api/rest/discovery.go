@@ -108,6 +108,22 @@ func hubResources() []*resource {
 	}, rbacResources()...)
 }
 
+// reviewResources are the access reviews the access guard answers, as the
+// API server lists them: cluster-scoped, create only. A request that
+// reaches this server for them is one the guard does not answer (any
+// method but POST): 405, as there.
+func reviewResources() []*resource {
+	mk := func(group, kind string) *resource {
+		plural := strings.ToLower(kind) + "s"
+		return &resource{group: group, version: "v1", kind: kind, plural: plural, singular: strings.ToLower(kind),
+			verbs: []string{"create"}, categories: []string{}, hubKind: "reviews"}
+	}
+	return []*resource{
+		mk("authorization.k8s.io", "SelfSubjectAccessReview"), mk("authorization.k8s.io", "SelfSubjectRulesReview"),
+		mk("authorization.k8s.io", "SubjectAccessReview"), mk("authentication.k8s.io", "SelfSubjectReview"),
+	}
+}
+
 // resourceTTL bounds how long a Type created or deleted by another process
 // takes to show in discovery; changes made through this process's hub show
 // at once.
@@ -149,6 +165,9 @@ func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 		return nil, err
 	}
 	out := hubResources()
+	if s.reviews {
+		out = append(out, reviewResources()...)
+	}
 	for i := range types {
 		t := &types[i]
 		if t.Group == "" || t.Names == nil {

@@ -87,6 +87,10 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 		return route
 	}
+	if res.hubKind == "reviews" {
+		writeStatus(w, methodNotAllowed(r.Method))
+		return route
+	}
 	if res.hubKind == "rbac" {
 		s.serveRBAC(w, r, req) // rbac.go
 		return route
