@@ -529,7 +529,7 @@ current-context: c
 		want, not []string
 	}{
 		{viewer, "a", []string{flipt("get list watch"), `(?m)^selfsubjectrulesreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]`, `(?m)^\s+\[/version\]\s+\[\]\s+\[get\]`}, nil},
-		{editor, "a", []string{flipt("get list watch create update patch delete deletecollection")}, nil},
+		{editor, "a", []string{flipt("get list watch reveal create update patch delete deletecollection")}, nil},
 		{editor, "b", []string{`(?m)^selfsubjectreviews\.authentication\.k8s\.io\s`}, []string{`flipt\.io`}},
 	} {
 		cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig(tc.who), "auth", "can-i", "--list", "-n", tc.ns)
