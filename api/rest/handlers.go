@@ -657,6 +657,16 @@ func (s *Server) createObject(r *http.Request, req request, o inObject, name str
 		in.Value = json.RawMessage(`{}`)
 	}
 	if b, c := o.Metadata.Annotations[AnnotationBackend], o.Metadata.Annotations[AnnotationBackendContext]; b != "" || c != "" {
+		if b != "" {
+			id, err := s.hub.ResolveBackend(r.Context(), b)
+			if err != nil && (cairn.HasCode(err, cairn.CodeNotFound) || cairn.HasCode(err, cairn.CodeInvalid)) {
+				return cairn.Instance{}, backendAnnotationInvalid(req.res, name, b, err)
+			}
+			if err != nil {
+				return cairn.Instance{}, err
+			}
+			b = id
+		}
 		in.Backend = &hub.BackendInput{ID: b}
 		if c != "" {
 			in.Backend.Context = json.RawMessage(c)
@@ -672,6 +682,17 @@ func (s *Server) createObject(r *http.Request, req request, o inObject, name str
 		return cairn.Instance{}, errStatus{errorStatus(err, req.res.target(name))}
 	}
 	return s.withValue(r, created[0].Instance)
+}
+
+// backendAnnotationInvalid is the 422 of a backend annotation that names
+// no storage backend, or several.
+func backendAnnotationInvalid(res *resource, name, ref string, err error) error {
+	field := "metadata.annotations[" + AnnotationBackend + "]"
+	msg := fmt.Sprintf("Invalid value: %q: %v", ref, err)
+	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("%s %q is invalid: %s: %s", res.kind, name, field, msg))
+	st.Details = &StatusDetails{Name: name, Group: res.group, Kind: res.kind,
+		Causes: []StatusCause{{Type: "FieldValueInvalid", Field: field, Message: msg}}}
+	return errStatus{st}
 }
 
 // alreadyExists is the Status of a create that found the name taken, told

@@ -868,3 +868,26 @@ func TestCreateRefusesResourceVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateBackendAnnotation: the hub.cairn.dev/backend annotation of a
+// create names the backend by id, alias or name, as cairn does elsewhere;
+// one that names none is refused naming the annotation.
+func TestCreateBackendAnnotation(t *testing.T) {
+	e := newFlagsEnv(t)
+	for _, tc := range []struct{ name, ref string }{
+		{"by-id", cairn.BuiltinBackendID}, {"by-alias", cairn.BuiltinBackendAlias}, {"by-name", "builtin"},
+	} {
+		body := fmt.Sprintf(`{"metadata":{"name":%q,"annotations":{"hub.cairn.dev/backend":%q}},"spec":{"key":"k"}}`, tc.name, tc.ref)
+		o := decodeObj(t, e.mustDo("POST", flagsIn("default"), "application/json", body, http.StatusCreated))
+		if b, _ := o.Status["backend"].(map[string]any); b["id"] != cairn.BuiltinBackendID {
+			t.Errorf("%s: backend %v, want the built-in one", tc.name, o.Status["backend"])
+		}
+	}
+	st := wantStatus(t, e.do("POST", flagsIn("default"), "application/json",
+		`{"metadata":{"name":"nowhere","annotations":{"hub.cairn.dev/backend":"nowhere"}},"spec":{"key":"k"}}`),
+		422, "Invalid", `metadata.annotations[hub.cairn.dev/backend]`, `"nowhere"`, "neither the id, the alias nor the name")
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Field != "metadata.annotations[hub.cairn.dev/backend]" {
+		t.Errorf("causes = %+v, want one naming the annotation", st.Details)
+	}
+	wantStatus(t, e.get(flagPath("default", "nowhere")), 404, "NotFound")
+}
