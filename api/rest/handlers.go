@@ -130,6 +130,8 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 		err = s.list(w, r, req)
 	case req.name == "" && r.Method == http.MethodPost && req.namespace != "":
 		err = s.create(w, r, req)
+	case req.name == "" && r.Method == http.MethodDelete && req.namespace != "":
+		err = s.deleteCollection(w, r, req)
 	case req.name != "" && r.Method == http.MethodGet:
 		err = s.get(w, r, req)
 	case req.name != "" && r.Method == http.MethodPut:

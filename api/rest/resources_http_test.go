@@ -729,10 +729,7 @@ func TestDelete(t *testing.T) {
 			e.mustDo("GET", flagPath("default", name), "", nil, 200) // still there
 		})
 	}
-	t.Run("collection delete is not served", func(t *testing.T) {
-		e := e.with(t)
-		wantStatus(t, e.do("DELETE", flagsIn("default"), "", nil), 405, "MethodNotAllowed")
-	})
+	// A collection delete is TestDeleteCollection's.
 }
 
 // TestLockRefusal locks an instance through the hub: writes over REST need
