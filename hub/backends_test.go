@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -216,5 +218,49 @@ func TestOwnCreatesPassedWithoutLogReads(t *testing.T) {
 	}
 	if cc.reads.Load() == before {
 		t.Fatal("the other hub's change was not read from the log")
+	}
+}
+
+// ResolveBackend finds a storage backend by id, alias or name, as a
+// create's backend annotation names it; a reference that names none, or
+// several, is refused with what it is.
+func TestResolveBackend(t *testing.T) {
+	e := newEnv(t)
+	byAlias, _ := e.addBackend("vault", true, "")
+	e.opener.mu.Lock()
+	e.opener.backends["test://named"] = e.opener.backends["test://vault"]
+	e.opener.mu.Unlock()
+	named := e.create(hub.NewInstance{Alias: "team-store", Name: "files", Namespace: hub.SystemNamespace,
+		TypeRef:    cairn.TypeRef{Path: "cap.type.test.storage", Revision: "0.1.0"},
+		Value:      json.RawMessage(`{"url":"test://named","acceptValue":true,"contextSchema":null}`),
+		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: "0.1.0"}}})
+	// Two backends of one alias (names differ).
+	for _, n := range []string{"twin-1", "twin-2"} {
+		e.create(hub.NewInstance{Alias: "twin", Name: n, Namespace: n,
+			TypeRef:    cairn.TypeRef{Path: "cap.type.test.storage", Revision: "0.1.0"},
+			Value:      json.RawMessage(`{"url":"test://named","acceptValue":true,"contextSchema":null}`),
+			Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: "0.1.0"}}})
+	}
+	for _, tc := range []struct {
+		ref, want string
+		code      cairn.Code
+	}{
+		{ref: byAlias, want: byAlias},
+		{ref: "vault", want: byAlias},
+		{ref: "team-store", want: named},
+		{ref: "files", want: named},
+		{ref: cairn.BuiltinBackendAlias, want: cairn.BuiltinBackendID},
+		{ref: "nowhere", code: cairn.CodeNotFound},
+		{ref: "twin", code: cairn.CodeInvalid},
+	} {
+		got, err := e.h.ResolveBackend(e.ctx, tc.ref)
+		switch {
+		case tc.code != "" && !cairn.HasCode(err, tc.code):
+			t.Errorf("ResolveBackend(%q) = %q, %v; want %s", tc.ref, got, err, tc.code)
+		case tc.code == "" && (err != nil || got != tc.want):
+			t.Errorf("ResolveBackend(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		case tc.code != "" && !strings.Contains(err.Error(), strconv.Quote(tc.ref)):
+			t.Errorf("ResolveBackend(%q): %v does not name the reference", tc.ref, err)
+		}
 	}
 }

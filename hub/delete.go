@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -159,4 +161,147 @@ func namedIDs(ctx context.Context, r store.Reader, ids []string) string {
 		}
 	}
 	return strings.Join(q, ", ")
+}
+
+// DeleteInstances deletes the instances ids all or none, in one store
+// transaction: a Kubernetes deletecollection. The set is refused whole when
+// one of them is the built-in backend, one of the hub's own instances or in
+// the policy, locked by an owner other than lockOwner, used by an instance
+// outside the set, or an installation that still owns children (the stack
+// controller deletes those, one installation at a time). Instances of the
+// set that use each other go together. Ids that no longer exist are
+// skipped: deleted meanwhile, as the API server's collection delete skips
+// them. External values are deleted as DeleteOwned deletes them: a backend
+// that takes batches first, taken back if the store then fails; any other
+// once the store committed, the intent journal keeping the delete until it
+// is done.
+func (h *Hub) DeleteInstances(ctx context.Context, ids []string, lockOwner string) error {
+	for _, id := range ids {
+		if id == cairn.BuiltinBackendID {
+			return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{id},
+				Msg: fmt.Sprintf("TypeInstance %q is the hub's built-in storage backend and cannot be deleted", id)}
+		}
+		if err := refuseHubInstance(id); err != nil {
+			return err
+		}
+		if err := h.checkNotInPolicy(ctx, id); err != nil {
+			return err
+		}
+	}
+	found, err := h.st.GetInstances(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("delete TypeInstances: %w", err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	ids = make([]string, len(found))
+	for i, inst := range found {
+		ids[i] = inst.ID
+	}
+	if err := checkSetDeletable(ctx, h.st, found, lockOwner); err != nil {
+		return err
+	}
+	if err := h.checkNoGrandchildren(ctx, found); err != nil {
+		return err
+	}
+	bs := h.newBackendSet()
+	var ws []*externalWrite
+	for _, inst := range found {
+		if inst.Backend.Abstract {
+			continue
+		}
+		b, err := bs.get(ctx, inst.Backend.ID)
+		if err != nil {
+			return fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
+		}
+		ws = append(ws, &externalWrite{b: b, inst: inst,
+			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}}})
+	}
+	j, failed, err := h.writeExternal(ctx, ws)
+	if err != nil && failed == nil {
+		return h.undo(ctx, j, fmt.Errorf("delete TypeInstances: %w", err))
+	}
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return h.undo(ctx, j, externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
+	}
+	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
+		cur, err := tx.GetInstances(ctx, ids)
+		if err != nil {
+			return err
+		}
+		if len(cur) != len(ids) {
+			return &cairn.Error{Code: cairn.CodeConflict, IDs: ids,
+				Msg: "TypeInstances of the set were deleted meanwhile; list them again"}
+		}
+		if err := checkSetDeletable(ctx, tx, cur, lockOwner); err != nil {
+			return err
+		}
+		// Users before what they use: an instance goes once nothing
+		// left of the set uses it.
+		left := map[string]cairn.Instance{}
+		for _, inst := range cur {
+			left[inst.ID] = inst
+		}
+		for len(left) > 0 {
+			progress := false
+			for _, id := range ids {
+				inst, ok := left[id]
+				if !ok || slices.ContainsFunc(inst.UsedBy, func(u string) bool { _, in := left[u]; return in }) {
+					continue
+				}
+				if err := tx.DeleteInstance(ctx, id); err != nil {
+					return err
+				}
+				if inst.Backend.Abstract {
+					if err := tx.DeleteValues(ctx, id); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+						return err
+					}
+				}
+				delete(left, id)
+				progress = true
+			}
+			if !progress {
+				return &cairn.Error{Code: cairn.CodeUsedBy, IDs: slices.Sorted(maps.Keys(left)),
+					Msg: fmt.Sprintf("TypeInstances %s use each other in a cycle", cairn.QuoteIDs(slices.Sorted(maps.Keys(left))))}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return h.undo(ctx, j, fmt.Errorf("delete TypeInstances: %w", err))
+	}
+	h.settle(ctx, j)
+	h.log.InfoContext(ctx, "deleted instances", "count", len(found), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+	for _, inst := range found {
+		h.deleteExclusiveDependencies(ctx, inst)
+	}
+	return nil
+}
+
+// checkSetDeletable refuses a set of instances to delete together when one
+// is locked by an owner other than lockOwner or used by an instance outside
+// the set; the error names them.
+func checkSetDeletable(ctx context.Context, r store.Reader, set []cairn.Instance, lockOwner string) error {
+	in := make(map[string]bool, len(set))
+	for _, inst := range set {
+		in[inst.ID] = true
+	}
+	for _, inst := range set {
+		if inst.LockedBy != "" && inst.LockedBy != lockOwner {
+			return &cairn.Error{Code: cairn.CodeLocked, IDs: []string{inst.ID},
+				Msg: fmt.Sprintf("TypeInstance %q (%s) is locked by different owner; nothing was deleted", inst.ID, nsName(inst))}
+		}
+		var outside []string
+		for _, u := range inst.UsedBy {
+			if !in[u] {
+				outside = append(outside, u)
+			}
+		}
+		if len(outside) > 0 {
+			return &cairn.Error{Code: cairn.CodeUsedBy, IDs: outside,
+				Msg: fmt.Sprintf("TypeInstance %q (%s) is used by TypeInstances the delete does not include, %s; nothing was deleted", inst.ID, nsName(inst), namedIDs(ctx, r, outside))}
+		}
+	}
+	return nil
 }

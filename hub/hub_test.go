@@ -1064,3 +1064,63 @@ func TestUpdateWithOutdatedCurrent(t *testing.T) {
 		t.Fatalf("after the refused updates: resource version %d, want 2", got.Latest.ResourceVersion)
 	}
 }
+
+// DeleteInstances deletes a set of instances all or none: one that is
+// locked by someone else or used from outside the set stops the whole
+// set; instances of the set that use each other go together, external
+// values with them.
+func TestDeleteInstances(t *testing.T) {
+	e := newEnv(t)
+	bid, f := e.addBackend("ext", true, "")
+	ext := e.create(hub.NewInstance{TypeRef: cfgType, Name: "ext", Value: json.RawMessage(`1`), Backend: &hub.BackendInput{ID: bid}})
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{
+		Instances:     []hub.NewInstance{{Alias: "user", TypeRef: cfgType, Name: "user"}, {Alias: "outsider", TypeRef: cfgType, Name: "outsider"}},
+		UsesRelations: []hub.UsesRelation{{From: "user", To: ext}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, outsider := out[0].ID, out[1].ID
+	exists := func(ids ...string) {
+		t.Helper()
+		found, err := e.st.GetInstances(e.ctx, ids)
+		if err != nil || len(found) != len(ids) {
+			t.Fatalf("after a refused delete: %d of %d instances left (%v)", len(found), len(ids), err)
+		}
+	}
+
+	// ext is used by user, outside the set: nothing goes.
+	err = e.h.DeleteInstances(e.ctx, []string{outsider, ext}, "")
+	wantCode(t, err, cairn.CodeUsedBy)
+	wantContains(t, err, `"`+ext+`" (default/ext)`, user)
+	exists(outsider, ext, user)
+	// Locked by someone else: nothing goes.
+	if err := e.h.LockInstances(e.ctx, []string{user}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	err = e.h.DeleteInstances(e.ctx, []string{outsider, ext, user}, "bob")
+	wantCode(t, err, cairn.CodeLocked)
+	exists(outsider, ext, user)
+	// The built-in backend cannot go, nor anything with it.
+	wantCode(t, e.h.DeleteInstances(e.ctx, []string{outsider, cairn.BuiltinBackendID}, ""), cairn.CodeInvalid)
+	exists(outsider)
+	if got := f.called("OnDelete " + ext); len(got) != 0 {
+		t.Errorf("OnDelete calls after refusals = %v", got)
+	}
+
+	// The lock owner deletes the set: user and the instance it uses go
+	// together, whatever the order given.
+	if err := e.h.DeleteInstances(e.ctx, []string{ext, user, outsider}, "alice"); err != nil {
+		t.Fatalf("DeleteInstances: %v", err)
+	}
+	if found, _ := e.st.GetInstances(e.ctx, []string{ext, user, outsider}); len(found) != 0 {
+		t.Errorf("%d instances left", len(found))
+	}
+	if got := f.called("OnDelete " + ext); len(got) != 1 {
+		t.Errorf("OnDelete calls = %v", got)
+	}
+	// Ids already gone are no error (a delete in between).
+	if err := e.h.DeleteInstances(e.ctx, []string{ext}, ""); err != nil {
+		t.Errorf("DeleteInstances of a deleted id: %v", err)
+	}
+}

@@ -474,3 +474,45 @@ func (h *Hub) checkNotInPolicy(ctx context.Context, id string) error {
 	return &cairn.Error{Code: cairn.CodeUsedBy, IDs: []string{PolicyID},
 		Msg: fmt.Sprintf("TypeInstance %q is named by the policy (%s); change the policy first", id, strings.Join(where, ", "))}
 }
+
+// ResolveBackend returns the id of the storage backend ref names: its id,
+// else its alias, else the name of its instance (as the Git webhooks name
+// one). NotFound when none has it; Invalid when several share the alias or
+// the name. An id is returned as is: the create that uses it says whether
+// it exists.
+func (h *Hub) ResolveBackend(ctx context.Context, ref string) (string, error) {
+	if uuid.Validate(ref) == nil {
+		return ref, nil
+	}
+	if ref == cairn.BuiltinBackendAlias {
+		return cairn.BuiltinBackendID, nil
+	}
+	list, err := h.st.ListInstances(ctx, store.InstanceFilter{Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}}})
+	if err != nil {
+		return "", fmt.Errorf("list storage backends: %w", err)
+	}
+	var byAlias, byName []string
+	for _, inst := range list {
+		if inst.Alias == ref {
+			byAlias = append(byAlias, inst.ID)
+		}
+		if inst.Name == ref {
+			byName = append(byName, inst.ID)
+		}
+	}
+	for _, m := range []struct {
+		what string
+		ids  []string
+	}{{"alias", byAlias}, {"name", byName}} {
+		switch len(m.ids) {
+		case 0:
+			continue
+		case 1:
+			return m.ids[0], nil
+		}
+		return "", &cairn.Error{Code: cairn.CodeInvalid, IDs: m.ids,
+			Msg: fmt.Sprintf("%q is the %s of several storage backends (%s); use an id", ref, m.what, cairn.QuoteIDs(m.ids))}
+	}
+	return "", &cairn.Error{Code: cairn.CodeNotFound, IDs: []string{ref},
+		Msg: fmt.Sprintf("%q is neither the id, the alias nor the name of a storage backend", ref)}
+}

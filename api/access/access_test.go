@@ -152,7 +152,7 @@ func start(t *testing.T) *env {
 	mux := http.NewServeMux()
 	g.Handle(mux)
 	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h}))
-	mux.Handle("/", rest.New(rest.Config{Hub: h}))
+	mux.Handle("/", rest.New(rest.Config{Hub: h, AccessReviews: true}))
 	srv := httptest.NewUnstartedServer(g.Wrap(mux))
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	srv.StartTLS()
@@ -464,12 +464,24 @@ current-context: c
 		editor = "editor of a (cert)"
 		admin  = "admin (OIDC)"
 	)
+	review := filepath.Join(dir, "review.yaml")
+	os.WriteFile(review, []byte("apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\n"+
+		"spec: {resourceAttributes: {group: flipt.io, resource: flags, verb: create, namespace: a}}\n"), 0o600)
+	whoami := filepath.Join(dir, "whoami.yaml")
+	os.WriteFile(whoami, []byte("apiVersion: authentication.k8s.io/v1\nkind: SelfSubjectReview\n"), 0o600)
 	home := t.TempDir()
 	for _, tc := range []struct {
 		who  string
 		args []string
 		want string
 	}{
+		// The reviews are in discovery, so kubectl finds their kinds.
+		{viewer, []string{"api-versions"}, "authentication.k8s.io/v1\nauthorization.k8s.io/v1\n"},
+		{viewer, []string{"api-resources", "--api-group=authorization.k8s.io", "-o", "wide"}, "authorization.k8s.io/v1   false        SelfSubjectAccessReview   create"},
+		{viewer, []string{"api-resources", "--api-group=authentication.k8s.io"}, "authentication.k8s.io/v1   false        SelfSubjectReview"},
+		{editor, []string{"create", "-f", review, "-o", "yaml"}, "allowed: true"},
+		{viewer, []string{"create", "-f", review, "-o", "yaml"}, "allowed: false"},
+		{viewer, []string{"create", "-f", whoami, "-o", "jsonpath={.status.userInfo.username}"}, "vic"},
 		{admin, []string{"auth", "can-i", "create", "typeinstances.hub.cairn.dev", "-n", "b"}, "yes"},
 		{admin, []string{"create", "-f", flag("b", "by-admin")}, "created"},
 		{admin, []string{"get", "--raw", "/apis/hub.cairn.dev/v1/typeinstances", "--as", "vic"}, "TypeInstanceList"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,21 @@ func TestClientGoDynamic(t *testing.T) {
 	}
 	if err := res.Delete(ctx, "one", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("second Delete = %v, want NotFound", err)
+	}
+
+	// DeleteCollection by label: the matching ones go, the other stays.
+	for _, n := range []string{"dc-1", "dc-2", "dc-keep"} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "flipt.io/v1alpha1", "kind": "Flag",
+			"metadata": map[string]any{"name": n, "labels": map[string]any{"batch": strconv.FormatBool(n != "dc-keep")}}, "spec": map[string]any{"key": n}}}
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("Create %s: %v", n, err)
+		}
+	}
+	if err := res.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch=true"}); err != nil {
+		t.Fatalf("DeleteCollection: %v", err)
+	}
+	if l, err := res.List(ctx, metav1.ListOptions{LabelSelector: "batch"}); err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "dc-keep" {
+		t.Errorf("after DeleteCollection: %v, %v; want dc-keep alone", l, err)
 	}
 
 	// A pruned resourceVersion: the reflector's cue to list again.

@@ -74,7 +74,7 @@ func (r *resource) target(name string) target {
 }
 
 var (
-	userVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	userVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 )
 
 // hubResources are served in hub.cairn.dev/v1.
@@ -83,7 +83,7 @@ func hubResources() []*resource {
 		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
 			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
 		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
-			shortNames: []string{"ti"}, categories: []string{"all", "cairn"}, verbs: []string{"create", "delete", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
+			shortNames: []string{"ti"}, categories: []string{"all", "cairn"}, verbs: []string{"create", "delete", "deletecollection", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
 		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
 			verbs: []string{"get", "list"}, hubKind: "backends"},
 		// Locking is an action on several instances at once, all or
@@ -106,6 +106,22 @@ func hubResources() []*resource {
 		{group: HubGroup, version: HubVersion, kind: "Proposal", plural: "proposals", singular: "proposal",
 			verbs: []string{"get", "list"}, hubKind: "proposals"},
 	}, rbacResources()...)
+}
+
+// reviewResources are the access reviews the access guard answers, as the
+// API server lists them: cluster-scoped, create only. A request that
+// reaches this server for them is one the guard does not answer (any
+// method but POST): 405, as there.
+func reviewResources() []*resource {
+	mk := func(group, kind string) *resource {
+		plural := strings.ToLower(kind) + "s"
+		return &resource{group: group, version: "v1", kind: kind, plural: plural, singular: strings.ToLower(kind),
+			verbs: []string{"create"}, categories: []string{}, hubKind: "reviews"}
+	}
+	return []*resource{
+		mk("authorization.k8s.io", "SelfSubjectAccessReview"), mk("authorization.k8s.io", "SelfSubjectRulesReview"),
+		mk("authorization.k8s.io", "SubjectAccessReview"), mk("authentication.k8s.io", "SelfSubjectReview"),
+	}
 }
 
 // resourceTTL bounds how long a Type created or deleted by another process
@@ -149,6 +165,9 @@ func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 		return nil, err
 	}
 	out := hubResources()
+	if s.reviews {
+		out = append(out, reviewResources()...)
+	}
 	for i := range types {
 		t := &types[i]
 		if t.Group == "" || t.Names == nil {

@@ -87,6 +87,10 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 		return route
 	}
+	if res.hubKind == "reviews" {
+		writeStatus(w, methodNotAllowed(r.Method))
+		return route
+	}
 	if res.hubKind == "rbac" {
 		s.serveRBAC(w, r, req) // rbac.go
 		return route
@@ -126,6 +130,8 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 		err = s.list(w, r, req)
 	case req.name == "" && r.Method == http.MethodPost && req.namespace != "":
 		err = s.create(w, r, req)
+	case req.name == "" && r.Method == http.MethodDelete && req.namespace != "":
+		err = s.deleteCollection(w, r, req)
 	case req.name != "" && r.Method == http.MethodGet:
 		err = s.get(w, r, req)
 	case req.name != "" && r.Method == http.MethodPut:
@@ -609,6 +615,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 			Causes: []StatusCause{{Type: "FieldValueRequired", Message: "Required value: name or generateName is required", Field: "metadata.name"}}}
 		return errStatus{st}
 	}
+	if err := refuseResourceVersion(r, o.Metadata.ResourceVersion); err != nil {
+		return err
+	}
 	managed, err := s.trackCreate(r, req.res, name, req.namespace, o)
 	if err != nil {
 		return err
@@ -619,6 +628,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	}
 	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
+}
+
+// refuseResourceVersion refuses a create whose object carries a
+// resourceVersion (most likely an object read back and sent again) as the
+// API server does: 500 without a reason, its storage's text. As there, a
+// value that is not a positive integer passes, and so does a dry run, which
+// the API server answers before its storage would look.
+func refuseResourceVersion(r *http.Request, rv string) error {
+	if n, err := strconv.ParseUint(rv, 10, 64); err != nil || n == 0 || cairn.IsDryRun(r.Context()) {
+		return nil
+	}
+	return errStatus{newStatus(http.StatusInternalServerError, "", "resourceVersion should not be set on objects to be created")}
 }
 
 // createObject creates the instance of a request object, with the managed
@@ -638,6 +659,16 @@ func (s *Server) createObject(r *http.Request, req request, o inObject, name str
 		in.Value = json.RawMessage(`{}`)
 	}
 	if b, c := o.Metadata.Annotations[AnnotationBackend], o.Metadata.Annotations[AnnotationBackendContext]; b != "" || c != "" {
+		if b != "" {
+			id, err := s.hub.ResolveBackend(r.Context(), b)
+			if err != nil && (cairn.HasCode(err, cairn.CodeNotFound) || cairn.HasCode(err, cairn.CodeInvalid)) {
+				return cairn.Instance{}, backendAnnotationInvalid(req.res, name, b, err)
+			}
+			if err != nil {
+				return cairn.Instance{}, err
+			}
+			b = id
+		}
 		in.Backend = &hub.BackendInput{ID: b}
 		if c != "" {
 			in.Backend.Context = json.RawMessage(c)
@@ -653,6 +684,17 @@ func (s *Server) createObject(r *http.Request, req request, o inObject, name str
 		return cairn.Instance{}, errStatus{errorStatus(err, req.res.target(name))}
 	}
 	return s.withValue(r, created[0].Instance)
+}
+
+// backendAnnotationInvalid is the 422 of a backend annotation that names
+// no storage backend, or several.
+func backendAnnotationInvalid(res *resource, name, ref string, err error) error {
+	field := "metadata.annotations[" + AnnotationBackend + "]"
+	msg := fmt.Sprintf("Invalid value: %q: %v", ref, err)
+	st := newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("%s %q is invalid: %s: %s", res.kind, name, field, msg))
+	st.Details = &StatusDetails{Name: name, Group: res.group, Kind: res.kind,
+		Causes: []StatusCause{{Type: "FieldValueInvalid", Field: field, Message: msg}}}
+	return errStatus{st}
 }
 
 // alreadyExists is the Status of a create that found the name taken, told

@@ -41,6 +41,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.createTypeInstances(w, r)
 	case "typeinstances PUT true":
 		err = s.replaceTypeInstance(w, r, req)
+	case "typeinstances DELETE false":
+		err = s.deleteCollection(w, r, req)
 	case "typeinstances DELETE true":
 		err = s.deleteTypeInstance(w, r, req)
 	case "backends GET false":

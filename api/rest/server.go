@@ -44,6 +44,11 @@ type Config struct {
 	// Installs serves plans and installs; default an install.Service on
 	// Hub.
 	Installs Installs
+	// AccessReviews says that the access guard in front of this server
+	// answers the access reviews (access.Guard.Handle): discovery lists
+	// them, create-only, in authorization.k8s.io/v1 and
+	// authentication.k8s.io/v1, so kubectl maps their kinds.
+	AccessReviews bool
 }
 
 // Metrics receives one observation per request.
@@ -71,6 +76,8 @@ type Server struct {
 	gets   listCache
 	// patching queues the PATCHes of one object (patchqueue.go).
 	patching patchQueue
+	// reviews: list the access reviews in discovery (Config.AccessReviews).
+	reviews bool
 
 	stopOnce sync.Once
 	stopping chan struct{}
@@ -86,7 +93,7 @@ func (s *Server) StopWatches() {
 // New returns a Server.
 func New(cfg Config) *Server {
 	s := &Server{hub: cfg.Hub, log: cfg.Logger, version: cfg.Version, metrics: cfg.Metrics, maxBody: cfg.MaxBodyBytes,
-		stopping: make(chan struct{}), gets: listCache{maxBodies: 16384, maxBytes: 32 << 20}}
+		reviews: cfg.AccessReviews, stopping: make(chan struct{}), gets: listCache{maxBodies: 16384, maxBytes: 32 << 20}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

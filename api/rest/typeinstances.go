@@ -30,15 +30,39 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	docs, err := manifest.Decode(bytes.NewReader(body), "request body")
+	raws, err := manifest.Split(bytes.NewReader(body), "request body")
 	if err != nil {
+		return hubInvalid(err)
+	}
+	var docs []manifest.Document
+	var errs []error
+	for _, raw := range raws {
+		// Before the manifest form refuses the field as unknown: the
+		// answer the API server gives (handlers.go).
+		var top struct {
+			Metadata struct {
+				ResourceVersion json.RawMessage `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(raw.JSON, &top) == nil {
+			var rv string
+			if json.Unmarshal(top.Metadata.ResourceVersion, &rv) == nil {
+				if err := refuseResourceVersion(r, rv); err != nil {
+					return err
+				}
+			}
+		}
+		ds, err := manifest.DecodeRaw(raw)
+		docs = append(docs, ds...)
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return hubInvalid(err)
 	}
 	if len(docs) == 0 {
 		return errStatus{badRequest("the request body holds no TypeInstance document")}
 	}
 	ins := make([]*manifest.Instance, 0, len(docs))
-	var errs []error
 	for _, d := range docs {
 		switch {
 		case d.Kind != manifest.KindTypeInstance:

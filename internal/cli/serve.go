@@ -168,7 +168,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
-	api := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, Version: rest.Version{
+	api := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, AccessReviews: true, Version: rest.Version{
 		Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn", GoVersion: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}})

@@ -258,6 +258,12 @@ try {
   await page.click('#edit');
   await page.locator('form[aria-label="Edit the value"] input[name="port"]').fill('5440');
   await page.click('#save');
+  await page.waitForSelector('#toast:text("Saved resource version 2")', { timeout: T });
+  await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
+  // Saving what is there makes no version, and says so.
+  await page.click('#edit');
+  await page.click('#save');
+  await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
   await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
   const diff = page.locator('#diff');
   expect((await diff.locator('.del').allTextContents()).some((l) => l.includes('5432')), 'the old port as a removed line');

@@ -696,15 +696,19 @@ function editForm(ti, type, owner) {
       // Through the resource the instance is served as, for a user who may
       // not write typeinstances (cluster-scoped): the same resourceVersion
       // precondition, and the uid read.
-      if (k) await api(`${kindPath(k, ti.spec.namespace, ti.spec.name)}${q}`, { method: 'PUT', body: {
+      const saved = k ? await api(`${kindPath(k, ti.spec.namespace, ti.spec.name)}${q}`, { method: 'PUT', body: {
         apiVersion: `${k.group}/${k.version}`, kind: k.kind,
         metadata: { name: ti.spec.name, namespace: ti.spec.namespace, uid: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
-        spec: form.value() } });
-      else await api(`${HUB}/typeinstances/${encodeURIComponent(ti.metadata.name)}${q}`, { method: 'PUT', body: {
-        apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance',
-        metadata: { name: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
-        spec: { typeRef: ti.spec.typeRef, attributes: ti.spec.attributes || [], value: form.value() } } });
-      toast('Saved a new resource version');
+        spec: form.value() } })
+        : await api(`${HUB}/typeinstances/${encodeURIComponent(ti.metadata.name)}${q}`, { method: 'PUT', body: {
+          apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance',
+          metadata: { name: ti.metadata.name, resourceVersion: ti.metadata.resourceVersion, labels: ti.metadata.labels || {}, annotations: ti.metadata.annotations || {} },
+          spec: { typeRef: ti.spec.typeRef, attributes: ti.spec.attributes || [], value: form.value() } } });
+      // A write that changes nothing makes no resource version: the
+      // instance's version (a served kind's generation) is the one read.
+      const version = k ? saved?.metadata?.generation : saved?.status?.resourceVersion;
+      toast(version === ti.status.resourceVersion ? 'Nothing changed: the value is as it was, no new resource version'
+        : `Saved resource version ${version}`);
       render();
     } catch (e) {
       if (e.code === 409 && e.reason === 'Conflict' && /modified|changed since/.test(e.message)) {
