@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,17 @@ type getOptions struct {
 }
 
 func (o getOptions) wide() bool { return o.output == "wide" }
+
+// listOptions are the options of a list or watch of res. Tables and names
+// show no values: instances are listed without them (?values=false), so
+// none is read from a backend and every instance shows while one is down.
+func (o getOptions) listOptions(res client.Resource) client.ListOptions {
+	lo := client.ListOptions{LabelSelector: o.selector}
+	if o.output != "json" && o.output != "yaml" && (res.Group != rest.HubGroup || isHub(res, "typeinstances")) {
+		lo.Extra = url.Values{"values": {"false"}}
+	}
+	return lo
+}
 
 func (r *kube) getCommand() *cobra.Command {
 	var o getOptions
@@ -113,7 +125,10 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 			if o.allNamespaces {
 				ns = ""
 			}
-			l, err := r.c.ListAll(ctx, g.res, ns, client.ListOptions{LabelSelector: o.selector})
+			l, err := r.c.ListAll(ctx, g.res, ns, o.listOptions(g.res))
+			if cairn.HasCode(err, cairn.CodeUnavailable) && (o.output == "json" || o.output == "yaml") {
+				return fmt.Errorf("%w\n(-o %s shows values; a table or -o name lists every instance without reading any)", err, o.output)
+			}
 			if err != nil {
 				return err
 			}
@@ -486,7 +501,7 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 		view = r.table(ctx, res, o.wide(), ns == "" && res.Namespaced, o.watchEvents)
 	}
 
-	opts := client.ListOptions{LabelSelector: o.selector}
+	opts := o.listOptions(res)
 	if o.watchOnly {
 		// Only the list's resourceVersion is needed.
 		opts.Limit = 1
@@ -518,7 +533,9 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 			}
 		}
 	}
-	events, err := r.c.Watch(ctx, res, ns, client.ListOptions{LabelSelector: o.selector, ResourceVersion: l.Metadata.ResourceVersion})
+	opts = o.listOptions(res)
+	opts.ResourceVersion = l.Metadata.ResourceVersion
+	events, err := r.c.Watch(ctx, res, ns, opts)
 	if err != nil {
 		return err
 	}
