@@ -59,6 +59,10 @@ An instance's id alone (a UUID, or a Terraform state's or output's id such as
 terraformoutput.default.network-ip) names that TypeInstance, also in describe,
 edit and delete.
 
+Tables and -o name read no value from the backends, so they list every
+instance while a backend is down; -o json and -o yaml show values and then
+fail (exit 6) naming the instance and the backend that cannot be read.
+
 -w prints the rows, then a row for every change until interrupted (Ctrl-C).`,
 		Example: `  cairn get flags
   cairn get flags -l team=moonshots -o wide
