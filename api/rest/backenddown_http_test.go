@@ -212,3 +212,22 @@ func TestListsWhileAValueBackendIsDown(t *testing.T) {
 	}
 	wantStatus(t, e.get(flagsIn("default")+"?watch=true"), 503, "ServiceUnavailable", down...)
 }
+
+// TestKubectlWhileAValueBackendIsDown: kubectl get (a table) lists every
+// flag while the backend of one is down; -o yaml, which shows values,
+// fails naming the instance and the backend, as does -o name, for which
+// kubectl asks for whole objects too.
+func TestKubectlWhileAValueBackendIsDown(t *testing.T) {
+	kubectl := findKubectl(t)
+	e := newDownEnv(t)
+	k := newKubectl(t, kubectl, e.url)
+	for _, args := range [][]string{{"get", "flags"}, {"get", "flags", "-o", "wide"}, {"get", "flags", "-A"}, {"get", "ti"}} {
+		if out := k.ok(args...); !strings.Contains(out, "\nb ") && !strings.Contains(out, " b ") && !strings.Contains(out, "b-") {
+			t.Errorf("kubectl %s lacks b:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	// kubectl asks for whole objects for -o yaml, and for -o name too.
+	for _, o := range []string{"yaml", "name"} {
+		k.fails([]string{`External backend "` + e.backendID + `"`, "io.flipt.flag default/b", "values=false"}, "get", "flags", "-o", o)
+	}
+}
