@@ -214,8 +214,13 @@ func (r *REST) listInstances(ctx context.Context, f store.InstanceFilter, withVa
 	set("typeRevision", f.TypeRevision)
 	set("createdBy", f.CreatedBy)
 	set("backend", f.BackendID)
-	if secrets {
+	switch {
+	case secrets:
 		q.Set("values", "true")
+	case !withValues:
+		// None read from a backend: a backend that is down does not fail
+		// a list that does not need its values.
+		q.Set("values", "false")
 	}
 	for _, a := range f.Attributes {
 		k := "attribute"

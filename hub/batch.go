@@ -52,7 +52,9 @@ func (h *Hub) Values(ctx context.Context, refs []ValueRef) ([]json.RawMessage, e
 		}
 		v, err := h.readValue(ctx, bs, r.Instance, r.Version)
 		if err != nil {
-			return nil, err
+			// Among many values, which instance's it was: its Type, namespace
+			// and name, as a user knows it.
+			return nil, fmt.Errorf("read the value of %s %s/%s: %w", r.Instance.TypeRef.Path, r.Instance.Namespace, r.Instance.Name, err)
 		}
 		out[i] = v
 	}

@@ -486,3 +486,56 @@ func TestGETAndPage(t *testing.T) {
 		}
 	}
 }
+
+// TestListWhileABackendIsDown: typeInstances reads no value unless the
+// query selects spec.value. With the backend of one instance down, a list
+// without values has every instance and no error; a list with values still
+// has every instance, the unreadable one with latestResourceVersion null
+// and an error at its path naming the backend and the instance, never an
+// empty value.
+func TestListWhileABackendIsDown(t *testing.T) {
+	e := newEnv(t)
+	bid, stop := e.stoppableFileBackend(&faults{})
+	down := ti("down", "cap.type.down", "0.1.0", map[string]any{"k": "v"})
+	down["backend"] = map[string]any{"id": bid}
+	ids := e.create([]map[string]any{ti("here", "cap.type.down", "0.1.0", map[string]any{"k": "w"}), down})
+	stop()
+
+	type item struct {
+		ID                    string
+		LatestResourceVersion *struct {
+			ResourceVersion int
+			Spec            *struct{ Value json.RawMessage }
+		}
+	}
+	var bare struct{ TypeInstances []item }
+	e.ok(`{ typeInstances(filter: {typeRef: {path: "cap.type.down"}}) { id latestResourceVersion { resourceVersion } } }`, nil, &bare)
+	if len(bare.TypeInstances) != 2 {
+		t.Fatalf("without values: %+v", bare.TypeInstances)
+	}
+
+	res := e.do(`{ typeInstances(filter: {typeRef: {path: "cap.type.down"}}) { id latestResourceVersion { resourceVersion spec { value } } } }`, nil)
+	var full struct{ TypeInstances []item }
+	if err := json.Unmarshal(res.Data, &full); err != nil {
+		t.Fatalf("decode %s: %v", res.Data, err)
+	}
+	if len(full.TypeInstances) != 2 {
+		t.Fatalf("with values: %s, errors %+v", res.Data, res.Errors)
+	}
+	for _, it := range full.TypeInstances {
+		switch it.ID {
+		case ids["here"]:
+			if it.LatestResourceVersion == nil || string(it.LatestResourceVersion.Spec.Value) != `{"k":"w"}` {
+				t.Errorf("readable instance: %s", res.Data)
+			}
+		case ids["down"]:
+			if it.LatestResourceVersion != nil {
+				t.Errorf("unreadable instance shows %+v, want null", it.LatestResourceVersion)
+			}
+		}
+	}
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, bid) || !strings.Contains(res.Errors[0].Message, ids["down"]) ||
+		len(res.Errors[0].Path) < 3 || res.Errors[0].Path[0] != "typeInstances" {
+		t.Errorf("errors = %+v, want one at typeInstances.N.latestResourceVersion naming backend %s and instance %s", res.Errors, bid, ids["down"])
+	}
+}

@@ -159,6 +159,14 @@ func ti(alias, path, revision string, value any) map[string]any {
 // hub; it returns the backend instance's id.
 func (e *env) fileBackend(f *faults) string {
 	e.t.Helper()
+	id, _ := e.stoppableFileBackend(f)
+	return id
+}
+
+// stoppableFileBackend is fileBackend that also returns a function that
+// stops the backend (a backend that is down).
+func (e *env) stoppableFileBackend(f *faults) (string, func()) {
+	e.t.Helper()
 	fb, err := file.New(file.Config{Dir: e.t.TempDir()})
 	if err != nil {
 		e.t.Fatal(err)
@@ -172,15 +180,19 @@ func (e *env) fileBackend(f *faults) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis) }()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			e.t.Error("file backend did not stop")
-		}
-	})
-	return e.registerBackend("files", fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, lis.Addr()))
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				e.t.Error("file backend did not stop")
+			}
+		})
+	}
+	e.t.Cleanup(stop)
+	return e.registerBackend("files", fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, lis.Addr())), stop
 }
 
 // registerBackend registers a storage backend instance with the given value.

@@ -37,7 +37,7 @@ type valueKey struct {
 //   - backends: a backend's details, resolved once per backend and request.
 type loaders struct {
 	instances *loader[string, cairn.Instance]
-	values    *loader[valueKey, json.RawMessage]
+	values    *loader[valueKey, valueResult]
 	versions  *loader[string, []cairn.ResourceVersion]
 	backends  *loader[string, cairn.StorageBackend]
 
@@ -63,7 +63,7 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 		}
 		return out, nil
 	})
-	l.values = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, keys []valueKey) (map[valueKey]json.RawMessage, error) {
+	l.values = newLoader(ctx, loaderWait, loaderMaxBatch, func(ctx context.Context, keys []valueKey) (map[valueKey]valueResult, error) {
 		refs := make([]hub.ValueRef, len(keys))
 		l.mu.Lock()
 		for i, k := range keys {
@@ -71,18 +71,19 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 		}
 		l.mu.Unlock()
 		vals, err := h.Values(ctx, refs)
-		if cairn.HasCode(err, cairn.CodeNotFound) {
+		if err != nil && ctx.Err() == nil {
 			// An instance of the batch was deleted since it was read (a
-			// list racing a delete): read one by one, so only its value
-			// fails, not every value of the batch.
-			return valuesOneByOne(ctx, h, keys, refs)
+			// list racing a delete), or its backend is down: read one by
+			// one, so that only the values that cannot be read fail, each
+			// with its own error, not every value of the batch.
+			return valuesOneByOne(ctx, h, keys, refs), nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		out := make(map[valueKey]json.RawMessage, len(keys))
+		out := make(map[valueKey]valueResult, len(keys))
 		for i, k := range keys {
-			out[k] = vals[i]
+			out[k] = valueResult{v: vals[i]}
 		}
 		return out, nil
 	})
@@ -105,21 +106,28 @@ func newLoaders(ctx context.Context, h *hub.Hub) *loaders {
 	return l
 }
 
+// valueResult is one value read, or why it could not be.
+type valueResult struct {
+	v   json.RawMessage
+	err error
+}
+
 // valuesOneByOne reads each value on its own, leaving out those whose
 // instance or version no longer exists.
-func valuesOneByOne(ctx context.Context, h *hub.Hub, keys []valueKey, refs []hub.ValueRef) (map[valueKey]json.RawMessage, error) {
-	out := make(map[valueKey]json.RawMessage, len(keys))
+func valuesOneByOne(ctx context.Context, h *hub.Hub, keys []valueKey, refs []hub.ValueRef) map[valueKey]valueResult {
+	out := make(map[valueKey]valueResult, len(keys))
 	for i, k := range keys {
 		v, err := h.Values(ctx, refs[i:i+1])
 		switch {
 		case cairn.HasCode(err, cairn.CodeNotFound):
 			continue
 		case err != nil:
-			return nil, err
+			out[k] = valueResult{err: err}
+		default:
+			out[k] = valueResult{v: v[0]}
 		}
-		out[k] = v[0]
 	}
-	return out, nil
+	return out
 }
 
 // value loads the value of one resource version of inst.
@@ -128,11 +136,14 @@ func (l *loaders) value(ctx context.Context, inst cairn.Instance, rv cairn.Resou
 	l.mu.Lock()
 	l.refs[k] = hub.ValueRef{Instance: inst, Version: rv}
 	l.mu.Unlock()
-	v, found, err := l.values.load(ctx, k)
+	r, found, err := l.values.load(ctx, k)
 	if err == nil && !found {
 		return nil, cairn.Errorf(cairn.CodeNotFound, "the value of TypeInstance %q resource version %d is gone: the TypeInstance was deleted while it was read", inst.ID, rv.ResourceVersion)
 	}
-	return v, err
+	if err != nil {
+		return nil, err
+	}
+	return r.v, r.err
 }
 
 type loadersKey struct{}

@@ -250,6 +250,10 @@ type listOptions struct {
 	// values: ?values=true, secret values in the clear (the access guard
 	// has also asked for the get verb).
 	values bool
+	// noValues: ?values=false, the objects without their values (spec of
+	// a Type's kind, spec.value of a TypeInstance), none read from a
+	// backend: what lists every instance while a backend is down.
+	noValues bool
 }
 
 func parseListOptions(r *http.Request) (listOptions, error) {
@@ -293,7 +297,9 @@ func parseListOptions(r *http.Request) (listOptions, error) {
 		o.limit = n
 	}
 	switch v := q.Get("values"); v {
-	case "", "false":
+	case "":
+	case "false":
+		o.noValues = true
 	case "true":
 		o.values = true
 	default:
@@ -412,7 +418,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	plain := plainJSON(r)
+	tr, err := wantsTable(r)
+	if err != nil {
+		return err
+	}
+	var cols []printColumn
+	if tr.version != "" {
+		cols = s.columns(r, req.res)
+	}
+	values := withValues(o, tr, cols)
+	// Plain JSON with values: the kept encodings and bodies hold values.
+	plain := tr.version == "" && values
 	key := listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}
 	if plain && fresh.consistent {
 		pos, err := s.hub.LastSeq(r.Context())
@@ -427,13 +443,16 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
-	lo := hub.ListOptions{Values: true, Secrets: o.values}
+	lo := hub.ListOptions{Values: values, Secrets: o.values}
 	if !fresh.consistent {
 		lo.NotOlderThan = &fresh.notOlderThan
 	}
 	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.pageFilter(req), lo)
 	if err != nil {
-		return err
+		return listErr(err, req.res, tr)
+	}
+	if !values {
+		withoutValues(insts)
 	}
 	insts, more := o.page(insts)
 	if seq < fresh.notOlderThan {
@@ -461,7 +480,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)
 		}
-		s.writeRead(w, r, req.res, out)
+		writeReadAs(w, tr, cols, out)
 		return nil
 	}
 	// Plain JSON: the encodings of unchanged objects are at hand; only

@@ -282,9 +282,21 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err := hubListFilter(r, &f); err != nil {
 		return err
 	}
-	insts, _, err := s.hub.ListInstancesWith(r.Context(), f, hub.ListOptions{Values: true, Secrets: o.values})
+	tr, err := wantsTable(r)
 	if err != nil {
 		return err
+	}
+	var cols []printColumn
+	if tr.version != "" {
+		cols = s.columns(r, req.res)
+	}
+	values := withValues(o, tr, cols)
+	insts, _, err := s.hub.ListInstancesWith(r.Context(), f, hub.ListOptions{Values: values, Secrets: o.values})
+	if err != nil {
+		return listErr(err, req.res, tr)
+	}
+	if !values {
+		withoutValues(insts)
 	}
 	insts, more := o.page(insts)
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
@@ -297,7 +309,7 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if more {
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
 	}
-	s.writeRead(w, r, req.res, out)
+	writeReadAs(w, tr, cols, out)
 	return nil
 }
 

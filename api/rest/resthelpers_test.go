@@ -90,13 +90,21 @@ type restOption func(*rest.Config)
 
 func newRestEnv(t *testing.T, opts ...restOption) *restEnv {
 	t.Helper()
+	return newRestEnvWith(t, hub.Config{}, opts...)
+}
+
+// newRestEnvWith is newRestEnv with a hub configured by hc (its Store is
+// the env's).
+func newRestEnvWith(t *testing.T, hc hub.Config, opts ...restOption) *restEnv {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
 		t.Fatalf("open SQLite store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(ctx, hub.Config{Store: st})
+	hc.Store = st
+	h, err := hub.New(ctx, hc)
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)
 	}

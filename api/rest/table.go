@@ -102,6 +102,23 @@ type printColumn struct {
 	path *jsonpath.JSONPath // nil for the name column
 	// cell, when set, computes the cell instead of path.
 	cell func(obj map[string]any) any
+	// value: the cell is computed from the instance's value (spec of a
+	// Type's kind), which must then be read from its backend.
+	value bool
+}
+
+// valueColumn is a declared column of a Type's kind: it reads the value
+// unless its path stays in metadata or status, which the hub holds.
+func valueColumn(c cairn.PrinterColumn) printColumn {
+	pc := newColumn(c)
+	p := strings.TrimPrefix(strings.TrimSpace(c.JSONPath), "$")
+	pc.value = true
+	for _, root := range []string{".metadata", ".status"} {
+		if rest, ok := strings.CutPrefix(p, root); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			pc.value = false
+		}
+	}
+	return pc
 }
 
 func newColumn(c cairn.PrinterColumn) printColumn {
@@ -138,7 +155,7 @@ func userColumns(t *cairn.Type, backendName func(id string) string) []printColum
 	}
 	taken := map[string]bool{}
 	for _, c := range declared {
-		cols = append(cols, newColumn(c))
+		cols = append(cols, valueColumn(c))
 		taken[strings.ToLower(c.Name)] = true
 	}
 	for _, c := range []cairn.PrinterColumn{
@@ -363,16 +380,62 @@ func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, res *resource
 		writeStatus(w, statusOf(err, target{}))
 		return
 	}
+	var cols []printColumn
+	if tr.version != "" {
+		cols = s.columns(r, res)
+	}
+	writeReadAs(w, tr, cols, v)
+}
+
+// writeReadAs is writeRead with the request's Table and columns known.
+func writeReadAs(w http.ResponseWriter, tr tableRequest, cols []printColumn, v any) {
 	if tr.version == "" {
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	cols := s.columns(r, res)
 	if l, ok := v.(List); ok {
 		writeTable(w, tr, cols, l.Metadata, l.Items)
 		return
 	}
 	writeTable(w, tr, cols, ListMeta{}, []any{v})
+}
+
+// withValues says whether a list or watch of instances shows their values
+// (each read from its backend): JSON does unless ?values=false; a Table
+// only when a column or the rows' objects (includeObject=Object) show
+// them, so that kubectl get lists every instance while a backend is down.
+func withValues(o listOptions, tr tableRequest, cols []printColumn) bool {
+	if tr.version == "" {
+		return !o.noValues
+	}
+	if tr.includeObject == "Object" {
+		return !o.noValues
+	}
+	return slices.ContainsFunc(cols, func(c printColumn) bool { return c.value })
+}
+
+// withoutValues clears the values of insts that were listed without them
+// (the read cache may have had some): an object shows its value or none.
+func withoutValues(insts []cairn.Instance) {
+	for i := range insts {
+		insts[i].Latest.Value = nil
+	}
+}
+
+// listErr is the error of a list or watch of res that failed, saying how
+// to list without values when a backend is unavailable.
+func listErr(err error, res *resource, tr tableRequest) error {
+	if !cairn.HasCode(err, cairn.CodeUnavailable) {
+		return err
+	}
+	name := res.plural
+	if res.group != "" {
+		name += "." + res.group
+	}
+	if tr.version != "" {
+		return fmt.Errorf("list %s: %w; the table's columns show values: ?values=false lists the objects without them", name, err)
+	}
+	return fmt.Errorf("list %s: %w; ?values=false lists them without values (as does a table, kubectl get's default output)", name, err)
 }
 
 // columns are the Table columns of a resource.

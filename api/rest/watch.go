@@ -51,6 +51,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if tr.version != "" {
 		cols = s.columns(r, req.res)
 	}
+	values := withValues(o, tr, cols)
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	go func(done <-chan struct{}) { // not ctx: it is reassigned below
@@ -78,8 +79,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		if start, err = s.hub.LastSeq(ctx); err != nil {
 			return err
 		}
-		if initial, _, err = s.hub.ListInstancesWith(ctx, o.filter(req), hub.ListOptions{Values: true, Secrets: o.values}); err != nil {
-			return err
+		if initial, _, err = s.hub.ListInstancesWith(ctx, o.filter(req), hub.ListOptions{Values: values, Secrets: o.values}); err != nil {
+			return listErr(err, req.res, tr)
+		}
+		if !values {
+			withoutValues(initial)
 		}
 	} else if _, err := s.hub.Changes(ctx, start, 1); err != nil {
 		if cairn.HasCode(err, cairn.CodeGone) {
@@ -130,7 +134,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			}
 			return req.res.render(inst), nil
 		}
-		if cols != nil {
+		if cols != nil || !values {
+			// Tables, and objects without values, are not the lines kept
+			// for every watch.
 			obj, err := render()
 			if err != nil {
 				return err
@@ -211,13 +217,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			}
 			return send("DELETED", req.res.renderDeleted(c))
 		}
-		inst, err := s.hub.GetInstanceNotOlderThan(ctx, c.InstanceID, c.Seq, true)
+		inst, err := s.hub.GetInstanceNotOlderThan(ctx, c.InstanceID, c.Seq, values)
 		if cairn.HasCode(err, cairn.CodeNotFound) {
 			passed[c.InstanceID] = true
 			return nil // deleted since; its DELETED change follows
 		}
 		if err != nil {
 			return err
+		}
+		if !values {
+			inst.Latest.Value = nil
 		}
 		if inst.Seq > c.Seq {
 			// Changed again since: that later change reports the instance as

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,17 @@ type getOptions struct {
 
 func (o getOptions) wide() bool { return o.output == "wide" }
 
+// listOptions are the options of a list or watch of res. Tables and names
+// show no values: instances are listed without them (?values=false), so
+// none is read from a backend and every instance shows while one is down.
+func (o getOptions) listOptions(res client.Resource) client.ListOptions {
+	lo := client.ListOptions{LabelSelector: o.selector}
+	if o.output != "json" && o.output != "yaml" && (res.Group != rest.HubGroup || isHub(res, "typeinstances")) {
+		lo.Extra = url.Values{"values": {"false"}}
+	}
+	return lo
+}
+
 func (r *kube) getCommand() *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
@@ -46,6 +58,10 @@ typeinstances (ti) is every instance by id; types shows each Type revision.
 An instance's id alone (a UUID, or a Terraform state's or output's id such as
 terraformoutput.default.network-ip) names that TypeInstance, also in describe,
 edit and delete.
+
+Tables and -o name read no value from the backends, so they list every
+instance while a backend is down; -o json and -o yaml show values and then
+fail (exit 6) naming the instance and the backend that cannot be read.
 
 -w prints the rows, then a row for every change until interrupted (Ctrl-C).`,
 		Example: `  cairn get flags
@@ -113,7 +129,10 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 			if o.allNamespaces {
 				ns = ""
 			}
-			l, err := r.c.ListAll(ctx, g.res, ns, client.ListOptions{LabelSelector: o.selector})
+			l, err := r.c.ListAll(ctx, g.res, ns, o.listOptions(g.res))
+			if cairn.HasCode(err, cairn.CodeUnavailable) && (o.output == "json" || o.output == "yaml") {
+				return fmt.Errorf("%w\n(-o %s shows values; a table or -o name lists every instance without reading any)", err, o.output)
+			}
 			if err != nil {
 				return err
 			}
@@ -486,7 +505,7 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 		view = r.table(ctx, res, o.wide(), ns == "" && res.Namespaced, o.watchEvents)
 	}
 
-	opts := client.ListOptions{LabelSelector: o.selector}
+	opts := o.listOptions(res)
 	if o.watchOnly {
 		// Only the list's resourceVersion is needed.
 		opts.Limit = 1
@@ -518,7 +537,9 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 			}
 		}
 	}
-	events, err := r.c.Watch(ctx, res, ns, client.ListOptions{LabelSelector: o.selector, ResourceVersion: l.Metadata.ResourceVersion})
+	opts = o.listOptions(res)
+	opts.ResourceVersion = l.Metadata.ResourceVersion
+	events, err := r.c.Watch(ctx, res, ns, opts)
 	if err != nil {
 		return err
 	}
