@@ -458,22 +458,31 @@ func (s *Server) columns(r *http.Request, res *resource) []printColumn {
 }
 
 // backendNames names storage backends by alias for the BACKEND column,
-// reading the backends once per table.
+// reading the backends once per table, and only when an instance is held
+// by a backend other than the built-in one (a store query: a fifth of a
+// 100-row table's time when every row was the built-in backend's).
 func (s *Server) backendNames(r *http.Request) func(id string) string {
 	aliases := map[string]string{cairn.BuiltinBackendID: cairn.BuiltinBackendAlias}
-	insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
-		Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
-	}, false)
-	if err == nil {
-		for _, inst := range insts {
-			if inst.Alias != "" && inst.Alias != inst.ID {
-				aliases[inst.ID] = inst.Alias
-			}
-		}
-	}
+	read := false
 	return func(id string) string {
 		if a, ok := aliases[id]; ok {
 			return a
+		}
+		if !read {
+			read = true
+			insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
+				Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
+			}, false)
+			if err == nil {
+				for _, inst := range insts {
+					if inst.Alias != "" && inst.Alias != inst.ID {
+						aliases[inst.ID] = inst.Alias
+					}
+				}
+			}
+			if a, ok := aliases[id]; ok {
+				return a
+			}
 		}
 		return id
 	}
