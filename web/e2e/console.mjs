@@ -264,6 +264,9 @@ try {
   await page.click('#edit');
   await page.click('#save');
   await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
+  // The page renders again after the toast (busy from that moment): what
+  // it showed before (the history, the diff) is replaced, so wait for it.
+  await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
   await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
   const diff = page.locator('#diff');
   expect((await diff.locator('.del').allTextContents()).some((l) => l.includes('5432')), 'the old port as a removed line');
