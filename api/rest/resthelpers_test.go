@@ -90,13 +90,20 @@ type restOption func(*rest.Config)
 
 func newRestEnv(t *testing.T, opts ...restOption) *restEnv {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
 		t.Fatalf("open SQLite store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(ctx, hub.Config{Store: st})
+	return newRestEnvOn(t, hub.Config{Store: st}, opts...)
+}
+
+// newRestEnvOn is newRestEnv serving a hub of cfg (its store closed by
+// the caller).
+func newRestEnvOn(t *testing.T, hcfg hub.Config, opts ...restOption) *restEnv {
+	t.Helper()
+	ctx := context.Background()
+	h, err := hub.New(ctx, hcfg)
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)
 	}
