@@ -1051,7 +1051,11 @@ func (c *Cache) list(f store.InstanceFilter, withValues bool) ([]cairn.Instance,
 	default:
 		return c.listByType(f, paths, after, withValues), seq
 	}
-	out := make([]cairn.Instance, 0, min(len(es), max(f.Limit, 0)))
+	n := len(es)
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
 	for _, e := range es {
 		if !matches(e, f) {
 			continue
@@ -1169,7 +1173,14 @@ func (c *Cache) listByID(f store.InstanceFilter, paths []string, withValues bool
 		ids = ids[i:]
 	}
 	one := len(paths) == 1 && paths[0] == f.TypePath
-	var out []cairn.Instance
+	n := 0
+	for _, path := range paths {
+		n += len(c.byType[path].set)
+	}
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
 	for _, id := range ids {
 		e := c.objs[id]
 		if one && e.inst.TypeRef.Path != f.TypePath || !one && !slices.Contains(paths, e.inst.TypeRef.Path) || !matches(e, f) {
