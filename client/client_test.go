@@ -103,6 +103,26 @@ func exercise(t *testing.T, ctx context.Context, c client.Interface) {
 	if l, err := c.ListInstances(ctx, store.InstanceFilter{CreatedBy: "tester", Namespace: cairn.DefaultNamespace}, false); err != nil || len(l) != 2 {
 		t.Errorf("ListInstances by creator = %+v, %v", l, err)
 	}
+	// A list comes in the hub's order (by Type, the newest revision
+	// first) from either: the server lists typeinstances by id.
+	newer := typ
+	newer.Revision = "0.10.0"
+	if _, _, err := c.ApplyType(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	newest, err := c.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Name: "zz-newest", TypeRef: newer.Ref(), Value: json.RawMessage(`{"port":4}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.ListInstances(ctx, store.InstanceFilter{TypePath: typ.Path}, false); err != nil || len(l) != 3 || l[0].ID != newest[0].ID {
+		t.Errorf("ListInstances = %+v, %v; want %s first", l, err, newest[0].ID)
+	}
+	if err := c.DeleteInstance(ctx, newest[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteType(ctx, newer.Ref()); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := c.LockInstances(ctx, []string{a}, "deploy"); err != nil {
 		t.Fatal(err)

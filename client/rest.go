@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,7 +258,34 @@ func (r *REST) listInstances(ctx context.Context, f store.InstanceFilter, withVa
 		}
 		out = append(out, withoutValue(inst, withValues))
 	}
+	sortInstances(out, f.Order)
 	return out, nil
+}
+
+// sortInstances puts a list in the hub's order o: the server lists
+// typeinstances by id, as the Kubernetes API server lists by name.
+// Creation times come to the second, so the default order breaks ties
+// within a second by id.
+func sortInstances(list []cairn.Instance, o store.InstanceOrder) {
+	switch o {
+	case store.ByID:
+		slices.SortFunc(list, func(a, b cairn.Instance) int { return strings.Compare(a.ID, b.ID) })
+	case store.ByName:
+		slices.SortFunc(list, func(a, b cairn.Instance) int {
+			return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.TypeRef.Path, b.TypeRef.Path))
+		})
+	default:
+		keys := make(map[string]string, len(list))
+		for _, in := range list {
+			keys[in.TypeRef.Revision] = store.RevisionKey(in.TypeRef.Revision)
+		}
+		slices.SortFunc(list, func(a, b cairn.Instance) int {
+			return cmp.Or(strings.Compare(a.TypeRef.Path, b.TypeRef.Path),
+				strings.Compare(keys[b.TypeRef.Revision], keys[a.TypeRef.Revision]),
+				strings.Compare(b.TypeRef.Revision, a.TypeRef.Revision),
+				b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+		})
+	}
 }
 
 func (r *REST) ResourceVersions(ctx context.Context, id string, withValues bool) ([]cairn.ResourceVersion, error) {

@@ -81,8 +81,9 @@ type Reader interface {
 	// GetInstanceByName returns the instance of a Type path with the given
 	// namespace and name; CodeNotFound when absent.
 	GetInstanceByName(ctx context.Context, typePath, namespace, name string) (cairn.Instance, error)
-	// ListInstances returns the instances matching f, sorted by type path
-	// ascending, revision descending, createdAt descending, id ascending.
+	// ListInstances returns the instances matching f in f.Order: by
+	// default sorted by type path ascending, revision descending, createdAt
+	// descending, id ascending.
 	ListInstances(ctx context.Context, f InstanceFilter) ([]cairn.Instance, error)
 	// CountInstances counts the instances of one Type revision.
 	CountInstances(ctx context.Context, ref cairn.TypeRef) (int, error)
@@ -290,9 +291,31 @@ type InstanceFilter struct {
 	Limit int
 	// After continues a limited list: only instances sorting after this
 	// one (in the list order) are returned. Pass the last instance of the
-	// previous page.
+	// previous page; only the fields Order sorts by are read.
 	After *cairn.Instance
+	// Order is the order of the list, and of After.
+	Order InstanceOrder
 }
+
+// InstanceOrder is the order of a list of instances. Every order is total
+// and sorts by fields an instance never changes, so paging with After
+// neither skips nor repeats an instance that exists throughout, whatever
+// is created or deleted between pages.
+type InstanceOrder int
+
+const (
+	// ByType is the store's own order, GraphQL's: type path ascending,
+	// revision descending, createdAt descending, id ascending.
+	ByType InstanceOrder = iota
+	// ByName is the Kubernetes API server's key order, the REST lists of
+	// a kind: namespace, then name, then type path ascending (bytewise).
+	// Namespace and name are unique within a type path, so a page of one
+	// type path's list is a range of its (type path, namespace, name) key.
+	ByName
+	// ByID is id ascending (bytewise): the REST list of typeinstances,
+	// whose metadata.name is the id.
+	ByID
+)
 
 // ValueKey names one resource version's value in the built-in value table.
 type ValueKey struct {

@@ -132,6 +132,40 @@ func BenchmarkList100Any(b *testing.B) {
 	benchPair(b, 100, "/apis/flipt.io/v1alpha1/namespaces/default/flags?resourceVersion=0")
 }
 
+// BenchmarkListPage pages through 1,000 flags 100 at a time: the first
+// page, and one from the middle of the list (its continue token read
+// once), as kubectl get --chunk-size=100 asks for them.
+func BenchmarkListPage(b *testing.B) {
+	srv, c := benchServer(b, 1000)
+	url := srv.URL + "/apis/flipt.io/v1alpha1/namespaces/default/flags?limit=100"
+	cont := url
+	for range 5 {
+		resp, err := c.Get(cont)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var l struct {
+			Metadata struct {
+				Continue string `json:"continue"`
+			} `json:"metadata"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&l)
+		resp.Body.Close()
+		if err != nil || l.Metadata.Continue == "" {
+			b.Fatalf("page: %v, continue %q", err, l.Metadata.Continue)
+		}
+		cont = url + "&continue=" + l.Metadata.Continue
+	}
+	for name, u := range map[string]string{"first": url, "middle": cont} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				fetch(b, c, u)
+			}
+		})
+	}
+}
+
 // BenchmarkList100Table compares a list of 100 flags answered as the Table
 // kubectl get asks for with the same list as JSON, in the same run: the
 // ratio is what server-side printing costs.

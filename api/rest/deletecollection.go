@@ -40,8 +40,8 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	if err != nil {
 		return err
 	}
-	var gone []cairn.Instance
-	for _, i := range byName(insts) {
+	var gone []cairn.Instance // in the list's order (o.filter's)
+	for i := range insts {
 		if o.matches(&insts[i]) {
 			gone = append(gone, insts[i])
 		}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/fields"
@@ -246,7 +245,7 @@ type listOptions struct {
 	notNS     []string
 	none      bool
 	limit     int
-	after     *cairn.Instance
+	after     *continueToken
 	// values: ?values=true, secret values in the clear (the access guard
 	// has also asked for the get verb).
 	values bool
@@ -308,43 +307,71 @@ func parseListOptions(r *http.Request) (listOptions, error) {
 	if c := q.Get("continue"); c != "" {
 		after, err := decodeContinue(c)
 		if err != nil {
-			return o, errStatus{badRequest("continue token is not valid: %v", err)}
+			return o, err
 		}
 		o.after = &after
 	}
 	return o, nil
 }
 
-// The continue token holds the sort key of the last item of the page.
+// A list comes in the API server's key order: a kind's objects by
+// namespace and name, typeinstances (whose metadata.name is the id) by
+// id. The continue token holds the key of the last item of the page in
+// that order (o: "name" or "id"), so the next page starts right after it
+// whatever was created or deleted meanwhile.
 type continueToken struct {
-	ID        string `json:"i"`
-	Path      string `json:"p"`
-	Revision  string `json:"r"`
-	CreatedAt int64  `json:"c"`
+	Order     string `json:"o"`
+	ID        string `json:"i,omitempty"`
+	Path      string `json:"p,omitempty"`
+	Namespace string `json:"n,omitempty"`
+	Name      string `json:"m,omitempty"`
 }
 
-func encodeContinue(inst cairn.Instance) string {
-	b, _ := json.Marshal(continueToken{ID: inst.ID, Path: inst.TypeRef.Path, Revision: inst.TypeRef.Revision, CreatedAt: inst.CreatedAt.UnixNano()})
+// listOrder is the order of a list of res.
+func listOrder(res *resource) store.InstanceOrder {
+	if res.hubKind == "typeinstances" {
+		return store.ByID
+	}
+	return store.ByName
+}
+
+func encodeContinue(inst cairn.Instance, order store.InstanceOrder) string {
+	t := continueToken{Order: "name", Path: inst.TypeRef.Path, Namespace: inst.Namespace, Name: inst.Name}
+	if order == store.ByID {
+		t = continueToken{Order: "id", ID: inst.ID}
+	}
+	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeContinue(s string) (cairn.Instance, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return cairn.Instance{}, err
-	}
+func decodeContinue(s string) (continueToken, error) {
 	var t continueToken
-	if err := json.Unmarshal(b, &t); err != nil {
-		return cairn.Instance{}, err
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
 	}
-	return cairn.Instance{ID: t.ID, TypeRef: cairn.TypeRef{Path: t.Path, Revision: t.Revision}, CreatedAt: time.Unix(0, t.CreatedAt).UTC()}, nil
+	if err != nil {
+		return t, errStatus{badRequest("continue token is not valid: %v", err)}
+	}
+	if t.Order == "" {
+		// A token of a cairn that paged in the store's order: its key
+		// means nothing in this order. The API server's answer to a
+		// token it cannot continue from, which clients know to start
+		// over on.
+		return t, errStatus{newStatus(http.StatusGone, "Expired",
+			"The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")}
+	}
+	return t, nil
 }
 
 // filter returns the store filter for a list of req with o.
 func (o listOptions) filter(req request) store.InstanceFilter {
-	f := store.InstanceFilter{Namespace: req.namespace, Labels: o.labels, Name: o.fieldName, Limit: o.limit, After: o.after}
+	f := store.InstanceFilter{Namespace: req.namespace, Labels: o.labels, Name: o.fieldName, Limit: o.limit, Order: listOrder(req.res)}
 	if req.res.typ != nil {
 		f.TypePath = req.res.typ.Path
+	}
+	if t := o.after; t != nil {
+		f.After = &cairn.Instance{ID: t.ID, TypeRef: cairn.TypeRef{Path: t.Path}, Namespace: t.Namespace, Name: t.Name}
 	}
 	if o.none {
 		f.Namespace = "\x00" // matches nothing
@@ -360,13 +387,17 @@ func (o listOptions) filter(req request) store.InstanceFilter {
 
 // pageFilter is filter asking the store for one instance more than the
 // page holds, so that the last page, as on the API server, carries no
-// continue token (a client would ask for a page that is empty).
-func (o listOptions) pageFilter(req request) store.InstanceFilter {
+// continue token (a client would ask for a page that is empty). A
+// continue token of another resource's list is refused.
+func (o listOptions) pageFilter(req request) (store.InstanceFilter, error) {
 	f := o.filter(req)
 	if o.limit > 0 {
 		f.Limit = o.limit + 1
 	}
-	return f
+	if t := o.after; t != nil && (t.Order == "id") != (f.Order == store.ByID) {
+		return f, errStatus{badRequest("continue token is not valid: it continues a list of another resource")}
+	}
+	return f, nil
 }
 
 // page cuts what pageFilter read to the page, and says whether more follow.
@@ -447,7 +478,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if !fresh.consistent {
 		lo.NotOlderThan = &fresh.notOlderThan
 	}
-	insts, seq, err := s.hub.ListInstancesWith(r.Context(), o.pageFilter(req), lo)
+	f, err := o.pageFilter(req)
+	if err != nil {
+		return err
+	}
+	insts, seq, err := s.hub.ListInstancesWith(r.Context(), f, lo)
 	if err != nil {
 		return listErr(err, req.res, tr)
 	}
@@ -463,12 +498,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	out := List{APIVersion: req.res.apiVersion(), Kind: req.res.kind + "List", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
 	if more {
-		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
+		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
 	}
-	order := byName(insts)
 	if !plain {
-		kept := make([]cairn.Instance, 0, len(order))
-		for _, i := range order {
+		kept := make([]cairn.Instance, 0, len(insts))
+		for i := range insts {
 			if o.matches(&insts[i]) {
 				kept = append(kept, insts[i])
 			}
@@ -485,11 +519,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	// Plain JSON: the encodings of unchanged objects are at hand; only
 	// the others are built and encoded.
-	items := make([][]byte, 0, len(order))
+	items := make([][]byte, 0, len(insts))
 	var missed []cairn.Instance
 	var missedAt []int
 	keep := fresh.consistent // and every object is one the encoded cache keeps
-	for _, i := range order {
+	for i := range insts {
 		inst := &insts[i]
 		if !o.matches(inst) {
 			continue

@@ -278,7 +278,10 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err != nil {
 		return err
 	}
-	f := o.pageFilter(req)
+	f, err := o.pageFilter(req)
+	if err != nil {
+		return err
+	}
 	if err := hubListFilter(r, &f); err != nil {
 		return err
 	}
@@ -301,13 +304,13 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	insts, more := o.page(insts)
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
-	for _, i := range byName(insts) {
+	for i := range insts {
 		if o.matches(&insts[i]) {
 			out.Items = append(out.Items, toTypeInstance(insts[i]))
 		}
 	}
 	if more {
-		out.Metadata.Continue = encodeContinue(insts[len(insts)-1])
+		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
 	}
 	writeReadAs(w, tr, cols, out)
 	return nil

@@ -195,6 +195,7 @@ func TestList(t *testing.T) {
 		{"limit not a number", "limit=ten", "limit"},
 		{"continue token not base64", "limit=1&continue=!!!", "continue"},
 		{"continue token not JSON", "limit=1&continue=bm9wZQ", "continue"},
+		{"continue token of typeinstances", "limit=1&continue=eyJvIjoiaWQiLCJpIjoieCJ9", "another resource"},
 	}
 	for _, tt := range errs {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,6 +207,9 @@ func TestList(t *testing.T) {
 			wantStatus(t, e.get(flagsIn("default")+"?"+v.Encode()), 400, "BadRequest", tt.msg)
 		})
 	}
+	// A token of a cairn that paged in the store's order has no meaning
+	// in name order: 410 Expired, on which clients list again.
+	wantStatus(t, e.get(flagsIn("default")+"?limit=1&continue=eyJpIjoieCIsInAiOiJpby5mbGlwdC5mbGFnIiwiciI6IjEuMC4wIiwiYyI6MH0"), 410, "Expired", "too old")
 }
 
 func TestListPaging(t *testing.T) {

@@ -94,16 +94,23 @@ func newRestEnv(t *testing.T, opts ...restOption) *restEnv {
 }
 
 // newRestEnvWith is newRestEnv with a hub configured by hc (its Store is
-// the env's).
+// the env's SQLite file).
 func newRestEnvWith(t *testing.T, hc hub.Config, opts ...restOption) *restEnv {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cairn.db"))
 	if err != nil {
 		t.Fatalf("open SQLite store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
 	hc.Store = st
+	return newRestEnvOn(t, hc, opts...)
+}
+
+// newRestEnvOn is newRestEnv serving a hub of hc, on its Store (closed by
+// the caller).
+func newRestEnvOn(t *testing.T, hc hub.Config, opts ...restOption) *restEnv {
+	t.Helper()
+	ctx := context.Background()
 	h, err := hub.New(ctx, hc)
 	if err != nil {
 		t.Fatalf("hub.New: %v", err)

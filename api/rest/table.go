@@ -2,7 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -354,22 +353,6 @@ func cellOf(c printColumn, obj map[string]any) any {
 		return duration.HumanDuration(time.Since(t))
 	}
 	return fmt.Sprint(v)
-}
-
-// byName returns the order of a page of instances by namespace, then name
-// (stable), the order kubectl users know from the API server: indexes,
-// since moving Instance values costs more than comparing them. Paging
-// still follows the store's order (the continue token is the store's last
-// item), so with several pages each page is in name order.
-func byName(insts []cairn.Instance) []int {
-	order := make([]int, len(insts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(strings.Compare(insts[a].Namespace, insts[b].Namespace), strings.Compare(insts[a].Name, insts[b].Name))
-	})
-	return order
 }
 
 // writeRead answers a GET or a list: the object or list as JSON, or a

@@ -74,6 +74,10 @@ type Cache struct {
 	byName   map[nameKey]*entry
 	byType   map[string]*typeIndex
 	usedBy   map[string]map[string]struct{}
+	// ids holds the ids of objs sorted (store.ByID), re-sorted lazily
+	// after an instance came or went (idsDirty).
+	ids      []string
+	idsDirty bool
 
 	// recent holds the changes applied lately, oldest first: every change
 	// after recentFrom up to applied, so that watches read them here
@@ -115,12 +119,15 @@ type entry struct {
 	revKey string // store.RevisionKey of the type revision, for sorting
 }
 
-// typeIndex holds the entries of one type path in list order, re-sorted
-// lazily after a change.
+// typeIndex holds the entries of one type path in the store's order
+// (sorted) and in name order (named, store.ByName), each re-sorted lazily
+// after a change, when a list first needs it.
 type typeIndex struct {
-	set    map[string]*entry
-	sorted []*entry
-	dirty  bool
+	set        map[string]*entry
+	sorted     []*entry
+	dirty      bool
+	named      []*entry
+	namedDirty bool
 }
 
 // New returns an empty cache over src; it loads on first use.
@@ -279,6 +286,7 @@ func (c *Cache) load(ctx context.Context) error {
 	c.byName = make(map[nameKey]*entry, len(all))
 	c.byType = map[string]*typeIndex{}
 	c.usedBy = map[string]map[string]struct{}{}
+	c.ids, c.idsDirty = nil, true
 	for _, inst := range all {
 		c.put(inst)
 	}
@@ -673,6 +681,9 @@ func (c *Cache) put(inst cairn.Instance) {
 // is held.
 func (c *Cache) index(e *entry) {
 	inst := &e.inst
+	if _, ok := c.objs[inst.ID]; !ok {
+		c.idsDirty = true // a new id (a replaced entry keeps its id)
+	}
 	c.objs[inst.ID] = e
 	c.byName[nameKey{inst.TypeRef.Path, inst.Namespace, inst.Name}] = e
 	ti := c.byType[inst.TypeRef.Path]
@@ -681,7 +692,7 @@ func (c *Cache) index(e *entry) {
 		c.byType[inst.TypeRef.Path] = ti
 	}
 	ti.set[inst.ID] = e
-	ti.dirty = true
+	ti.dirty, ti.namedDirty = true, true
 	for _, to := range inst.Uses {
 		users := c.usedBy[to]
 		if users == nil {
@@ -782,6 +793,7 @@ func (c *Cache) remove(id string) {
 	}
 	c.unindex(old)
 	delete(c.objs, id)
+	c.idsDirty = true
 	for from := range c.usedBy[id] {
 		if u, ok := c.objs[from]; ok {
 			u.inst.Uses = slices.DeleteFunc(slices.Clone(u.inst.Uses), func(s string) bool { return s == id })
@@ -797,7 +809,7 @@ func (c *Cache) unindex(e *entry) {
 	}
 	if ti := c.byType[e.inst.TypeRef.Path]; ti != nil {
 		delete(ti.set, e.inst.ID)
-		ti.dirty = true
+		ti.dirty, ti.namedDirty = true, true
 		if len(ti.set) == 0 {
 			delete(c.byType, e.inst.TypeRef.Path)
 		}
@@ -954,7 +966,7 @@ func Serves(f store.InstanceFilter) bool {
 	return len(f.Attributes) == 0
 }
 
-// List returns the instances matching f in the store's list order, as
+// List returns the instances matching f in f.Order, as
 // store.Reader.ListInstances does. f must satisfy Serves.
 func (c *Cache) List(ctx context.Context, f store.InstanceFilter, withValues bool) ([]cairn.Instance, error) {
 	list, _, err := c.ListAt(ctx, f, withValues)
@@ -999,30 +1011,131 @@ func (c *Cache) list(f store.InstanceFilter, withValues bool) ([]cairn.Instance,
 		after = &entry{inst: *f.After, revKey: store.RevisionKey(f.After.TypeRef.Revision)}
 	}
 	c.mu.RLock()
-	for c.anyDirty() {
+	for !c.ready(f) {
 		// Sorting an index writes it: sort under the write lock, then
-		// read under the read lock with every index clean.
+		// read under the read lock with the indexes f reads clean.
 		c.mu.RUnlock()
 		c.mu.Lock()
-		for _, ti := range c.byType {
-			ti.sort()
-		}
+		c.prepare(f)
 		c.mu.Unlock()
 		c.mu.RLock()
 	}
 	defer c.mu.RUnlock()
 	seq := c.applied
+	paths := c.paths(f.TypePath)
+	var es []*entry
+	switch {
+	case len(paths) == 0:
+	case f.Order == store.ByName && len(paths) == 1:
+		es = c.byType[paths[0]].named
+		if after != nil {
+			i, found := slices.BinarySearchFunc(es, after, compareName)
+			if found {
+				i++
+			}
+			es = es[i:]
+		}
+	case f.Order == store.ByName:
+		// Several type paths (no REST list asks for them): their entries
+		// after after, sorted.
+		for _, path := range paths {
+			for _, e := range c.byType[path].set {
+				if after == nil || compareName(e, after) > 0 {
+					es = append(es, e)
+				}
+			}
+		}
+		slices.SortFunc(es, compareName)
+	case f.Order == store.ByID:
+		return c.listByID(f, paths, withValues), seq
+	default:
+		return c.listByType(f, paths, after, withValues), seq
+	}
+	n := len(es)
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
+	for _, e := range es {
+		if !matches(e, f) {
+			continue
+		}
+		out = append(out, c.out(e, withValues, true))
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	return out, seq
+}
+
+// paths returns the type paths of the cached instances f.TypePath
+// matches, sorted. c.mu is held.
+func (c *Cache) paths(typePath string) []string {
 	var paths []string
-	if p, ok := strings.CutSuffix(f.TypePath, ".*"); ok || f.TypePath == "" {
+	if p, ok := strings.CutSuffix(typePath, ".*"); ok || typePath == "" {
 		for path := range c.byType {
-			if f.TypePath == "" || strings.HasPrefix(path, p+".") {
+			if typePath == "" || strings.HasPrefix(path, p+".") {
 				paths = append(paths, path)
 			}
 		}
 		slices.Sort(paths)
-	} else if _, ok := c.byType[f.TypePath]; ok {
-		paths = []string{f.TypePath}
+	} else if _, ok := c.byType[typePath]; ok {
+		paths = []string{typePath}
 	}
+	return paths
+}
+
+// ready reports whether the indexes a list of f reads are sorted. c.mu
+// is held.
+func (c *Cache) ready(f store.InstanceFilter) bool {
+	switch f.Order {
+	case store.ByID:
+		return !c.idsDirty
+	case store.ByName:
+		if paths := c.paths(f.TypePath); len(paths) == 1 {
+			return !c.byType[paths[0]].namedDirty
+		}
+		return true // not one type path: list sorts what it gathers
+	}
+	p, prefix := strings.CutSuffix(f.TypePath, ".*")
+	if !prefix && f.TypePath != "" {
+		ti := c.byType[f.TypePath]
+		return ti == nil || !ti.dirty
+	}
+	for path, ti := range c.byType {
+		if ti.dirty && (f.TypePath == "" || strings.HasPrefix(path, p+".")) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare sorts the indexes a list of f reads. c.mu is held for writing.
+func (c *Cache) prepare(f store.InstanceFilter) {
+	switch f.Order {
+	case store.ByID:
+		if c.idsDirty {
+			c.ids = slices.AppendSeq(c.ids[:0], maps.Keys(c.objs))
+			slices.Sort(c.ids)
+			c.idsDirty = false
+		}
+	case store.ByName:
+		if paths := c.paths(f.TypePath); len(paths) == 1 && c.byType[paths[0]].namedDirty {
+			ti := c.byType[paths[0]]
+			ti.named = slices.AppendSeq(ti.named[:0], maps.Values(ti.set))
+			slices.SortFunc(ti.named, compareName)
+			ti.namedDirty = false
+		}
+	default:
+		for _, path := range c.paths(f.TypePath) {
+			c.byType[path].sort()
+		}
+	}
+}
+
+// listByType lists in the store's order: the paths in order, each in its
+// sorted order. c.mu is held for reading.
+func (c *Cache) listByType(f store.InstanceFilter, paths []string, after *entry, withValues bool) []cairn.Instance {
 	n := 0
 	for _, path := range paths {
 		n += len(c.byType[path].sorted)
@@ -1041,20 +1154,44 @@ func (c *Cache) list(f store.InstanceFilter, withValues bool) ([]cairn.Instance,
 			}
 			out = append(out, c.out(e, withValues, true))
 			if f.Limit > 0 && len(out) == f.Limit {
-				return out, seq
+				return out
 			}
 		}
 	}
-	return out, seq
+	return out
 }
 
-func (c *Cache) anyDirty() bool {
-	for _, ti := range c.byType {
-		if ti.dirty {
-			return true
+// listByID lists in id order, over every cached id after f.After's. c.mu
+// is held for reading.
+func (c *Cache) listByID(f store.InstanceFilter, paths []string, withValues bool) []cairn.Instance {
+	ids := c.ids
+	if f.After != nil {
+		i, found := slices.BinarySearch(ids, f.After.ID)
+		if found {
+			i++
+		}
+		ids = ids[i:]
+	}
+	one := len(paths) == 1 && paths[0] == f.TypePath
+	n := 0
+	for _, path := range paths {
+		n += len(c.byType[path].set)
+	}
+	if f.Limit > 0 {
+		n = min(n, f.Limit)
+	}
+	out := make([]cairn.Instance, 0, n)
+	for _, id := range ids {
+		e := c.objs[id]
+		if one && e.inst.TypeRef.Path != f.TypePath || !one && !slices.Contains(paths, e.inst.TypeRef.Path) || !matches(e, f) {
+			continue
+		}
+		out = append(out, c.out(e, withValues, true))
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
 		}
 	}
-	return false
+	return out
 }
 
 func (ti *typeIndex) sort() {
@@ -1103,6 +1240,12 @@ func compare(a, b *entry) int {
 		return c
 	}
 	return strings.Compare(a.inst.ID, b.inst.ID)
+}
+
+// compareName is store.ByName: namespace, name, then type path.
+func compareName(a, b *entry) int {
+	return cmp.Or(strings.Compare(a.inst.Namespace, b.inst.Namespace), strings.Compare(a.inst.Name, b.inst.Name),
+		strings.Compare(a.inst.TypeRef.Path, b.inst.TypeRef.Path))
 }
 
 // positionGate shares one change-log position query among the consistent

@@ -46,6 +46,9 @@ func fixture(t testing.TB, n int) (store.Store, *hub.Hub) {
 			rels = append(rels, hub.UsesRelation{From: fmt.Sprintf("i%d", i), To: fmt.Sprintf("i%d", i-1)})
 		}
 	}
+	if n == 0 {
+		return st, h
+	}
 	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: ins, UsesRelations: rels}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +80,9 @@ func sel(t *testing.T, s string) []labels.Requirement {
 	return l
 }
 
-// TestListMatchesStore: for every filter the cache serves, it answers
-// exactly what the store answers, order, relations and values included,
-// page by page with limit and after.
+// TestListMatchesStore: for every filter the cache serves, in every
+// order, it answers exactly what the store answers, order, relations and
+// values included, page by page with limit and after.
 func TestListMatchesStore(t *testing.T) {
 	ctx := context.Background()
 	st, _ := fixture(t, 60)
@@ -100,7 +103,20 @@ func TestListMatchesStore(t *testing.T) {
 		{"backend", store.InstanceFilter{BackendID: cairn.BuiltinBackendID}},
 		{"created by", store.InstanceFilter{CreatedBy: "nobody"}},
 	}
-	for _, tt := range tests {
+	var ordered []struct {
+		name string
+		f    store.InstanceFilter
+	}
+	for _, o := range []store.InstanceOrder{store.ByType, store.ByName, store.ByID} {
+		for _, tt := range tests {
+			tt.f.Order = o
+			ordered = append(ordered, struct {
+				name string
+				f    store.InstanceFilter
+			}{fmt.Sprintf("order %d/%s", o, tt.name), tt.f})
+		}
+	}
+	for _, tt := range ordered {
 		t.Run(tt.name, func(t *testing.T) {
 			want, err := st.ListInstances(ctx, tt.f)
 			if err != nil {
@@ -404,5 +420,99 @@ func TestEdgeBetweenUnchangedInstances(t *testing.T) {
 	// Two changes of from (add, remove); adding an edge already there is none.
 	if after[0].Seq == before[0].Seq {
 		t.Fatalf("seq of %s did not move (%d): the edge changes were not logged", from, after[0].Seq)
+	}
+}
+
+// TestListOrdersPagedAcrossWrites: paging a type path in name or id order
+// while instances are created and deleted between pages (through another
+// hub on the store, so the cache learns of them from the change log), an
+// instance there throughout is listed once, in order; the instance a page
+// ended with may be gone, and one created after it is listed.
+func TestListOrdersPagedAcrossWrites(t *testing.T) {
+	ctx := context.Background()
+	st, h := fixture(t, 0)
+	c := cache.New(st)
+	var ins []hub.NewInstance
+	for i := range 24 {
+		// Created in name order: the store's own order is the reverse.
+		ins = append(ins, hub.NewInstance{TypeRef: cairn.TypeRef{Path: "cap.type.p", Revision: []string{"0.1.0", "0.10.0"}[i%2]},
+			Namespace: []string{"a", "a-b", "b"}[i/8], Name: fmt.Sprintf("n%02d", i%8), Value: json.RawMessage(`{}`)})
+	}
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: ins}); err != nil {
+		t.Fatal(err)
+	}
+	key := func(o store.InstanceOrder, in cairn.Instance) string {
+		if o == store.ByID {
+			return in.ID
+		}
+		return in.Namespace + "\x00" + in.Name
+	}
+	for _, o := range []store.InstanceOrder{store.ByName, store.ByID} {
+		f := store.InstanceFilter{TypePath: "cap.type.p", Order: o, Limit: 5}
+		before, err := c.List(ctx, f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		throughout := map[string]bool{}
+		all, err := c.List(ctx, store.InstanceFilter{TypePath: "cap.type.p", Order: o}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range all {
+			throughout[in.ID] = true
+		}
+		var got []cairn.Instance
+		late := map[string]bool{}
+		for page := 0; len(before) > 0; page++ {
+			got = append(got, before...)
+			if len(before) < f.Limit {
+				break
+			}
+			last := before[len(before)-1]
+			// Delete the page's last instance and the one after it, and
+			// create one sorting right after the page.
+			for _, in := range all {
+				if throughout[in.ID] && key(o, in) > key(o, last) {
+					if err := h.DeleteInstance(ctx, in.ID, ""); err != nil {
+						t.Fatal(err)
+					}
+					delete(throughout, in.ID)
+					break
+				}
+			}
+			if err := h.DeleteInstance(ctx, last.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+			delete(throughout, last.ID)
+			made, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: cairn.TypeRef{Path: "cap.type.p", Revision: "0.1.0"},
+				Namespace: last.Namespace, Name: last.Name + fmt.Sprintf("-%d-%d", o, page), Value: json.RawMessage(`{}`)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o == store.ByName || made[0].Instance.ID > last.ID {
+				late[made[0].Instance.ID] = true
+			}
+			f.After = &last
+			if before, err = c.List(ctx, f, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen := map[string]int{}
+		for i, in := range got {
+			seen[in.ID]++
+			if i > 0 && key(o, got[i-1]) >= key(o, in) {
+				t.Errorf("order %d: %s/%s listed after %s/%s", o, in.Namespace, in.Name, got[i-1].Namespace, got[i-1].Name)
+			}
+		}
+		for id := range throughout {
+			if seen[id] != 1 {
+				t.Errorf("order %d: %s, there throughout, listed %d times", o, id, seen[id])
+			}
+		}
+		for id := range late {
+			if seen[id] != 1 {
+				t.Errorf("order %d: %s, created after the end of its page, listed %d times", o, id, seen[id])
+			}
+		}
 	}
 }

@@ -95,6 +95,11 @@ JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.late
 LEFT JOIN LATERAL (SELECT array_agg(key ORDER BY key) AS keys, array_agg(value ORDER BY key) AS vals
 	FROM instance_labels WHERE instance_id = i.id) l ON true`
 	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, COALESCE(i.created_at, '-infinity') DESC, i.id`
+	// nameOrder and idOrder are store.ByName's and store.ByID's: the
+	// UNIQUE (type_path, namespace, name) index gives the first for one
+	// type path, the primary key the second.
+	nameOrder = ` ORDER BY i.namespace, i.name, i.type_path`
+	idOrder   = ` ORDER BY i.id`
 
 	// qLockInstances locks rows in id order, so that transactions locking
 	// overlapping sets queue instead of deadlocking. FOR NO KEY UPDATE does
@@ -318,23 +323,39 @@ func (r reader) GetInstanceByName(ctx context.Context, typePath, namespace, name
 }
 
 func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]cairn.Instance, error) {
-	where, a, err := instanceWhere(f)
+	q, a, err := listQuery(f)
 	if err != nil {
 		return nil, err
-	}
-	q := instanceSelect + withRelations + instanceFrom
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	q += instanceOrder
-	if f.Limit > 0 {
-		q += ` LIMIT ` + a.add(f.Limit)
 	}
 	out, err := r.queryInstances(ctx, true, q, a...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list instances: %w", err)
 	}
 	return out, nil
+}
+
+// listQuery is the query of ListInstances.
+func listQuery(f store.InstanceFilter) (string, args, error) {
+	where, a, err := instanceWhere(f)
+	if err != nil {
+		return "", nil, err
+	}
+	q := instanceSelect + withRelations + instanceFrom
+	if where != "" {
+		q += ` WHERE ` + where
+	}
+	switch f.Order {
+	case store.ByName:
+		q += nameOrder
+	case store.ByID:
+		q += idOrder
+	default:
+		q += instanceOrder
+	}
+	if f.Limit > 0 {
+		q += ` LIMIT ` + a.add(f.Limit)
+	}
+	return q, a, nil
 }
 
 // instanceWhere builds one WHERE clause (without the keyword) for f.
@@ -384,7 +405,20 @@ func instanceWhere(f store.InstanceFilter) (string, args, error) {
 		}
 		where = append(where, cond)
 	}
-	if k := f.After; k != nil {
+	if k := f.After; k != nil && f.Order == store.ByName {
+		// One type path: a range of the UNIQUE (type_path, namespace,
+		// name) index.
+		switch {
+		case f.TypePath == k.TypeRef.Path && f.Namespace != "" && f.Namespace == k.Namespace:
+			where = append(where, `i.name > `+a.add(k.Name))
+		case f.TypePath == k.TypeRef.Path:
+			where = append(where, `(i.namespace, i.name) > (`+a.add(k.Namespace)+`, `+a.add(k.Name)+`)`)
+		default:
+			where = append(where, `(i.namespace, i.name, i.type_path) > (`+a.add(k.Namespace)+`, `+a.add(k.Name)+`, `+a.add(k.TypeRef.Path)+`)`)
+		}
+	} else if k != nil && f.Order == store.ByID {
+		where = append(where, `i.id > `+a.add(k.ID))
+	} else if k != nil {
 		// Rows after k in instanceOrder: path ascending, revision
 		// descending, createdAt descending (NULL oldest), id ascending.
 		created, err := encodeTime(k.CreatedAt)

@@ -138,6 +138,31 @@ func BenchmarkListInstances1000(b *testing.B) {
 	}
 }
 
+// BenchmarkListPage reads a page of 100 of 1,000 instances of a Type from
+// the middle of the list, after the previous page's last instance, in the
+// store's own order and in name order (a REST list's): both a range of an
+// index.
+func BenchmarkListPage(b *testing.B) {
+	s := benchStore(b)
+	seed(b, s, 1000)
+	for name, o := range map[string]store.InstanceOrder{"by type": store.ByType, "by name": store.ByName} {
+		b.Run(name, func(b *testing.B) {
+			f := store.InstanceFilter{TypePath: "cap.type.database.postgresql.config", Order: o, Limit: 500}
+			first, err := s.ListInstances(b.Context(), f)
+			if err != nil || len(first) != 500 {
+				b.Fatalf("ListInstances = %d, %v", len(first), err)
+			}
+			f.Limit, f.After = 100, &first[len(first)-1]
+			for b.Loop() {
+				got, err := s.ListInstances(b.Context(), f)
+				if err != nil || len(got) != 100 {
+					b.Fatalf("ListInstances = %d, %v", len(got), err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkAddResourceVersion(b *testing.B) {
 	s := benchStore(b)
 	in := benchInstance(1)

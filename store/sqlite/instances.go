@@ -191,23 +191,47 @@ func (r reader) GetInstanceByName(ctx context.Context, typePath, namespace, name
 }
 
 func (r reader) ListInstances(ctx context.Context, f store.InstanceFilter) ([]cairn.Instance, error) {
-	where, args, err := instanceWhere(f)
+	q, args, err := listQuery(f)
 	if err != nil {
 		return nil, err
-	}
-	q := qListInstanceAll
-	if where != "" {
-		q = instanceSelect + ` WHERE ` + where + instanceOrder
-	}
-	if f.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, f.Limit)
 	}
 	out, err := r.queryInstances(ctx, true, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list instances: %w", err)
 	}
 	return out, nil
+}
+
+// listQuery is the query of ListInstances.
+func listQuery(f store.InstanceFilter) (string, []any, error) {
+	where, args, err := instanceWhere(f)
+	if err != nil {
+		return "", nil, err
+	}
+	q := qListInstanceAll
+	if where != "" || f.Order != store.ByType {
+		q = instanceSelect
+		if where != "" {
+			q += ` WHERE ` + where
+		}
+		q += orderBy(f.Order)
+	}
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	return q, args, nil
+}
+
+// orderBy is the ORDER BY clause of a list in order o.
+func orderBy(o store.InstanceOrder) string {
+	switch o {
+	case store.ByName:
+		return nameOrder
+	case store.ByID:
+		return idOrder
+	}
+	return instanceOrder
 }
 
 // instanceWhere builds one WHERE clause (without the keyword) for f.
@@ -262,7 +286,20 @@ func instanceWhere(f store.InstanceFilter) (string, []any, error) {
 		}
 		add(cond, a...)
 	}
-	if k := f.After; k != nil {
+	if k := f.After; k != nil && f.Order == store.ByName {
+		// One type path: a range of the UNIQUE (type_path, namespace,
+		// name) index.
+		switch {
+		case f.TypePath == k.TypeRef.Path && f.Namespace != "" && f.Namespace == k.Namespace:
+			add(`i.name > ?`, k.Name)
+		case f.TypePath == k.TypeRef.Path:
+			add(`(i.namespace, i.name) > (?, ?)`, k.Namespace, k.Name)
+		default:
+			add(`(i.namespace, i.name, i.type_path) > (?, ?, ?)`, k.Namespace, k.Name, k.TypeRef.Path)
+		}
+	} else if k != nil && f.Order == store.ByID {
+		add(`i.id > ?`, k.ID)
+	} else if k != nil {
 		// Rows after k in instanceOrder: path ascending, revision
 		// descending, createdAt descending, id ascending.
 		created, err := encodeTime(k.CreatedAt)

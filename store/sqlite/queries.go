@@ -27,6 +27,11 @@ AND NOT EXISTS (SELECT 1 FROM instances WHERE type_path = ?1 AND type_revision =
 	instanceFrom = `
 FROM instances i JOIN resource_versions v ON v.instance_id = i.id AND v.resource_version = i.latest_rv`
 	instanceOrder = ` ORDER BY i.type_path, i.type_revision_key DESC, i.type_revision DESC, i.created_at DESC, i.id`
+	// nameOrder and idOrder are store.ByName's and store.ByID's: the
+	// UNIQUE (type_path, namespace, name) index gives the first for one
+	// type path, the primary key the second.
+	nameOrder = ` ORDER BY i.namespace, i.name, i.type_path`
+	idOrder   = ` ORDER BY i.id`
 	// otherOrder sorts uses edges by the instance at the other end, o.
 	otherOrder = ` ORDER BY o.type_path, o.type_revision_key DESC, o.type_revision DESC, o.created_at DESC, o.id`
 

@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Changes/OnePerTransaction", testOneChangePerTx},
 		{"Changes/LastSeqInTransaction", testLastSeqInTx},
 		{"Instances/ListPaging", testListPaging},
+		{"Instances/ListOrders", testListOrders},
+		{"Instances/ListOrderPagingAcrossWrites", testListOrderPagingAcrossWrites},
 		{"Intents/Journal", testIntents},
 	}
 	for _, tt := range tests {
