@@ -151,6 +151,21 @@ type Instance struct {
 	ManagedFields json.RawMessage `json:"managedFields,omitempty"`
 }
 
+// IsStorageBackend reports whether the instance is a storage backend: its
+// latest resource version carries the storage attribute (the built-in
+// backend always is one).
+func (in Instance) IsStorageBackend() bool {
+	if in.ID == BuiltinBackendID {
+		return true
+	}
+	for _, a := range in.Latest.Attributes {
+		if a.Path == StorageAttributePath {
+			return true
+		}
+	}
+	return false
+}
+
 // ResourceVersion is one immutable revision of an instance.
 type ResourceVersion struct {
 	ResourceVersion int             `json:"resourceVersion"`

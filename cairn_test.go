@@ -47,3 +47,20 @@ func TestJSONEqual(t *testing.T) {
 		}
 	}
 }
+
+func TestIsStorageBackend(t *testing.T) {
+	marked := cairn.Instance{ID: "b", Latest: cairn.ResourceVersion{Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}}}
+	for _, tt := range []struct {
+		name string
+		in   cairn.Instance
+		want bool
+	}{
+		{"the built-in backend", cairn.Instance{ID: cairn.BuiltinBackendID}, true},
+		{"marked with the storage attribute", marked, true},
+		{"another instance", cairn.Instance{ID: "x", Latest: cairn.ResourceVersion{Attributes: []cairn.AttributeRef{{Path: "cap.attribute.other", Revision: "0.1.0"}}}}, false},
+	} {
+		if got := tt.in.IsStorageBackend(); got != tt.want {
+			t.Errorf("%s: IsStorageBackend() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -133,17 +133,7 @@ func (h *Hub) Authorize(ctx context.Context, attrs rbac.Attributes) rbac.Decisio
 // AuthorizeUser decides attrs for attrs.User, who need not be the caller
 // (SubjectAccessReview, impersonation checks).
 func (h *Hub) AuthorizeUser(ctx context.Context, attrs rbac.Attributes) rbac.Decision {
-	// RBAC objects written through another replica are seen within the
-	// poll interval; a failed look keeps what is loaded.
-	if err := h.refreshRBAC(ctx, false); err != nil {
-		h.log.WarnContext(ctx, "RBAC objects not reloaded", "err", err)
-	}
-	a := &h.authz
-	if a.groupsGen.Load() != h.typesGen.Load() {
-		if err := h.syncGroups(ctx, false); err != nil {
-			h.log.WarnContext(ctx, "API groups not reloaded", "err", err)
-		}
-	}
+	a := h.currentAuthz(ctx)
 	d := a.cur.Load().Authorize(attrs)
 	if !d.Allowed && attrs.ResourceRequest && !(*a.known.Load())[attrs.APIGroup] && !rbac.Reserved(attrs.APIGroup) {
 		// Perhaps a Type of this group was created through another
@@ -161,6 +151,13 @@ func (h *Hub) AuthorizeUser(ctx context.Context, attrs rbac.Attributes) rbac.Dec
 // ClusterRoleBindings that apply to u and of the RoleBindings of namespace,
 // as loaded for AuthorizeUser.
 func (h *Hub) RulesFor(ctx context.Context, u cairn.User, namespace string) []rbacv1.PolicyRule {
+	return h.currentAuthz(ctx).cur.Load().RulesFor(u, namespace)
+}
+
+// currentAuthz is the authorizer's state brought up to date: RBAC objects
+// written through another replica are seen within the poll interval, and
+// the API groups follow the Types; a failed look keeps what is loaded.
+func (h *Hub) currentAuthz(ctx context.Context) *authz {
 	if err := h.refreshRBAC(ctx, false); err != nil {
 		h.log.WarnContext(ctx, "RBAC objects not reloaded", "err", err)
 	}
@@ -170,7 +167,7 @@ func (h *Hub) RulesFor(ctx context.Context, u cairn.User, namespace string) []rb
 			h.log.WarnContext(ctx, "API groups not reloaded", "err", err)
 		}
 	}
-	return a.cur.Load().RulesFor(u, namespace)
+	return a
 }
 
 // impersonatorAttr is the log attribute naming the authenticated user who

@@ -205,18 +205,9 @@ func (h *Hub) DeleteInstances(ctx context.Context, ids []string, lockOwner strin
 	if err := h.checkNoGrandchildren(ctx, found); err != nil {
 		return err
 	}
-	bs := h.newBackendSet()
-	var ws []*externalWrite
-	for _, inst := range found {
-		if inst.Backend.Abstract {
-			continue
-		}
-		b, err := bs.get(ctx, inst.Backend.ID)
-		if err != nil {
-			return fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
-		}
-		ws = append(ws, &externalWrite{b: b, inst: inst,
-			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}}})
+	ws, err := h.externalDeletes(ctx, found, lockOwner)
+	if err != nil {
+		return err
 	}
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil && failed == nil {

@@ -16,11 +16,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/auth/rbac"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-dev/cairn/auth/rbac"
 
 	"github.com/google/uuid"
 

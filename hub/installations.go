@@ -174,6 +174,16 @@ func (h *Hub) stageOwnedDeletes(ctx context.Context, ownerID string, ids []strin
 	if err := h.checkNoGrandchildren(ctx, found); err != nil {
 		return nil, nil, err
 	}
+	ws, err := h.externalDeletes(ctx, found, lockOwner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ws, found, nil
+}
+
+// externalDeletes are the deletes of found's values that external
+// backends hold (the built-in backend's go with their rows).
+func (h *Hub) externalDeletes(ctx context.Context, found []cairn.Instance, lockOwner string) ([]*externalWrite, error) {
 	bs := h.newBackendSet()
 	var ws []*externalWrite
 	for _, inst := range found {
@@ -182,12 +192,12 @@ func (h *Hub) stageOwnedDeletes(ctx context.Context, ownerID string, ids []strin
 		}
 		b, err := bs.get(ctx, inst.Backend.ID)
 		if err != nil {
-			return nil, nil, fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
+			return nil, fmt.Errorf("delete TypeInstance %q: %w", inst.ID, err)
 		}
 		ws = append(ws, &externalWrite{b: b, inst: inst,
 			w: cairn.BatchWrite{Delete: &cairn.OnDeleteRequest{InstanceID: inst.ID, Context: inst.Latest.Context, OwnerID: lockOwner}}})
 	}
-	return ws, found, nil
+	return ws, nil
 }
 
 // storeOwnedDeletes deletes the children ids of ownerID in tx, checking

@@ -287,7 +287,7 @@ func (h *Hub) checkPolicyBackend(ctx context.Context, id string, catchAll bool) 
 	if len(found) == 0 {
 		return fmt.Sprintf("backend %q was not found", id)
 	}
-	if !isStorageBackend(found[0]) {
+	if !found[0].IsStorageBackend() {
 		return fmt.Sprintf("TypeInstance %q is not a storage backend (its latest resource version lacks the attribute %s)", id, cairn.StorageAttributePath)
 	}
 	b, err := h.resolveBackend(ctx, id, 0, false)
@@ -300,18 +300,6 @@ func (h *Hub) checkPolicyBackend(ctx context.Context, id string, catchAll bool) 
 		}
 	}
 	return ""
-}
-
-func isStorageBackend(inst cairn.Instance) bool {
-	if inst.ID == cairn.BuiltinBackendID {
-		return true
-	}
-	for _, a := range inst.Latest.Attributes {
-		if a.Path == cairn.StorageAttributePath {
-			return true
-		}
-	}
-	return false
 }
 
 // storageAliases maps the alias of every storage backend to its ids.

@@ -449,15 +449,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	tr, err := wantsTable(r)
+	tr, cols, values, err := s.listShape(r, req, o)
 	if err != nil {
 		return err
 	}
-	var cols []printColumn
-	if tr.version != "" {
-		cols = s.columns(r, req.res)
-	}
-	values := withValues(o, tr, cols)
 	// Plain JSON with values: the kept encodings and bodies hold values.
 	plain := tr.version == "" && values
 	key := listKey{res: req.res, path: r.URL.Path, query: r.URL.RawQuery}

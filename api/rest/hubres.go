@@ -86,20 +86,6 @@ func asNotFound(err error, req request) error {
 	return err
 }
 
-// isStorageBackend tells whether an instance is marked as a storage
-// backend (the built-in one always is).
-func isStorageBackend(inst cairn.Instance) bool {
-	if inst.ID == cairn.BuiltinBackendID {
-		return true
-	}
-	for _, a := range inst.Latest.Attributes {
-		if a.Path == cairn.StorageAttributePath {
-			return true
-		}
-	}
-	return false
-}
-
 // TypeName is the name of a Type object: "<path>:<revision>".
 func TypeName(ref cairn.TypeRef) string { return ref.Path + ":" + ref.Revision }
 
@@ -285,15 +271,10 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	if err := hubListFilter(r, &f); err != nil {
 		return err
 	}
-	tr, err := wantsTable(r)
+	tr, cols, values, err := s.listShape(r, req, o)
 	if err != nil {
 		return err
 	}
-	var cols []printColumn
-	if tr.version != "" {
-		cols = s.columns(r, req.res)
-	}
-	values := withValues(o, tr, cols)
 	insts, _, err := s.hub.ListInstancesWith(r.Context(), f, hub.ListOptions{Values: values, Secrets: o.values})
 	if err != nil {
 		return listErr(err, req.res, tr)
@@ -449,7 +430,7 @@ func (s *Server) getBackend(w http.ResponseWriter, r *http.Request, req request)
 	if err != nil {
 		return asNotFound(err, req)
 	}
-	if !isStorageBackend(inst) {
+	if !inst.IsStorageBackend() {
 		// An instance that is no storage backend is no Backend object
 		// (the list leaves it out too).
 		st := notFoundObject(req.res, req.name)

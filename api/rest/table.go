@@ -383,6 +383,18 @@ func writeReadAs(w http.ResponseWriter, tr tableRequest, cols []printColumn, v a
 	writeTable(w, tr, cols, ListMeta{}, []any{v})
 }
 
+// listShape is what a list or watch answers with: a Table (tr, with its
+// columns) or objects, and whether it reads the instances' values.
+func (s *Server) listShape(r *http.Request, req request, o listOptions) (tr tableRequest, cols []printColumn, values bool, err error) {
+	if tr, err = wantsTable(r); err != nil {
+		return tr, nil, false, err
+	}
+	if tr.version != "" {
+		cols = s.columns(r, req.res)
+	}
+	return tr, cols, withValues(o, tr, cols), nil
+}
+
 // withValues says whether a list or watch of instances shows their values
 // (each read from its backend): JSON does unless ?values=false; a Table
 // only when a column or the rows' objects (includeObject=Object) show

@@ -43,15 +43,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if err != nil {
 		return err
 	}
-	tr, err := wantsTable(r)
+	tr, cols, values, err := s.listShape(r, req, o)
 	if err != nil {
 		return err
 	}
-	var cols []printColumn
-	if tr.version != "" {
-		cols = s.columns(r, req.res)
-	}
-	values := withValues(o, tr, cols)
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	go func(done <-chan struct{}) { // not ctx: it is reassigned below
