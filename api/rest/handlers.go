@@ -687,7 +687,10 @@ func refuseResourceVersion(r *http.Request, rv string) error {
 	if n, err := strconv.ParseUint(rv, 10, 64); err != nil || n == 0 || cairn.IsDryRun(r.Context()) {
 		return nil
 	}
-	return errStatus{newStatus(http.StatusInternalServerError, "", "resourceVersion should not be set on objects to be created")}
+	// The API server's message; its 500 (an internal error of its
+	// storage layer) would tell clients, and cairn's log, that the server
+	// failed, where the request was wrong: 400 BadRequest.
+	return errStatus{newStatus(http.StatusBadRequest, "BadRequest", "resourceVersion should not be set on objects to be created")}
 }
 
 // createObject creates the instance of a request object, with the managed

@@ -861,9 +861,9 @@ func TestCreateRefusesResourceVersion(t *testing.T) {
 				return
 			}
 			var st rest.Status
-			if err := json.Unmarshal(r.body, &st); err != nil || r.code != 500 || st.Code != 500 || st.Kind != "Status" ||
-				st.Status != "Failure" || st.Reason != "" || st.Message != "resourceVersion should not be set on objects to be created" {
-				t.Fatalf("POST = %s (%v), want the API server's 500 Status", r, err)
+			if err := json.Unmarshal(r.body, &st); err != nil || r.code != 400 || st.Code != 400 || st.Kind != "Status" ||
+				st.Status != "Failure" || st.Reason != "BadRequest" || st.Message != "resourceVersion should not be set on objects to be created" {
+				t.Fatalf("POST = %s (%v), want a 400 Status with the API server's message", r, err)
 			}
 			wantStatus(t, e.get(tt.gone), 404, "NotFound")
 		})
