@@ -93,7 +93,7 @@ func (a *app) openRawStore(ctx context.Context, log *slog.Logger, asIs bool) (*o
 	switch db := a.database; {
 	case db == "":
 		path := filepath.Join(a.dataDir, "cairn.db")
-		var opts []sqlite.Option
+		opts := []sqlite.Option{sqlite.WithLogger(log)}
 		if asIs {
 			opts = append(opts, sqlite.WithoutMigrating())
 		}

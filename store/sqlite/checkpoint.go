@@ -64,6 +64,7 @@ const (
 type checkpointer struct {
 	db      *sql.DB // one connection of its own
 	shmPath string
+	log     *slog.Logger
 	pages   int // checkpointPages, smaller in tests
 	limit   int // walLimitPages, smaller in tests
 
@@ -82,9 +83,9 @@ type checkpointer struct {
 	passive, restarts atomic.Int64 // checkpoints run, for tests
 }
 
-func newCheckpointer(db *sql.DB, shmPath string, pages, limit int) *checkpointer {
+func newCheckpointer(db *sql.DB, shmPath string, pages, limit int, log *slog.Logger) *checkpointer {
 	c := &checkpointer{
-		db: db, shmPath: shmPath, pages: pages, limit: limit, nextRestart: limit,
+		db: db, shmPath: shmPath, log: log, pages: pages, limit: limit, nextRestart: limit,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go c.run()
@@ -136,7 +137,7 @@ func (c *checkpointer) restart(w *sql.DB, frames int) {
 		// Readers kept it waiting past the busy timeout: try again
 		// once the WAL has grown by as much again.
 		c.nextRestart = frames + c.limit
-		slog.Warn("sqlite: the WAL could not be restarted; readers still use it", "frames", log, "copied", copied, "err", err)
+		c.log.Warn("sqlite: the WAL could not be restarted; readers still use it", "frames", log, "copied", copied, "err", err)
 		return
 	}
 	c.nextRestart = c.limit
@@ -196,7 +197,7 @@ func (c *checkpointer) run() {
 				return // closing
 			default:
 			}
-			slog.Warn("sqlite: checkpoint", "err", err)
+			c.log.Warn("sqlite: checkpoint failed; the next commit tries again", "err", err)
 		}
 	}
 }

@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,8 +90,15 @@ func TestCheckpointsKeepTheWALBounded(t *testing.T) {
 // writer's RESTART gives up after the busy timeout and is tried again once
 // the WAL has grown by the limit again, and succeeds once the reader is
 // gone.
+//
+// The writer's RESTART that gives up says so in the log it is given
+// (cairn serve's JSON lines), naming the database, not through the
+// process's default logger.
 func TestAPinnedWALRestartsOnceTheReaderIsGone(t *testing.T) {
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "cairn.db"), smallCheckpoints, WithBusyTimeout(50*time.Millisecond))
+	var logged bytes.Buffer
+	path := filepath.Join(t.TempDir(), "cairn.db")
+	s, err := Open(t.Context(), path, smallCheckpoints, WithBusyTimeout(50*time.Millisecond),
+		WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +142,13 @@ func TestAPinnedWALRestartsOnceTheReaderIsGone(t *testing.T) {
 	}
 	if err := pin.Rollback(); err != nil {
 		t.Fatal(err)
+	}
+	var line struct{ Level, Msg, Path string }
+	if err := json.Unmarshal(bytes.SplitN(logged.Bytes(), []byte("\n"), 2)[0], &line); err != nil {
+		t.Fatalf("log %q: want JSON lines: %v", logged.String(), err)
+	}
+	if line.Level != "WARN" || !strings.Contains(line.Msg, "could not be restarted") || line.Path != path {
+		t.Errorf("first log line %+v; want the WARN that the WAL could not be restarted, with path %s", line, path)
 	}
 	for start := n; frames() >= 80; {
 		if n-start > 200 {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,14 @@ type options struct {
 	plainWAL bool
 	// noMigrate: WithoutMigrating.
 	noMigrate bool
+	log       *slog.Logger
+}
+
+// WithLogger receives what the store reports beside its calls' errors: a
+// checkpoint that failed (a full disk) or could not restart the WAL. The
+// default discards it.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // WithoutMigrating opens the store as it is, for what must not change it
@@ -90,7 +99,7 @@ var _ store.Store = (*Store)(nil)
 // It refuses a database whose schema is newer than that (ErrSchemaTooNew).
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := options{busyTimeout: 5 * time.Second, maxReaders: max(4, runtime.GOMAXPROCS(0)),
-		checkpoint: checkpointPages, walLimit: walLimitPages}
+		checkpoint: checkpointPages, walLimit: walLimitPages, log: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -168,7 +177,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	ckdb.SetMaxIdleConns(1)
 	ckdb.SetConnMaxLifetime(0)
 	ckdb.SetConnMaxIdleTime(0)
-	s.ckpt = newCheckpointer(ckdb, abs+"-shm", o.checkpoint, o.walLimit)
+	s.ckpt = newCheckpointer(ckdb, abs+"-shm", o.checkpoint, o.walLimit, o.log.With("path", abs))
 	return s, nil
 }
 
