@@ -202,7 +202,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(ctx context.Context, tx
 	t := &tx{reader: r}
 	if err := fn(ctx, t); err != nil {
 		done = true
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !rolledBack(err) {
 			return errors.Join(err, fmt.Errorf("sqlite: rollback: %w", rbErr))
 		}
 		return err

@@ -144,6 +144,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if err := check(); err != nil {
 		s.w.Close()
+		if werr := writableDir(filepath.Dir(abs)); werr != nil {
+			// SQLite says only "unable to open database file".
+			return nil, fmt.Errorf("sqlite: open %s: %w: SQLite writes the write-ahead log and its index (%s-wal, -shm) beside the database, even to read it: %w",
+				path, err, filepath.Base(abs), werr)
+		}
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
@@ -278,7 +283,43 @@ func (s *Store) Close() error {
 // ctx (its fn gets ctx without the cancellation). Update must not be called
 // from inside fn: the writer connection is already taken.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	return s.update(ctx, fn)
+	return s.noRoom(s.update(ctx, fn))
+}
+
+// noRoom makes a write refused for want of disk space, or because the
+// file system turned read-only, Unavailable (as PostgreSQL's disk_full
+// is), saying which file system and what to do: nothing was written, and
+// writes succeed again once the file system has room, without a restart.
+func (s *Store) noRoom(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return &cairn.Error{Code: cairn.CodeUnavailable, Err: err,
+			Msg: fmt.Sprintf("%v: the file system holding %s is full: free space there; nothing was written, and writes resume without a restart", err, s.path)}
+	case sqlite3.SQLITE_READONLY:
+		return &cairn.Error{Code: cairn.CodeUnavailable, Err: err,
+			Msg: fmt.Sprintf("%v: %s cannot be written (a read-only file system or file): nothing was written", err, s.path)}
+	}
+	return err
+}
+
+// rolledBack reports whether err is one of the errors by which SQLite may
+// have rolled the whole transaction back itself
+// (https://www.sqlite.org/lang_transaction.html): a rollback after it
+// then finds no transaction, which is no further failure.
+func rolledBack(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_NOMEM:
+		return true
+	}
+	return false
 }
 
 // view runs fn in a read transaction on the reader pool, so reads made of
@@ -310,8 +351,6 @@ func isUniqueFailure(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
-// classify turns a busy or locked database into CodeUnavailable: the caller
-// may retry, and façades map it to 503.
 // migrateRetrying migrates, trying again while the database answers busy
 // for up to the busy timeout. Processes opening a new database together
 // meet SQLite locks the busy timeout does not cover: the connection's switch
@@ -343,11 +382,28 @@ func isBusy(err error) bool {
 	return false
 }
 
+// classify turns a busy or locked database into CodeUnavailable: the caller
+// may retry, and façades map it to 503.
 func classify(err error) error {
 	if isBusy(err) {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err
+}
+
+// writableDir reports why files cannot be created in dir, if they cannot
+// (a read-only file system, a directory of someone else's).
+func writableDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".cairn-write-check-*")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("cannot create files in %s: %w", dir, pe.Err)
+	}
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // createFile makes the database file and its directories, its owner's only,

@@ -367,3 +367,28 @@ func TestOpenWithoutMigrating(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A data directory cairn may not write in (a read-only file system, one
+// owned by someone else) is refused at Open with an error that says so,
+// not with SQLite's bare "unable to open database file", for a backup
+// (which opens without migrating) too.
+func TestOpenUnwritableDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes in any directory; checked by hand on a read-only tmpfs")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.db")
+	if err := open(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	for _, opts := range [][]sqlite.Option{nil, {sqlite.WithoutMigrating()}} {
+		_, err := sqlite.Open(t.Context(), path, opts...)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("Open in an unwritable directory: %v; want an error naming %s and why it cannot be written", err, dir)
+		}
+	}
+}
