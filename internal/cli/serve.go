@@ -275,6 +275,14 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Their connections are closed; a write among them has
+			// committed whole or not at all, and its client got no answer.
+			srv.Close()
+			msg := fmt.Sprintf("requests still in flight after --shutdown-timeout %s were cut off", shutdownTimeout)
+			log.Warn("shut down: " + msg)
+			return fmt.Errorf("shut down: %s", msg)
+		}
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
