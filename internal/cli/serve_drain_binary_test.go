@@ -29,8 +29,9 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s", code, errOut)
 	}
 
-	// post sends a create whose body arrives in two parts: the first now,
-	// the second when the returned writer is written and closed.
+	// post sends a create whose body arrives in two parts: the first once
+	// the server's handler reads it (100 Continue: the server has the
+	// request), the second when the returned writer is written and closed.
 	post := func(name string) (io.WriteCloser, <-chan *http.Response, <-chan error) {
 		body, w := io.Pipe()
 		req, err := http.NewRequest("POST", srv.URL+"/apis/flipt.io/v1alpha1/namespaces/default/flags", body)
@@ -38,9 +39,10 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Expect", "100-continue")
 		resc, errc := make(chan *http.Response, 1), make(chan error, 1)
 		go func() {
-			res, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+			res, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}).Do(req)
 			if err != nil {
 				errc <- err
 				return
