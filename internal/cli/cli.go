@@ -64,6 +64,9 @@ type app struct {
 
 	// target is the server of server mode; its url is empty in local mode.
 	target serverTarget
+	// targetErr is why the server of a completion could not be resolved;
+	// the completion then asks no hub.
+	targetErr error
 	// c is the invocation's client: of the server in server mode, of a hub
 	// on the local store in local mode. Set before a command that needs it
 	// runs (see needsClient).
@@ -265,6 +268,7 @@ Every command works the same in both modes:
 		}
 		return fn(restInstalls{a.c.Client})
 	}, &a.output, false)...)
+	k.registerCompletions(root)
 	return root
 }
 
