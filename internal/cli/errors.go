@@ -50,8 +50,12 @@ func ExitCode(err error) int {
 	}
 }
 
-// usageError is a command line that cannot be run as given.
-type usageError struct{ err error }
+// usageError is a command line that cannot be run as given; hint, printed
+// as it is after the error, says what to run instead.
+type usageError struct {
+	err  error
+	hint string
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
@@ -60,13 +64,29 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
-// usageArgs marks cobra's positional argument errors as usage errors.
+// usageArgs marks cobra's positional argument errors as usage errors. An
+// unknown subcommand gets kubectl's "Did you mean this?" with the commands
+// it is close to.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return &usageError{err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+		err := check(cmd, args)
+		if err == nil {
+			return nil
 		}
-		return nil
+		var hint strings.Builder
+		if len(args) > 0 && cmd.HasAvailableSubCommands() {
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only by its own Find
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				hint.WriteString("\nDid you mean this?\n")
+				for _, name := range s {
+					fmt.Fprintf(&hint, "\t%s\n", name)
+				}
+			}
+		}
+		fmt.Fprintf(&hint, "Run '%s --help' for usage.", cmd.CommandPath())
+		return &usageError{err: err, hint: hint.String()}
 	}
 }
 
@@ -76,14 +96,13 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
 		for line := range strings.SplitSeq(e.Error(), "\n") {
-			if strings.HasPrefix(line, "Run '") {
-				fmt.Fprintln(w, line)
-				continue
-			}
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
 		for _, c := range cairn.Causes(e) {
 			fmt.Fprintf(w, "  %s\n", c)
+		}
+		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
+			fmt.Fprintln(w, u.hint)
 		}
 	}
 }
