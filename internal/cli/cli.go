@@ -122,7 +122,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	err = root.ExecuteContext(ctx)
-	err = errors.Join(err, a.close())
+	err = errors.Join(a.hint(err), a.close())
 	if err == nil {
 		return 0
 	}
@@ -333,7 +333,7 @@ func (a *app) openClient(ctx context.Context) error {
 	if a.target.url != "" {
 		opts, err := a.credentials()
 		if err != nil {
-			return err
+			return cairn.Errorf(cairn.CodeInvalid, "the credentials of %s: %w", a.target.from, err)
 		}
 		c, err := client.New(a.target.url, opts...)
 		if err != nil {

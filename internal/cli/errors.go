@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,24 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
+// hintedError is an error with what to do about it, printed after it.
+type hintedError struct {
+	error
+	hint string
+}
+
+func (e *hintedError) Unwrap() error { return e.error }
+
+// hint adds what to do to an error whose fix is not in its message: a
+// server certificate signed by a CA the CLI was not given.
+func (a *app) hint(err error) error {
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok && a.target.url != "" {
+		return &hintedError{err, fmt.Sprintf("To trust the server's CA: cairn config set-context NAME --server %s --certificate-authority FILE\n"+
+			"(or --kubeconfig FILE; a cairn serve without --tls-cert writes one, with its CA, into its data directory)", a.target.url)}
+	}
+	return err
+}
+
 // usageArgs marks cobra's positional argument errors as usage errors. An
 // unknown subcommand gets kubectl's "Did you mean this?" with the commands
 // it is close to.
@@ -103,6 +122,9 @@ func printError(w io.Writer, err error) {
 		}
 		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
 			fmt.Fprintln(w, u.hint)
+		}
+		if h, ok := errors.AsType[*hintedError](e); ok {
+			fmt.Fprintln(w, h.hint)
 		}
 	}
 }
