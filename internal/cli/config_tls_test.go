@@ -52,9 +52,9 @@ func TestConfigCertificateAuthority(t *testing.T) {
 		{"a new context without a server", []string{"config", "set-context", "other", "--certificate-authority", ca}, cli.ExitInvalid, "", "--server"},
 		{"nothing was written", []string{"config", "view"}, 0, "contexts: []", ""},
 		{"set-context with the CA", []string{"config", "set-context", "tls", "--server", srv.URL, "--certificate-authority", ca}, 0, `Context "tls" created.`, ""},
-		{"the context trusts the server", []string{"--context", "tls", "get", "flags", "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"the context trusts the server", []string{"--context", "tls", "get", "flags", "-o", "name"}, 0, "flag.flipt.io/a", ""},
 		{"set-context keeps what it is not given", []string{"config", "set-context", "tls", "--server", srv.URL}, 0, `Context "tls" modified.`, ""},
-		{"still trusted", []string{"--context", "tls", "get", "flags", "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"still trusted", []string{"--context", "tls", "get", "flags", "-o", "name"}, 0, "flag.flipt.io/a", ""},
 		{"view shows the CA", []string{"config", "view"}, 0, "certificate-authority: " + ca, ""},
 	}
 	if err := os.WriteFile(cfg+".x", []byte("not PEM"), 0o600); err != nil {
