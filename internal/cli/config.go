@@ -148,9 +148,10 @@ func configCommand(env Env) *cobra.Command {
 		Use:   "config",
 		Short: "Manage the servers the CLI talks to (contexts in " + displayPath(path) + ")",
 		Long: `config manages the client configuration: named servers (contexts) and the
-current one. With a current context every command but serve, migrate, backend,
-version and config runs as a client of that server, as --server URL or
-$CAIRN_SERVER do. The file is $CAIRN_CONFIG, else
+current one. With a current context every command that works with the hub
+runs as a client of that server, as --server URL or $CAIRN_SERVER do (not
+serve, migrate, backup, restore, backend, render, version, login, completion
+and config, which work on this machine). The file is $CAIRN_CONFIG, else
 $XDG_CONFIG_HOME/cairn/config.yaml, else ~/.config/cairn/config.yaml.`,
 		Example: `  cairn config set-context dev --server http://127.0.0.1:8080
   cairn config use-context dev
