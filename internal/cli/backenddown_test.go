@@ -32,11 +32,11 @@ spec:
 			want []string
 		}{
 			{[]string{"get", "ti"}, []string{d.ID, "io.flipt.flag", " d "}},
-			{[]string{"get", "ti", "-o", "name"}, []string{"typeinstances.hub.cairn.dev/" + d.ID}},
+			{[]string{"get", "ti", "-o", "name"}, []string{"typeinstance.hub.cairn.dev/" + d.ID}},
 			{[]string{"get", "ti", "-o", "wide"}, []string{d.ID}},
 			{[]string{"get", "flags"}, []string{"\na ", "\nd "}},
 			{[]string{"get", "flags", "-A"}, []string{"other ", " d ", "files"}},
-			{[]string{"get", "flags", "-o", "name"}, []string{"flags.flipt.io/a", "flags.flipt.io/d"}},
+			{[]string{"get", "flags", "-o", "name"}, []string{"flag.flipt.io/a", "flag.flipt.io/d"}},
 		} {
 			r := e.run("", c.args...)
 			if r.code != 0 {

@@ -64,6 +64,9 @@ type app struct {
 
 	// target is the server of server mode; its url is empty in local mode.
 	target serverTarget
+	// targetErr is why the server of a completion could not be resolved;
+	// the completion then asks no hub.
+	targetErr error
 	// c is the invocation's client: of the server in server mode, of a hub
 	// on the local store in local mode. Set before a command that needs it
 	// runs (see needsClient).
@@ -119,7 +122,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	err = root.ExecuteContext(ctx)
-	err = errors.Join(err, a.close())
+	err = errors.Join(a.hint(err), a.close())
 	if err == nil {
 		return 0
 	}
@@ -265,6 +268,7 @@ Every command works the same in both modes:
 		}
 		return fn(restInstalls{a.c.Client})
 	}, &a.output, false)...)
+	k.registerCompletions(root)
 	return root
 }
 
@@ -329,7 +333,7 @@ func (a *app) openClient(ctx context.Context) error {
 	if a.target.url != "" {
 		opts, err := a.credentials()
 		if err != nil {
-			return err
+			return cairn.Errorf(cairn.CodeInvalid, "the credentials of %s: %w", a.target.from, err)
 		}
 		c, err := client.New(a.target.url, opts...)
 		if err != nil {

@@ -94,7 +94,7 @@ func loadConfig(path string) (*clientConfig, error) {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "read the cairn configuration %s: %w", path, err)
 	}
 	if err := yaml.UnmarshalStrict(data, c); err != nil {
-		return nil, cairn.Errorf(cairn.CodeInvalid, "the cairn configuration %s is not valid (want {current-context: NAME, contexts: [{name, server}]}): %w", path, err)
+		return nil, cairn.Errorf(cairn.CodeInvalid, "the cairn configuration %s is not valid (want {current-context: NAME, contexts: [{name, server, token, certificate-authority, client-certificate, client-key}]}): %w", path, err)
 	}
 	for i, x := range c.Contexts {
 		if x.Name == "" {
@@ -148,9 +148,10 @@ func configCommand(env Env) *cobra.Command {
 		Use:   "config",
 		Short: "Manage the servers the CLI talks to (contexts in " + displayPath(path) + ")",
 		Long: `config manages the client configuration: named servers (contexts) and the
-current one. With a current context every command but serve, migrate, backend,
-version and config runs as a client of that server, as --server URL or
-$CAIRN_SERVER do. The file is $CAIRN_CONFIG, else
+current one. With a current context every command that works with the hub
+runs as a client of that server, as --server URL or $CAIRN_SERVER do (not
+serve, migrate, backup, restore, backend, render, version, login, completion
+and config, which work on this machine). The file is $CAIRN_CONFIG, else
 $XDG_CONFIG_HOME/cairn/config.yaml, else ~/.config/cairn/config.yaml.`,
 		Example: `  cairn config set-context dev --server http://127.0.0.1:8080
   cairn config use-context dev
@@ -161,29 +162,70 @@ $XDG_CONFIG_HOME/cairn/config.yaml, else ~/.config/cairn/config.yaml.`,
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 	}
 
-	var server string
+	var server, caFile, certFile, keyFile string
 	setContext := &cobra.Command{
-		Use:     "set-context NAME --server URL",
-		Short:   "Create or change a context",
-		Example: "  cairn config set-context dev --server http://127.0.0.1:8080",
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Use:   "set-context NAME [--server URL] [--certificate-authority FILE] [--client-certificate FILE --client-key FILE]",
+		Short: "Create or change a context",
+		Long: `set-context creates the context NAME (--server is then required) or changes
+what the flags give of an existing one. --certificate-authority is the CA the
+server's certificate is checked against (a cairn serve with no --tls-cert
+signs its own: its kubeconfig has it as certificate-authority-data);
+--client-certificate and --client-key authenticate the CLI to a server of
+--client-ca. File paths are stored absolute; a token is stored by cairn login.`,
+		Example: `  cairn config set-context dev --server http://127.0.0.1:8080
+  cairn config set-context prod --server https://cairn.example.com:8443 --certificate-authority ca.crt`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if server == "" {
-				return usageErrorf("set-context needs --server URL")
+			if server != "" {
+				if _, err := client.New(server); err != nil {
+					return err
+				}
 			}
-			if _, err := client.New(server); err != nil {
-				return err
+			files := map[string]*string{"certificate-authority": &caFile, "client-certificate": &certFile, "client-key": &keyFile}
+			for flag, p := range files {
+				if *p == "" {
+					continue
+				}
+				abs, err := filepath.Abs(*p)
+				if err != nil {
+					return usageErrorf("--%s %s: %v", flag, *p, err)
+				}
+				*p = abs
+			}
+			if caFile != "" {
+				if _, err := readPool(caFile, "--certificate-authority"); err != nil {
+					return &usageError{err: err}
+				}
 			}
 			c, err := loadConfig(path)
 			if err != nil {
 				return err
 			}
 			verb := "modified"
-			if i := slices.IndexFunc(c.Contexts, func(x clientContext) bool { return x.Name == args[0] }); i >= 0 {
-				c.Contexts[i].Server = server
-			} else {
-				c.Contexts = append(c.Contexts, clientContext{Name: args[0], Server: server})
-				verb = "created"
+			i := slices.IndexFunc(c.Contexts, func(x clientContext) bool { return x.Name == args[0] })
+			if i < 0 {
+				if server == "" {
+					return usageErrorf("context %q is new: set-context needs --server URL", args[0])
+				}
+				c.Contexts = append(c.Contexts, clientContext{Name: args[0]})
+				i, verb = len(c.Contexts)-1, "created"
+			}
+			x := &c.Contexts[i]
+			for _, set := range []struct {
+				to *string
+				v  string
+			}{{&x.Server, server}, {&x.CertificateAuthority, caFile}, {&x.ClientCertificate, certFile}, {&x.ClientKey, keyFile}} {
+				if set.v != "" {
+					*set.to = set.v
+				}
+			}
+			if x.ClientCertificate != "" || x.ClientKey != "" {
+				if x.ClientCertificate == "" || x.ClientKey == "" {
+					return usageErrorf("a client certificate needs its key: give --client-certificate and --client-key")
+				}
+				if _, err := x.keyPair(); err != nil {
+					return &usageError{err: err}
+				}
 			}
 			if err := saveConfig(path, c); err != nil {
 				return err
@@ -192,7 +234,10 @@ $XDG_CONFIG_HOME/cairn/config.yaml, else ~/.config/cairn/config.yaml.`,
 			return err
 		},
 	}
-	setContext.Flags().StringVar(&server, "server", "", "the server's URL, http://HOST:PORT")
+	setContext.Flags().StringVar(&server, "server", "", "the server's URL, http://HOST:PORT or https://HOST:PORT")
+	setContext.Flags().StringVar(&caFile, "certificate-authority", "", "PEM file of the CA that signed the server's certificate")
+	setContext.Flags().StringVar(&certFile, "client-certificate", "", "PEM file of the client certificate to present")
+	setContext.Flags().StringVar(&keyFile, "client-key", "", "PEM file of the client certificate's key")
 
 	useContext := &cobra.Command{
 		Use:     "use-context NAME",

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +51,12 @@ func ExitCode(err error) int {
 	}
 }
 
-// usageError is a command line that cannot be run as given.
-type usageError struct{ err error }
+// usageError is a command line that cannot be run as given; hint, printed
+// as it is after the error, says what to run instead.
+type usageError struct {
+	err  error
+	hint string
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
@@ -60,13 +65,47 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
-// usageArgs marks cobra's positional argument errors as usage errors.
+// hintedError is an error with what to do about it, printed after it.
+type hintedError struct {
+	error
+	hint string
+}
+
+func (e *hintedError) Unwrap() error { return e.error }
+
+// hint adds what to do to an error whose fix is not in its message: a
+// server certificate signed by a CA the CLI was not given.
+func (a *app) hint(err error) error {
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok && a.target.url != "" {
+		return &hintedError{err, fmt.Sprintf("To trust the server's CA: cairn config set-context NAME --server %s --certificate-authority FILE\n"+
+			"(or --kubeconfig FILE; a cairn serve without --tls-cert writes one, with its CA, into its data directory)", a.target.url)}
+	}
+	return err
+}
+
+// usageArgs marks cobra's positional argument errors as usage errors. An
+// unknown subcommand gets kubectl's "Did you mean this?" with the commands
+// it is close to.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return &usageError{err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+		err := check(cmd, args)
+		if err == nil {
+			return nil
 		}
-		return nil
+		var hint strings.Builder
+		if len(args) > 0 && cmd.HasAvailableSubCommands() {
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only by its own Find
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				hint.WriteString("\nDid you mean this?\n")
+				for _, name := range s {
+					fmt.Fprintf(&hint, "\t%s\n", name)
+				}
+			}
+		}
+		fmt.Fprintf(&hint, "Run '%s --help' for usage.", cmd.CommandPath())
+		return &usageError{err: err, hint: hint.String()}
 	}
 }
 
@@ -76,14 +115,16 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
 		for line := range strings.SplitSeq(e.Error(), "\n") {
-			if strings.HasPrefix(line, "Run '") {
-				fmt.Fprintln(w, line)
-				continue
-			}
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
 		for _, c := range cairn.Causes(e) {
 			fmt.Fprintf(w, "  %s\n", c)
+		}
+		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
+			fmt.Fprintln(w, u.hint)
+		}
+		if h, ok := errors.AsType[*hintedError](e); ok {
+			fmt.Fprintln(w, h.hint)
 		}
 	}
 }

@@ -187,7 +187,7 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 	case "name":
 		for _, f := range all {
 			for _, obj := range f.objs {
-				if _, err := fmt.Fprintf(w, "%s/%s\n", pluralName(f.res), obj.Metadata.Name); err != nil {
+				if _, err := fmt.Fprintf(w, "%s/%s\n", kindName(f.res), obj.Metadata.Name); err != nil {
 					return err
 				}
 			}
@@ -485,7 +485,7 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 			first = false
 			return printAs(w, o.output, v)
 		case "name":
-			line := pluralName(res) + "/" + obj.Metadata.Name
+			line := kindName(res) + "/" + obj.Metadata.Name
 			if o.watchEvents {
 				line = event + " " + line
 			}

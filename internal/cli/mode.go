@@ -36,6 +36,14 @@ type serverTarget struct {
 
 // newRoot builds the command tree for the mode args and env select.
 func newRoot(env Env, args []string) (*app, *cobra.Command, error) {
+	if len(args) > 0 && args[0] == cobra.ShellCompRequestCmd {
+		// A completion: its last argument is the word being typed, not a
+		// value yet (--context d<Tab>), and a configuration that does not
+		// resolve completes what needs no server rather than failing.
+		target, err := resolveServer(env, args[:len(args)-1])
+		a := &app{env: env, target: target, targetErr: err}
+		return a, a.rootCommand(), nil
+	}
 	target, err := resolveServer(env, args)
 	if err != nil {
 		return nil, nil, err

@@ -26,6 +26,8 @@ func Reference(dir string) error {
 	}
 	a := &app{env: env}
 	root := a.rootCommand()
+	// cobra adds completion when the command runs; the reference has it too.
+	root.InitDefaultCompletionCmd()
 	var noTag func(c *cobra.Command)
 	noTag = func(c *cobra.Command) {
 		c.DisableAutoGenTag = true

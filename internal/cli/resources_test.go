@@ -383,8 +383,8 @@ func TestGet(t *testing.T) {
 				`NAME .* AGE +UID +LABELS`, `a .* ` + a.ID + ` +team=x`}, ""},
 			{"selector", []string{"get", "flags.flipt.io", "-l", "team in (moon,z)"}, 0, []string{`NAME .*`, `b .*`}, ""},
 			{"names, one missing", []string{"get", "flags", "a", "nope"}, cli.ExitNotFound, []string{`NAME .*`, `a .*`}, `error: flags.flipt.io "nope" not found`},
-			{"resource/name", []string{"get", "flag/a", "Flag/b", "-o", "name"}, 0, []string{`flags\.flipt\.io/a`, `flags\.flipt\.io/b`}, ""},
-			{"by kind and namespace", []string{"get", "Flag", "c", "-n", "other", "-o", "name"}, 0, []string{`flags\.flipt\.io/c`}, ""},
+			{"resource/name", []string{"get", "flag/a", "Flag/b", "-o", "name"}, 0, []string{`flag\.flipt\.io/a`, `flag\.flipt\.io/b`}, ""},
+			{"by kind and namespace", []string{"get", "Flag", "c", "-n", "other", "-o", "name"}, 0, []string{`flag\.flipt\.io/c`}, ""},
 			{"typeinstances", []string{"get", "ti"}, 0, []string{
 				`ID +NAMESPACE +NAME +TYPE +VERSION +BACKEND +LOCKED BY +AGE`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`, `.*`}, ""},
 			{"a typeinstance by id", []string{"get", "typeinstance", a.ID}, 0, []string{
@@ -404,8 +404,8 @@ func TestGet(t *testing.T) {
 			{"backends", []string{"get", "backends"}, 0, []string{
 				`ID +ALIAS +URL +ACCEPT VALUE +ABSTRACT`, cairn.BuiltinBackendID + ` +cairn-builtin +<none> +true +true`,
 				gotemplate.BackendID + ` +gotemplate +inprocess://gotemplate +false +false`}, ""},
-			{"a backend by alias", []string{"get", "backend", "cairn-builtin", "-o", "name"}, 0, []string{`backends\.hub\.cairn\.dev/` + cairn.BuiltinBackendID}, ""},
-			{"a served cairn Type", []string{"get", "pgc", "-o", "name"}, 0, []string{`postgresconfigs\.database\.cairn\.dev/db-config`}, ""},
+			{"a backend by alias", []string{"get", "backend", "cairn-builtin", "-o", "name"}, 0, []string{`backend\.hub\.cairn\.dev/` + cairn.BuiltinBackendID}, ""},
+			{"a served cairn Type", []string{"get", "pgc", "-o", "name"}, 0, []string{`postgresconfig\.database\.cairn\.dev/db-config`}, ""},
 			{"nothing found", []string{"get", "flags", "-n", "empty"}, 0, []string{``}, "No resources found in empty namespace."},
 			{"missing", []string{"get", "flag", "nope"}, cli.ExitNotFound, nil, `error: flags.flipt.io "nope" not found`},
 			{"unknown resource", []string{"get", "widgets"}, cli.ExitNotFound, nil, `error: the server doesn't have a resource type "widgets"`},
@@ -756,9 +756,9 @@ func TestWatch(t *testing.T) {
 				func() { s.ok("apply", "-f", s.file("b.yaml", flagDoc("b", "", "{team: moon}", "{enabled: true}"))) },
 				`(?s)"type": "MODIFIED",.*"name": "b".*"enabled": true`},
 			{"names of a selection", []string{"get", "flags", "-w", "-o", "name", "-l", "team=x"},
-				`(?m)^flags\.flipt\.io/a$`,
+				`(?m)^flag\.flipt\.io/a$`,
 				func() { s.ok("delete", "flag", "a") },
-				`(?m)^flags\.flipt\.io/a\nflags\.flipt\.io/a$`},
+				`(?m)^flag\.flipt\.io/a\nflag\.flipt\.io/a$`},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -812,24 +812,24 @@ func TestClientConfigAndModes(t *testing.T) {
 		{"set-context of a bad URL", nil, []string{"config", "set-context", "bad", "--server", "localhost:1"}, cli.ExitInvalid, "", "want a URL like"},
 		{"set-context of an unreachable server", nil, []string{"config", "set-context", "down", "--server", "http://127.0.0.1:1"}, 0, `Context "down" created.`, ""},
 		{"a context that is not current: still local", nil, []string{"list"}, 0, "cairn-system", ""},
-		{"--context", nil, []string{"--context", "test", "get", "flags", "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"--context", nil, []string{"--context", "test", "get", "flags", "-o", "name"}, 0, "flag.flipt.io/a", ""},
 		{"--context of nothing", nil, []string{"--context", "nope", "get", "flags"}, cli.ExitNotFound, "", `no context exists with that name`},
 		{"use-context of nothing", nil, []string{"config", "use-context", "nope"}, cli.ExitNotFound, "", `no context exists with the name "nope"`},
 		{"use-context", nil, []string{"config", "use-context", "test"}, 0, `Switched to context "test".`, ""},
 		{"current-context", nil, []string{"config", "current-context"}, 0, "test\n", ""},
 		{"view", nil, []string{"config", "view", "-o", "json"}, 0, `"current-context": "test"`, ""},
-		{"the current context: client mode", nil, []string{"get", "flags", "-o", "name"}, 0, "flags.flipt.io/b", ""},
+		{"the current context: client mode", nil, []string{"get", "flags", "-o", "name"}, 0, "flag.flipt.io/b", ""},
 		{"list in client mode: the server's instances", nil, []string{"list"}, 0, "io.flipt.flag", ""},
 		{"--server '' forces local mode", nil, []string{"--server=", "list"}, 0, "cairn-system", ""},
 		{"version in client mode", nil, []string{"version"}, 0, "cairn ", ""},
 		{"$CAIRN_SERVER over the context", map[string]string{cli.EnvServer: "http://127.0.0.1:1"}, []string{"get", "flags"},
 			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
-		{"--server over $CAIRN_SERVER", map[string]string{cli.EnvServer: "http://127.0.0.1:1"}, []string{"--server", s.url, "get", "flags", "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"--server over $CAIRN_SERVER", map[string]string{cli.EnvServer: "http://127.0.0.1:1"}, []string{"--server", s.url, "get", "flags", "-o", "name"}, 0, "flag.flipt.io/a", ""},
 		// The last of a repeated flag counts, as cobra (and kubectl) read it:
 		// an alias with --server, given another --server, goes there.
 		{"the last --server", nil, []string{"--server", s.url, "--server", "http://127.0.0.1:1", "get", "flags"},
 			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
-		{"the last --server=", nil, []string{"--server=http://127.0.0.1:1", "get", "flags", "--server=" + s.url, "-o", "name"}, 0, "flags.flipt.io/a", ""},
+		{"the last --server=", nil, []string{"--server=http://127.0.0.1:1", "get", "flags", "--server=" + s.url, "-o", "name"}, 0, "flag.flipt.io/a", ""},
 		{"the last --context", nil, []string{"--context", "test", "--context", "down", "get", "flags"},
 			cli.ExitUnavailable, "", "error: cannot reach the cairn server at http://127.0.0.1:1"},
 		{"a server that is no URL", map[string]string{cli.EnvServer: "127.0.0.1:8080"}, []string{"get", "flags"}, cli.ExitInvalid, "", "from $CAIRN_SERVER"},
@@ -858,7 +858,7 @@ func TestClientConfigAndModes(t *testing.T) {
 		xdg := t.TempDir()
 		writeFile(t, xdg, "cairn/config.yaml", "current-context: x\ncontexts: [{name: x, server: "+s.url+"}]\n")
 		r := s.runCtx(context.Background(), nil, map[string]string{"XDG_CONFIG_HOME": xdg}, "", "get", "flags", "-o", "name")
-		if r.code != 0 || !strings.Contains(r.stdout, "flags.flipt.io/a") {
+		if r.code != 0 || !strings.Contains(r.stdout, "flag.flipt.io/a") {
 			t.Errorf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 		}
 	})

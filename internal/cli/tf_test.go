@@ -115,7 +115,7 @@ func TestReadableIDsNameInstances(t *testing.T) {
 	e := newEnv(t)
 	e.ok("version") // creates the store
 	writeStates(t, e.hub())
-	if got := e.ok("get", "terraformoutput.default.net-ip", "-o", "name"); got != "typeinstances.hub.cairn.dev/terraformoutput.default.net-ip\n" {
+	if got := e.ok("get", "terraformoutput.default.net-ip", "-o", "name"); got != "typeinstance.hub.cairn.dev/terraformoutput.default.net-ip\n" {
 		t.Errorf("get by an output's id = %q", got)
 	}
 	if got := e.ok("describe", "terraformstate.default.net"); !strings.Contains(got, "UID:") || !strings.Contains(got, "terraformstate.default.net") {

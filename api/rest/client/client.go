@@ -8,11 +8,13 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -448,9 +450,35 @@ func decodeError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var st rest.Status
 	if json.Unmarshal(b, &st) != nil || st.Kind != "Status" {
-		return &cairn.Error{Code: codeForHTTP(resp.StatusCode, ""), Msg: fmt.Sprintf("server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+		return &cairn.Error{Code: codeForHTTP(resp.StatusCode, ""), Msg: notAStatus(resp, b)}
 	}
 	return statusError(st)
+}
+
+// notAStatus describes an answer that is no Status, which cairn never
+// sends: from another service, a proxy, or a URL that is not a cairn
+// server's. One line: a short plain-text body is quoted, a page is not.
+func notAStatus(resp *http.Response, body []byte) string {
+	where := resp.Status
+	if resp.Request != nil {
+		where = resp.Request.Method + " " + resp.Request.URL.Redacted()
+	}
+	msg := fmt.Sprintf("%s: the server answered %s", where, resp.Status)
+	text := strings.TrimSpace(string(body))
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case text == "":
+	case (media == "" || media == "text/plain") && len(text) <= 200 && !strings.Contains(text, "\n"):
+		return msg + ": " + text
+	default:
+		msg += " with " + cmp.Or(media, "a body") + ", not a Kubernetes Status"
+	}
+	if resp.StatusCode == http.StatusNotFound && resp.Request != nil {
+		base := *resp.Request.URL
+		base.Path, base.RawPath, base.RawQuery = "", "", ""
+		msg += ": is " + base.Redacted() + " a cairn server?"
+	}
+	return msg
 }
 
 // statusError is the error a Status stands for.
@@ -489,7 +517,7 @@ func codeForHTTP(code int, reason string) cairn.Code {
 	case code == http.StatusForbidden, code == http.StatusUnauthorized:
 		// Unauthenticated or not allowed: either way the caller may not.
 		return cairn.CodeForbidden
-	case code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
+	case code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout, code == http.StatusBadGateway:
 		return cairn.CodeUnavailable
 	}
 	return cairn.CodeInternal

@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -204,5 +206,36 @@ func TestClientDryRun(t *testing.T) {
 	}
 	if _, err := c.Get(ctx, flags, "default", "b"); cairn.ErrorCode(err) != cairn.CodeNotFound {
 		t.Errorf("dry-run create made b: %v", err)
+	}
+}
+
+// A server that answers without a Kubernetes Status (not cairn, a proxy, a
+// wrong URL) gets one line that says so and where, not its page.
+func TestClientNotAStatus(t *testing.T) {
+	page := "<!DOCTYPE html>\n<html>\n<body>\n<h1>404 Not Found</h1>\n</body>\n</html>\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, page)
+		default:
+			http.Error(w, "upstream connect error", http.StatusBadGateway)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Resources(context.Background())
+	want := "GET " + srv.URL + "/apis: the server answered 404 Not Found with text/html, not a Kubernetes Status: is " + srv.URL + " a cairn server?"
+	if err == nil || err.Error() != want || cairn.ErrorCode(err) != cairn.CodeNotFound {
+		t.Errorf("HTML 404 = %v (%s)\nwant %s", err, cairn.ErrorCode(err), want)
+	}
+	_, err = c.List(context.Background(), client.Types, "", client.ListOptions{})
+	want = "GET " + srv.URL + "/apis/hub.cairn.dev/v1/types: the server answered 502 Bad Gateway: upstream connect error"
+	if err == nil || err.Error() != want || cairn.ErrorCode(err) != cairn.CodeUnavailable {
+		t.Errorf("plain 502 = %v (%s)\nwant %s", err, cairn.ErrorCode(err), want)
 	}
 }

@@ -24,6 +24,7 @@ func TestCodeForHTTP(t *testing.T) {
 		{http.StatusUnauthorized, "Unauthorized", cairn.CodeForbidden},
 		{http.StatusServiceUnavailable, "ServiceUnavailable", cairn.CodeUnavailable},
 		{http.StatusGatewayTimeout, "Timeout", cairn.CodeUnavailable},
+		{http.StatusBadGateway, "", cairn.CodeUnavailable}, // a proxy that cannot reach the server
 		{http.StatusInternalServerError, "InternalError", cairn.CodeInternal},
 	} {
 		if got := codeForHTTP(tc.status, tc.reason); got != tc.want {
