@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 
 	"github.com/cairn-dev/cairn"
@@ -373,22 +374,35 @@ func TestOpenWithoutMigrating(t *testing.T) {
 // not with SQLite's bare "unable to open database file", for a backup
 // (which opens without migrating) too.
 func TestOpenUnwritableDir(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes in any directory; checked by hand on a read-only tmpfs")
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.db")
+	want := "permission denied"
+	if os.Geteuid() == 0 {
+		// Root writes in any directory whatever its mode: a tmpfs
+		// remounted read-only refuses it too.
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+			t.Skipf("root, and no tmpfs can be mounted to make a read-only directory: %v", err)
+		}
+		t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+		want = "read-only file system"
+	}
 	if err := open(t, path).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o500); err != nil {
-		t.Fatal(err)
+	if want == "read-only file system" {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT|unix.MS_RDONLY, "size=4m"); err != nil {
+			t.Fatalf("remount %s read-only: %v", dir, err)
+		}
+	} else {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
 	}
-	t.Cleanup(func() { os.Chmod(dir, 0o700) })
 	for _, opts := range [][]sqlite.Option{nil, {sqlite.WithoutMigrating()}} {
 		_, err := sqlite.Open(t.Context(), path, opts...)
-		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "permission denied") {
-			t.Errorf("Open in an unwritable directory: %v; want an error naming %s and why it cannot be written", err, dir)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open in an unwritable directory: %v; want an error naming %s and %q", err, dir, want)
 		}
 	}
 }
