@@ -53,9 +53,11 @@ type app struct {
 	// encryptionConfig is --encryption-config: the file encrypting the
 	// built-in backend's values at rest, empty for none.
 	encryptionConfig string
-	strict           bool
-	output           string
-	as               string
+	// sqliteSync is --sqlite-synchronous: normal or full.
+	sqliteSync string
+	strict     bool
+	output     string
+	as         string
 	// asExplicit: --as was given; with credentials, only then is the
 	// server asked to impersonate (Impersonate-User).
 	asExplicit bool

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ const EnvDatabase = "CAIRN_DATABASE"
 // EnvEncryptionConfig is the environment variable for --encryption-config.
 const EnvEncryptionConfig = "CAIRN_ENCRYPTION_CONFIG"
 
+// EnvSQLiteSynchronous is the environment variable for --sqlite-synchronous.
+const EnvSQLiteSynchronous = "CAIRN_SQLITE_SYNCHRONOUS"
+
 // addStoreFlags adds --database, which chooses the metadata store for every
 // command: empty for the embedded SQLite file in --data-dir (the default),
 // a postgres:// URL for PostgreSQL, which several replicas can share.
@@ -31,6 +35,8 @@ func (a *app) addStoreFlags(root *cobra.Command) {
 		"PostgreSQL URL of the metadata store, postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...; empty: the embedded SQLite store in --data-dir [$"+EnvDatabase+"]")
 	root.PersistentFlags().StringVar(&a.encryptionConfig, "encryption-config", a.env.Getenv(EnvEncryptionConfig),
 		"EncryptionConfiguration file (apiserver.config.k8s.io/v1) encrypting the built-in backend's values at rest, per Type path pattern (see docs/secrets.md) [$"+EnvEncryptionConfig+"]")
+	root.PersistentFlags().StringVar(&a.sqliteSync, "sqlite-synchronous", cmp.Or(a.env.Getenv(EnvSQLiteSynchronous), string(sqlite.SyncFull)),
+		"when the embedded SQLite store acknowledges a commit: full (synced to disk first: survives a power loss; one sync per commit, shared by the writes committed together) or normal (in the write-ahead log: survives the process crashing, but a power loss may take the commits since the last checkpoint) [$"+EnvSQLiteSynchronous+"]")
 }
 
 // openedStore is the metadata store the flags select, migrated to the
@@ -93,7 +99,11 @@ func (a *app) openRawStore(ctx context.Context, log *slog.Logger, asIs bool) (*o
 	switch db := a.database; {
 	case db == "":
 		path := filepath.Join(a.dataDir, "cairn.db")
-		opts := []sqlite.Option{sqlite.WithLogger(log)}
+		sync, err := sqlite.ParseSync(a.sqliteSync)
+		if err != nil {
+			return nil, usageErrorf("--sqlite-synchronous: %v", err)
+		}
+		opts := []sqlite.Option{sqlite.WithLogger(log), sqlite.WithSync(sync)}
 		if asIs {
 			opts = append(opts, sqlite.WithoutMigrating())
 		}

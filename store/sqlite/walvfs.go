@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -55,6 +56,9 @@ var (
 	walBaseOpen uintptr              // its xOpen
 	walMethods  sqlite3.Tsqlite3_io_methods
 	walName     = [...]byte{'c', 'a', 'i', 'r', 'n', '-', 'w', 'a', 'l', 0}
+	// walSyncs counts the syncs of WAL files (for tests: SyncFull
+	// syncs at every commit, SyncNormal only at checkpoints).
+	walSyncs atomic.Int64
 	// walOpenFiles finds the WAL files of a database file at the release
 	// of its write lock.
 	walOpenFiles = struct {
@@ -300,6 +304,9 @@ func walSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
 	f := fileOf(pFile)
 	if rc := f.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
 		return rc
+	}
+	if f.wal == 1 {
+		walSyncs.Add(1)
 	}
 	return call2[int32](methodsOf(f.base).FxSync)(tls, pFile+uintptr(walHead), flags)
 }
