@@ -18,6 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/schema"
 )
@@ -338,6 +341,13 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 				fmt.Sprintf("%s matches no resource in resources/ (%s)", c.Match, s.baseSummary()))
 		}
 	}
+	for i, r := range m.Replacements {
+		for j, t := range r.Targets {
+			if msg := s.selectsNothing(t); msg != "" {
+				p.add(d.file, d.line("replacements", i, "targets", j, "select"), fieldName("replacements", i, "targets", j, "select"), msg)
+			}
+		}
+	}
 	for i, o := range m.Outputs {
 		if o.tpl == nil {
 			continue
@@ -353,6 +363,36 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 			}
 		}
 	}
+}
+
+// selectsNothing says why a replacement target of stack.yaml selects no
+// resource of resources/ by its kind and name there (kustomize's own
+// matching, regular expressions included), or "" when it selects one or
+// cannot be judged before rendering (label, annotation or namespace
+// selectors, which the overlay may satisfy).
+func (s *Stack) selectsNothing(t *types.TargetSelector) string {
+	if t == nil || t.Select == nil || t.Select.LabelSelector != "" || t.Select.AnnotationSelector != "" || t.Select.Namespace != "" {
+		return ""
+	}
+	tsr, err := types.NewTargetSelectorRegex(t)
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range s.base {
+		gvk := resid.Gvk{Version: r.APIVersion(), Kind: r.Kind()}
+		if g, v, ok := strings.Cut(r.APIVersion(), "/"); ok {
+			gvk.Group, gvk.Version = g, v
+		}
+		id := resid.NewResIdWithNamespace(gvk, r.OriginalName, r.Namespace())
+		if tsr.Selects(id) && !tsr.RejectsAny([]resid.ResId{id}) {
+			return ""
+		}
+	}
+	m := Match{Kind: t.Select.Kind, Name: t.Select.Name}
+	if t.Select.Group != "" || t.Select.Version != "" {
+		m.APIVersion = strings.TrimPrefix(t.Select.Group+"/"+t.Select.Version, "/")
+	}
+	return fmt.Sprintf("%s matches no resource in resources/ (%s)", m, s.baseSummary())
 }
 
 // baseSummary lists the resources of resources/ as KIND/NAME, for messages.
