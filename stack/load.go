@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +87,7 @@ func (l Loader) Load(ctx context.Context, src string) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newStack(files, src)
+		return newStack(files, src, true)
 	}
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -96,7 +97,7 @@ func (l Loader) Load(ctx context.Context, src string) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack package %s: %w", src, err)
 	}
-	return newStack(files, src)
+	return newStack(files, src, true)
 }
 
 // FromArchive loads a package from a gzipped tar archive (Archive's output,
@@ -107,7 +108,19 @@ func FromArchive(b []byte) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStack(files, "")
+	return newStack(files, "", false)
+}
+
+// FromNewArchive is FromArchive for a package being added to a catalog: it
+// also makes the checks Load makes that FromArchive does not (a default
+// its own schema refuses, a replacement target selecting nothing), which
+// came after packages already in catalogs, so those still load.
+func FromNewArchive(b []byte) (*Stack, error) {
+	files, err := readArchive(b)
+	if err != nil {
+		return nil, err
+	}
+	return newStack(files, "", true)
 }
 
 // readDir reads every regular file under dir, skipping .git.
@@ -272,7 +285,9 @@ func archive(files map[string][]byte) ([]byte, error) {
 }
 
 // newStack validates files as a stack package.
-func newStack(files map[string][]byte, source string) (*Stack, error) {
+// newStack loads a package's files. strict adds the checks a new package
+// must pass but one already in a catalog need not (FromNewArchive).
+func newStack(files map[string][]byte, source string, strict bool) (*Stack, error) {
 	var p problems
 	data, ok := files[ManifestFile]
 	if !ok {
@@ -309,6 +324,9 @@ func newStack(files map[string][]byte, source string) (*Stack, error) {
 	if s.base != nil {
 		s.checkMatches(&p, doc)
 	}
+	if strict {
+		s.checkAuthoring(&p, doc)
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -341,13 +359,6 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 				fmt.Sprintf("%s matches no resource in resources/ (%s)", c.Match, s.baseSummary()))
 		}
 	}
-	for i, r := range m.Replacements {
-		for j, t := range r.Targets {
-			if msg := s.selectsNothing(t); msg != "" {
-				p.add(d.file, d.line("replacements", i, "targets", j, "select"), fieldName("replacements", i, "targets", j, "select"), msg)
-			}
-		}
-	}
 	for i, o := range m.Outputs {
 		if o.tpl == nil {
 			continue
@@ -360,6 +371,29 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 			if !hits(Match{Kind: parts[1], Name: parts[2]}) {
 				p.add(d.file, d.line("outputs", i, "value"), fieldName("outputs", i, "value"),
 					fmt.Sprintf("reference %q: no %s named %q in resources/ (%s)", ref, parts[1], parts[2], s.baseSummary()))
+			}
+		}
+	}
+}
+
+// checkAuthoring reports an author's mistakes that loading a package once
+// let through, so a package already in a catalog is not judged by them
+// (newStack's strict): a parameter default its own schema refuses, which
+// every user would be told about as parameters they never gave, and a
+// replacement target that selects nothing, which kustomize silently skips.
+func (s *Stack) checkAuthoring(p *problems, d *yamlDoc) {
+	at := func(msg string, path ...any) { p.add(d.file, d.line(path...), fieldName(path...), msg) }
+	var doc map[string]any
+	if s.params != nil && json.Unmarshal(s.Manifest.Kind.Parameters, &doc) == nil {
+		checkDefaults(at, doc, []any{"kind", "parameters"})
+	}
+	if s.base == nil {
+		return
+	}
+	for i, r := range s.Manifest.Replacements {
+		for j, t := range r.Targets {
+			if msg := s.selectsNothing(t); msg != "" {
+				at(msg, "replacements", i, "targets", j, "select")
 			}
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -289,6 +291,43 @@ func TestBadPackages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The checks that came after packages were already in catalogs (a default
+// its own schema refuses, a replacement selecting nothing) refuse a new
+// package, from a directory or as an archive being added, while the same
+// archive read back from a catalog still loads.
+func TestAuthoringChecksOnlyForNewPackages(t *testing.T) {
+	files := webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "default: 2}", "default: two}", 1)
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "select: {kind: Deployment, name: web}", "select: {kind: Deploymnet, name: web}", 1)
+	var tarred bytes.Buffer
+	gz := gzip.NewWriter(&tarred)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name]))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(context.Background(), writeTree(t, files)); err == nil || !strings.Contains(err.Error(), "default") {
+		t.Errorf("Load = %v", err)
+	}
+	_, err := FromNewArchive(tarred.Bytes())
+	if err == nil || !strings.Contains(err.Error(), `"two" is not valid for its own schema`) || !strings.Contains(err.Error(), "matches no resource") {
+		t.Errorf("FromNewArchive = %v", err)
+	}
+	if _, err := FromArchive(tarred.Bytes()); err != nil {
+		t.Errorf("FromArchive of a package already in a catalog: %v", err)
 	}
 }
 

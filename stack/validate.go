@@ -219,7 +219,6 @@ func (m *Manifest) compileParameters(at func(string, ...any)) *schema.Schema {
 		at(msg, "kind", "parameters")
 		return nil
 	}
-	checkDefaults(at, doc, []any{"kind", "parameters"})
 	return s
 }
 
