@@ -481,6 +481,42 @@ func TestInterruptedInstallRootDeletedWithExclusiveDependency(t *testing.T) {
 	}
 }
 
+// The plan of a root that does not exist yet cannot know the names that
+// ${installation.root.id} gives its dependencies, and says so; once the
+// root exists, its plan names exactly what the install created.
+func TestPlanOfANewRootReadingTheRootID(t *testing.T) {
+	ctx, h := newHub(t)
+	s, err := stack.Load(ctx, "testdata/perroot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Archive()
+	if _, _, err := h.AddStack(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "r1", Stack: "perroot"}
+	before, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.RootIDPending || nodeOf(before, "flags").Sharing.Group != install.RootIDStandIn {
+		t.Fatalf("plan of a new root: pending %v, flags %+v", before.RootIDPending, nodeOf(before, "flags"))
+	}
+	_, res, err := svc.Install(ctx, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := nodeOf(after, "flags")
+	if after.RootIDPending || !contains(res.Installed, flags.Key) || flags.Sharing.Group != after.RootID {
+		t.Fatalf("plan after the install: pending %v, flags %s (group %q), installed %v", after.RootIDPending, flags.Key, flags.Sharing.Group, res.Installed)
+	}
+}
+
 // Terraform outputs reach a dependent stack through the unmanaged-resource
 // kind: an app-network installation reads the outputs of a Terraform state
 // (stacks.cairn.dev/parameters-from) and exposes one as its output; the
