@@ -64,3 +64,17 @@ func PathForGroupKind(group, kind string) string {
 	slices.Reverse(labels)
 	return strings.Join(labels, ".") + "." + strings.ToLower(kind)
 }
+
+// KubernetesGroup reports whether group is one of the Kubernetes API
+// server's own groups without a dot (apps, batch, autoscaling, policy,
+// extensions), or core, cairn's name for the core group (apiVersion v1).
+// A Type may be served under these although a group of one's own needs a
+// dot (as a CRD's does): a stack's Deployments, Jobs and ConfigMaps are
+// stored and served where kubectl looks for them.
+func KubernetesGroup(group string) bool {
+	switch group {
+	case "core", "apps", "batch", "autoscaling", "policy", "extensions":
+		return true
+	}
+	return false
+}

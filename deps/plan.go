@@ -14,9 +14,14 @@ import (
 // values never appear in it, only references to credential instances.
 type Plan struct {
 	// Root is the key (namespace/name) of the root installation's node.
-	Root      string `json:"root"`
-	RootID    string `json:"rootID"`
-	Namespace string `json:"namespace"`
+	Root   string `json:"root"`
+	RootID string `json:"rootID"`
+	// RootIDPending: the root does not exist yet, so RootID is a stand-in,
+	// and something read ${installation.root.id}: the sharing groups and
+	// names computed from it are not those an install will compute with
+	// the root's id, assigned when it creates the root.
+	RootIDPending bool   `json:"rootIDPending,omitempty"`
+	Namespace     string `json:"namespace"`
 	// Nodes in execution order: level by level, by key within a level.
 	Nodes []*Node `json:"nodes"`
 	// Levels groups node keys: each level's nodes only need earlier levels,
@@ -166,7 +171,11 @@ func (p *Plan) Node(key string) *Node { return p.byKey[key] }
 // and candidates, wiring, unmapped inputs.
 func (p *Plan) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan for %s (root id %s)\n", p.Root, p.RootID)
+	if p.RootIDPending {
+		fmt.Fprintf(&b, "Plan for %s (root id not assigned yet)\n", p.Root)
+	} else {
+		fmt.Fprintf(&b, "Plan for %s (root id %s)\n", p.Root, p.RootID)
+	}
 	for i, level := range p.Levels {
 		fmt.Fprintf(&b, "\nLevel %d", i+1)
 		if len(level) > 1 {

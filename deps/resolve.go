@@ -31,6 +31,10 @@ type Request struct {
 	// must stay the same when a failed run is run again, so groups named
 	// after it find what the first run created.
 	RootID string `json:"rootID"`
+	// RootIDPending says RootID stands in for an id not assigned yet: the
+	// root installation does not exist, and what is computed from
+	// ${installation.root.id} will differ once it does (Plan.RootIDPending).
+	RootIDPending bool `json:"rootIDPending,omitempty"`
 	// Stack is the root's stack; without a version, the highest.
 	Stack      Reference      `json:"stack"`
 	Parameters map[string]any `json:"parameters,omitempty"`
@@ -80,6 +84,8 @@ type resolution struct {
 	// planned: the new shared installations of this plan by namespace and
 	// sharing group, in the order they were planned.
 	planned map[[2]string][]*Node
+	// readRootID: a template read ${installation.root.id}.
+	readRootID bool
 }
 
 // version parses a version once per resolution (nil if not semver).
@@ -165,6 +171,10 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	if err := res.finish(); err != nil {
 		return nil, err
+	}
+	if req.RootIDPending && res.readRootID {
+		res.plan.RootIDPending = true
+		res.plan.Notes = append(res.plan.Notes, fmt.Sprintf("%s does not exist yet: its id is assigned when the install creates it, so what is computed here from ${installation.root.id} (sharing groups, and the names of new shared installations) uses a stand-in and will differ", res.plan.Root))
 	}
 	return res.plan, nil
 }

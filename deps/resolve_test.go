@@ -408,6 +408,36 @@ func TestResolveGroupsAcrossRoots(t *testing.T) {
 	}
 }
 
+// A plan for a root that does not exist yet (RootIDPending) says so when
+// something reads ${installation.root.id}: the names and groups it shows
+// from a stand-in id are not those the install, which knows the root's id,
+// creates. A plan that reads no root id is exact and says nothing.
+func TestPlanWithPendingRootID(t *testing.T) {
+	cat := catalog(t, seedStacks(t)...)
+	r := &Resolver{Catalog: cat, Installations: NewIndex()}
+	ctx := context.Background()
+	for _, c := range []struct {
+		stack   string
+		pending bool
+	}{{"micro-app", true}, {"cache-app", false}} {
+		p, err := r.Plan(ctx, Request{Namespace: "dev", Name: "shop", RootID: "stand-in", RootIDPending: true, Stack: Reference{Name: c.stack}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := p.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		text := b.String()
+		if p.RootIDPending != c.pending || strings.Contains(text, "not assigned yet") != c.pending || strings.Contains(text, "(root id stand-in)") == c.pending {
+			t.Errorf("%s: RootIDPending %v, text:\n%s", c.stack, p.RootIDPending, text)
+		}
+		if c.pending && !strings.Contains(text, "${installation.root.id}") {
+			t.Errorf("%s: the note does not say what differs:\n%s", c.stack, text)
+		}
+	}
+}
+
 // Every failure of issue item 8 fails the plan (or Ready) before anything
 // runs, naming what is wrong, and leaves nothing installed.
 func TestResolveFailures(t *testing.T) {

@@ -156,6 +156,7 @@ func (res *resolution) planValue(t *template, parent *Node, siblings map[string]
 			case "namespace":
 				return parent.Namespace, true, nil
 			default:
+				res.readRootID = true
 				return res.req.RootID, true, nil
 			}
 		}

@@ -353,24 +353,58 @@ func WithAnnotations(base map[string]string, set map[string]string, del ...strin
 // logged, not returned: the dependency stays installed, and deleting it
 // by hand finishes the job.
 func (h *Hub) deleteExclusiveDependencies(ctx context.Context, inst cairn.Instance) {
-	if len(inst.Uses) == 0 {
-		return
-	}
 	root := inst.Annotations[AnnotationRootID]
 	if root == "" {
 		root = inst.ID
 	}
-	used, err := h.st.GetInstancesBrief(ctx, inst.Uses)
+	if len(inst.Uses) > 0 {
+		used, err := h.st.GetInstancesBrief(ctx, inst.Uses)
+		if err != nil {
+			h.log.WarnContext(ctx, "exclusive dependencies of a deleted installation not read", "id", inst.ID, "err", err)
+			return
+		}
+		for _, u := range used {
+			if u.Annotations[AnnotationSharingMode] != string(deps.SharingNone) || u.Annotations[AnnotationRootID] != root {
+				continue
+			}
+			if err := h.DeleteInstance(ctx, u.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+				h.log.WarnContext(ctx, "an exclusive dependency of a deleted installation was not deleted", "id", u.ID, "dependent", inst.ID, "err", err)
+			}
+		}
+	}
+	// The root of an install: a completed one records its root id, one
+	// stopped halfway is still waiting for its dependencies.
+	if root == inst.ID && (inst.Annotations[AnnotationRootID] != "" || inst.Annotations[AnnotationWaiting] != "") {
+		h.deleteStrandedDependencies(ctx, inst)
+	}
+}
+
+// deleteStrandedDependencies deletes, after the root of an install, the
+// exclusive dependencies that install created but the root never came to
+// use: an install stopped halfway (the CLI killed, its client gone) has
+// created them before the root gets its uses edges, last. Each is found by
+// its root id in the root's namespace, where an install creates them; one
+// still used is left to the deletion of its user, which takes it along.
+func (h *Hub) deleteStrandedDependencies(ctx context.Context, root cairn.Instance) {
+	types, err := h.ListTypes(ctx, store.TypeFilter{Parent: InstallationParent})
 	if err != nil {
-		h.log.WarnContext(ctx, "exclusive dependencies of a deleted installation not read", "id", inst.ID, "err", err)
+		h.log.WarnContext(ctx, "exclusive dependencies of a deleted root installation not searched", "id", root.ID, "err", err)
 		return
 	}
-	for _, u := range used {
-		if u.Annotations[AnnotationSharingMode] != string(deps.SharingNone) || u.Annotations[AnnotationRootID] != root {
-			continue
+	for _, t := range types {
+		insts, err := h.st.ListInstances(ctx, store.InstanceFilter{TypePath: t.Path, TypeRevision: t.Revision, Namespace: root.Namespace})
+		if err != nil {
+			h.log.WarnContext(ctx, "exclusive dependencies of a deleted root installation not searched", "id", root.ID, "type", t.Path, "err", err)
+			return
 		}
-		if err := h.DeleteInstance(ctx, u.ID, ""); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-			h.log.WarnContext(ctx, "an exclusive dependency of a deleted installation was not deleted", "id", u.ID, "dependent", inst.ID, "err", err)
+		for _, u := range insts {
+			if u.Annotations[AnnotationSharingMode] != string(deps.SharingNone) || u.Annotations[AnnotationRootID] != root.ID || u.ID == root.ID {
+				continue
+			}
+			err := h.DeleteInstance(ctx, u.ID, "")
+			if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) && !cairn.HasCode(err, cairn.CodeUsedBy) {
+				h.log.WarnContext(ctx, "an exclusive dependency of a deleted root installation was not deleted", "id", u.ID, "root", root.ID, "err", err)
+			}
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (h *Hub) AddStack(ctx context.Context, archive []byte) (StackEntry, bool, e
 }
 
 func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (StackEntry, bool, error) {
-	s, err := stack.FromArchive(archive)
+	s, err := stack.FromNewArchive(archive)
 	if err != nil {
 		if cairn.ErrorCode(err) == cairn.CodeInternal {
 			err = &cairn.Error{Code: cairn.CodeInvalid, Msg: "the stack package is not valid: " + err.Error(), Err: err}

@@ -173,11 +173,11 @@ func checkREST(t cairn.Type) []cairn.Cause {
 		return nil
 	}
 	var causes []cairn.Cause
-	// "core" is the Kubernetes core group (apiVersion v1: ConfigMap,
-	// Secret, ...), which has no name of its own; a stack's rendered
-	// children of those kinds are served under it.
-	if t.Group != "core" && (t.Group == "" || len(t.Group) > 253 || !isDNSSubdomain(t.Group) || !strings.Contains(t.Group, ".")) {
-		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q must be a DNS subdomain with at least one dot, e.g. flipt.io, or core", t.Group)})
+	// Kubernetes' own dot-less groups (and core, its nameless core group)
+	// are allowed so a stack's rendered Deployments, Jobs and ConfigMaps
+	// can be stored and served.
+	if !cairn.KubernetesGroup(t.Group) && (t.Group == "" || len(t.Group) > 253 || !isDNSSubdomain(t.Group) || !strings.Contains(t.Group, ".")) {
+		causes = append(causes, cairn.Cause{Field: "group", Message: fmt.Sprintf("%q must be a DNS subdomain with at least one dot, e.g. flipt.io, or one of Kubernetes' own groups core, apps, batch, autoscaling, policy, extensions", t.Group)})
 	}
 	if rbac.Reserved(t.Group) {
 		// cairn serves these itself; a Type there would also fall under

@@ -148,5 +148,5 @@ func (l Loader) loadGit(ctx context.Context, g gitSource) (*Stack, error) {
 		}
 		files[name] = []byte(s)
 	}
-	return newStack(files, gitSource{url: g.url, ref: hash.String(), subdir: g.subdir}.String())
+	return newStack(files, gitSource{url: g.url, ref: hash.String(), subdir: g.subdir}.String(), true)
 }

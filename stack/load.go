@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/schema"
@@ -83,7 +87,7 @@ func (l Loader) Load(ctx context.Context, src string) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newStack(files, src)
+		return newStack(files, src, true)
 	}
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -93,7 +97,7 @@ func (l Loader) Load(ctx context.Context, src string) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack package %s: %w", src, err)
 	}
-	return newStack(files, src)
+	return newStack(files, src, true)
 }
 
 // FromArchive loads a package from a gzipped tar archive (Archive's output,
@@ -104,7 +108,19 @@ func FromArchive(b []byte) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newStack(files, "")
+	return newStack(files, "", false)
+}
+
+// FromNewArchive is FromArchive for a package being added to a catalog: it
+// also makes the checks Load makes that FromArchive does not (a default
+// its own schema refuses, a replacement target selecting nothing), which
+// came after packages already in catalogs, so those still load.
+func FromNewArchive(b []byte) (*Stack, error) {
+	files, err := readArchive(b)
+	if err != nil {
+		return nil, err
+	}
+	return newStack(files, "", true)
 }
 
 // readDir reads every regular file under dir, skipping .git.
@@ -269,7 +285,9 @@ func archive(files map[string][]byte) ([]byte, error) {
 }
 
 // newStack validates files as a stack package.
-func newStack(files map[string][]byte, source string) (*Stack, error) {
+// newStack loads a package's files. strict adds the checks a new package
+// must pass but one already in a catalog need not (FromNewArchive).
+func newStack(files map[string][]byte, source string, strict bool) (*Stack, error) {
 	var p problems
 	data, ok := files[ManifestFile]
 	if !ok {
@@ -305,6 +323,9 @@ func newStack(files map[string][]byte, source string) (*Stack, error) {
 	s.base = checkResources(&p, files)
 	if s.base != nil {
 		s.checkMatches(&p, doc)
+	}
+	if strict {
+		s.checkAuthoring(&p, doc)
 	}
 	if err := p.err(); err != nil {
 		return nil, err
@@ -353,6 +374,59 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 			}
 		}
 	}
+}
+
+// checkAuthoring reports an author's mistakes that loading a package once
+// let through, so a package already in a catalog is not judged by them
+// (newStack's strict): a parameter default its own schema refuses, which
+// every user would be told about as parameters they never gave, and a
+// replacement target that selects nothing, which kustomize silently skips.
+func (s *Stack) checkAuthoring(p *problems, d *yamlDoc) {
+	at := func(msg string, path ...any) { p.add(d.file, d.line(path...), fieldName(path...), msg) }
+	var doc map[string]any
+	if s.params != nil && json.Unmarshal(s.Manifest.Kind.Parameters, &doc) == nil {
+		checkDefaults(at, doc, []any{"kind", "parameters"})
+	}
+	if s.base == nil {
+		return
+	}
+	for i, r := range s.Manifest.Replacements {
+		for j, t := range r.Targets {
+			if msg := s.selectsNothing(t); msg != "" {
+				at(msg, "replacements", i, "targets", j, "select")
+			}
+		}
+	}
+}
+
+// selectsNothing says why a replacement target of stack.yaml selects no
+// resource of resources/ by its kind and name there (kustomize's own
+// matching, regular expressions included), or "" when it selects one or
+// cannot be judged before rendering (label, annotation or namespace
+// selectors, which the overlay may satisfy).
+func (s *Stack) selectsNothing(t *types.TargetSelector) string {
+	if t == nil || t.Select == nil || t.Select.LabelSelector != "" || t.Select.AnnotationSelector != "" || t.Select.Namespace != "" {
+		return ""
+	}
+	tsr, err := types.NewTargetSelectorRegex(t)
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range s.base {
+		gvk := resid.Gvk{Version: r.APIVersion(), Kind: r.Kind()}
+		if g, v, ok := strings.Cut(r.APIVersion(), "/"); ok {
+			gvk.Group, gvk.Version = g, v
+		}
+		id := resid.NewResIdWithNamespace(gvk, r.OriginalName, r.Namespace())
+		if tsr.Selects(id) && !tsr.RejectsAny([]resid.ResId{id}) {
+			return ""
+		}
+	}
+	m := Match{Kind: t.Select.Kind, Name: t.Select.Name}
+	if t.Select.Group != "" || t.Select.Version != "" {
+		m.APIVersion = strings.TrimPrefix(t.Select.Group+"/"+t.Select.Version, "/")
+	}
+	return fmt.Sprintf("%s matches no resource in resources/ (%s)", m, s.baseSummary())
 }
 
 // baseSummary lists the resources of resources/ as KIND/NAME, for messages.

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,6 +228,16 @@ func TestBadPackages(t *testing.T) {
 			[]string{"outputs[2].value", `declares no property "replica"`}},
 		{"readiness matching nothing", edit("stack.yaml", "match: {kind: Service, name: web}", "match: {kind: Service, name: wbe}"),
 			[]string{"stack.yaml:42: readiness[1].match", "kind Service, name wbe matches no resource in resources/"}},
+		{"default of the wrong type", edit("stack.yaml", "{type: integer, minimum: 1, default: 2}", "{type: integer, minimum: 1, default: two}"),
+			[]string{"stack.yaml:13: kind.parameters.properties.replicas.default", `"two" is not valid for its own schema: must be integer`}},
+		{"default below the minimum", edit("stack.yaml", "{type: integer, minimum: 1, default: 2}", "{type: integer, minimum: 1, default: 0}"),
+			[]string{"kind.parameters.properties.replicas.default", "0 is not valid for its own schema: must be >= 1"}},
+		{"nested default of the wrong type", edit("stack.yaml", "issuer: {type: string, default: letsencrypt}", "issuer: {type: string, default: [letsencrypt]}"),
+			[]string{"stack.yaml:20: kind.parameters.properties.tls.properties.issuer.default", "must be string"}},
+		{"object default refused by its schema", edit("stack.yaml", "        default: {}\n", "        default: {isuer: x}\n"),
+			[]string{"kind.parameters.properties.tls.default", "must NOT have additional properties"}},
+		{"replacement target matching nothing", edit("stack.yaml", "  - select: {kind: Deployment, name: web}", "  - select: {kind: Deploymnet, name: web}"),
+			[]string{"stack.yaml:27: replacements[0].targets[0].select", "kind Deploymnet, name web matches no resource in resources/"}},
 		{"readiness without field path", edit("stack.yaml", "  fieldPath: spec.ports\n", ""),
 			[]string{"readiness[1].fieldPath", "is required by a NonEmpty check"}},
 		{"readiness type", edit("stack.yaml", "type: NonEmpty", "type: Present"),
@@ -279,6 +291,43 @@ func TestBadPackages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The checks that came after packages were already in catalogs (a default
+// its own schema refuses, a replacement selecting nothing) refuse a new
+// package, from a directory or as an archive being added, while the same
+// archive read back from a catalog still loads.
+func TestAuthoringChecksOnlyForNewPackages(t *testing.T) {
+	files := webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "default: 2}", "default: two}", 1)
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "select: {kind: Deployment, name: web}", "select: {kind: Deploymnet, name: web}", 1)
+	var tarred bytes.Buffer
+	gz := gzip.NewWriter(&tarred)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name]))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(context.Background(), writeTree(t, files)); err == nil || !strings.Contains(err.Error(), "default") {
+		t.Errorf("Load = %v", err)
+	}
+	_, err := FromNewArchive(tarred.Bytes())
+	if err == nil || !strings.Contains(err.Error(), `"two" is not valid for its own schema`) || !strings.Contains(err.Error(), "matches no resource") {
+		t.Errorf("FromNewArchive = %v", err)
+	}
+	if _, err := FromArchive(tarred.Bytes()); err != nil {
+		t.Errorf("FromArchive of a package already in a catalog: %v", err)
 	}
 }
 

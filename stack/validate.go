@@ -222,6 +222,58 @@ func (m *Manifest) compileParameters(at func(string, ...any)) *schema.Schema {
 	return s
 }
 
+// checkDefaults checks every property's default against the property's own
+// schema (with the defaults nested in it applied, as an installation gets
+// them): a wrong default is the author's mistake and is refused here,
+// rather than reported to each user as invalid parameters they never gave.
+// A property schema that does not compile alone (a $ref into the whole) is
+// not judged.
+func checkDefaults(at func(string, ...any), sch map[string]any, path []any) {
+	props, _ := sch["properties"].(map[string]any)
+	for _, name := range sortedKeys(props) {
+		ps, ok := props[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		here := append(slices.Clone(path), "properties", name)
+		if d, has := ps["default"]; has {
+			v := deepCopy(d)
+			if m, ok := v.(map[string]any); ok {
+				applyDefaults(ps, m)
+			}
+			if msg := defaultProblem(ps, v); msg != "" {
+				at(msg, append(here, "default")...)
+			}
+		}
+		checkDefaults(at, ps, here)
+	}
+}
+
+// defaultProblem validates v against the property schema ps.
+func defaultProblem(ps map[string]any, v any) string {
+	doc, err := json.Marshal(ps)
+	if err != nil {
+		return ""
+	}
+	sub, err := schema.Compile(doc)
+	if err != nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	causes := sub.Validate("default", b)
+	if len(causes) == 0 {
+		return ""
+	}
+	msgs := make([]string, len(causes))
+	for i, c := range causes {
+		msgs[i] = strings.TrimPrefix(strings.TrimPrefix(c.String(), "default"), " ")
+	}
+	return fmt.Sprintf("%s is not valid for its own schema: %s", b, strings.Join(msgs, "; "))
+}
+
 // checkInstallationPath checks the field path of a var: a parameter the
 // schema declares (spec.region) or a field of the installation's metadata.
 func (m *Manifest) checkInstallationPath(fp string) string {

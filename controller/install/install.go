@@ -24,8 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/cairn-dev/cairn"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/deps"
@@ -123,12 +121,18 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		root = &cur
 		req.RootID = rootIDOf(cur)
 	case cairn.HasCode(err, cairn.CodeNotFound):
-		req.RootID = uuid.NewString()
+		// The root's id is assigned when Install creates it; until then
+		// a stand-in, which the plan shows as one where it matters.
+		req.RootID, req.RootIDPending = RootIDStandIn, true
 	default:
 		return deps.Request{}, entry, nil, err
 	}
 	return req, entry, root, nil
 }
+
+// RootIDStandIn is ${installation.root.id} in the plan of a root that does
+// not exist yet (deps.Request.RootIDPending).
+const RootIDStandIn = "<root id>"
 
 func rootIDOf(inst cairn.Instance) string {
 	if id := inst.Annotations[hub.AnnotationRootID]; id != "" {
@@ -215,7 +219,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 		if err != nil {
 			return p, nil, err
 		}
-		req.RootID = created
+		req.RootID, req.RootIDPending = created, false
 		in.ifSpec = digest
 		if p, err = s.plan(ctx, req); err != nil {
 			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {

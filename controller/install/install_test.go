@@ -429,6 +429,94 @@ func TestExclusiveDependencyDeletedWithRoot(t *testing.T) {
 	}
 }
 
+// An install stopped after its exclusive dependency was created, before
+// the root got its uses edges (the CLI killed, the client gone), leaves
+// the root waiting; deleting that root deletes the exclusive dependency
+// too, as it does for a completed install, rather than orphaning it.
+func TestInterruptedInstallRootDeletedWithExclusiveDependency(t *testing.T) {
+	ctx, h := newHub(t)
+	s, err := stack.Load(ctx, "testdata/exclusive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Archive()
+	if _, _, err := h.AddStack(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	_, _, err = svc.Install(runCtx, install.Request{Namespace: "dev", Name: "a", Stack: "solo"}, func(ev deps.Event) {
+		if ev.Node == "dev/a-flags" && ev.Phase == deps.PhaseInstalled {
+			stop() // interrupted between the dependency and the root
+		}
+	})
+	if err == nil {
+		t.Fatal("the interrupted install succeeded")
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	if _, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false); err != nil {
+		t.Fatalf("the exclusive dependency after the interrupted install: %v", err)
+	}
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Solo"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Annotations[hub.AnnotationWaiting] == "" {
+		t.Fatalf("the root is not waiting any more: %v", a.Annotations)
+	}
+	if err := h.DeleteInstance(ctx, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := h.GetInstanceByName(ctx, flagsPath, "dev", "a-flags", false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a-flags after the deletion of its interrupted root: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The plan of a root that does not exist yet cannot know the names that
+// ${installation.root.id} gives its dependencies, and says so; once the
+// root exists, its plan names exactly what the install created.
+func TestPlanOfANewRootReadingTheRootID(t *testing.T) {
+	ctx, h := newHub(t)
+	s, err := stack.Load(ctx, "testdata/perroot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Archive()
+	if _, _, err := h.AddStack(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "r1", Stack: "perroot"}
+	before, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.RootIDPending || nodeOf(before, "flags").Sharing.Group != install.RootIDStandIn {
+		t.Fatalf("plan of a new root: pending %v, flags %+v", before.RootIDPending, nodeOf(before, "flags"))
+	}
+	_, res, err := svc.Install(ctx, req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := nodeOf(after, "flags")
+	if after.RootIDPending || !contains(res.Installed, flags.Key) || flags.Sharing.Group != after.RootID {
+		t.Fatalf("plan after the install: pending %v, flags %s (group %q), installed %v", after.RootIDPending, flags.Key, flags.Sharing.Group, res.Installed)
+	}
+}
+
 // Terraform outputs reach a dependent stack through the unmanaged-resource
 // kind: an app-network installation reads the outputs of a Terraform state
 // (stacks.cairn.dev/parameters-from) and exposes one as its output; the

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -62,6 +63,23 @@ func (e *env) addStack(dir string) hub.StackEntry {
 		e.t.Fatalf("AddStack(%s) = %v, %v", dir, added, err)
 	}
 	return entry
+}
+
+// writeStack writes a stack package's files (path -> content) into a new
+// directory and returns it.
+func writeStack(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func (e *env) install(entry hub.StackEntry, name string, labels map[string]string, spec string) cairn.Instance {
@@ -368,6 +386,53 @@ func TestCoreGroupKind(t *testing.T) {
 	if _, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 		Name: "settings", TypeRef: typ.Ref(), Value: json.RawMessage(`{"data":{"a":"b"}}`)}}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Kubernetes' own groups without a dot (apps, batch, autoscaling, policy,
+// extensions) are served under their names, so a stack with a Deployment,
+// the commonest child there is, installs; any other group still needs a
+// dot, as a CRD's does.
+func TestBuiltinGroupKinds(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ apiVersion, kind, group, plural string }{
+		{"apps/v1", "Deployment", "apps", "deployments"},
+		{"batch/v1", "CronJob", "batch", "cronjobs"},
+		{"autoscaling/v2", "HorizontalPodAutoscaler", "autoscaling", "horizontalpodautoscalers"},
+		{"policy/v1", "PodDisruptionBudget", "policy", "poddisruptionbudgets"},
+		{"extensions/v1beta1", "Ingress", "extensions", "ingresses"},
+	} {
+		typ, err := e.h.KindType(e.ctx, c.apiVersion, c.kind)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.apiVersion, c.kind, err)
+		}
+		if typ.Group != c.group || typ.Names == nil || typ.Names.Plural != c.plural {
+			t.Fatalf("%s %s: Type %+v", c.apiVersion, c.kind, typ)
+		}
+	}
+	if _, err := e.h.KindType(e.ctx, "example/v1", "Widget"); err == nil || !strings.Contains(err.Error(), `"example" must be a DNS subdomain with at least one dot`) {
+		t.Fatalf("group example: %v", err)
+	}
+
+	entry := e.addStack(writeStack(t, map[string]string{
+		"stack.yaml": `name: web
+version: 0.1.0
+kind: {group: web.example.dev, version: v1, names: {kind: Web}, parameters: {type: object}}
+`,
+		"resources/kustomization.yaml": "resources: [deploy.yaml]\n",
+		"resources/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {replicas: 2}
+`,
+	}))
+	inst := e.install(entry, "shop", nil, `{}`)
+	e.reconcile(inst.ID)
+	if sc := cond(e.status(inst.ID), "Synced"); sc.Status != "True" {
+		t.Fatalf("Synced = %+v", sc)
+	}
+	if kids := e.children(inst); len(kids) != 1 || kids[0].Name != "shop-web" || kids[0].TypeRef.Path != "apps.deployment" {
+		t.Fatalf("children %+v", kids)
 	}
 }
 

@@ -126,7 +126,7 @@ stays installed, and running the same install again resumes where it stopped.`,
 	}
 	for _, c := range []*cobra.Command{plan, inst} {
 		fl := c.Flags()
-		fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter of the stack, NAME=VALUE (VALUE is read as YAML: 3, true, [a, b]; repeat for more)")
+		fl.StringArrayVarP(&f.params, "param", "p", nil, "a parameter of the stack, NAME=VALUE (VALUE is read as YAML: 3, true, [a, b]; no, 0123 and other text stay strings; NAME may be dotted; repeat for more)")
 		fl.StringArrayVarP(&f.paramFiles, "params-file", "f", nil, "a YAML or JSON file of parameters (-p wins over it)")
 		fl.StringArrayVar(&f.creds, "credential", nil, "a credential of the stack, NAME=NAMESPACE/INSTANCE: a reference to the instance holding it")
 		fl.StringVar(&f.name, "name", "", "name of the installation (default: the stack's name)")
@@ -180,11 +180,13 @@ func parseParams(pairs, files []string) (map[string]any, error) {
 		if !ok || k == "" {
 			return nil, usageErrorf("-p %q: want NAME=VALUE", p)
 		}
-		var x any
-		if err := yaml.Unmarshal([]byte(v), &x); err != nil || x == nil {
-			x = v
+		x, err := parseParamValue(v)
+		if err != nil {
+			return nil, usageErrorf("-p %s: %v", k, err)
 		}
-		out[k] = x
+		if err := setDotted(out, k, x); err != nil {
+			return nil, usageErrorf("-p %s: %v", k, err)
+		}
 	}
 	if len(out) == 0 {
 		return nil, nil

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn/stack"
@@ -62,7 +65,7 @@ is stored and no server is contacted.`,
 				if !ok || key == "" {
 					return usageErrorf("-p %q: want KEY=VALUE (KEY may be dotted: credentialsSecretRef.name=x)", p)
 				}
-				v, err := parseScalar(val)
+				v, err := parseParamValue(val)
 				if err != nil {
 					return usageErrorf("-p %s: %v", key, err)
 				}
@@ -103,7 +106,7 @@ is stored and no server is contacted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVarP(&params, "param", "p", nil, "parameter KEY=VALUE; VALUE is read as a YAML scalar (3, true, us-west1), KEY may be dotted (repeatable)")
+	f.StringArrayVarP(&params, "param", "p", nil, "parameter KEY=VALUE; VALUE is read as YAML (3, true, [a, b]; no, 0123 and other text stay strings), KEY may be dotted (repeatable)")
 	f.StringArrayVarP(&paramFiles, "filename", "f", nil, "YAML file of parameters, or an installation manifest of the stack's kind (repeatable; -p wins)")
 	f.StringVar(&name, "name", "", "installation name, the prefix of every resource (default: the stack's name)")
 	f.StringVarP(&namespace, "namespace", "n", "default", "installation namespace; resources without one are put there")
@@ -146,18 +149,62 @@ func readRenderParams(file string, s *stack.Stack, inst *stack.Installation, nam
 	return nil
 }
 
-// parseScalar reads a -p value as YAML does: 3 is a number, true a
-// boolean, anything else a string; an empty value is the empty string.
-func parseScalar(s string) (any, error) {
+// Numbers a -p VALUE may be, as a person writes them: YAML's other
+// spellings (0x1F, 0o17, 1_000, .inf) stay the text typed.
+var (
+	paramIntRE   = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	paramFloatRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+)
+
+// parseParamValue reads a -p VALUE (render, plan and install alike) as
+// YAML 1.2 reads it, except that a plain scalar is a boolean only when it
+// is true or false and a number only when written in decimal: YAML 1.1's
+// yes/no/on/off, a leading zero (an octal there, a zip code to a person),
+// a date or null stay the string typed, so -p country=no is "no". Quotes
+// make anything a string; [a, b] and {k: v} are a list and a mapping. An
+// empty value is the empty string.
+func parseParamValue(s string) (any, error) {
 	if s == "" {
 		return "", nil
 	}
-	var v any
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal([]byte(s), &doc); err != nil {
 		return nil, fmt.Errorf("value %q: %w", s, err)
 	}
-	if v == nil {
-		return s, nil // "~" or "null" typed by hand is more likely meant literally
+	if len(doc.Content) != 1 {
+		return s, nil
+	}
+	n := doc.Content[0]
+	if n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" || doc.HeadComment != "" || doc.FootComment != "" {
+		return s, nil // "Team #1" is text, not "Team" and a comment
+	}
+	if (n.Kind == yaml3.MappingNode || n.Kind == yaml3.SequenceNode) && n.Style&yaml3.FlowStyle == 0 {
+		return s, nil // "Note: hello" is text; [a, b] and {k: v} are not
+	}
+	if n.Kind == yaml3.ScalarNode && n.Style&yaml3.TaggedStyle == 0 {
+		if n.Style != 0 {
+			return n.Value, nil // quoted
+		}
+		switch {
+		case n.Value == "true" || n.Value == "false":
+			return n.Value == "true", nil
+		case paramIntRE.MatchString(n.Value) || paramFloatRE.MatchString(n.Value):
+			return strconv.ParseFloat(n.Value, 64)
+		}
+		return n.Value, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, fmt.Errorf("value %q: %w", s, err)
+	}
+	// The same Go types as a JSON or -f file gives (float64 numbers).
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("value %q: %w", s, err)
+	}
+	v = nil
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("value %q: %w", s, err)
 	}
 	return v, nil
 }
