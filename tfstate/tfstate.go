@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 )
@@ -122,8 +123,11 @@ type LockInfo struct {
 	Info      string `json:"Info"`
 	Who       string `json:"Who"`
 	Version   string `json:"Version"`
-	Created   string `json:"Created"`
-	Path      string `json:"Path"`
+	// Created is a time (RFC 3339) in tofu's LockInfo, so an empty one is
+	// left out: "" would make the lock info answered with 423 unreadable
+	// to tofu, which then shows its own lock instead of the holder's.
+	Created string `json:"Created,omitempty"`
+	Path    string `json:"Path"`
 }
 
 // ParseLockInfo reads a LOCK or UNLOCK body; the lock ID is required.
@@ -134,6 +138,11 @@ func ParseLockInfo(doc []byte) (LockInfo, error) {
 	}
 	if strings.TrimSpace(li.ID) == "" {
 		return LockInfo{}, fmt.Errorf("the lock info has no ID")
+	}
+	if li.Created != "" {
+		if _, err := time.Parse(time.RFC3339, li.Created); err != nil {
+			return LockInfo{}, fmt.Errorf("the lock info's Created %q is not a time (RFC 3339, as tofu sends it)", li.Created)
+		}
 	}
 	return li, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/tfstate"
 )
@@ -110,5 +111,36 @@ func TestGetAnswersContentMD5(t *testing.T) {
 	code, body, h := do(t, s.url, call{method: "GET", path: statesP + "m"})
 	if code != 200 || h.Get("Content-MD5") != md5of(body) || h.Get("Content-Type") != "application/json" {
 		t.Errorf("GET: %d, Content-MD5 %q (body's %q), Content-Type %q", code, h.Get("Content-MD5"), md5of(body), h.Get("Content-Type"))
+	}
+}
+
+// TestLockedAnswerReadsAsTofus: tofu decodes a 423's body into its
+// statemgr.LockInfo, whose Created is a time.Time. A lock taken without
+// Created (curl, as docs/terraform.md shows) was answered with "Created":"",
+// which tofu could not decode ("failed to unmarshal body"), and it then
+// showed its own lock ID as the holder's.
+func TestLockedAnswerReadsAsTofus(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	p := statesP + "held"
+	for i, c := range []call{
+		{method: "LOCK", path: p, body: `{"ID":"x","Created":"yesterday"}`, status: 400, respBody: `Created "yesterday" is not a time`},
+		{method: "LOCK", path: p, body: lockB, status: 200},
+		{method: "LOCK", path: p, body: lockA, status: 423},
+		{method: "UNLOCK", path: p, body: lockA, status: 423},
+	} {
+		code, body, _ := do(t, s.url, c)
+		if code != c.status || !strings.Contains(body, c.respBody) {
+			t.Fatalf("step %d: %s %s: %d %q; want %d with %q", i+1, c.method, c.path, code, body, c.status, c.respBody)
+		}
+		if code != 423 {
+			continue
+		}
+		var holder struct {
+			ID, Operation, Info, Who, Version, Path string
+			Created                                 time.Time
+		}
+		if err := json.Unmarshal([]byte(body), &holder); err != nil || holder.ID != "B" || holder.Who != "bob@host" {
+			t.Errorf("step %d: tofu reads the 423 body %q as %+v, %v; want B's lock info", i+1, body, holder, err)
+		}
 	}
 }
