@@ -135,11 +135,27 @@ func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, er
 
 // stateInstance reads a state instance, NotFound naming the state.
 func (h *Hub) stateInstance(ctx context.Context, ns, name string, withValue bool) (cairn.Instance, error) {
+	if err := checkStateAddress(ns, name); err != nil {
+		return cairn.Instance{}, err
+	}
 	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, withValue)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return inst, &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("state %q was not found", stateName(ns, name)), Err: err}
 	}
 	return inst, err
+}
+
+// checkStateAddress refuses a namespace or state name no instance can
+// have. Such a state is not merely missing: tofu takes a read answered
+// "not found" as "no state yet" and plans from an empty one.
+func checkStateAddress(ns, name string) error {
+	if c := checkNamespace(ns); c != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "state %q: namespace %s", stateName(ns, name), c.Message)
+	}
+	if c := checkName(name); c != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "state name %s", c.Message)
+	}
+	return nil
 }
 
 // TerraformState returns the latest state document. It is NotFound when no

@@ -587,3 +587,42 @@ func TestIsTerraformID(t *testing.T) {
 		}
 	}
 }
+
+// TestTerraformStateAddressMustBeValid: tofu's http backend takes a GET
+// answered 404 as "no state yet", so a read of a state whose namespace or
+// name can never exist (My_State, a namespace with a dot) must not be
+// NotFound: tofu planned from an empty state, and with -lock=false created
+// everything again before its write was refused. Every operation refuses
+// such an address as Invalid, naming it, and creates nothing.
+func TestTerraformStateAddressMustBeValid(t *testing.T) {
+	e := newTFEnv(t)
+	for _, tc := range []struct{ ns, name, msg string }{
+		{"default", "My_State", `state name "My_State" must be a DNS subdomain`},
+		{"default", "-x", `state name "-x" must be a DNS subdomain`},
+		{"default", strings.Repeat("a", 254), "must be a DNS subdomain"},
+		{"Team_A", "net", `namespace "Team_A" must be a DNS label`},
+		{"a.b", "net", `namespace "a.b" must be a DNS label`},
+	} {
+		ops := map[string]func() error{
+			"get": func() error { _, _, err := e.h.TerraformState(e.ctx, tc.ns, tc.name); return err },
+			"put": func() error {
+				_, err := e.h.PutTerraformState(e.ctx, tc.ns, tc.name, "", tfDoc("L", 1, nil))
+				return err
+			},
+			"lock":    func() error { return e.h.LockTerraformState(e.ctx, tc.ns, tc.name, tfstate.LockInfo{ID: "l"}) },
+			"unlock":  func() error { return e.h.UnlockTerraformState(e.ctx, tc.ns, tc.name, "l") },
+			"delete":  func() error { return e.h.DeleteTerraformState(e.ctx, tc.ns, tc.name, "") },
+			"history": func() error { _, err := e.h.TerraformStateHistory(e.ctx, tc.ns, tc.name); return err },
+			"diff":    func() error { _, err := e.h.TerraformStateDiff(e.ctx, tc.ns, tc.name, 1, 2); return err },
+		}
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
+			if err := ops[op](); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("%s %s/%s: %v (code %s), want Invalid containing %q", op, tc.ns, tc.name, err, cairn.ErrorCode(err), tc.msg)
+			}
+		}
+	}
+	list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: "cap.type.terraform.*"}, false)
+	if err != nil || len(list) != 0 {
+		t.Errorf("refused addresses left instances: %d, %v", len(list), err)
+	}
+}

@@ -77,10 +77,16 @@ func TestProtocol(t *testing.T) {
 		{method: "GET", path: p + "/history", status: 200, respBody: `"serial":2`},
 		{method: "GET", path: p + "/diff?from=2&to=3", status: 200, respBody: `"outputsRemoved":["ip"]`},
 		{method: "GET", path: p + "/diff?from=a&to=3", status: 400, respBody: "from and to"},
-		{method: "GET", path: p + "/other", status: 404},
+		// Never 404, which tofu takes for "no state yet": a mistyped
+		// address would plan from an empty state.
+		{method: "GET", path: p + "/other", status: 400, respBody: `"app/other" is not a state name`},
+		{method: "LOCK", path: statesP + "env/app", status: 400, respBody: `"env/app" is not a state name: a state name is one path segment`},
+		{method: "GET", path: statesP + "env/app/x", status: 400, respBody: `"env/app/x" is not a state name`},
+		{method: "GET", path: statesP + "My_App", status: 400, respBody: `state name "My_App" must be a DNS subdomain`},
+		{method: "GET", path: "/terraform/v1/namespaces/Team_A/states/app", status: 400, respBody: `namespace "Team_A" must be a DNS label`},
 		{method: "PATCH", path: p, status: 405},
 		{method: "LOCK", path: p, body: `{"Who":"x"}`, status: 400, respBody: "no ID"},
-		{method: "GET", path: "/terraform/v1/states/app", status: 404, respBody: "namespaces/<namespace>/states/<name>"},
+		{method: "GET", path: "/terraform/v1/states/app", status: 400, respBody: "namespaces/<namespace>/states/<name>"},
 		{method: "DELETE", path: p, status: 200},
 		{method: "GET", path: p, status: 404},
 		{method: "GET", path: p + "/history", status: 404, respBody: `state "default/app" was not found`},

@@ -90,25 +90,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(cairn.WithActor(r.Context(), u))
 		}
 	}
+	// A mistyped address is 400, never 404: tofu takes a GET answered 404
+	// as "no state yet" and would plan from an empty state.
 	rest, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	seg := strings.Split(strings.Trim(rest, "/"), "/")
-	if !ok || len(seg) < 4 || seg[0] != "namespaces" || seg[2] != "states" || seg[1] == "" || seg[3] == "" || len(seg) > 5 {
-		writeError(w, http.StatusNotFound, "not a state address: use "+Prefix+"namespaces/<namespace>/states/<name>")
+	if !ok || len(seg) < 4 || seg[0] != "namespaces" || seg[2] != "states" || seg[1] == "" || seg[3] == "" {
+		writeError(w, http.StatusBadRequest, "not a state address: use "+Prefix+"namespaces/<namespace>/states/<name>")
 		return
 	}
 	ns, name := seg[1], seg[3]
+	if len(seg) > 5 || len(seg) == 5 && seg[4] != "history" && seg[4] != "diff" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a state name: a state name is one path segment (lowercase alphanumerics, '-' or '.', as %q); after it only /history and /diff are served",
+			strings.Join(seg[3:], "/"), strings.Join(seg[3:], "-")))
+		return
+	}
 	if len(seg) == 5 {
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here: use GET", r.Method))
 			return
 		}
-		switch seg[4] {
-		case "history":
+		if seg[4] == "history" {
 			h.history(w, r, ns, name)
-		case "diff":
+		} else {
 			h.diff(w, r, ns, name)
-		default:
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown state sub-resource %q: history or diff", seg[4]))
 		}
 		return
 	}
