@@ -147,6 +147,21 @@ func ParseLockInfo(doc []byte) (LockInfo, error) {
 	return li, nil
 }
 
+// ParseUnlockID reads an UNLOCK body for the lock ID it names, the one
+// member an unlock uses; the rest is not kept, so it is not checked.
+func ParseUnlockID(doc []byte) (string, error) {
+	var li struct {
+		ID string `json:"ID"`
+	}
+	if err := json.Unmarshal(doc, &li); err != nil {
+		return "", fmt.Errorf("the lock info is not valid JSON: %w", err)
+	}
+	if strings.TrimSpace(li.ID) == "" {
+		return "", fmt.Errorf("the lock info has no ID")
+	}
+	return li.ID, nil
+}
+
 // String says who holds the lock for what, as lockedBy shows it.
 func (li LockInfo) String() string {
 	var b strings.Builder

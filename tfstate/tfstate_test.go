@@ -56,6 +56,15 @@ func TestLockInfo(t *testing.T) {
 	if _, err := tfstate.ParseLockInfo([]byte(`{"ID":"a","Created":"yesterday"}`)); err == nil || !strings.Contains(err.Error(), `Created "yesterday"`) {
 		t.Errorf("ParseLockInfo with Created yesterday: %v, want an error naming Created", err)
 	}
+	// An unlock uses the ID alone.
+	if id, err := tfstate.ParseUnlockID([]byte(`{"ID":"a","Created":"yesterday"}`)); id != "a" || err != nil {
+		t.Errorf("ParseUnlockID = %q, %v", id, err)
+	}
+	for _, bad := range []string{``, `{}`, `{"ID":" "}`, `[1]`} {
+		if _, err := tfstate.ParseUnlockID([]byte(bad)); err == nil {
+			t.Errorf("ParseUnlockID(%q) accepted", bad)
+		}
+	}
 }
 
 // TestLockInfoReadsAsTofus: the lock info answered with 423 is decoded by

@@ -202,11 +202,9 @@ func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name st
 		}
 		id := ""
 		if len(bytes.TrimSpace(body)) > 0 {
-			info, err := tfstate.ParseLockInfo(body)
-			if err != nil {
+			if id, err = tfstate.ParseUnlockID(body); err != nil {
 				return writeError(w, http.StatusBadRequest, err.Error())
 			}
-			id = info.ID
 		}
 		// No lock info: tofu force-unlock, which releases any lock.
 		if err := h.hub.UnlockTerraformState(ctx, ns, name, id); err != nil {
