@@ -898,3 +898,54 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 	}
 	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
 }
+
+// refuseTerraformUpdate refuses a generic update (REST, GraphQL, the CLI)
+// of what the state protocol writes: a state's value, checked there for
+// lineage and serial and followed by its outputs, and an output's value,
+// which follows its state; and the annotations and labels those checks
+// and lookups key on. Other labels and annotations are the caller's.
+func refuseTerraformUpdate(u UpdateInstance, inst cairn.Instance) error {
+	var kind string
+	var keyed []string
+	var annotations bool
+	switch inst.TypeRef.Path {
+	case TerraformStatePath:
+		kind, keyed, annotations = "TerraformState", []string{TerraformLineageAnnotation, TerraformSerialAnnotation}, true
+	case TerraformOutputPath:
+		kind, keyed = "TerraformOutput", []string{TerraformStateLabel, TerraformOutputLabel}
+	case TerraformSensitivePath:
+		kind, keyed = "TerraformSensitiveOutput", []string{TerraformStateLabel, TerraformOutputLabel}
+	default:
+		return nil
+	}
+	subject := fmt.Sprintf("%s %q", kind, stateName(inst.Namespace, inst.Name))
+	how := fmt.Sprintf("%s is written by OpenTofu/Terraform through the state protocol (tofu apply, tofu state push to "+
+		"/terraform/v1/namespaces/%s/states/%s), which checks its lineage and serial and updates its outputs", subject, inst.Namespace, inst.Name)
+	if kind != "TerraformState" {
+		state := inst.Labels[TerraformStateLabel]
+		how = fmt.Sprintf("%s is output %q of state %q: it follows the state's writes; change the output in the configuration and apply",
+			subject, inst.Labels[TerraformOutputLabel], stateName(inst.Namespace, state))
+	}
+	// A cause, so kubectl, which shows a 422's causes and not its message,
+	// says why.
+	refuse := func(field, what string) error {
+		msg := fmt.Sprintf("%s; %s cannot be changed here", how, what)
+		return &cairn.Error{Code: cairn.CodeInvalid, Msg: msg, Causes: []cairn.Cause{{Field: field, Message: msg}}}
+	}
+	if u.Value != nil {
+		return refuse("spec/value", "its value")
+	}
+	have, want, what := inst.Labels, u.Labels, "label"
+	if annotations {
+		have, want, what = inst.Annotations, u.Annotations, "annotation"
+	}
+	if want == nil {
+		return nil
+	}
+	for _, k := range keyed {
+		if have[k] != want[k] {
+			return refuse("metadata/"+what+"s/"+k, fmt.Sprintf("its %s %q is the protocol's and", what, k))
+		}
+	}
+	return nil
+}

@@ -626,3 +626,74 @@ func TestTerraformStateAddressMustBeValid(t *testing.T) {
 		t.Errorf("refused addresses left instances: %d, %v", len(list), err)
 	}
 }
+
+// TestTerraformInstancesFollowTheProtocol: a state's value is written by
+// tofu through the protocol, which checks lineage and serial and brings
+// the outputs in line; an output's value follows its state. A generic
+// update (kubectl edit or patch, apply, GraphQL, the CLI) of either value,
+// or of what the protocol keys on (the lineage and serial annotations, the
+// state and output labels), used to be stored: a patch could set the
+// state's format version to 3 or lower its serial, and tofu then read a
+// state it refuses while the outputs kept the old values. Such an update
+// is refused, naming the way to change it, and changes nothing; other
+// labels and annotations stay the caller's.
+func TestTerraformInstancesFollowTheProtocol(t *testing.T) {
+	e := newTFEnv(t)
+	doc := tfDoc("L1", 3, map[string]string{"ip": `"10.0.0.1"`})
+	st, err := e.h.PutTerraformState(e.ctx, "default", "net", "", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e.outputs("net")["net-ip"]
+	with := func(m map[string]string, k, v string) map[string]string {
+		c := maps.Clone(m)
+		if c == nil {
+			c = map[string]string{}
+		}
+		c[k] = v
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		up   hub.UpdateInstance
+		msg  string // "": allowed
+	}{
+		{"the state's value", hub.UpdateInstance{ID: st.ID, Value: json.RawMessage(`{"version":3,"serial":0,"lineage":"evil"}`)},
+			`TerraformState "default/net" is written by OpenTofu/Terraform`},
+		{"the same state value again", hub.UpdateInstance{ID: st.ID, Value: doc}, `TerraformState "default/net" is written by OpenTofu/Terraform`},
+		{"the state's serial annotation", hub.UpdateInstance{ID: st.ID, Annotations: with(st.Annotations, hub.TerraformSerialAnnotation, "99")},
+			`annotation "terraform.cairn.dev/serial"`},
+		{"the state's lineage annotation removed", hub.UpdateInstance{ID: st.ID, Annotations: map[string]string{}},
+			`annotation "terraform.cairn.dev/lineage"`},
+		{"an output's value", hub.UpdateInstance{ID: out.ID, Value: json.RawMessage(`{"state":"net","output":"ip","value":"6.6.6.6"}`)},
+			`TerraformOutput "default/net-ip" is output "ip" of state "default/net"`},
+		{"an output's state label", hub.UpdateInstance{ID: out.ID, Labels: with(out.Labels, hub.TerraformStateLabel, "other")},
+			`label "terraform.cairn.dev/state"`},
+		{"another label on an output", hub.UpdateInstance{ID: out.ID, Labels: with(out.Labels, "team", "a")}, ""},
+		{"another annotation on the state", hub.UpdateInstance{ID: st.ID, Annotations: with(st.Annotations, "note", "x")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{tc.up})
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v (code %s), want Invalid containing %q", err, cairn.ErrorCode(err), tc.msg)
+			}
+		})
+	}
+	got, _, err := e.h.TerraformState(e.ctx, "default", "net")
+	if err != nil || !cairn.JSONEqual(got, doc) {
+		t.Errorf("the state is %s, %v; want the document tofu wrote", got, err)
+	}
+	if o := e.outputs("net")["net-ip"]; !strings.Contains(string(o.Latest.Value), "10.0.0.1") || o.Labels["team"] != "a" {
+		t.Errorf("net-ip is %s %v", o.Latest.Value, o.Labels)
+	}
+	// tofu's next write is checked against what it wrote last.
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L1", 4, map[string]string{"ip": `"10.0.0.2"`})); err != nil {
+		t.Errorf("the next write: %v", err)
+	}
+}
