@@ -905,22 +905,19 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 // which follows its state; and the annotations and labels those checks
 // and lookups key on. Other labels and annotations are the caller's.
 func refuseTerraformUpdate(u UpdateInstance, inst cairn.Instance) error {
-	var kind string
+	kind := terraformKind(inst.TypeRef.Path)
 	var keyed []string
-	var annotations bool
-	switch inst.TypeRef.Path {
-	case TerraformStatePath:
-		kind, keyed, annotations = "TerraformState", []string{TerraformLineageAnnotation, TerraformSerialAnnotation}, true
-	case TerraformOutputPath:
-		kind, keyed = "TerraformOutput", []string{TerraformStateLabel, TerraformOutputLabel}
-	case TerraformSensitivePath:
-		kind, keyed = "TerraformSensitiveOutput", []string{TerraformStateLabel, TerraformOutputLabel}
-	default:
+	annotations := false
+	switch kind {
+	case "":
 		return nil
+	case "TerraformState":
+		keyed, annotations = []string{TerraformLineageAnnotation, TerraformSerialAnnotation}, true
+	default:
+		keyed = []string{TerraformStateLabel, TerraformOutputLabel}
 	}
 	subject := fmt.Sprintf("%s %q", kind, stateName(inst.Namespace, inst.Name))
-	how := fmt.Sprintf("%s is written by OpenTofu/Terraform through the state protocol (tofu apply, tofu state push to "+
-		"/terraform/v1/namespaces/%s/states/%s), which checks its lineage and serial and updates its outputs", subject, inst.Namespace, inst.Name)
+	how := stateWrittenByTofu(subject, inst.Namespace, inst.Name)
 	if kind != "TerraformState" {
 		state := inst.Labels[TerraformStateLabel]
 		how = fmt.Sprintf("%s is output %q of state %q: it follows the state's writes; change the output in the configuration and apply",
@@ -948,4 +945,36 @@ func refuseTerraformUpdate(u UpdateInstance, inst cairn.Instance) error {
 		}
 	}
 	return nil
+}
+
+// refuseTerraformCreate refuses a generic create (kubectl create, GraphQL)
+// of a state: one so created has no lineage for the protocol to check, so
+// the first write of any configuration would be taken. The protocol's own
+// creates give the instance's id; no other caller can. (An output created
+// so is only a name: a write that would take it is refused, naming it.)
+func refuseTerraformCreate(in NewInstance) error {
+	if in.TypeRef.Path != TerraformStatePath || in.id != "" {
+		return nil
+	}
+	msg := stateWrittenByTofu(fmt.Sprintf("TerraformState %q", stateName(in.Namespace, in.Name)), in.Namespace, in.Name) + "; it cannot be created here"
+	return &cairn.Error{Code: cairn.CodeInvalid, Msg: msg, Causes: []cairn.Cause{{Field: "typeRef/path", Message: msg}}}
+}
+
+// terraformKind is the kind of a state's or an output's Type, "" for
+// any other Type.
+func terraformKind(typePath string) string {
+	switch typePath {
+	case TerraformStatePath:
+		return "TerraformState"
+	case TerraformOutputPath:
+		return "TerraformOutput"
+	case TerraformSensitivePath:
+		return "TerraformSensitiveOutput"
+	}
+	return ""
+}
+
+func stateWrittenByTofu(subject, ns, name string) string {
+	return fmt.Sprintf("%s is written by OpenTofu/Terraform through the state protocol (tofu apply, tofu state push to "+
+		"/terraform/v1/namespaces/%s/states/%s), which checks its lineage and serial and updates its outputs", subject, ns, name)
 }

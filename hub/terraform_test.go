@@ -697,3 +697,20 @@ func TestTerraformInstancesFollowTheProtocol(t *testing.T) {
 		t.Errorf("the next write: %v", err)
 	}
 }
+
+// TestTerraformStatesAreCreatedByTheProtocol: a state created generically
+// (kubectl create -f, GraphQL) had no lineage annotation, so the protocol
+// took the first write of any configuration over it; it is refused,
+// naming the protocol, and nothing is created.
+func TestTerraformStatesAreCreatedByTheProtocol(t *testing.T) {
+	e := newTFEnv(t)
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "default", Name: "x",
+		TypeRef: cairn.TypeRef{Path: hub.TerraformStatePath, Revision: "0.1.0"}, Value: json.RawMessage(`{"version":4,"serial":1,"lineage":"L","outputs":{},"resources":[]}`)}}})
+	if want := `TerraformState "default/x" is written by OpenTofu/Terraform`; !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("create: %v (code %s), want Invalid containing %q", err, cairn.ErrorCode(err), want)
+	}
+	list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: "cap.type.terraform.*"}, false)
+	if err != nil || len(list) != 0 {
+		t.Errorf("a refused create left %d instances, %v", len(list), err)
+	}
+}
