@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/api/terraform"
 	"github.com/cairn-dev/cairn/tfstate"
 )
 
@@ -150,5 +152,21 @@ func TestLockedAnswerReadsAsTofus(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &holder); err != nil || holder.ID != "B" || holder.Who != "bob@host" {
 			t.Errorf("step %d: tofu reads the 423 body %q as %+v, %v; want B's lock info", i+1, body, holder, err)
 		}
+	}
+}
+
+// TestTooLargeStateSaysTheLimit: a state over the limit was answered
+// "read the state: http: request body too large", naming neither the
+// limit nor what to do.
+func TestTooLargeStateSaysTheLimit(t *testing.T) {
+	s := startServer(t, sqliteStore(t), nil)
+	srv := httptest.NewServer(terraform.New(terraform.Config{Hub: s.hub, MaxStateBytes: 64}))
+	t.Cleanup(srv.Close)
+	code, body, _ := do(t, srv.URL, call{method: "POST", path: statesP + "big", body: st1})
+	if want := `state "default/big" is larger than 64 bytes, the most this server takes`; code != 413 || !strings.Contains(body, want) {
+		t.Errorf("POST of %d bytes: %d %q; want 413 with %q", len(st1), code, body, want)
+	}
+	if code, _, _ := do(t, srv.URL, call{method: "GET", path: statesP + "big"}); code != 404 {
+		t.Errorf("GET after the refused POST: %d, want 404 (nothing written)", code)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -161,8 +162,12 @@ func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name st
 		return http.StatusOK
 	case http.MethodPost, http.MethodPut:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.max))
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			return writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("state %q is larger than %d bytes, the most this server takes; nothing was written",
+				ns+"/"+name, tooLarge.Limit))
+		}
 		if err != nil {
-			return writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("read the state: %v", err))
+			return writeError(w, http.StatusBadRequest, fmt.Sprintf("read the state: %v", err))
 		}
 		if want := r.Header.Get("Content-MD5"); want != "" {
 			sum := md5.Sum(body)
