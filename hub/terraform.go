@@ -566,7 +566,8 @@ func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfst
 }
 
 // UnlockTerraformState releases the lock lockID holds. lockID "" releases
-// whatever lock holds the state (tofu force-unlock sends no lock info).
+// whatever lock holds the state (an UNLOCK without lock info; tofu
+// force-unlock sends the ID it was given).
 // Unlocking an unlocked state succeeds.
 func (h *Hub) UnlockTerraformState(ctx context.Context, ns, name, lockID string) error {
 	inst, err := h.stateInstance(ctx, ns, name, false)

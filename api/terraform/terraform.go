@@ -5,7 +5,7 @@
 //	POST   /terraform/v1/namespaces/{ns}/states/{name}[?ID=..]  a new state (ID: the lock held)
 //	DELETE /terraform/v1/namespaces/{ns}/states/{name}          delete it and its outputs
 //	LOCK   /terraform/v1/namespaces/{ns}/states/{name}          lock (body: lock info); 423 + holder's info when held
-//	UNLOCK /terraform/v1/namespaces/{ns}/states/{name}          unlock (body: lock info; empty: force-unlock)
+//	UNLOCK /terraform/v1/namespaces/{ns}/states/{name}          unlock (body: lock info; empty: whatever lock holds it)
 //
 // and, for cairn's own clients:
 //
@@ -211,7 +211,8 @@ func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name st
 				return writeError(w, http.StatusBadRequest, err.Error())
 			}
 		}
-		// No lock info: tofu force-unlock, which releases any lock.
+		// No lock info releases whatever lock holds the state (curl -X
+		// UNLOCK); tofu force-unlock sends the ID it was given, checked.
 		if err := h.hub.UnlockTerraformState(ctx, ns, name, id); err != nil {
 			return writeHubError(w, err)
 		}
