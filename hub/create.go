@@ -374,6 +374,8 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		} else if in.TypeRef.Path == PolicyTypePath {
 			// Its id and name are the policy's; ApplyPolicy creates it.
 			errs = append(errs, withSubject(refusePolicyInstance(PolicyID), subject))
+		} else if err := refuseTerraformCreate(in); err != nil {
+			errs = append(errs, err)
 		}
 		if c := checkRevision("typeRef/revision", in.TypeRef.Revision); c != nil {
 			causes = append(causes, *c)

@@ -135,11 +135,27 @@ func (h *Hub) getState(ctx context.Context, ns, name string) (cairn.Instance, er
 
 // stateInstance reads a state instance, NotFound naming the state.
 func (h *Hub) stateInstance(ctx context.Context, ns, name string, withValue bool) (cairn.Instance, error) {
+	if err := checkStateAddress(ns, name); err != nil {
+		return cairn.Instance{}, err
+	}
 	inst, err := h.GetInstanceByName(ctx, TerraformStatePath, ns, name, withValue)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return inst, &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("state %q was not found", stateName(ns, name)), Err: err}
 	}
 	return inst, err
+}
+
+// checkStateAddress refuses a namespace or state name no instance can
+// have. Such a state is not merely missing: tofu takes a read answered
+// "not found" as "no state yet" and plans from an empty one.
+func checkStateAddress(ns, name string) error {
+	if c := checkNamespace(ns); c != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "state %q: namespace %s", stateName(ns, name), c.Message)
+	}
+	if c := checkName(name); c != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "state name %s", c.Message)
+	}
+	return nil
 }
 
 // TerraformState returns the latest state document. It is NotFound when no
@@ -550,7 +566,8 @@ func (h *Hub) LockTerraformState(ctx context.Context, ns, name string, info tfst
 }
 
 // UnlockTerraformState releases the lock lockID holds. lockID "" releases
-// whatever lock holds the state (tofu force-unlock sends no lock info).
+// whatever lock holds the state (an UNLOCK without lock info; tofu
+// force-unlock sends the ID it was given).
 // Unlocking an unlocked state succeeds.
 func (h *Hub) UnlockTerraformState(ctx context.Context, ns, name, lockID string) error {
 	inst, err := h.stateInstance(ctx, ns, name, false)
@@ -881,4 +898,84 @@ func (h *Hub) stateWriteErr(w stateWrite, err error) error {
 			Msg: fmt.Sprintf("state %q was written concurrently; nothing was written, retry: %v", w.state, err)}
 	}
 	return fmt.Errorf("state %q: nothing was written: %w", w.state, err)
+}
+
+// refuseTerraformUpdate refuses a generic update (REST, GraphQL, the CLI)
+// of what the state protocol writes: a state's value, checked there for
+// lineage and serial and followed by its outputs, and an output's value,
+// which follows its state; and the annotations and labels those checks
+// and lookups key on. Other labels and annotations are the caller's.
+func refuseTerraformUpdate(u UpdateInstance, inst cairn.Instance) error {
+	kind := terraformKind(inst.TypeRef.Path)
+	var keyed []string
+	annotations := false
+	switch kind {
+	case "":
+		return nil
+	case "TerraformState":
+		keyed, annotations = []string{TerraformLineageAnnotation, TerraformSerialAnnotation}, true
+	default:
+		keyed = []string{TerraformStateLabel, TerraformOutputLabel}
+	}
+	subject := fmt.Sprintf("%s %q", kind, stateName(inst.Namespace, inst.Name))
+	how := stateWrittenByTofu(subject, inst.Namespace, inst.Name)
+	if kind != "TerraformState" {
+		state := inst.Labels[TerraformStateLabel]
+		how = fmt.Sprintf("%s is output %q of state %q: it follows the state's writes; change the output in the configuration and apply",
+			subject, inst.Labels[TerraformOutputLabel], stateName(inst.Namespace, state))
+	}
+	// A cause, so kubectl, which shows a 422's causes and not its message,
+	// says why.
+	refuse := func(field, what string) error {
+		msg := fmt.Sprintf("%s; %s cannot be changed here", how, what)
+		return &cairn.Error{Code: cairn.CodeInvalid, Msg: msg, Causes: []cairn.Cause{{Field: field, Message: msg}}}
+	}
+	if u.Value != nil {
+		return refuse("spec/value", "its value")
+	}
+	have, want, what := inst.Labels, u.Labels, "label"
+	if annotations {
+		have, want, what = inst.Annotations, u.Annotations, "annotation"
+	}
+	if want == nil {
+		return nil
+	}
+	for _, k := range keyed {
+		if have[k] != want[k] {
+			return refuse("metadata/"+what+"s/"+k, fmt.Sprintf("its %s %q is the protocol's and", what, k))
+		}
+	}
+	return nil
+}
+
+// refuseTerraformCreate refuses a generic create (kubectl create, GraphQL)
+// of a state: one so created has no lineage for the protocol to check, so
+// the first write of any configuration would be taken. The protocol's own
+// creates give the instance's id; no other caller can. (An output created
+// so is only a name: a write that would take it is refused, naming it.)
+func refuseTerraformCreate(in NewInstance) error {
+	if in.TypeRef.Path != TerraformStatePath || in.id != "" {
+		return nil
+	}
+	msg := stateWrittenByTofu(fmt.Sprintf("TerraformState %q", stateName(in.Namespace, in.Name)), in.Namespace, in.Name) + "; it cannot be created here"
+	return &cairn.Error{Code: cairn.CodeInvalid, Msg: msg, Causes: []cairn.Cause{{Field: "typeRef/path", Message: msg}}}
+}
+
+// terraformKind is the kind of a state's or an output's Type, "" for
+// any other Type.
+func terraformKind(typePath string) string {
+	switch typePath {
+	case TerraformStatePath:
+		return "TerraformState"
+	case TerraformOutputPath:
+		return "TerraformOutput"
+	case TerraformSensitivePath:
+		return "TerraformSensitiveOutput"
+	}
+	return ""
+}
+
+func stateWrittenByTofu(subject, ns, name string) string {
+	return fmt.Sprintf("%s is written by OpenTofu/Terraform through the state protocol (tofu apply, tofu state push to "+
+		"/terraform/v1/namespaces/%s/states/%s), which checks its lineage and serial and updates its outputs", subject, ns, name)
 }

@@ -587,3 +587,130 @@ func TestIsTerraformID(t *testing.T) {
 		}
 	}
 }
+
+// TestTerraformStateAddressMustBeValid: tofu's http backend takes a GET
+// answered 404 as "no state yet", so a read of a state whose namespace or
+// name can never exist (My_State, a namespace with a dot) must not be
+// NotFound: tofu planned from an empty state, and with -lock=false created
+// everything again before its write was refused. Every operation refuses
+// such an address as Invalid, naming it, and creates nothing.
+func TestTerraformStateAddressMustBeValid(t *testing.T) {
+	e := newTFEnv(t)
+	for _, tc := range []struct{ ns, name, msg string }{
+		{"default", "My_State", `state name "My_State" must be a DNS subdomain`},
+		{"default", "-x", `state name "-x" must be a DNS subdomain`},
+		{"default", strings.Repeat("a", 254), "must be a DNS subdomain"},
+		{"Team_A", "net", `namespace "Team_A" must be a DNS label`},
+		{"a.b", "net", `namespace "a.b" must be a DNS label`},
+	} {
+		ops := map[string]func() error{
+			"get": func() error { _, _, err := e.h.TerraformState(e.ctx, tc.ns, tc.name); return err },
+			"put": func() error {
+				_, err := e.h.PutTerraformState(e.ctx, tc.ns, tc.name, "", tfDoc("L", 1, nil))
+				return err
+			},
+			"lock":    func() error { return e.h.LockTerraformState(e.ctx, tc.ns, tc.name, tfstate.LockInfo{ID: "l"}) },
+			"unlock":  func() error { return e.h.UnlockTerraformState(e.ctx, tc.ns, tc.name, "l") },
+			"delete":  func() error { return e.h.DeleteTerraformState(e.ctx, tc.ns, tc.name, "") },
+			"history": func() error { _, err := e.h.TerraformStateHistory(e.ctx, tc.ns, tc.name); return err },
+			"diff":    func() error { _, err := e.h.TerraformStateDiff(e.ctx, tc.ns, tc.name, 1, 2); return err },
+		}
+		for _, op := range slices.Sorted(maps.Keys(ops)) {
+			if err := ops[op](); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("%s %s/%s: %v (code %s), want Invalid containing %q", op, tc.ns, tc.name, err, cairn.ErrorCode(err), tc.msg)
+			}
+		}
+	}
+	list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: "cap.type.terraform.*"}, false)
+	if err != nil || len(list) != 0 {
+		t.Errorf("refused addresses left instances: %d, %v", len(list), err)
+	}
+}
+
+// TestTerraformInstancesFollowTheProtocol: a state's value is written by
+// tofu through the protocol, which checks lineage and serial and brings
+// the outputs in line; an output's value follows its state. A generic
+// update (kubectl edit or patch, apply, GraphQL, the CLI) of either value,
+// or of what the protocol keys on (the lineage and serial annotations, the
+// state and output labels), used to be stored: a patch could set the
+// state's format version to 3 or lower its serial, and tofu then read a
+// state it refuses while the outputs kept the old values. Such an update
+// is refused, naming the way to change it, and changes nothing; other
+// labels and annotations stay the caller's.
+func TestTerraformInstancesFollowTheProtocol(t *testing.T) {
+	e := newTFEnv(t)
+	doc := tfDoc("L1", 3, map[string]string{"ip": `"10.0.0.1"`})
+	st, err := e.h.PutTerraformState(e.ctx, "default", "net", "", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e.outputs("net")["net-ip"]
+	with := func(m map[string]string, k, v string) map[string]string {
+		c := maps.Clone(m)
+		if c == nil {
+			c = map[string]string{}
+		}
+		c[k] = v
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		up   hub.UpdateInstance
+		msg  string // "": allowed
+	}{
+		{"the state's value", hub.UpdateInstance{ID: st.ID, Value: json.RawMessage(`{"version":3,"serial":0,"lineage":"evil"}`)},
+			`TerraformState "default/net" is written by OpenTofu/Terraform`},
+		{"the same state value again", hub.UpdateInstance{ID: st.ID, Value: doc}, `TerraformState "default/net" is written by OpenTofu/Terraform`},
+		{"the state's serial annotation", hub.UpdateInstance{ID: st.ID, Annotations: with(st.Annotations, hub.TerraformSerialAnnotation, "99")},
+			`annotation "terraform.cairn.dev/serial"`},
+		{"the state's lineage annotation removed", hub.UpdateInstance{ID: st.ID, Annotations: map[string]string{}},
+			`annotation "terraform.cairn.dev/lineage"`},
+		{"an output's value", hub.UpdateInstance{ID: out.ID, Value: json.RawMessage(`{"state":"net","output":"ip","value":"6.6.6.6"}`)},
+			`TerraformOutput "default/net-ip" is output "ip" of state "default/net"`},
+		{"an output's state label", hub.UpdateInstance{ID: out.ID, Labels: with(out.Labels, hub.TerraformStateLabel, "other")},
+			`label "terraform.cairn.dev/state"`},
+		{"another label on an output", hub.UpdateInstance{ID: out.ID, Labels: with(out.Labels, "team", "a")}, ""},
+		{"another annotation on the state", hub.UpdateInstance{ID: st.ID, Annotations: with(st.Annotations, "note", "x")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{tc.up})
+			if tc.msg == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("err = %v (code %s), want Invalid containing %q", err, cairn.ErrorCode(err), tc.msg)
+			}
+		})
+	}
+	got, _, err := e.h.TerraformState(e.ctx, "default", "net")
+	if err != nil || !cairn.JSONEqual(got, doc) {
+		t.Errorf("the state is %s, %v; want the document tofu wrote", got, err)
+	}
+	if o := e.outputs("net")["net-ip"]; !strings.Contains(string(o.Latest.Value), "10.0.0.1") || o.Labels["team"] != "a" {
+		t.Errorf("net-ip is %s %v", o.Latest.Value, o.Labels)
+	}
+	// tofu's next write is checked against what it wrote last.
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "net", "", tfDoc("L1", 4, map[string]string{"ip": `"10.0.0.2"`})); err != nil {
+		t.Errorf("the next write: %v", err)
+	}
+}
+
+// TestTerraformStatesAreCreatedByTheProtocol: a state created generically
+// (kubectl create -f, GraphQL) had no lineage annotation, so the protocol
+// took the first write of any configuration over it; it is refused,
+// naming the protocol, and nothing is created.
+func TestTerraformStatesAreCreatedByTheProtocol(t *testing.T) {
+	e := newTFEnv(t)
+	_, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "default", Name: "x",
+		TypeRef: cairn.TypeRef{Path: hub.TerraformStatePath, Revision: "0.1.0"}, Value: json.RawMessage(`{"version":4,"serial":1,"lineage":"L","outputs":{},"resources":[]}`)}}})
+	if want := `TerraformState "default/x" is written by OpenTofu/Terraform`; !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), want) {
+		t.Errorf("create: %v (code %s), want Invalid containing %q", err, cairn.ErrorCode(err), want)
+	}
+	list, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: "cap.type.terraform.*"}, false)
+	if err != nil || len(list) != 0 {
+		t.Errorf("a refused create left %d instances, %v", len(list), err)
+	}
+}

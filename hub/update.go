@@ -189,6 +189,17 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	if err != nil {
 		return nil, err
 	}
+	// The state protocol writes states and outputs with stageUpdates of
+	// its own (terraform.go); a generic update may not write what it keeps.
+	var refused []error
+	for _, it := range items {
+		if err := refuseTerraformUpdate(it.up, it.inst); err != nil {
+			refused = append(refused, err)
+		}
+	}
+	if len(refused) > 0 {
+		return nil, errors.Join(refused...)
+	}
 	j, failed, err := h.writeExternal(ctx, updateWrites(items))
 	if err != nil {
 		if failed == nil { // the intent journal, before any backend call

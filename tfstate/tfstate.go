@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 )
@@ -122,8 +123,11 @@ type LockInfo struct {
 	Info      string `json:"Info"`
 	Who       string `json:"Who"`
 	Version   string `json:"Version"`
-	Created   string `json:"Created"`
-	Path      string `json:"Path"`
+	// Created is a time (RFC 3339) in tofu's LockInfo, so an empty one is
+	// left out: "" would make the lock info answered with 423 unreadable
+	// to tofu, which then shows its own lock instead of the holder's.
+	Created string `json:"Created,omitempty"`
+	Path    string `json:"Path"`
 }
 
 // ParseLockInfo reads a LOCK or UNLOCK body; the lock ID is required.
@@ -135,7 +139,27 @@ func ParseLockInfo(doc []byte) (LockInfo, error) {
 	if strings.TrimSpace(li.ID) == "" {
 		return LockInfo{}, fmt.Errorf("the lock info has no ID")
 	}
+	if li.Created != "" {
+		if _, err := time.Parse(time.RFC3339, li.Created); err != nil {
+			return LockInfo{}, fmt.Errorf("the lock info's Created %q is not a time (RFC 3339, as tofu sends it)", li.Created)
+		}
+	}
 	return li, nil
+}
+
+// ParseUnlockID reads an UNLOCK body for the lock ID it names, the one
+// member an unlock uses; the rest is not kept, so it is not checked.
+func ParseUnlockID(doc []byte) (string, error) {
+	var li struct {
+		ID string `json:"ID"`
+	}
+	if err := json.Unmarshal(doc, &li); err != nil {
+		return "", fmt.Errorf("the lock info is not valid JSON: %w", err)
+	}
+	if strings.TrimSpace(li.ID) == "" {
+		return "", fmt.Errorf("the lock info has no ID")
+	}
+	return li.ID, nil
 }
 
 // String says who holds the lock for what, as lockedBy shows it.

@@ -1,9 +1,11 @@
 package tfstate_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/tfstate"
 )
@@ -47,6 +49,48 @@ func TestLockInfo(t *testing.T) {
 	for _, bad := range []string{``, `{}`, `{"ID":" "}`, `[1]`} {
 		if _, err := tfstate.ParseLockInfo([]byte(bad)); err == nil {
 			t.Errorf("ParseLockInfo(%q) accepted", bad)
+		}
+	}
+	// Created is a time in tofu's LockInfo: one that is not would be
+	// answered to the next locker, whose tofu could not read who holds it.
+	if _, err := tfstate.ParseLockInfo([]byte(`{"ID":"a","Created":"yesterday"}`)); err == nil || !strings.Contains(err.Error(), `Created "yesterday"`) {
+		t.Errorf("ParseLockInfo with Created yesterday: %v, want an error naming Created", err)
+	}
+	// An unlock uses the ID alone.
+	if id, err := tfstate.ParseUnlockID([]byte(`{"ID":"a","Created":"yesterday"}`)); id != "a" || err != nil {
+		t.Errorf("ParseUnlockID = %q, %v", id, err)
+	}
+	for _, bad := range []string{``, `{}`, `{"ID":" "}`, `[1]`} {
+		if _, err := tfstate.ParseUnlockID([]byte(bad)); err == nil {
+			t.Errorf("ParseUnlockID(%q) accepted", bad)
+		}
+	}
+}
+
+// TestLockInfoReadsAsTofus: the lock info answered with 423 is decoded by
+// tofu into its statemgr.LockInfo (Created a time.Time); a lock taken with
+// no Created (curl, another client) must decode there too.
+func TestLockInfoReadsAsTofus(t *testing.T) {
+	type tofuLockInfo struct {
+		ID, Operation, Info, Who, Version, Path string
+		Created                                 time.Time
+	}
+	for _, doc := range []string{
+		`{"ID":"b","Who":"bob@host"}`,
+		`{"ID":"b","Who":"bob@host","Created":""}`,
+		`{"ID":"b","Who":"bob@host","Created":"2026-11-24T19:40:28.592788086Z"}`,
+	} {
+		li, err := tfstate.ParseLockInfo([]byte(doc))
+		if err != nil {
+			t.Fatalf("ParseLockInfo(%s): %v", doc, err)
+		}
+		b, err := json.Marshal(li)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got tofuLockInfo
+		if err := json.Unmarshal(b, &got); err != nil || got.ID != "b" || got.Who != "bob@host" {
+			t.Errorf("lock info %s answered as %s: tofu reads %+v, %v", doc, b, got, err)
 		}
 	}
 }

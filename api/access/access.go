@@ -3,7 +3,8 @@
 // verb, asks the hub's RBAC decision for resource and path requests, limits
 // each user's request rate, and writes one audit event per request. It
 // also serves SelfSubjectAccessReview and SubjectAccessReview, so
-// `kubectl auth can-i` works.
+// `kubectl auth can-i` works. S3 clients pointed at cairn, which serves no
+// S3 API, get an S3 error document saying so (s3.go).
 package access
 
 import (
@@ -185,6 +186,17 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		}
 	}
 
+	if s3Signed(r) {
+		// Not a bad token: an S3 client at the wrong service. Answered
+		// before authentication, with nothing of the hub in the answer.
+		g.log.Info("S3 request refused: cairn serves no S3 API", "method", r.Method, "path", r.URL.Path)
+		if ev != nil {
+			ev.User = audit.UserInfo{Username: cairn.Anonymous}
+		}
+		rec.reason, rec.message = "NotImplemented", s3NotServed
+		writeS3Refusal(rec, r)
+		return
+	}
 	user, err := g.cfg.Authn.Authenticate(r)
 	if err != nil {
 		// The reason goes to the log without the credential; the client

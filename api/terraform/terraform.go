@@ -5,7 +5,7 @@
 //	POST   /terraform/v1/namespaces/{ns}/states/{name}[?ID=..]  a new state (ID: the lock held)
 //	DELETE /terraform/v1/namespaces/{ns}/states/{name}          delete it and its outputs
 //	LOCK   /terraform/v1/namespaces/{ns}/states/{name}          lock (body: lock info); 423 + holder's info when held
-//	UNLOCK /terraform/v1/namespaces/{ns}/states/{name}          unlock (body: lock info; empty: force-unlock)
+//	UNLOCK /terraform/v1/namespaces/{ns}/states/{name}          unlock (body: lock info; empty: whatever lock holds it)
 //
 // and, for cairn's own clients:
 //
@@ -22,6 +22,7 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -90,25 +91,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(cairn.WithActor(r.Context(), u))
 		}
 	}
+	// A mistyped address is 400, never 404: tofu takes a GET answered 404
+	// as "no state yet" and would plan from an empty state.
 	rest, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	seg := strings.Split(strings.Trim(rest, "/"), "/")
-	if !ok || len(seg) < 4 || seg[0] != "namespaces" || seg[2] != "states" || seg[1] == "" || seg[3] == "" || len(seg) > 5 {
-		writeError(w, http.StatusNotFound, "not a state address: use "+Prefix+"namespaces/<namespace>/states/<name>")
+	if !ok || len(seg) < 4 || seg[0] != "namespaces" || seg[2] != "states" || seg[1] == "" || seg[3] == "" {
+		writeError(w, http.StatusBadRequest, "not a state address: use "+Prefix+"namespaces/<namespace>/states/<name>")
 		return
 	}
 	ns, name := seg[1], seg[3]
+	if len(seg) > 5 || len(seg) == 5 && seg[4] != "history" && seg[4] != "diff" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a state name: a state name is one path segment (lowercase alphanumerics, '-' or '.', as %q); after it only /history and /diff are served",
+			strings.Join(seg[3:], "/"), strings.Join(seg[3:], "-")))
+		return
+	}
 	if len(seg) == 5 {
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here: use GET", r.Method))
 			return
 		}
-		switch seg[4] {
-		case "history":
+		if seg[4] == "history" {
 			h.history(w, r, ns, name)
-		case "diff":
+		} else {
 			h.diff(w, r, ns, name)
-		default:
-			writeError(w, http.StatusNotFound, fmt.Sprintf("unknown state sub-resource %q: history or diff", seg[4]))
 		}
 		return
 	}
@@ -157,8 +162,12 @@ func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name st
 		return http.StatusOK
 	case http.MethodPost, http.MethodPut:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.max))
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			return writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("state %q is larger than %d bytes, the most this server takes; nothing was written",
+				ns+"/"+name, tooLarge.Limit))
+		}
 		if err != nil {
-			return writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("read the state: %v", err))
+			return writeError(w, http.StatusBadRequest, fmt.Sprintf("read the state: %v", err))
 		}
 		if want := r.Header.Get("Content-MD5"); want != "" {
 			sum := md5.Sum(body)
@@ -198,13 +207,12 @@ func (h *Handler) serveState(w http.ResponseWriter, r *http.Request, ns, name st
 		}
 		id := ""
 		if len(bytes.TrimSpace(body)) > 0 {
-			info, err := tfstate.ParseLockInfo(body)
-			if err != nil {
+			if id, err = tfstate.ParseUnlockID(body); err != nil {
 				return writeError(w, http.StatusBadRequest, err.Error())
 			}
-			id = info.ID
 		}
-		// No lock info: tofu force-unlock, which releases any lock.
+		// No lock info releases whatever lock holds the state (curl -X
+		// UNLOCK); tofu force-unlock sends the ID it was given, checked.
 		if err := h.hub.UnlockTerraformState(ctx, ns, name, id); err != nil {
 			return writeHubError(w, err)
 		}
