@@ -124,9 +124,11 @@ func New(cfg Config) *Handler {
 
 	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{}) // refuses mutations: GET must stay safe
+	srv.AddTransport(getTransport{}) // refuses mutations: GET must stay safe
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	cache := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(cache)
+	srv.Use(documentLimit{max: complexity, cache: cache})
 	if cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
@@ -136,8 +138,8 @@ func New(cfg Config) *Handler {
 		srv.AroundFields(accountField)
 		srv.AroundRootFields(aroundRootField)
 		srv.AroundResponses(aroundResponse)
-		srv.SetErrorPresenter(presentError)
 	}
+	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		h.log.ErrorContext(ctx, "graphql resolver panicked", "panic", fmt.Sprint(p))
 		return errors.New("internal server error")

@@ -1,0 +1,173 @@
+package graphql_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawResponse is a /graphql answer as a generic GraphQL client sees it.
+type rawResponse struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+// raw sends method to /graphql: a GET carries params in the URL, a POST as
+// a JSON body.
+func (e *env) raw(method string, params map[string]any, accept string) rawResponse {
+	e.t.Helper()
+	u, body := e.url, io.Reader(nil)
+	if method == http.MethodGet {
+		q := url.Values{}
+		for k, v := range params {
+			q.Set(k, v.(string))
+		}
+		u += "?" + q.Encode()
+	} else {
+		b, err := json.Marshal(params)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(e.ctx, method, u, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rawResponse{code: res.StatusCode, header: res.Header, body: string(b)}
+}
+
+// TestOverHTTP walks what the GraphQL-over-HTTP specification asks of a
+// server, as generic clients (GraphiQL, Apollo, graphql-request, curl) rely
+// on it.
+func TestOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	const twoOps = `query A { types { path } } query B { storageBackends { id } }`
+	tests := []struct {
+		name           string
+		method         string
+		params         map[string]any
+		accept         string
+		code           int
+		header, hvalue string // a header the answer must carry
+		body           string // what the body must contain
+	}{
+		{name: "a query over GET", method: http.MethodGet, params: map[string]any{"query": `{ types { path } }`},
+			code: 200, body: `{"data":{"types":[`},
+		// The spec: a mutation over GET MUST be answered 405 Method Not
+		// Allowed (GET is safe; caches and prefetchers replay it).
+		{name: "a mutation over GET", method: http.MethodGet, params: map[string]any{"query": `mutation { lockTypeInstances(in: {ids: ["x"], ownerID: "o"}) }`},
+			code: 405, header: "Allow", hvalue: "POST",
+			body: `{"errors":[{"message":"a mutation cannot be sent with GET: POST it"}]}`},
+		{name: "the mutation of several, chosen over GET", method: http.MethodGet, params: map[string]any{"query": `query Q { types { path } } mutation M { lockTypeInstances(in: {ids: ["x"], ownerID: "o"}) }`, "operationName": "M"},
+			code: 405, header: "Allow", hvalue: "POST", body: `a mutation cannot be sent with GET`},
+		{name: "the query of several, chosen over GET", method: http.MethodGet, params: map[string]any{"query": `query Q { types { path } } mutation M { lockTypeInstances(in: {ids: ["x"], ownerID: "o"}) }`, "operationName": "Q"},
+			code: 200, body: `{"data":{"types":[`},
+		{name: "several operations, one named", method: http.MethodPost, params: map[string]any{"query": twoOps, "operationName": "B"},
+			code: 200, body: `{"data":{"storageBackends":[`},
+		{name: "several operations, none named", method: http.MethodPost, params: map[string]any{"query": twoOps},
+			code: 422, body: `"message":"the document has 2 operations (A, B): operationName must name the one to run"`},
+		{name: "several operations, none named (graphql-response+json)", method: http.MethodPost, params: map[string]any{"query": twoOps}, accept: "application/graphql-response+json",
+			code: 400, header: "Content-Type", hvalue: "application/graphql-response+json", body: `operationName must name the one to run`},
+		{name: "an operationName the document lacks", method: http.MethodPost, params: map[string]any{"query": twoOps, "operationName": "C"},
+			code: 422, body: `"message":"operationName \"C\" names no operation of the document (A, B)"`},
+		{name: "an operationName for a document of one anonymous operation", method: http.MethodPost, params: map[string]any{"query": `{ types { path } }`, "operationName": "C"},
+			code: 422, body: `"message":"operationName \"C\" names no operation of the document (one anonymous operation)"`},
+		// A field error points at the field in the document, as the GraphQL
+		// spec asks (locations) and Apollo's Local Hub answers.
+		{name: "a field error has locations and path", method: http.MethodPost, params: map[string]any{"query": "mutation {\n  lockTypeInstances(in: {ids: [\"nope\"], ownerID: \"o\"})\n}"},
+			code: 200, body: `"path":["lockTypeInstances"],"locations":[{"line":2,"column":3}]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.raw(tc.method, tc.params, tc.accept)
+			if got.code != tc.code || !strings.Contains(got.body, tc.body) {
+				t.Errorf("got %d %.400s\nwant %d containing %s", got.code, got.body, tc.code, tc.body)
+			}
+			if tc.header != "" && got.header.Get(tc.header) != tc.hvalue {
+				t.Errorf("%s: %q, want %q", tc.header, got.header.Get(tc.header), tc.hvalue)
+			}
+		})
+	}
+}
+
+// TestFullIntrospection: the introspection query GraphiQL, Apollo and
+// graphql-codegen send (graphql-js getIntrospectionQuery with every
+// option) runs within the default limits.
+func TestFullIntrospection(t *testing.T) {
+	e := newEnv(t)
+	q, err := os.ReadFile("testdata/introspection.graphql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.raw(http.MethodPost, map[string]any{"query": string(q), "operationName": "IntrospectionQuery"}, "")
+	var res response
+	if err := json.Unmarshal([]byte(got.body), &res); err != nil || got.code != 200 || len(res.Errors) > 0 {
+		t.Fatalf("HTTP %d %.500s (%v)", got.code, got.body, err)
+	}
+	if !strings.Contains(string(res.Data), `"queryType":{"name":"Query","kind":"OBJECT"}`) {
+		t.Errorf("no query type in %.300s", res.Data)
+	}
+}
+
+// TestValidationCostIsBounded: validating a document costs more than
+// linear time in its selections (overlapping fields are compared pairwise:
+// 8000 copies of one field took minutes of CPU), and the depth and
+// complexity limits are checked only after validation. So a document's
+// selections are counted first, in linear time, and one with more than the
+// complexity limit allows is refused before it is validated.
+func TestValidationCostIsBounded(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name, query, want string
+	}{
+		{"one field repeated", `{ types { ` + strings.Repeat("path ", 4000) + `} }`,
+			"the document has 4001 selections, more than the limit of 1000: ask for fewer fields"},
+		{"one root field repeated", `{ ` + strings.Repeat("types { path } ", 3000) + `}`,
+			"the document has 6000 selections, more than the limit of 1000: ask for fewer fields"},
+		{"many operations", strings.Repeat(`query { types { path } } `, 3000),
+			"the document has 6000 selections, more than the limit of 1000: ask for fewer fields"},
+		{"many fragments and spreads", `{ ...F } fragment F on Query { ` + strings.Repeat(`... on Query { types { path } } `, 2000) + `}`,
+			"the document has 6001 selections, more than the limit of 1000: ask for fewer fields"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			got := e.raw(http.MethodPost, map[string]any{"query": tc.query}, "")
+			var res response
+			if err := json.Unmarshal([]byte(got.body), &res); err != nil {
+				t.Fatalf("HTTP %d %.300s: %v", got.code, got.body, err)
+			}
+			if got.code != 422 || len(res.Errors) != 1 || res.Errors[0].Message != tc.want {
+				t.Errorf("HTTP %d %+.300v\nwant 422 and %q", got.code, res.Errors, tc.want)
+			}
+			// Refused before validation, it costs about what parsing costs;
+			// validated, such documents take from seconds to minutes.
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
