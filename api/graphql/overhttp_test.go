@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/api/graphql"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // rawResponse is a /graphql answer as a generic GraphQL client sees it.
@@ -167,6 +170,80 @@ func TestValidationCostIsBounded(t *testing.T) {
 			// validated, such documents take from seconds to minutes.
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// TestRequestBodies: a POST that is not one GraphQL request in JSON is
+// refused with the HTTP status that says why and a message naming what is
+// wrong, without echoing the body (which may hold a value meant to be
+// secret) or Go's type names.
+func TestRequestBodies(t *testing.T) {
+	e := newEnv(t, func(_ *hub.Config, g *graphql.Config) { g.MaxBodyBytes = 4096 })
+	tests := []struct {
+		name, method, contentType, body string
+		code                            int
+		header, hvalue                  string
+		want                            string // the one error's message
+	}{
+		{name: "a request", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }", "variables": null, "operationName": null, "extensions": null}`, code: 200},
+		{name: "a body over the limit", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }` + strings.Repeat(" ", 5000) + `"}`,
+			code: 413, want: "could not read request body: http: request body too large"},
+		{name: "a batch", method: "POST", contentType: "application/json", body: ` [{"query": "{ types { path } }"}, {"query": "{ storageBackends { id } }"}]`,
+			code: 400, want: "batched requests (a JSON array) are not supported: send one request per operation"},
+		{name: "not JSON", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }", "variables": {"password": "hunter2hunter2"`,
+			code: 400, want: "the request body is not JSON: unexpected end of JSON input"},
+		{name: "not an object", method: "POST", contentType: "application/json", body: `"{ types { path } }"`,
+			code: 400, want: "the request body must be a JSON object {query, operationName, variables, extensions}, not a string"},
+		{name: "a query that is not a string", method: "POST", contentType: "application/json", body: `{"query": 1}`,
+			code: 400, want: `"query" must be a string, not a number`},
+		{name: "an operationName that is not a string", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }", "operationName": ["A"]}`,
+			code: 400, want: `"operationName" must be a string or null, not an array`},
+		{name: "variables that are not an object", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }", "variables": "{\"password\": \"hunter2hunter2\"}"}`,
+			code: 400, want: `"variables" must be a JSON object or null, not a string`},
+		{name: "extensions that are not an object", method: "POST", contentType: "application/json", body: `{"query": "{ types { path } }", "extensions": []}`,
+			code: 400, want: `"extensions" must be a JSON object or null, not an array`},
+		{name: "another media type", method: "POST", contentType: "text/plain", body: `{"query": "{ types { path } }"}`,
+			code: 415, header: "Accept-Post", hvalue: "application/json", want: `POST /graphql needs Content-Type application/json, not "text/plain"`},
+		{name: "no media type", method: "POST", body: `{"query": "{ types { path } }"}`,
+			code: 415, header: "Accept-Post", hvalue: "application/json", want: `POST /graphql needs Content-Type application/json, not ""`},
+		{name: "another method", method: "PUT", contentType: "application/json", body: `{"query": "{ types { path } }"}`,
+			code: 405, header: "Allow", hvalue: "GET, POST, OPTIONS", want: "/graphql answers GET (queries) and POST, not PUT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(e.ctx, tc.method, e.url, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			var got response
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("HTTP %d %s %.300s: %v", res.StatusCode, res.Header.Get("Content-Type"), b, err)
+			}
+			if res.StatusCode != tc.code || res.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("HTTP %d %s, want %d application/json", res.StatusCode, res.Header.Get("Content-Type"), tc.code)
+			}
+			switch {
+			case tc.want == "" && len(got.Errors) > 0:
+				t.Errorf("errors: %+v", got.Errors)
+			case tc.want != "" && (len(got.Errors) != 1 || got.Errors[0].Message != tc.want):
+				t.Errorf("errors %+v, want %q", got.Errors, tc.want)
+			}
+			if tc.header != "" && res.Header.Get(tc.header) != tc.hvalue {
+				t.Errorf("%s: %q, want %q", tc.header, res.Header.Get(tc.header), tc.hvalue)
+			}
+			if strings.Contains(string(b), "hunter2") {
+				t.Errorf("the answer echoes the body: %s", b)
 			}
 		})
 	}

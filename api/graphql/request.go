@@ -1,8 +1,13 @@
 package graphql
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -131,9 +136,7 @@ func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	if doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")}); err == nil {
 		if op := doc.Operations.ForName(q.Get("operationName")); op != nil && op.Operation != ast.Query {
 			w.Header().Set("Allow", http.MethodPost)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			fmt.Fprintf(w, `{"errors":[{"message":"a %s cannot be sent with GET: POST it"}]}`, op.Operation)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("a %s cannot be sent with GET: POST it", op.Operation))
 			return
 		}
 	}
@@ -155,4 +158,112 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	e.Locations = []gqlerror.Location{{Line: fc.Field.Position.Line, Column: fc.Field.Position.Column}}
 	return e
+}
+
+// postTransport serves POST as gqlgen's transport does, but refuses a body
+// that is not one GraphQL request in JSON with a message naming what is
+// wrong (gqlgen's names Go types and echoes the whole body, which may hold
+// values meant to be secret), a batch with one saying batches are not
+// supported, and a body over the limit with 413 (gqlgen answers 200).
+type postTransport struct{ transport.POST }
+
+func (t postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		code := http.StatusBadRequest
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, code, "could not read request body: "+err.Error())
+		return
+	}
+	if msg := requestShape(body); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	t.POST.Do(w, r, exec)
+}
+
+// requestShape says what keeps body from being a GraphQL request
+// {query, operationName, variables, extensions}, or "".
+func requestShape(body []byte) string {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return "batched requests (a JSON array) are not supported: send one request per operation"
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return "the request body is not JSON: " + err.Error()
+		}
+		return "the request body must be a JSON object {query, operationName, variables, extensions}, not " + jsonKind(trimmed)
+	}
+	for _, f := range []struct {
+		name, want string
+		ok         func(kind string) bool
+	}{
+		{"query", "a string", func(k string) bool { return k == "a string" || k == "null" }},
+		{"operationName", "a string or null", func(k string) bool { return k == "a string" || k == "null" }},
+		{"variables", "a JSON object or null", func(k string) bool { return k == "an object" || k == "null" }},
+		{"extensions", "a JSON object or null", func(k string) bool { return k == "an object" || k == "null" }},
+	} {
+		if v, ok := fields[f.name]; ok && !f.ok(jsonKind(v)) {
+			return fmt.Sprintf("%q must be %s, not %s", f.name, f.want, jsonKind(v))
+		}
+	}
+	return ""
+}
+
+// jsonKind names the kind of the valid JSON value v.
+func jsonKind(v []byte) string {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// checkMethod answers a request no transport serves, with the status that
+// says why; it reports whether it did.
+func checkMethod(w http.ResponseWriter, r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodOptions, http.MethodHead:
+		return false
+	case http.MethodPost:
+		ct := r.Header.Get("Content-Type")
+		if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+			return false
+		}
+		w.Header().Set("Accept-Post", "application/json")
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("POST /graphql needs Content-Type application/json, not %q", ct))
+		return true
+	}
+	w.Header().Set("Allow", "GET, POST, OPTIONS")
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("/graphql answers GET (queries) and POST, not %s", r.Method))
+	return true
+}
+
+// writeError answers a request refused before it reached the executor.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	b, err := json.Marshal(map[string]any{"errors": []map[string]string{{"message": msg}}})
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"errors":[{"message":"internal server error"}]}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b) //nolint:errcheck // the client is gone
 }

@@ -125,7 +125,7 @@ func New(cfg Config) *Handler {
 	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(getTransport{}) // refuses mutations: GET must stay safe
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(postTransport{})
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)
 	srv.Use(documentLimit{max: complexity, cache: cache})
@@ -160,6 +160,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/"
 		h.page.ServeHTTP(w, r2)
+		return
+	}
+	if checkMethod(w, r) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
