@@ -248,3 +248,25 @@ func TestRequestBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestErrorsAreBounded: a document refused before it runs answers at
+// most 100 errors and says how many it left out, as graphql-js does, so a
+// request of 1 MiB cannot make an answer many times its size (3000
+// repeated directives made 2999 errors).
+func TestRequestErrorsAreBounded(t *testing.T) {
+	e := newEnv(t)
+	got := e.raw(http.MethodPost, map[string]any{"query": `{ types { path ` + strings.Repeat(`@skip(if: false) `, 900) + `} }`}, "")
+	var res response
+	if err := json.Unmarshal([]byte(got.body), &res); err != nil {
+		t.Fatalf("HTTP %d %.300s: %v", got.code, got.body, err)
+	}
+	if got.code != 422 || len(res.Errors) != 101 {
+		t.Fatalf("HTTP %d, %d errors, want 422 and 101", got.code, len(res.Errors))
+	}
+	if first := res.Errors[0].Message; first != `The directive "@skip" can only be used once at this location.` {
+		t.Errorf("first error %q", first)
+	}
+	if last := res.Errors[100].Message; last != "too many errors: 799 more are not shown" {
+		t.Errorf("last error %q", last)
+	}
+}

@@ -267,3 +267,20 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	w.WriteHeader(code)
 	w.Write(b) //nolint:errcheck // the client is gone
 }
+
+// maxRequestErrors bounds the errors of a request refused before it ran,
+// as graphql-js bounds validation errors: each costs the client a few
+// bytes of document and the server a hundred of answer.
+const maxRequestErrors = 100
+
+// boundErrors keeps the first maxRequestErrors errors of a request that
+// did not run (no data) and says how many more there were.
+func boundErrors(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || resp.Data != nil || len(resp.Errors) <= maxRequestErrors {
+		return resp
+	}
+	more := len(resp.Errors) - maxRequestErrors
+	resp.Errors = append(resp.Errors[:maxRequestErrors:maxRequestErrors], gqlerror.Errorf("too many errors: %d more are not shown", more))
+	return resp
+}

@@ -140,6 +140,7 @@ func New(cfg Config) *Handler {
 		srv.AroundResponses(aroundResponse)
 	}
 	srv.SetErrorPresenter(presentError)
+	srv.AroundResponses(boundErrors)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		h.log.ErrorContext(ctx, "graphql resolver panicked", "panic", fmt.Sprint(p))
 		return errors.New("internal server error")
