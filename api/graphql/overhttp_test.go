@@ -98,6 +98,15 @@ func TestOverHTTP(t *testing.T) {
 			code: 422, body: `"message":"operationName \"C\" names no operation of the document (A, B)"`},
 		{name: "an operationName for a document of one anonymous operation", method: http.MethodPost, params: map[string]any{"query": `{ types { path } }`, "operationName": "C"},
 			code: 422, body: `"message":"operationName \"C\" names no operation of the document (one anonymous operation)"`},
+		// Apollo Client's persisted-query link first sends only a hash; told
+		// PersistedQueryNotSupported it sends the query from then on (any
+		// other answer fails the application's request).
+		{name: "an automatic persisted query by hash", method: http.MethodPost, params: map[string]any{"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("ab", 32)}}},
+			code: 200, body: `{"errors":[{"message":"PersistedQueryNotSupported","extensions":{"code":"PERSISTED_QUERY_NOT_SUPPORTED"}}]`},
+		{name: "an automatic persisted query by hash over GET", method: http.MethodGet, params: map[string]any{"extensions": `{"persistedQuery": {"version": 1, "sha256Hash": "abab"}}`},
+			code: 200, body: `{"errors":[{"message":"PersistedQueryNotSupported","extensions":{"code":"PERSISTED_QUERY_NOT_SUPPORTED"}}]`},
+		{name: "an automatic persisted query with its query", method: http.MethodPost, params: map[string]any{"query": `{ types { path } }`, "extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("ab", 32)}}},
+			code: 200, body: `{"data":{"types":[`},
 		// A field error points at the field in the document, as the GraphQL
 		// spec asks (locations) and Apollo's Local Hub answers.
 		{name: "a field error has locations and path", method: http.MethodPost, params: map[string]any{"query": "mutation {\n  lockTypeInstances(in: {ids: [\"nope\"], ownerID: \"o\"})\n}"},

@@ -30,7 +30,8 @@ import (
 // cached by the executor and not parsed again here.
 //
 // It also says which operation to run when operationName does not, in
-// words a client can act on (the executor says "operation  not found").
+// words a client can act on (the executor says "operation  not found"),
+// and that automatic persisted queries are not supported.
 type documentLimit struct {
 	max   int
 	cache graphql.Cache[*ast.QueryDocument]
@@ -45,6 +46,11 @@ func (documentLimit) ExtensionName() string                   { return "Document
 func (documentLimit) Validate(graphql.ExecutableSchema) error { return nil }
 
 func (d documentLimit) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if _, hashed := p.Extensions["persistedQuery"]; hashed && p.Query == "" {
+		// Apollo's persisted-query link sends a hash first and, told this
+		// (Apollo Server's words), sends the query from then on.
+		return &gqlerror.Error{Message: "PersistedQueryNotSupported", Extensions: map[string]any{"code": "PERSISTED_QUERY_NOT_SUPPORTED"}}
+	}
 	doc, ok := d.cache.Get(ctx, p.Query)
 	if !ok {
 		var err error
