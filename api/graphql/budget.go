@@ -119,15 +119,6 @@ func aroundResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.
 	return resp
 }
 
-// presentError drops the errors of a request over its budget (cancelled
-// reads, non-null fields left null): its answer is the budget's error.
-func presentError(ctx context.Context, err error) *gqlerror.Error {
-	if b := budgetFrom(ctx); b != nil && b.over.Load() {
-		return nil
-	}
-	return graphql.DefaultErrorPresenter(ctx, err)
-}
-
 // rootSlots bounds how many root fields (aliases included) of one request
 // resolve at once: each may load a whole list before any of it is charged,
 // so 200 aliases started together would hold 200 lists.

@@ -425,7 +425,8 @@ func TestProtection(t *testing.T) {
 		{"within limits", e, `{ typeInstances { id uses { id } } }`, ""},
 		{"too deep", e, `{ typeInstances { uses { uses { uses { id } } } } }`, "operation is nested 5 levels deep, more than the limit of 4"},
 		{"too deep through fragments", e, `fragment F on TypeInstance { uses { uses { id } } } { typeInstances { uses { ...F } } }`, "operation is nested 5 levels deep, more than the limit of 4"},
-		{"too complex", e, `{ a: typeInstances { id name namespace } b: typeInstances { id name namespace } c: typeInstances { id name namespace } d: typeInstances { id name namespace } e: typeInstances { id name namespace } f: typeInstances { id name namespace } g: typeInstances { id name namespace } h: typeInstances { id name namespace } }`, "operation has complexity 32, which exceeds the limit of 30"},
+		{"too many selections", e, `{ a: typeInstances { id name namespace } b: typeInstances { id name namespace } c: typeInstances { id name namespace } d: typeInstances { id name namespace } e: typeInstances { id name namespace } f: typeInstances { id name namespace } g: typeInstances { id name namespace } h: typeInstances { id name namespace } }`, "the document has 32 selections, more than the limit of 30: ask for fewer fields"},
+		{"too complex", e, `fragment F on TypeInstance { id name namespace } { a: typeInstances { ...F } b: typeInstances { ...F } c: typeInstances { ...F } d: typeInstances { ...F } e: typeInstances { ...F } f: typeInstances { ...F } g: typeInstances { ...F } h: typeInstances { ...F } }`, "operation has complexity 32, which exceeds the limit of 30"},
 		{"body too large", e, `{ typeInstances { id } }` + strings.Repeat(" ", 4096), "could not read request body: http: request body too large"},
 		{"introspection on", e, `{ __schema { queryType { name } } }`, ""},
 		{"introspection off", closed, `{ __schema { queryType { name } } }`, "introspection disabled"},
@@ -467,7 +468,7 @@ func TestGETAndPage(t *testing.T) {
 		contentType, body   string
 	}{
 		{"query over GET", `{ typeInstance(id: "x") { id } }`, "application/json", 200, "application/json", `{"data":{"typeInstance":null}}`},
-		{"mutation over GET refused", `mutation { lockTypeInstances(in: {ids: ["x"], ownerID: "o"}) }`, "application/json", 406, "application/json", `{"errors":[{"message":"GET requests only allow query operations"}],"data":null}`},
+		{"mutation over GET refused", `mutation { lockTypeInstances(in: {ids: ["x"], ownerID: "o"}) }`, "application/json", 405, "application/json", `{"errors":[{"message":"a mutation cannot be sent with GET: POST it"}]}`},
 		{"browser gets the page", "", "text/html,application/xhtml+xml", 200, "text/html; charset=utf-8", "<title>cairn GraphQL</title>"},
 	}
 	for _, tc := range tests {

@@ -124,9 +124,11 @@ func New(cfg Config) *Handler {
 
 	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{}) // refuses mutations: GET must stay safe
-	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.AddTransport(getTransport{}) // refuses mutations: GET must stay safe
+	srv.AddTransport(postTransport{})
+	cache := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(cache)
+	srv.Use(documentLimit{max: complexity, cache: cache})
 	if cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
@@ -136,8 +138,9 @@ func New(cfg Config) *Handler {
 		srv.AroundFields(accountField)
 		srv.AroundRootFields(aroundRootField)
 		srv.AroundResponses(aroundResponse)
-		srv.SetErrorPresenter(presentError)
 	}
+	srv.SetErrorPresenter(presentError)
+	srv.AroundResponses(boundErrors)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		h.log.ErrorContext(ctx, "graphql resolver panicked", "panic", fmt.Sprint(p))
 		return errors.New("internal server error")
@@ -158,6 +161,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/"
 		h.page.ServeHTTP(w, r2)
+		return
+	}
+	if checkMethod(w, r) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
