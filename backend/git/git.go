@@ -125,6 +125,10 @@ type entry struct {
 	id       identity
 	versions map[int]plumbing.Hash // live resource versions
 	dropped  map[int]bool          // versions deleted (rolled back)
+	// imports are the versions a sync imported (their file is a person's
+	// commit, versions[rv]), each with cairn's commit that recorded it:
+	// taking one back must leave the person's file alone.
+	imports  map[int]plumbing.Hash
 	lockedBy string
 }
 
