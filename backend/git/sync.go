@@ -119,14 +119,17 @@ func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 // the tree is left alone: an empty commit records the inverse change and
 // names the import it takes back (Cairn-Revert), so every process's index
 // forgets the version and sync (importedIn) imports that change again.
-// handled is false when rv is no import: the caller undoes it as a write.
+// handled is false when rv is no import the branch holds: the caller
+// undoes it as a write. The hub's rollbacks and recovery reach it through
+// OnDelete and OnDeleteRevision (cairn.IsRollback), a live sync's through
+// UndoBatch.
 func (b *Backend) undoImport(ctx context.Context, id string, rv int, op string) (handled bool, err error) {
 	e, err := b.entryFresh(ctx, id)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return true, nil // forgotten already
+		return false, nil // not on the branch: a proposal, or forgotten already
 	}
 	if err != nil {
-		return true, err
+		return false, err
 	}
 	b.imu.RLock()
 	by, imported := e.imports[rv]

@@ -3,7 +3,10 @@ package gitsync_test
 import (
 	"context"
 	"database/sql"
+	"math"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -138,5 +141,66 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			}
 			tc.check(t, e)
 		})
+	}
+}
+
+// TestImportRecoveredWhenItsUndoFailed: the store refuses an import and
+// the remote goes away before the hub's rollback can push its undo, so the
+// rollback fails and the intent stays; once the remote is back, recovery
+// (which knows nothing of the sync) takes the import back. Jane's file
+// must stay as she pushed it, and the next sync imports it.
+func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var pushes, allowed atomic.Int64
+	allowed.Store(math.MaxInt64)
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	s := e.syncer()
+	e.person("status") // clones
+	e.write("added", flagFile("added", true))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add added")
+	e.person("push", "--quiet", "origin", "main")
+	tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
+
+	allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
+	allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
+	if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
+		t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's", pending, err)
+	}
+
+	allowed.Store(math.MaxInt64)
+	allow()
+	e.open(e.cache) // a restarted process
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil || rec.Undone != 1 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+	}
+	res, err := e.syncer().Sync(ctx)
+	if err != nil || res.Created != 1 {
+		t.Fatalf("Sync after recovery = %+v, %v; want added imported", res, err)
+	}
+	if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("the import after recovery changed the repository's files")
 	}
 }
