@@ -101,6 +101,24 @@ type OnUnlockRequest struct {
 	Context    json.RawMessage
 }
 
+type rollbackKey struct{}
+
+// WithRollback marks the backend calls made with ctx as taking back a
+// write the hub never committed: its rollback after a failed transaction,
+// or recovery undoing an interrupted write. OnDelete then undoes a create
+// and OnDeleteRevision an update, rather than deleting what the hub holds.
+// A backend recording values it did not write (a Git backend importing a
+// file someone pushed) takes back only its own record of them.
+func WithRollback(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rollbackKey{}, true)
+}
+
+// IsRollback says whether ctx is a rollback's (WithRollback).
+func IsRollback(ctx context.Context) bool {
+	v, _ := ctx.Value(rollbackKey{}).(bool)
+	return v
+}
+
 type actorKey struct{}
 
 // actor is who a request acts as and, when that identity was impersonated,

@@ -207,7 +207,7 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 		return cause
 	}
 	// Undo must run even when ctx was cancelled mid-request.
-	rctx := context.WithoutCancel(ctx)
+	rctx := cairn.WithRollback(context.WithoutCancel(ctx))
 	var errs []error
 	for _, w := range j.singles {
 		wctx := h.withResourceMeta(rctx, w.b, w.inst)

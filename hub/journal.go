@@ -317,6 +317,7 @@ func (h *Hub) undoIntent(ctx context.Context, bs *backendSet, in store.Intent) (
 	if err != nil {
 		return false, fmt.Errorf("backend %q: %w", in.BackendID, err)
 	}
+	ctx = cairn.WithRollback(ctx)
 	switch in.Op {
 	case store.IntentCreate:
 		err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: owner})

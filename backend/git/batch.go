@@ -420,11 +420,27 @@ func revertMessage(ctx context.Context, batch plumbing.Hash, inv []inverseChange
 	return s.String()
 }
 
-// undoEach takes back a batch that went write by write (an import).
+// undoEach takes back a batch that went write by write (an import): each
+// imported version with a commit that leaves the person's file alone
+// (undoImport). A delete needs nothing: the hub sends an instance's
+// delete after its own commit.
 func (b *Backend) undoEach(ctx context.Context, writes []cairn.BatchWrite, stored cairn.BatchResult) error {
 	for i, w := range writes {
 		wctx := writeContext(ctx, w)
 		var err error
+		handled := false
+		switch {
+		case w.Create != nil:
+			handled, err = b.undoImport(wctx, w.Create.InstanceID, 1, opDelete)
+		case w.Update != nil:
+			handled, err = b.undoImport(wctx, w.Update.InstanceID, w.Update.NewResourceVersion, opDeleteRevision)
+		}
+		if err != nil {
+			return err
+		}
+		if handled {
+			continue
+		}
 		switch {
 		case w.Create != nil:
 			c := w.Create.Context

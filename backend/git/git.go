@@ -125,6 +125,10 @@ type entry struct {
 	id       identity
 	versions map[int]plumbing.Hash // live resource versions
 	dropped  map[int]bool          // versions deleted (rolled back)
+	// imports are the versions a sync imported (their file is a person's
+	// commit, versions[rv]), each with cairn's commit that recorded it:
+	// taking one back must leave the person's file alone.
+	imports  map[int]plumbing.Hash
 	lockedBy string
 }
 
@@ -490,6 +494,12 @@ func checkLock(e *entry, id, owner, op string) error {
 
 // OnDelete removes the resource's file.
 func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error {
+	if cairn.IsRollback(ctx) {
+		// Taking back a create: an imported one leaves the file alone.
+		if handled, err := b.undoImport(ctx, req.InstanceID, 1, opDelete); handled || err != nil {
+			return err
+		}
+	}
 	if b.proposing(ctx) {
 		return b.proposeDelete(ctx, req)
 	}
@@ -533,6 +543,12 @@ func (b *Backend) deleteChange(ctx context.Context, req cairn.OnDeleteRequest) (
 // version is forgotten, so the rollback never undoes another's change.
 func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisionRequest) error {
 	id, rv := req.InstanceID, req.ResourceVersion
+	if cairn.IsRollback(ctx) {
+		// Taking back an update: an imported one leaves the file alone.
+		if handled, err := b.undoImport(ctx, id, rv, opDeleteRevision); handled || err != nil {
+			return err
+		}
+	}
 	if b.proposing(ctx) {
 		return b.withdraw(ctx, req)
 	}

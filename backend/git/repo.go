@@ -64,6 +64,9 @@ type change struct {
 	// source, when set, is the outside commit a sync imports: the tree is
 	// left alone and an empty commit records the change (sync.go).
 	source plumbing.Hash
+	// recordOnly makes the commit even though no file changed: its
+	// trailers are the change (the undo of an import, sync.go).
+	recordOnly bool
 	// message, when set, is the commit message (an undo's revert commit).
 	message string
 	// messageFunc, when set, writes the commit message once the changes
@@ -229,10 +232,15 @@ func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
 		return // not cairn's: sync's business
 	}
 	rv, _ := strconv.Atoi(t[trVersion])
-	if src := t[trSource]; src != "" {
-		hash = plumbing.NewHash(src)
+	src := t[trSource]
+	if src == "" {
+		b.applyIndex(id, op, rv, hash, parseResource(t[trResource]))
+		return
 	}
-	b.applyIndex(id, op, rv, hash, parseResource(t[trResource]))
+	b.applyIndex(id, op, rv, plumbing.NewHash(src), parseResource(t[trResource]))
+	if e := b.idx[id]; e != nil && (op == opCreate || op == opUpdate) {
+		e.imports[rv] = hash
+	}
 }
 
 // applyIndex records a write in the index; imu is held.
@@ -240,7 +248,7 @@ func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident 
 	e := b.idx[id]
 	switch op {
 	case opCreate:
-		e = &entry{id: ident, versions: map[int]plumbing.Hash{}, dropped: map[int]bool{}}
+		e = &entry{id: ident, versions: map[int]plumbing.Hash{}, dropped: map[int]bool{}, imports: map[int]plumbing.Hash{}}
 		if old := b.idx[id]; old != nil {
 			e.lockedBy = old.lockedBy
 		}
@@ -254,12 +262,14 @@ func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident 
 			e.id = ident
 		}
 		e.versions[rv] = commit
+		delete(e.imports, rv)
 		delete(e.dropped, rv)
 	case opDeleteRevision:
 		if e == nil {
 			return
 		}
 		delete(e.versions, rv)
+		delete(e.imports, rv)
 		e.dropped[rv] = true
 	case opDelete:
 		delete(b.idx, id)
@@ -331,7 +341,7 @@ func (b *Backend) write(ctx context.Context, chs ...change) (plumbing.Hash, erro
 // no file changed, and the hash is the tip that already holds the changes).
 func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing.Hash, committed bool, err error) {
 	ch := chs[0]
-	if src, ok := b.importing(ctx); ok && len(chs) == 1 {
+	if src, ok := b.importing(ctx); ok && len(chs) == 1 && !ch.recordOnly {
 		// A sync's import: the version's file is in the outside commit.
 		ch = b.importChange(ch, src)
 		chs = []change{ch}
@@ -481,7 +491,7 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: status: %w", err)
 	}
-	if st.IsClean() && ch.source.IsZero() {
+	if st.IsClean() && ch.source.IsZero() && !ch.recordOnly {
 		return b.tip, false, nil
 	}
 	now := time.Now()
@@ -500,7 +510,7 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 	if ch.messageFunc != nil {
 		msg = ch.messageFunc(ctx, chs)
 	}
-	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero()})
+	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero() || ch.recordOnly})
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}

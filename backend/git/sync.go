@@ -112,6 +112,66 @@ func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 	return ch
 }
 
+// undoImport takes back resource version rv of instance id when a sync
+// imported it (the hub's store did not commit the import): op is the
+// inverse, opDelete for an imported create, opDeleteRevision for an
+// imported update. The person's file is theirs, not a write of cairn's, so
+// the tree is left alone: an empty commit records the inverse change and
+// names the import it takes back (Cairn-Revert), so every process's index
+// forgets the version and sync (importedIn) imports that change again.
+// handled is false when rv is no import the branch holds: the caller
+// undoes it as a write. The hub's rollbacks and recovery reach it through
+// OnDelete and OnDeleteRevision (cairn.IsRollback), a live sync's through
+// UndoBatch.
+func (b *Backend) undoImport(ctx context.Context, id string, rv int, op string) (handled bool, err error) {
+	e, err := b.entryFresh(ctx, id)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return false, nil // not on the branch: a proposal, or forgotten already
+	}
+	if err != nil {
+		return false, err
+	}
+	b.imu.RLock()
+	by, imported := e.imports[rv]
+	source := e.versions[rv]
+	ident := e.id
+	b.imu.RUnlock()
+	if !imported {
+		return false, nil
+	}
+	ch := change{op: op, id: id, rv: rv, ident: ident, recordOnly: true,
+		check: func(e *entry) error {
+			if e == nil {
+				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
+			}
+			if _, ok := e.versions[rv]; !ok {
+				return errorf(cairn.CodeNotFound, id, "TypeInstance %q has no resource version %d", id, rv)
+			}
+			return nil
+		},
+		apply: func(context.Context, string) error { return nil },
+	}
+	actor, imp := who(ctx, ch)
+	msg := message(ctx, ch)
+	_, tr, _ := strings.Cut(msg, "\n\n")
+	what := "create"
+	if op == opDeleteRevision {
+		what = "update"
+	}
+	ch.message = fmt.Sprintf("cairn: undo sync %s %s %s/%s (resource version %d) by %s\n\n"+
+		"cairn could not store the import of commit %s in its own store, so it took the import back;\n"+
+		"the file is left as that commit made it, and the next sync imports it again.\n\n%s%s: %s\n",
+		what, ident.Kind.Kind, ident.Namespace, ident.Name, rv, byline(actor, imp), source.String()[:12], tr, trRevert, by)
+	_, err = b.write(ctx, ch)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		err = nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("git backend: undo the import of %s (resource version %d): %w", ident, rv, err)
+	}
+	return true, nil
+}
+
 // FileChange is one resource file's change in one commit.
 type FileChange struct {
 	Commit plumbing.Hash
@@ -232,9 +292,9 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 }
 
 // importedIn maps each outside commit that a commit of chain (Cairn-Source)
-// imported to the resources imported from it, leaving out an import whose
-// resource version a later commit deletes again (the hub rolling back an
-// import its store did not commit).
+// imported to the resources imported from it, leaving out an import that a
+// later commit takes back (Cairn-Revert, or a delete of its resource
+// version: the hub rolling back an import its store did not commit).
 func importedIn(chain []*object.Commit) map[plumbing.Hash]map[string]bool {
 	type version struct {
 		id string
@@ -243,17 +303,26 @@ func importedIn(chain []*object.Commit) map[plumbing.Hash]map[string]bool {
 	type source struct {
 		commit   plumbing.Hash
 		resource string
+		by       plumbing.Hash // cairn's commit recording the import
 	}
 	imports := map[version]source{}
 	for _, c := range chain {
 		t := trailers(c.Message)
 		v := version{t[trInstance], t[trVersion]}
+		if r := t[trRevert]; r != "" {
+			// An undo: of an import (undoImport) or of a batch.
+			for k, s := range imports {
+				if s.by.String() == r {
+					delete(imports, k)
+				}
+			}
+		}
 		if t[trOperation] == opDeleteRevision {
 			delete(imports, v)
 			continue
 		}
 		if src := plumbing.NewHash(t[trSource]); !src.IsZero() && t[trResource] != "" {
-			imports[v] = source{src, t[trResource]}
+			imports[v] = source{src, t[trResource], c.Hash}
 		}
 	}
 	out := map[plumbing.Hash]map[string]bool{}

@@ -99,6 +99,13 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, http.StatusBadRequest, "Accept = %q, want application/vnd.github+json", got)
 		return
 	}
+	// GitHub answers 400 for an API version it does not serve and falls
+	// back to 2022-11-28 (the version this fake implements) without the
+	// header; cairn documents that it sends it.
+	if got := r.Header.Get("X-GitHub-Api-Version"); got != "2022-11-28" {
+		g.fail(w, http.StatusBadRequest, "X-GitHub-Api-Version = %q, want 2022-11-28", got)
+		return
+	}
 	if got := r.Header.Get("Authorization"); got != "Bearer "+g.token {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 		return

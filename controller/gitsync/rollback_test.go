@@ -1,0 +1,206 @@
+package gitsync_test
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
+)
+
+// refuse makes the hub's store fail its transaction with stmt (a SQLite
+// trigger raising an error, as a full disk or a broken row would), through
+// a connection of its own; the returned func drops the trigger again.
+func (e *syncEnv) refuse(name, stmt string) func() {
+	e.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+e.dbPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TRIGGER " + name + " " + stmt); err != nil {
+		e.t.Fatalf("create trigger %s: %v", name, err)
+	}
+	return func() {
+		e.t.Helper()
+		if _, err := db.Exec("DROP TRIGGER " + name); err != nil {
+			e.t.Fatalf("drop trigger %s: %v", name, err)
+		}
+	}
+}
+
+// TestImportRolledBackLeavesTheRepositoryAlone: Jane adds, changes and
+// removes a Flag by hand; the sync's hub call stores the import in the
+// backend, then the hub's store transaction fails and the hub rolls the
+// backend back. The rollback must not touch her files (they are hers, not
+// a write of cairn's to take back), the hub must hold what it held before,
+// and the next sync must import the change cleanly.
+func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
+	const refused = "BEFORE INSERT ON resource_versions WHEN NEW.created_by LIKE 'Jane Doe%' BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END"
+	for _, tc := range []struct {
+		name    string
+		trigger string
+		change  func(e *syncEnv)
+		check   func(t *testing.T, e *syncEnv)
+	}{
+		{"create", refused, func(e *syncEnv) {
+			e.write("added", flagFile("added", true))
+		}, func(t *testing.T, e *syncEnv) {
+			inst, err := e.get("added")
+			if err != nil || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
+				t.Errorf("added after the retried sync: %+v, %v; want Jane's enabled Flag", inst.Latest, err)
+			}
+		}},
+		{"update", refused, func(e *syncEnv) {
+			e.write("existing", "{\n  \"apiVersion\": \"flipt.io/v1\",\n  \"kind\": \"Flag\",\n  \"metadata\": {\"name\": \"existing\"},\n  \"spec\": {\"enabled\": true}\n}\n")
+		}, func(t *testing.T, e *syncEnv) {
+			inst, err := e.get("existing")
+			if err != nil || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
+				t.Errorf("existing after the retried sync: %+v, %v; want version 2 by Jane, enabled", inst.Latest, err)
+			}
+			if v1, err := e.h.ResourceVersion(context.Background(), inst.ID, 1, true); err != nil || string(v1.Value) != `{"enabled":false}` {
+				t.Errorf("existing version 1 = %s, %v; want cairn's value", v1.Value, err)
+			}
+		}},
+		{"delete", "BEFORE DELETE ON instances WHEN OLD.name = 'existing' BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END", func(e *syncEnv) {
+			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-existing.json")
+		}, func(t *testing.T, e *syncEnv) {
+			if _, err := e.get("existing"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("existing after the retried sync: %v, want NotFound", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSyncEnv(t)
+			ctx := context.Background()
+			e.create("existing", false)
+			s := e.syncer()
+			if _, err := s.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.person("status") // clones
+			tc.change(e)
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "Jane's "+tc.name)
+			e.person("push", "--quiet", "origin", "main")
+			tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
+			before, _ := e.get("existing")
+
+			allow := e.refuse("refuse_"+tc.name, tc.trigger)
+			res, err := s.Sync(ctx)
+			if err == nil || !strings.Contains(err.Error(), "the store refuses (test)") {
+				t.Fatalf("Sync with the store refusing = %+v, %v; want the store's error", res, err)
+			}
+			if res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+				t.Errorf("Sync with the store refusing reported %+v, want nothing done", res)
+			}
+			// Jane's files are as she pushed them.
+			if got := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("the rollback changed the repository's files:\n%s", gittest.Git(t, e.remote.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+			}
+			// The hub holds what it held.
+			after, err := e.get("existing")
+			if err != nil || after.Latest.ResourceVersion != before.Latest.ResourceVersion || string(after.Latest.Value) != string(before.Latest.Value) {
+				t.Errorf("existing after the failed import: %+v, %v; want it as before (%+v)", after.Latest, err, before.Latest)
+			}
+			if _, err := e.get("added"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("added after the failed import: %v, want NotFound", err)
+			}
+			// The undo of an import is a commit of its own saying so (the
+			// delete of an instance reaches the backend only after the
+			// store's commit: nothing to undo there).
+			if last := gittest.Git(t, e.remote.Path, "log", "-1", "--format=%B", "main"); tc.name != "delete" &&
+				(!strings.HasPrefix(last, "cairn: undo sync "+tc.name+" Flag default/") || !strings.Contains(last, "Cairn-Revert: ")) {
+				t.Errorf("the last commit is not the import's undo:\n%s", last)
+			}
+			pending, err := e.h.PendingIntents(ctx)
+			if err != nil || len(pending) != 0 {
+				t.Errorf("intents left by the rolled-back import: %+v, %v; want none", pending, err)
+			}
+
+			allow()
+			res, err = s.Sync(ctx)
+			if err != nil || res.Created+res.Updated+res.Deleted != 1 || res.Skipped != 0 {
+				t.Fatalf("Sync once the store accepts = %+v, %v; want the change imported", res, err)
+			}
+			tc.check(t, e)
+			if got := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("the retried import changed the repository's files")
+			}
+			// A fresh cache (another replica) agrees.
+			e.open(t.TempDir())
+			if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+				t.Errorf("Sync on a fresh cache = %+v, %v; want nothing", res, err)
+			}
+			tc.check(t, e)
+		})
+	}
+}
+
+// TestImportRecoveredWhenItsUndoFailed: the store refuses an import and
+// the remote goes away before the hub's rollback can push its undo, so the
+// rollback fails and the intent stays; once the remote is back, recovery
+// (which knows nothing of the sync) takes the import back. Jane's file
+// must stay as she pushed it, and the next sync imports it.
+func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var pushes, allowed atomic.Int64
+	allowed.Store(math.MaxInt64)
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	s := e.syncer()
+	e.person("status") // clones
+	e.write("added", flagFile("added", true))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add added")
+	e.person("push", "--quiet", "origin", "main")
+	tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
+
+	allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
+	allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
+	if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
+		t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's", pending, err)
+	}
+
+	allowed.Store(math.MaxInt64)
+	allow()
+	e.open(e.cache) // a restarted process
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil || rec.Undone != 1 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+	}
+	res, err := e.syncer().Sync(ctx)
+	if err != nil || res.Created != 1 {
+		t.Fatalf("Sync after recovery = %+v, %v; want added imported", res, err)
+	}
+	if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("the import after recovery changed the repository's files")
+	}
+}
