@@ -289,7 +289,7 @@ func TestMatrix(t *testing.T) {
 	// An editor of a neither reads nor writes RBAC objects there, as
 	// Kubernetes' edit role (it could otherwise bind its role to anyone).
 	allowed := map[string][]string{
-		anon:   {},
+		anon: {},
 		viewer: {"list in a", "list everywhere", "graphql query", "graphql mutation", "get in a", "get in b", "list types", "list backends",
 			"cup definitions", "cup list in a", "cup get in b"},
 		editor: {"create in a", "list in a", "graphql query", "graphql mutation", "get in a", "patch in a",
