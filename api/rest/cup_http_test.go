@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -247,5 +249,102 @@ func TestCupAPI(t *testing.T) {
 		if err != nil || gl.Kind != "APIGroupList" {
 			t.Errorf("GET /apis (Accept %q) kind = %q (%v), want APIGroupList", accept, gl.Kind, err)
 		}
+	}
+}
+
+// TestCupCLI follows cup's CLI (cmd/cup) through its commands against the
+// flags ResourceDefinition of two versions, one in the {"schema": ...}
+// form: each command's requests, and what it decodes of the answers.
+func TestCupCLI(t *testing.T) {
+	e := newFlagsEnv(t)
+
+	// cup defs: GET /apis, a row per key and version.
+	defsOf := func() map[string]*cupDef {
+		r := e.cupDo("GET", "/apis", "")
+		var defs map[string]*cupDef
+		if r.code != http.StatusOK || json.Unmarshal(r.body, &defs) != nil {
+			t.Fatalf("GET /cup/apis = %s", r)
+		}
+		return defs
+	}
+	defs := defsOf()
+	if len(defs) != 2 || defs["flipt.io/v1alpha1/flags"] == nil || defs["flipt.io/v1"+"/flags"] == nil {
+		t.Fatalf("definitions keyed %v, want flipt.io/v1alpha1/flags and flipt.io/v1/flags", slices.Sorted(maps.Keys(defs)))
+	}
+	d := defs["flipt.io/v1/flags"]
+	if d.Metadata.Name != "flags.flipt.io" || d.Names.Kind != "Flag" || d.Names.Singular != "flag" || d.Names.Plural != "flags" || d.Spec.Group != "flipt.io" {
+		t.Errorf("definition = %+v", d)
+	}
+	// Every version's value is the JSON Schema of spec, as cup's
+	// definitions have it, whatever form it was loaded in.
+	if got := string(d.Spec.Versions["v1"]); !strings.Contains(got, `"description"`) || strings.Contains(got, `"schema"`) {
+		t.Errorf("v1 schema = %s, want the schema inside {\"schema\": ...}", got)
+	}
+	if got := string(d.Spec.Versions["v1alpha1"]); !strings.Contains(got, `"required":["key"]`) {
+		t.Errorf("v1alpha1 schema = %s", got)
+	}
+
+	// cup apply -f flag.json: the kind found by apiVersion/kind among the
+	// definitions, PUT to its plural in the object's namespace.
+	byGVK := map[string]*cupDef{}
+	for _, d := range defs {
+		for v := range d.Spec.Versions {
+			byGVK[d.Spec.Group+"/"+v+"/"+d.Names.Kind] = d
+		}
+	}
+	apply := func(doc string) response {
+		var res cupRes
+		if err := json.Unmarshal([]byte(doc), &res); err != nil {
+			t.Fatal(err)
+		}
+		def := byGVK[res.APIVersion+"/"+res.Kind]
+		if def == nil {
+			t.Fatalf("unexpected resource kind: %s/%s", res.APIVersion, res.Kind)
+		}
+		return e.cupDo("PUT", "/apis/"+res.APIVersion+"/namespaces/"+res.Metadata.Namespace+"/"+def.Names.Plural+"/"+res.Metadata.Name, doc)
+	}
+	const flagDoc = `{"apiVersion":"flipt.io/v1alpha1","kind":"Flag","metadata":{"namespace":"prod","name":"new-project","labels":{"team":"moonshots"}},"spec":{"key":"new-project","enabled":true}}`
+	if r := apply(flagDoc); r.code != http.StatusAccepted {
+		t.Fatalf("cup apply = %s, want 202", r)
+	}
+	// A value against the schema is refused, naming the field; nothing is
+	// written.
+	if r := apply(strings.Replace(flagDoc, `"enabled":true`, `"enabled":"yes"`, 1)); r.code != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "spec.enabled") {
+		t.Errorf("cup apply of a bad value = %s, want 422 naming spec.enabled", r)
+	}
+
+	// cup get flags / cup get Flag new-project with the context's
+	// namespace: the kind resolved by plural or kind, any version.
+	for _, v := range []string{"v1alpha1", "v1"} {
+		coll := "/apis/flipt.io/" + v + "/namespaces/prod/flags"
+		got := cupDecodeAll(t, e.cupDo("GET", coll, "").body)
+		if len(got) != 1 || got[0].Metadata.Name != "new-project" || got[0].Metadata.Labels["team"] != "moonshots" ||
+			got[0].APIVersion != "flipt.io/"+v || !strings.Contains(string(got[0].Spec), `"enabled":true`) {
+			t.Errorf("cup get flags (%s) = %+v", v, got)
+		}
+		if got := cupDecodeAll(t, e.cupDo("GET", coll+"/new-project", "").body); len(got) != 1 || got[0].Metadata.Name != "new-project" {
+			t.Errorf("cup get flags new-project (%s) = %+v", v, got)
+		}
+	}
+	if got := cupDecodeAll(t, e.cupDo("GET", "/apis/flipt.io/v1alpha1/namespaces/default/flags", "").body); len(got) != 0 {
+		t.Errorf("cup get flags in namespace default = %+v, want none", got)
+	}
+
+	// cup edit: what get answered, changed, applied again.
+	r := e.cupDo("GET", "/apis/flipt.io/v1alpha1/namespaces/prod/flags/new-project", "")
+	edited := strings.Replace(string(r.body), `"enabled":true`, `"enabled":false`, 1)
+	if r := apply(edited); r.code != http.StatusAccepted {
+		t.Fatalf("cup edit = %s", r)
+	}
+	if o := decodeObj(t, e.get(flagPath("prod", "new-project"))); o.Spec["enabled"] != false || o.Metadata.Generation != 2 {
+		t.Errorf("after cup edit the Flag = %s, want enabled false at generation 2", o.Raw)
+	}
+
+	// cup delete flags new-project.
+	if r := e.cupDo("DELETE", "/apis/flipt.io/v1alpha1/namespaces/prod/flags/new-project", ""); r.code != http.StatusAccepted {
+		t.Errorf("cup delete = %s, want 202", r)
+	}
+	if r := e.get(flagPath("prod", "new-project")); r.code != http.StatusNotFound {
+		t.Errorf("after cup delete: %s", r)
 	}
 }
