@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"mime"
 	"net/http"
 
 	"github.com/cairn-dev/cairn"
@@ -208,6 +209,14 @@ func (s *Server) cupGet(w http.ResponseWriter, r *http.Request, req request) err
 // is free, else replaced whatever its resourceVersion (cup has none).
 // The answer is cupd's: 202 Accepted with a Result.
 func (s *Server) cupPut(w http.ResponseWriter, r *http.Request, req request) error {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" && mt != "application/json" && mt != "application/yaml" {
+		// cupd reads every body as JSON, whatever it is labelled (curl -d
+		// says application/x-www-form-urlencoded).
+		rr := *r
+		rr.Header = r.Header.Clone()
+		rr.Header.Del("Content-Type")
+		r = &rr
+	}
 	o, err := s.readObject(w, r)
 	if err != nil {
 		return err

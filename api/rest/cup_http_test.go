@@ -151,6 +151,21 @@ func TestCupAPI(t *testing.T) {
 			t.Errorf("Result = %s, want the zero ULID and no proposal", r.body)
 		}
 	}
+	// cupd reads a body as JSON whatever its Content-Type: curl -d sends
+	// application/x-www-form-urlencoded.
+	req, _ := http.NewRequestWithContext(e.ctx, "PUT", e.url+"/cup"+coll+"/curled", strings.NewReader(strings.ReplaceAll(cupBaz, "baz", "curled")))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("PUT as curl -d sends it = %d, want 202", resp.StatusCode)
+	}
+	if r := e.cupDo("DELETE", coll+"/curled", ""); r.code != http.StatusAccepted {
+		t.Errorf("DELETE curled = %s", r)
+	}
 	r = e.cupDo("PUT", coll+"/foo", `{"apiVersion":"test.cup.flipt.io/v1alpha1","kind":"Resource","metadata":{"namespace":"default","name":"foo","labels":{"bar":"baz"}},"spec":{"bar":"foo"}}`)
 	if r.code != http.StatusAccepted {
 		t.Fatalf("PUT foo = %s", r)
