@@ -207,7 +207,8 @@ func (s *Server) cupGet(w http.ResponseWriter, r *http.Request, req request) err
 
 // cupPut is cup's create-or-replace: the object is created when the name
 // is free, else replaced whatever its resourceVersion (cup has none).
-// The answer is cupd's: 202 Accepted with a Result.
+// The answer is cupd's: 202 Accepted with a Result, or 204 when nothing
+// changed.
 func (s *Server) cupPut(w http.ResponseWriter, r *http.Request, req request) error {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" && mt != "application/json" && mt != "application/yaml" {
 		// cupd reads every body as JSON, whatever it is labelled (curl -d
@@ -234,10 +235,13 @@ func (s *Server) cupPut(w http.ResponseWriter, r *http.Request, req request) err
 	// state and is checked, as on a Kubernetes PUT.
 	var inst cairn.Instance
 	for attempt := 1; ; attempt++ {
+		wrote := true
 		cur, err := s.instance(r, req)
 		switch {
 		case err == nil:
-			inst, err = s.write(r, req, cur, o, nil)
+			if inst, err = s.write(r, req, cur, o, nil); err == nil {
+				wrote = inst.Latest.ResourceVersion != cur.Latest.ResourceVersion
+			}
 		case isNotFoundStatus(err) && o.Metadata.ResourceVersion == "":
 			var managed json.RawMessage
 			if managed, err = s.trackCreate(r, req.res, req.name, req.namespace, o); err == nil {
@@ -249,6 +253,12 @@ func (s *Server) cupPut(w http.ResponseWriter, r *http.Request, req request) err
 		}
 		if err != nil {
 			return err
+		}
+		if !wrote {
+			// Nothing changed: cupd answers 204, which cup's CLI reports
+			// as no change.
+			w.WriteHeader(http.StatusNoContent)
+			return nil
 		}
 		writeJSON(w, http.StatusAccepted, cupResultOf(inst))
 		return nil
