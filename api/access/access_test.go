@@ -281,7 +281,9 @@ func TestMatrix(t *testing.T) {
 		{"cup definitions", "GET", "/cup/apis", nil, 200},
 		{"cup list in a", "GET", "/cup/apis/flipt.io/v1/namespaces/a/flags", nil, 200},
 		{"cup get in b", "GET", "/cup/apis/flipt.io/v1/namespaces/b/flags/seed", nil, 200},
-		{"cup put in a", "PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/cupped", func(string) string { return ti("a", "cupped") }, 202},
+		{"cup put in a", "PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/cupped", func(w string) string {
+			return strings.Replace(ti("a", "cupped"), "hunter2-cupped", "cupped by "+slug(w), 1) // each writer changes it
+		}, 202},
 		{"cup delete in b", "DELETE", "/cup/apis/flipt.io/v1/namespaces/b/flags/seed", nil, 202},
 	}
 	// Every authenticated user reaches /graphql; its fields are authorized
