@@ -32,7 +32,7 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 	d := &decoder{}
 	d.known("", top, "apiVersion", "kind", "metadata", "names", "spec")
 	if k, _ := str(top["kind"]); k != KindResourceDefinition {
-		d.add("kind", fmt.Sprintf("%q is not supported for apiVersion %s (want %s)", k, CupAPIVersion, KindResourceDefinition))
+		d.add("kind", fmt.Sprintf("%q is not supported for apiVersion %s (want %s)%s", k, CupAPIVersion, KindResourceDefinition, cupCounterpart(k, top)))
 		return nil, d.causes
 	}
 	meta := d.object("metadata", top["metadata"], []string{"name", "labels", "annotations"})
@@ -88,6 +88,27 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 		return nil, d.causes
 	}
 	return docs, nil
+}
+
+// cupCounterpart says what cupd's other configuration documents are in
+// cairn, for someone bringing a cup configuration: a Controller (with
+// cupd's source) is a Git backend, a Binding a policy rule. Neither
+// translates by itself: a Controller does not name its repository.
+func cupCounterpart(kind string, top map[string]json.RawMessage) string {
+	switch kind {
+	case "Controller":
+		var spec struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(top["spec"], &spec) // a spec that is no object reads as the template one
+		if spec.Type == "wasm" {
+			return ": a cup WASM Controller is a Git backend whose controller.wasm.module is the controller's module (docs/git.md, docs/wasm.md)"
+		}
+		return ": a cup Controller is a Git backend (an instance of cap.core.type.hub.storage.git); the template controller's path_template is its paths.resource and directory_template its paths.list (docs/git.md)"
+	case "Binding":
+		return ": a cup Binding is a policy rule in cairn, sending the Types of its resources to a backend (typeInstance.rules, docs/policy.md)"
+	}
+	return ""
 }
 
 // isVersionWrapper reports whether a version's value is the

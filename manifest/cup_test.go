@@ -49,6 +49,15 @@ func TestDecodeCupErrors(t *testing.T) {
 		want      []string
 	}{
 		{"wrong kind", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"Flag"}`, []string{`"Flag" is not supported`}},
+		// cupd's other configuration documents, as cup's docs show them:
+		// what they are in cairn, and where that is written.
+		{"template Controller", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"Controller","metadata":{"name":"some-template-controller"},
+			"spec":{"type":"template","spec":{"directory_template":"{{ .Namespace }}/*.json","path_template":"{{ .Namespace }}/{{ .Name }}.json"}}}`,
+			[]string{`"Controller" is not supported`, "Git backend", "paths.resource", "path_template", "paths.list", "directory_template", "docs/git.md"}},
+		{"wasm Controller", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"Controller","metadata":{"name":"flipt"},"spec":{"type":"wasm","spec":{"path":"flipt.wasm"}}}`,
+			[]string{"Git backend", "controller.wasm.module", "docs/wasm.md"}},
+		{"Binding", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"Binding","metadata":{"name":"flipt"},"spec":{"controller":"flipt","resources":["flipt.io/v1alpha1/flags"]}}`,
+			[]string{`"Binding" is not supported`, "policy rule", "typeInstance.rules", "docs/policy.md"}},
 		{"missing parts", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"x"},"names":{},"spec":{"versions":{}}}`,
 			[]string{"names/kind is required", "names/plural is required", "spec/group is required", "spec/versions must list at least one version"}},
 		{"bad version", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flags.flipt.io"},

@@ -259,6 +259,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			d, attrs = dr, reveal
 		}
 	}
+	if d.Allowed && isCupPut(r, attrs) {
+		create := attrs
+		create.Verb = "create"
+		if dc := g.cfg.Authz.Authorize(ctx, create); !dc.Allowed {
+			d, attrs = dc, create
+		}
+	}
 	if ev != nil {
 		ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": d.Reason}
 	}
@@ -420,7 +427,7 @@ func userInfo(u cairn.User) audit.UserInfo {
 func apiVersionOf(path string) string {
 	// The segments are cut off one by one, as Split would find them, with
 	// no slice made: this runs for every request audited.
-	rest := strings.Trim(path, "/")
+	rest := strings.Trim(apisPath(path), "/")
 	first, rest, _ := strings.Cut(rest, "/")
 	skip := 0
 	switch first {

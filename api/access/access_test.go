@@ -47,9 +47,20 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: editors, namespace: a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cairn-editor}
-subjects: [{kind: User, name: ed}]`
+subjects: [{kind: User, name: ed}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: flag-updater, namespace: a}
+rules: [{apiGroups: [flipt.io], resources: [flags], verbs: [get, update]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: updaters, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-updater}
+subjects: [{kind: User, name: upd}]`
 
-const tokens = "viewer-token,vic,u-vic\n"
+const tokens = "viewer-token,vic,u-vic\nupdater-token,upd,u-upd\n"
 
 type env struct {
 	url      string
@@ -164,6 +175,7 @@ func start(t *testing.T) *env {
 		certFor: map[string]tls.Certificate{"editor of a (cert)": good.client(t, "ed", "team-a"), "cert of another CA": other.client(t, "admin", "cairn:admins")},
 		tokenFor: map[string]string{
 			"viewer (token file)":     "viewer-token",
+			"updater of a (token)":    "updater-token",
 			"admin (OIDC)":            sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
 			"expired OIDC token":      sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(-time.Minute)),
 			"OIDC token of other key": sign(otherKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
@@ -265,15 +277,25 @@ func TestMatrix(t *testing.T) {
 			return `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b-` + slug(w) + `","namespace":"a"},
 			 "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cairn-editor"},"subjects":[{"kind":"Group","name":"system:unauthenticated"}]}`
 		}, 201},
+		// cup's API (rest.CupPrefix): the same decisions as for /apis.
+		{"cup definitions", "GET", "/cup/apis", nil, 200},
+		{"cup list in a", "GET", "/cup/apis/flipt.io/v1/namespaces/a/flags", nil, 200},
+		{"cup get in b", "GET", "/cup/apis/flipt.io/v1/namespaces/b/flags/seed", nil, 200},
+		{"cup put in a", "PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/cupped", func(w string) string {
+			return strings.Replace(ti("a", "cupped"), "hunter2-cupped", "cupped by "+slug(w), 1) // each writer changes it
+		}, 202},
+		{"cup delete in b", "DELETE", "/cup/apis/flipt.io/v1/namespaces/b/flags/seed", nil, 202},
 	}
 	// Every authenticated user reaches /graphql; its fields are authorized
 	// one by one (api/graphql's TestAuthorization).
 	// An editor of a neither reads nor writes RBAC objects there, as
 	// Kubernetes' edit role (it could otherwise bind its role to anyone).
 	allowed := map[string][]string{
-		anon:   {},
-		viewer: {"list in a", "list everywhere", "graphql query", "graphql mutation", "get in a", "get in b", "list types", "list backends"},
-		editor: {"create in a", "list in a", "graphql query", "graphql mutation", "get in a", "patch in a"},
+		anon: {},
+		viewer: {"list in a", "list everywhere", "graphql query", "graphql mutation", "get in a", "get in b", "list types", "list backends",
+			"cup definitions", "cup list in a", "cup get in b"},
+		editor: {"create in a", "list in a", "graphql query", "graphql mutation", "get in a", "patch in a",
+			"cup definitions", "cup list in a", "cup put in a"},
 	}
 	for _, o := range ops {
 		allowed[admin] = append(allowed[admin], o.name)
@@ -317,6 +339,20 @@ func TestMatrix(t *testing.T) {
 	if !strings.Contains(out, `User \"ed\" cannot create resource \"flags\" in API group \"flipt.io\" in the namespace \"b\"`) {
 		t.Errorf("editor's denial: %s", out)
 	}
+	// A cup PUT creates when the name is free: it needs create as well as
+	// update, so one who may only update replaces but does not create,
+	// and the denial names the verb missing.
+	const updater = "updater of a (token)"
+	code, out := e.do(t, updater, "PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/fresh", ti("a", "fresh"))
+	if code != 403 || !strings.Contains(out, `User \"upd\" cannot create resource \"flags\" in API group \"flipt.io\" in the namespace \"a\"`) {
+		t.Errorf("updater's cup PUT of a new flag: %d %s, want 403 naming create", code, out)
+	}
+	if code, out := e.do(t, updater, "GET", "/apis/flipt.io/v1/namespaces/a/flags/fresh", ""); code != 404 {
+		t.Errorf("the refused cup PUT created the flag: %d %.200s", code, out)
+	}
+	if code, out := e.do(t, updater, "PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/seed", ti("a", "seed")); code != 403 {
+		t.Errorf("updater's cup PUT of an existing flag: %d %.200s, want 403 (it may create)", code, out)
+	}
 	// createdBy is the authenticated user, not a claim.
 	_, out = e.do(t, admin, "GET", "/apis/flipt.io/v1/namespaces/a/flags/xadmin", "")
 	if !strings.Contains(out, "oidc:root") {
@@ -335,7 +371,7 @@ func TestMatrix(t *testing.T) {
 	}
 
 	// Access reviews.
-	code, out := e.do(t, viewer, "POST", access.SelfSubjectAccessReviewPath,
+	code, out = e.do(t, viewer, "POST", access.SelfSubjectAccessReviewPath,
 		`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"create","group":"flipt.io","resource":"flags","namespace":"a"}}}`)
 	if code != 201 || !strings.Contains(out, `"allowed":false`) {
 		t.Errorf("viewer can-i create: %d %s", code, out)

@@ -12,7 +12,7 @@ import (
 // /api/v1 and /apis/<group>/<version>, everything else a path with the
 // lower-cased HTTP method as its verb.
 func requestAttributes(r *http.Request) rbac.Attributes {
-	path := strings.Trim(r.URL.Path, "/")
+	path := strings.Trim(apisPath(r.URL.Path), "/")
 	var buf [12]string // on the stack: every request is mapped, most have fewer segments
 	seg := splitPath(path, buf[:0])
 	var group string
@@ -78,6 +78,27 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 		a.Verb = strings.ToLower(r.Method)
 	}
 	return a
+}
+
+// cupPrefix is where cairn serves flipt cup's API (rest.CupPrefix): the
+// same objects as under /apis in cup's wire format.
+const cupPrefix = "/cup"
+
+// apisPath is the path a request under cupPrefix/apis makes under /apis,
+// which is what it reads or writes and so what it is authorized as; any
+// other path as it is.
+func apisPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, cupPrefix+"/apis"); ok && (rest == "" || rest[0] == '/') {
+		return p[len(cupPrefix):]
+	}
+	return p
+}
+
+// isCupPut reports whether r is a cup PUT of an object, which creates it
+// when the name is free: it needs create as well as update.
+func isCupPut(r *http.Request, a rbac.Attributes) bool {
+	return r.Method == http.MethodPut && a.ResourceRequest && a.Name != "" && a.Subresource == "" &&
+		strings.HasPrefix(r.URL.Path, cupPrefix+"/apis/")
 }
 
 // splitPath is strings.Split(p, "/") appending to dst.

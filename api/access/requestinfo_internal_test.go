@@ -45,6 +45,17 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/apis/flipt.io/v1", path("get", "/apis/flipt.io/v1")},
 		{"GET", "/api/v1", path("get", "/api/v1")},
 		{"GET", "/", path("get", "/")},
+		// cup's API (rest.CupPrefix) is authorized as the same request
+		// under /apis: its definitions as discovery, its objects as
+		// Kubernetes' (a cup PUT also needs create: guard.serve).
+		{"GET", "/cup/apis", path("get", "/apis")},
+		{"GET", "/cup/apis/", path("get", "/apis")},
+		{"GET", "/cup/apis/flipt.io/v1/namespaces/a/flags", res("list", "flipt.io", "flags", "", "a", "")},
+		{"GET", "/cup/apis/flipt.io/v1/namespaces/a/flags/f", res("get", "flipt.io", "flags", "", "a", "f")},
+		{"PUT", "/cup/apis/flipt.io/v1/namespaces/a/flags/f", res("update", "flipt.io", "flags", "", "a", "f")},
+		{"DELETE", "/cup/apis/flipt.io/v1/namespaces/a/flags/f", res("delete", "flipt.io", "flags", "", "a", "f")},
+		{"GET", "/cup", path("get", "/cup")},
+		{"GET", "/cupboard/apis/x/v1/namespaces/a/y", path("get", "/cupboard/apis/x/v1/namespaces/a/y")},
 	} {
 		got := requestAttributes(httptest.NewRequest(tc.method, tc.url, nil))
 		if !reflect.DeepEqual(got, tc.want) {
@@ -64,6 +75,7 @@ func TestAPIVersionOf(t *testing.T) {
 		{"/apis/flipt.io/", ""},
 		{"/apis//v1", "v1"}, // an empty group segment counts, as strings.Split finds it
 		{"/version", ""},
+		{"/cup/apis/flipt.io/v1alpha1/namespaces/default/flags/f", "v1alpha1"},
 		{"/", ""},
 	} {
 		if got := apiVersionOf(tc.path); got != tc.want {

@@ -179,6 +179,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		return "/openapi/v3/apis/{group}/{version}"
 	case len(seg) >= 1 && seg[0] == "apis":
 		return s.routeAPIs(w, r, seg[1:])
+	case len(seg) >= 1 && "/"+seg[0] == CupPrefix:
+		return s.routeCup(w, r, seg[1:])
 	}
 	writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 	return "unknown"

@@ -37,7 +37,8 @@ func FuzzControllerOutput(f *testing.F) {
 		if m, ok := parseMessage(out); ok && m.Message == "" {
 			t.Fatal("a message without text was accepted")
 		}
-		_ = subjectOf(out)
+		_, _ = metadataOf(out)
+		_, _ = stderrNotFound(2, nil, out)
 		_ = excerpt(out)
 	})
 }

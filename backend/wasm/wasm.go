@@ -17,8 +17,10 @@
 // 1 an error with {"message": "..."} on stdout ("code": "Invalid" is honoured,
 // a cairn extension), 2 not found (cairn.CodeNotFound) with such a message;
 // for list, 2 is an empty list, as Kubernetes answers a list of nothing.
-// An exit 2 without a message is a crash, not "not found": the Go runtime
-// exits 2 when it panics or runs out of memory.
+// An exit 2 without a message on stdout is a crash, not "not found" (the Go
+// runtime exits 2 when it panics or runs out of memory), unless stdout is
+// empty and stderr holds a message that is no runtime's crash report: cup's
+// Go SDK reports not found so.
 //
 // The root directory is mounted at "/", read-only for get and list and
 // writable for put and delete; nothing else of the host is visible, not even
@@ -332,12 +334,17 @@ func (c *Controller) List(ctx context.Context, root string, kind controller.Kind
 	return items, nil
 }
 
-// Put runs `put <kind>` with the resource on stdin and root mounted writable.
+// Put runs `put <kind> <namespace> <name>` with the resource on stdin and
+// root mounted writable. The seed's protocol has `put <kind>`; cup's
+// runtime passes the resource's namespace and name too, and controllers
+// built with cup's Go SDK read them (and fail without them), while a
+// controller of the seed's form has no use for more arguments.
 func (c *Controller) Put(ctx context.Context, root string, kind controller.Kind, resource json.RawMessage) error {
 	if !isObject(resource) {
 		return cairn.Errorf(cairn.CodeInvalid, "wasm controller %q: put %s: the resource is not a JSON object", c.name, kind.Kind)
 	}
-	_, err := c.call(ctx, request{op: "put", root: root, kind: kind, stdin: resource, writable: true, subject: subjectOf(resource)})
+	ns, name := metadataOf(resource)
+	_, err := c.call(ctx, request{op: "put", root: root, kind: kind, args: []string{ns, name}, stdin: resource, writable: true, subject: ns + "/" + name})
 	return err
 }
 
@@ -447,6 +454,9 @@ func (c *Controller) call(ctx context.Context, req request) ([]byte, error) {
 			if c.nearMemoryLimit(used, stderr.buf.Bytes()) {
 				return nil, c.errorf(req.op, req.kind, req.subject, "%w (%s of %s when it exited with code %d)%s", ErrMemoryLimit, mib(used), mib(c.r.opts.MemoryLimit), exitCode, stderrNote(stderr))
 			}
+			if msg, ok := stderrNotFound(exitCode, out, stderr.buf.Bytes()); ok {
+				return nil, &cairn.Error{Code: cairn.CodeNotFound, Msg: fmt.Sprintf("wasm controller %q: %s %s %s: %s", c.name, req.op, req.kind.Kind, req.subject, msg)}
+			}
 			return nil, c.errorf(req.op, req.kind, req.subject, "%w: exit code %d without a JSON message on stdout (stdout: %s)%s", ErrCrashed, exitCode, excerpt(out), stderrNote(stderr))
 		}
 		code := cairn.CodeInternal
@@ -545,12 +555,14 @@ func isObject(b []byte) bool {
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
-func subjectOf(resource []byte) string {
+// metadataOf is a resource's namespace and name, empty when it has none
+// (the module validates the resource).
+func metadataOf(resource []byte) (namespace, name string) {
 	var doc struct {
 		Metadata struct{ Namespace, Name string } `json:"metadata"`
 	}
-	_ = json.Unmarshal(resource, &doc) // only for messages; the module validates
-	return doc.Metadata.Namespace + "/" + doc.Metadata.Name
+	_ = json.Unmarshal(resource, &doc)
+	return doc.Metadata.Namespace, doc.Metadata.Name
 }
 
 func excerpt(b []byte) string {
@@ -563,6 +575,31 @@ func excerpt(b []byte) string {
 		return fmt.Sprintf("%q...", b[:max])
 	}
 	return fmt.Sprintf("%q", b)
+}
+
+// stderrNotFound reads an exit 2 with nothing on stdout and a message on
+// stderr as not found: cup's Go SDK reports it so. A Go runtime's crash
+// also exits 2, with its report on stderr ("panic: ", "fatal error: ",
+// then the goroutines), and an exit 2 that says nothing may be any crash:
+// both stay crashes.
+func stderrNotFound(exitCode uint32, stdout, stderr []byte) (string, bool) {
+	msg := bytes.TrimSpace(stderr)
+	if exitCode != 2 || len(bytes.TrimSpace(stdout)) != 0 || len(msg) == 0 {
+		return "", false
+	}
+	for _, crash := range [][]byte{[]byte("panic: "), []byte("fatal error: "), []byte("runtime: ")} {
+		if bytes.HasPrefix(msg, crash) || bytes.Contains(msg, append([]byte("\n"), crash...)) {
+			return "", false
+		}
+	}
+	if bytes.Contains(msg, []byte("\ngoroutine ")) {
+		return "", false
+	}
+	const max = 1 << 10
+	if len(msg) > max {
+		msg = msg[:max]
+	}
+	return string(msg), true
 }
 
 func stderrNote(w *cappedWriter) string {

@@ -191,6 +191,23 @@ func TestArgumentsAndEnvironment(t *testing.T) {
 	if want := []string{"probe", "list", "env", "", "a=1", "b=2"}; !slices.Equal(got.Args, want) {
 		t.Errorf("list args = %q, want %q", got.Args, want)
 	}
+
+	// Put passes the resource's namespace and name after the kind, as
+	// cup's runtime does (cup's Go SDK reads them there).
+	tree := t.TempDir()
+	if err := ctl.Put(context.Background(), tree, kind, resource("ns", "name", nil)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(tree, "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"probe", "put", "env", "ns", "name"}; !slices.Equal(got.Args, want) {
+		t.Errorf("put args = %q, want %q", got.Args, want)
+	}
 }
 
 // The module sees the tree and nothing else: not through "..", not through
@@ -346,6 +363,12 @@ func TestLimitsAndFailures(t *testing.T) {
 		{behaviour: "error", code: cairn.CodeInternal, contains: []string{"probe failed on purpose"}},
 		{behaviour: "error", op: "put", code: cairn.CodeInternal, contains: []string{"probe failed on purpose"}},
 		{behaviour: "notfound", op: "delete", code: cairn.CodeNotFound},
+		// cup's Go SDK says not found on stderr, with exit 2 and nothing
+		// on stdout; a Go runtime crash (panic, above) also exits 2, with
+		// its report on stderr.
+		{behaviour: "notfound-stderr", code: cairn.CodeNotFound, contains: []string{"not found: probe resource"}},
+		{behaviour: "notfound-stderr", op: "delete", code: cairn.CodeNotFound},
+		{behaviour: "error-stderr", sentinel: ErrCrashed, contains: []string{"exit code 1 without a JSON message", "probe failed, said on stderr"}},
 	} {
 		op := tc.op
 		if op == "" {

@@ -13,8 +13,11 @@
 //
 //	get    <kind> <namespace> <name>        -> resource JSON on stdout
 //	list   <kind> <namespace> [key=value..] -> JSON array of resources
-//	put    <kind>   (resource JSON on stdin) -> {} on stdout
+//	put    <kind> <namespace> <name>        -> {} on stdout (resource JSON on stdin)
 //	delete <kind> <namespace> <name>        -> {} on stdout
+//
+// put's namespace and name, which cup's runtime and cairn's pass, must be
+// the resource's; the seed's `put <kind>` without them is taken too.
 //
 // Exit code 0 is success; 1 an error with {"message": "..."} on stdout
 // (plus "code": "Invalid" for errors made with Invalid, a cairn extension);
@@ -237,8 +240,10 @@ func Run(impl Controller, root *os.Root, args []string, getenv func(string) stri
 		}
 		return succeed(stdout, items)
 	case "put":
-		if len(rest) != 0 {
-			return fail(stdout, Invalid("usage: put <kind> (resource JSON on stdin)"))
+		// The seed's protocol passes the kind alone; cup's runtime, and
+		// cairn's, the resource's namespace and name too.
+		if len(rest) != 0 && len(rest) != 2 {
+			return fail(stdout, Invalid("usage: put <kind> [<namespace> <name>] (resource JSON on stdin)"))
 		}
 		raw, err := io.ReadAll(stdin)
 		if err != nil {
@@ -253,6 +258,9 @@ func Run(impl Controller, root *os.Root, args []string, getenv func(string) stri
 		}
 		if md.Name == "" {
 			return fail(stdout, Invalid("resource has no metadata.name"))
+		}
+		if len(rest) == 2 && (rest[0] != md.Namespace || rest[1] != md.Name) {
+			return fail(stdout, Invalid("put of %s/%s, but the resource on stdin is %s/%s", rest[0], rest[1], md.Namespace, md.Name))
 		}
 		if err := impl.Put(root, kind, Resource{Metadata: md, Raw: raw}); err != nil {
 			return fail(stdout, err)

@@ -64,6 +64,13 @@ func TestRun(t *testing.T) {
 		{name: "list empty is []", args: []string{"list", "Widget", "ns", "a=1", "b=x=y"}, wantOut: `[]`, wantCall: "list"},
 		{name: "list bad label", args: []string{"list", "Widget", "ns", "nolabel"}, wantCode: 1, wantOut: `{"message":"label \"nolabel\" is not key=value","code":"Invalid"}`},
 		{name: "put", args: []string{"put", "Widget"}, stdin: `{"metadata":{"namespace":"ns","name":"a","labels":{"k":"v"}}}`, wantOut: `{}`, wantCall: "put"},
+		// cup's runtime (and cairn's) pass the resource's namespace and
+		// name after the kind; they must be the resource's.
+		{name: "put with namespace and name", args: []string{"put", "Widget", "ns", "a"}, stdin: `{"metadata":{"namespace":"ns","name":"a"}}`, wantOut: `{}`, wantCall: "put"},
+		{name: "put with another name", args: []string{"put", "Widget", "ns", "b"}, stdin: `{"metadata":{"namespace":"ns","name":"a"}}`, wantCode: 1,
+			wantOut: `{"message":"put of ns/b, but the resource on stdin is ns/a","code":"Invalid"}`},
+		{name: "put with another namespace", args: []string{"put", "Widget", "other", "a"}, stdin: `{"metadata":{"namespace":"ns","name":"a"}}`, wantCode: 1},
+		{name: "put with a namespace alone", args: []string{"put", "Widget", "ns"}, stdin: `{"metadata":{"namespace":"ns","name":"a"}}`, wantCode: 1},
 		{name: "put invalid JSON", args: []string{"put", "Widget"}, stdin: `{`, wantCode: 1},
 		{name: "put without name", args: []string{"put", "Widget"}, stdin: `{"metadata":{}}`, wantCode: 1, wantOut: `{"message":"resource has no metadata.name","code":"Invalid"}`},
 		{name: "put panics", args: []string{"put", "Widget"}, stdin: `{"metadata":{"name":"boom"}}`, wantCode: 1, wantOut: `{"message":"controller panicked: boom"}`, wantCall: "put"},

@@ -26,6 +26,13 @@ func main() {
 	case "env":
 		// What the host passed: arguments and the kind's group and version.
 		env := map[string]any{"args": os.Args, "group": os.Getenv("CUP_GROUP"), "version": os.Getenv("CUP_VERSION"), "environ": os.Environ()}
+		if op == "put" {
+			// put's stdout is not read: the tree, writable, keeps it.
+			out, _ := json.Marshal(env)
+			if err := os.WriteFile("/env.json", out, 0o644); err != nil {
+				fail(1, "write: "+err.Error())
+			}
+		}
 		if op == "list" {
 			answer([]any{env})
 			return
@@ -87,6 +94,14 @@ func main() {
 		os.Exit(7)
 	case "notfound":
 		fail(2, "no such probe resource")
+	case "notfound-stderr":
+		// As cup's Go SDK reports not found: the message on stderr, no
+		// JSON on stdout.
+		fmt.Fprint(os.Stderr, "not found: probe resource")
+		os.Exit(2)
+	case "error-stderr":
+		fmt.Fprint(os.Stderr, "probe failed, said on stderr")
+		os.Exit(1)
 	case "invalid":
 		out, _ := json.Marshal(map[string]string{"message": "probe refuses", "code": "Invalid"})
 		os.Stdout.Write(out)
