@@ -17,6 +17,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -375,7 +376,19 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 	name := r.Header.Get("Impersonate-User")
 	groups := r.Header.Values("Impersonate-Group")
 	uid := r.Header.Get("Impersonate-Uid")
+	// Impersonate-Extra-<key> (kubectl --as-user-extra): never ignored, or
+	// a caller who asks to act with less would act with all it holds.
+	var extras []string
+	for h := range r.Header {
+		if strings.HasPrefix(h, extraPrefix) {
+			extras = append(extras, h)
+		}
+	}
 	if name == "" {
+		if len(extras) > 0 {
+			slices.Sort(extras)
+			return real, errors.New(extras[0] + " needs Impersonate-User")
+		}
 		if len(groups) > 0 || uid != "" {
 			return real, errors.New("Impersonate-Group and Impersonate-Uid need Impersonate-User")
 		}
@@ -401,6 +414,21 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 			return real, err
 		}
 	}
+	for _, h := range extras {
+		// As the API server: verb impersonate on userextras/<key> for each
+		// value. cairn keeps no extras, so granted ones change nothing else.
+		key := strings.ToLower(h[len(extraPrefix):])
+		if k, err := url.PathUnescape(key); err == nil {
+			key = k
+		}
+		for _, v := range r.Header.Values(h) {
+			a := rbac.Attributes{User: real, Verb: "impersonate", ResourceRequest: true, APIGroup: "authentication.k8s.io",
+				Resource: "userextras", Subresource: key, Name: v}
+			if !g.cfg.Authz.AuthorizeUser(r.Context(), a).Allowed {
+				return real, &forbidden{forbiddenMessage(real.Name, a)}
+			}
+		}
+	}
 	u := cairn.User{Name: name, UID: uid, Groups: slices.Clone(groups), Impersonator: real.Name}
 	switch {
 	case slices.Contains(real.Groups, cairn.Unauthenticated):
@@ -412,6 +440,9 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 	}
 	return u, nil
 }
+
+// extraPrefix starts the headers of impersonated extras, canonicalized.
+const extraPrefix = "Impersonate-Extra-"
 
 func userInfo(u cairn.User) audit.UserInfo {
 	return audit.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}

@@ -333,6 +333,24 @@ func TestMatrix(t *testing.T) {
 	if code, _ := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/b/flags", ti("b", "asjane"), "Impersonate-User", "ed"); code != 403 {
 		t.Errorf("admin as ed creating in b: %d, want 403 (ed's rights, not the admin's)", code)
 	}
+	// Extras are impersonated as in the API server: only with a user, and
+	// only by whoever may impersonate userextras; never ignored.
+	for _, tc := range []struct {
+		who  string
+		hdr  []string
+		code int
+		want string
+	}{
+		{viewer, []string{"Impersonate-Extra-Scopes", "view"}, 400, "Impersonate-Extra-Scopes needs Impersonate-User"},
+		{viewer, []string{"Impersonate-User", "vic", "Impersonate-Extra-Scopes", "view"}, 403, `cannot impersonate resource \"users\"`},
+		{admin, []string{"Impersonate-Extra-Scopes", "view"}, 400, "needs Impersonate-User"},
+		{admin, []string{"Impersonate-User", "ed", "Impersonate-Extra-Scopes", "view"}, 200, ""},
+	} {
+		code, out := e.do(t, tc.who, "GET", "/apis/flipt.io/v1/namespaces/a/flags", "", tc.hdr...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s with %q: %d %.300s, want %d %s", tc.who, tc.hdr, code, out, tc.code, tc.want)
+		}
+	}
 
 	// Access reviews.
 	code, out := e.do(t, viewer, "POST", access.SelfSubjectAccessReviewPath,
