@@ -121,7 +121,7 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.StringVar(&o.oidc.IssuerURL, "oidc-issuer-url", "", "authenticate OIDC ID tokens of this issuer (its discovery document and JWKS)")
 	f.StringVar(&o.oidc.ClientID, "oidc-client-id", "", "the audience OIDC ID tokens must be issued for")
 	f.StringVar(&o.oidc.UsernameClaim, "oidc-username-claim", "sub", "the ID token claim naming the user")
-	f.StringVar(&o.oidc.UsernamePrefix, "oidc-username-prefix", "", "prefix of OIDC user names (e.g. oidc:)")
+	f.StringVar(&o.oidc.UsernamePrefix, "oidc-username-prefix", "", "prefix of OIDC user names (e.g. oidc:); default: the issuer URL and # unless the claim is email; - : none")
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "", "the ID token claim holding the user's groups")
 	f.StringVar(&o.oidc.GroupsPrefix, "oidc-groups-prefix", "", "prefix of OIDC group names")
 	f.StringVar(&o.oidcCAFile, "oidc-ca-file", "", "PEM CA the OIDC issuer's certificate is signed by (default: the system's)")
