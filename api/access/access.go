@@ -119,6 +119,9 @@ type recorder struct {
 	// reason and message of a Status the guard wrote itself, for the
 	// audit event.
 	reason, message string
+	// keep, when set, gets the start of the body (a create's answer,
+	// which names what was created).
+	keep *capped
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -131,6 +134,9 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+	}
+	if r.keep != nil {
+		r.keep.Write(b)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -279,6 +285,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, attrs))
 		return
 	}
+	if ev != nil && ev.ObjectRef != nil && attrs.Verb == "create" && attrs.Name == "" {
+		// The path of a create names no object: the answer does, as the
+		// API server's events name what was created (generated names
+		// and ids included). Deferred after the audit write: runs first.
+		rec.keep = &capped{max: 64 << 10}
+		defer func() { nameCreated(ev.ObjectRef, rec) }()
+	}
 	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
 		// Keep the first MiB for the event; the handler reads it all.
 		cap := &capped{max: 1 << 20}
@@ -289,6 +302,38 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		defer func() { ev.RequestObject = audit.RequestObject(cap.buf.Bytes()) }()
 	}
 	next.ServeHTTP(rec, r)
+}
+
+// nameCreated sets ref's name (and namespace, if the path gave none) from
+// the JSON object a successful create answered with.
+func nameCreated(ref *audit.ObjectRef, rec *recorder) {
+	if rec.status < 200 || rec.status > 299 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(rec.keep.buf.Bytes()))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return
+		}
+		if k == "metadata" {
+			var m struct{ Name, Namespace string }
+			if dec.Decode(&m) == nil && m.Name != "" {
+				ref.Name = m.Name
+				if ref.Namespace == "" {
+					ref.Namespace = m.Namespace
+				}
+			}
+			return
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return
+		}
+	}
 }
 
 type capped struct {

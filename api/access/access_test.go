@@ -397,11 +397,21 @@ func TestMatrix(t *testing.T) {
 			t.Errorf("the audit log holds a secret (%.12s...)", secret)
 		}
 	}
-	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized bool
+	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName bool
 	for _, l := range lines {
 		var ev audit.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
 			t.Fatalf("audit line %s: %v", l, err)
+		}
+		// A create names what it created, as the API server's events do,
+		// though the path has no name.
+		if ev.Verb == "create" && ev.ResponseStatus.Code == 201 && ev.ObjectRef != nil && ev.ObjectRef.Resource == "flags" {
+			if ev.ObjectRef.Name == "" || ev.ObjectRef.Namespace == "" {
+				t.Errorf("a create's event without the object's name: %s", l)
+			}
+			if ev.ObjectRef.Name == "x"+slug(admin) && ev.ObjectRef.Namespace == "a" {
+				sawCreatedName = true
+			}
 		}
 		if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "ed" && ev.User.Username == "oidc:root" {
 			sawImpersonation = true
@@ -423,6 +433,9 @@ func TestMatrix(t *testing.T) {
 			}
 			sawUnauthorized = true
 		}
+	}
+	if !sawCreatedName {
+		t.Errorf("no audit event names the flag the admin created in a")
 	}
 	if !sawImpersonation {
 		t.Error("no audit event records both the admin and the impersonated ed")
