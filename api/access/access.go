@@ -290,7 +290,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		// API server's events name what was created (generated names
 		// and ids included). Deferred after the audit write: runs first.
 		rec.keep = &capped{max: 64 << 10}
-		defer func() { nameCreated(ev.ObjectRef, rec) }()
+		defer func() { nameCreated(ev, rec) }()
 	}
 	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
 		// Keep the first MiB for the event; the handler reads it all.
@@ -304,12 +304,20 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	next.ServeHTTP(rec, r)
 }
 
-// nameCreated sets ref's name (and namespace, if the path gave none) from
-// the JSON object a successful create answered with.
-func nameCreated(ref *audit.ObjectRef, rec *recorder) {
+// CreatedAnnotation lists the objects a create of several (a List body)
+// made, at most maxCreated of them.
+const CreatedAnnotation = "hub.cairn.dev/created"
+
+const maxCreated = 10
+
+// nameCreated sets ev's objectRef name (and namespace, if the path gave
+// none) from the JSON object a successful create answered with; a list of
+// objects created is named in CreatedAnnotation.
+func nameCreated(ev *audit.Event, rec *recorder) {
 	if rec.status < 200 || rec.status > 299 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		return
 	}
+	type meta struct{ Name, Namespace string }
 	dec := json.NewDecoder(bytes.NewReader(rec.keep.buf.Bytes()))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return
@@ -319,13 +327,39 @@ func nameCreated(ref *audit.ObjectRef, rec *recorder) {
 		if err != nil {
 			return
 		}
-		if k == "metadata" {
-			var m struct{ Name, Namespace string }
+		switch k {
+		case "metadata":
+			var m meta
 			if dec.Decode(&m) == nil && m.Name != "" {
-				ref.Name = m.Name
-				if ref.Namespace == "" {
-					ref.Namespace = m.Namespace
+				ev.ObjectRef.Name = m.Name
+				if ev.ObjectRef.Namespace == "" {
+					ev.ObjectRef.Namespace = m.Namespace
 				}
+				return
+			}
+			continue
+		case "items":
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return
+			}
+			var names []string
+			for dec.More() {
+				var it struct{ Metadata meta }
+				if err := dec.Decode(&it); err != nil || len(names) == maxCreated {
+					names = append(names, "...") // more than kept or shown
+					break
+				}
+				n := it.Metadata.Name
+				if it.Metadata.Namespace != "" {
+					n = it.Metadata.Namespace + "/" + n
+				}
+				names = append(names, n)
+			}
+			if len(names) > 0 {
+				if ev.Annotations == nil {
+					ev.Annotations = map[string]string{}
+				}
+				ev.Annotations[CreatedAnnotation] = strings.Join(names, ", ")
 			}
 			return
 		}

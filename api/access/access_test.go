@@ -323,6 +323,16 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("createdBy of the admin's instance: %.300s", out)
 	}
 
+	// A List body creates several: its event names them all.
+	item := func(name string) string {
+		return `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"` + name + `","namespace":"a"},
+		 "spec":{"typeRef":{"path":"io.flipt.flag","revision":"1.0.0"},"value":{"description":"d"}}}`
+	}
+	if code, out := e.do(t, admin, "POST", "/apis/hub.cairn.dev/v1/typeinstances",
+		`{"apiVersion":"v1","kind":"List","items":[`+item("in-list-1")+","+item("in-list-2")+`]}`); code != 201 {
+		t.Errorf("create a list of flags: %d %.300s", code, out)
+	}
+
 	// Impersonation needs the verb: the viewer cannot, the admin can.
 	if code, out := e.do(t, viewer, "GET", "/apis/hub.cairn.dev/v1/typeinstances", "", "Impersonate-User", "ed"); code != 403 || !strings.Contains(out, "cannot impersonate") {
 		t.Errorf("viewer impersonating: %d %s", code, out)
@@ -397,15 +407,19 @@ func TestMatrix(t *testing.T) {
 			t.Errorf("the audit log holds a secret (%.12s...)", secret)
 		}
 	}
-	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName bool
+	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName, sawCreatedList bool
 	for _, l := range lines {
 		var ev audit.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
 			t.Fatalf("audit line %s: %v", l, err)
 		}
+		// (TypeInstances are named by their ids.)
+		if regexp.MustCompile(`^[0-9a-f-]{36}, [0-9a-f-]{36}$`).MatchString(ev.Annotations[access.CreatedAnnotation]) {
+			sawCreatedList = true
+		}
 		// A create names what it created, as the API server's events do,
 		// though the path has no name.
-		if ev.Verb == "create" && ev.ResponseStatus.Code == 201 && ev.ObjectRef != nil && ev.ObjectRef.Resource == "flags" {
+		if ev.Verb == "create" && ev.ResponseStatus.Code == 201 && ev.ObjectRef != nil && ev.ObjectRef.Resource == "flags" && ev.Annotations[access.CreatedAnnotation] == "" {
 			if ev.ObjectRef.Name == "" || ev.ObjectRef.Namespace == "" {
 				t.Errorf("a create's event without the object's name: %s", l)
 			}
@@ -434,8 +448,8 @@ func TestMatrix(t *testing.T) {
 			sawUnauthorized = true
 		}
 	}
-	if !sawCreatedName {
-		t.Errorf("no audit event names the flag the admin created in a")
+	if !sawCreatedName || !sawCreatedList {
+		t.Errorf("no audit event names the flag the admin created in a (%v), or the list of two (%v)", sawCreatedName, sawCreatedList)
 	}
 	if !sawImpersonation {
 		t.Error("no audit event records both the admin and the impersonated ed")
