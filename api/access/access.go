@@ -120,13 +120,19 @@ type recorder struct {
 	// audit event.
 	reason, message string
 	// keep, when set, gets the start of the body (a create's answer,
-	// which names what was created).
+	// which names what was created; a refusal's Status).
 	keep *capped
+	// keepErrors: keep the body of an answer of 400 or more, whose Status
+	// says why for the audit event.
+	keepErrors bool
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		if r.keepErrors && code >= 400 && r.keep == nil && r.reason == "" { // the guard's own Status is known
+			r.keep = &capped{max: 64 << 10}
+		}
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -162,13 +168,19 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			ev.SourceIPs = []string{host}
 		}
 		w.Header().Set("Audit-Id", ev.AuditID)
+		rec.keepErrors = true
 		defer func() {
 			code := rec.status
 			if code == 0 {
 				code = http.StatusOK
 			}
+			if rec.reason == "" && code >= 400 {
+				// A refusal of the handler (the hub's: exists, invalid,
+				// not allowed to grant...) says why, as the guard's do.
+				rec.reason, rec.message = statusOf(rec)
+			}
 			ev.ResponseStatus = &audit.Status{Code: code, Reason: rec.reason, Message: rec.message}
-			if rec.reason != "" {
+			if rec.reason != "" || rec.message != "" {
 				ev.ResponseStatus.Status = "Failure"
 			}
 			if ann != nil {
@@ -302,6 +314,19 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		defer func() { ev.RequestObject = audit.RequestObject(cap.buf.Bytes()) }()
 	}
 	next.ServeHTTP(rec, r)
+}
+
+// statusOf returns the reason and message of the Kubernetes Status a
+// handler answered with, if it did.
+func statusOf(rec *recorder) (reason, message string) {
+	if rec.keep == nil || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		return "", ""
+	}
+	var st struct{ Kind, Reason, Message string }
+	if json.Unmarshal(rec.keep.buf.Bytes(), &st) != nil || st.Kind != "Status" {
+		return "", ""
+	}
+	return st.Reason, st.Message
 }
 
 // CreatedAnnotation lists the objects a create of several (a List body)

@@ -333,6 +333,12 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("create a list of flags: %d %.300s", code, out)
 	}
 
+	// A refusal of the handler (here: the object exists) is in the audit
+	// event with its reason and message, as the guard's own are.
+	if code, out := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/a/flags", ti("a", "seed")); code != 409 {
+		t.Errorf("create an existing flag: %d %.300s", code, out)
+	}
+
 	// Impersonation needs the verb: the viewer cannot, the admin can.
 	if code, out := e.do(t, viewer, "GET", "/apis/hub.cairn.dev/v1/typeinstances", "", "Impersonate-User", "ed"); code != 403 || !strings.Contains(out, "cannot impersonate") {
 		t.Errorf("viewer impersonating: %d %s", code, out)
@@ -407,11 +413,14 @@ func TestMatrix(t *testing.T) {
 			t.Errorf("the audit log holds a secret (%.12s...)", secret)
 		}
 	}
-	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName, sawCreatedList bool
+	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName, sawCreatedList, sawHandlerRefusal bool
 	for _, l := range lines {
 		var ev audit.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
 			t.Fatalf("audit line %s: %v", l, err)
+		}
+		if rs := ev.ResponseStatus; rs.Code == 409 && rs.Reason == "AlreadyExists" && strings.Contains(rs.Message, `"seed"`) && rs.Status == "Failure" {
+			sawHandlerRefusal = true
 		}
 		// (TypeInstances are named by their ids.)
 		if regexp.MustCompile(`^[0-9a-f-]{36}, [0-9a-f-]{36}$`).MatchString(ev.Annotations[access.CreatedAnnotation]) {
@@ -450,6 +459,9 @@ func TestMatrix(t *testing.T) {
 	}
 	if !sawCreatedName || !sawCreatedList {
 		t.Errorf("no audit event names the flag the admin created in a (%v), or the list of two (%v)", sawCreatedName, sawCreatedList)
+	}
+	if !sawHandlerRefusal {
+		t.Errorf("no audit event has the reason and message of the 409 the REST handler answered")
 	}
 	if !sawImpersonation {
 		t.Error("no audit event records both the admin and the impersonated ed")
