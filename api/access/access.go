@@ -17,6 +17,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,11 +119,20 @@ type recorder struct {
 	// reason and message of a Status the guard wrote itself, for the
 	// audit event.
 	reason, message string
+	// keep, when set, gets the start of the body (a create's answer,
+	// which names what was created; a refusal's Status).
+	keep *capped
+	// keepErrors: keep the body of an answer of 400 or more, whose Status
+	// says why for the audit event.
+	keepErrors bool
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		if r.keepErrors && code >= 400 && r.keep == nil && r.reason == "" { // the guard's own Status is known
+			r.keep = &capped{max: 64 << 10}
+		}
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -130,6 +140,9 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+	}
+	if r.keep != nil {
+		r.keep.Write(b)
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -155,13 +168,19 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			ev.SourceIPs = []string{host}
 		}
 		w.Header().Set("Audit-Id", ev.AuditID)
+		rec.keepErrors = true
 		defer func() {
 			code := rec.status
 			if code == 0 {
 				code = http.StatusOK
 			}
+			if rec.reason == "" && code >= 400 {
+				// A refusal of the handler (the hub's: exists, invalid,
+				// not allowed to grant...) says why, as the guard's do.
+				rec.reason, rec.message = statusOf(rec)
+			}
 			ev.ResponseStatus = &audit.Status{Code: code, Reason: rec.reason, Message: rec.message}
-			if rec.reason != "" {
+			if rec.reason != "" || rec.message != "" {
 				ev.ResponseStatus.Status = "Failure"
 			}
 			if ann != nil {
@@ -285,6 +304,13 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		writeStatus(rec, http.StatusForbidden, "Forbidden", forbiddenMessage(user.Name, attrs))
 		return
 	}
+	if ev != nil && ev.ObjectRef != nil && attrs.Verb == "create" && attrs.Name == "" {
+		// The path of a create names no object: the answer does, as the
+		// API server's events name what was created (generated names
+		// and ids included). Deferred after the audit write: runs first.
+		rec.keep = &capped{max: 64 << 10}
+		defer func() { nameCreated(ev, rec) }()
+	}
 	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
 		// Keep the first MiB for the event; the handler reads it all.
 		cap := &capped{max: 1 << 20}
@@ -295,6 +321,85 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		defer func() { ev.RequestObject = audit.RequestObject(cap.buf.Bytes()) }()
 	}
 	next.ServeHTTP(rec, r)
+}
+
+// statusOf returns the reason and message of the Kubernetes Status a
+// handler answered with, if it did.
+func statusOf(rec *recorder) (reason, message string) {
+	if rec.keep == nil || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		return "", ""
+	}
+	var st struct{ Kind, Reason, Message string }
+	if json.Unmarshal(rec.keep.buf.Bytes(), &st) != nil || st.Kind != "Status" {
+		return "", ""
+	}
+	return st.Reason, st.Message
+}
+
+// CreatedAnnotation lists the objects a create of several (a List body)
+// made, at most maxCreated of them.
+const CreatedAnnotation = "hub.cairn.dev/created"
+
+const maxCreated = 10
+
+// nameCreated sets ev's objectRef name (and namespace, if the path gave
+// none) from the JSON object a successful create answered with; a list of
+// objects created is named in CreatedAnnotation.
+func nameCreated(ev *audit.Event, rec *recorder) {
+	if rec.status < 200 || rec.status > 299 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		return
+	}
+	type meta struct{ Name, Namespace string }
+	dec := json.NewDecoder(bytes.NewReader(rec.keep.buf.Bytes()))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return
+		}
+		switch k {
+		case "metadata":
+			var m meta
+			if dec.Decode(&m) == nil && m.Name != "" {
+				ev.ObjectRef.Name = m.Name
+				if ev.ObjectRef.Namespace == "" {
+					ev.ObjectRef.Namespace = m.Namespace
+				}
+				return
+			}
+			continue
+		case "items":
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				return
+			}
+			var names []string
+			for dec.More() {
+				var it struct{ Metadata meta }
+				if err := dec.Decode(&it); err != nil || len(names) == maxCreated {
+					names = append(names, "...") // more than kept or shown
+					break
+				}
+				n := it.Metadata.Name
+				if it.Metadata.Namespace != "" {
+					n = it.Metadata.Namespace + "/" + n
+				}
+				names = append(names, n)
+			}
+			if len(names) > 0 {
+				if ev.Annotations == nil {
+					ev.Annotations = map[string]string{}
+				}
+				ev.Annotations[CreatedAnnotation] = strings.Join(names, ", ")
+			}
+			return
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return
+		}
+	}
 }
 
 type capped struct {
@@ -382,7 +487,19 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 	name := r.Header.Get("Impersonate-User")
 	groups := r.Header.Values("Impersonate-Group")
 	uid := r.Header.Get("Impersonate-Uid")
+	// Impersonate-Extra-<key> (kubectl --as-user-extra): never ignored, or
+	// a caller who asks to act with less would act with all it holds.
+	var extras []string
+	for h := range r.Header {
+		if strings.HasPrefix(h, extraPrefix) {
+			extras = append(extras, h)
+		}
+	}
 	if name == "" {
+		if len(extras) > 0 {
+			slices.Sort(extras)
+			return real, errors.New(extras[0] + " needs Impersonate-User")
+		}
 		if len(groups) > 0 || uid != "" {
 			return real, errors.New("Impersonate-Group and Impersonate-Uid need Impersonate-User")
 		}
@@ -408,6 +525,21 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 			return real, err
 		}
 	}
+	for _, h := range extras {
+		// As the API server: verb impersonate on userextras/<key> for each
+		// value. cairn keeps no extras, so granted ones change nothing else.
+		key := strings.ToLower(h[len(extraPrefix):])
+		if k, err := url.PathUnescape(key); err == nil {
+			key = k
+		}
+		for _, v := range r.Header.Values(h) {
+			a := rbac.Attributes{User: real, Verb: "impersonate", ResourceRequest: true, APIGroup: "authentication.k8s.io",
+				Resource: "userextras", Subresource: key, Name: v}
+			if !g.cfg.Authz.AuthorizeUser(r.Context(), a).Allowed {
+				return real, &forbidden{forbiddenMessage(real.Name, a)}
+			}
+		}
+	}
 	u := cairn.User{Name: name, UID: uid, Groups: slices.Clone(groups), Impersonator: real.Name}
 	switch {
 	case slices.Contains(real.Groups, cairn.Unauthenticated):
@@ -419,6 +551,9 @@ func (g *Guard) impersonate(r *http.Request, real cairn.User) (cairn.User, error
 	}
 	return u, nil
 }
+
+// extraPrefix starts the headers of impersonated extras, canonicalized.
+const extraPrefix = "Impersonate-Extra-"
 
 func userInfo(u cairn.User) audit.UserInfo {
 	return audit.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}

@@ -359,6 +359,22 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("createdBy of the admin's instance: %.300s", out)
 	}
 
+	// A List body creates several: its event names them all.
+	item := func(name string) string {
+		return `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"` + name + `","namespace":"a"},
+		 "spec":{"typeRef":{"path":"io.flipt.flag","revision":"1.0.0"},"value":{"description":"d"}}}`
+	}
+	if code, out := e.do(t, admin, "POST", "/apis/hub.cairn.dev/v1/typeinstances",
+		`{"apiVersion":"v1","kind":"List","items":[`+item("in-list-1")+","+item("in-list-2")+`]}`); code != 201 {
+		t.Errorf("create a list of flags: %d %.300s", code, out)
+	}
+
+	// A refusal of the handler (here: the object exists) is in the audit
+	// event with its reason and message, as the guard's own are.
+	if code, out := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/a/flags", ti("a", "seed")); code != 409 {
+		t.Errorf("create an existing flag: %d %.300s", code, out)
+	}
+
 	// Impersonation needs the verb: the viewer cannot, the admin can.
 	if code, out := e.do(t, viewer, "GET", "/apis/hub.cairn.dev/v1/typeinstances", "", "Impersonate-User", "ed"); code != 403 || !strings.Contains(out, "cannot impersonate") {
 		t.Errorf("viewer impersonating: %d %s", code, out)
@@ -368,6 +384,24 @@ func TestMatrix(t *testing.T) {
 	}
 	if code, _ := e.do(t, admin, "POST", "/apis/flipt.io/v1/namespaces/b/flags", ti("b", "asjane"), "Impersonate-User", "ed"); code != 403 {
 		t.Errorf("admin as ed creating in b: %d, want 403 (ed's rights, not the admin's)", code)
+	}
+	// Extras are impersonated as in the API server: only with a user, and
+	// only by whoever may impersonate userextras; never ignored.
+	for _, tc := range []struct {
+		who  string
+		hdr  []string
+		code int
+		want string
+	}{
+		{viewer, []string{"Impersonate-Extra-Scopes", "view"}, 400, "Impersonate-Extra-Scopes needs Impersonate-User"},
+		{viewer, []string{"Impersonate-User", "vic", "Impersonate-Extra-Scopes", "view"}, 403, `cannot impersonate resource \"users\"`},
+		{admin, []string{"Impersonate-Extra-Scopes", "view"}, 400, "needs Impersonate-User"},
+		{admin, []string{"Impersonate-User", "ed", "Impersonate-Extra-Scopes", "view"}, 200, ""},
+	} {
+		code, out := e.do(t, tc.who, "GET", "/apis/flipt.io/v1/namespaces/a/flags", "", tc.hdr...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s with %q: %d %.300s, want %d %s", tc.who, tc.hdr, code, out, tc.code, tc.want)
+		}
 	}
 
 	// Access reviews.
@@ -415,11 +449,28 @@ func TestMatrix(t *testing.T) {
 			t.Errorf("the audit log holds a secret (%.12s...)", secret)
 		}
 	}
-	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized bool
+	var sawImpersonation, sawGraphQLDenial, sawForbidden, sawUnauthorized, sawCreatedName, sawCreatedList, sawHandlerRefusal bool
 	for _, l := range lines {
 		var ev audit.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.AuditID == "" || ev.ResponseStatus == nil || ev.Verb == "" {
 			t.Fatalf("audit line %s: %v", l, err)
+		}
+		if rs := ev.ResponseStatus; rs.Code == 409 && rs.Reason == "AlreadyExists" && strings.Contains(rs.Message, `"seed"`) && rs.Status == "Failure" {
+			sawHandlerRefusal = true
+		}
+		// (TypeInstances are named by their ids.)
+		if regexp.MustCompile(`^[0-9a-f-]{36}, [0-9a-f-]{36}$`).MatchString(ev.Annotations[access.CreatedAnnotation]) {
+			sawCreatedList = true
+		}
+		// A create names what it created, as the API server's events do,
+		// though the path has no name.
+		if ev.Verb == "create" && ev.ResponseStatus.Code == 201 && ev.ObjectRef != nil && ev.ObjectRef.Resource == "flags" && ev.Annotations[access.CreatedAnnotation] == "" {
+			if ev.ObjectRef.Name == "" || ev.ObjectRef.Namespace == "" {
+				t.Errorf("a create's event without the object's name: %s", l)
+			}
+			if ev.ObjectRef.Name == "x"+slug(admin) && ev.ObjectRef.Namespace == "a" {
+				sawCreatedName = true
+			}
 		}
 		if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "ed" && ev.User.Username == "oidc:root" {
 			sawImpersonation = true
@@ -441,6 +492,12 @@ func TestMatrix(t *testing.T) {
 			}
 			sawUnauthorized = true
 		}
+	}
+	if !sawCreatedName || !sawCreatedList {
+		t.Errorf("no audit event names the flag the admin created in a (%v), or the list of two (%v)", sawCreatedName, sawCreatedList)
+	}
+	if !sawHandlerRefusal {
+		t.Errorf("no audit event has the reason and message of the 409 the REST handler answered")
 	}
 	if !sawImpersonation {
 		t.Error("no audit event records both the admin and the impersonated ed")

@@ -268,8 +268,23 @@ func RequestObject(body []byte) json.RawMessage {
 	return out
 }
 
-// secretParams are query parameters whose values never reach the log.
-var secretParams = []string{"token", "access_token", "id_token", "password", "secret"}
+// secretParam reports whether a query parameter is named like a
+// credential, whose value never reaches the log: any name holding one of
+// the words (refresh_token, X-Amz-Signature, client_secret, ...) or being
+// a short one (key, sig).
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"token", "password", "passwd", "secret", "signature", "credential", "apikey", "api_key", "api-key"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	switch n {
+	case "key", "sig", "auth", "authorization":
+		return true
+	}
+	return false
+}
 
 // RequestURI is the path and query of u with the values of credential-like
 // parameters replaced.
@@ -279,10 +294,8 @@ func RequestURI(u *url.URL) string {
 	}
 	q := u.Query()
 	for k := range q {
-		for _, s := range secretParams {
-			if strings.EqualFold(k, s) {
-				q[k] = []string{"REDACTED"}
-			}
+		if secretParam(k) {
+			q[k] = []string{"REDACTED"}
 		}
 	}
 	return u.EscapedPath() + "?" + q.Encode()

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math/big"
@@ -195,12 +196,24 @@ func TestOIDC(t *testing.T) {
 		return m
 	}
 	otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	// Forgeries that need no key of the issuer's.
+	seg := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	unsigned := seg(map[string]string{"alg": "none", "typ": "JWT", "kid": "k1"}) + "." + seg(claims(nil)) + "."
+	pub, _ := x509.MarshalPKIXPublicKey(&is.key.PublicKey)
+	hs, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: pub}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	hsToken, _ := jwt.Signed(hs).Claims(claims(nil)).Serialize()
+	good := strings.Split(is.token(t, is.key, claims(nil)), ".")
+	spliced := good[0] + "." + seg(claims(func(m map[string]any) { m["email"] = "root@example.com" })) + "." + good[2]
 	for _, tc := range []struct {
 		name  string
 		token string
 		user  string
 	}{
 		{"valid", is.token(t, is.key, claims(nil)), "oidc:jane@example.com"},
+		{"unsigned (alg none)", unsigned, ""},
+		{"HS256 keyed with the issuer's public key", hsToken, ""},
+		{"claims changed under a valid signature", spliced, ""},
+		{"no expiry", is.token(t, is.key, claims(func(m map[string]any) { delete(m, "exp") })), ""},
 		{"expired", is.token(t, is.key, claims(func(m map[string]any) { m["exp"] = now.Add(-time.Minute).Unix() })), ""},
 		{"signed by another key", is.token(t, otherKey, claims(nil)), ""},
 		{"another audience", is.token(t, is.key, claims(func(m map[string]any) { m["aud"] = "other" })), ""},
@@ -253,4 +266,34 @@ func FuzzBearerToken(f *testing.F) {
 			t.Fatalf("%q authenticated jane with token %q", h, tok)
 		}
 	})
+}
+
+// TestOIDCUsernamePrefix: as in the API server, OIDC user names are
+// prefixed with the issuer URL and "#" unless told otherwise, so a subject
+// of the issuer named like a user of the token file (or "admin", the admin
+// token's) is not that user and does not get that user's bindings.
+func TestOIDCUsernamePrefix(t *testing.T) {
+	is := newIssuer(t)
+	tok := is.token(t, is.key, map[string]any{"iss": is.srv.URL, "aud": "cairn", "sub": "admin", "email": "jane@example.com",
+		"email_verified": true, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	for _, tc := range []struct {
+		claim, prefix, want string
+	}{
+		{"", "", is.srv.URL + "#admin"},
+		{"sub", "", is.srv.URL + "#admin"},
+		{"sub", "-", "admin"},
+		{"sub", "oidc:", "oidc:admin"},
+		{"email", "", "jane@example.com"}, // an email names one person whichever issuer says it
+		{"email", "oidc:", "oidc:jane@example.com"},
+	} {
+		o, err := authn.NewOIDC(context.Background(), authn.OIDCConfig{IssuerURL: is.srv.URL, ClientID: "cairn",
+			UsernameClaim: tc.claim, UsernamePrefix: tc.prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, ok, err := o.AuthenticateToken(tok)
+		if err != nil || !ok || u.Name != tc.want {
+			t.Errorf("claim %q prefix %q: %+v %v %v, want %q", tc.claim, tc.prefix, u, ok, err, tc.want)
+		}
+	}
 }

@@ -21,7 +21,9 @@ type OIDCConfig struct {
 	// UsernameClaim is the claim that names the user; default "sub".
 	UsernameClaim string
 	// UsernamePrefix is put before the user name (e.g. "oidc:") so OIDC
-	// users cannot pose as users of other authenticators.
+	// users cannot pose as users of other authenticators. As the API
+	// server's --oidc-username-prefix: empty is the issuer URL and "#"
+	// unless UsernameClaim is "email", and "-" is no prefix.
 	UsernamePrefix string
 	// GroupsClaim is the claim holding the groups (a string or a list);
 	// empty: no groups.
@@ -46,6 +48,14 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	}
 	if cfg.UsernameClaim == "" {
 		cfg.UsernameClaim = "sub"
+	}
+	switch {
+	case cfg.UsernamePrefix == "-":
+		cfg.UsernamePrefix = ""
+	case cfg.UsernamePrefix == "" && cfg.UsernameClaim != "email":
+		// A subject is unique only within its issuer: unprefixed, "admin"
+		// or a token file's "ci" would get those users' bindings.
+		cfg.UsernamePrefix = cfg.IssuerURL + "#"
 	}
 	if cfg.HTTPClient != nil {
 		ctx = oidc.ClientContext(ctx, cfg.HTTPClient)

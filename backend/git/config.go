@@ -200,12 +200,17 @@ func ParseConfig(value json.RawMessage) (Config, error) {
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || c.URL == "" {
-		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", c.URL)
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", redactURL(c.URL))
 	}
 	switch u.Scheme {
 	case "file", "http", "https", "ssh":
 	default:
-		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", c.URL)
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: want file://, http(s):// or ssh://", u.Redacted())
+	}
+	if _, ok := u.User.Password(); ok {
+		// The url is part of the backend's value, which every viewer
+		// reads, and of errors and logs.
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: url %q: the url holds a password: give it as credentials.tokenEnv or credentials.tokenFile (the url is readable by every viewer of backends)", u.Redacted())
 	}
 	if strings.ContainsAny(c.Branch, " ~^:?*[\\") || strings.Contains(c.Branch, "..") {
 		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: branch %q is not a valid branch name", c.Branch)
@@ -272,4 +277,24 @@ func (c Config) auth(getenv func(string) string) (transport.AuthMethod, error) {
 		return pk, nil
 	}
 	return nil, nil
+}
+
+// redactURL hides the password of a URL that does not parse: what is
+// between "scheme://user:" and the last "@" before the path.
+func redactURL(s string) string {
+	_, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	start := len(s) - len(rest)
+	auth, _, _ := strings.Cut(rest, "/")
+	at := strings.LastIndex(auth, "@")
+	if at < 0 {
+		return s
+	}
+	colon := strings.Index(auth[:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:start+colon+1] + "xxxxx" + s[start+at:]
 }

@@ -262,10 +262,18 @@ func TestConfig(t *testing.T) {
 		{`{"url":"file:///r","mode":"propose"}`, "needs scm"},
 		{`{"url":"file:///r","mode":"push"}`, `mode "push"`},
 		{`{"url":"file:///r","branch":"a..b"}`, "not a valid branch name"},
+		// A token in the URL would be in the backend's value, which every
+		// viewer reads, and in errors: it goes in credentials instead.
+		{`{"url":"https://x:ghp_s3cr3t@github.com/o/r.git"}`, "the url holds a password: give it as credentials.tokenEnv or credentials.tokenFile"},
+		{`{"url":"https://x:ghp_s3cr3t%zz@github.com/o/r.git"}`, "want file://, http(s):// or ssh://"},
+		{`{"url":"ftp://x:ghp_s3cr3t@github.com/o/r.git"}`, "want file://, http(s):// or ssh://"},
 	} {
 		_, err := git.ParseConfig(json.RawMessage(tt.value))
 		if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseConfig(%s) = %v, want Invalid with %q", tt.value, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("ParseConfig(%s): the error quotes the password: %v", tt.value, err)
 		}
 	}
 	// A token referenced from the environment: a missing one is named,

@@ -41,7 +41,9 @@ a TypeInstance's value is that file's content (register it without
 --accept-value and with the context schema 'cairn backend file --print-context-schema' shows).
 
 It serves plaintext unless --tls-cert and --tls-key are given; --client-ca then
-requires client certificates signed by that CA. It runs until SIGINT or
+requires client certificates signed by that CA. Without --client-ca it listens
+on loopback only and, on Linux, serves only local processes of its own OS user
+(--allow-anonymous: anyone, on any address). It runs until SIGINT or
 SIGTERM, then lets calls in flight finish. Health: grpc.health.v1.`,
 		Example: `  cairn backend file --dir ./values --listen 127.0.0.1:5051
   cairn backends register --url grpc://127.0.0.1:5051 --accept-value --alias files`,

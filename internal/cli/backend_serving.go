@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/peer"
 )
 
 // backendServing holds what every `cairn backend ...` service shares: where
@@ -17,6 +19,10 @@ import (
 type backendServing struct {
 	listen, certFile, keyFile, clientCA, logLevel string
 	printSchema                                   bool
+	// allowAnonymous serves callers without a client certificate on any
+	// address, whoever they are.
+	allowAnonymous bool
+	log            *slog.Logger
 }
 
 // addFlags adds the shared flags; schemaHelp describes --print-context-schema.
@@ -25,7 +31,8 @@ func (s *backendServing) addFlags(cmd *cobra.Command, defaultListen, schemaHelp 
 	fl.StringVar(&s.listen, "listen", defaultListen, "address to listen on, HOST:PORT (port 0 picks a free one)")
 	fl.StringVar(&s.certFile, "tls-cert", "", "serve TLS with this certificate (PEM)")
 	fl.StringVar(&s.keyFile, "tls-key", "", "private key of --tls-cert (PEM)")
-	fl.StringVar(&s.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM)")
+	fl.StringVar(&s.clientCA, "client-ca", "", "require client certificates signed by this CA (PEM); without it only loopback is served, to local processes of this OS user (Linux)")
+	fl.BoolVar(&s.allowAnonymous, "allow-anonymous", false, "serve callers without a client certificate on any address, whoever they are (insecure: they read and write every value)")
 	addLogLevelFlag(cmd, &s.logLevel, "debug (every call), info, warn or error; values are never logged")
 	fl.BoolVar(&s.printSchema, "print-context-schema", false, schemaHelp)
 }
@@ -45,14 +52,21 @@ func (s *backendServing) printingSchema(schema string, run func(*cobra.Command, 
 // setUp checks the flags and returns the logger and the TLS configuration
 // (nil for plaintext).
 func (s *backendServing) setUp(cmd *cobra.Command) (*slog.Logger, *tls.Config, error) {
-	if _, _, err := net.SplitHostPort(s.listen); err != nil {
+	host, _, err := net.SplitHostPort(s.listen)
+	if err != nil {
 		return nil, nil, usageErrorf("--listen %q: want HOST:PORT: %v", s.listen, err)
+	}
+	if s.clientCA == "" && !s.allowAnonymous && !loopbackHost(host) {
+		// A backend authenticates callers only by client certificate: on
+		// another address anyone who reaches it reads and writes values.
+		return nil, nil, usageErrorf("--listen %s is not a loopback address and no --client-ca is given: anyone who reaches it could read and write every value; give --tls-cert, --tls-key and --client-ca (or --allow-anonymous)", s.listen)
 	}
 	level, err := parseLogLevel(s.logLevel)
 	if err != nil {
 		return nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	s.log = log
 	tlsCfg, err := serverTLS(s.certFile, s.keyFile, s.clientCA)
 	if err != nil {
 		return nil, nil, err
@@ -67,10 +81,36 @@ func (s *backendServing) listenOn(ctx context.Context, tlsCfg *tls.Config) (net.
 	if err != nil {
 		return nil, "", &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", s.listen, err), Err: err}
 	}
+	scheme := "grpc"
 	if tlsCfg != nil {
-		return lis, "grpcs", nil
+		scheme = "grpcs"
 	}
-	return lis, "grpc", nil
+	if s.clientCA != "" || s.allowAnonymous {
+		return lis, scheme, nil
+	}
+	// Loopback without client certificates: only processes of this OS
+	// user, as cairn serve's peer authentication; another user of the
+	// machine could otherwise read every value (and, through a projection,
+	// every instance the backend can read).
+	if !peer.Supported() {
+		s.log.Warn("no --client-ca: every local process may call this backend (peer authentication is Linux-only)", "addr", lis.Addr().String())
+		return lis, scheme, nil
+	}
+	uid := os.Getuid()
+	s.log.Info("no --client-ca: serving local processes of this OS user only (peer authentication)", "addr", lis.Addr().String(), "uid", uid)
+	return &peer.Listener{Listener: lis, UID: uid, Refused: func(client net.Addr, err error) {
+		s.log.Warn("connection refused: not a local process of this OS user", "client", client.String(), "reason", err.Error())
+	}}, scheme, nil
+}
+
+// loopbackHost reports whether host (of HOST:PORT) is localhost or a
+// loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // addLogLevelFlag adds --log-level (default info) to a command that serves.

@@ -255,6 +255,10 @@ func TestBackendsRegisterRefusals(t *testing.T) {
 			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "nope"}, 2, `--listen "nope": want HOST:PORT`},
 			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
 			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--client-ca", "ca.pem"}, 2, "--client-ca needs --tls-cert and --tls-key"},
+			// Nothing authenticates callers without client certificates.
+			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "0.0.0.0:0"}, 2, "--listen 0.0.0.0:0 is not a loopback address and no --client-ca is given"},
+			{[]string{"backend", "file", "--dir", filepath.Join(dir, "v"), "--listen", "[::]:0", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, 2, "no --client-ca is given"},
+			{[]string{"backend", "gotemplate", "--server", "http://127.0.0.1:1", "--listen", "0.0.0.0:0"}, 2, "not a loopback address"},
 		}
 		for _, tt := range tests {
 			if tt.args[0] == "--backend-timeout" && !e.local {

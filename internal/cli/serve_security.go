@@ -121,7 +121,7 @@ func (a *app) addSecurityFlags(cmd *cobra.Command, o *securityOptions) {
 	f.StringVar(&o.oidc.IssuerURL, "oidc-issuer-url", "", "authenticate OIDC ID tokens of this issuer (its discovery document and JWKS)")
 	f.StringVar(&o.oidc.ClientID, "oidc-client-id", "", "the audience OIDC ID tokens must be issued for")
 	f.StringVar(&o.oidc.UsernameClaim, "oidc-username-claim", "sub", "the ID token claim naming the user")
-	f.StringVar(&o.oidc.UsernamePrefix, "oidc-username-prefix", "", "prefix of OIDC user names (e.g. oidc:)")
+	f.StringVar(&o.oidc.UsernamePrefix, "oidc-username-prefix", "", "prefix of OIDC user names (e.g. oidc:); default: the issuer URL and # unless the claim is email; - : none")
 	f.StringVar(&o.oidc.GroupsClaim, "oidc-groups-claim", "", "the ID token claim holding the user's groups")
 	f.StringVar(&o.oidc.GroupsPrefix, "oidc-groups-prefix", "", "prefix of OIDC group names")
 	f.StringVar(&o.oidcCAFile, "oidc-ca-file", "", "PEM CA the OIDC issuer's certificate is signed by (default: the system's)")
@@ -256,7 +256,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	if tokens == nil {
 		tokens = &authn.TokenFile{}
 	}
-	adminToken, adminFile, err := a.adminToken()
+	adminToken, adminFile, err := a.adminToken(log)
 	if err != nil {
 		return nil, err
 	}
@@ -337,14 +337,27 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 	return s, nil
 }
 
-// adminToken reads <data-dir>/admin.token, creating it (0600) on first start.
-func (a *app) adminToken() (token, path string, err error) {
+// adminToken reads <data-dir>/admin.token, creating it (0600) on first
+// start. An existing one that others may read is made 0600: whoever reads
+// it is admin.
+func (a *app) adminToken(log *slog.Logger) (token, path string, err error) {
 	path = filepath.Join(a.dataDir, "admin.token")
 	b, err := os.ReadFile(path)
 	if err == nil {
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
 			return "", "", fmt.Errorf("admin token %s is empty: remove it to have a new one written", path)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return "", "", fmt.Errorf("admin token: %w", err)
+		}
+		if perm := st.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", "", fmt.Errorf("admin token %s is readable by others (mode %04o) and could not be made 0600: %w", path, perm, err)
+			}
+			log.Warn("the admin token was readable by others: made it 0600; if others could read it, remove it and restart to have a new one written",
+				"path", path, "mode", fmt.Sprintf("%04o", perm))
 		}
 		return tok, path, nil
 	}
@@ -398,6 +411,11 @@ func (s *security) writeKubeconfig(dataDir, addr string) (string, error) {
 	cfg.Contexts["cairn"] = &clientcmdapi.Context{Cluster: "cairn", AuthInfo: "cairn-admin", Namespace: "default"}
 	cfg.CurrentContext = "cairn"
 	path := filepath.Join(dataDir, "kubeconfig")
+	// An existing file keeps its mode when rewritten: make it private
+	// before the token goes in, not after.
+	if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("write kubeconfig: %w", err)
+	}
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return "", fmt.Errorf("write kubeconfig: %w", err)
 	}
