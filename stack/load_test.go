@@ -368,8 +368,27 @@ func TestBadParameters(t *testing.T) {
 		t.Errorf("ValidateParameters of a valid spec: %v", err)
 	}
 
-	// A var whose optional parameter has no value is named.
+	// An enum names its allowed values on this path (the schema package's
+	// own message stays AJV's, which Capact's clients compare).
 	files := webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "      domain: {type: string, default: example.com}",
+		"      domain: {type: string, default: example.com}\n      tier: {type: string, enum: [small, large]}\n      zones: {type: array, items: {enum: [a, 1, true]}}", 1)
+	s = mustLoad(t, writeTree(t, files))
+	for _, tt := range []struct {
+		spec map[string]any
+		want string
+	}{
+		{map[string]any{"image": "x", "tier": "huge"}, `spec/tier must be equal to one of the allowed values: "small", "large"`},
+		{map[string]any{"image": "x", "zones": []any{"a", "b"}}, `spec/zones/1 must be equal to one of the allowed values: "a", 1, true`},
+	} {
+		err := s.ValidateParameters(tt.spec)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || len(cairn.Causes(err)) != 1 || cairn.Causes(err)[0].String() != tt.want {
+			t.Errorf("spec %v: %v (causes %v): want %q", tt.spec, err, cairn.Causes(err), tt.want)
+		}
+	}
+
+	// A var whose optional parameter has no value is named.
+	files = webStack()
 	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "      domain: {type: string, default: example.com}", "      domain: {type: string}", 1)
 	s = mustLoad(t, writeTree(t, files))
 	_, err := Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))
