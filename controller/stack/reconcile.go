@@ -194,7 +194,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 	if rerr != nil {
 		next.setCondition(Condition{Type: "Synced", Status: "False", Reason: "ReconcileError", Message: rerr.Error()}, now)
 		next.event(now, "Warning", rerr.reason, rerr.Error())
-		if len(next.Conditions) == 1 || next.condition("Ready") == nil {
+		// Ready says what the children are only when a reconcile of this
+		// generation saw them (a transient failure on a resync keeps it);
+		// otherwise it would describe an earlier spec, or an earlier
+		// state (waiting for the dependencies), as if it were this one.
+		if r := next.condition("Ready"); r == nil || r.ObservedGeneration != next.ObservedGeneration || (r.Reason != "Available" && r.Reason != "Unavailable") {
 			next.setCondition(Condition{Type: "Ready", Status: "False", Reason: "ReconcileError", Message: "the installation could not be applied: " + rerr.Error()}, now)
 		}
 	} else {
