@@ -196,8 +196,12 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, ids: map[string]string{},
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, ids: map[string]string{},
 		stack: st, digest: digest, overrides: r.Dependencies, ifSpec: r.IfParametersDigest}
+	// A root that an install created as the dependency of another (its
+	// spec changed since: the stack controller installs its dependencies
+	// again) stays what that install made it: its sharing is kept.
+	in.keepSharing = root != nil && rootIDOf(*root) != root.ID
 	if root != nil && in.ifSpec == "" {
 		// What the install changes is the spec as it is now: a change
 		// made while it runs is not overwritten.
@@ -281,8 +285,10 @@ type installer struct {
 	// since, and it is not created again.
 	root string
 	mu   sync.Mutex
-	// types: node key -> the installation Type of its stack.
-	types map[string]cairn.TypeRef
+	// types: node key -> the installation Type of its stack; stacks:
+	// node key -> its stack.
+	types  map[string]cairn.TypeRef
+	stacks map[string]*pkg.Stack
 	// ids: node key -> installation id, once known.
 	ids map[string]string
 	// stack is the root's stack; digest the hub.ParametersDigest of the
@@ -295,6 +301,8 @@ type installer struct {
 	// ifSpec is the ParametersDigest the root's spec must still have when
 	// the root is written (ErrSpecChanged).
 	ifSpec string
+	// keepSharing: the root's sharing annotations are left as they are.
+	keepSharing bool
 }
 
 func specOf(inst cairn.Instance) map[string]any {
@@ -310,8 +318,13 @@ func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.Key, err)
 		}
+		st, err := e.Stack()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Key, err)
+		}
 		in.mu.Lock()
 		in.types[n.Key] = e.InstallationType
+		in.stacks[n.Key] = st
 		in.mu.Unlock()
 	}
 	return nil
@@ -415,8 +428,25 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		set[hub.AnnotationSharingMode] = string(deps.SharingGroupMode)
 	}
 	del := []string{hub.AnnotationWaiting}
+	// Every installation records the spec its dependencies were installed
+	// for: the stack controller installs them again when its spec changes
+	// (a kubectl patch), the root's or an intermediate one's.
+	in.mu.Lock()
+	nodeStack := in.stacks[key]
+	in.mu.Unlock()
+	if nodeStack != nil {
+		d, err := hub.ParametersDigest(nodeStack, req.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("parameters: %w", err)
+		}
+		set[hub.AnnotationParametersDigest] = d
+	}
 	if key == in.root {
 		set[hub.AnnotationParametersDigest] = in.digest
+		if in.keepSharing {
+			delete(set, hub.AnnotationSharingMode)
+			delete(set, hub.AnnotationSharingGroup)
+		}
 		if len(in.overrides) > 0 {
 			b, err := json.Marshal(in.overrides)
 			if err != nil {

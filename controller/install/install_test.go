@@ -974,3 +974,97 @@ func TestDroppedExclusiveDependencyDeleted(t *testing.T) {
 	// Deleted as any installation with children is: by the controller.
 	waitGone(t, ctx, h, own.ID)
 }
+
+// A chain chain -> team-portal -> flags-env: when the spec of the
+// intermediate installation (the portal) changes (kubectl patch of its
+// team), its own dependencies are resolved and installed again for it, as
+// for a root: the new team's flags are installed and used, the edge to
+// the old team's goes, its outputs are the new flags', and it stays what
+// its install made it (exclusive to the chain, of the chain's root).
+func TestIntermediateSpecChangeReinstallsItsDependencies(t *testing.T) {
+	counter := &ensureCounter{n: map[string]int{}}
+	ctx, h, c := newHubWith(t, nil, func(d stackctl.Dependencies) stackctl.Dependencies { counter.next = d; return counter })
+	addTestStacks(t, ctx, h, "testdata/chain")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "chain", Parameters: map[string]any{"team": "kteam"}}, nil); err != nil || len(res.Installed) != 3 {
+		t.Fatalf("install a: %+v %v", res, err)
+	}
+	portalPath := cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal")
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Chain"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.GetInstanceByName(ctx, portalPath, "dev", "a-portal", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	flagsOf := func(team string) cairn.Instance {
+		t.Helper()
+		all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			var spec map[string]any
+			_ = json.Unmarshal(f.Latest.Value, &spec)
+			if spec["team"] == team {
+				return f
+			}
+		}
+		return cairn.Instance{}
+	}
+	old := flagsOf("kteam")
+	if old.ID == "" || !contains(b.Uses, old.ID) {
+		t.Fatalf("a-portal uses %v: want team kteam's flags %s", b.Uses, old.ID)
+	}
+	// Settled: reconciling it again never hands it to the installer.
+	n := counter.count(b.ID)
+	if _, err := c.Reconcile(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.count(b.ID); got != n {
+		t.Fatalf("the unchanged intermediate installation was handed to the installer %d times", got-n)
+	}
+
+	// kubectl patch teamportal a-portal: spec.team kteam -> other.
+	if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: b.ID, IfSeq: b.Seq, Value: json.RawMessage(`{"team":"other"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, err := h.GetInstance(ctx, b.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(cur.Status, &st)
+		ready := false
+		for _, c := range st.Conditions {
+			ready = ready || c.Type == "Ready" && c.Status == "True" && c.ObservedGeneration >= int64(cur.Latest.ResourceVersion)
+		}
+		f := flagsOf("other")
+		if ready && f.ID != "" && contains(cur.Uses, f.ID) && st.Outputs["newProjectFlag"] == f.Name+"-new-project" {
+			if contains(cur.Uses, old.ID) {
+				t.Errorf("a-portal still uses team kteam's flags: %v", cur.Uses)
+			}
+			if hub.SharingOf(cur).Mode != deps.SharingNone || cur.Annotations[hub.AnnotationRootID] != a.ID {
+				t.Errorf("a-portal's sharing %+v, root %s: want still exclusive to the chain's root %s", hub.SharingOf(cur), cur.Annotations[hub.AnnotationRootID], a.ID)
+			}
+			var spec map[string]any
+			_ = json.Unmarshal(cur.Latest.Value, &spec)
+			if spec["team"] != "other" {
+				t.Errorf("a-portal's spec %v: want the patched team", spec)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a-portal after the patch: uses %v, other's flags %q, status %s", cur.Uses, f.ID, cur.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The old flags are shared: kept, deletable now that nothing uses them.
+	if err := h.DeleteInstance(ctx, old.ID, ""); err != nil {
+		t.Errorf("deleting team kteam's flags nothing uses now: %v", err)
+	}
+}

@@ -639,20 +639,22 @@ func (c *Controller) sharingStatus(e hub.StackEntry) *deps.SharingStatus {
 	return ss
 }
 
-// dependenciesStale reports whether a root installation's dependencies
-// were installed for another spec than it has: never installed (applied
+// dependenciesStale reports whether an installation's dependencies were
+// installed for another spec than it has: never installed (applied
 // without cairn install), or the spec changed since (a kubectl patch),
-// by hub.ParametersDigest, which the installer records and which counts
-// schema defaults, so an unchanged spec is never installed again. An
-// installation that an install created as the dependency of another is
-// left to that install, and invalid parameters to the render, which
-// reports them.
+// by hub.ParametersDigest, which the installer records on every
+// installation it writes and which counts schema defaults, so an
+// unchanged spec is never installed again. That holds for an installation
+// an install created as the dependency of another (the middle of a chain)
+// as for a root: its own dependencies follow its spec. One written before
+// installers recorded the digest on dependencies has none and is left as
+// it is; invalid parameters are left to the render, which reports them.
 func (c *Controller) dependenciesStale(inst cairn.Instance, e hub.StackEntry) bool {
-	switch root := inst.Annotations[hub.AnnotationRootID]; root {
-	case "":
+	root := inst.Annotations[hub.AnnotationRootID]
+	if root == "" {
 		return true
-	case inst.ID:
-	default:
+	}
+	if root != inst.ID && inst.Annotations[hub.AnnotationParametersDigest] == "" {
 		return false
 	}
 	s, err := c.stackOf(e)
