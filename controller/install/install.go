@@ -145,11 +145,30 @@ func rootIDOf(inst cairn.Instance) string {
 // nothing. An unrunnable plan (unmapped inputs) is returned with the error
 // Plan.Ready gives.
 func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
-	req, _, _, err := s.resolve(ctx, r)
+	req, entry, _, err := s.resolve(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return s.plan(ctx, req)
+	p, err := s.plan(ctx, req)
+	if p == nil {
+		return nil, err
+	}
+	// What install will do with each node, against the installations as
+	// they are: an unchanged one is skipped, a changed one updated, with
+	// the children that would change.
+	st, serr := entry.Stack()
+	if serr != nil {
+		return p, serr
+	}
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{},
+		ids: map[string]string{}, stack: st, withValues: true}
+	if lerr := in.learn(ctx, p); lerr != nil {
+		return p, lerr
+	}
+	if perr := (&deps.Executor{Installer: in}).Preview(ctx, p); perr != nil {
+		return p, perr
+	}
+	return p, err
 }
 
 func (s *Service) plan(ctx context.Context, req deps.Request) (*deps.Plan, error) {
@@ -303,6 +322,34 @@ type installer struct {
 	ifSpec string
 	// keepSharing: the root's sharing annotations are left as they are.
 	keepSharing bool
+	// withValues: Get reads each installation's spec too (a preview
+	// names the parameters an update changes); preview renders for it.
+	withValues bool
+	preview    *stackctl.Controller
+}
+
+// PreviewInstall implements deps.Previewer: the children the stack
+// controller would create, update or delete once the installation has
+// req's parameters (and stack version), rendered without writing.
+func (in *installer) PreviewInstall(ctx context.Context, req deps.InstallRequest) ([]string, error) {
+	t, err := in.typeOf(req.Namespace + "/" + req.Name)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, req.Namespace, req.Name, true)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Latest.Value, err = json.Marshal(nonNilMap(req.Parameters)); err != nil {
+		return nil, err
+	}
+	cur.Annotations = hub.WithAnnotations(cur.Annotations, map[string]string{hub.AnnotationStackVersion: req.Stack.Version}, hub.AnnotationWaiting)
+	if in.preview == nil {
+		// A controller of its own, never run: its render cache is not
+		// the serving controller's.
+		in.preview = stackctl.New(stackctl.Config{Hub: in.s.Hub, Identity: "cairn-plan"})
+	}
+	return in.preview.PreviewChildren(ctx, cur)
 }
 
 func specOf(inst cairn.Instance) map[string]any {
@@ -346,7 +393,7 @@ func (in *installer) read(ctx context.Context, namespace, name string) (*cairn.I
 	if err != nil {
 		return nil, err
 	}
-	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, false)
+	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, in.withValues)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return nil, nil
 	}
@@ -368,6 +415,9 @@ func installed(inst *cairn.Instance) *deps.Installed {
 		RootID: rootIDOf(*inst), Outputs: st.Outputs}
 	if st.Stack != nil {
 		out.Stack = deps.Reference{Name: st.Stack.Name, Version: st.Stack.Version}
+	}
+	if len(inst.Latest.Value) > 0 {
+		out.Parameters = specOf(*inst)
 	}
 	out.Ready = inst.Annotations[hub.AnnotationWaiting] == "" && condTrue(st, "Ready") && condGen(st, "Ready") >= int64(inst.Latest.ResourceVersion)
 	return out

@@ -1068,3 +1068,70 @@ func TestIntermediateSpecChangeReinstallsItsDependencies(t *testing.T) {
 		t.Errorf("deleting team kteam's flags nothing uses now: %v", err)
 	}
 }
+
+// cairn plan says, per node, what cairn install then does: an existing
+// root installed with the same inputs is skipped, one whose parameters
+// changed is updated (the plan names the children that change), a new
+// dependency is installed, an existing shared one reused.
+func TestPlanSaysWhatInstallDoes(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	steps := []struct {
+		name     string
+		params   map[string]any
+		want     map[string]deps.Change
+		children []string // of the root, in the plan
+	}{
+		{"new", map[string]any{"team": "web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeInstall, "dev/flags-env-": deps.ChangeInstall}, nil},
+		{"again", map[string]any{"team": "web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeSkip, "dev/flags-env-": deps.ChangeReuse}, nil},
+		{"title", map[string]any{"team": "web", "title": "Web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeUpdate, "dev/flags-env-": deps.ChangeReuse},
+			[]string{"update PortalSettings dev/web-portal-settings"}},
+		{"team", map[string]any{"team": "data", "title": "Web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeUpdate, "dev/flags-env-": deps.ChangeInstall}, nil},
+	}
+	for _, st := range steps {
+		req := install.Request{Namespace: "dev", Name: "web-portal", Stack: "team-portal", Parameters: st.params}
+		p, err := svc.Plan(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: plan: %v", st.name, err)
+		}
+		planned := map[string]deps.Change{}
+		for _, n := range p.Nodes {
+			k := n.Key
+			if strings.HasPrefix(k, "dev/flags-env-") {
+				k = "dev/flags-env-"
+			}
+			planned[k] = n.Change
+			if n.Key == p.Root && fmt.Sprint(n.Children) != fmt.Sprint(st.children) {
+				t.Errorf("%s: the plan's children of the root %q, want %q", st.name, n.Children, st.children)
+			}
+		}
+		if fmt.Sprint(planned) != fmt.Sprint(st.want) {
+			t.Errorf("%s: plan %v, want %v", st.name, planned, st.want)
+		}
+		before := installations(t, ctx, h)
+		_, res, err := svc.Install(ctx, req, nil)
+		if err != nil {
+			t.Fatalf("%s: install: %v", st.name, err)
+		}
+		did := map[string]deps.Change{}
+		for _, n := range p.Nodes {
+			k := n.Key
+			if strings.HasPrefix(k, "dev/flags-env-") {
+				k = "dev/flags-env-"
+			}
+			switch {
+			case contains(res.Skipped, n.Key):
+				did[k] = deps.ChangeSkip
+			case contains(res.Reused, n.Key):
+				did[k] = deps.ChangeReuse
+			case contains(res.Installed, n.Key) && !contains(before, n.Key):
+				did[k] = deps.ChangeInstall
+			case contains(res.Installed, n.Key):
+				did[k] = deps.ChangeUpdate
+			}
+		}
+		if fmt.Sprint(did) != fmt.Sprint(planned) {
+			t.Errorf("%s: the plan said %v, install did %v (%+v)", st.name, planned, did, res)
+		}
+	}
+}
