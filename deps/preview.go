@@ -88,6 +88,11 @@ func (e *Executor) Preview(ctx context.Context, p *Plan) error {
 			continue
 		case shared && got.RootID != p.RootID:
 			n.Change, n.ChangeReason = ChangeReuse, "created by another install of the sharing group"
+			if got.Stack.Name != "" {
+				if err := sameStack(got, n); err != nil {
+					n.Change, n.ChangeReason = ChangeFail, err.Error()
+				}
+			}
 			continue
 		case got.RootID != p.RootID:
 			n.Change, n.ChangeReason = ChangeFail, fmt.Sprintf("installation %s exists and belongs to another install (root %s)", n.Key, got.RootID)
@@ -102,7 +107,7 @@ func (e *Executor) Preview(ctx context.Context, p *Plan) error {
 		case got.Digest == req.Digest:
 			n.ChangeReason = "installed with the same inputs but not ready: written again"
 		default:
-			n.ChangeReason = "inputs changed: " + changedInputs(got, req) + unless
+			n.ChangeReason = "inputs changed: " + changedInputs(got, req, n.Paths[0] == "") + unless
 		}
 		if pv, ok := e.Installer.(Previewer); ok {
 			children, err := pv.PreviewInstall(ctx, req)
@@ -119,7 +124,10 @@ func (e *Executor) Preview(ctx context.Context, p *Plan) error {
 // changedInputs names what differs between an installation and the
 // request that would update it: parameters by name (values may be long),
 // the stack version, the sharing; otherwise the rest the digest covers.
-func changedInputs(got *Installed, req InstallRequest) string {
+// A root's sharing is not compared: the plan gives a root the default,
+// and installing one that another install made its dependency keeps
+// that install's.
+func changedInputs(got *Installed, req InstallRequest, root bool) string {
 	var out []string
 	if got.Stack.Name != "" && got.Stack != req.Stack {
 		out = append(out, fmt.Sprintf("stack %s -> %s", got.Stack, req.Stack))
@@ -138,7 +146,7 @@ func changedInputs(got *Installed, req InstallRequest) string {
 			}
 		}
 	}
-	if got.Sharing.Mode != "" && (modeOrDefault(got.Sharing.Mode) != modeOrDefault(req.Sharing.Mode) || got.Sharing.Group != req.Sharing.Group) {
+	if !root && got.Sharing.Mode != "" && (modeOrDefault(got.Sharing.Mode) != modeOrDefault(req.Sharing.Mode) || got.Sharing.Group != req.Sharing.Group) {
 		out = append(out, "sharing")
 	}
 	if len(out) == 0 {

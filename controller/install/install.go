@@ -20,9 +20,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
 
 	"github.com/cairn-dev/cairn"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
@@ -120,6 +123,9 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	case err == nil:
 		root = &cur
 		req.RootID = rootIDOf(cur)
+		if err := s.checkUsers(ctx, cur, entry); err != nil {
+			return deps.Request{}, entry, nil, err
+		}
 	case cairn.HasCode(err, cairn.CodeNotFound):
 		// The root's id is assigned when Install creates it; until then
 		// a stand-in, which the plan shows as one where it matters.
@@ -128,6 +134,64 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	return req, entry, root, nil
+}
+
+// checkUsers refuses to install an existing installation at a version of
+// its stack that an installation using it does not admit: a shared
+// dependency upgraded for one user (installed again at a new version)
+// would otherwise be outside another user's range, which the user's next
+// install refuses and which its stack was never meant to run against.
+// A user admits the version when one of its stack's dependencies on that
+// stack has no range or a range the version meets.
+func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry) error {
+	v, err := semver.NewVersion(entry.Version)
+	if err != nil || len(inst.UsedBy) == 0 {
+		return nil
+	}
+	var refuse []string
+	for _, id := range inst.UsedBy {
+		u, err := s.Hub.GetInstance(ctx, id, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ok, err := s.Hub.IsInstallationType(ctx, u.TypeRef); err != nil || !ok {
+			continue // a child or another instance: not a dependent
+		}
+		ue, err := s.Hub.StackFor(ctx, u.TypeRef, u.Annotations[hub.AnnotationStackVersion])
+		if err != nil {
+			continue
+		}
+		ds, err := deps.FromManifest(&ue.Manifest)
+		if err != nil || ds.Dependencies == nil {
+			continue
+		}
+		var ranges []string
+		admits := false
+		for _, r := range ds.Dependencies.Requires {
+			ref, err := deps.ParseReference(r.Bundle.Reference)
+			if err != nil || ref.Name != entry.Name {
+				continue
+			}
+			c, err := semver.NewConstraint(r.Bundle.Version)
+			if r.Bundle.Version == "" || err != nil || c.Check(v) {
+				admits = true
+				break
+			}
+			ranges = append(ranges, fmt.Sprintf("%s admits %s", r.Name, r.Bundle.Version))
+		}
+		if !admits && len(ranges) > 0 {
+			refuse = append(refuse, fmt.Sprintf("%s/%s (%s@%s, whose dependency %s)", u.Namespace, u.Name, ue.Name, ue.Version, strings.Join(ranges, ", ")))
+		}
+	}
+	if len(refuse) == 0 {
+		return nil
+	}
+	slices.Sort(refuse)
+	return cairn.Errorf(cairn.CodeInvalid, "%s/%s cannot be installed at %s@%s: it is used by %s; upgrade those first (or install the new version under another name)",
+		inst.Namespace, inst.Name, entry.Name, entry.Version, strings.Join(refuse, "; "))
 }
 
 // RootIDStandIn is ${installation.root.id} in the plan of a root that does
@@ -447,7 +511,18 @@ func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Ins
 	if err != nil || inst == nil {
 		return nil, err
 	}
-	return installed(inst), nil
+	got := installed(inst)
+	// With its schema's defaults, as the plan renders parameters: a
+	// default the stored spec leaves out is no change.
+	in.mu.Lock()
+	st := in.stacks[namespace+"/"+name]
+	in.mu.Unlock()
+	if got.Parameters != nil && st != nil {
+		if withDefaults, err := st.Defaults(got.Parameters); err == nil {
+			got.Parameters = withDefaults
+		}
+	}
+	return got, nil
 }
 
 // Install implements deps.Installer: it creates or updates the

@@ -1135,3 +1135,49 @@ func TestPlanSaysWhatInstallDoes(t *testing.T) {
 		}
 	}
 }
+
+// A shared dependency installed again at a version outside the range of
+// an installation that uses it (team-portal asks flags-env 0.x) is refused,
+// in the plan and the install, naming the user: upgrading it for one user
+// would break the other. Within every user's range it is updated.
+func TestUpgradeOfASharedDependencyKeepsItsUsersInRange(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/flags-env-1")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	for _, name := range []string{"p1", "p2"} {
+		if _, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: name, Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}}, nil); err != nil {
+			t.Fatalf("install %s: %v", name, err)
+		}
+	}
+	p, err := svc.Plan(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared string
+	for _, n := range p.Nodes {
+		if n.Key != p.Root {
+			shared = n.Name
+		}
+	}
+	up := install.Request{Namespace: "dev", Name: shared, Stack: "flags-env@1.0.0", Parameters: map[string]any{"team": "web"}}
+	want := []string{"dev/" + shared + " cannot be installed at flags-env@1.0.0: it is used by", "dev/p1", "dev/p2", "team-portal@0.1.0", "flags", "0.x", "1.0.0"}
+	for what, run := range map[string]func() error{
+		"plan":    func() error { _, err := svc.Plan(ctx, up); return err },
+		"install": func() error { _, _, err := svc.Install(ctx, up, nil); return err },
+	} {
+		err := run()
+		if !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("%s of flags-env@1.0.0 for a shared installation its users ask 0.x of: %v, want Invalid", what, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nlacks %q", what, err, w)
+			}
+		}
+	}
+	cur, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", shared, false)
+	if err != nil || cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
+		t.Fatalf("the shared flags after the refused upgrade: %v %v", err, cur.Annotations)
+	}
+}
