@@ -299,6 +299,9 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err := in.learn(ctx, p); err != nil {
 		return p, nil, err
 	}
+	if root != nil {
+		in.rootID = root.ID
+	}
 	if root == nil {
 		// Create the root first, waiting, so its id is the root id of
 		// this and every resumed run; then plan again with it.
@@ -308,6 +311,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 		}
 		req.RootID, req.RootIDPending = created, false
 		in.ifSpec = digest
+		in.rootID = created
 		if p, err = s.plan(ctx, req); err != nil {
 			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {
 				err = fmt.Errorf("%w (and removing the root installation created for it failed: %v)", err, derr)
@@ -386,6 +390,11 @@ type installer struct {
 	ifSpec string
 	// keepSharing: the root's sharing annotations are left as they are.
 	keepSharing bool
+	// rootID is the root installation's id once it exists: every
+	// installation the run reads or writes is held by a uses edge from it
+	// (hold), so none it chose can be deleted before its dependents use
+	// it. "" (a preview) holds nothing.
+	rootID string
 	// withValues: Get reads each installation's spec too (a preview
 	// names the parameters an update changes); preview renders for it.
 	withValues bool
@@ -505,11 +514,39 @@ func condGen(st stackctl.Status, t string) int64 {
 	return 0
 }
 
+// hold adds the uses edge root -> id, so that the installation the run
+// chose (to reuse, or that it installed) cannot be deleted before its
+// dependents get their own edges to it: a user uninstalling its last
+// other user, then it, while this install waits for another dependency,
+// is told that the install uses it. The root's final write sets its edges
+// to exactly its own dependencies, dropping the holds on the others; a
+// failed run keeps them until the root is installed again or deleted.
+// It reports false when the installation is gone.
+func (in *installer) hold(ctx context.Context, id string) (bool, error) {
+	if in.rootID == "" || id == in.rootID {
+		return true, nil
+	}
+	err := in.s.Hub.AddUses(ctx, in.rootID, []string{id})
+	if err == nil || !cairn.HasCode(err, cairn.CodeNotFound) {
+		return true, err
+	}
+	if _, gerr := in.s.Hub.GetInstance(ctx, id, false); cairn.HasCode(gerr, cairn.CodeNotFound) {
+		return false, nil
+	}
+	// The root is gone: the run stops at the root's write, naming it.
+	return true, nil
+}
+
 // Get implements deps.Installer.
 func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Installed, error) {
 	inst, err := in.read(ctx, namespace, name)
 	if err != nil || inst == nil {
 		return nil, err
+	}
+	if ok, err := in.hold(ctx, inst.ID); err != nil {
+		return nil, fmt.Errorf("hold %s/%s for the install: %w", namespace, name, err)
+	} else if !ok {
+		return nil, nil
 	}
 	got := installed(inst)
 	// With its schema's defaults, as the plan renders parameters: a
@@ -694,6 +731,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	in.mu.Lock()
 	in.ids[key] = id
 	in.mu.Unlock()
+	if _, err := in.hold(ctx, id); err != nil {
+		return nil, fmt.Errorf("hold %s for the install: %w", key, err)
+	}
 	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
 	got, err := in.wait(ctx, id, key)
 	if err != nil {

@@ -1181,3 +1181,53 @@ func TestUpgradeOfASharedDependencyKeepsItsUsersInRange(t *testing.T) {
 		t.Fatalf("the shared flags after the refused upgrade: %v %v", err, cur.Annotations)
 	}
 }
+
+// A shared installation that an install in progress has chosen to reuse
+// cannot be deleted from under it: uninstalling its last other user and
+// then the installation itself, while the install waits for another
+// dependency, is refused (the install's root uses it from the moment it
+// is chosen), and the install completes with it.
+func TestReusedDependencyHeldDuringInstall(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/gated", "testdata/two")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "p0", Stack: "team-portal", Parameters: map[string]any{"team": "web"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p0, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := install.Request{Namespace: "dev", Name: "w1", Stack: "two", Parameters: map[string]any{"team": "web", "gate": "g1"}}
+	p, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, gate := nodeOf(p, "flags"), nodeOf(p, "gate")
+	if flags.Action != deps.ActionReuse {
+		t.Fatalf("the flags p0 made: %s, want reuse", flags.Action)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := svc.Install(ctx, req, nil); done <- err }()
+	child := waitFor(t, "the gate's child", func() (cairn.Instance, error) {
+		return h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.cairn.dev", "Gate"), "dev", gate.Name+"-gate", false)
+	})
+	// p0 goes; its flags are now used only by the install in progress.
+	if err := h.DeleteInstance(ctx, p0.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ctx, h, p0.ID)
+	if err := h.DeleteInstance(ctx, flags.InstallationID, ""); !cairn.HasCode(err, cairn.CodeUsedBy) {
+		t.Errorf("deleting the flags the install in progress reuses: %v, want refused as used", err)
+	}
+	if _, err := h.UpdateStatus(ctx, child.ID, json.RawMessage(`{"conditions":[{"type":"Ready","status":"True"}]}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the install: %v", err)
+	}
+	w1, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Two"), "dev", "w1", false)
+	if err != nil || !contains(w1.Uses, flags.InstallationID) {
+		t.Fatalf("w1 %v uses %v: want the reused flags %s", err, w1.Uses, flags.InstallationID)
+	}
+}
