@@ -64,6 +64,9 @@ type Installed struct {
 	RootID  string         `json:"rootID"`
 	Ready   bool           `json:"ready"`
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Parameters are its spec as it is, when the Installer knows it: a
+	// preview names the parameters an update changes.
+	Parameters map[string]any `json:"-"`
 }
 
 // InstallRequest is one node to install, its inputs rendered.

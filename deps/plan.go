@@ -75,6 +75,14 @@ type Node struct {
 	Outputs map[string]Value `json:"outputs,omitempty"`
 	// After lists the nodes that must complete first.
 	After []string `json:"after,omitempty"`
+	// Change is what executing the plan will do with the node against the
+	// installations as they are (Executor.Preview; empty until then), and
+	// ChangeReason why. Children lists, for an update, the changes to the
+	// installation's own children (its rendered resources) when the
+	// Installer can tell (Previewer).
+	Change       Change   `json:"change,omitempty"`
+	ChangeReason string   `json:"changeReason,omitempty"`
+	Children     []string `json:"children,omitempty"`
 
 	stack    *Stack
 	bindings []*binding // this node as a dependency, first one gives its inputs
@@ -191,8 +199,18 @@ func (p *Plan) WriteText(w io.Writer) error {
 				}
 				paths[j] = s
 			}
-			fmt.Fprintf(&b, "  %-7s %s  %s  [%s]\n", n.Action, n.Key, n.Stack, strings.Join(paths, ", "))
+			what := string(n.Action)
+			if n.Change != "" {
+				what = string(n.Change)
+			}
+			fmt.Fprintf(&b, "  %-7s %s  %s  [%s]\n", what, n.Key, n.Stack, strings.Join(paths, ", "))
 			fmt.Fprintf(&b, "          why: %s\n", n.Reason)
+			if n.ChangeReason != "" {
+				fmt.Fprintf(&b, "          %s: %s\n", n.Change, n.ChangeReason)
+			}
+			for _, c := range n.Children {
+				fmt.Fprintf(&b, "          child: %s\n", c)
+			}
 			if n.Action == ActionInstall {
 				fmt.Fprintf(&b, "          sharing: mode %s", modeOrDefault(n.Sharing.Mode))
 				if n.Sharing.Mode != SharingNone {

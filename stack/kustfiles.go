@@ -43,7 +43,11 @@ func checkResources(p *problems, files map[string][]byte) []Resource {
 	}
 	m, err := runKustomize(fsys, "/resources")
 	if err != nil {
-		p.add("resources", 0, "", "kustomize: "+err.Error())
+		dir, msg := kustomizeMessage(err)
+		if dir == "" {
+			dir = "resources"
+		}
+		p.add(dir, 0, "", "kustomize: "+msg)
 		return nil
 	}
 	rs, err := readResources(m, func(n string) string { return n })
@@ -112,8 +116,11 @@ func (c *resourceChecker) dir(dir string) {
 			c.p.add(kf, line(at...), fieldName(at...),
 				fmt.Sprintf("%q is not a path inside the stack package: a stack is self-contained (no remote or absolute paths)", entry))
 		case c.files[target] != nil:
-			if at[0] == "resources" {
+			switch at[0] {
+			case "resources":
 				c.resourceFile(target)
+			case "configurations":
+				c.configFile(target)
 			}
 		case dirOK && c.isDir(target):
 			c.dir(target)

@@ -269,6 +269,13 @@ func TestBadPackages(t *testing.T) {
 			f["resources/kustomization.yaml"] = strings.Replace(f["resources/kustomization.yaml"], "- certificate.yaml\n", "- certificate.yaml\n- dup.yaml\n", 1)
 			f["resources/dup.yaml"] = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"
 		}, []string{"resources: kustomize:", "dup.yaml", "already registered id"}},
+		{"unknown field in a kustomizeconfig", edit("resources/kustomizeconfig.yaml", "varReference:", "varReferenc:"),
+			[]string{"resources/kustomizeconfig.yaml:5: varReferenc: unknown field (known: ", "nameReference", "varReference"}},
+		{"bad replacement field path in a nested kustomization", func(f map[string]string) {
+			f["resources/kustomization.yaml"] = strings.Replace(f["resources/kustomization.yaml"], "- certificate.yaml\n", "- certificate.yaml\n- extra\n", 1)
+			f["resources/extra/kustomization.yaml"] = "resources: [cm.yaml]\nreplacements:\n- source: {kind: ConfigMap, name: extra, fieldPath: data.a}\n  targets:\n  - select: {kind: ConfigMap, name: extra}\n    fieldPaths: [data.b.deep]\n"
+			f["resources/extra/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: x, b: y}\n"
+		}, []string{"resources/extra: kustomize: ", `unable to find field "data.b.deep" in replacement target`, "(the node there is: y)"}},
 		{"kustomization not yaml", edit("resources/kustomization.yaml", "resources:", "resources: [\n"),
 			[]string{"resources/kustomization.yaml", "not a valid kustomization"}},
 		{"reserved directory", func(f map[string]string) { f[overlayDir+"/x"] = "" },
@@ -290,7 +297,31 @@ func TestBadPackages(t *testing.T) {
 					t.Errorf("error %q\nlacks %q", err, w)
 				}
 			}
+			// kustomize's own texts come out as one message, without its
+			// misleading accumulation chain.
+			for _, c := range cairn.Causes(err) {
+				if strings.Contains(c.String(), "\n") || strings.Contains(c.String(), "accumulation err") {
+					t.Errorf("cause %q: want one clear line", c)
+				}
+			}
 		})
+	}
+}
+
+// A replacement of stack.yaml whose target fieldPath does not fit the
+// resource fails when rendered (its select matches, so loading passes);
+// the error names the replacement in stack.yaml and is one line.
+func TestRenderBadReplacementFieldPath(t *testing.T) {
+	files := webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "    fieldPaths: [spec.replicas]", "    fieldPaths: [spec.replicas.count]", 1)
+	s := mustLoad(t, writeTree(t, files))
+	_, err := Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))
+	want := `stack.yaml:28: replacements[0].targets[0].fieldPaths[0]: "spec.replicas.count": unable to find field "spec.replicas.count" in replacement target: wrong node kind: expected MappingNode but got ScalarNode (the node there is: 1)`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("render: %v\nwant it to contain %q, on one line", err, want)
+	}
+	if cairn.ErrorCode(err) != cairn.CodeInvalid {
+		t.Errorf("code %s", cairn.ErrorCode(err))
 	}
 }
 
@@ -368,8 +399,27 @@ func TestBadParameters(t *testing.T) {
 		t.Errorf("ValidateParameters of a valid spec: %v", err)
 	}
 
-	// A var whose optional parameter has no value is named.
+	// An enum names its allowed values on this path (the schema package's
+	// own message stays AJV's, which Capact's clients compare).
 	files := webStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "      domain: {type: string, default: example.com}",
+		"      domain: {type: string, default: example.com}\n      tier: {type: string, enum: [small, large]}\n      zones: {type: array, items: {enum: [a, 1, true]}}", 1)
+	s = mustLoad(t, writeTree(t, files))
+	for _, tt := range []struct {
+		spec map[string]any
+		want string
+	}{
+		{map[string]any{"image": "x", "tier": "huge"}, `spec/tier must be equal to one of the allowed values: "small", "large"`},
+		{map[string]any{"image": "x", "zones": []any{"a", "b"}}, `spec/zones/1 must be equal to one of the allowed values: "a", 1, true`},
+	} {
+		err := s.ValidateParameters(tt.spec)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || len(cairn.Causes(err)) != 1 || cairn.Causes(err)[0].String() != tt.want {
+			t.Errorf("spec %v: %v (causes %v): want %q", tt.spec, err, cairn.Causes(err), tt.want)
+		}
+	}
+
+	// A var whose optional parameter has no value is named.
+	files = webStack()
 	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "      domain: {type: string, default: example.com}", "      domain: {type: string}", 1)
 	s = mustLoad(t, writeTree(t, files))
 	_, err := Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))

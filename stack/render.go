@@ -211,7 +211,7 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 	}
 	m, err := runKustomize(fsys, "/"+overlayDir)
 	if err != nil {
-		return nil, cairn.Errorf(cairn.CodeInvalid, "render %s of stack %s: kustomize: %w", inst.Name, s.Manifest.Name, err)
+		return nil, s.renderError(inst.Name, err)
 	}
 	children, err := readResources(m, func(name string) string {
 		name = strings.TrimPrefix(name, k.NamePrefix)

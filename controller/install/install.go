@@ -20,9 +20,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
 
 	"github.com/cairn-dev/cairn"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
@@ -120,6 +123,9 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	case err == nil:
 		root = &cur
 		req.RootID = rootIDOf(cur)
+		if err := s.checkUsers(ctx, cur, entry); err != nil {
+			return deps.Request{}, entry, nil, err
+		}
 	case cairn.HasCode(err, cairn.CodeNotFound):
 		// The root's id is assigned when Install creates it; until then
 		// a stand-in, which the plan shows as one where it matters.
@@ -128,6 +134,64 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	return req, entry, root, nil
+}
+
+// checkUsers refuses to install an existing installation at a version of
+// its stack that an installation using it does not admit: a shared
+// dependency upgraded for one user (installed again at a new version)
+// would otherwise be outside another user's range, which the user's next
+// install refuses and which its stack was never meant to run against.
+// A user admits the version when one of its stack's dependencies on that
+// stack has no range or a range the version meets.
+func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry) error {
+	v, err := semver.NewVersion(entry.Version)
+	if err != nil || len(inst.UsedBy) == 0 {
+		return nil
+	}
+	var refuse []string
+	for _, id := range inst.UsedBy {
+		u, err := s.Hub.GetInstance(ctx, id, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ok, err := s.Hub.IsInstallationType(ctx, u.TypeRef); err != nil || !ok {
+			continue // a child or another instance: not a dependent
+		}
+		ue, err := s.Hub.StackFor(ctx, u.TypeRef, u.Annotations[hub.AnnotationStackVersion])
+		if err != nil {
+			continue
+		}
+		ds, err := deps.FromManifest(&ue.Manifest)
+		if err != nil || ds.Dependencies == nil {
+			continue
+		}
+		var ranges []string
+		admits := false
+		for _, r := range ds.Dependencies.Requires {
+			ref, err := deps.ParseReference(r.Bundle.Reference)
+			if err != nil || ref.Name != entry.Name {
+				continue
+			}
+			c, err := semver.NewConstraint(r.Bundle.Version)
+			if r.Bundle.Version == "" || err != nil || c.Check(v) {
+				admits = true
+				break
+			}
+			ranges = append(ranges, fmt.Sprintf("%s admits %s", r.Name, r.Bundle.Version))
+		}
+		if !admits && len(ranges) > 0 {
+			refuse = append(refuse, fmt.Sprintf("%s/%s (%s@%s, whose dependency %s)", u.Namespace, u.Name, ue.Name, ue.Version, strings.Join(ranges, ", ")))
+		}
+	}
+	if len(refuse) == 0 {
+		return nil
+	}
+	slices.Sort(refuse)
+	return cairn.Errorf(cairn.CodeInvalid, "%s/%s cannot be installed at %s@%s: it is used by %s; upgrade those first (or install the new version under another name)",
+		inst.Namespace, inst.Name, entry.Name, entry.Version, strings.Join(refuse, "; "))
 }
 
 // RootIDStandIn is ${installation.root.id} in the plan of a root that does
@@ -145,11 +209,30 @@ func rootIDOf(inst cairn.Instance) string {
 // nothing. An unrunnable plan (unmapped inputs) is returned with the error
 // Plan.Ready gives.
 func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
-	req, _, _, err := s.resolve(ctx, r)
+	req, entry, _, err := s.resolve(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return s.plan(ctx, req)
+	p, err := s.plan(ctx, req)
+	if p == nil {
+		return nil, err
+	}
+	// What install will do with each node, against the installations as
+	// they are: an unchanged one is skipped, a changed one updated, with
+	// the children that would change.
+	st, serr := entry.Stack()
+	if serr != nil {
+		return p, serr
+	}
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{},
+		ids: map[string]string{}, stack: st, withValues: true}
+	if lerr := in.learn(ctx, p); lerr != nil {
+		return p, lerr
+	}
+	if perr := (&deps.Executor{Installer: in}).Preview(ctx, p); perr != nil {
+		return p, perr
+	}
+	return p, err
 }
 
 func (s *Service) plan(ctx context.Context, req deps.Request) (*deps.Plan, error) {
@@ -196,8 +279,12 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, ids: map[string]string{},
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, ids: map[string]string{},
 		stack: st, digest: digest, overrides: r.Dependencies, ifSpec: r.IfParametersDigest}
+	// A root that an install created as the dependency of another (its
+	// spec changed since: the stack controller installs its dependencies
+	// again) stays what that install made it: its sharing is kept.
+	in.keepSharing = root != nil && rootIDOf(*root) != root.ID
 	if root != nil && in.ifSpec == "" {
 		// What the install changes is the spec as it is now: a change
 		// made while it runs is not overwritten.
@@ -212,6 +299,9 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err := in.learn(ctx, p); err != nil {
 		return p, nil, err
 	}
+	if root != nil {
+		in.rootID = root.ID
+	}
 	if root == nil {
 		// Create the root first, waiting, so its id is the root id of
 		// this and every resumed run; then plan again with it.
@@ -221,6 +311,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 		}
 		req.RootID, req.RootIDPending = created, false
 		in.ifSpec = digest
+		in.rootID = created
 		if p, err = s.plan(ctx, req); err != nil {
 			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {
 				err = fmt.Errorf("%w (and removing the root installation created for it failed: %v)", err, derr)
@@ -281,8 +372,10 @@ type installer struct {
 	// since, and it is not created again.
 	root string
 	mu   sync.Mutex
-	// types: node key -> the installation Type of its stack.
-	types map[string]cairn.TypeRef
+	// types: node key -> the installation Type of its stack; stacks:
+	// node key -> its stack.
+	types  map[string]cairn.TypeRef
+	stacks map[string]*pkg.Stack
 	// ids: node key -> installation id, once known.
 	ids map[string]string
 	// stack is the root's stack; digest the hub.ParametersDigest of the
@@ -295,6 +388,41 @@ type installer struct {
 	// ifSpec is the ParametersDigest the root's spec must still have when
 	// the root is written (ErrSpecChanged).
 	ifSpec string
+	// keepSharing: the root's sharing annotations are left as they are.
+	keepSharing bool
+	// rootID is the root installation's id once it exists: every
+	// installation the run reads or writes is held by a uses edge from it
+	// (hold), so none it chose can be deleted before its dependents use
+	// it. "" (a preview) holds nothing.
+	rootID string
+	// withValues: Get reads each installation's spec too (a preview
+	// names the parameters an update changes); preview renders for it.
+	withValues bool
+	preview    *stackctl.Controller
+}
+
+// PreviewInstall implements deps.Previewer: the children the stack
+// controller would create, update or delete once the installation has
+// req's parameters (and stack version), rendered without writing.
+func (in *installer) PreviewInstall(ctx context.Context, req deps.InstallRequest) ([]string, error) {
+	t, err := in.typeOf(req.Namespace + "/" + req.Name)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, req.Namespace, req.Name, true)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Latest.Value, err = json.Marshal(nonNilMap(req.Parameters)); err != nil {
+		return nil, err
+	}
+	cur.Annotations = hub.WithAnnotations(cur.Annotations, map[string]string{hub.AnnotationStackVersion: req.Stack.Version}, hub.AnnotationWaiting)
+	if in.preview == nil {
+		// A controller of its own, never run: its render cache is not
+		// the serving controller's.
+		in.preview = stackctl.New(stackctl.Config{Hub: in.s.Hub, Identity: "cairn-plan"})
+	}
+	return in.preview.PreviewChildren(ctx, cur)
 }
 
 func specOf(inst cairn.Instance) map[string]any {
@@ -310,8 +438,13 @@ func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", n.Key, err)
 		}
+		st, err := e.Stack()
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Key, err)
+		}
 		in.mu.Lock()
 		in.types[n.Key] = e.InstallationType
+		in.stacks[n.Key] = st
 		in.mu.Unlock()
 	}
 	return nil
@@ -333,7 +466,7 @@ func (in *installer) read(ctx context.Context, namespace, name string) (*cairn.I
 	if err != nil {
 		return nil, err
 	}
-	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, false)
+	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, in.withValues)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return nil, nil
 	}
@@ -355,6 +488,9 @@ func installed(inst *cairn.Instance) *deps.Installed {
 		RootID: rootIDOf(*inst), Outputs: st.Outputs}
 	if st.Stack != nil {
 		out.Stack = deps.Reference{Name: st.Stack.Name, Version: st.Stack.Version}
+	}
+	if len(inst.Latest.Value) > 0 {
+		out.Parameters = specOf(*inst)
 	}
 	out.Ready = inst.Annotations[hub.AnnotationWaiting] == "" && condTrue(st, "Ready") && condGen(st, "Ready") >= int64(inst.Latest.ResourceVersion)
 	return out
@@ -378,13 +514,52 @@ func condGen(st stackctl.Status, t string) int64 {
 	return 0
 }
 
+// hold adds the uses edge root -> id, so that the installation the run
+// chose (to reuse, or that it installed) cannot be deleted before its
+// dependents get their own edges to it: a user uninstalling its last
+// other user, then it, while this install waits for another dependency,
+// is told that the install uses it. The root's final write sets its edges
+// to exactly its own dependencies, dropping the holds on the others; a
+// failed run keeps them until the root is installed again or deleted.
+// It reports false when the installation is gone.
+func (in *installer) hold(ctx context.Context, id string) (bool, error) {
+	if in.rootID == "" || id == in.rootID {
+		return true, nil
+	}
+	err := in.s.Hub.AddUses(ctx, in.rootID, []string{id})
+	if err == nil || !cairn.HasCode(err, cairn.CodeNotFound) {
+		return true, err
+	}
+	if _, gerr := in.s.Hub.GetInstance(ctx, id, false); cairn.HasCode(gerr, cairn.CodeNotFound) {
+		return false, nil
+	}
+	// The root is gone: the run stops at the root's write, naming it.
+	return true, nil
+}
+
 // Get implements deps.Installer.
 func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Installed, error) {
 	inst, err := in.read(ctx, namespace, name)
 	if err != nil || inst == nil {
 		return nil, err
 	}
-	return installed(inst), nil
+	if ok, err := in.hold(ctx, inst.ID); err != nil {
+		return nil, fmt.Errorf("hold %s/%s for the install: %w", namespace, name, err)
+	} else if !ok {
+		return nil, nil
+	}
+	got := installed(inst)
+	// With its schema's defaults, as the plan renders parameters: a
+	// default the stored spec leaves out is no change.
+	in.mu.Lock()
+	st := in.stacks[namespace+"/"+name]
+	in.mu.Unlock()
+	if got.Parameters != nil && st != nil {
+		if withDefaults, err := st.Defaults(got.Parameters); err == nil {
+			got.Parameters = withDefaults
+		}
+	}
+	return got, nil
 }
 
 // Install implements deps.Installer: it creates or updates the
@@ -415,8 +590,25 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		set[hub.AnnotationSharingMode] = string(deps.SharingGroupMode)
 	}
 	del := []string{hub.AnnotationWaiting}
+	// Every installation records the spec its dependencies were installed
+	// for: the stack controller installs them again when its spec changes
+	// (a kubectl patch), the root's or an intermediate one's.
+	in.mu.Lock()
+	nodeStack := in.stacks[key]
+	in.mu.Unlock()
+	if nodeStack != nil {
+		d, err := hub.ParametersDigest(nodeStack, req.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("parameters: %w", err)
+		}
+		set[hub.AnnotationParametersDigest] = d
+	}
 	if key == in.root {
 		set[hub.AnnotationParametersDigest] = in.digest
+		if in.keepSharing {
+			delete(set, hub.AnnotationSharingMode)
+			delete(set, hub.AnnotationSharingGroup)
+		}
 		if len(in.overrides) > 0 {
 			b, err := json.Marshal(in.overrides)
 			if err != nil {
@@ -539,6 +731,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	in.mu.Lock()
 	in.ids[key] = id
 	in.mu.Unlock()
+	if _, err := in.hold(ctx, id); err != nil {
+		return nil, fmt.Errorf("hold %s for the install: %w", key, err)
+	}
 	in.s.log().InfoContext(ctx, "installation written; waiting until ready", "installation", key, "stack", req.Stack.String(), "create", req.Create)
 	got, err := in.wait(ctx, id, key)
 	if err != nil {

@@ -974,3 +974,260 @@ func TestDroppedExclusiveDependencyDeleted(t *testing.T) {
 	// Deleted as any installation with children is: by the controller.
 	waitGone(t, ctx, h, own.ID)
 }
+
+// A chain chain -> team-portal -> flags-env: when the spec of the
+// intermediate installation (the portal) changes (kubectl patch of its
+// team), its own dependencies are resolved and installed again for it, as
+// for a root: the new team's flags are installed and used, the edge to
+// the old team's goes, its outputs are the new flags', and it stays what
+// its install made it (exclusive to the chain, of the chain's root).
+func TestIntermediateSpecChangeReinstallsItsDependencies(t *testing.T) {
+	counter := &ensureCounter{n: map[string]int{}}
+	ctx, h, c := newHubWith(t, nil, func(d stackctl.Dependencies) stackctl.Dependencies { counter.next = d; return counter })
+	addTestStacks(t, ctx, h, "testdata/chain")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, res, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "a", Stack: "chain", Parameters: map[string]any{"team": "kteam"}}, nil); err != nil || len(res.Installed) != 3 {
+		t.Fatalf("install a: %+v %v", res, err)
+	}
+	portalPath := cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal")
+	a, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Chain"), "dev", "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.GetInstanceByName(ctx, portalPath, "dev", "a-portal", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
+	flagsOf := func(team string) cairn.Instance {
+		t.Helper()
+		all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			var spec map[string]any
+			_ = json.Unmarshal(f.Latest.Value, &spec)
+			if spec["team"] == team {
+				return f
+			}
+		}
+		return cairn.Instance{}
+	}
+	old := flagsOf("kteam")
+	if old.ID == "" || !contains(b.Uses, old.ID) {
+		t.Fatalf("a-portal uses %v: want team kteam's flags %s", b.Uses, old.ID)
+	}
+	// Settled: reconciling it again never hands it to the installer.
+	n := counter.count(b.ID)
+	if _, err := c.Reconcile(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.count(b.ID); got != n {
+		t.Fatalf("the unchanged intermediate installation was handed to the installer %d times", got-n)
+	}
+
+	// kubectl patch teamportal a-portal: spec.team kteam -> other.
+	if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: b.ID, IfSeq: b.Seq, Value: json.RawMessage(`{"team":"other"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, err := h.GetInstance(ctx, b.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(cur.Status, &st)
+		ready := false
+		for _, c := range st.Conditions {
+			ready = ready || c.Type == "Ready" && c.Status == "True" && c.ObservedGeneration >= int64(cur.Latest.ResourceVersion)
+		}
+		f := flagsOf("other")
+		if ready && f.ID != "" && contains(cur.Uses, f.ID) && st.Outputs["newProjectFlag"] == f.Name+"-new-project" {
+			if contains(cur.Uses, old.ID) {
+				t.Errorf("a-portal still uses team kteam's flags: %v", cur.Uses)
+			}
+			if hub.SharingOf(cur).Mode != deps.SharingNone || cur.Annotations[hub.AnnotationRootID] != a.ID {
+				t.Errorf("a-portal's sharing %+v, root %s: want still exclusive to the chain's root %s", hub.SharingOf(cur), cur.Annotations[hub.AnnotationRootID], a.ID)
+			}
+			var spec map[string]any
+			_ = json.Unmarshal(cur.Latest.Value, &spec)
+			if spec["team"] != "other" {
+				t.Errorf("a-portal's spec %v: want the patched team", spec)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a-portal after the patch: uses %v, other's flags %q, status %s", cur.Uses, f.ID, cur.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The old flags are shared: kept, deletable now that nothing uses them.
+	if err := h.DeleteInstance(ctx, old.ID, ""); err != nil {
+		t.Errorf("deleting team kteam's flags nothing uses now: %v", err)
+	}
+}
+
+// cairn plan says, per node, what cairn install then does: an existing
+// root installed with the same inputs is skipped, one whose parameters
+// changed is updated (the plan names the children that change), a new
+// dependency is installed, an existing shared one reused.
+func TestPlanSaysWhatInstallDoes(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	steps := []struct {
+		name     string
+		params   map[string]any
+		want     map[string]deps.Change
+		children []string // of the root, in the plan
+	}{
+		{"new", map[string]any{"team": "web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeInstall, "dev/flags-env-": deps.ChangeInstall}, nil},
+		{"again", map[string]any{"team": "web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeSkip, "dev/flags-env-": deps.ChangeReuse}, nil},
+		{"title", map[string]any{"team": "web", "title": "Web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeUpdate, "dev/flags-env-": deps.ChangeReuse},
+			[]string{"update PortalSettings dev/web-portal-settings"}},
+		{"team", map[string]any{"team": "data", "title": "Web"}, map[string]deps.Change{"dev/web-portal": deps.ChangeUpdate, "dev/flags-env-": deps.ChangeInstall}, nil},
+	}
+	for _, st := range steps {
+		req := install.Request{Namespace: "dev", Name: "web-portal", Stack: "team-portal", Parameters: st.params}
+		p, err := svc.Plan(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: plan: %v", st.name, err)
+		}
+		planned := map[string]deps.Change{}
+		for _, n := range p.Nodes {
+			k := n.Key
+			if strings.HasPrefix(k, "dev/flags-env-") {
+				k = "dev/flags-env-"
+			}
+			planned[k] = n.Change
+			if n.Key == p.Root && fmt.Sprint(n.Children) != fmt.Sprint(st.children) {
+				t.Errorf("%s: the plan's children of the root %q, want %q", st.name, n.Children, st.children)
+			}
+		}
+		if fmt.Sprint(planned) != fmt.Sprint(st.want) {
+			t.Errorf("%s: plan %v, want %v", st.name, planned, st.want)
+		}
+		before := installations(t, ctx, h)
+		_, res, err := svc.Install(ctx, req, nil)
+		if err != nil {
+			t.Fatalf("%s: install: %v", st.name, err)
+		}
+		did := map[string]deps.Change{}
+		for _, n := range p.Nodes {
+			k := n.Key
+			if strings.HasPrefix(k, "dev/flags-env-") {
+				k = "dev/flags-env-"
+			}
+			switch {
+			case contains(res.Skipped, n.Key):
+				did[k] = deps.ChangeSkip
+			case contains(res.Reused, n.Key):
+				did[k] = deps.ChangeReuse
+			case contains(res.Installed, n.Key) && !contains(before, n.Key):
+				did[k] = deps.ChangeInstall
+			case contains(res.Installed, n.Key):
+				did[k] = deps.ChangeUpdate
+			}
+		}
+		if fmt.Sprint(did) != fmt.Sprint(planned) {
+			t.Errorf("%s: the plan said %v, install did %v (%+v)", st.name, planned, did, res)
+		}
+	}
+}
+
+// A shared dependency installed again at a version outside the range of
+// an installation that uses it (team-portal asks flags-env 0.x) is refused,
+// in the plan and the install, naming the user: upgrading it for one user
+// would break the other. Within every user's range it is updated.
+func TestUpgradeOfASharedDependencyKeepsItsUsersInRange(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/flags-env-1")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	for _, name := range []string{"p1", "p2"} {
+		if _, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: name, Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}}, nil); err != nil {
+			t.Fatalf("install %s: %v", name, err)
+		}
+	}
+	p, err := svc.Plan(ctx, install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared string
+	for _, n := range p.Nodes {
+		if n.Key != p.Root {
+			shared = n.Name
+		}
+	}
+	up := install.Request{Namespace: "dev", Name: shared, Stack: "flags-env@1.0.0", Parameters: map[string]any{"team": "web"}}
+	want := []string{"dev/" + shared + " cannot be installed at flags-env@1.0.0: it is used by", "dev/p1", "dev/p2", "team-portal@0.1.0", "flags", "0.x", "1.0.0"}
+	for what, run := range map[string]func() error{
+		"plan":    func() error { _, err := svc.Plan(ctx, up); return err },
+		"install": func() error { _, _, err := svc.Install(ctx, up, nil); return err },
+	} {
+		err := run()
+		if !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("%s of flags-env@1.0.0 for a shared installation its users ask 0.x of: %v, want Invalid", what, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nlacks %q", what, err, w)
+			}
+		}
+	}
+	cur, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", shared, false)
+	if err != nil || cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
+		t.Fatalf("the shared flags after the refused upgrade: %v %v", err, cur.Annotations)
+	}
+}
+
+// A shared installation that an install in progress has chosen to reuse
+// cannot be deleted from under it: uninstalling its last other user and
+// then the installation itself, while the install waits for another
+// dependency, is refused (the install's root uses it from the moment it
+// is chosen), and the install completes with it.
+func TestReusedDependencyHeldDuringInstall(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/gated", "testdata/two")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, _, err := svc.Install(ctx, install.Request{Namespace: "dev", Name: "p0", Stack: "team-portal", Parameters: map[string]any{"team": "web"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p0, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := install.Request{Namespace: "dev", Name: "w1", Stack: "two", Parameters: map[string]any{"team": "web", "gate": "g1"}}
+	p, err := svc.Plan(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, gate := nodeOf(p, "flags"), nodeOf(p, "gate")
+	if flags.Action != deps.ActionReuse {
+		t.Fatalf("the flags p0 made: %s, want reuse", flags.Action)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := svc.Install(ctx, req, nil); done <- err }()
+	child := waitFor(t, "the gate's child", func() (cairn.Instance, error) {
+		return h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.cairn.dev", "Gate"), "dev", gate.Name+"-gate", false)
+	})
+	// p0 goes; its flags are now used only by the install in progress.
+	if err := h.DeleteInstance(ctx, p0.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ctx, h, p0.ID)
+	if err := h.DeleteInstance(ctx, flags.InstallationID, ""); !cairn.HasCode(err, cairn.CodeUsedBy) {
+		t.Errorf("deleting the flags the install in progress reuses: %v, want refused as used", err)
+	}
+	if _, err := h.UpdateStatus(ctx, child.ID, json.RawMessage(`{"conditions":[{"type":"Ready","status":"True"}]}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the install: %v", err)
+	}
+	w1, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("test.stacks.cairn.dev", "Two"), "dev", "w1", false)
+	if err != nil || !contains(w1.Uses, flags.InstallationID) {
+		t.Fatalf("w1 %v uses %v: want the reused flags %s", err, w1.Uses, flags.InstallationID)
+	}
+}

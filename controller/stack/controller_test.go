@@ -546,3 +546,68 @@ func TestDeleteNestedInstallations(t *testing.T) {
 		t.Errorf("the nested installation's children were orphaned: %v", left)
 	}
 }
+
+// Every condition describes the generation the status observed: after an
+// installation stops waiting for its dependencies and its render fails,
+// Ready says that it could not be applied (not that it waits), and once
+// the render is fixed Ready and Synced are those of the new generation.
+func TestConditionsDescribeTheCurrentGeneration(t *testing.T) {
+	e := newEnv(t)
+	tier := e.addStack("testdata/tier")
+	created, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Name: "w", TypeRef: tier.InstallationType, Value: json.RawMessage(`{}`),
+		Annotations: map[string]string{hub.AnnotationWaiting: "default/dep"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created[0].ID
+	current := func(step string) stackctl.Status {
+		t.Helper()
+		e.reconcile(id)
+		inst := e.get(id)
+		st := e.status(id)
+		gen := int64(inst.Latest.ResourceVersion)
+		if st.ObservedGeneration != gen {
+			t.Errorf("%s: status.observedGeneration %d, want %d", step, st.ObservedGeneration, gen)
+		}
+		for _, c := range st.Conditions {
+			if c.ObservedGeneration != gen {
+				t.Errorf("%s: condition %s observedGeneration %d, want %d: %+v", step, c.Type, c.ObservedGeneration, gen, c)
+			}
+			if inst.Annotations[hub.AnnotationWaiting] == "" && strings.Contains(c.Message, "waiting for the dependencies") {
+				t.Errorf("%s: condition %s still says it waits: %+v", step, c.Type, c)
+			}
+		}
+		return st
+	}
+	if c := cond(current("waiting"), "Ready"); c.Reason != "WaitingForDependencies" {
+		t.Fatalf("waiting: Ready %+v", c)
+	}
+
+	// The install is done (its dependencies ready, the annotation gone) and
+	// the render fails: TIER has no value.
+	inst := e.get(id)
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, IfSeq: inst.Seq, Value: json.RawMessage(`{"tier":""}`),
+		Annotations: hub.WithAnnotations(inst.Annotations, map[string]string{hub.AnnotationRootID: id}, hub.AnnotationWaiting)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	st := current("render error")
+	if c := cond(st, "Ready"); c.Status != "False" || c.Reason != "ReconcileError" || !strings.Contains(c.Message, "TIER") {
+		t.Errorf("render error: Ready %+v", c)
+	}
+
+	// Fixed.
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"tier":"gold"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	st = current("fixed")
+	if c := cond(st, "Synced"); c.Status != "True" {
+		t.Errorf("fixed: Synced %+v", c)
+	}
+	if c := cond(st, "Ready"); c.Status != "True" {
+		t.Errorf("fixed: Ready %+v", c)
+	}
+}

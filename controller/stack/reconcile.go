@@ -194,7 +194,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 	if rerr != nil {
 		next.setCondition(Condition{Type: "Synced", Status: "False", Reason: "ReconcileError", Message: rerr.Error()}, now)
 		next.event(now, "Warning", rerr.reason, rerr.Error())
-		if len(next.Conditions) == 1 || next.condition("Ready") == nil {
+		// Ready says what the children are only when a reconcile of this
+		// generation saw them (a transient failure on a resync keeps it);
+		// otherwise it would describe an earlier spec, or an earlier
+		// state (waiting for the dependencies), as if it were this one.
+		if r := next.condition("Ready"); r == nil || r.ObservedGeneration != next.ObservedGeneration || (r.Reason != "Available" && r.Reason != "Unavailable") {
 			next.setCondition(Condition{Type: "Ready", Status: "False", Reason: "ReconcileError", Message: "the installation could not be applied: " + rerr.Error()}, now)
 		}
 	} else {
@@ -379,35 +383,7 @@ func (s applyStats) String() string {
 // reconcile). It is atomic: on a failure nothing is left changed.
 func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*child, owned map[string]cairn.Instance) (applyStats, *reconcileError) {
 	var stats applyStats
-	var ch hub.ChildChanges
-	keep := map[string]bool{}
-	for _, d := range desired {
-		keep[d.key()] = true
-		cur, ok := owned[d.key()]
-		if !ok {
-			alias := fmt.Sprintf("child-%d", len(ch.Create))
-			ch.Create = append(ch.Create, hub.NewInstance{Alias: alias, Namespace: d.ns, Name: d.name, TypeRef: d.typ.Ref(),
-				Labels: d.labels, Annotations: d.annots, Value: d.value})
-			continue
-		}
-		up := hub.UpdateInstance{ID: cur.ID, IfSeq: cur.Seq}
-		changed := false
-		if !cairn.JSONEqual(cur.Latest.Value, d.value) {
-			up.Value, changed = d.value, true
-		}
-		if !maps.Equal(cur.Labels, d.labels) || !maps.Equal(nonNil(cur.Annotations), nonNil(d.annots)) {
-			up.Labels, up.Annotations, changed = d.labels, nonNil(d.annots), true
-		}
-		if changed {
-			ch.Update = append(ch.Update, up)
-		}
-	}
-	for k, cur := range owned {
-		if !keep[k] {
-			ch.Delete = append(ch.Delete, cur.ID)
-		}
-	}
-	slices.Sort(ch.Delete)
+	ch, _ := childChanges(desired, owned)
 	ids := make([]string, 0, len(owned))
 	for _, cur := range owned {
 		ids = append(ids, cur.ID)
@@ -427,6 +403,65 @@ func (c *Controller) apply(ctx context.Context, inst cairn.Instance, desired []*
 	}
 	c.setOwners(inst.ID, ids)
 	return stats, nil
+}
+
+// childChanges is the difference between the desired children and the
+// owned ones, and the same for people: one line per change ("create
+// Flag dev/x-dark-mode"), sorted.
+func childChanges(desired []*child, owned map[string]cairn.Instance) (hub.ChildChanges, []string) {
+	var ch hub.ChildChanges
+	var lines []string
+	keep := map[string]bool{}
+	for _, d := range desired {
+		keep[d.key()] = true
+		cur, ok := owned[d.key()]
+		if !ok {
+			alias := fmt.Sprintf("child-%d", len(ch.Create))
+			ch.Create = append(ch.Create, hub.NewInstance{Alias: alias, Namespace: d.ns, Name: d.name, TypeRef: d.typ.Ref(),
+				Labels: d.labels, Annotations: d.annots, Value: d.value})
+			lines = append(lines, fmt.Sprintf("create %s %s/%s", d.res.Kind(), d.ns, d.name))
+			continue
+		}
+		up := hub.UpdateInstance{ID: cur.ID, IfSeq: cur.Seq}
+		changed := false
+		if !cairn.JSONEqual(cur.Latest.Value, d.value) {
+			up.Value, changed = d.value, true
+		}
+		if !maps.Equal(cur.Labels, d.labels) || !maps.Equal(nonNil(cur.Annotations), nonNil(d.annots)) {
+			up.Labels, up.Annotations, changed = d.labels, nonNil(d.annots), true
+		}
+		if changed {
+			ch.Update = append(ch.Update, up)
+			lines = append(lines, fmt.Sprintf("update %s %s/%s", d.res.Kind(), d.ns, d.name))
+		}
+	}
+	for k, cur := range owned {
+		if !keep[k] {
+			ch.Delete = append(ch.Delete, cur.ID)
+			lines = append(lines, fmt.Sprintf("delete %s %s/%s", cur.TypeRef.Path, cur.Namespace, cur.Name))
+		}
+	}
+	slices.Sort(ch.Delete)
+	slices.Sort(lines)
+	return ch, lines
+}
+
+// PreviewChildren says what reconciling inst (an installation, with the
+// spec it would have) would change of its children, writing nothing: one
+// line per child created, updated or deleted. cairn plan shows it for an
+// installation an install would update. An error is what the reconcile
+// would report (invalid parameters, a render error, a name collision).
+func (c *Controller) PreviewChildren(ctx context.Context, inst cairn.Instance) ([]string, error) {
+	eff, _, rerr := c.withSources(ctx, inst)
+	if rerr != nil {
+		return nil, rerr
+	}
+	desired, owned, _, _, rerr := c.desired(ctx, eff)
+	if rerr != nil {
+		return nil, rerr
+	}
+	_, lines := childChanges(desired, owned)
+	return lines, nil
 }
 
 func applyErr(err error) *reconcileError {
@@ -635,20 +670,22 @@ func (c *Controller) sharingStatus(e hub.StackEntry) *deps.SharingStatus {
 	return ss
 }
 
-// dependenciesStale reports whether a root installation's dependencies
-// were installed for another spec than it has: never installed (applied
+// dependenciesStale reports whether an installation's dependencies were
+// installed for another spec than it has: never installed (applied
 // without cairn install), or the spec changed since (a kubectl patch),
-// by hub.ParametersDigest, which the installer records and which counts
-// schema defaults, so an unchanged spec is never installed again. An
-// installation that an install created as the dependency of another is
-// left to that install, and invalid parameters to the render, which
-// reports them.
+// by hub.ParametersDigest, which the installer records on every
+// installation it writes and which counts schema defaults, so an
+// unchanged spec is never installed again. That holds for an installation
+// an install created as the dependency of another (the middle of a chain)
+// as for a root: its own dependencies follow its spec. One written before
+// installers recorded the digest on dependencies has none and is left as
+// it is; invalid parameters are left to the render, which reports them.
 func (c *Controller) dependenciesStale(inst cairn.Instance, e hub.StackEntry) bool {
-	switch root := inst.Annotations[hub.AnnotationRootID]; root {
-	case "":
+	root := inst.Annotations[hub.AnnotationRootID]
+	if root == "" {
 		return true
-	case inst.ID:
-	default:
+	}
+	if root != inst.ID && inst.Annotations[hub.AnnotationParametersDigest] == "" {
 		return false
 	}
 	s, err := c.stackOf(e)
