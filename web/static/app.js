@@ -673,7 +673,7 @@ async function instancePage(ctx, params, id) {
         backend && ['Type', h('code', {}, typeName(backend.spec.typeRef))],
         ti.spec.backend?.abstract && ['Abstract', 'yes (the hub picked its built-in store)'],
         commit && ['Commit', webRepo ? h('a', { href: `${webRepo}/commit/${commit}`, rel: 'noopener' }, h('code', {}, commit.slice(0, 12))) : h('code', { title: repo || '' }, commit.slice(0, 12))],
-        proposal && ['Proposal', [proposal.url ? h('a', { href: proposal.url, rel: 'noopener noreferrer', target: '_blank' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id, ' ', proposalState]],
+        proposal && ['Proposal', [webLink(proposal.url) ? h('a', { href: proposal.url, rel: 'noopener noreferrer', target: '_blank' }, `${proposal.provider || ''} #${proposal.number || proposal.id}`) : proposal.id, ' ', proposalState]],
       ]), h('h3', {}, 'Context'), contextBox),
       h('section', { class: 'panel wide', 'aria-label': 'Relations' }, h('h2', {}, 'Relations'),
         h('p', { class: 'muted' }, 'What this instance uses (left, its backend dashed) and what uses it (right). Select a node to go to it.'), graphBox),
@@ -683,6 +683,12 @@ async function instancePage(ctx, params, id) {
         h('div', { class: 'filters' }, h('div', { class: 'field' }, h('label', { for: 'diff-from' }, 'From'), fromSel), h('div', { class: 'field' }, h('label', { for: 'diff-to' }, 'To'), toSel)),
         diffBox)),
   ];
+}
+
+// webLink: whether a URL a backend reported (a pull request's) may be a
+// link: only http(s), never javascript: or data:, whatever the CSP allows.
+function webLink(url) {
+  return typeof url === 'string' && /^https?:\/\//i.test(url);
 }
 
 function editForm(ti, type, owner) {
@@ -884,7 +890,7 @@ async function proposalsPage() {
       h('tbody', {}, list.map((p) => { const s = p.spec, insts = s.instances || []; return h('tr', { 'data-proposal': p.metadata.name },
         // A batch (a stack reconcile) proposes several instances in one pull request.
         h('td', {}, insts.map((inst, i) => [i ? h('br') : null, link(`#/instance/${inst.id}`, inst.namespace ? `${inst.namespace}/${inst.name}` : inst.name || shortID(inst.id)), h('span', { class: 'muted' }, ` version ${inst.resourceVersion}`)])),
-        h('td', {}, s.url && /^https?:\/\//.test(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer', target: '_blank' }, `${s.provider || ''} #${s.number || p.metadata.name}`) : `${s.provider || ''} #${s.number || p.metadata.name}`),
+        h('td', {}, webLink(s.url) ? h('a', { href: s.url, rel: 'noopener noreferrer', target: '_blank' }, `${s.provider || ''} #${s.number || p.metadata.name}`) : `${s.provider || ''} #${s.number || p.metadata.name}`),
         h('td', {}, h('span', { class: `badge ${PROPOSAL_STATE[p.status.state] || 'warn'}` }, p.status.state),
           p.status.message ? h('span', { class: 'reason' }, ` ${p.status.message}`) : null),
         h('td', {}, h('code', {}, s.branch || '—'), s.base ? h('span', { class: 'muted' }, ` → ${s.base}`) : null),
