@@ -137,6 +137,7 @@ type guarded struct {
 	ViewerToken string `json:"viewerToken"`
 	EditorToken string `json:"editorToken"` // ed's: cairn-editor bound in team-a only
 	Flag        string `json:"flag"`        // id of a flag the viewer may read and not edit
+	Token       string `json:"token"`       // id of team-a's Token, whose key the viewer may not reveal
 }
 
 func startGuarded(t *testing.T) guarded {
@@ -179,7 +180,7 @@ subjects: [{kind: User, name: ed}]
 			"rest": map[string]any{"group": "e2e.cairn.dev", "version": "v1", "names": map[string]any{"kind": "Token", "singular": "token", "plural": "tokens"}}}})
 	tok := instanceDoc("team-token", "cap.type.e2e.token", "0.1.0", map[string]any{"user": "deploy", "key": "tk-s3cr3t-value"}, nil, nil)
 	tok["metadata"].(map[string]any)["namespace"] = "team-a"
-	postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", tok)
+	g.Token = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", tok)
 	// An installation in team-a, whose tree of children ed opens.
 	out.Reset()
 	errOut.Reset()
@@ -251,6 +252,9 @@ type seed struct {
 	Portals []string `json:"portals,omitempty"`
 	// Connection is an instance whose Type marks fields x-cairn-secret.
 	Connection string `json:"connection"`
+	// Long is an instance whose name, label and value are as long as the
+	// server takes, for the narrow layout.
+	Long string `json:"long"`
 	// Projection is a gotemplate projection of db-server: its backend
 	// takes no value, so the console offers no form to edit one.
 	Projection string `json:"projection"`
@@ -335,6 +339,10 @@ func seedConsole(t *testing.T, base string) seed {
 		"template": "url: 'postgres://{{ .db.host }}:{{ .db.port }}'", "variables": map[string]any{"db": map[string]any{"typeInstanceID": s.DBServer}}}}
 	delete(proj["spec"].(map[string]any), "value")
 	s.Projection = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", proj)
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63)
+	s.Long = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc(long, "cap.type.database.postgresql.server", "0.1.0",
+		map[string]any{"host": strings.Repeat("h", 63) + "." + strings.Repeat("o", 63) + ".example.org", "port": 5432},
+		map[string]string{"example.com/" + strings.Repeat("k", 63): strings.Repeat("v", 63)}, nil))
 	s.RealStack = installRealStack(t, base)
 	s.Proposals = seedProposals(t, base)
 	s.Portals = installPortals(t, base)

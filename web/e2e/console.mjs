@@ -232,6 +232,19 @@ try {
   await page.locator(`svg.graph a[data-node="${seed.dbConfig}"]`).waitFor({ timeout: T });
   await shot('relations-navigated');
 
+  // The delete confirmation is a modal dialog, used with the keyboard:
+  // Enter opens it on its default action, Tab stays inside it, Escape
+  // closes it and gives focus back to Delete.
+  const focused = () => page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent);
+  await page.focus('#delete');
+  await page.keyboard.press('Enter');
+  expect(await focused() === 'confirm-delete', `focus on the dialog's Delete, got ${await focused()}`);
+  for (const key of ['Tab', 'Tab', 'Shift+Tab', 'Shift+Tab']) {
+    await page.keyboard.press(key);
+    expect(await page.evaluate(() => !!document.activeElement?.closest('[role="alertdialog"]')), `focus kept in the dialog after ${key}, got ${await focused()}`);
+  }
+  await page.keyboard.press('Escape');
+  expect(await page.locator('[role="alertdialog"]').isVisible() === false && await focused() === 'delete', `Escape to close the dialog and return focus to Delete, got ${await focused()}`);
   // Delete refused while used: the reason names who uses it.
   await page.click('#delete');
   await page.click('#confirm-delete');
@@ -248,11 +261,34 @@ try {
   expect(await page.locator('#edit').count() === 0 && (await text('#no-edit')).includes('computes this value'), 'no edit form for a projection, and why');
   await visit(`#/instance/${seed.dbServer}`);
 
-  // Lock and unlock.
+  // A server that does not answer, or a proxy's 503 page instead of a
+  // Status: the message names the request that failed, the lock is not
+  // taken, and focus stays on the button pressed.
+  await page.route('**/lockrequests', (r) => r.fulfill({ status: 503, contentType: 'text/html', body: '<html><body><h1>503 Service Temporarily Unavailable</h1><hr>nginx</body></html>' }));
+  await page.click('#lock');
+  const lockErr = page.locator('main .alert.bad');
+  await lockErr.waitFor({ timeout: T });
+  expect(/503/.test(await lockErr.textContent()) && (await lockErr.textContent()).includes('POST /apis/hub.cairn.dev/v1/lockrequests') && !(await lockErr.textContent()).includes('<html>'),
+    `the proxy's 503 named with the request, got: ${await lockErr.textContent()}`);
+  await page.unroute('**/lockrequests');
+  await page.route('**/lockrequests', (r) => r.abort('connectionrefused'));
+  await page.click('#lock');
+  await page.waitForSelector('main .alert.bad:has-text("did not answer")', { timeout: T });
+  expect((await text('main .alert.bad')).includes('POST /apis/hub.cairn.dev/v1/lockrequests'), 'the unanswered request named');
+  expect((await text('#lock-state')) === 'Not locked', 'nothing locked');
+  await page.unroute('**/lockrequests');
+  // Lock and unlock; the page shows the new state with focus where it was.
   await page.click('#lock');
   await page.waitForSelector('#lock-state:text("Locked by console")', { timeout: T });
+  expect(await focused() === 'lock', `focus kept on Lock after the page renders again, got ${await focused()}`);
   await page.click('#unlock');
   await page.waitForSelector('#lock-state:text("Not locked")', { timeout: T });
+  // Cancel of an edit gives focus back to Edit.
+  await page.click('#edit');
+  await page.focus('form[aria-label="Edit the value"] button:text("Cancel")');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
+  expect(await focused() === 'edit', `Cancel to return focus to Edit, got ${await focused()}`);
 
   // Edit through the form, then diff the two versions.
   await page.click('#edit');
@@ -395,6 +431,12 @@ try {
   await visit('#/instances');
   expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no horizontal overflow on a phone-sized screen');
   await shot('instances-narrow');
+  // Every kind of page, and an instance whose name, label and value are as long as they may be.
+  for (const hash of ['#/types', '#/backends', '#/stacks', `#/instance/${seed.long}`]) {
+    await visit(hash);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow <= 1, `no horizontal overflow of ${hash} on a phone-sized screen, got ${overflow}px`);
+  }
 
   // A server that requires credentials: the console asks for a bearer
   // token, sends it with every request (the watch too), shows who is signed
@@ -444,6 +486,14 @@ try {
   expect(said.includes('Forbidden') && said.includes('User "vic" cannot update') && said.includes('signed in as vic'), `a clear refusal of the viewer's edit, got: ${said}`);
   expect(await refused.locator('a:text("Sign in with another token")').count() === 1, 'a way to sign in as someone else');
   await shot('viewer-edit-refused');
+  // A viewer (get, no reveal) gets secret values redacted by the server:
+  // the page says they are withheld rather than offering to show them, and
+  // offers no edit that would write the marker over the secret.
+  await visit(`#/instance/${G.token}`, G.url);
+  await page.waitForSelector('#secrets-withheld', { timeout: T });
+  expect((await text('#secrets-withheld')).includes('may not reveal') && (await text('#secrets-withheld')).includes('vic'), `the withheld secrets explained, got: ${await text('#secrets-withheld')}`);
+  expect(await page.locator('#reveal').count() === 0 && await page.locator('#edit').count() === 0, 'no Show secrets and no Edit over a redacted value');
+  expect(!(await text('main')).includes('tk-s3cr3t-value') && (await page.evaluate(() => JSON.stringify(sessionStorage) + location.href)).match(/tk-s3cr3t/) === null, 'the secret nowhere in the page, the URL or sessionStorage');
   // Sign out: the token is forgotten and the pages ask for one again.
   await page.click('#sign-out');
   await page.waitForSelector('main h1:text("Sign in")', { timeout: T });

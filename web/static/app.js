@@ -2,7 +2,7 @@
 // (#/instances?type=...), so the server serves one page and every view can
 // be bookmarked. Every read and write goes through cairn's public REST API
 // (and GraphQL where one query replaces many requests).
-import { h, api, gql, HUB, ApiError, watch, labelMatcher, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
+import { h, api, gql, HUB, ApiError, watch, labelMatcher, session, whoami, toYAML, lineDiff, pretty, maskSecrets, hasSecrets, withheldSecrets, toast, errorBox, typeName, shortID, link, conditionBadge } from './lib.js';
 import { schemaForm } from './form.js';
 import { drawGraph } from './graph.js';
 
@@ -46,6 +46,10 @@ async function render(ev) {
     if (a.hasAttribute('aria-current')) a.setAttribute('aria-current', 'page');
   }
   main.setAttribute('aria-busy', 'true');
+  // A page rendered again in place (after a lock, a save, a reload) keeps
+  // keyboard focus on the control of the same id rather than dropping it
+  // to the top of the document.
+  const focused = !navigated && main.contains(document.activeElement) ? document.activeElement : null;
   for (const [re, page] of routes) {
     const m = path.match(re);
     if (!m) continue;
@@ -72,6 +76,10 @@ async function render(ev) {
     if (navigated) {
       main.focus({ preventScroll: true });
       document.getElementById('announce').textContent = document.title;
+    } else if (focused && !main.contains(document.activeElement)) {
+      const again = focused.id && document.getElementById(focused.id);
+      if (again && again.checkVisibility()) again.focus({ preventScroll: true });
+      else main.focus({ preventScroll: true });
     }
     return;
   }
@@ -537,7 +545,12 @@ async function instancePage(ctx, params, id) {
   const snap = (rv) => { const v = versions.find((x) => String(x.resourceVersion) === String(rv)); return v ? pretty({ value: maskSecrets(v.spec?.value, reveal, schema), context: maskSecrets(v.spec?.backend?.context ?? null, reveal, ctxSchema) }) : ''; };
   const anySecret = hasSecrets(ti.spec.value, schema) || hasSecrets(ti.spec.backend?.context, ctxSchema) ||
     versions.some((v) => hasSecrets(v.spec?.value, schema) || hasSecrets(v.spec?.backend?.context, ctxSchema));
-  const secretsBtn = anySecret ? h('button', { type: 'button', class: 'ghost', id: 'reveal', 'aria-pressed': String(reveal), onclick: (ev) => {
+  // A caller without the reveal verb (cairn-viewer) is sent the server's
+  // marker in place of each secret: nothing to show, and an edit would
+  // write the marker over the secret.
+  const withheld = withheldSecrets(ti.spec.value, schema) || withheldSecrets(ti.spec.backend?.context, ctxSchema);
+  const secretsBtn = withheld ? h('p', { class: 'muted', id: 'secrets-withheld' }, `Secret values are withheld by the server: ${session.user() ? `you (${session.user()})` : 'you'} may not reveal them (the reveal verb, which cairn-editor grants and cairn-viewer does not).`)
+    : anySecret ? h('button', { type: 'button', class: 'ghost', id: 'reveal', 'aria-pressed': String(reveal), onclick: (ev) => {
     reveal = !reveal; ev.target.setAttribute('aria-pressed', String(reveal)); ev.target.textContent = reveal ? 'Hide secrets' : 'Show secrets'; showValue(); renderDiff(); renderHistory();
   } }, reveal ? 'Hide secrets' : 'Show secrets') : null;
   // Each version's context, masked as the value is (contexts hold secrets
@@ -591,8 +604,20 @@ async function instancePage(ctx, params, id) {
 
   // Delete, with the hub's reason when it refuses (used by, locked).
   const delMsg = h('div', {});
-  const confirmBox = h('div', { class: 'alert warn', hidden: true, role: 'alertdialog', 'aria-label': 'Confirm deletion' },
-    h('p', {}, `Delete ${instTitle(ti)}? Its history goes with it.`),
+  // A modal dialog: the page behind is inert, Tab stays in it, Escape
+  // closes it, and focus goes back to the Delete button that opened it.
+  const confirmBox = h('dialog', { class: 'confirm', role: 'alertdialog', 'aria-labelledby': 'confirm-title', 'aria-describedby': 'confirm-text',
+    onclose: () => deleteBtn.isConnected && deleteBtn.focus(),
+    onkeydown: (ev) => {
+      if (ev.key !== 'Tab') return;
+      const stops = [...confirmBox.querySelectorAll('button')];
+      const at = stops.indexOf(document.activeElement);
+      const to = ev.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at + 1) % stops.length;
+      ev.preventDefault();
+      stops[to].focus();
+    } },
+    h('h2', { id: 'confirm-title' }, 'Delete this instance?'),
+    h('p', { id: 'confirm-text' }, `Delete ${instTitle(ti)}? Its history goes with it.`),
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'danger', id: 'confirm-delete', onclick: async () => {
       try {
         // With the uid and resourceVersion read as preconditions: a change
@@ -605,7 +630,7 @@ async function instancePage(ctx, params, id) {
         toast(`Deleted ${instTitle(ti)}`);
         go(type?.fromKind ? `#/instances?${new URLSearchParams({ ns: ti.spec.namespace, type: type.fromKind.id })}` : '#/instances');
       } catch (e) {
-        confirmBox.hidden = true;
+        confirmBox.close();
         if (e.code === 409 && /modified|changed since|Precondition/.test(e.message)) {
           delMsg.replaceChildren(h('div', { class: 'alert bad', role: 'alert', id: 'conflict' }, h('p', {}, h('strong', {}, 'Conflict: '),
             `someone changed this instance after you opened it (you read resourceVersion ${ti.metadata.resourceVersion}). Nothing was deleted.`),
@@ -617,19 +642,21 @@ async function instancePage(ctx, params, id) {
         const named = await Promise.all(ids.map((u) => api(`${HUB}/typeinstances/${u}`).then(instTitle, () => shortID(u))));
         delMsg.replaceChildren(errorBox(e, ids.length ? h('p', {}, h('strong', {}, 'Used by: '), ids.map((u, i) => [link(`#/instance/${u}`, named[i]), ' '])) : null));
       }
-    } }, 'Delete'), h('button', { type: 'button', class: 'ghost', onclick: () => { confirmBox.hidden = true; } }, 'Cancel')));
+    } }, 'Delete'), h('button', { type: 'button', class: 'ghost', onclick: () => confirmBox.close() }, 'Cancel')));
+  const deleteBtn = h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.showModal(); confirmBox.querySelector('#confirm-delete').focus(); } }, 'Delete');
 
   // Edit through the Type's form, sending the resourceVersion read.
   const editBox = h('div', { hidden: true });
   // A backend that takes no value (a gotemplate projection) computes it from
   // the context: a value sent would be refused, so there is no form.
   const computed = backend?.spec?.acceptValue === false;
-  const editBtn = computed ? h('span', { class: 'muted', id: 'no-edit' }, `Not editable here: backend ${backend.spec.alias || shortID(backend.metadata.name)} computes this value from the context below (a projection renders its template); change the context with cairn update ${id} --context-file FILE.`)
+  const editBtn = withheld ? h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: its secret values were withheld from you, and saving would write the placeholder over them.')
+    : computed ? h('span', { class: 'muted', id: 'no-edit' }, `Not editable here: backend ${backend.spec.alias || shortID(backend.metadata.name)} computes this value from the context below (a projection renders its template); change the context with cairn update ${id} --context-file FILE.`)
     : type ? h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit')
     // Without the Type (a user who may not read Types, and a Type the REST
     // API does not serve as a kind) there is no schema to edit with.
     : h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: you may not read this Type, and it has no REST kind to edit through.');
-  if (type && !computed) editBox.append(editForm(ti, type, owner));
+  if (type && !computed && !withheld) editBox.append(editForm(ti, type, owner));
 
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this name and namespace).
@@ -650,7 +677,7 @@ async function instancePage(ctx, params, id) {
   return [
     h('h1', {}, instTitle(ti)),
     h('p', { class: 'sub' }, h('code', {}, typeName(ti.spec.typeRef)), ' · ', h('code', {}, id)),
-    h('div', { class: 'actions' }, editBtn, h('button', { type: 'button', class: 'danger', id: 'delete', onclick: () => { confirmBox.hidden = false; confirmBox.querySelector('button').focus(); } }, 'Delete'),
+    h('div', { class: 'actions' }, editBtn, deleteBtn,
       installation && link(`#/stacks/${id}`, 'Installation: tree of children'),
       type && !kind && link(`#/types/${encodeURIComponent(type.metadata.name)}`, 'Type'),
       type && link(`#/instances?${new URLSearchParams(kind ? { ns: ti.spec.namespace, type: kind.id } : { type: type.metadata.name })}`, kind ? `${kind.kind}s of ${ti.spec.namespace}` : 'Instances of this Type')),
@@ -729,7 +756,9 @@ function editForm(ti, type, owner) {
       const rest = form.showErrors(e.causes || []);
       msg.replaceChildren(errorBox({ ...e, causes: rest, message: e.causes?.length ? 'The server refused the value; see the fields marked.' : e.message }));
     }
-  } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'), h('button', { type: 'button', class: 'ghost', onclick: () => render() }, 'Cancel')));
+  } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'),
+    // The page again (the form as read), with focus back on Edit.
+    h('button', { type: 'button', class: 'ghost', onclick: async () => { await render(); document.getElementById('edit')?.focus(); } }, 'Cancel')));
 }
 
 async function relationsGraph(ti, backends, related) {

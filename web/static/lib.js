@@ -58,10 +58,24 @@ export async function api(path, opts = {}) {
     init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     init.headers['Content-Type'] = opts.contentType || 'application/json';
   }
-  const res = await fetch(path, init);
+  // What failed is named by its request: a server that does not answer, or
+  // a proxy's error page in place of a Status, says nothing else useful.
+  const what = `${init.method} ${path.split('?')[0]}`;
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    throw new ApiError({ reason: 'Unreachable', message: `the server did not answer ${what} (${e.message}): check that it is running and reachable, then reload to see what it holds.` }, 0);
+  }
   const text = await res.text();
   let data = null;
-  try { data = text ? JSON.parse(text) : null; } catch { data = { message: text }; }
+  try { data = text ? JSON.parse(text) : null; } catch { data = res.ok ? { message: text } : null; }
+  if (!res.ok && typeof data?.message !== 'string') {
+    // Not a Kubernetes Status (a proxy or gateway answered): the code and
+    // the request, and the body only when it is a short line of plain text.
+    const plain = /^text\/plain/.test(res.headers.get('Content-Type') || '') && text.length <= 200 ? `: ${text.trim()}` : '';
+    data = { reason: res.statusText || `HTTP ${res.status}`, message: `${what} answered HTTP ${res.status}${plain}` };
+  }
   if (!res.ok) {
     const err = new ApiError(data, res.status);
     if (res.status === 401 && !opts.quiet) session.onUnauthorized?.(err);
@@ -201,6 +215,18 @@ function mask(v, schemas, root, depth) {
 
 // maskWith masks v by sub-schema s of the document root (for $refs).
 export function maskWith(v, s, root) { return mask(v, s ? [s] : [], root, 0); }
+
+// SERVER_MARKER is what the server sends in place of a secret value to a
+// caller who may not reveal it (hub.SecretMarker).
+export const SERVER_MARKER = '(sensitive value)';
+// withheldSecrets reports whether the server sent v with secret values
+// redacted: a place the console masks holds the server's marker.
+export function withheldSecrets(v, schema) {
+  const masked = maskSecrets(v, false, schema);
+  const walk = (a, m) => (m === MASK ? a === SERVER_MARKER
+    : a !== null && typeof a === 'object' && m !== null && typeof m === 'object' && Object.keys(a).some((k) => walk(a[k], m[k])));
+  return walk(v, masked);
+}
 
 export function hasSecrets(v, schema) {
   return JSON.stringify(maskSecrets(v, false, schema)) !== JSON.stringify(v);
