@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -152,6 +153,20 @@ func TestStacksOverREST(t *testing.T) {
 	// not Ready.
 	if cells := tbl.Rows[0].Cells; cells[0] != "orders" || cells[1] != "False" || cells[2] != "True" {
 		t.Errorf("row = %v", cells)
+	}
+
+	// kubectl get -w prints the same columns: its first event is a Table
+	// with READY and SYNCED filled in.
+	wreq, _ := http.NewRequestWithContext(e.ctx, "GET", e.url+dbs+"?watch=true", nil)
+	wreq.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	wresp, err := e.client.Do(wreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := bufio.NewReader(wresp.Body).ReadString('\n')
+	wresp.Body.Close()
+	if err != nil || !strings.Contains(first, `"name":"READY"`) || !strings.Contains(first, `"cells":["orders","False","True"`) {
+		t.Errorf("kubectl get -w, first event: %v %s", err, first)
 	}
 
 	// kubectl delete --cascade=orphan asks to keep the children; cairn
