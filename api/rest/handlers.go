@@ -91,6 +91,10 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		writeStatus(w, methodNotAllowed(r.Method))
 		return route
 	}
+	if r.Method == http.MethodGet && req.name == "" && isWatch(r) && !slices.Contains(res.verbs, "watch") {
+		writeStatus(w, watchNotServed(res))
+		return route
+	}
 	if res.hubKind == "rbac" {
 		s.serveRBAC(w, r, req) // rbac.go
 		return route
@@ -147,6 +151,17 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		writeStatus(w, statusOf(err, req.res.target(req.name)))
 	}
+}
+
+// watchNotServed is the API server's answer to ?watch=true on a kind that
+// takes no watch. Without it the list would be served, and kubectl get -w
+// would fail to read it as an event.
+func watchNotServed(res *resource) Status {
+	kind := res.plural
+	if res.group != "" {
+		kind += "." + res.group
+	}
+	return newStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("watch is not supported on resources of kind %q", kind))
 }
 
 func isWatch(r *http.Request) bool {
