@@ -58,7 +58,8 @@ func (r *resource) gvk() schema.GroupVersionKind {
 // schema, as the API server does from a CRD's.
 func typeConverter(r *resource) (managedfields.TypeConverter, error) {
 	gvk := []map[string]string{{"group": r.group, "version": r.version, "kind": r.kind}}
-	docs := map[string]any{schemaName(r.group, r.version, r.kind): kindSchema(r, gvk), objectMetaRef: objectMetaSchema()}
+	docs := metaSchemas()
+	docs[schemaName(r.group, r.version, r.kind)] = kindSchema(r, gvk)
 	schemas := map[string]*spec.Schema{}
 	for name, d := range docs {
 		raw, err := json.Marshal(d)

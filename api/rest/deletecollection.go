@@ -49,6 +49,13 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	ids := make([]string, len(gone))
 	for i, inst := range gone {
 		ids[i] = inst.ID
+		name := inst.Name
+		if req.res.hubKind == "typeinstances" {
+			name = inst.ID
+		}
+		if err := s.refuseOrphan(r.Context(), opts, req.res.kind, name, inst); err != nil {
+			return err
+		}
 	}
 	if err := s.hub.DeleteInstances(r.Context(), ids, query(r).Get("lockOwner")); err != nil {
 		return errStatus{errorStatus(err, target{group: req.res.group})}

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -90,6 +91,10 @@ func (s *Server) routeAPIs(w http.ResponseWriter, r *http.Request, seg []string)
 		writeStatus(w, methodNotAllowed(r.Method))
 		return route
 	}
+	if r.Method == http.MethodGet && req.name == "" && isWatch(r) && !slices.Contains(res.verbs, "watch") {
+		writeStatus(w, watchNotServed(res))
+		return route
+	}
 	if res.hubKind == "rbac" {
 		s.serveRBAC(w, r, req) // rbac.go
 		return route
@@ -146,6 +151,17 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		writeStatus(w, statusOf(err, req.res.target(req.name)))
 	}
+}
+
+// watchNotServed is the API server's answer to ?watch=true on a kind that
+// takes no watch. Without it the list would be served, and kubectl get -w
+// would fail to read it as an event.
+func watchNotServed(res *resource) Status {
+	kind := res.plural
+	if res.group != "" {
+		kind += "." + res.group
+	}
+	return newStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("watch is not supported on resources of kind %q", kind))
 }
 
 func isWatch(r *http.Request) bool {
@@ -1097,6 +1113,59 @@ type deleteOptions struct {
 	// DryRun is where kubectl delete --dry-run=server puts "All", rather
 	// than in the query.
 	DryRun []string `json:"dryRun"`
+	// PropagationPolicy is where kubectl delete --cascade puts
+	// Background (its default), Foreground or Orphan; OrphanDependents is
+	// its deprecated form. Both may also come in the query.
+	PropagationPolicy *string `json:"propagationPolicy"`
+	OrphanDependents  *bool   `json:"orphanDependents"`
+}
+
+// checkPropagation refuses what the API server refuses (an unknown
+// policy, both fields set) and, since cairn always deletes an
+// installation's children before it (the API server's Foreground; its
+// Background deletes them afterwards, to the same end), an Orphan delete
+// of an instance that owns children: obeying the rest of the request
+// would delete exactly what the caller asked to keep.
+func (o deleteOptions) checkPropagation() error {
+	if o.OrphanDependents != nil && o.PropagationPolicy != nil {
+		return invalidOption("DeleteOptions", "propagationPolicy",
+			fmt.Sprintf("Invalid value: %q: orphanDependents and deletionPropagation cannot be both set", *o.PropagationPolicy))
+	}
+	if p := o.PropagationPolicy; p != nil && *p != "Foreground" && *p != "Background" && *p != "Orphan" {
+		return invalidOption("DeleteOptions", "propagationPolicy",
+			fmt.Sprintf(`Unsupported value: %q: supported values: "Foreground", "Background", "Orphan"`, *p))
+	}
+	return nil
+}
+
+func (o deleteOptions) orphan() bool {
+	return (o.PropagationPolicy != nil && *o.PropagationPolicy == "Orphan") || (o.OrphanDependents != nil && *o.OrphanDependents)
+}
+
+// refuseOrphan refuses an Orphan delete of inst when it owns children
+// (see checkPropagation); kind names it in the message.
+func (s *Server) refuseOrphan(ctx context.Context, o deleteOptions, kind, name string, inst cairn.Instance) error {
+	if !o.orphan() {
+		return nil
+	}
+	kids, err := s.hub.Children(ctx, inst)
+	if err != nil {
+		return err
+	}
+	if len(kids) == 0 {
+		return nil
+	}
+	field, value := "propagationPolicy", `"Orphan"`
+	if o.PropagationPolicy == nil {
+		field, value = "orphanDependents", "true"
+	}
+	noun := "children"
+	if len(kids) == 1 {
+		noun = "child"
+	}
+	return invalidOption("DeleteOptions", field, fmt.Sprintf(
+		"Unsupported value: %s: %s %q owns %d %s, which cairn deletes before it; supported values: \"Foreground\", \"Background\"",
+		value, kind, name, len(kids), noun))
 }
 
 // deletePreconditions checks a DELETE's preconditions against the
@@ -1141,6 +1210,20 @@ func (s *Server) readDeleteOptions(w http.ResponseWriter, r *http.Request) (dele
 			return opts, r, errStatus{badRequest("the DeleteOptions body is not valid: %v", err)}
 		}
 	}
+	q := query(r)
+	if v := q.Get("propagationPolicy"); v != "" && opts.PropagationPolicy == nil {
+		opts.PropagationPolicy = &v
+	}
+	if v := q.Get("orphanDependents"); v != "" && opts.OrphanDependents == nil {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return opts, r, errStatus{badRequest("orphanDependents: %q is not a boolean", v)}
+		}
+		opts.OrphanDependents = &b
+	}
+	if err := opts.checkPropagation(); err != nil {
+		return opts, r, err
+	}
 	if len(opts.DryRun) > 0 {
 		q := r.URL.Query()
 		q["dryRun"] = append(q["dryRun"], opts.DryRun...)
@@ -1168,6 +1251,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	}
 	ifSeq, err := deletePreconditions(r, opts, cur.ID)
 	if err != nil {
+		return err
+	}
+	if err := s.refuseOrphan(r.Context(), opts, req.res.kind, req.name, cur); err != nil {
 		return err
 	}
 	if err := s.hub.DeleteInstanceIf(r.Context(), cur.ID, query(r).Get("lockOwner"), ifSeq); err != nil {

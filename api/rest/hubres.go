@@ -363,6 +363,15 @@ func (s *Server) deleteTypeInstance(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
+	if opts.orphan() {
+		inst, err := s.hub.GetInstance(r.Context(), id, false)
+		if err != nil {
+			return asNotFound(err, req)
+		}
+		if err := s.refuseOrphan(r.Context(), opts, "TypeInstance", req.name, inst); err != nil {
+			return err
+		}
+	}
 	if err := s.hub.DeleteInstanceIf(r.Context(), id, query(r).Get("lockOwner"), ifSeq); err != nil {
 		return asNotFound(err, req)
 	}

@@ -416,4 +416,14 @@ spec:
 	if out := k.ok("explain", "flags.spec"); !regexp.MustCompile(`key\s+<string> -required-`).MatchString(out) {
 		t.Errorf("explain flags.spec does not show key as required:\n%s", out)
 	}
+	// Every field cairn serves is explained: the metadata it writes
+	// (managedFields, and ownerReferences, finalizers and
+	// deletionTimestamp of a stack's objects) and the hub's status.
+	out = k.ok("explain", "flags", "--recursive")
+	for _, w := range []string{"managedFields\t<[]ManagedFieldsEntry>", "manager\t<string>", "ownerReferences\t<[]OwnerReference>",
+		"finalizers\t<[]string>", "deletionTimestamp\t<string>", "typeRef\t<Object>", "lockedBy\t<string>", "usedBy\t<[]string>"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("explain flags --recursive lacks %q:\n%s", w, out)
+		}
+	}
 }

@@ -318,3 +318,15 @@ func TestFieldsMemoAsComputed(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeConverterTakesServedSchema: the field manager's structure comes
+// from the schema the OpenAPI document serves, meta/v1 schemas included;
+// one structured-merge-diff cannot take (a bad list-map, say) would
+// silently bring back the deduced fallback, where lists are atomic.
+func TestTypeConverterTakesServedSchema(t *testing.T) {
+	res := &resource{group: "flipt.io", version: "v1alpha1", kind: "Flag", plural: "flags", namespaced: true,
+		typ: &cairn.Type{Path: "io.flipt.flag", Revision: "1.0.0", JSONSchema: json.RawMessage(`{"type":"object","properties":{"enabled":{"type":"boolean"}}}`)}}
+	if _, err := typeConverter(res); err != nil {
+		t.Fatalf("typeConverter: %v", err)
+	}
+}

@@ -47,7 +47,13 @@ func (s *Server) routeCore(w http.ResponseWriter, r *http.Request, seg []string)
 		})
 		return "/api/v1"
 	case len(seg) == 2 && seg[0] == "v1" && seg[1] == "namespaces":
-		s.onlyGET(w, r, func() { s.writeErr(w, s.listNamespaces(w, r)) })
+		s.onlyGET(w, r, func() {
+			if isWatch(r) {
+				writeStatus(w, watchNotServed(namespaceResource))
+				return
+			}
+			s.writeErr(w, s.listNamespaces(w, r))
+		})
 		return "/api/v1/namespaces"
 	case len(seg) == 3 && seg[0] == "v1" && seg[1] == "namespaces":
 		s.onlyGET(w, r, func() { s.writeErr(w, s.getNamespace(w, r, seg[2])) })

@@ -20,7 +20,12 @@ import (
 // kubectl leaves validation to the server (which validates against the
 // Type's full JSON Schema, not the OpenAPI subset).
 
-const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+const (
+	objectMetaRef        = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+	managedFieldsRef     = "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry"
+	ownerReferenceRef    = "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference"
+	componentSchemasPath = "#/components/schemas/"
+)
 
 func (s *Server) openAPIIndex(w http.ResponseWriter, r *http.Request) {
 	all, err := s.resources(r.Context())
@@ -69,7 +74,8 @@ func schemaName(group, version, kind string) string {
 }
 
 func openAPIDocument(all []*resource, group, version string) map[string]any {
-	schemas := map[string]any{objectMetaRef: objectMetaSchema(), "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta": listMetaSchema()}
+	schemas := metaSchemas()
+	schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"] = listMetaSchema()
 	paths := map[string]any{}
 	found := false
 	for _, r := range all {
@@ -149,8 +155,7 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
 			"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
 			"spec":       spec,
-			"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				"description": "What the hub knows beyond the value: type, backend, lock, relations. Read-only."},
+			"status":     objectStatusSchema(),
 		},
 		"x-kubernetes-group-version-kind": gvk,
 	}
@@ -340,7 +345,47 @@ func objectMetaSchema() map[string]any {
 				"description": "Labels are indexed key/value pairs, usable in label selectors."},
 			"annotations": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"},
 				"description": "Annotations are key/value pairs for tools; hub.cairn.dev/backend and hub.cairn.dev/backend-context choose the backend at create."},
+			"deletionTimestamp": map[string]any{"type": "string", "format": "date-time",
+				"description": "Set while the deletion of a stack installation waits for its children to be deleted. Read-only."},
+			"finalizers": map[string]any{"type": "array", "items": str(""), "x-kubernetes-list-type": "set",
+				"description": "stacks.cairn.dev/children while the deletion of a stack installation waits for its children. Read-only."},
+			"ownerReferences": map[string]any{"type": "array", "items": map[string]any{"$ref": componentSchemasPath + ownerReferenceRef},
+				"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": []string{"uid"},
+				"description": "The stack installation that owns the object, if one does. Read-only."},
+			"managedFields": map[string]any{"type": "array", "items": map[string]any{"$ref": componentSchemasPath + managedFieldsRef},
+				"description": "Which field manager owns which fields (server-side apply). Kept by the server."},
 		},
+	}
+}
+
+// metaSchemas are the meta/v1 schemas every kind's document refers to.
+func metaSchemas() map[string]any {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	boolean := func(d string) map[string]any { return map[string]any{"type": "boolean", "description": d} }
+	return map[string]any{
+		objectMetaRef: objectMetaSchema(),
+		managedFieldsRef: map[string]any{"type": "object",
+			"description": "The fields one field manager owns, by one operation.",
+			"properties": map[string]any{
+				"manager":     str("The field manager: fieldManager, else the client's User-Agent product (kubectl-edit, ...)."),
+				"operation":   str("Apply or Update."),
+				"apiVersion":  str("The version of the fields' schema."),
+				"time":        map[string]any{"type": "string", "format": "date-time", "description": "When the manager last changed these fields."},
+				"fieldsType":  str("FieldsV1."),
+				"fieldsV1":    map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "The fields, as a trie."},
+				"subresource": str("The subresource written, if any."),
+			}},
+		ownerReferenceRef: map[string]any{"type": "object",
+			"description": "OwnerReference names the stack installation that owns the object.",
+			"required":    []string{"apiVersion", "kind", "name", "uid"},
+			"properties": map[string]any{
+				"apiVersion":         str("The owner's API version."),
+				"kind":               str("The owner's kind."),
+				"name":               str("The owner's name."),
+				"uid":                str("The owner's uid."),
+				"controller":         boolean("Always true: the installation's stack controller manages the object."),
+				"blockOwnerDeletion": boolean("Always true: the owner is deleted only after the object."),
+			}},
 	}
 }
 
@@ -407,4 +452,31 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"swagger": doc.Swagger, "info": map[string]string{"title": doc.Info.Title, "version": doc.Info.Version}, "paths": map[string]any{}})
+}
+
+// objectStatusSchema is the hub's part of an object's status
+// (ObjectStatus); what the instance's controllers report is served beside
+// it, so other fields are kept.
+func objectStatusSchema() map[string]any {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	ids := func(d string) map[string]any {
+		return map[string]any{"type": "array", "items": str(""), "description": d}
+	}
+	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+		"description": "What the hub knows beyond the value: type, backend, lock, relations (read-only), and what the instance's controllers report.",
+		"properties": map[string]any{
+			"typeRef": map[string]any{"type": "object", "description": "The Type of the instance.",
+				"properties": map[string]any{"path": str("The Type's path."), "revision": str("The Type's revision.")}},
+			"alias": str("The instance's alias."),
+			"backend": map[string]any{"type": "object", "description": "The storage backend that holds the value.",
+				"properties": map[string]any{
+					"id":       str("The backend's TypeInstance id."),
+					"abstract": map[string]any{"type": "boolean", "description": "True when the hub itself stores the value."},
+					"context":  map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "What the backend keeps about the value."},
+				}},
+			"lockedBy":  str("Who holds the instance's lock."),
+			"createdBy": str("Who created the instance."),
+			"uses":      ids("The ids of the instances this one uses."),
+			"usedBy":    ids("The ids of the instances that use this one."),
+		}}
 }

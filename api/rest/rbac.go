@@ -66,8 +66,6 @@ func (s *Server) serveRBAC(w http.ResponseWriter, r *http.Request, req request) 
 		return
 	}
 	switch {
-	case r.Method == http.MethodGet && req.name == "" && isWatch(r):
-		err = errStatus{newStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", "watch is not served for "+req.res.plural+"."+rbacv1.GroupName+": list them again")}
 	case r.Method == http.MethodGet && req.name == "":
 		err = s.listRBAC(w, r, req)
 	case r.Method == http.MethodGet:

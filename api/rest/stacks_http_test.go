@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -154,9 +155,48 @@ func TestStacksOverREST(t *testing.T) {
 		t.Errorf("row = %v", cells)
 	}
 
+	// kubectl get -w prints the same columns: its first event is a Table
+	// with READY and SYNCED filled in.
+	wreq, _ := http.NewRequestWithContext(e.ctx, "GET", e.url+dbs+"?watch=true", nil)
+	wreq.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	wresp, err := e.client.Do(wreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := bufio.NewReader(wresp.Body).ReadString('\n')
+	wresp.Body.Close()
+	if err != nil || !strings.Contains(first, `"name":"READY"`) || !strings.Contains(first, `"cells":["orders","False","True"`) {
+		t.Errorf("kubectl get -w, first event: %v %s", err, first)
+	}
+
+	// kubectl delete --cascade=orphan asks to keep the children; cairn
+	// always deletes an installation's children first, so it refuses
+	// rather than delete what the caller asked to keep, and changes
+	// nothing. A propagationPolicy the API server does not know is
+	// refused as it refuses it.
+	for _, c := range []struct{ body, query, want string }{
+		{body: `{"propagationPolicy":"Orphan"}`, want: `propagationPolicy: Unsupported value: "Orphan": DB "orders" owns 2 children, which cairn deletes before it`},
+		{query: "?propagationPolicy=Orphan", want: `propagationPolicy: Unsupported value: "Orphan"`},
+		{body: `{"orphanDependents":true}`, want: `orphanDependents: Unsupported value: true: DB "orders" owns 2 children, which cairn deletes before it`},
+		{body: `{"propagationPolicy":"Sideways"}`, want: `propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan"`},
+		{body: `{"propagationPolicy":"Orphan","orphanDependents":false}`, want: "orphanDependents and deletionPropagation cannot be both set"},
+	} {
+		wantStatus(t, e.do("DELETE", dbs+"/orders"+c.query, "application/json", c.body), http.StatusUnprocessableEntity, "Invalid", c.want)
+	}
+	wantStatus(t, e.do("DELETE", hubGV+"/typeinstances/"+inst.Metadata.UID, "application/json", `{"propagationPolicy":"Orphan"}`),
+		http.StatusUnprocessableEntity, "Invalid", `TypeInstance "`+inst.Metadata.UID+`" owns 2 children`)
+	wantStatus(t, e.do("DELETE", "/apis/db.test.cairn.dev/v1/namespaces/default/dbs", "application/json", `{"propagationPolicy":"Orphan"}`),
+		http.StatusUnprocessableEntity, "Invalid", `DB "orders" owns 2 children, which cairn deletes before it`)
+	if b := e.mustDo("GET", dbs+"/orders", "", nil, http.StatusOK).body; strings.Contains(string(b), "deletionTimestamp") {
+		t.Fatalf("a refused orphan delete requested the deletion: %s", b)
+	}
+	e.mustDo("GET", "/apis/example.org/v1/namespaces/default/databases/orders-main", "", nil, http.StatusOK)
+
 	// Deleting the installation over REST hands over to the controller:
-	// it stays, with a deletionTimestamp, until its children are gone.
-	e.mustDo("DELETE", dbs+"/orders", "", nil, http.StatusOK)
+	// it stays, with a deletionTimestamp, until its children are gone
+	// (kubectl delete --cascade=foreground, as the API server's
+	// foreground deletion).
+	e.mustDo("DELETE", dbs+"/orders", "application/json", `{"propagationPolicy":"Foreground"}`, http.StatusOK)
 	var pending struct {
 		Metadata struct {
 			DeletionTimestamp string   `json:"deletionTimestamp"`
@@ -176,4 +216,9 @@ func TestStacksOverREST(t *testing.T) {
 	}
 	wantStatus(t, e.do("GET", dbs+"/orders", "", nil), http.StatusNotFound, "NotFound")
 	wantStatus(t, e.do("GET", "/apis/example.org/v1/namespaces/default/databases/orders-main", "", nil), http.StatusNotFound, "NotFound")
+
+	// With no children there is nothing to orphan: the delete is made.
+	e.mustDo("POST", dbs, "application/json", `{"apiVersion":"db.test.cairn.dev/v1","kind":"DB","metadata":{"name":"spare"},"spec":{}}`, http.StatusCreated)
+	e.mustDo("DELETE", dbs+"/spare", "application/json", `{"propagationPolicy":"Orphan"}`, http.StatusOK)
+	wantStatus(t, e.do("GET", dbs+"/spare", "", nil), http.StatusNotFound, "NotFound")
 }

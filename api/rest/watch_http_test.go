@@ -339,3 +339,22 @@ func TestWatchLabelSelectorResumed(t *testing.T) {
 	e.mustDo("PATCH", flagPath("default", "out"), "application/merge-patch+json", `{"spec":{"port":1}}`, http.StatusOK)
 	w.expect("MODIFIED out")
 }
+
+// TestWatchNotServed: a kind that takes no watch refuses ?watch=true as
+// the API server refuses it (405), rather than answering with a list that
+// kubectl get -w cannot decode as an event ("no kind \"Table\" is
+// registered").
+func TestWatchNotServed(t *testing.T) {
+	e := newRestEnv(t)
+	for _, c := range []struct{ path, kind string }{
+		{"/api/v1/namespaces", "namespaces"},
+		{hubGV + "/types", "types.hub.cairn.dev"},
+		{hubGV + "/backends", "backends.hub.cairn.dev"},
+		{hubGV + "/stacks", "stacks.hub.cairn.dev"},
+		{hubGV + "/proposals", "proposals.hub.cairn.dev"},
+		{"/apis/rbac.authorization.k8s.io/v1/clusterroles", "clusterroles.rbac.authorization.k8s.io"},
+	} {
+		wantStatus(t, e.do("GET", c.path+"?watch=true", "", nil), http.StatusMethodNotAllowed, "MethodNotAllowed",
+			`watch is not supported on resources of kind "`+c.kind+`"`)
+	}
+}
