@@ -176,22 +176,27 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	ready := make(chan struct{})
 	mux := http.NewServeMux()
 	// /livez is Kubernetes' name of the liveness check; both only say the
-	// process serves.
-	alive := func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }
-	mux.HandleFunc("GET /healthz", alive)
-	mux.HandleFunc("GET /livez", alive)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-ready:
-		default:
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		if _, err := h.LastSeq(r.Context()); err != nil {
-			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
+	// process serves. /readyz also asks whether start-up finished and the
+	// store answers.
+	live := []probeCheck{{name: "ping"}}
+	probes(mux, "healthz", live)
+	probes(mux, "livez", live)
+	probes(mux, "readyz", []probeCheck{
+		{name: "ping"},
+		{name: "started", check: func(context.Context) error {
+			select {
+			case <-ready:
+				return nil
+			default:
+				return errors.New("starting")
+			}
+		}},
+		{name: "store", check: func(ctx context.Context) error {
+			if _, err := h.LastSeq(ctx); err != nil {
+				return fmt.Errorf("store unavailable: %w", err)
+			}
+			return nil
+		}},
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: gql.introspection, Capact: capact, MaxResponseBytes: gql.maxResponseBytes}))
