@@ -54,6 +54,18 @@ func hasSecret(v any) bool {
 // when the schema marks nothing; a v that is not JSON is replaced whole when
 // the schema marks anything, since its shape cannot be known.
 func (s *Schema) Redact(root string, v json.RawMessage, marker string) (json.RawMessage, []string) {
+	return s.redact(root, v, marker, false)
+}
+
+// RedactKeepingKeys is Redact keeping the member names of a secret object,
+// at any depth, with marker for each of their values: a copy of a value in
+// which a client finds what fields it set (kubectl's last-applied object,
+// from which kubectl apply learns which fields to delete).
+func (s *Schema) RedactKeepingKeys(root string, v json.RawMessage, marker string) (json.RawMessage, []string) {
+	return s.redact(root, v, marker, true)
+}
+
+func (s *Schema) redact(root string, v json.RawMessage, marker string, keepKeys bool) (json.RawMessage, []string) {
 	if !s.HasSecrets() || len(v) == 0 {
 		return v, nil
 	}
@@ -63,7 +75,7 @@ func (s *Schema) Redact(root string, v json.RawMessage, marker string) (json.Raw
 	if err := d.Decode(&inst); err != nil {
 		return json.RawMessage(strconv.Quote(marker)), []string{root}
 	}
-	r := redactor{doc: s.doc, marker: marker}
+	r := redactor{doc: s.doc, marker: marker, keepKeys: keepKeys}
 	out := r.walk(s.doc, inst, root, 0)
 	if len(r.fields) == 0 {
 		return v, nil
@@ -79,6 +91,8 @@ type redactor struct {
 	doc    any
 	marker string
 	fields []string
+	// keepKeys replaces a secret object by its skeleton, not by marker.
+	keepKeys bool
 	// done holds the locations already replaced, which another schema
 	// applying there (allOf, oneOf, ...) must not name again.
 	done map[string]bool
@@ -105,6 +119,9 @@ func (r *redactor) walk(sch any, inst any, at string, depth int) any {
 		}
 		r.done[at] = true
 		r.fields = append(r.fields, at)
+		if r.keepKeys {
+			return r.skeleton(inst)
+		}
 		return r.marker
 	}
 	if ref, ok := m["$ref"].(string); ok {
@@ -178,6 +195,19 @@ func (r *redactor) walk(sch any, inst any, at string, depth int) any {
 		return x
 	}
 	return inst
+}
+
+// skeleton is inst with every member name kept and everything else
+// (scalars, arrays) replaced by the marker.
+func (r *redactor) skeleton(inst any) any {
+	m, ok := inst.(map[string]any)
+	if !ok {
+		return r.marker
+	}
+	for k, v := range m {
+		m[k] = r.skeleton(v)
+	}
+	return m
 }
 
 // resolve follows a reference inside the document ("#", "#/$defs/x",
