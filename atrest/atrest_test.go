@@ -235,14 +235,19 @@ func TestNoPlaintextInTheDatabase(t *testing.T) {
 			ctx := t.Context()
 			db := open(t)
 			c := config(t, gcm1)
-			h, err := hub.New(ctx, hub.Config{Store: atrest.Wrap(db.st, c)})
+			h, err := hub.New(ctx, hub.Config{Store: atrest.Wrap(db.st, c), SealedValues: c.Seals})
 			if err != nil {
 				t.Fatal(err)
 			}
 			const secret, plain = "pw-marker-7f3a", "cfg-marker-91bc"
+			// kubectl apply's copy of the object, value and all, in an
+			// annotation (metadata, which is not encrypted).
+			applied := func(v string) map[string]string {
+				return map[string]string{hub.LastAppliedAnnotation: `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","spec":{"value":{"password":"` + v + `"}}}`}
+			}
 			created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{
 				{Name: "creds", TypeRef: cairn.TypeRef{Path: "cap.type.database.postgresql.credentials", Revision: "0.1.0"},
-					Value: json.RawMessage(`{"password":"` + secret + `-v1"}`)},
+					Value: json.RawMessage(`{"password":"` + secret + `-v1"}`), Annotations: applied(secret + "-v1")},
 				{Name: "cfg", TypeRef: cairn.TypeRef{Path: "cap.type.database.postgresql.config", Revision: "0.1.0"},
 					Value: json.RawMessage(`{"host":"` + plain + `"}`)},
 			}})
@@ -251,7 +256,7 @@ func TestNoPlaintextInTheDatabase(t *testing.T) {
 			}
 			credsID := created[0].ID
 			// A second version, and one that carries the value over.
-			if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: credsID, Value: json.RawMessage(`{"password":"` + secret + `-v2"}`)}}); err != nil {
+			if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: credsID, Value: json.RawMessage(`{"password":"` + secret + `-v2"}`), Annotations: applied(secret + "-v2")}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: credsID, Labels: map[string]string{"a": "b"}}}); err != nil {

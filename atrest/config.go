@@ -217,6 +217,13 @@ func (c *Config) writer(typePath string) sealer {
 	return nil
 }
 
+// Seals reports whether new values of a Type path are written encrypted
+// (false for a nil Config): the hub then keeps no copy of them in
+// metadata, which is not encrypted (hub.Config.SealedValues).
+func (c *Config) Seals(typePath string) bool {
+	return c != nil && c.writer(typePath) != nil
+}
+
 // sealsNothing reports whether every new value is written in plaintext,
 // whatever its Type: then a write needs no Type path to choose a key.
 func (c *Config) sealsNothing() bool {

@@ -466,6 +466,11 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		if createdBy == "" {
 			createdBy = actor
 		}
+		annotations, err := h.StoredAnnotations(ctx, in.TypeRef, in.Annotations)
+		if err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
 		items[i] = &pending{
 			in:           in,
 			value:        in.Value,
@@ -479,7 +484,7 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 				Name:          in.Name,
 				Alias:         in.Alias,
 				Labels:        maps.Clone(in.Labels),
-				Annotations:   maps.Clone(in.Annotations),
+				Annotations:   maps.Clone(annotations),
 				Backend:       cairn.BackendRef{ID: b.ID, Abstract: b.Abstract},
 				CreatedAt:     now,
 				ManagedFields: in.ManagedFields,

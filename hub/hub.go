@@ -81,6 +81,12 @@ type Config struct {
 	// RBAC is added to the default roles and bindings (rbac.Defaults);
 	// bindings created through the API are added to both.
 	RBAC rbac.Policy
+	// SealedValues, when set, reports whether the store encrypts the
+	// values of a Type path at rest (atrest.Config.Seals): the hub then
+	// stores kubectl's last-applied annotation, a copy of the value in
+	// metadata, without the value's contents, as for a Type marking its
+	// whole value x-cairn-secret.
+	SealedValues func(typePath string) bool
 }
 
 // Hub is the service. It is safe for concurrent use.
@@ -135,6 +141,8 @@ type Hub struct {
 	deleting sync.Map
 	// secretTypes keeps what RedactSecrets read of each Type (secrets.go).
 	secretTypes sync.Map
+	// sealedValues is Config.SealedValues (nil: nothing is).
+	sealedValues func(typePath string) bool
 }
 
 // New returns a Hub on cfg.Store, registering the built-in backend instance
@@ -154,6 +162,8 @@ func New(ctx context.Context, cfg Config) (*Hub, error) {
 		now:       cfg.Now,
 		notify:    newNotifier(),
 		warmed:    make(chan struct{}),
+
+		sealedValues: cfg.SealedValues,
 
 		pollInterval: cfg.PollInterval,
 	}

@@ -159,6 +159,40 @@ func (h *Hub) RedactSecrets(ctx context.Context, list []cairn.Instance) error {
 	return nil
 }
 
+// StoredAnnotations returns the annotations of an instance of ref as the
+// hub stores them: kubectl's last-applied object with the secret parts of
+// its value replaced by SecretMarker (its keys kept, which is all kubectl
+// apply's three-way merge reads of it), since annotations are metadata,
+// which encryption at rest and SOPS leave in plaintext. The whole value is
+// treated as secret there when the store encrypts the Type's values
+// (Config.SealedValues). ann itself is not changed.
+func (h *Hub) StoredAnnotations(ctx context.Context, ref cairn.TypeRef, ann map[string]string) (map[string]string, error) {
+	applied, ok := ann[LastAppliedAnnotation]
+	if !ok {
+		return ann, nil
+	}
+	s, err := h.secretSchema(ctx, ref)
+	if err != nil {
+		return ann, err
+	}
+	if s == nil && h.sealedValues != nil && h.sealedValues(ref.Path) {
+		// Compiled here, on the rare write that carries the annotation.
+		if s, err = schema.Compile(json.RawMessage(`{"` + schema.SecretKeyword + `":true}`)); err != nil {
+			return ann, fmt.Errorf("compile the schema of a secret value: %w", err)
+		}
+	}
+	if s == nil {
+		return ann, nil
+	}
+	red, changed := redactApplied(s, applied)
+	if !changed || red == applied {
+		return ann, nil
+	}
+	out := maps.Clone(ann)
+	out[LastAppliedAnnotation] = red
+	return out, nil
+}
+
 // redactApplied returns the object kubectl applied (a LastAppliedAnnotation)
 // with the secret parts of its value replaced by SecretMarker, and whether
 // anything was: the value is the object's spec.value when it was applied as
@@ -185,7 +219,7 @@ func redactApplied(s *schema.Schema, applied string) (string, bool) {
 		if v == nil {
 			return applied, false
 		}
-		red, replaced := s.Redact("spec/value", v, SecretMarker)
+		red, replaced := s.RedactKeepingKeys("spec/value", v, SecretMarker)
 		if len(replaced) == 0 {
 			return applied, false
 		}
@@ -194,7 +228,7 @@ func redactApplied(s *schema.Schema, applied string) (string, bool) {
 			return SecretMarker, true
 		}
 	} else {
-		red, replaced := s.Redact("spec", spec, SecretMarker)
+		red, replaced := s.RedactKeepingKeys("spec", spec, SecretMarker)
 		if len(replaced) == 0 {
 			return applied, false
 		}

@@ -143,48 +143,72 @@ func TestSecretsAfterTypeChangesElsewhere(t *testing.T) {
 
 // TestSecretsInLastAppliedAnnotation: kubectl apply keeps the whole object
 // it applied, secrets included, in the kubectl.kubernetes.io/last-applied-
-// configuration annotation; a list shows the secret fields there as the
-// marker too (an annotation it cannot read, whole), and a read by id keeps
-// it as applied, which the next kubectl apply needs.
+// configuration annotation. Annotations are metadata, which encryption at
+// rest and SOPS leave in plaintext, so the hub stores that object with the
+// secret fields replaced by the marker (keeping the keys under them, all
+// kubectl's three-way merge reads of it to delete fields): on create and
+// on update, for every reader. An annotation it cannot read is replaced
+// whole; other annotations are the user's.
 func TestSecretsInLastAppliedAnnotation(t *testing.T) {
 	const pw = "applied-secret-93c1"
 	const key = "kubectl.kubernetes.io/last-applied-configuration"
 	creds := cairn.TypeRef{Path: "cap.type.database.postgresql.credentials", Revision: "0.1.0"}
+	whole := cairn.TypeRef{Path: "cap.type.test.whole.secret", Revision: "0.1.0"}
 	for _, tc := range []struct {
-		name, annotation, want string
+		name       string
+		ref        cairn.TypeRef
+		annotation string
+		want       string
 	}{
-		{"through the Type's kind", `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","metadata":{"name":"a"},"spec":{"password":"` + pw + `","username":"a"}}` + "\n",
+		{"through the Type's kind", creds, `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","metadata":{"name":"a"},"spec":{"password":"` + pw + `","username":"a"}}` + "\n",
 			`{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","metadata":{"name":"a"},"spec":{"password":"` + hub.SecretMarker + `","username":"a"}}` + "\n"},
-		{"through typeinstances", `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"a"},"spec":{"typeRef":{"path":"p"},"value":{"password":"` + pw + `","username":"a"}}}`,
+		{"through typeinstances", creds, `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"a"},"spec":{"typeRef":{"path":"p"},"value":{"password":"` + pw + `","username":"a"}}}`,
 			`{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","metadata":{"name":"a"},"spec":{"typeRef":{"path":"p"},"value":{"password":"` + hub.SecretMarker + `","username":"a"}}}`},
-		{"not JSON", `password: ` + pw, hub.SecretMarker},
-		{"without the secret", `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","spec":{"username":"a"}}`,
+		{"a whole secret value keeps its keys", whole, `{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","spec":{"value":{"password":"` + pw + `","username":{"n":["` + pw + `"]}}}}`,
+			`{"apiVersion":"hub.cairn.dev/v1","kind":"TypeInstance","spec":{"value":{"password":"` + hub.SecretMarker + `","username":{"n":"` + hub.SecretMarker + `"}}}}`},
+		{"not JSON", creds, `password: ` + pw, hub.SecretMarker},
+		{"without the secret", creds, `{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","spec":{"username":"a"}}`,
 			`{"apiVersion":"database.cairn.dev/v1","kind":"PostgresCredentials","spec":{"username":"a"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.registerType(creds.Path, creds.Revision, credsSchema)
-			id := e.create(hub.NewInstance{TypeRef: creds, Annotations: map[string]string{key: tc.annotation, "team": pw},
-				Value: json.RawMessage(`{"username":"a","password":"` + pw + `"}`)})
-			for _, values := range []bool{true, false} {
-				list, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: creds.Path}, hub.ListOptions{Values: values})
-				if err != nil || len(list) != 1 {
-					t.Fatalf("list: %v, %v", list, err)
+			e.registerType(whole.Path, whole.Revision, `{"type":"object","x-cairn-secret":true}`)
+			value := json.RawMessage(`{"username":"a","password":"` + pw + `"}`)
+			id := e.create(hub.NewInstance{TypeRef: tc.ref, Annotations: map[string]string{key: tc.annotation, "team": pw}, Value: value})
+			check := func(when string) {
+				t.Helper()
+				for _, values := range []bool{true, false} {
+					list, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: tc.ref.Path}, hub.ListOptions{Values: values})
+					if err != nil || len(list) != 1 {
+						t.Fatalf("list: %v, %v", list, err)
+					}
+					if got := list[0].Annotations[key]; got != tc.want {
+						t.Errorf("%s, values=%v: listed annotation\n%s\nwant\n%s", when, values, got, tc.want)
+					}
+					if got := list[0].Annotations["team"]; got != pw {
+						t.Errorf("%s, values=%v: another annotation changed: %q", when, values, got)
+					}
 				}
-				if got := list[0].Annotations[key]; got != tc.want {
-					t.Errorf("values=%v: listed annotation\n%s\nwant\n%s", values, got, tc.want)
+				all, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: tc.ref.Path}, hub.ListOptions{Values: true, Secrets: true})
+				if err != nil || all[0].Annotations[key] != tc.want {
+					t.Errorf("%s: list with Secrets: annotation %q, %v", when, all[0].Annotations[key], err)
 				}
-				if got := list[0].Annotations["team"]; got != pw {
-					t.Errorf("values=%v: another annotation changed: %q", values, got)
+				if got := e.get(id).Annotations[key]; got != tc.want {
+					t.Errorf("%s: read by id: annotation %q", when, got)
+				}
+				stored, err := e.st.GetInstancesBrief(e.ctx, []string{id})
+				if err != nil || len(stored) != 1 || stored[0].Annotations[key] != tc.want {
+					t.Errorf("%s: the store holds the annotation %v, %v", when, stored, err)
 				}
 			}
-			all, _, err := e.h.ListInstancesWith(e.ctx, store.InstanceFilter{TypePath: creds.Path}, hub.ListOptions{Values: true, Secrets: true})
-			if err != nil || all[0].Annotations[key] != tc.annotation {
-				t.Errorf("list with Secrets: annotation %q, %v", all[0].Annotations[key], err)
+			check("created")
+			// An update giving the annotation again (kubectl apply's
+			// patch does) stores it the same way.
+			if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: id, Value: value, Annotations: map[string]string{key: tc.annotation, "team": pw}}}); err != nil {
+				t.Fatal(err)
 			}
-			if got := e.get(id).Annotations[key]; got != tc.annotation {
-				t.Errorf("read by id after the lists: annotation %q", got)
-			}
+			check("updated")
 		})
 	}
 }

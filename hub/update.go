@@ -341,6 +341,12 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				continue
 			}
 		}
+		if u.Annotations != nil {
+			if u.Annotations, err = h.StoredAnnotations(ctx, inst.TypeRef, u.Annotations); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+		}
 		s := &staged{up: u, inst: inst, backend: b, value: u.Value, pinType: pinType, checkedType: checkedType}
 		// Abstract values are carried over inside the transaction, from the
 		// version that is latest at commit time; external ones must be read

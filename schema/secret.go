@@ -54,6 +54,18 @@ func hasSecret(v any) bool {
 // when the schema marks nothing; a v that is not JSON is replaced whole when
 // the schema marks anything, since its shape cannot be known.
 func (s *Schema) Redact(root string, v json.RawMessage, marker string) (json.RawMessage, []string) {
+	return s.redact(root, v, marker, false)
+}
+
+// RedactKeepingKeys is Redact keeping the member names of a secret object,
+// at any depth, with marker for each of their values: a copy of a value in
+// which a client finds what fields it set (kubectl's last-applied object,
+// from which kubectl apply learns which fields to delete).
+func (s *Schema) RedactKeepingKeys(root string, v json.RawMessage, marker string) (json.RawMessage, []string) {
+	return s.redact(root, v, marker, true)
+}
+
+func (s *Schema) redact(root string, v json.RawMessage, marker string, keepKeys bool) (json.RawMessage, []string) {
 	if !s.HasSecrets() || len(v) == 0 {
 		return v, nil
 	}
@@ -63,7 +75,7 @@ func (s *Schema) Redact(root string, v json.RawMessage, marker string) (json.Raw
 	if err := d.Decode(&inst); err != nil {
 		return json.RawMessage(strconv.Quote(marker)), []string{root}
 	}
-	r := redactor{doc: s.doc, marker: marker}
+	r := redactor{doc: s.doc, marker: marker, keepKeys: keepKeys}
 	out := r.walk(s.doc, inst, root, 0)
 	if len(r.fields) == 0 {
 		return v, nil
@@ -79,54 +91,88 @@ type redactor struct {
 	doc    any
 	marker string
 	fields []string
+	// keepKeys replaces a secret object by its skeleton, not by marker.
+	keepKeys bool
+	// done holds the locations already replaced, which another schema
+	// applying there (allOf, oneOf, ...) must not name again.
+	done map[string]bool
 }
 
 // maxRefDepth bounds $ref chains, which may be cyclic.
 const maxRefDepth = 32
 
+// inPlace are the keywords whose subschemas apply to the value itself. The
+// branches of anyOf and oneOf, and both of if's then and else, are all
+// followed whichever the value matches: a mark in any of them hides the
+// field, as the web console reads them.
+var inPlace = []string{"allOf", "anyOf", "oneOf"}
+
 // walk returns inst with the values sch marks secret replaced.
 func (r *redactor) walk(sch any, inst any, at string, depth int) any {
 	m, ok := sch.(map[string]any)
-	if !ok || depth > maxRefDepth {
+	if !ok || depth > maxRefDepth || r.done[at] {
 		return inst
 	}
 	if b, _ := m[SecretKeyword].(bool); b {
+		if r.done == nil {
+			r.done = map[string]bool{}
+		}
+		r.done[at] = true
 		r.fields = append(r.fields, at)
+		if r.keepKeys {
+			return r.skeleton(inst)
+		}
 		return r.marker
 	}
 	if ref, ok := m["$ref"].(string); ok {
 		if target, ok := r.resolve(ref); ok {
-			if t, _ := target.(map[string]any); t != nil {
-				if b, _ := t[SecretKeyword].(bool); b {
-					r.fields = append(r.fields, at)
-					return r.marker
-				}
-			}
 			inst = r.walk(target, inst, at, depth+1)
 		}
 	}
-	if all, ok := m["allOf"].([]any); ok {
-		for _, sub := range all {
+	for _, k := range inPlace {
+		subs, _ := m[k].([]any)
+		for _, sub := range subs {
 			inst = r.walk(sub, inst, at, depth+1)
 		}
+	}
+	for _, k := range []string{"if", "then", "else"} {
+		inst = r.walk(m[k], inst, at, depth+1)
 	}
 	switch x := inst.(type) {
 	case map[string]any:
 		props, _ := m["properties"].(map[string]any)
 		pats, _ := m["patternProperties"].(map[string]any)
+		for _, k := range []string{"dependentSchemas", "dependencies"} {
+			deps, _ := m[k].(map[string]any)
+			for name, sub := range deps {
+				if _, present := x[name]; present {
+					inst = r.walk(sub, inst, at, depth+1) // an array (draft-07 property dependency) marks nothing
+				}
+			}
+		}
+		if _, ok := inst.(map[string]any); !ok {
+			return inst
+		}
 		for k, val := range x {
 			child := at + "/" + escapeToken(k)
-			var sub any
+			// properties and every matching patternProperties entry
+			// apply; additionalProperties (or unevaluatedProperties)
+			// when none does.
+			matched := false
 			if p, ok := props[k]; ok {
-				sub = p
-			} else if p := matchPattern(pats, k); p != nil {
-				sub = p
-			} else if ap, ok := m["additionalProperties"].(map[string]any); ok {
-				sub = ap
+				val, matched = r.walk(p, val, child, depth), true
 			}
-			if sub != nil {
-				x[k] = r.walk(sub, val, child, depth)
+			for _, p := range matchPatterns(pats, k) {
+				val, matched = r.walk(p, val, child, depth), true
 			}
+			if !matched {
+				if ap, ok := m["additionalProperties"].(map[string]any); ok {
+					val = r.walk(ap, val, child, depth)
+				} else if up, ok := m["unevaluatedProperties"].(map[string]any); ok {
+					val = r.walk(up, val, child, depth)
+				}
+			}
+			x[k] = val
 		}
 		return x
 	case []any:
@@ -134,6 +180,9 @@ func (r *redactor) walk(sch any, inst any, at string, depth int) any {
 		items := m["items"]
 		if list, ok := items.([]any); ok { // draft-07 tuple form
 			prefix, items = list, m["additionalItems"]
+		}
+		if items == nil {
+			items = m["unevaluatedItems"]
 		}
 		for i, val := range x {
 			child := at + "/" + strconv.Itoa(i)
@@ -146,6 +195,19 @@ func (r *redactor) walk(sch any, inst any, at string, depth int) any {
 		return x
 	}
 	return inst
+}
+
+// skeleton is inst with every member name kept and everything else
+// (scalars, arrays) replaced by the marker.
+func (r *redactor) skeleton(inst any) any {
+	m, ok := inst.(map[string]any)
+	if !ok {
+		return r.marker
+	}
+	for k, v := range m {
+		m[k] = r.skeleton(v)
+	}
+	return m
 }
 
 // resolve follows a reference inside the document ("#", "#/$defs/x",
@@ -184,13 +246,14 @@ func (r *redactor) resolve(ref string) (any, bool) {
 	return cur, true
 }
 
-// matchPattern returns the subschema of the first patternProperties entry
-// whose regular expression matches name.
-func matchPattern(pats map[string]any, name string) any {
+// matchPatterns returns the subschemas of every patternProperties entry
+// whose regular expression matches name: all of them apply.
+func matchPatterns(pats map[string]any, name string) []any {
+	var out []any
 	for p, sub := range pats {
 		if re, err := regexp.Compile(p); err == nil && re.MatchString(name) {
-			return sub
+			out = append(out, sub)
 		}
 	}
-	return nil
+	return out
 }

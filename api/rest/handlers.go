@@ -834,12 +834,18 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	if value == nil {
 		value = json.RawMessage(`{}`)
 	}
+	// As the hub will store them (kubectl's last-applied object without
+	// secrets), so that applying the same object again changes nothing.
+	annotations, err := s.hub.StoredAnnotations(r.Context(), cur.TypeRef, nonNilMap(storedAnnotations(o.Metadata.Annotations)))
+	if err != nil {
+		return cairn.Instance{}, err
+	}
 	up := hub.UpdateInstance{
 		ID:          cur.ID,
 		OwnerID:     query(r).Get("lockOwner"),
 		IfSeq:       ifSeq,
 		Labels:      nonNilMap(o.Metadata.Labels),
-		Annotations: nonNilMap(storedAnnotations(o.Metadata.Annotations)),
+		Annotations: annotations,
 	}
 	changed := !sameMap(up.Labels, cur.Labels) || !sameMap(up.Annotations, cur.Annotations)
 	if !cairn.JSONEqual(value, cur.Latest.Value) {

@@ -76,3 +76,63 @@ func TestSecretsOfKindReadsAndListsInAnyOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestKubectlApplyOfASecretAgain: kubectl apply sends the applied object,
+// secrets included, in its last-applied annotation, which the hub stores
+// with the secrets redacted (annotations are not encrypted at rest). The
+// next kubectl apply of the same object patches that annotation again:
+// nothing changed, so no new resource version, through the Type's kind as
+// through typeinstances; and no write stores the secret in an annotation.
+func TestKubectlApplyOfASecretAgain(t *testing.T) {
+	const clear = "open-sesame-5678"
+	e := newRestEnv(t)
+	if _, err := e.h.CreateType(e.ctx, cairn.Type{Path: "org.example.vault", Revision: "0.1.0",
+		JSONSchema: []byte(`{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string","x-cairn-secret":true}}}`),
+		Group:      "example.org", Version: "v1", Names: &cairn.Names{Kind: "Vault", Plural: "vaults"}}); err != nil {
+		t.Fatal(err)
+	}
+	applied := `{"apiVersion":"example.org/v1","kind":"Vault","metadata":{"name":"v1","namespace":"default"},"spec":{"password":"` + clear + `","user":"u"}}` + "\n"
+	annotations := map[string]any{"metadata": map[string]any{"annotations": map[string]string{hub.LastAppliedAnnotation: applied}}}
+	created := e.mustDo("POST", "/apis/example.org/v1/namespaces/default/vaults", "application/json", map[string]any{
+		"apiVersion": "example.org/v1", "kind": "Vault", "metadata": map[string]any{"name": "v1", "annotations": map[string]string{hub.LastAppliedAnnotation: applied}},
+		"spec": map[string]string{"user": "u", "password": clear}}, http.StatusCreated)
+	var o struct {
+		Metadata struct {
+			UID             string
+			ResourceVersion string
+			Annotations     map[string]string
+		}
+	}
+	if err := json.Unmarshal(created.body, &o); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/apis/example.org/v1/namespaces/default/vaults/v1", "/apis/hub.cairn.dev/v1/typeinstances/" + o.Metadata.UID} {
+		before, err := e.h.GetInstance(e.ctx, o.Metadata.UID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(path, "/apis/hub.cairn.dev/") {
+			// typeinstances are replaced (PUT) whole: the object read, with
+			// the annotation as kubectl would send it.
+			var cur map[string]any
+			if err := json.Unmarshal(e.mustDo("GET", path, "", nil, http.StatusOK).body, &cur); err != nil {
+				t.Fatal(err)
+			}
+			cur["metadata"].(map[string]any)["annotations"] = map[string]string{hub.LastAppliedAnnotation: applied}
+			e.mustDo("PUT", path, "application/json", cur, http.StatusOK)
+		} else {
+			e.mustDo("PATCH", path, "application/merge-patch+json", annotations, http.StatusOK)
+		}
+		after, err := e.h.GetInstance(e.ctx, o.Metadata.UID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Latest.ResourceVersion != before.Latest.ResourceVersion || after.Seq != before.Seq {
+			t.Errorf("write to %s of the same last-applied object: resource version %d -> %d, seq %d -> %d, want no change",
+				path, before.Latest.ResourceVersion, after.Latest.ResourceVersion, before.Seq, after.Seq)
+		}
+		if strings.Contains(after.Annotations[hub.LastAppliedAnnotation], clear) || !strings.Contains(after.Annotations[hub.LastAppliedAnnotation], hub.SecretMarker) {
+			t.Errorf("after a write to %s the stored annotation is %q", path, after.Annotations[hub.LastAppliedAnnotation])
+		}
+	}
+}

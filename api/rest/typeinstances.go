@@ -260,12 +260,18 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if attrs == nil {
 		attrs = []cairn.AttributeRef{}
 	}
+	// As the hub will store them (kubectl's last-applied object without
+	// secrets), so that applying the same object again changes nothing.
+	annotations, err := s.hub.StoredAnnotations(r.Context(), cur.TypeRef, nonNilMap(o.Metadata.Annotations))
+	if err != nil {
+		return err
+	}
 	up := hub.UpdateInstance{
 		ID:          cur.ID,
 		OwnerID:     query(r).Get("lockOwner"),
 		IfSeq:       ifSeq,
 		Labels:      nonNilMap(o.Metadata.Labels),
-		Annotations: nonNilMap(o.Metadata.Annotations),
+		Annotations: annotations,
 		Attributes:  &attrs,
 		Current:     &cur, // read at this request: the hub need not read it again
 	}

@@ -348,10 +348,7 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 		switch k.kind {
 		case "age":
 			if len(c.ids) == 0 {
-				why := "no age identity"
-				if c.idsErr != nil {
-					why = c.idsErr.Error()
-				}
+				why := c.noIdentity()
 				tried = append(tried, "age "+k.id+": "+why)
 				continue
 			}
@@ -375,6 +372,19 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 	return nil, fmt.Errorf("sops: cannot decrypt the data key of %s: %s", name, strings.Join(tried, "; "))
 }
 
+// noIdentity says why the codec has no age identity: the error reading
+// them, or where they were looked for and none was (a key file cut short,
+// holding only age-keygen's comments, or empty).
+func (c *Codec) noIdentity() string {
+	switch {
+	case c.idsErr != nil:
+		return c.idsErr.Error()
+	case c.idsFrom != "":
+		return "no age identity in " + c.idsFrom + " (want a line AGE-SECRET-KEY-1...)"
+	}
+	return "no age identity"
+}
+
 // CheckReadable reports whether the codec's identities read what it
 // encrypts: whether one of them belongs to one of its recipients. Encrypting
 // needs no identity, so without this a backend could write files it can
@@ -395,10 +405,7 @@ func (c *Codec) CheckReadable() error {
 			return fmt.Errorf("sops: encrypt a data key to %s: %w", r, err)
 		}
 		if len(c.ids) == 0 {
-			why := "no age identity"
-			if c.idsErr != nil {
-				why = c.idsErr.Error()
-			}
+			why := c.noIdentity()
 			tried = append(tried, "age "+r+": "+why)
 			continue
 		}

@@ -147,11 +147,22 @@ func TestCheckReadable(t *testing.T) {
 	a, aFile := newIdentity(t)
 	b, bFile := newIdentity(t)
 	ra, rb := a.Recipient().String(), b.Recipient().String()
+	// A key file cut short after age-keygen's comments, and an empty one.
+	dir := t.TempDir()
+	cut, empty := filepath.Join(dir, "cut.key"), filepath.Join(dir, "empty.key")
+	if err := os.WriteFile(cut, []byte("# created: 2026-11-24T21:28:27Z\n# public key: "+ra+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		cfg  sops.Config
 		want string // "" when readable
 	}{
+		{"a key file holding comments only", sops.Config{Age: []string{ra}, AgeKeyFile: cut}, "age " + ra + ": no age identity in ageKeyFile " + cut},
+		{"an empty key file", sops.Config{Age: []string{ra}, AgeKeyFile: empty}, "age " + ra + ": no age identity in ageKeyFile " + empty},
 		{"its own recipient", sops.Config{Age: []string{ra}, AgeKeyFile: aFile}, ""},
 		{"one of two recipients", sops.Config{Age: []string{rb, ra}, AgeKeyFile: aFile}, ""},
 		{"another recipient only", sops.Config{Age: []string{rb}, AgeKeyFile: aFile}, "age " + rb + ": no matching identity in ageKeyFile " + aFile},

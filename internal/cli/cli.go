@@ -388,7 +388,7 @@ func (a *app) openHub(ctx context.Context) (*hub.Hub, error) {
 			}
 			return at
 		}}), &a.quietHub})
-	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: a.withBackends(backends, nil), NoReadCache: true})
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: a.withBackends(backends, nil), NoReadCache: true, SealedValues: st.Encryption.Seals})
 	if err != nil {
 		return nil, fmt.Errorf("start the hub on %s: %w", path, err)
 	}

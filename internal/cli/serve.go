@@ -148,7 +148,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	defer st.Close()
 	path := st.Where
 	opener := a.withBackends(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true})
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true, SealedValues: st.Encryption.Seals})
 	if err != nil {
 		return fmt.Errorf("start the hub on %s: %w", path, err)
 	}

@@ -147,9 +147,10 @@ export async function watch(path, rv, onEvent, signal, onState) {
 // Secrets are shown as dots until the user asks. A value is secret when
 // its Type's schema marks it "x-cairn-secret": true (the whole value at the
 // root; a property at any depth through properties, patternProperties,
-// additionalProperties, items, prefixItems, allOf/anyOf/oneOf and local
-// $refs, as the server reads the keyword) or, without a schema saying so,
-// when its key names a secret.
+// additionalProperties, unevaluatedProperties, items, prefixItems,
+// unevaluatedItems, allOf/anyOf/oneOf, if/then/else, dependentSchemas and
+// local $refs, every branch, as the server reads the keyword) or, without a
+// schema saying so, when its key names a secret.
 export const SECRET_KEYWORD = 'x-cairn-secret';
 export const MASK = '••••••';
 const SECRET = /pass(word)?|secret|token|private.?key|api.?key|credential/i;
@@ -170,7 +171,18 @@ function resolveRef(root, s) {
 export function schemaMarksSecret(root, s) {
   s = resolveRef(root, s);
   if (!s || typeof s !== 'object') return false;
-  return s[SECRET_KEYWORD] === true || ['allOf', 'anyOf', 'oneOf'].some((k) => (s[k] || []).some((x) => schemaMarksSecret(root, x)));
+  return s[SECRET_KEYWORD] === true || inPlace(s).some((x) => schemaMarksSecret(root, x));
+}
+
+// inPlace are the subschemas of s that apply to the value itself, every
+// branch whichever the value matches (dependentSchemas whether or not their
+// property is present).
+function inPlace(s) {
+  const out = [];
+  for (const k of ['allOf', 'anyOf', 'oneOf']) if (Array.isArray(s[k])) out.push(...s[k]);
+  for (const k of ['if', 'then', 'else']) if (s[k] && typeof s[k] === 'object') out.push(s[k]);
+  for (const k of ['dependentSchemas', 'dependencies']) for (const x of Object.values(s[k] || {})) if (x && typeof x === 'object' && !Array.isArray(x)) out.push(x);
+  return out;
 }
 
 // subSchemas are the schemas that apply to member key (a property name or
@@ -179,10 +191,13 @@ function subSchemas(root, s, key, isIndex) {
   s = resolveRef(root, s);
   if (!s || typeof s !== 'object') return [];
   const out = [];
-  for (const k of ['allOf', 'anyOf', 'oneOf']) for (const x of s[k] || []) out.push(...subSchemas(root, x, key, isIndex));
+  for (const x of inPlace(s)) out.push(...subSchemas(root, x, key, isIndex));
   if (isIndex) {
     if (Array.isArray(s.prefixItems) && key < s.prefixItems.length) out.push(s.prefixItems[key]);
-    else if (s.items && typeof s.items === 'object') out.push(s.items);
+    else if (Array.isArray(s.items) && key < s.items.length) out.push(s.items[key]);
+    else if (Array.isArray(s.items) && s.additionalItems && typeof s.additionalItems === 'object') out.push(s.additionalItems);
+    else if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.push(s.items);
+    else if (s.unevaluatedItems && typeof s.unevaluatedItems === 'object') out.push(s.unevaluatedItems);
     return out;
   }
   if (s.properties?.[key]) out.push(s.properties[key]);
@@ -191,6 +206,7 @@ function subSchemas(root, s, key, isIndex) {
     try { if (new RegExp(re, 'u').test(key)) { out.push(x); matched = true; } } catch { /* not a pattern this browser reads */ }
   }
   if (!matched && s.additionalProperties && typeof s.additionalProperties === 'object') out.push(s.additionalProperties);
+  else if (!matched && s.unevaluatedProperties && typeof s.unevaluatedProperties === 'object') out.push(s.unevaluatedProperties);
   return out;
 }
 
