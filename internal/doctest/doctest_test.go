@@ -7,11 +7,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,7 +175,13 @@ func runPage(t *testing.T, root, bin string, goVars map[string]string, rel strin
 		text := addrRE.ReplaceAllStringFunc(b.text, func(m string) string {
 			p := addrRE.FindStringSubmatch(m)[1]
 			if ports[p] == "" {
-				ports[p] = freePort(t)
+				// A port just closed may be handed out again: each
+				// of the page's addresses gets a port of its own.
+				port := freePort(t)
+				for slices.Contains(slices.Collect(maps.Values(ports)), port) {
+					port = freePort(t)
+				}
+				ports[p] = port
 			}
 			return "127.0.0.1:" + ports[p]
 		})
