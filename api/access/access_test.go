@@ -123,6 +123,21 @@ func oidcIssuer(t *testing.T) (url string, sign func(key *rsa.PrivateKey, sub st
 	return srv.URL, sign, key
 }
 
+// sqliteHub is a hub on a fresh SQLite file, closed with the test.
+func sqliteHub(t *testing.T) *hub.Hub {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(t.Context(), hub.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func start(t *testing.T) *env {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))

@@ -1,7 +1,6 @@
 package access_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,8 +14,6 @@ import (
 	"github.com/cairn-dev/cairn/api/access"
 	"github.com/cairn-dev/cairn/auth/audit"
 	"github.com/cairn-dev/cairn/auth/authn"
-	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // TestRateLimitPerUser: over its burst a user gets the API server's 429
@@ -24,16 +21,7 @@ import (
 // does not give it a new allowance; anonymous callers share one per source
 // address; each 429 is in the audit log.
 func TestRateLimitPerUser(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(ctx, hub.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := sqliteHub(t)
 	tf, err := authn.ParseTokenFile(strings.NewReader("ada-token,ada,1,cairn:admins\nvic-token,vic,2\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,19 +1,15 @@
 package access_test
 
 import (
-	"context"
 	"encoding/xml"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/api/access"
 	"github.com/cairn-dev/cairn/auth/authn"
-	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
 // TestS3RequestsAnsweredInS3sTerms: cairn serves no S3 API. An S3 client
@@ -24,16 +20,7 @@ import (
 // document naming what cairn serves instead, a 4xx (S3 clients retry 5xx),
 // before it reaches any handler; every other request is unchanged.
 func TestS3RequestsAnsweredInS3sTerms(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h, err := hub.New(ctx, hub.Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := sqliteHub(t)
 	tf, err := authn.ParseTokenFile(strings.NewReader("ada-token,ada,1,cairn:admins\n"))
 	if err != nil {
 		t.Fatal(err)
