@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/labels"
 	"github.com/cairn-dev/cairn/store"
@@ -43,10 +45,16 @@ type NewInstance struct {
 	// the instance (Kubernetes managedFields form), or nil.
 	ManagedFields json.RawMessage
 
+	// ID, when set, is the id the instance had before it was deleted: a
+	// UUID no instance has now. It exists so an instance recreated from
+	// the form cairn serves it in (kubectl replace --force deletes, then
+	// creates from that form) keeps its id; new instances leave it empty
+	// and get a new one.
+	ID string
+
 	// id, when set, is the instance's id instead of a new UUID: the hub
 	// gives some of its own instances a readable, deterministic id
-	// (Terraform states and outputs, terraform.go). Callers outside the
-	// hub cannot choose ids.
+	// (Terraform states and outputs, terraform.go).
 	id string
 }
 
@@ -347,7 +355,15 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 
 	for i, in := range req.Instances {
 		id := in.id
-		if id == "" {
+		var idCause *cairn.Cause
+		switch {
+		case id != "":
+		case in.ID != "":
+			id = in.ID
+			if u, err := uuid.Parse(id); err != nil || u.String() != id {
+				idCause = &cairn.Cause{Field: "metadata/uid", Message: fmt.Sprintf("%q is not an id cairn gives (a lower-case UUID); only an instance's former id may be given", id)}
+			}
+		default:
 			id = newID()
 		}
 		if in.Name == "" {
@@ -364,6 +380,9 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		aliases[in.Alias] = i
 
 		var causes []cairn.Cause
+		if idCause != nil {
+			causes = append(causes, *idCause)
+		}
 		if c := checkAlias(in.Alias); c != nil {
 			causes = append(causes, *c)
 		}

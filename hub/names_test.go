@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -56,4 +57,33 @@ func TestPrinterColumnsChecked(t *testing.T) {
 	_, err = e.h.CreateType(e.ctx, typ)
 	wantCode(t, err, cairn.CodeInvalid)
 	wantContains(t, err, "additionalPrinterColumns/0/type", "additionalPrinterColumns/0/jsonPath", "additionalPrinterColumns/1/name")
+}
+
+// An instance deleted and created again with its former id (what kubectl
+// replace --force does through REST) gets that id back; an id cairn would
+// not give, or one an instance has, is refused.
+func TestCreateWithFormerID(t *testing.T) {
+	e := newEnv(t)
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "a", TypeRef: cfgType}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out[0].ID
+	_, err = e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{ID: id, Alias: "b", TypeRef: cfgType}}})
+	wantCode(t, err, cairn.CodeAlreadyExists)
+	if err := e.h.DeleteInstance(e.ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{ID: id, Alias: "a", TypeRef: cfgType}}})
+	if err != nil || again[0].ID != id {
+		t.Fatalf("created again = %+v, %v; want id %s", again, err, id)
+	}
+	if got, err := e.h.GetInstance(e.ctx, id, false); err != nil || got.ID != id {
+		t.Errorf("GetInstance(%s) = %+v, %v", id, got.ID, err)
+	}
+	for _, bad := range []string{"not-a-uuid", strings.ToUpper(uuid.NewString()), "tfstate.default.x"} {
+		_, err = e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{ID: bad, TypeRef: cfgType}}})
+		wantCode(t, err, cairn.CodeInvalid)
+		wantContains(t, err, "metadata/uid", "only an instance's former id may be given")
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn"
@@ -90,6 +91,12 @@ type Instance struct {
 	Backend *Backend
 	// Uses lists aliases of other documents of the same apply, or ids.
 	Uses []string
+	// Served is set when the document is in the form cairn serves a
+	// TypeInstance in (kubectl get ti ID -o yaml) rather than the manifest
+	// form; ID is then always set, and ResourceVersion is its
+	// metadata.resourceVersion, if any.
+	Served          bool
+	ResourceVersion string
 }
 
 // Backend is spec.backend of a TypeInstance document.
@@ -393,6 +400,9 @@ func (d *decoder) embeddedJSON(field string, raw json.RawMessage) json.RawMessag
 
 // instance decodes a kind: TypeInstance document.
 func (d *decoder) instance(top map[string]json.RawMessage) *Instance {
+	if isServed(top) {
+		return d.servedInstance(top)
+	}
 	d.known("", top, "apiVersion", "kind", "metadata", "spec")
 	in := &Instance{}
 	if meta := d.object("metadata", top["metadata"], []string{"name", "namespace", "alias", "id", "labels", "annotations"}); meta != nil {
@@ -408,14 +418,100 @@ func (d *decoder) instance(top map[string]json.RawMessage) *Instance {
 		d.add("spec", "is required")
 		return in
 	}
+	if tr, ok := spec["typeRef"]; !ok || isNull(tr) {
+		if in.ID == "" {
+			d.add("spec/typeRef", "is required (unless metadata.id names an existing TypeInstance)")
+		}
+	}
+	d.instanceSpec(in, spec)
+	in.Uses = d.strList("spec/uses", spec["uses"])
+	for i, u := range in.Uses {
+		if u == "" {
+			d.add(fmt.Sprintf("spec/uses/%d", i), "must not be empty")
+		}
+	}
+	return in
+}
+
+// isServed reports whether a TypeInstance document is in the form cairn
+// serves (kubectl get ti ID -o yaml) rather than the manifest form: it has
+// a status, a metadata.uid, or the spec.name and spec.namespace the served
+// form moves out of metadata.
+func isServed(top map[string]json.RawMessage) bool {
+	if _, ok := top["status"]; ok {
+		return true
+	}
+	has := func(part string, keys ...string) bool {
+		var m map[string]json.RawMessage
+		if first(top[part]) != '{' || json.Unmarshal(top[part], &m) != nil {
+			return false // the manifest form's decoder names the mistake
+		}
+		return slices.ContainsFunc(keys, func(k string) bool { _, ok := m[k]; return ok })
+	}
+	return has("metadata", "uid") || has("spec", "name", "namespace")
+}
+
+// servedInstance decodes a TypeInstance in the form cairn serves it:
+// metadata.name (and uid) is its id, spec carries its name, namespace and
+// alias, status what the hub tracks. It reads as a document of that
+// instance (ID set, Served true), so a file saved with kubectl get -o yaml
+// can be applied or, after the instance was deleted, created again
+// (kubectl replace --force). What the server sets is read over: uid,
+// creationTimestamp, generation, managedFields, spec.backend.abstract and
+// status, but for status.uses, whose entries other than the backend are
+// the instances it uses; resourceVersion is kept for a replace's
+// precondition.
+func (d *decoder) servedInstance(top map[string]json.RawMessage) *Instance {
+	d.known("", top, "apiVersion", "kind", "metadata", "spec", "status")
+	in := &Instance{Served: true}
+	if meta := d.object("metadata", top["metadata"], []string{"name", "uid", "resourceVersion", "generation", "creationTimestamp", "labels", "annotations", "managedFields"}); meta != nil {
+		in.ID = d.optStr("metadata/name", meta["name"])
+		uid := d.optStr("metadata/uid", meta["uid"])
+		switch {
+		case in.ID == "" && uid == "":
+			d.add("metadata/name", "is required: the id of the TypeInstance, as kubectl get serves it")
+		case in.ID == "":
+			in.ID = uid
+		case uid != "" && uid != in.ID:
+			d.add("metadata/uid", fmt.Sprintf("%q differs from metadata.name %q; a served TypeInstance has its id in both", uid, in.ID))
+		}
+		in.ResourceVersion = d.optStr("metadata/resourceVersion", meta["resourceVersion"])
+		in.Labels = d.strMap("metadata/labels", meta["labels"])
+		in.Annotations = d.strMap("metadata/annotations", meta["annotations"])
+	}
+	spec := d.object("spec", top["spec"], []string{"typeRef", "namespace", "name", "alias", "attributes", "value", "backend"})
+	if spec == nil {
+		if top["spec"] == nil {
+			d.add("spec", "is required")
+		}
+		return in
+	}
+	in.Name = d.optStr("spec/name", spec["name"])
+	in.Namespace = d.optStr("spec/namespace", spec["namespace"])
+	in.Alias = d.optStr("spec/alias", spec["alias"])
+	d.instanceSpec(in, spec)
+	if in.Backend != nil {
+		in.Backend.Abstract = false // served: it marks the built-in backend, named by its id
+	}
+	if st := d.object("status", top["status"], nil); st != nil {
+		for _, u := range d.strList("status/uses", st["uses"]) {
+			if u != "" && (in.Backend == nil || u != in.Backend.ID) {
+				in.Uses = append(in.Uses, u)
+			}
+		}
+	}
+	return in
+}
+
+// instanceSpec decodes the fields both forms of a TypeInstance share:
+// spec.typeRef, value, attributes and backend.
+func (d *decoder) instanceSpec(in *Instance, spec map[string]json.RawMessage) {
 	if tr, ok := spec["typeRef"]; ok && !isNull(tr) {
 		m := d.object("spec/typeRef", tr, []string{"path", "revision"})
 		if m != nil {
 			in.TypeRef.Path = d.reqStr("spec/typeRef/path", m["path"])
 			in.TypeRef.Revision = d.reqStr("spec/typeRef/revision", m["revision"])
 		}
-	} else if in.ID == "" {
-		d.add("spec/typeRef", "is required (unless metadata.id names an existing TypeInstance)")
 	}
 	if v, ok := spec["value"]; ok && !isNull(v) {
 		in.Value = v
@@ -446,11 +542,4 @@ func (d *decoder) instance(top map[string]json.RawMessage) *Instance {
 			}
 		}
 	}
-	in.Uses = d.strList("spec/uses", spec["uses"])
-	for i, u := range in.Uses {
-		if u == "" {
-			d.add(fmt.Sprintf("spec/uses/%d", i), "must not be empty")
-		}
-	}
-	return in
 }

@@ -249,11 +249,21 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{"apiVersion is required (want hub.cairn.dev/v1)", "kind is required (want Type, TypeInstance or List)"}, ""},
 		{"unknown apiVersion", "apiVersion: v2\nkind: Type\n", "f.yaml: document 1 (line 1)",
 			[]string{`apiVersion "v2" is not supported (want hub.cairn.dev/v1)`}, ""},
-		{"unknown fields", head + "status: {}\nspec:\n  typeRef: {path: a.b, revision: 0.1.0, rev: 1}\n  vaule: 1\n", "f.yaml: document 1 (line 1)",
+		{"unknown fields", head + "state: {}\nspec:\n  typeRef: {path: a.b, revision: 0.1.0, rev: 1}\n  vaule: 1\n", "f.yaml: document 1 (line 1)",
 			[]string{
-				"status is not a known field (known: apiVersion, kind, metadata, spec)",
+				"state is not a known field (known: apiVersion, kind, metadata, spec)",
 				"spec/vaule is not a known field (known: typeRef, value, attributes, backend, uses)",
 				"spec/typeRef/rev is not a known field (known: path, revision)",
+			}, ""},
+		{"served form, uid not its name", head + "metadata: {name: a, uid: b, colour: red}\nspec: {name: x, typeRef: {path: a.b, revision: 0.1.0}}\nstatus: {}\n", "f.yaml: document 1 (line 1)",
+			[]string{
+				`metadata/colour is not a known field (known: name, uid, resourceVersion, generation, creationTimestamp, labels, annotations, managedFields)`,
+				`metadata/uid "b" differs from metadata.name "a"; a served TypeInstance has its id in both`,
+			}, ""},
+		{"served form without its id", head + "metadata: {}\nspec: {namespace: default, uses: [a]}\n", "f.yaml: document 1 (line 1)",
+			[]string{
+				"metadata/name is required: the id of the TypeInstance, as kubectl get serves it",
+				"spec/uses is not a known field (known: typeRef, namespace, name, alias, attributes, value, backend)",
 			}, ""},
 		{"missing required", "# c\n" + head + "metadata: {labels: {replicas: 3}}\nspec:\n  attributes: [{path: a.b}]\n  uses: [\"\"]\n", "f.yaml: document 1 (line 2)",
 			[]string{
@@ -326,5 +336,48 @@ func TestDecodeReportsEveryDocument(t *testing.T) {
 	}
 	if len(docs) != 2 || docs[1].Pos.Index != 3 || docs[1].Pos.Line != 10 {
 		t.Errorf("docs = %+v, want a.b and a.c (document 4, line 10)", docs)
+	}
+}
+
+// The form cairn serves a TypeInstance in (kubectl get ti ID -o yaml)
+// reads as a document of that instance: its id, its name, namespace and
+// alias from spec, the instances it uses from status.uses without its
+// backend, and what the server sets read over.
+func TestDecodeServedInstance(t *testing.T) {
+	docs, err := manifest.Decode(strings.NewReader(`apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata:
+  creationTimestamp: "2026-11-24T22:45:15Z"
+  generation: 1
+  labels: {env: dev}
+  name: 01a20fbc-1a42-744f-973a-6fb6c5492801
+  resourceVersion: "4"
+  uid: 01a20fbc-1a42-744f-973a-6fb6c5492801
+spec:
+  alias: db-config
+  backend: {abstract: true, id: a36ed738-dfe7-45ec-acd1-8e44e8db893b}
+  name: db-config
+  namespace: prod
+  typeRef: {path: cap.type.database.postgresql.config, revision: 0.1.0}
+  value: {port: 5432}
+status:
+  createdBy: root
+  resourceVersion: 1
+  uses: [01a20fbc-1a41-7b58-a023-782d087019e7, a36ed738-dfe7-45ec-acd1-8e44e8db893b]
+`), "ti.yaml")
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	want := &manifest.Instance{
+		ID: "01a20fbc-1a42-744f-973a-6fb6c5492801", Served: true, ResourceVersion: "4",
+		Alias: "db-config", Namespace: "prod", Name: "db-config",
+		TypeRef: cairn.TypeRef{Path: "cap.type.database.postgresql.config", Revision: "0.1.0"},
+		Labels:  map[string]string{"env": "dev"},
+		Value:   json.RawMessage(`{"port":5432}`),
+		Backend: &manifest.Backend{ID: "a36ed738-dfe7-45ec-acd1-8e44e8db893b"},
+		Uses:    []string{"01a20fbc-1a41-7b58-a023-782d087019e7"},
+	}
+	if len(docs) != 1 || !reflect.DeepEqual(docs[0].Instance, want) {
+		t.Errorf("Instance = %+v\nwant %+v", docs[0].Instance, want)
 	}
 }

@@ -59,6 +59,17 @@ spec:
 	if out := k.ok("get", "ti", id, "-o", "jsonpath={.spec.value.text}"); out != "two" {
 		t.Errorf("value after replace = %q, want two", out)
 	}
+	// replace --force deletes, then creates from the file: the served form
+	// comes back under its id, with its value and labels, nothing lost.
+	k.file("note-v3.yaml", strings.Replace(served, "text: one", "text: three", 1))
+	if out := k.ok("replace", "--force", "-f", "note-v3.yaml"); !strings.Contains(out, "typeinstance.hub.cairn.dev/"+id+" replaced") {
+		t.Errorf("replace --force -f = %q", out)
+	}
+	if out := k.ok("get", "ti", id, "-o", "jsonpath={.spec.value.text} {.spec.name}"); out != "three note" {
+		t.Errorf("value and name after replace --force = %q, want three note", out)
+	}
+	// Created again while it exists: refused, as the API server does.
+	k.fails([]string{"AlreadyExists", id, "already exists"}, "create", "-f", "note-v3.yaml")
 	// Validation is the server's, and strict as kubectl asked.
 	k.file("note-bad.yaml", strings.Replace(served, "metadata:", "metadata:\n  colour: red", 1))
 	k.fails([]string{`strict decoding error: unknown field "metadata.colour"`}, "replace", "-f", "note-bad.yaml")

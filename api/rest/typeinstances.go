@@ -23,8 +23,11 @@ import (
 // of the same request: by its metadata.alias, or by a metadata.name no other
 // document of the request shares (the rule of cairn apply); other entries
 // are ids of existing instances. spec.backend.id may be a storage backend's
-// alias. The answer is 201 with the created TypeInstance, or a
-// TypeInstanceList when the body held several.
+// alias. A document may also be in the form GET serves (metadata.name and
+// uid the id, spec.name, status): it is created again under that id, which
+// no instance may have, as kubectl replace --force does after its delete.
+// The answer is 201 with the created TypeInstance, or a TypeInstanceList
+// when the body held several.
 func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -67,7 +70,7 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 		switch {
 		case d.Kind != manifest.KindTypeInstance:
 			return errStatus{badRequest("%s: only TypeInstance documents can be created here, not %s (Types are created at %s/%s/types)", d.Pos, d.Kind, HubGroup, HubVersion)}
-		case d.Instance.ID != "":
+		case d.Instance.ID != "" && !d.Instance.Served:
 			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
 				Causes: []cairn.Cause{{Field: "metadata/id", Message: "must not be set: it names an existing TypeInstance, which is replaced with PUT typeinstances/{id}"}},
 				Msg:    "metadata.id names an existing TypeInstance; replace it with PUT typeinstances/{id}"})
@@ -81,16 +84,34 @@ func (s *Server) createTypeInstances(w http.ResponseWriter, r *http.Request) err
 		return hubInvalid(err)
 	}
 
+	// A served document names the instances it uses by id; one of them
+	// may be created again by the same request, under its alias there.
+	former := map[string]string{}
+	for i, in := range ins {
+		if in.Served && aliases[i] != "" {
+			former[in.ID] = aliases[i]
+		}
+	}
 	var req hub.CreateRequest
 	for i, in := range ins {
 		n := in.NewInstance()
 		n.Alias = aliases[i]
+		if in.Served {
+			// The form GET serves, sent back after a delete (kubectl
+			// replace --force): the instance comes back under its id.
+			n.ID = in.ID
+		}
 		if len(in.Uses) > 0 && n.Alias == "" {
 			errs = append(errs, &cairn.Error{Code: cairn.CodeInvalid, Subject: docs[i].Pos.String(),
 				Msg: "spec.uses needs the document to have an alias within the request: set metadata.alias (metadata.name is shared with another document)"})
 		}
 		req.Instances = append(req.Instances, n)
-		req.UsesRelations = append(req.UsesRelations, in.UsesRelations(n.Alias)...)
+		for _, rel := range in.UsesRelations(n.Alias) {
+			if a, ok := former[rel.To]; ok {
+				rel.To = a
+			}
+			req.UsesRelations = append(req.UsesRelations, rel)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return hubInvalid(err)

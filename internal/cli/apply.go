@@ -113,15 +113,13 @@ func classify(d manifest.Raw) (rdoc, error) {
 		}
 	case hubDoc && d.Kind == string(manifest.KindTypeInstance):
 		doc.class = classInstance
-		if in, rv, ok, err := servedInstance(d); ok || err != nil {
-			doc.inst, doc.rv = in, rv
-			return doc, err
-		}
 		docs, err := manifest.DecodeRaw(d)
 		if err != nil {
 			return doc, err
 		}
-		doc.inst = docs[0].Instance
+		// A TypeInstance as the server serves it names the instance by id,
+		// and its resourceVersion is kept for the replace's precondition.
+		doc.inst, doc.rv = docs[0].Instance, docs[0].Instance.ResourceVersion
 	case d.APIVersion == "" || d.Kind == "":
 		return doc, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(), Msg: "apiVersion and kind are required"}
 	}
@@ -142,37 +140,6 @@ func servedType(raw json.RawMessage) *cairn.Type {
 		t.PrinterColumns = o.Spec.REST.AdditionalPrinterColumns
 	}
 	return t
-}
-
-// servedInstance reads a TypeInstance as the server serves it (it has
-// metadata.uid) as the equivalent manifest document naming the instance by
-// id, so both forms are applied alike.
-func servedInstance(d manifest.Raw) (*manifest.Instance, string, bool, error) {
-	var o rest.TypeInstanceObject
-	if err := json.Unmarshal(d.JSON, &o); err != nil || o.Metadata.UID == "" {
-		var probe struct {
-			Metadata struct {
-				UID string `json:"uid"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(d.JSON, &probe) == nil && probe.Metadata.UID != "" {
-			return nil, "", true, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(), Msg: "not a TypeInstance as the server serves it: " + err.Error()}
-		}
-		return nil, "", false, nil
-	}
-	if o.Metadata.Name != "" && o.Metadata.Name != o.Metadata.UID {
-		return nil, "", true, &cairn.Error{Code: cairn.CodeInvalid, Subject: d.Pos.String(),
-			Msg: fmt.Sprintf("metadata.name %q differs from metadata.uid %q; a TypeInstance is named by its id", o.Metadata.Name, o.Metadata.UID)}
-	}
-	in := &manifest.Instance{
-		ID: o.Metadata.UID, Alias: o.Spec.Alias, Namespace: o.Spec.Namespace, Name: o.Spec.Name, TypeRef: o.Spec.TypeRef,
-		Labels: o.Metadata.Labels, Annotations: o.Metadata.Annotations, Attributes: o.Spec.Attributes,
-		Backend: &manifest.Backend{ID: o.Spec.Backend.ID, Context: o.Spec.Backend.Context, Abstract: o.Spec.Backend.Abstract},
-	}
-	if len(o.Spec.Value) > 0 && string(o.Spec.Value) != "null" {
-		in.Value = o.Spec.Value
-	}
-	return in, o.Metadata.ResourceVersion, true, nil
 }
 
 // applier sends documents for apply, create or replace.
@@ -729,6 +696,9 @@ func (r *kube) lookup(ctx context.Context, p *plan) (rest.TypeInstanceObject, bo
 	switch {
 	case in.ID != "":
 		raw, err := r.c.Get(ctx, client.TypeInstances, "", in.ID)
+		if in.Served && cairn.HasCode(err, cairn.CodeNotFound) {
+			return cur, false, nil // created again under its id
+		}
 		if err != nil {
 			return cur, false, fmt.Errorf("%s: metadata.id: %w", p.doc.Pos, err)
 		}
@@ -822,10 +792,25 @@ func instanceDocument(in *manifest.Instance, alias string, uses []string) map[st
 		}
 		spec["backend"] = bm
 	}
+	doc := map[string]any{"apiVersion": manifest.APIVersion, "kind": string(manifest.KindTypeInstance), "metadata": meta, "spec": spec}
+	if in.Served {
+		// A served TypeInstance whose instance is gone (deleted, or on
+		// another hub) is sent in the form it was served in, so the server
+		// creates it again under its id.
+		for _, k := range []string{"name", "namespace", "alias"} {
+			if v, ok := meta[k]; ok {
+				spec[k] = v
+				delete(meta, k)
+			}
+		}
+		meta["name"], meta["uid"] = in.ID, in.ID
+		doc["status"] = map[string]any{"uses": uses}
+		return doc
+	}
 	if len(uses) > 0 {
 		spec["uses"] = uses
 	}
-	return map[string]any{"apiVersion": manifest.APIVersion, "kind": string(manifest.KindTypeInstance), "metadata": meta, "spec": spec}
+	return doc
 }
 
 // createBatch creates the documents in one request, hence one hub batch.

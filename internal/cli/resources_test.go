@@ -290,6 +290,19 @@ func TestApplyTypeInstances(t *testing.T) {
 		matchLines(t, s.ok("apply", "-f", p), `typeinstance\.hub\.cairn\.dev/`+server.ID+` \(default/db-server\) configured`)
 		matchLines(t, s.ok("apply", "-f", p), `typeinstance\.hub\.cairn\.dev/`+server.ID+` \(default/db-server\) unchanged`)
 
+		// Served TypeInstances whose instances were deleted (a backup made
+		// with get -o yaml) come back under their ids, still related.
+		backup := writeFile(t, dir, "backup.yaml", s.ok("get", "ti", server.ID, config.ID, "-o", "yaml"))
+		s.ok("delete", "ti", config.ID)
+		s.ok("delete", "ti", server.ID)
+		matchLines(t, s.ok("apply", "-f", backup),
+			`typeinstance\.hub\.cairn\.dev/`+server.ID+` \(default/db-server\) created`,
+			`typeinstance\.hub\.cairn\.dev/`+config.ID+` \(default/db-config\) created`,
+		)
+		if back, err := s.h.GetInstance(ctx, config.ID, false); err != nil || !slices.Contains(back.Uses, server.ID) {
+			t.Errorf("db-config restored = %+v, %v; want it to use db-server %s again", back.Uses, err, server.ID)
+		}
+
 		// A new document that uses an existing one by its alias.
 		user := writeFile(t, dir, "user.yaml", `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
