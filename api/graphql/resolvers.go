@@ -100,11 +100,11 @@ func toVersion(inst cairn.Instance, rv cairn.ResourceVersion) *model.TypeInstanc
 		t := rv.CreatedAt
 		out.CreatedAt = &t
 	}
-	if rv.Attributes != nil {
-		out.Metadata.Attributes = make([]model.AttributeReference, len(rv.Attributes))
-		for i, a := range rv.Attributes {
-			out.Metadata.Attributes[i] = model.AttributeReference{Path: a.Path, Revision: a.Revision}
-		}
+	// Never null: Local Hub answers a version without attributes with [] (a
+	// relation list), and clients iterate it without a null check.
+	out.Metadata.Attributes = make([]model.AttributeReference, len(rv.Attributes))
+	for i, a := range rv.Attributes {
+		out.Metadata.Attributes[i] = model.AttributeReference{Path: a.Path, Revision: a.Revision}
 	}
 	return out
 }
