@@ -572,3 +572,38 @@ func TestAttributesAreAListNeverNull(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyBatches: Local Hub answers a create, update, lock or unlock of no
+// TypeInstances with an empty list, and Capact's engine locks and unlocks an
+// Action's TypeInstances whenever the list it rendered is not nil, empty
+// included; cairn refused each (no TypeInstances to create, no ids given),
+// failing such an Action. Nothing is written, so nothing is checked either.
+func TestEmptyBatches(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name, query string
+		vars        map[string]any
+		want        string
+	}{
+		{"createTypeInstances", `mutation($in: CreateTypeInstancesInput!) { createTypeInstances(in: $in) { id alias } }`,
+			map[string]any{"in": map[string]any{"typeInstances": []any{}, "usesRelations": []any{}}}, `{"createTypeInstances":[]}`},
+		{"updateTypeInstances", `mutation($in: [UpdateTypeInstancesInput]!) { updateTypeInstances(in: $in) { id } }`,
+			map[string]any{"in": []any{}}, `{"updateTypeInstances":[]}`},
+		{"lockTypeInstances", `mutation($in: LockTypeInstancesInput!) { lockTypeInstances(in: $in) }`,
+			map[string]any{"in": map[string]any{"ids": []any{}, "ownerID": "default/act"}}, `{"lockTypeInstances":[]}`},
+		{"unlockTypeInstances", `mutation($in: UnlockTypeInstancesInput!) { unlockTypeInstances(in: $in) }`,
+			map[string]any{"in": map[string]any{"ids": []any{}, "ownerID": "default/act"}}, `{"unlockTypeInstances":[]}`},
+	}
+	for _, tc := range tests {
+		res := e.do(tc.query, tc.vars)
+		if len(res.Errors) > 0 || string(res.Data) != tc.want {
+			t.Errorf("%s: %s %+v, want %s", tc.name, res.Data, res.Errors, tc.want)
+		}
+	}
+	// A relation alone is not an empty batch: it is refused as before.
+	res := e.do(`mutation($in: CreateTypeInstancesInput!) { createTypeInstances(in: $in) { id } }`,
+		map[string]any{"in": map[string]any{"typeInstances": []any{}, "usesRelations": []map[string]any{{"from": "a", "to": "b"}}}})
+	if len(res.Errors) == 0 {
+		t.Errorf("relations without instances: %s, want an error", res.Data)
+	}
+}
