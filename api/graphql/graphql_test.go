@@ -540,3 +540,70 @@ func TestListWhileABackendIsDown(t *testing.T) {
 		t.Errorf("errors = %+v, want one at typeInstances.N.latestResourceVersion naming backend %s and instance %s", res.Errors, bid, ids["down"])
 	}
 }
+
+// TestAttributesAreAListNeverNull: Local Hub answers metadata.attributes of a
+// resource version without attributes as [] (a relation list), and Capact's
+// clients give [] to clear them; cairn answered null for both, which a client
+// iterating the list (attributes.map in JS) fails on.
+func TestAttributesAreAListNeverNull(t *testing.T) {
+	e := newEnv(t)
+	none := ti("none", "cap.type.a", "0.1.0", 1)
+	empty := ti("empty", "cap.type.a", "0.1.0", 2)
+	empty["attributes"] = []any{}
+	some := ti("some", "cap.type.a", "0.1.0", 3)
+	some["attributes"] = []map[string]any{{"path": "cap.attribute.x", "revision": "0.1.0"}}
+	got := e.create([]map[string]any{none, empty, some})
+	// An update giving [] clears the attributes of the new version.
+	e.ok(`mutation($in: [UpdateTypeInstancesInput]!) { updateTypeInstances(in: $in) { id } }`,
+		map[string]any{"in": []map[string]any{{"id": got["some"], "typeInstance": map[string]any{"attributes": []any{}}}}}, nil)
+
+	const q = `query($id: ID!) { typeInstance(id: $id) {
+	  latestResourceVersion { metadata { attributes { path } } }
+	  firstResourceVersion { metadata { attributes { path } } } } }`
+	tests := []struct{ alias, want string }{
+		{"none", `{"typeInstance":{"latestResourceVersion":{"metadata":{"attributes":[]}},"firstResourceVersion":{"metadata":{"attributes":[]}}}}`},
+		{"empty", `{"typeInstance":{"latestResourceVersion":{"metadata":{"attributes":[]}},"firstResourceVersion":{"metadata":{"attributes":[]}}}}`},
+		{"some", `{"typeInstance":{"latestResourceVersion":{"metadata":{"attributes":[]}},"firstResourceVersion":{"metadata":{"attributes":[{"path":"cap.attribute.x"}]}}}}`},
+	}
+	for _, tc := range tests {
+		res := e.do(q, map[string]any{"id": got[tc.alias]})
+		if len(res.Errors) > 0 || string(res.Data) != tc.want {
+			t.Errorf("%s: %s %+v\nwant %s", tc.alias, res.Data, res.Errors, tc.want)
+		}
+	}
+}
+
+// TestEmptyBatches: Local Hub answers a create, update, lock or unlock of no
+// TypeInstances with an empty list, and Capact's engine locks and unlocks an
+// Action's TypeInstances whenever the list it rendered is not nil, empty
+// included; cairn refused each (no TypeInstances to create, no ids given),
+// failing such an Action. Nothing is written, so nothing is checked either.
+func TestEmptyBatches(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name, query string
+		vars        map[string]any
+		want        string
+	}{
+		{"createTypeInstances", `mutation($in: CreateTypeInstancesInput!) { createTypeInstances(in: $in) { id alias } }`,
+			map[string]any{"in": map[string]any{"typeInstances": []any{}, "usesRelations": []any{}}}, `{"createTypeInstances":[]}`},
+		{"updateTypeInstances", `mutation($in: [UpdateTypeInstancesInput]!) { updateTypeInstances(in: $in) { id } }`,
+			map[string]any{"in": []any{}}, `{"updateTypeInstances":[]}`},
+		{"lockTypeInstances", `mutation($in: LockTypeInstancesInput!) { lockTypeInstances(in: $in) }`,
+			map[string]any{"in": map[string]any{"ids": []any{}, "ownerID": "default/act"}}, `{"lockTypeInstances":[]}`},
+		{"unlockTypeInstances", `mutation($in: UnlockTypeInstancesInput!) { unlockTypeInstances(in: $in) }`,
+			map[string]any{"in": map[string]any{"ids": []any{}, "ownerID": "default/act"}}, `{"unlockTypeInstances":[]}`},
+	}
+	for _, tc := range tests {
+		res := e.do(tc.query, tc.vars)
+		if len(res.Errors) > 0 || string(res.Data) != tc.want {
+			t.Errorf("%s: %s %+v, want %s", tc.name, res.Data, res.Errors, tc.want)
+		}
+	}
+	// A relation alone is not an empty batch: it is refused as before.
+	res := e.do(`mutation($in: CreateTypeInstancesInput!) { createTypeInstances(in: $in) { id } }`,
+		map[string]any{"in": map[string]any{"typeInstances": []any{}, "usesRelations": []map[string]any{{"from": "a", "to": "b"}}}})
+	if len(res.Errors) == 0 {
+		t.Errorf("relations without instances: %s, want an error", res.Data)
+	}
+}

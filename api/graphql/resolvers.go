@@ -100,11 +100,11 @@ func toVersion(inst cairn.Instance, rv cairn.ResourceVersion) *model.TypeInstanc
 		t := rv.CreatedAt
 		out.CreatedAt = &t
 	}
-	if rv.Attributes != nil {
-		out.Metadata.Attributes = make([]model.AttributeReference, len(rv.Attributes))
-		for i, a := range rv.Attributes {
-			out.Metadata.Attributes[i] = model.AttributeReference{Path: a.Path, Revision: a.Revision}
-		}
+	// Never null: Local Hub answers a version without attributes with [] (a
+	// relation list), and clients iterate it without a null check.
+	out.Metadata.Attributes = make([]model.AttributeReference, len(rv.Attributes))
+	for i, a := range rv.Attributes {
+		out.Metadata.Attributes[i] = model.AttributeReference{Path: a.Path, Revision: a.Revision}
 	}
 	return out
 }
@@ -518,6 +518,9 @@ func (m *mutation) create(ctx context.Context, in model.CreateTypeInstancesInput
 }
 
 func (m *mutation) CreateTypeInstances(ctx context.Context, in model.CreateTypeInstancesInput, dryRun *bool) ([]model.CreateTypeInstanceOutput, error) {
+	if len(in.TypeInstances) == 0 && len(in.UsesRelations) == 0 {
+		return []model.CreateTypeInstanceOutput{}, nil // an empty batch, as Local Hub answers it
+	}
 	ctx = withDryRun(ctx, dryRun)
 	created, err := m.create(ctx, in)
 	if err != nil {
@@ -540,6 +543,9 @@ func (m *mutation) CreateTypeInstance(ctx context.Context, in model.CreateTypeIn
 }
 
 func (m *mutation) UpdateTypeInstances(ctx context.Context, in []*model.UpdateTypeInstancesInput, dryRun *bool) ([]model.TypeInstance, error) {
+	if len(in) == 0 {
+		return []model.TypeInstance{}, nil // an empty batch, as Local Hub answers it
+	}
 	ctx = withDryRun(ctx, dryRun)
 	ups := make([]hub.UpdateInstance, 0, len(in))
 	for _, u := range in {
@@ -605,6 +611,11 @@ func (m *mutation) DeleteTypeInstance(ctx context.Context, id string, ownerID *s
 }
 
 func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInstancesInput, dryRun *bool) ([]string, error) {
+	if len(in.Ids) == 0 {
+		// Capact's engine locks an Action's TypeInstances whenever their list
+		// is not nil, empty included; Local Hub answers [].
+		return []string{}, nil
+	}
 	ctx = withDryRun(ctx, dryRun)
 	if err := m.mayChange(ctx, "update", in.Ids); err != nil {
 		return nil, err
@@ -616,6 +627,9 @@ func (m *mutation) LockTypeInstances(ctx context.Context, in model.LockTypeInsta
 }
 
 func (m *mutation) UnlockTypeInstances(ctx context.Context, in model.UnlockTypeInstancesInput, dryRun *bool) ([]string, error) {
+	if len(in.Ids) == 0 {
+		return []string{}, nil // as lockTypeInstances
+	}
 	ctx = withDryRun(ctx, dryRun)
 	if err := m.mayChange(ctx, "update", in.Ids); err != nil {
 		return nil, err
