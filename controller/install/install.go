@@ -43,7 +43,7 @@ type Request struct {
 	Stack       string            `json:"stack"`
 	Parameters  map[string]any    `json:"parameters,omitempty"`
 	Credentials map[string]string `json:"credentials,omitempty"`
-	// Dependencies are --dependency PATH=KIND/NAME|STACK@VERSION overrides.
+	// Dependencies are --dependency PATH=[NAMESPACE/]KIND/NAME|STACK@VERSION overrides.
 	Dependencies []string `json:"dependencies,omitempty"`
 	// IfParametersDigest, when set, is the hub.ParametersDigest of the
 	// root's spec the parameters were read from (Runner): the root is

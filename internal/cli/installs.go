@@ -131,7 +131,7 @@ stays installed, and running the same install again resumes where it stopped.`,
 		fl.StringArrayVar(&f.creds, "credential", nil, "a credential of the stack, NAME=NAMESPACE/INSTANCE: a reference to the instance holding it")
 		fl.StringVar(&f.name, "name", "", "name of the installation (default: the stack's name)")
 		fl.StringVarP(&f.namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of the installation")
-		fl.StringArrayVar(&f.deps, "dependency", nil, "resolve a dependency yourself: PATH=KIND/NAME (an existing installation) or PATH=STACK@VERSION")
+		fl.StringArrayVar(&f.deps, "dependency", nil, "resolve a dependency yourself: PATH=[NAMESPACE/]KIND/NAME (an existing installation, of the installation's namespace or the global one) or PATH=STACK@VERSION")
 	}
 	if defineOutput {
 		plan.Flags().StringVarP(output, "output", "o", "text", "output format: text, json or yaml")
