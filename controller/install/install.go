@@ -32,6 +32,7 @@ import (
 	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/hub"
 	pkg "github.com/cairn-dev/cairn/stack"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // Request is one install (or plan) as a user gives it.
@@ -108,6 +109,9 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 			return deps.Request{}, entry, nil, err
 		}
 	}
+	if err := s.checkCredentials(ctx, entry, r.Credentials); err != nil {
+		return deps.Request{}, entry, nil, err
+	}
 	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
 		Parameters: params, Credentials: r.Credentials}
 	for _, d := range r.Dependencies {
@@ -134,6 +138,63 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	return req, entry, root, nil
+}
+
+// checkCredentials checks that each credential the user gives refers to an
+// instance that exists, of the credential's Type when it declares one:
+// the install records the references on the installations and hands them
+// on, so one that names nothing would fail only where it is used, long
+// after. Values are never read. A credential the stack does not declare is
+// left to the resolver, which names the ones it does.
+func (s *Service) checkCredentials(ctx context.Context, entry hub.StackEntry, creds map[string]string) error {
+	if len(creds) == 0 {
+		return nil
+	}
+	ds, err := deps.FromManifest(&entry.Manifest)
+	if err != nil {
+		return fmt.Errorf("stack %s@%s: %w", entry.Name, entry.Version, err)
+	}
+	declared := map[string]deps.Credential{}
+	for _, c := range ds.Credentials {
+		declared[c.Name] = c
+	}
+	for _, k := range slices.Sorted(maps.Keys(creds)) {
+		c, ok := declared[k]
+		if !ok {
+			continue
+		}
+		ref := creds[k]
+		ns, name, ok := strings.Cut(ref, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return cairn.Errorf(cairn.CodeInvalid, "credential %s: %q is not a reference NAMESPACE/NAME to the instance holding it", k, ref)
+		}
+		found, err := s.Hub.ListInstances(ctx, store.InstanceFilter{Namespace: ns, Name: name}, false)
+		if err != nil {
+			return fmt.Errorf("credential %s: %w", k, err)
+		}
+		if c.Type == "" {
+			if len(found) == 0 {
+				return cairn.Errorf(cairn.CodeInvalid, "credential %s: no instance %s", k, ref)
+			}
+			continue
+		}
+		var others []string
+		for _, in := range found {
+			if in.TypeRef.Path == c.Type {
+				others = nil
+				break
+			}
+			others = append(others, in.TypeRef.Path)
+		}
+		if len(found) == 0 || len(others) > 0 {
+			msg := fmt.Sprintf("credential %s: no instance %s of Type %s", k, ref, c.Type)
+			if len(others) > 0 {
+				msg += fmt.Sprintf(" (%s is a %s)", ref, strings.Join(others, ", a "))
+			}
+			return cairn.Errorf(cairn.CodeInvalid, "%s", msg)
+		}
+	}
+	return nil
 }
 
 // checkUsers refuses to install an existing installation at a version of
