@@ -1276,3 +1276,48 @@ func TestCredentialReferencesChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Seed 002 "Unmapped Credentials/Parameters": a required input of a
+// dependency that no mapping sets is presented to the user to specify.
+// The plan lists it and cannot run; given as an answer for the
+// dependency's path (cairn install --dependency-param flags.team=web),
+// it is installed, and the answer is recorded on the root so that the
+// stack controller's install after a spec change gives it again.
+func TestUnmappedInputAnswered(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, repoPath("controller/install/testdata/unmapped"))
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "u1", Stack: "unmapped"}
+	if _, err := svc.Plan(ctx, req); err == nil || !strings.Contains(err.Error(), "flags parameter team of dev/u1-flags") {
+		t.Fatalf("plan without the answer: %v", err)
+	}
+	req.Inputs = map[string]deps.Inputs{"flags": {Parameters: map[string]any{"team": "web"}}}
+	if _, _, err := svc.Install(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", "u1-flags", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	_ = json.Unmarshal(flags.Latest.Value, &spec)
+	if spec["team"] != "web" {
+		t.Fatalf("flags spec %s, want team web", flags.Latest.Value)
+	}
+	e, err := h.GetStack(ctx, "unmapped", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := h.GetInstanceByName(ctx, e.InstallationType.Path, "dev", "u1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := root.Annotations[hub.AnnotationDependencyInputs], `{"flags":{"parameters":{"team":"web"}}}`; got != want {
+		t.Fatalf("annotation %s = %q, want %q", hub.AnnotationDependencyInputs, got, want)
+	}
+	// An answer for a path the plan does not install is refused.
+	req.Inputs = map[string]deps.Inputs{"flag": {Parameters: map[string]any{"team": "web"}}}
+	if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "answers for flag: the plan installs no dependency at that path") {
+		t.Fatalf("plan with an answer for no path: %v", err)
+	}
+}
