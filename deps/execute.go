@@ -336,6 +336,8 @@ func (r *run) do(ctx context.Context, n *Node) error {
 	shared := n.Sharing.Mode != SharingNone && n.Paths[0] != ""
 	if got != nil {
 		switch {
+		case shared && got.RootID != r.plan.RootID && !got.Sharing.Shareable():
+			return exclusiveNow(n)
 		case got.Ready && got.Digest == req.Digest:
 			r.finish(n, got, PhaseSkipped, "installed already with the same inputs", start)
 			return nil
@@ -379,6 +381,14 @@ func (r *run) do(ctx context.Context, n *Node) error {
 	}
 	r.finish(n, done, PhaseInstalled, "", start)
 	return nil
+}
+
+// exclusiveNow is the error for a shared node whose name another install's
+// installation has, with its sharing mode set to none since (seed 002's
+// "break glass"): it satisfies no other installation's dependency, however
+// well it matches.
+func exclusiveNow(n *Node) error {
+	return fmt.Errorf("installation %s exists with sharing mode none, so it satisfies no other installation's dependency: set its sharing mode back to group, delete it, or resolve the dependency yourself with --dependency %s=KIND/NAME or %s=STACK@VERSION", n.Key, n.Paths[0], n.Paths[0])
 }
 
 // sameStack checks that an installation someone else created under the

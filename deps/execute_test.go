@@ -360,3 +360,45 @@ func TestExecuteSharedNameTakenOutOfRange(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// Seed 002 "Installation Resource": an installation whose sharing mode the
+// user set to none ("break glass") satisfies no other installation's
+// dependency, even under the name a new shared installation of the same
+// definition would get. The install that created it keeps it.
+func TestExecuteSharedNameTakenBySharingModeNone(t *testing.T) {
+	cat := catalog(t, seedStacks(t)...)
+	inst := newMemInstaller(cat, nil)
+	r := &Resolver{Catalog: cat, Installations: NewIndex()}
+	first := planFor(t, r, Request{Namespace: "dev", Name: "op", RootID: "r0", Stack: Reference{Name: "operator"}})
+	if _, err := (&Executor{Installer: inst}).Run(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	flux := nodeByPath(t, first, "flux")
+	inst.installs[flux.Key].Sharing = InstallationSharing{Mode: SharingNone} // edited by hand
+	// Skipped as installed already, or reused as another install's.
+	for _, ready := range []bool{true, false} {
+		inst.installs[flux.Key].Ready = ready
+		p := planFor(t, r, Request{Namespace: "dev", Name: "op2", RootID: "r1", Stack: Reference{Name: "operator"}})
+		if err := (&Executor{Installer: inst}).Preview(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		n := nodeByPath(t, p, "flux")
+		want := "installation " + flux.Key + " exists with sharing mode none"
+		if n.Key != flux.Key || n.Change != ChangeFail || !strings.Contains(n.ChangeReason, want) {
+			t.Fatalf("ready %v: preview of %s: %s %q, want fail %q", ready, n.Key, n.Change, n.ChangeReason, want)
+		}
+		_, err := (&Executor{Installer: inst}).Run(context.Background(), p)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--dependency flux=") {
+			t.Fatalf("ready %v: run: %v, want %q", ready, err, want)
+		}
+		if _, ok := inst.requests["dev/op2"]; ok {
+			t.Fatal("the root was installed")
+		}
+	}
+	// The install that created it still has it.
+	inst.installs[flux.Key].Ready = true
+	res, err := (&Executor{Installer: inst}).Run(context.Background(), first)
+	if err != nil || !slices.Contains(res.Skipped, flux.Key) {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -107,7 +107,11 @@ func TestParseReferenceAndOverride(t *testing.T) {
 	if err != nil || o.Stack == nil || o.Stack.String() != "postgres@2.3.4" {
 		t.Fatalf("%+v %v", o, err)
 	}
-	for _, in := range []string{"db", "=x/y", "db=", "db=a/b/c", "d..b=a/b"} {
+	o, err = ParseOverride("db=global/Postgres/shared-pg")
+	if err != nil || o.Installation == nil || *o.Installation != (InstallationRef{Kind: "Postgres", Namespace: "global", Name: "shared-pg"}) || o.Installation.String() != "global/Postgres/shared-pg" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, in := range []string{"db", "=x/y", "db=", "db=a/b/c/d", "db=/a/b", "db=a//b", "db=Dev/a/b", "d..b=a/b"} {
 		if _, err := ParseOverride(in); err == nil {
 			t.Errorf("ParseOverride(%q) accepted", in)
 		}

@@ -83,6 +83,9 @@ func (e *Executor) Preview(ctx context.Context, p *Plan) error {
 		shared := n.Sharing.Mode != SharingNone && n.Paths[0] != ""
 		req, rerr := r.request(n)
 		switch {
+		case shared && got.RootID != p.RootID && !got.Sharing.Shareable():
+			n.Change, n.ChangeReason = ChangeFail, exclusiveNow(n).Error()
+			continue
 		case rerr == nil && got.Ready && got.Digest == req.Digest:
 			n.Change, n.ChangeReason = ChangeSkip, "installed already with the same inputs"+unless
 			continue

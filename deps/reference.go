@@ -3,6 +3,7 @@ package deps
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -66,21 +67,27 @@ type InstallationRef struct {
 	Name      string `json:"name"`
 }
 
+// String is [NAMESPACE/]KIND/NAME, as --dependency takes it.
 func (r InstallationRef) String() string {
 	s := r.Kind + "/" + r.Name
 	if r.Namespace != "" {
-		s = r.Namespace + ":" + s
+		s = r.Namespace + "/" + s
 	}
 	return s
 }
 
-// ParseOverride reads NAME=KIND/NAME or NAME=STACK@VERSION. A right-hand
-// side with '@' is a stack reference; one with a single '/' and no '@' an
-// installation (stack names with '/' need an @VERSION to be told apart).
+// namespacePattern is a Kubernetes namespace name (a DNS label).
+var namespacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ParseOverride reads NAME=[NAMESPACE/]KIND/NAME or NAME=STACK@VERSION. A
+// right-hand side with '@' is a stack reference; one with one or two '/'
+// and no '@' an installation, in the root's namespace unless NAMESPACE
+// says (the global one: seed 002 resolves from those two), so stack names
+// with '/' need an @VERSION to be told apart.
 func ParseOverride(s string) (Override, error) {
 	path, rhs, ok := strings.Cut(s, "=")
 	if !ok || path == "" || rhs == "" {
-		return Override{}, fmt.Errorf("--dependency %q: want NAME=KIND/NAME or NAME=STACK@VERSION", s)
+		return Override{}, fmt.Errorf("--dependency %q: want NAME=[NAMESPACE/]KIND/NAME or NAME=STACK@VERSION", s)
 	}
 	for _, seg := range strings.Split(path, ".") {
 		if !namePattern.MatchString(seg) {
@@ -94,9 +101,15 @@ func ParseOverride(s string) (Override, error) {
 		}
 		return Override{Path: path, Stack: &ref}, nil
 	}
-	kind, name, ok := strings.Cut(rhs, "/")
-	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
-		return Override{}, fmt.Errorf("--dependency %q: want NAME=KIND/NAME or NAME=STACK@VERSION", s)
+	parts := strings.Split(rhs, "/")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
+		return Override{}, fmt.Errorf("--dependency %q: want NAME=[NAMESPACE/]KIND/NAME or NAME=STACK@VERSION", s)
 	}
-	return Override{Path: path, Installation: &InstallationRef{Kind: kind, Name: name}}, nil
+	ref := InstallationRef{Kind: parts[len(parts)-2], Name: parts[len(parts)-1]}
+	if len(parts) == 3 {
+		if ref.Namespace = parts[0]; !namespacePattern.MatchString(ref.Namespace) {
+			return Override{}, fmt.Errorf("--dependency %q: %q is not a namespace name (lower-case letters, digits and '-')", s, ref.Namespace)
+		}
+	}
+	return Override{Path: path, Installation: &ref}, nil
 }

@@ -328,6 +328,10 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 			if iref.Namespace == "" {
 				iref.Namespace = ns
 			}
+			if iref.Namespace != ns && iref.Namespace != res.global {
+				return fmt.Errorf("--dependency %s=%s: installation %s is in namespace %s: a dependency of %s is satisfied from namespace %s or %s only",
+					b.path, o.Installation, iref, iref.Namespace, res.plan.Root, ns, res.global)
+			}
 			in, err := res.r.Installations.Installation(ctx, iref)
 			if err != nil {
 				return fmt.Errorf("--dependency %s=%s: %w", b.path, o.Installation, err)

@@ -287,6 +287,13 @@ func TestResolveUseCases(t *testing.T) {
 			reasons:  map[string]string{"flux": "given with --dependency"},
 		},
 		{
+			name:     "user given: an installation of the global namespace",
+			existing: []Installation{existing(byRef["flux@2.1.3"], "global", "flux", InstallationSharing{}), existing(byRef["flux@2.2.0"], "dev", "flux", InstallationSharing{})},
+			req:      Request{Namespace: "dev", Name: "op", Stack: Reference{Name: "operator"}, Overrides: []Override{{Path: "flux", Installation: &InstallationRef{Kind: "Flux", Namespace: "global", Name: "flux"}}}},
+			want:     []string{"reuse global/flux flux@2.1.3", "install dev/op operator@1.0.0"},
+			reasons:  map[string]string{"flux": "given with --dependency"},
+		},
+		{
 			name:     "user given: a stack version",
 			existing: []Installation{existing(byRef["flux@2.1.3"], "global", "flux", InstallationSharing{})},
 			req:      Request{Namespace: "dev", Name: "op", Stack: Reference{Name: "operator"}, Overrides: []Override{{Path: "flux", Stack: &Reference{Name: "flux", Version: "3.0.0"}}}},
@@ -594,6 +601,11 @@ dependencies:
 			name: "a --dependency installation with sharing mode none",
 			req:  Request{Stack: Reference{Name: "operator"}, Overrides: []Override{{Path: "flux", Installation: &InstallationRef{Kind: "Flux", Name: "private"}}}},
 			want: "--dependency flux=Flux/private: the installation's sharing mode is none",
+		},
+		{
+			name: "a --dependency installation of another namespace",
+			req:  Request{Stack: Reference{Name: "operator"}, Overrides: []Override{{Path: "flux", Installation: &InstallationRef{Kind: "Flux", Namespace: "other", Name: "flux"}}}},
+			want: "--dependency flux=other/Flux/flux: installation other/Flux/flux is in namespace other: a dependency of dev/root is satisfied from namespace dev or global only",
 		},
 		{
 			name: "a --dependency that does not satisfy the interface",

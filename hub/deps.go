@@ -40,6 +40,11 @@ const (
 	// --dependency overrides of its install (JSON list), so an install
 	// the stack controller starts again resolves them the same way.
 	AnnotationDependencyOverrides = "deps.cairn.dev/dependency-overrides"
+	// AnnotationDependencyInputs holds, on a root installation, the
+	// answers its install gave for dependencies' unmapped inputs (JSON,
+	// by dependency path; credentials by reference only), for the same
+	// reason.
+	AnnotationDependencyInputs = "deps.cairn.dev/dependency-inputs"
 	// AnnotationInstalledAt is when an install last wrote it.
 	AnnotationInstalledAt = "deps.cairn.dev/installed-at"
 	// AnnotationOutputs holds the outputs its dependencies set on it

@@ -32,6 +32,7 @@ import (
 	"github.com/cairn-dev/cairn/deps"
 	"github.com/cairn-dev/cairn/hub"
 	pkg "github.com/cairn-dev/cairn/stack"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // Request is one install (or plan) as a user gives it.
@@ -43,8 +44,12 @@ type Request struct {
 	Stack       string            `json:"stack"`
 	Parameters  map[string]any    `json:"parameters,omitempty"`
 	Credentials map[string]string `json:"credentials,omitempty"`
-	// Dependencies are --dependency PATH=KIND/NAME|STACK@VERSION overrides.
+	// Dependencies are --dependency PATH=[NAMESPACE/]KIND/NAME|STACK@VERSION overrides.
 	Dependencies []string `json:"dependencies,omitempty"`
+	// Inputs answer required inputs of dependencies that no mapping sets
+	// (the plan's unmapped inputs), by dependency path ("flags",
+	// "web.db"); credentials by reference NAMESPACE/NAME.
+	Inputs map[string]deps.Inputs `json:"inputs,omitempty"`
 	// IfParametersDigest, when set, is the hub.ParametersDigest of the
 	// root's spec the parameters were read from (Runner): the root is
 	// written only while its spec still has it, so a later change of the
@@ -108,8 +113,18 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 			return deps.Request{}, entry, nil, err
 		}
 	}
+	if err := s.checkCredentials(ctx, entry, r.Credentials); err != nil {
+		return deps.Request{}, entry, nil, err
+	}
+	for _, path := range slices.Sorted(maps.Keys(r.Inputs)) {
+		for _, k := range slices.Sorted(maps.Keys(r.Inputs[path].Credentials)) {
+			if err := s.checkCredential(ctx, path+"."+k, r.Inputs[path].Credentials[k], ""); err != nil {
+				return deps.Request{}, entry, nil, err
+			}
+		}
+	}
 	req := deps.Request{Namespace: ns, Name: name, Stack: deps.Reference{Name: entry.Name, Version: entry.Version},
-		Parameters: params, Credentials: r.Credentials}
+		Parameters: params, Credentials: r.Credentials, Inputs: r.Inputs}
 	for _, d := range r.Dependencies {
 		o, err := deps.ParseOverride(d)
 		if err != nil {
@@ -134,6 +149,67 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	return req, entry, root, nil
+}
+
+// checkCredentials checks that each credential the user gives refers to an
+// instance that exists, of the credential's Type when it declares one:
+// the install records the references on the installations and hands them
+// on, so one that names nothing would fail only where it is used, long
+// after. Values are never read. A credential the stack does not declare is
+// left to the resolver, which names the ones it does.
+func (s *Service) checkCredentials(ctx context.Context, entry hub.StackEntry, creds map[string]string) error {
+	if len(creds) == 0 {
+		return nil
+	}
+	ds, err := deps.FromManifest(&entry.Manifest)
+	if err != nil {
+		return fmt.Errorf("stack %s@%s: %w", entry.Name, entry.Version, err)
+	}
+	declared := map[string]deps.Credential{}
+	for _, c := range ds.Credentials {
+		declared[c.Name] = c
+	}
+	for _, k := range slices.Sorted(maps.Keys(creds)) {
+		if c, ok := declared[k]; ok {
+			if err := s.checkCredential(ctx, k, creds[k], c.Type); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkCredential checks one credential reference: NAMESPACE/NAME, naming
+// an instance, of Type typ unless typ is "". A dependency's credential
+// answered by the user is checked with typ "": which stack it reaches is
+// known only once planned.
+func (s *Service) checkCredential(ctx context.Context, what, ref, typ string) error {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return cairn.Errorf(cairn.CodeInvalid, "credential %s: %q is not a reference NAMESPACE/NAME to the instance holding it", what, ref)
+	}
+	found, err := s.Hub.ListInstances(ctx, store.InstanceFilter{Namespace: ns, Name: name}, false)
+	if err != nil {
+		return fmt.Errorf("credential %s: %w", what, err)
+	}
+	if typ == "" {
+		if len(found) == 0 {
+			return cairn.Errorf(cairn.CodeInvalid, "credential %s: no instance %s", what, ref)
+		}
+		return nil
+	}
+	var others []string
+	for _, in := range found {
+		if in.TypeRef.Path == typ {
+			return nil
+		}
+		others = append(others, in.TypeRef.Path)
+	}
+	msg := fmt.Sprintf("credential %s: no instance %s of Type %s", what, ref, typ)
+	if len(others) > 0 {
+		msg += fmt.Sprintf(" (%s is a %s)", ref, strings.Join(others, ", a "))
+	}
+	return cairn.Errorf(cairn.CodeInvalid, "%s", msg)
 }
 
 // checkUsers refuses to install an existing installation at a version of
@@ -280,7 +356,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 		return p, nil, err
 	}
 	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, ids: map[string]string{},
-		stack: st, digest: digest, overrides: r.Dependencies, ifSpec: r.IfParametersDigest}
+		stack: st, digest: digest, overrides: r.Dependencies, inputs: r.Inputs, ifSpec: r.IfParametersDigest}
 	// A root that an install created as the dependency of another (its
 	// spec changed since: the stack controller installs its dependencies
 	// again) stays what that install made it: its sharing is kept.
@@ -385,6 +461,8 @@ type installer struct {
 	stack     *pkg.Stack
 	digest    string
 	overrides []string
+	// inputs: the answers for dependencies' unmapped inputs, recorded on the root.
+	inputs map[string]deps.Inputs
 	// ifSpec is the ParametersDigest the root's spec must still have when
 	// the root is written (ErrSpecChanged).
 	ifSpec string
@@ -617,6 +695,15 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			set[hub.AnnotationDependencyOverrides] = string(b)
 		} else {
 			del = append(del, hub.AnnotationDependencyOverrides)
+		}
+		if len(in.inputs) > 0 {
+			b, err := json.Marshal(in.inputs)
+			if err != nil {
+				return nil, fmt.Errorf("inputs: %w", err)
+			}
+			set[hub.AnnotationDependencyInputs] = string(b)
+		} else {
+			del = append(del, hub.AnnotationDependencyInputs)
 		}
 	}
 	if len(req.Outputs) > 0 {

@@ -1231,3 +1231,93 @@ func TestReusedDependencyHeldDuringInstall(t *testing.T) {
 		t.Fatalf("w1 %v uses %v: want the reused flags %s", err, w1.Uses, flags.InstallationID)
 	}
 }
+
+// A credential is a reference to an instance: one that is not
+// NAMESPACE/NAME, names no instance, or an instance of another Type than
+// the credential's is refused by plan and install, naming the credential,
+// and nothing is installed.
+func TestCredentialReferencesChecked(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, repoPath("controller/install/testdata/withcred"))
+	for _, path := range []string{"cap.type.test.token", "cap.type.test.other"} {
+		if _, err := h.CreateType(ctx, cairn.Type{Path: path, Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, path := range map[string]string{"tok": "cap.type.test.token", "other": "cap.type.test.other"} {
+		if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "dev", Name: name,
+			TypeRef: cairn.TypeRef{Path: path, Revision: "0.1.0"}, Value: json.RawMessage(`{}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	for _, tc := range []struct {
+		creds map[string]string
+		want  string
+	}{
+		{map[string]string{"token": "tok"}, `credential token: "tok" is not a reference NAMESPACE/NAME to the instance holding it`},
+		{map[string]string{"token": "dev/nope"}, "credential token: no instance dev/nope of Type cap.type.test.token"},
+		{map[string]string{"token": "dev/other"}, "credential token: no instance dev/other of Type cap.type.test.token (dev/other is a cap.type.test.other)"},
+		{map[string]string{"token": "dev/tok", "note": "dev/nope"}, "credential note: no instance dev/nope"},
+	} {
+		req := install.Request{Namespace: "dev", Name: "c1", Stack: "withcred", Credentials: tc.creds}
+		if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan with %v: %v, want an invalid error with %q", tc.creds, err, tc.want)
+		}
+		if _, _, err := svc.Install(ctx, req, nil); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("install with %v: %v, want an invalid error with %q", tc.creds, err, tc.want)
+		}
+		if got := installations(t, ctx, h); len(got) != 0 {
+			t.Fatalf("installed %v", got)
+		}
+	}
+	req := install.Request{Namespace: "dev", Name: "c1", Stack: "withcred", Credentials: map[string]string{"token": "dev/tok", "note": "dev/other"}}
+	if _, _, err := svc.Install(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Seed 002 "Unmapped Credentials/Parameters": a required input of a
+// dependency that no mapping sets is presented to the user to specify.
+// The plan lists it and cannot run; given as an answer for the
+// dependency's path (cairn install --dependency-param flags.team=web),
+// it is installed, and the answer is recorded on the root so that the
+// stack controller's install after a spec change gives it again.
+func TestUnmappedInputAnswered(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, repoPath("controller/install/testdata/unmapped"))
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	req := install.Request{Namespace: "dev", Name: "u1", Stack: "unmapped"}
+	if _, err := svc.Plan(ctx, req); err == nil || !strings.Contains(err.Error(), "flags parameter team of dev/u1-flags") {
+		t.Fatalf("plan without the answer: %v", err)
+	}
+	req.Inputs = map[string]deps.Inputs{"flags": {Parameters: map[string]any{"team": "web"}}}
+	if _, _, err := svc.Install(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", "u1-flags", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	_ = json.Unmarshal(flags.Latest.Value, &spec)
+	if spec["team"] != "web" {
+		t.Fatalf("flags spec %s, want team web", flags.Latest.Value)
+	}
+	e, err := h.GetStack(ctx, "unmapped", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := h.GetInstanceByName(ctx, e.InstallationType.Path, "dev", "u1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := root.Annotations[hub.AnnotationDependencyInputs], `{"flags":{"parameters":{"team":"web"}}}`; got != want {
+		t.Fatalf("annotation %s = %q, want %q", hub.AnnotationDependencyInputs, got, want)
+	}
+	// An answer for a path the plan does not install is refused.
+	req.Inputs = map[string]deps.Inputs{"flag": {Parameters: map[string]any{"team": "web"}}}
+	if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "answers for flag: the plan installs no dependency at that path") {
+		t.Fatalf("plan with an answer for no path: %v", err)
+	}
+}

@@ -54,13 +54,16 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 	}
 	spec := specOf(inst)
 	// The same install as the one that made it, if one did: its
-	// credentials and --dependency overrides are on it.
+	// credentials, --dependency overrides and answers are on it.
 	req := Request{Namespace: inst.Namespace, Name: inst.Name, Stack: e.Name + "@" + e.Version, Parameters: spec}
 	if c := inst.Annotations[hub.AnnotationCredentials]; c != "" {
 		_ = json.Unmarshal([]byte(c), &req.Credentials)
 	}
 	if o := inst.Annotations[hub.AnnotationDependencyOverrides]; o != "" {
 		_ = json.Unmarshal([]byte(o), &req.Dependencies)
+	}
+	if a := inst.Annotations[hub.AnnotationDependencyInputs]; a != "" {
+		_ = json.Unmarshal([]byte(a), &req.Inputs)
 	}
 	if s, err := e.Stack(); err == nil {
 		req.IfParametersDigest, _ = hub.ParametersDigest(s, spec)

@@ -38,6 +38,9 @@ type installFlags struct {
 	name       string
 	namespace  string
 	deps       []string
+	// depParams, depCreds: answers for dependencies' unmapped inputs.
+	depParams []string
+	depCreds  []string
 }
 
 // installCommands returns `plan` and `install`.
@@ -52,7 +55,11 @@ func installCommands(api func(ctx context.Context, fn func(installAPI) error) er
 		if err != nil {
 			return install.Request{}, err
 		}
-		r := install.Request{Namespace: f.namespace, Name: f.name, Stack: ref, Parameters: params, Dependencies: f.deps}
+		inputs, err := parseInputs(f.depParams, f.depCreds)
+		if err != nil {
+			return install.Request{}, err
+		}
+		r := install.Request{Namespace: f.namespace, Name: f.name, Stack: ref, Parameters: params, Dependencies: f.deps, Inputs: inputs}
 		for _, c := range f.creds {
 			k, v, ok := strings.Cut(c, "=")
 			if !ok || k == "" || v == "" {
@@ -131,7 +138,9 @@ stays installed, and running the same install again resumes where it stopped.`,
 		fl.StringArrayVar(&f.creds, "credential", nil, "a credential of the stack, NAME=NAMESPACE/INSTANCE: a reference to the instance holding it")
 		fl.StringVar(&f.name, "name", "", "name of the installation (default: the stack's name)")
 		fl.StringVarP(&f.namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of the installation")
-		fl.StringArrayVar(&f.deps, "dependency", nil, "resolve a dependency yourself: PATH=KIND/NAME (an existing installation) or PATH=STACK@VERSION")
+		fl.StringArrayVar(&f.depParams, "dependency-param", nil, "answer a required parameter of a dependency that no mapping sets (the plan's unmapped inputs), PATH.NAME=VALUE: PATH is the dependency's path (flags, or web.db), VALUE read as -p reads it")
+		fl.StringArrayVar(&f.depCreds, "dependency-credential", nil, "answer a required credential of a dependency that no mapping sets, PATH.NAME=NAMESPACE/INSTANCE: a reference to the instance holding it")
+		fl.StringArrayVar(&f.deps, "dependency", nil, "resolve a dependency yourself: PATH=[NAMESPACE/]KIND/NAME (an existing installation, of the installation's namespace or the global one) or PATH=STACK@VERSION")
 	}
 	if defineOutput {
 		plan.Flags().StringVarP(output, "output", "o", "text", "output format: text, json or yaml")
@@ -158,6 +167,46 @@ func stackArg(ctx context.Context, a installAPI, arg string) (string, error) {
 		return "", err
 	}
 	return e.Name + "@" + e.Version, nil
+}
+
+// parseInputs reads --dependency-param and --dependency-credential:
+// PATH.NAME=VALUE, split at the last dot of the key (names have no dots).
+func parseInputs(params, creds []string) (map[string]deps.Inputs, error) {
+	var out map[string]deps.Inputs
+	for _, flag := range []struct {
+		name  string
+		pairs []string
+	}{{"--dependency-param", params}, {"--dependency-credential", creds}} {
+		for _, p := range flag.pairs {
+			k, v, ok := strings.Cut(p, "=")
+			i := strings.LastIndex(k, ".")
+			if !ok || i <= 0 || i == len(k)-1 || v == "" && flag.name == "--dependency-credential" {
+				return nil, usageErrorf("%s %q: want PATH.NAME=VALUE (PATH the dependency's path: flags, or web.db)", flag.name, p)
+			}
+			path, name := k[:i], k[i+1:]
+			if out == nil {
+				out = map[string]deps.Inputs{}
+			}
+			in := out[path]
+			if flag.name == "--dependency-credential" {
+				if in.Credentials == nil {
+					in.Credentials = map[string]string{}
+				}
+				in.Credentials[name] = v
+			} else {
+				x, err := parseParamValue(v)
+				if err != nil {
+					return nil, usageErrorf("%s %s: %v", flag.name, k, err)
+				}
+				if in.Parameters == nil {
+					in.Parameters = map[string]any{}
+				}
+				in.Parameters[name] = x
+			}
+			out[path] = in
+		}
+	}
+	return out, nil
 }
 
 func parseParams(pairs, files []string) (map[string]any, error) {

@@ -3,6 +3,8 @@ package cli
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cairn-dev/cairn/deps"
 )
 
 // -p VALUE is read as YAML 1.2 reads a scalar, but what a person types as
@@ -37,5 +39,23 @@ func TestParseParamsDotted(t *testing.T) {
 	want := map[string]any{"tls": map[string]any{"issuer": "le", "enabled": true}, "replicas": 2.0}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("parseParams = %#v, %v; want %#v", got, err, want)
+	}
+}
+
+// --dependency-param and --dependency-credential answer a dependency's
+// unmapped inputs: PATH.NAME, split at the last dot (names have none).
+func TestParseInputs(t *testing.T) {
+	got, err := parseInputs([]string{"flags.team=web", "web.db.size=3"}, []string{"web.db.token=dev/token"})
+	want := map[string]deps.Inputs{
+		"flags":  {Parameters: map[string]any{"team": "web"}},
+		"web.db": {Parameters: map[string]any{"size": 3.0}, Credentials: map[string]string{"token": "dev/token"}},
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseInputs = %#v, %v; want %#v", got, err, want)
+	}
+	for _, bad := range [][2][]string{{{"team=web"}}, {{".team=web"}}, {{"flags.=web"}}, {{"flags.team"}}, {nil, {"db.token"}}, {nil, {"token=dev/t"}}} {
+		if _, err := parseInputs(bad[0], bad[1]); err == nil {
+			t.Errorf("parseInputs(%q, %q) accepted", bad[0], bad[1])
+		}
 	}
 }
