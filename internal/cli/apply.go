@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -681,7 +682,7 @@ func describeDoc(in *manifest.Instance) string {
 // match finds the instance a document refers to and decides what to do
 // with it.
 func (a *applier) match(ctx context.Context, p *plan) (rest.TypeInstanceObject, bool, error) {
-	cur, found, err := a.r.lookup(ctx, p)
+	cur, found, err := a.r.lookup(ctx, p, true)
 	if err != nil || !found {
 		return cur, found, err
 	}
@@ -689,8 +690,9 @@ func (a *applier) match(ctx context.Context, p *plan) (rest.TypeInstanceObject, 
 }
 
 // lookup finds the instance a document refers to, as local apply does: by
-// metadata.id, else by Type path, namespace and name.
-func (r *kube) lookup(ctx context.Context, p *plan) (rest.TypeInstanceObject, bool, error) {
+// metadata.id, else by Type path, namespace and name; with its value when
+// withValue (found by name, it is read from its backend only then).
+func (r *kube) lookup(ctx context.Context, p *plan, withValue bool) (rest.TypeInstanceObject, bool, error) {
 	in := p.in
 	var cur rest.TypeInstanceObject
 	switch {
@@ -706,9 +708,14 @@ func (r *kube) lookup(ctx context.Context, p *plan) (rest.TypeInstanceObject, bo
 			return cur, false, fmt.Errorf("%s: the server's TypeInstance does not decode: %w", p.doc.Pos, err)
 		}
 	case in.Name != "":
+		// Listed without values, then read by id: a list's values are
+		// redacted (the marker, sent back, would replace a password) and
+		// read from every instance's backend, so one of another Type in a
+		// backend that is down failed the lookup.
 		ns := cmp.Or(in.Namespace, cairn.DefaultNamespace)
 		l, err := r.c.ListAll(ctx, client.TypeInstances, "", client.ListOptions{
-			FieldSelector: "metadata.name=" + in.Name + ",metadata.namespace=" + ns})
+			FieldSelector: "metadata.name=" + in.Name + ",metadata.namespace=" + ns,
+			Extra:         url.Values{"values": {"false"}, "typePath": {in.TypeRef.Path}}})
 		if err != nil {
 			return cur, false, fmt.Errorf("%s: %w", p.doc.Pos, err)
 		}
@@ -720,8 +727,16 @@ func (r *kube) lookup(ctx context.Context, p *plan) (rest.TypeInstanceObject, bo
 				break
 			}
 		}
-		if !found {
-			return cur, false, nil
+		if !found || !withValue {
+			return cur, found, nil
+		}
+		raw, err := r.c.Get(ctx, client.TypeInstances, "", cur.Metadata.UID)
+		if err != nil {
+			return cur, false, fmt.Errorf("%s: %w", p.doc.Pos, err)
+		}
+		cur = rest.TypeInstanceObject{}
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return cur, false, fmt.Errorf("%s: the server's TypeInstance does not decode: %w", p.doc.Pos, err)
 		}
 	default:
 		return cur, false, nil
@@ -751,10 +766,11 @@ func replacement(cur rest.TypeInstanceObject, in *manifest.Instance, rv string) 
 	o.Metadata.ResourceVersion = rv
 	o.Metadata.Labels, o.Metadata.Annotations = in.Labels, in.Annotations
 	o.Spec.Attributes = in.Attributes
-	if in.Value != nil {
-		o.Spec.Value = in.Value
-	}
-	if in.Backend != nil && in.Backend.Context != nil {
+	// Left out, the server carries them over; the current value sent
+	// back could be a redacted one (a caller without reveal reads the
+	// marker in place of each secret).
+	o.Spec.Value, o.Spec.Backend.Context = in.Value, nil
+	if in.Backend != nil {
 		o.Spec.Backend.Context = in.Backend.Context
 	}
 	return o

@@ -58,3 +58,40 @@ spec:
 		}
 	})
 }
+
+// TestApplyWhileAnotherBackendIsDown: apply and delete -f of TypeInstance
+// documents find the instance a document names without reading the values
+// of every instance of that name: one of another Type stored in a backend
+// that is down fails neither, and a delete -f of the instance in the down
+// backend goes through (the backend's part waits for recovery).
+func TestApplyWhileAnotherBackendIsDown(t *testing.T) {
+	modes(t, func(t *testing.T, e *server) {
+		addr, stop := serveFileBackend(t, file.Config{Dir: t.TempDir()})
+		e.ok("backends", "register", "--url", "grpc://"+addr, "--accept-value", "--alias", "files")
+		doc := func(path, backend, labels string) string {
+			return e.file(path+".yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: a, labels: `+labels+`}
+spec:
+  typeRef: {path: `+path+`, revision: 0.1.0}
+  backend: {id: `+backend+`}
+  value: {x: 1}
+`)
+		}
+		down := doc("cap.type.other", "files", "{}")
+		e.ok("apply", "-f", down, "-f", doc("cap.type.mine", "cairn-builtin", "{}"))
+		stop()
+
+		mine := doc("cap.type.mine", "cairn-builtin", "{team: z}")
+		if out := e.ok("apply", "-f", mine); !strings.Contains(out, "(default/a) configured") {
+			t.Errorf("apply of cap.type.mine a while cap.type.other a is in a down backend: %s", out)
+		}
+		if got := e.byName("cap.type.mine", "a").Labels["team"]; got != "z" {
+			t.Errorf("label team = %q, want z", got)
+		}
+		e.ok("delete", "-f", mine)
+		if r := e.run("", "delete", "-f", down); r.code != 0 {
+			t.Errorf("delete -f of an instance in the down backend: exit %d: %s", r.code, r.stderr)
+		}
+	})
+}

@@ -142,10 +142,11 @@ func (r *kube) deleteFiles(ctx context.Context, w io.Writer, o deleteOptions, ex
 			continue
 		case classInstance:
 			p := &plan{doc: manifest.Document{Pos: d.raw.Pos, Kind: manifest.KindTypeInstance, Instance: d.inst}, in: d.inst}
-			cur, found, lerr := r.lookup(ctx, p)
+			cur, found, lerr := r.lookup(ctx, p, false)
 			switch {
 			case lerr != nil:
-				err = lerr
+				errs = append(errs, lerr) // it names the document
+				continue
 			case !found && !o.ignoreNotFound:
 				err = p.errorf(cairn.CodeNotFound, "no TypeInstance to delete: %s", describeDoc(d.inst))
 			case found:

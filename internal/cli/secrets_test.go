@@ -294,3 +294,49 @@ func startServeLogged(t *testing.T, vars map[string]string, args ...string) (url
 	}
 	return f[3], errOut.String, stop
 }
+
+// TestApplyWithoutValueKeepsSecrets: applying a document that leaves out
+// the value (to change labels) keeps the stored value, secret fields
+// included, and applying the same document again reports it unchanged.
+// apply used to match documents through a list, whose values are redacted,
+// and sent the list's "(sensitive value)" back as the password.
+func TestApplyWithoutValueKeepsSecrets(t *testing.T) {
+	modes(t, func(t *testing.T, e *server) {
+		e.ok("apply", "-f", e.file("types.yaml", `apiVersion: hub.cairn.dev/v1
+kind: Type
+metadata: {name: cap.type.acme.creds}
+spec:
+  revision: 0.1.0
+  jsonSchema:
+    type: object
+    properties:
+      user: {type: string}
+      password: {type: string, x-cairn-secret: true}
+`))
+		full := e.file("full.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: c1}
+spec:
+  typeRef: {path: cap.type.acme.creds, revision: 0.1.0}
+  value: {user: bob, password: s3cret-value}
+`)
+		e.ok("apply", "-f", full)
+		if out := e.ok("apply", "-f", full); !strings.Contains(out, "unchanged") {
+			t.Errorf("second apply of the same document: %s, want unchanged", out)
+		}
+		e.ok("apply", "-f", e.file("labels.yaml", `apiVersion: hub.cairn.dev/v1
+kind: TypeInstance
+metadata: {name: c1, labels: {team: x}}
+spec:
+  typeRef: {path: cap.type.acme.creds, revision: 0.1.0}
+`))
+		inst := e.byName("cap.type.acme.creds", "c1")
+		got, err := e.h.GetInstance(context.Background(), inst.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(got.Latest.Value), "s3cret-value") || got.Labels["team"] != "x" {
+			t.Errorf("after an apply without value: value %s, labels %v; want the password kept and team=x", got.Latest.Value, got.Labels)
+		}
+	})
+}
