@@ -30,6 +30,14 @@ const (
 	DefaultList     = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-*.json`
 )
 
+// funcs are the functions cup's template controller gives its templates,
+// so a cup path_template works here unchanged.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"replace": strings.ReplaceAll, // {{ replace .Group "." "-" }}
+	}
+}
+
 // Paths are the path templates, over Data.
 type Paths struct {
 	// Resource is where one resource lives. Default DefaultResource.
@@ -94,11 +102,11 @@ func New(p Paths) (*Controller, error) {
 	if p.List == "" {
 		p.List = DefaultList
 	}
-	r, err := template.New("resource").Option("missingkey=error").Parse(p.Resource)
+	r, err := template.New("resource").Funcs(funcs()).Option("missingkey=error").Parse(p.Resource)
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.resource: %w", err)
 	}
-	l, err := template.New("list").Option("missingkey=error").Parse(p.List)
+	l, err := template.New("list").Funcs(funcs()).Option("missingkey=error").Parse(p.List)
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.list: %w", err)
 	}
