@@ -110,6 +110,25 @@ func New(p Paths) (*Controller, error) {
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.list: %w", err)
 	}
+	// A template that parses can still fail on every resource (a field
+	// Data lacks, a path out of the tree): try each on a sample, with
+	// missing labels allowed, since a real resource may have them.
+	sample := Data{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "default", Name: "sample"}
+	for _, t := range []struct {
+		field string
+		tmpl  *template.Template
+		name  string
+	}{{"paths.resource", r, sample.Name}, {"paths.list", l, "*"}} {
+		c, err := t.tmpl.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.field, err)
+		}
+		d := sample
+		d.Name = t.name
+		if _, err := render(c.Option("missingkey=zero"), d); err != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "%s: %w", t.field, err)
+		}
+	}
 	return &Controller{resource: r, list: l}, nil
 }
 

@@ -44,6 +44,10 @@ func TestBadPathTemplates(t *testing.T) {
 		{template.Paths{Resource: `{{ .Namespace }`}, "paths.resource"},
 		{template.Paths{Resource: `{{ lower .Name }}.json`}, `paths.resource: template: resource:1: function "lower" not defined`},
 		{template.Paths{List: `{{ .Namespace }/*.json`}, "paths.list"},
+		// Parse, but fail on every resource.
+		{template.Paths{Resource: `{{ .Nme }}.json`}, `paths.resource: path template: template: resource:1:3: executing "resource" at <.Nme>: can't evaluate field Nme`},
+		{template.Paths{Resource: `../{{ .Name }}.json`}, `paths.resource: path template: "../sample.json" is not a path inside the repository`},
+		{template.Paths{List: `.git/{{ .Namespace }}/*.json`}, `paths.list: path template: ".git/default/*.json" is not a path inside the repository`},
 	} {
 		_, err := template.New(tt.paths)
 		if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tt.want) {
