@@ -114,16 +114,11 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // causes on their own indented lines.
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
-		msg := e.Error()
-		for line := range strings.SplitSeq(msg, "\n") {
+		for line := range strings.SplitSeq(e.Error(), "\n") {
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
 		for _, c := range cairn.Causes(e) {
-			if s := c.String(); !strings.Contains(msg, s) {
-				// A message that already says the cause (a manifest's
-				// "invalid document: <causes>") would say it twice.
-				fmt.Fprintf(w, "  %s\n", s)
-			}
+			fmt.Fprintf(w, "  %s\n", c)
 		}
 		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
 			fmt.Fprintln(w, u.hint)
