@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -548,6 +549,21 @@ func checkStorageValue(subject string, attrs []cairn.AttributeRef, value json.Ra
 	if _, causes := decodeStorageValue(value, true); len(causes) > 0 {
 		return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject, Causes: causes,
 			Msg: "a storage backend's value must satisfy the storage schema: " + joinCauses(causes)}
+	}
+	return nil
+}
+
+// checkBackendConfig asks the backend opener whether a storage backend
+// instance's value holds settings the backend can work with (see
+// BackendConfigChecker). Only instances marked as storage backends are
+// checked, after checkStorageValue.
+func (h *Hub) checkBackendConfig(ctx context.Context, subject string, ref cairn.TypeRef, attrs []cairn.AttributeRef, value json.RawMessage) error {
+	c, ok := h.opener.(BackendConfigChecker)
+	if !ok || value == nil || !slices.ContainsFunc(attrs, func(a cairn.AttributeRef) bool { return a.Path == cairn.StorageAttributePath }) {
+		return nil
+	}
+	if err := c.CheckBackendConfig(ctx, cairn.StorageBackend{TypeRef: ref, Value: value}); err != nil {
+		return withSubject(err, subject)
 	}
 	return nil
 }

@@ -480,6 +480,10 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, err)
 			continue
 		}
+		if err := h.checkBackendConfig(ctx, subject, in.TypeRef, in.Attributes, value); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 
 		createdBy := in.CreatedBy
 		if createdBy == "" {

@@ -40,6 +40,15 @@ type BackendOpener interface {
 	OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error)
 }
 
+// BackendConfigChecker is implemented by backend openers that can check
+// the settings a backend instance keeps in its value (a Git backend's url,
+// mode, path templates) without connecting to it. The hub asks it when a
+// storage backend instance is created or updated, so a backend that would
+// refuse every call is refused itself instead of being stored.
+type BackendConfigChecker interface {
+	CheckBackendConfig(ctx context.Context, sb cairn.StorageBackend) error
+}
+
 // Config configures a Hub.
 type Config struct {
 	// Store is the metadata store. Required.

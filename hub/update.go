@@ -327,6 +327,10 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				errs = append(errs, err)
 				continue
 			}
+			if err := h.checkBackendConfig(ctx, subject, inst.TypeRef, attrs, u.Value); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		if u.Context != nil && !(h.capact && b.Abstract) {
 			// Capact's Local Hub stores a context given to an instance of

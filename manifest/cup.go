@@ -50,8 +50,11 @@ func decodeCup(top map[string]json.RawMessage) ([]Document, []cairn.Cause) {
 	if name != "" && n.Plural != "" && group != "" && name != n.Plural+"."+group {
 		d.add("metadata/name", fmt.Sprintf("%q must be <names.plural>.<spec.group> = %q", name, n.Plural+"."+group))
 	}
-	versions := d.object("spec/versions", spec["versions"], nil)
-	if versions != nil && len(versions) == 0 {
+	raw := spec["versions"]
+	versions := d.object("spec/versions", raw, nil)
+	if len(versions) == 0 && (raw == nil || isNull(raw) || versions != nil) {
+		// Missing too: a definition without versions would register
+		// nothing, and apply would say nothing.
 		d.add("spec/versions", "must list at least one version")
 	}
 	if len(d.causes) > 0 {

@@ -60,6 +60,13 @@ func TestDecodeCupErrors(t *testing.T) {
 			[]string{`"Binding" is not supported`, "policy rule", "typeInstance.rules", "docs/policy.md"}},
 		{"missing parts", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"x"},"names":{},"spec":{"versions":{}}}`,
 			[]string{"names/kind is required", "names/plural is required", "spec/group is required", "spec/versions must list at least one version"}},
+		// Without versions a definition would register nothing, silently.
+		{"no versions", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flags.flipt.io"},"names":{"kind":"Flag","plural":"flags"},"spec":{"group":"flipt.io"}}`,
+			[]string{"spec/versions must list at least one version"}},
+		{"null versions", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flags.flipt.io"},"names":{"kind":"Flag","plural":"flags"},"spec":{"group":"flipt.io","versions":null}}`,
+			[]string{"spec/versions must list at least one version"}},
+		{"no spec", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flags.flipt.io"},"names":{"kind":"Flag","plural":"flags"}}`,
+			[]string{"spec/group is required", "spec/versions must list at least one version"}},
 		{"bad version", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flags.flipt.io"},
 			"names":{"kind":"Flag","plural":"flags"},"spec":{"group":"flipt.io","versions":{"version1":{}}}}`, []string{"spec/versions/version1", "v1alpha1"}},
 		{"name mismatch", `{"apiVersion":"cup.flipt.io/v1alpha1","kind":"ResourceDefinition","metadata":{"name":"flag.flipt.io"},

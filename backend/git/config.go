@@ -1,6 +1,7 @@
 package git
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -215,7 +216,30 @@ func ParseConfig(value json.RawMessage) (Config, error) {
 	if strings.ContainsAny(c.Branch, " ~^:?*[\\") || strings.Contains(c.Branch, "..") {
 		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: branch %q is not a valid branch name", c.Branch)
 	}
+	// Checked here rather than at the first write, so the hub refuses a
+	// backend instance that could store nothing.
+	if _, err := template.New(c.Paths); err != nil {
+		return c, cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+	}
+	if ctl := c.Controller; ctl != nil {
+		switch w := ctl.WASM; {
+		case w == nil:
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: controller: give wasm: {module: PATH, sha256: HEX}, or leave controller out for the template controller")
+		case strings.TrimSpace(w.Module) == "":
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: controller.wasm.module: the module's file is required")
+		case w.SHA256 != "" && !isSHA256(w.SHA256):
+			return c, cairn.Errorf(cairn.CodeInvalid, "git backend: controller.wasm.sha256 %q: want 64 hexadecimal digits (sha256sum of the module)", w.SHA256)
+		}
+	}
 	return c, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // auth resolves the credentials. Errors name the variable or file, never

@@ -267,6 +267,13 @@ func TestConfig(t *testing.T) {
 		{`{"url":"https://x:ghp_s3cr3t@github.com/o/r.git"}`, "the url holds a password: give it as credentials.tokenEnv or credentials.tokenFile"},
 		{`{"url":"https://x:ghp_s3cr3t%zz@github.com/o/r.git"}`, "want file://, http(s):// or ssh://"},
 		{`{"url":"ftp://x:ghp_s3cr3t@github.com/o/r.git"}`, "want file://, http(s):// or ssh://"},
+		// What the template and WASM controllers need, checked before a
+		// backend instance is stored rather than at its first write.
+		{`{"url":"file:///r","paths":{"resource":"{{ .Name }.json"}}`, "git backend: paths.resource"},
+		{`{"url":"file:///r","paths":{"list":"{{ lower .Namespace }}/*.json"}}`, `paths.list: template: list:1: function "lower" not defined`},
+		{`{"url":"file:///r","controller":{}}`, "controller: give wasm"},
+		{`{"url":"file:///r","controller":{"wasm":{"sha256":"00"}}}`, "controller.wasm.module"},
+		{`{"url":"file:///r","controller":{"wasm":{"module":"c.wasm","sha256":"9f2c"}}}`, `controller.wasm.sha256 "9f2c"`},
 	} {
 		_, err := git.ParseConfig(json.RawMessage(tt.value))
 		if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tt.want) {

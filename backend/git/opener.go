@@ -108,6 +108,22 @@ func (o *Opener) OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cair
 	return b, nil
 }
 
+// CheckBackendConfig checks a Git backend instance's settings as opening
+// it would (ParseConfig), without connecting (hub.BackendConfigChecker);
+// other backends are the fallback's to check, when it can.
+func (o *Opener) CheckBackendConfig(ctx context.Context, sb cairn.StorageBackend) error {
+	if !IsGit(sb) {
+		if c, ok := o.cfg.Fallback.(interface {
+			CheckBackendConfig(context.Context, cairn.StorageBackend) error
+		}); ok {
+			return c.CheckBackendConfig(ctx, sb)
+		}
+		return nil
+	}
+	_, err := ParseConfig(sb.Value)
+	return err
+}
+
 // CheckBackend fetches a Git backend's branch (SERVING when the remote
 // answers) and asks the fallback about other backends.
 func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.BackendHealth, error) {

@@ -90,6 +90,19 @@ func (o *Opener) ProposalState(ctx context.Context, sb cairn.StorageBackend, ver
 	return pc.ProposalState(ctx, sb, versionContext)
 }
 
+// CheckBackendConfig hands the settings check of a backend that is not an
+// S3 backend to the fallback (hub.BackendConfigChecker), so a Git backend
+// behind this opener is still checked when it is created.
+func (o *Opener) CheckBackendConfig(ctx context.Context, sb cairn.StorageBackend) error {
+	c, ok := o.cfg.Fallback.(interface {
+		CheckBackendConfig(context.Context, cairn.StorageBackend) error
+	})
+	if IsS3(sb) || !ok {
+		return nil
+	}
+	return c.CheckBackendConfig(ctx, sb)
+}
+
 // CheckBackend asks an S3 backend's endpoint whether its bucket exists
 // (SERVING when it does) and the fallback about other backends.
 func (o *Opener) CheckBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.BackendHealth, error) {

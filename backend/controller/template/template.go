@@ -30,6 +30,14 @@ const (
 	DefaultList     = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-*.json`
 )
 
+// funcs are the functions cup's template controller gives its templates,
+// so a cup path_template works here unchanged.
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"replace": strings.ReplaceAll, // {{ replace .Group "." "-" }}
+	}
+}
+
 // Paths are the path templates, over Data.
 type Paths struct {
 	// Resource is where one resource lives. Default DefaultResource.
@@ -94,13 +102,32 @@ func New(p Paths) (*Controller, error) {
 	if p.List == "" {
 		p.List = DefaultList
 	}
-	r, err := template.New("resource").Option("missingkey=error").Parse(p.Resource)
+	r, err := template.New("resource").Funcs(funcs()).Option("missingkey=error").Parse(p.Resource)
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.resource: %w", err)
 	}
-	l, err := template.New("list").Option("missingkey=error").Parse(p.List)
+	l, err := template.New("list").Funcs(funcs()).Option("missingkey=error").Parse(p.List)
 	if err != nil {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "paths.list: %w", err)
+	}
+	// A template that parses can still fail on every resource (a field
+	// Data lacks, a path out of the tree): try each on a sample, with
+	// missing labels allowed, since a real resource may have them.
+	sample := Data{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "default", Name: "sample"}
+	for _, t := range []struct {
+		field string
+		tmpl  *template.Template
+		name  string
+	}{{"paths.resource", r, sample.Name}, {"paths.list", l, "*"}} {
+		c, err := t.tmpl.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.field, err)
+		}
+		d := sample
+		d.Name = t.name
+		if _, err := render(c.Option("missingkey=zero"), d); err != nil {
+			return nil, cairn.Errorf(cairn.CodeInvalid, "%s: %w", t.field, err)
+		}
 	}
 	return &Controller{resource: r, list: l}, nil
 }
