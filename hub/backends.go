@@ -623,7 +623,16 @@ func (h *Hub) readValue(ctx context.Context, bs *backendSet, inst cairn.Instance
 	}
 	v, err := b.client.GetValue(ctx, cairn.GetValueRequest{InstanceID: inst.ID, ResourceVersion: rv.ResourceVersion, Context: rv.Context})
 	if err != nil {
-		return nil, externalErr(b.ID, fmt.Sprintf("get value of %q version %d", inst.ID, rv.ResourceVersion), err)
+		e := externalErr(b.ID, fmt.Sprintf("get value of %q version %d", inst.ID, rv.ResourceVersion), err)
+		if e.Code == cairn.CodeInvalid {
+			// A backend that cannot produce a stored value (a projection
+			// whose template no longer renders with its sources' values)
+			// is no fault of the reader's request: the server cannot
+			// produce the object, as the API server answers for a stored
+			// object it cannot decode (500, not 422).
+			e.Code = cairn.CodeInternal
+		}
+		return nil, e
 	}
 	return v, nil
 }

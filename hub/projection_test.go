@@ -90,6 +90,26 @@ func TestProjectionFollowsItsSource(t *testing.T) {
 	}
 	jsonEq(t, e.get(pp).Latest.Value, `{"url":"https://mm.internal","tag":"8.0.0"}`)
 
+	// A source's owner may change it so that the template no longer
+	// renders (the projection's owner may be someone else, in a namespace
+	// the writer cannot read): the update stands, and reads of the
+	// projection fail as the server's fault (500), naming the template's
+	// error; a list with values names the projection.
+	broken := json.RawMessage(`{"values":{"image":{"tag":"9"}}}`)
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: src, Value: broken}}); err != nil {
+		t.Fatalf("an update of the source that the projection cannot render with: %v", err)
+	}
+	_, err = e.h.GetInstance(e.ctx, proj, true)
+	wantCode(t, err, cairn.CodeInternal)
+	wantContains(t, err, proj, `map has no entry for key "ingress"`)
+	_, err = e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: mmOutType.Path}, true)
+	wantCode(t, err, cairn.CodeInternal)
+	wantContains(t, err, "default/mattermost", `map has no entry for key "ingress"`)
+	if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: src, Value: json.RawMessage(mmValue)}}); err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, e.get(proj).Latest.Value, `{"host":"mattermost.capact.local","version":"6.2.0"}`)
+
 	// Sources cannot be deleted while a projection uses them.
 	wantCode(t, e.h.DeleteInstance(e.ctx, src, ""), cairn.CodeUsedBy)
 	wantCode(t, e.h.DeleteInstance(e.ctx, proj, ""), cairn.CodeUsedBy)
