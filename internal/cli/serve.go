@@ -52,7 +52,8 @@ func (a *app) serveCommand() *cobra.Command {
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
 		Long: `serve runs the hub on the embedded store in --data-dir, or on the
 PostgreSQL database of --database (migrated at start-up, see cairn migrate;
-replicas on one database share everything), and serves its REST API, which
+replicas on one database share everything; a database it cannot reach yet is
+waited for, with /readyz saying why), and serves its REST API, which
 follows the Kubernetes API conventions: kubectl and client-go work against it
 (kubectl --server http://ADDR).
 
