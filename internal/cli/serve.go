@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/internal/exepages"
 	"github.com/cairn-dev/cairn/internal/groupwrite"
+	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/web"
 )
 
@@ -255,6 +256,11 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	metrics, err := rest.NewPrometheusMetrics(reg)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
+	}
+	if pg, ok := st.Raw.(*postgres.Store); ok {
+		if err := registerPoolMetrics(reg, pg); err != nil {
+			return err
+		}
 	}
 	restAPI := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, AccessReviews: true, Version: rest.Version{
 		Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn", GoVersion: runtime.Version(),

@@ -161,3 +161,35 @@ func TestServeWaitsForPostgres(t *testing.T) {
 		t.Errorf("serve's banner: %q", out.String())
 	}
 }
+
+// TestServeMetricsOfThePostgresPool: /metrics shows the replica's
+// PostgreSQL connection pool, what an operator alerts on before requests
+// queue: its size (pool_max_conns), the connections in use and idle, and
+// the acquires that had to wait for a connection.
+func TestServeMetricsOfThePostgresPool(t *testing.T) {
+	sc := pgtest.NewSchema(t)
+	base := startServe(t, map[string]string{cli.EnvDataDir: t.TempDir()}, "--database", schemaURL(t, sc)+"&pool_max_conns=3")
+	getJSON(t, base+"/apis/hub.cairn.dev/v1/typeinstances", nil)
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	metrics := string(b)
+	for _, want := range []string{
+		"\ncairn_postgres_pool_max_connections 3\n",
+		"\ncairn_postgres_pool_connections{state=\"acquired\"} ",
+		"\ncairn_postgres_pool_connections{state=\"idle\"} ",
+		"\ncairn_postgres_pool_acquires_total ",
+		"\ncairn_postgres_pool_acquire_waits_total ",
+		"\ncairn_postgres_pool_acquire_wait_seconds_total ",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
+	if strings.Contains(metrics, "\ncairn_postgres_pool_acquires_total 0\n") {
+		t.Errorf("/metrics counts no acquire after a list")
+	}
+}

@@ -342,3 +342,23 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// PoolStats is the connection pool's state, for metrics: its size, the
+// connections in use, idle and being opened, and the acquires so far, with
+// those that had to wait for a connection (the pool was exhausted) and how
+// long they waited.
+type PoolStats struct {
+	MaxConns, AcquiredConns, IdleConns, ConstructingConns int32
+	Acquires, CanceledAcquires, WaitedAcquires            int64
+	Waited                                                time.Duration
+}
+
+// PoolStats reports the connection pool's state now.
+func (s *Store) PoolStats() PoolStats {
+	st := s.pool.Stat()
+	return PoolStats{
+		MaxConns: st.MaxConns(), AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(), ConstructingConns: st.ConstructingConns(),
+		Acquires: st.AcquireCount(), CanceledAcquires: st.CanceledAcquireCount(), WaitedAcquires: st.EmptyAcquireCount(),
+		Waited: st.EmptyAcquireWaitTime(),
+	}
+}
