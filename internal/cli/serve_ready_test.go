@@ -139,6 +139,13 @@ func TestServeWaitsForPostgres(t *testing.T) {
 	if code, body := get("/apis/hub.cairn.dev/v1/typeinstances"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"reason":"ServiceUnavailable"`) {
 		t.Errorf("a list while waiting: %d %s; want a 503 Status", code, body)
 	}
+	// Without Retry-After, which kubectl would retry for close to a minute
+	// before saying anything.
+	if resp, err := http.Get("http://" + addr + "/apis"); err != nil || resp.Header.Get("Retry-After") != "" {
+		t.Errorf("/apis while waiting: %v; want no Retry-After", err)
+	} else {
+		resp.Body.Close()
+	}
 	if strings.Contains(out.String(), "cairn serving on") {
 		t.Errorf("serve printed its banner before the store was open: %s", out.String())
 	}

@@ -62,10 +62,11 @@ func (a *app) waitForStore(ctx context.Context, addr string, log *slog.Logger, w
 }
 
 // notStarted answers a request that came before serve's store was open: a
-// Kubernetes Status, 503, which clients retry.
+// Kubernetes Status, 503, as the API answers while its store is away.
+// Without Retry-After: kubectl would retry it for close to a minute before
+// it said anything.
 func notStarted(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Retry-After", "1")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	json.NewEncoder(w).Encode(map[string]any{
 		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Failure",
