@@ -2,7 +2,9 @@ package hub_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -93,5 +95,63 @@ func TestListWithValuesRacingADelete(t *testing.T) {
 	f.failOn("GetValue", nil)
 	if list, err := e.h.ListInstances(e.ctx, filter, true); err != nil || !slices.Equal(names(list), []string{"a", "d"}) {
 		t.Fatalf("list after = %v, %v", names(list), err)
+	}
+}
+
+// TestListWithValuesWhileABackendIsDown: a list that asks for values
+// fails while a backend is unavailable, unless it says what to do with the
+// values it cannot read (ListOptions.Unreadable, kubectl get's table): then
+// every instance is listed, those of the down backend without a value and
+// reported once each, and the down backend is asked once, not once per
+// instance (a black-holed one would cost its timeout each time).
+func TestListWithValuesWhileABackendIsDown(t *testing.T) {
+	e := newEnv(t)
+	up, _ := e.addBackend("up", true, "")
+	down, f := e.addBackend("down", true, "")
+	typ := cairn.TypeRef{Path: "cap.type.down", Revision: "0.1.0"}
+	in := map[string]string{"a": "", "b": down, "c": down, "d": up}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		ni := hub.NewInstance{Name: name, TypeRef: typ, Value: json.RawMessage(`{"name":"` + name + `"}`)}
+		if in[name] != "" {
+			ni.Backend = &hub.BackendInput{ID: in[name]}
+		}
+		e.create(ni)
+	}
+	var calls int
+	f.failOn("GetValue", func(string) error {
+		calls++
+		return cairn.Errorf(cairn.CodeUnavailable, "backend down: connection refused")
+	})
+	filter := store.InstanceFilter{TypePath: typ.Path}
+	if _, _, err := e.h.ListInstancesWith(e.ctx, filter, hub.ListOptions{Values: true, Secrets: true}); !cairn.HasCode(err, cairn.CodeUnavailable) {
+		t.Fatalf("list with values, a backend down: %v; want Unavailable", err)
+	}
+
+	calls = 0
+	var unreadable []string
+	list, _, err := e.h.ListInstancesWith(e.ctx, filter, hub.ListOptions{Values: true, Secrets: true,
+		Unreadable: func(inst cairn.Instance, err error) {
+			if !cairn.HasCode(err, cairn.CodeUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+				t.Errorf("Unreadable(%s, %v): want the backend's Unavailable error", inst.Name, err)
+			}
+			unreadable = append(unreadable, inst.Name)
+		}})
+	if err != nil {
+		t.Fatalf("list with Unreadable, a backend down: %v", err)
+	}
+	got := map[string]string{}
+	for _, inst := range list {
+		got[inst.Name] = string(inst.Latest.Value)
+	}
+	want := map[string]string{"a": `{"name":"a"}`, "b": "", "c": "", "d": `{"name":"d"}`}
+	if !maps.Equal(got, want) {
+		t.Errorf("list = %v, want %v", got, want)
+	}
+	slices.Sort(unreadable)
+	if !slices.Equal(unreadable, []string{"b", "c"}) {
+		t.Errorf("unreadable = %v, want [b c]", unreadable)
+	}
+	if calls != 1 {
+		t.Errorf("the down backend was asked %d times; want once", calls)
 	}
 }

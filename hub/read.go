@@ -180,7 +180,8 @@ func (h *Hub) ListInstancesAt(ctx context.Context, f store.InstanceFilter, withV
 	return h.ListInstancesWith(ctx, f, ListOptions{Values: withValues})
 }
 
-func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withValues bool, notOlderThan *int64) ([]cairn.Instance, int64, error) {
+func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, o ListOptions) ([]cairn.Instance, int64, error) {
+	withValues, notOlderThan := o.Values, o.NotOlderThan
 	var (
 		list []cairn.Instance
 		seq  int64
@@ -198,7 +199,7 @@ func (h *Hub) listInstances(ctx context.Context, f store.InstanceFilter, withVal
 		return nil, 0, fmt.Errorf("list TypeInstances: %w", err)
 	}
 	if withValues {
-		if list, err = h.fillValues(ctx, list); err != nil {
+		if list, err = h.fillValuesOr(ctx, list, o.Unreadable); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -225,6 +226,13 @@ func (h *Hub) ListInstancesNotOlderThan(ctx context.Context, f store.InstanceFil
 // not fail the whole list. The delete comes after the list's position, so
 // a watch from there still delivers it.
 func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.Instance, error) {
+	return h.fillValuesOr(ctx, list, nil)
+}
+
+// fillValuesOr is fillValues; with unreadable set, an instance whose
+// external backend is unavailable keeps no value and is passed to it
+// (ListOptions.Unreadable).
+func (h *Hub) fillValuesOr(ctx context.Context, list []cairn.Instance, unreadable func(cairn.Instance, error)) ([]cairn.Instance, error) {
 	var refs []ValueRef
 	var at []int
 	for i := range list {
@@ -237,9 +245,40 @@ func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.In
 	if len(refs) == 0 {
 		return list, nil
 	}
+	if unreadable != nil {
+		// The built-in backend's values in one store read; external ones
+		// one at a time, as Values reads them anyway, so that a backend
+		// found down is not asked again.
+		var builtin, external []int
+		for _, i := range at {
+			if list[i].Backend.Abstract {
+				builtin = append(builtin, i)
+			} else {
+				external = append(external, i)
+			}
+		}
+		if len(builtin) > 0 {
+			refs = refs[:0]
+			for _, i := range builtin {
+				refs = append(refs, ValueRef{Instance: list[i], Version: list[i].Latest})
+			}
+			vs, err := h.Values(ctx, refs)
+			switch {
+			case cairn.HasCode(err, cairn.CodeNotFound):
+				external = append(builtin, external...)
+			case err != nil:
+				return nil, err
+			default:
+				for j, i := range builtin {
+					list[i].Latest.Value = vs[j]
+				}
+			}
+		}
+		return h.fillValuesOneByOne(ctx, list, external, unreadable)
+	}
 	vs, err := h.Values(ctx, refs)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return h.fillValuesOneByOne(ctx, list, at)
+		return h.fillValuesOneByOne(ctx, list, at, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -250,15 +289,28 @@ func (h *Hub) fillValues(ctx context.Context, list []cairn.Instance) ([]cairn.In
 	return list, nil
 }
 
-// fillValuesOneByOne is fillValues after a value was not found: it reads
-// the values at the given positions one at a time and leaves out the
-// instances being deleted or gone.
-func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at []int) ([]cairn.Instance, error) {
+// fillValuesOneByOne is fillValuesOr after a value was not found or a
+// backend unavailable: it reads the values at the given positions one at
+// a time, leaves out the instances being deleted or gone, and passes those
+// of an unavailable external backend to unreadable (when set), asking that
+// backend once.
+func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at []int, unreadable func(cairn.Instance, error)) ([]cairn.Instance, error) {
 	gone := map[int]bool{}
+	down := map[string]error{} // external backend id: why it is unavailable
 	for _, i := range at {
+		external := !list[i].Backend.Abstract
+		if err, ok := down[list[i].Backend.ID]; ok && external {
+			unreadable(list[i], err)
+			continue
+		}
 		vs, err := h.Values(ctx, []ValueRef{{Instance: list[i], Version: list[i].Latest}})
 		if err == nil {
 			list[i].Latest.Value = vs[0]
+			continue
+		}
+		if unreadable != nil && external && cairn.HasCode(err, cairn.CodeUnavailable) {
+			down[list[i].Backend.ID] = err
+			unreadable(list[i], err)
 			continue
 		}
 		if !cairn.HasCode(err, cairn.CodeNotFound) {

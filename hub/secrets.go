@@ -31,12 +31,18 @@ type ListOptions struct {
 	// older than that position (ListInstancesNotOlderThan); unset, the
 	// list is consistent.
 	NotOlderThan *int64
+	// Unreadable, when set with Values, keeps in the list an instance
+	// whose external backend is unavailable, without its value, and is
+	// called with it and the backend's error, instead of failing the list:
+	// a table shows what it can (<unknown> cells). The other instances of
+	// that backend are not asked for again.
+	Unreadable func(inst cairn.Instance, err error)
 }
 
 // ListInstancesWith lists instances as ListInstancesAt does, with values and
 // secrets as o says.
 func (h *Hub) ListInstancesWith(ctx context.Context, f store.InstanceFilter, o ListOptions) ([]cairn.Instance, int64, error) {
-	list, seq, err := h.listInstances(ctx, f, o.Values, o.NotOlderThan)
+	list, seq, err := h.listInstances(ctx, f, o)
 	if err != nil || o.Secrets {
 		return list, seq, err
 	}

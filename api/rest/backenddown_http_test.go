@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -165,10 +166,27 @@ func TestListsWhileAValueBackendIsDown(t *testing.T) {
 	if got := tableNames(t, e.getAccept(hubGV+"/typeinstances?typePath=io.flipt.flag", kubectlTable)); len(got) != 2 {
 		t.Errorf("kubectl get ti: rows %v, want 2", got)
 	}
-	// A table that needs the values (a column on .spec, or the objects)
-	// cannot be made: 503, not an empty cell.
-	wantStatus(t, e.getAccept("/apis/ports.cairn.dev/v1/namespaces/default/ports", kubectlTable), 503, "ServiceUnavailable",
-		`External backend "`+e.backendID+`"`, "cap.type.test.port default/p2")
+	// A table whose columns read values (a column on .spec) lists every
+	// row: a value that cannot be read shows <unknown> (never an empty
+	// cell, which would read as a value without that field), and a
+	// warning, which kubectl prints, names the backend and the instance.
+	for _, path := range []string{"/apis/ports.cairn.dev/v1/namespaces/default/ports", "/apis/ports.cairn.dev/v1/namespaces/default/ports?watch=true"} {
+		r := e.getAccept(path, kubectlTable)
+		if r.code != http.StatusOK {
+			t.Fatalf("kubectl get ports, %s: %s", path, r)
+		}
+		cells := r.String()
+		if !strings.Contains(cells, `"cells":["p1",80,`) || !strings.Contains(cells, `"cells":["p2","\u003cunknown\u003e",`) && !strings.Contains(cells, `"cells":["p2","<unknown>",`) {
+			t.Errorf("kubectl get ports, %s: want p1 80 and p2 <unknown>:\n%s", path, cells)
+		}
+		warning := strings.Join(r.header.Values("Warning"), "\n")
+		for _, want := range []string{"1 value could not be read", "cap.type.test.port default/p2", `External backend \"` + e.backendID + `\"`, "<unknown>"} {
+			if !strings.Contains(warning, want) {
+				t.Errorf("kubectl get ports, %s: warning %q does not say %q", path, warning, want)
+			}
+		}
+	}
+	// Whole objects cannot be shown without their values: 503.
 	wantStatus(t, e.getAccept(flagsIn("default")+"?includeObject=Object", kubectlTable), 503, "ServiceUnavailable", down...)
 
 	// JSON lists show values: 503, naming the backend and the instance,
@@ -225,6 +243,12 @@ func TestKubectlWhileAValueBackendIsDown(t *testing.T) {
 		if out := k.ok(args...); !strings.Contains(out, "\nb ") && !strings.Contains(out, " b ") && !strings.Contains(out, "b-") {
 			t.Errorf("kubectl %s lacks b:\n%s", strings.Join(args, " "), out)
 		}
+	}
+	// A column on .spec: p2's cell shows <unknown>, kubectl prints why.
+	out, stderr, _ := k.run("get", "ports")
+	if !regexp.MustCompile(`(?m)^p1\s+80\s`).MatchString(out) || !regexp.MustCompile(`(?m)^p2\s+<unknown>\s`).MatchString(out) ||
+		!strings.Contains(stderr, "Warning: 1 value could not be read and shows <unknown>: read the value of cap.type.test.port default/p2") {
+		t.Errorf("kubectl get ports:\n%s\nstderr: %s", out, stderr)
 	}
 	// kubectl asks for whole objects for -o yaml, and for -o name too.
 	for _, o := range []string{"yaml", "name"} {

@@ -485,7 +485,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	// The list's resourceVersion is a position the list is current with:
 	// a watch started from it may repeat a change the list already shows,
 	// but never misses one.
-	lo := hub.ListOptions{Values: values, Secrets: o.values}
+	var unread unreadable
+	lo := hub.ListOptions{Values: values, Secrets: o.values, Unreadable: unread.collect(&tr)}
 	if !fresh.consistent {
 		lo.NotOlderThan = &fresh.notOlderThan
 	}
@@ -525,6 +526,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)
 		}
+		unread.warn(w)
 		writeReadAs(w, tr, cols, out)
 		return nil
 	}

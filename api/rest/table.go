@@ -55,6 +55,54 @@ type TableRow struct {
 type tableRequest struct {
 	version       string // "v1" or "v1beta1"; "" when no Table is wanted
 	includeObject string // None, Metadata (default) or Object
+	// unknown: the uids of rows whose values could not be read (their
+	// backend is down); their value columns show <unknown>.
+	unknown map[string]bool
+}
+
+// unknownCell is what a value column shows when the value could not be
+// read, as kubectl shows what it cannot compute.
+const unknownCell = "<unknown>"
+
+// unreadable collects, for a Table whose columns read values, the
+// instances whose backend could not give theirs (hub.ListOptions.Unreadable):
+// the table lists them with <unknown> cells and a warning per backend says
+// why, instead of the whole table failing while one backend is down.
+type unreadable struct {
+	backends []string         // in the order found
+	first    map[string]error // the first error of each backend
+	count    map[string]int
+}
+
+// collect returns the hub's Unreadable callback for tr, nil when tr's rows
+// carry whole objects (which cannot be shown without their values).
+func (u *unreadable) collect(tr *tableRequest) func(cairn.Instance, error) {
+	if tr.version == "" || tr.includeObject == "Object" {
+		return nil
+	}
+	return func(inst cairn.Instance, err error) {
+		if tr.unknown == nil {
+			tr.unknown, u.first, u.count = map[string]bool{}, map[string]error{}, map[string]int{}
+		}
+		tr.unknown[inst.ID] = true
+		b := inst.Backend.ID
+		if _, ok := u.first[b]; !ok {
+			u.backends = append(u.backends, b)
+			u.first[b] = err
+		}
+		u.count[b]++
+	}
+}
+
+// warn adds a warning per backend whose values could not be read.
+func (u *unreadable) warn(w http.ResponseWriter) {
+	for _, b := range u.backends {
+		msg := fmt.Sprintf("1 value could not be read and shows %s: %v", unknownCell, u.first[b])
+		if n := u.count[b]; n > 1 {
+			msg = fmt.Sprintf("%d values could not be read and show %s; the first: %v", n, unknownCell, u.first[b])
+		}
+		addWarning(w, msg)
+	}
 }
 
 // wantsTable reads the Accept header in order: the first media type the
@@ -256,7 +304,12 @@ func tableOf(tr tableRequest, cols []printColumn, meta ListMeta, objects []any) 
 	for _, o := range objects {
 		m := asMap(o)
 		row := TableRow{Cells: make([]any, len(cols))}
+		unknown := len(tr.unknown) > 0 && tr.unknown[fmt.Sprint(nested(m, "metadata", "uid"))]
 		for i, c := range cols {
+			if unknown && c.value {
+				row.Cells[i] = unknownCell
+				continue
+			}
 			row.Cells[i] = cellOf(c, m)
 		}
 		switch tr.includeObject {

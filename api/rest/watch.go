@@ -74,12 +74,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		if start, err = s.hub.LastSeq(ctx); err != nil {
 			return err
 		}
-		if initial, _, err = s.hub.ListInstancesWith(ctx, o.filter(req), hub.ListOptions{Values: values, Secrets: o.values}); err != nil {
+		var unread unreadable
+		lo := hub.ListOptions{Values: values, Secrets: o.values, Unreadable: unread.collect(&tr)}
+		if initial, _, err = s.hub.ListInstancesWith(ctx, o.filter(req), lo); err != nil {
 			return listErr(err, req.res, tr)
 		}
 		if !values {
 			withoutValues(initial)
 		}
+		unread.warn(w)
 	} else if _, err := s.hub.Changes(ctx, start, 1); err != nil {
 		if cairn.HasCode(err, cairn.CodeGone) {
 			return errStatus{newStatus(http.StatusGone, "Expired", "too old resource version: "+strconv.FormatInt(start, 10))}

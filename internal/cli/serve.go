@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/internal/exepages"
 	"github.com/cairn-dev/cairn/internal/groupwrite"
+	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/web"
 )
 
@@ -51,7 +53,8 @@ func (a *app) serveCommand() *cobra.Command {
 		Short: "Serve the hub over HTTP (Kubernetes-style REST API)",
 		Long: `serve runs the hub on the embedded store in --data-dir, or on the
 PostgreSQL database of --database (migrated at start-up, see cairn migrate;
-replicas on one database share everything), and serves its REST API, which
+replicas on one database share everything; a database it cannot reach yet is
+waited for, with /readyz saying why), and serves its REST API, which
 follows the Kubernetes API conventions: kubectl and client-go work against it
 (kubectl --server http://ADDR).
 
@@ -141,81 +144,68 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		return err
 	}
 	defer backends.Close()
-	st, err := a.openStore(ctx, log) // migrates the schema (see cairn migrate)
+	secure, err := a.transport(addr, sec, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	path := st.Where
-	opener := a.withBackends(backends, log)
-	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true, SealedValues: st.Encryption.Seals})
-	if err != nil {
-		return fmt.Errorf("start the hub on %s: %w", path, err)
-	}
-	if err := registerHubTypes(ctx, h); err != nil {
-		return err
-	}
-
-	secure, err := a.setupSecurity(ctx, addr, sec, h, gitSync.secretFile != "", log)
-	if err != nil {
-		return err
-	}
-	defer secure.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := rest.NewPrometheusMetrics(reg)
-	if err != nil {
-		return fmt.Errorf("register metrics: %w", err)
-	}
-	api := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, AccessReviews: true, Version: rest.Version{
-		Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn", GoVersion: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH,
-	}})
-
-	ready := make(chan struct{})
-	mux := http.NewServeMux()
-	// /livez is Kubernetes' name of the liveness check; both only say the
-	// process serves. /readyz also asks whether start-up finished and the
-	// store answers.
-	live := []probeCheck{{name: "ping"}}
-	probes(mux, "healthz", live)
-	probes(mux, "livez", live)
-	probes(mux, "readyz", []probeCheck{
-		{name: "ping"},
-		{name: "started", check: func(context.Context) error {
-			select {
-			case <-ready:
-				return nil
-			default:
-				return errors.New("starting")
-			}
-		}},
-		{name: "store", check: func(ctx context.Context) error {
-			if _, err := h.LastSeq(ctx); err != nil {
-				return fmt.Errorf("store unavailable: %w", err)
-			}
-			return nil
-		}},
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: gql.introspection, Capact: capact, MaxResponseBytes: gql.maxResponseBytes}))
-	stopSync, err := a.gitSync(ctx, h, opener, gitSync, mux, reg, log)
-	if err != nil {
-		return err
-	}
-	defer stopSync()
-	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
-	secure.guard.Handle(mux)
-	mux.Handle("/", api)
-	mux.Handle(web.Prefix, web.Handler()) // the web console
-	mux.Handle("GET /{$}", web.Redirect())
-
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: fmt.Sprintf("listen on %s: %v", addr, err), Err: err}
 	}
-	srv := newHTTPServer(secure.guard.Wrap(restFirst(mux, api, access.ReviewPaths())), secure.tls, defaultLimits())
+	// serve listens before the store is open: while it waits for its
+	// database, the probes say why it is not ready and everything else
+	// answers 503 (waitForStore). The API takes over once it is set up.
+	var (
+		api     atomic.Pointer[http.Handler]
+		started atomic.Pointer[hub.Hub]
+		waiting atomic.Pointer[string]
+	)
+	ready := make(chan struct{})
+	// /livez is Kubernetes' name of the liveness check; both only say the
+	// process serves. /readyz also asks whether start-up finished and the
+	// store answers.
+	probeMux := func(mux *http.ServeMux) {
+		live := []probeCheck{{name: "ping"}}
+		probes(mux, "healthz", live)
+		probes(mux, "livez", live)
+		probes(mux, "readyz", []probeCheck{
+			{name: "ping"},
+			{name: "started", check: func(context.Context) error {
+				select {
+				case <-ready:
+					return nil
+				default:
+					return errors.New("starting")
+				}
+			}},
+			{name: "store", check: func(ctx context.Context) error {
+				h := started.Load()
+				if h == nil {
+					if w := waiting.Load(); w != nil {
+						return errors.New(*w)
+					}
+					return errors.New("opening the store")
+				}
+				if _, err := h.LastSeq(ctx); err != nil {
+					return fmt.Errorf("store unavailable: %w", err)
+				}
+				return nil
+			}},
+		})
+	}
+	startup := http.NewServeMux()
+	probeMux(startup)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := api.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := startup.Handler(r); pattern != "" {
+			startup.ServeHTTP(w, r)
+			return
+		}
+		notStarted(w)
+	}), secure.tls, defaultLimits())
 	// The server's own complaints (TLS handshakes that fail, bad requests
 	// cut off) go to the structured log, not bare to stderr.
 	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelInfo)
@@ -224,19 +214,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
-	srv.RegisterOnShutdown(api.StopWatches)
 	if secure.conns != nil {
 		srv.ConnContext = secure.conns.ConnContext // peer authentication
 	}
-
-	go pruneChanges(baseCtx, h, log)
-	stopStacks := startStackController(ctx, h, stacks, log)
-	defer stopStacks()
-	stopRecovery, err := startRecovery(ctx, h, rec, reg, log)
-	if err != nil {
-		return fmt.Errorf("register metrics: %w", err)
-	}
-	defer stopRecovery()
 	errc := make(chan error, 1)
 	go func() {
 		if secure.dual {
@@ -249,6 +229,71 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		}
 		errc <- srv.Serve(ln)
 	}()
+	defer srv.Close() // when start-up fails; after a Shutdown it does nothing
+
+	st, err := a.waitForStore(ctx, ln.Addr().String(), log, &waiting) // migrates the schema (see cairn migrate)
+	if err != nil || st == nil {
+		return err // st == nil: stopped while waiting
+	}
+	defer st.Close()
+	path := st.Where
+	opener := a.withBackends(backends, log)
+	h, err := hub.New(ctx, hub.Config{Store: st.Store, StoreKind: st.Kind, Strict: a.strict, Logger: log, Backends: opener, CapactCompat: capact, RBAC: rbacPolicy, WarmReadCache: true, SealedValues: st.Encryption.Seals})
+	if err != nil {
+		return fmt.Errorf("start the hub on %s: %w", path, err)
+	}
+	if err := registerHubTypes(ctx, h); err != nil {
+		return err
+	}
+
+	if err := a.setupSecurity(ctx, secure, addr, sec, h, gitSync.secretFile != "", log); err != nil {
+		return err
+	}
+	defer secure.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := rest.NewPrometheusMetrics(reg)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	if pg, ok := st.Raw.(*postgres.Store); ok {
+		if err := registerPoolMetrics(reg, pg); err != nil {
+			return err
+		}
+	}
+	restAPI := rest.New(rest.Config{Hub: h, Logger: log, Metrics: metrics, AccessReviews: true, Version: rest.Version{
+		Major: "1", Minor: "32", GitVersion: "v1.32.0-cairn", GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}})
+
+	mux := http.NewServeMux()
+	probeMux(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: gql.introspection, Capact: capact, MaxResponseBytes: gql.maxResponseBytes}))
+	stopSync, err := a.gitSync(ctx, h, opener, gitSync, mux, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopSync()
+	mux.Handle(terraform.Prefix, terraform.New(terraform.Config{Hub: h, Logger: log}))
+	secure.guard.Handle(mux)
+	mux.Handle("/", restAPI)
+	mux.Handle(web.Prefix, web.Handler()) // the web console
+	mux.Handle("GET /{$}", web.Redirect())
+	srv.RegisterOnShutdown(restAPI.StopWatches)
+	var served http.Handler = secure.guard.Wrap(restFirst(mux, restAPI, access.ReviewPaths()))
+	started.Store(h)
+	api.Store(&served)
+
+	go pruneChanges(baseCtx, h, log)
+	stopStacks := startStackController(ctx, h, stacks, log)
+	defer stopStacks()
+	stopRecovery, err := startRecovery(ctx, h, rec, reg, log)
+	if err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	defer stopRecovery()
 	// The kubeconfig is there before /readyz says ready.
 	kubeconfig, err := secure.writeKubeconfig(a.dataDir, ln.Addr().String())
 	if err != nil {

@@ -248,32 +248,18 @@ func (s *security) Close() {
 	}
 }
 
-// setupSecurity builds the authenticators (admin token first), the audit
-// writer and the TLS configuration.
-func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions, authz access.Authorizer, webhooksChecked bool, log *slog.Logger) (*security, error) {
+// transport sets up how serve's listener is served, before the store is
+// open (serve answers its probes while it waits for the store): TLS (the
+// given certificate, or a self-signed one beside plain HTTP) and peer
+// authentication's connection tracking.
+func (a *app) transport(addr string, o *securityOptions, log *slog.Logger) (*security, error) {
 	s := &security{scheme: "http"}
-	tokens := o.tokens
-	if tokens == nil {
-		tokens = &authn.TokenFile{}
-	}
-	adminToken, adminFile, err := a.adminToken(log)
-	if err != nil {
-		return nil, err
-	}
-	s.adminFile = adminFile
-	tokens.Add(adminToken, cairn.User{Name: "admin", UID: "admin", Groups: []string{rbac.AdminsGroup}})
-	chain := &authn.Chain{Tokens: []authn.TokenAuthenticator{tokens}}
 	if o.peerAuth() {
-		uid := os.Getuid()
-		name := strconv.Itoa(uid)
+		name := strconv.Itoa(os.Getuid())
 		if u, err := user.Current(); err == nil && u.Username != "" {
 			name = u.Username
 		}
-		chain.Peer = &authn.Peer{UID: uid, User: cairn.User{Name: name, UID: strconv.Itoa(uid), Groups: []string{authn.PeersGroup}}}
 		s.peerUser, s.conns = name, &peer.Conns{}
-	}
-	if o.oidcAuth != nil {
-		chain.Tokens = append(chain.Tokens, o.oidcAuth)
 	}
 	if o.tlsPair != nil {
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: o.tlsPair.get, NextProtos: []string{"h2", "http/1.1"}}
@@ -292,13 +278,39 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 		s.scheme, s.certFile, s.dual = "http", cert, true
 	}
 	if o.clientCerts != nil {
-		chain.Certs = o.clientCerts
 		s.tls.ClientCAs = o.clientCerts.Pool()
 		s.tls.ClientAuth = tls.VerifyClientCertIfGiven
 	}
+	return s, nil
+}
+
+// setupSecurity builds the authenticators (admin token first) and the
+// audit writer into s, which transport made.
+func (a *app) setupSecurity(ctx context.Context, s *security, addr string, o *securityOptions, authz access.Authorizer, webhooksChecked bool, log *slog.Logger) error {
+	tokens := o.tokens
+	if tokens == nil {
+		tokens = &authn.TokenFile{}
+	}
+	adminToken, adminFile, err := a.adminToken(log)
+	if err != nil {
+		return err
+	}
+	s.adminFile = adminFile
+	tokens.Add(adminToken, cairn.User{Name: "admin", UID: "admin", Groups: []string{rbac.AdminsGroup}})
+	chain := &authn.Chain{Tokens: []authn.TokenAuthenticator{tokens}}
+	if s.conns != nil {
+		uid := strconv.Itoa(os.Getuid())
+		chain.Peer = &authn.Peer{UID: os.Getuid(), User: cairn.User{Name: s.peerUser, UID: uid, Groups: []string{authn.PeersGroup}}}
+	}
+	if o.oidcAuth != nil {
+		chain.Tokens = append(chain.Tokens, o.oidcAuth)
+	}
+	if o.clientCerts != nil {
+		chain.Certs = o.clientCerts
+	}
 	level, err := parseAuditLevel(o.auditLevel)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if o.auditPath != "-" && level != audit.LevelNone {
 		path := o.auditPath
@@ -306,7 +318,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 			path = filepath.Join(a.dataDir, "audit.log")
 		}
 		if s.audit, err = audit.Open(path, int64(o.auditMaxMB)<<20, o.auditBackups); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var public []string
@@ -334,7 +346,7 @@ func (a *app) setupSecurity(ctx context.Context, addr string, o *securityOptions
 		log.Warn("--allow-anonymous: requests without credentials are served as cairn-admin; anyone who reaches this server can read and change everything")
 		fmt.Fprintln(a.env.Stderr, "WARNING: --allow-anonymous: anyone who reaches this server is admin")
 	}
-	return s, nil
+	return nil
 }
 
 // adminToken reads <data-dir>/admin.token, creating it (0600) on first

@@ -284,6 +284,24 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
+// Unreachable reports whether err (from Open) says the server could not be
+// reached or takes no connections yet: refused, timed out, a host name
+// that does not resolve, a connection lost, a server starting up or
+// shutting down (57P), out of connections or resources (53), a connection
+// exception (08). Waiting may cure those, as when cairn starts before its
+// database. It is false for a server that answered no (a wrong password, a
+// missing database or schema, a schema too new, a TLS setting it refused),
+// which only a change of configuration cures.
+func Unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "57P")
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed)
+}
+
 // classify gives PostgreSQL errors cairn's codes, keeping the original in
 // the chain: lost connections and an overloaded server are CodeUnavailable
 // (retry later, 503), unique violations CodeAlreadyExists, deadlocks and
@@ -323,4 +341,24 @@ func classify(err error) error {
 		return &cairn.Error{Code: cairn.CodeUnavailable, Msg: err.Error(), Err: err}
 	}
 	return err
+}
+
+// PoolStats is the connection pool's state, for metrics: its size, the
+// connections in use, idle and being opened, and the acquires so far, with
+// those that had to wait for a connection (the pool was exhausted) and how
+// long they waited.
+type PoolStats struct {
+	MaxConns, AcquiredConns, IdleConns, ConstructingConns int32
+	Acquires, CanceledAcquires, WaitedAcquires            int64
+	Waited                                                time.Duration
+}
+
+// PoolStats reports the connection pool's state now.
+func (s *Store) PoolStats() PoolStats {
+	st := s.pool.Stat()
+	return PoolStats{
+		MaxConns: st.MaxConns(), AcquiredConns: st.AcquiredConns(), IdleConns: st.IdleConns(), ConstructingConns: st.ConstructingConns(),
+		Acquires: st.AcquireCount(), CanceledAcquires: st.CanceledAcquireCount(), WaitedAcquires: st.EmptyAcquireCount(),
+		Waited: st.EmptyAcquireWaitTime(),
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -203,6 +204,47 @@ func TestUnreachable(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("error %q shows the password", err)
+	}
+}
+
+// TestUnreachableOrMisconfigured: cairn serve waits for a database that
+// cannot be reached yet (not up, not resolvable, not taking connections)
+// and gives up at once on one that answered no (a wrong password, a
+// missing database or schema), which waiting would never cure.
+func TestUnreachableOrMisconfigured(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	with := func(edit func(u *url.URL)) string {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(u)
+		return u.String()
+	}
+	for _, c := range []struct {
+		name string
+		dsn  string
+		opts []postgres.Option
+		want bool
+	}{
+		{"refused", "postgres://cairn:secret@127.0.0.1:1/cairn?sslmode=disable", nil, true},
+		{"a host name that does not resolve", "postgres://cairn:secret@cairn-db.invalid:5432/cairn?sslmode=disable&connect_timeout=5", nil, true},
+		{"a wrong password", with(func(u *url.URL) { u.User = url.UserPassword(u.User.Username(), "not-the-password") }), nil, false},
+		{"a database that does not exist", with(func(u *url.URL) { u.Path = "/cairn_no_such_database" }), nil, false},
+		{"a schema that does not exist", dsn, []postgres.Option{postgres.WithSchema("cairn_no_such_schema")}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			s, err := postgres.Open(ctx, c.dsn, c.opts...)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if got := postgres.Unreachable(err); got != c.want {
+				t.Errorf("Unreachable(%v) = %v, want %v", err, got, c.want)
+			}
+		})
 	}
 }
 
