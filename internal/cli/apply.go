@@ -18,6 +18,8 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
 )
 
@@ -185,7 +187,12 @@ type applier struct {
 	// namespace is a mistake rather than a choice.
 	namespace string
 	explicit  bool
+	// applied are the objects written or found unchanged, by display name
+	// and uid, for reconcileLocal.
+	applied []appliedObject
 }
+
+type appliedObject struct{ display, uid string }
 
 func (r *kube) writeCommand(mode, short, long, example string) *cobra.Command {
 	var files []string
@@ -234,7 +241,11 @@ TypeInstance documents (hub.cairn.dev/v1) match an existing instance by
 metadata.id, or by Type path, namespace and name. New ones are created in one
 atomic batch with the uses relations between them (spec.uses names other
 documents by alias, or ids); existing ones get a new resource version when
-their value, context, attributes, labels or annotations differ.`,
+their value, context, attributes, labels or annotations differ.
+
+In local mode a stack installation is reconciled before apply returns (no
+server's stack controller does it): its children are rendered and written,
+and apply fails with the reason when they cannot be.`,
 		`  cairn apply -f examples/flags/flags.json
   cairn apply -f examples/flags/new-project.yaml
   cairn apply -f examples/quickstart
@@ -297,7 +308,99 @@ func (a *applier) run(ctx context.Context, docs []rdoc) error {
 			}
 		}
 	}
+	if err := a.reconcileLocal(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return joinErrors(errs)
+}
+
+// record notes an object the server answered a write with.
+func (a *applier) record(display string, raw json.RawMessage) {
+	if o, err := decodeObject(raw); err == nil {
+		a.applied = append(a.applied, appliedObject{display, o.Metadata.UID})
+	}
+}
+
+// reconcileLocal, in local mode, renders the stack installations the
+// documents applied, as cairn serve's stack controller would: no server
+// runs one, and an installation nobody reconciles never gets its children
+// (cairn install and cairn delete run the controller in process too). An
+// installation the controller cannot apply fails the command with the
+// reason; it stays applied, as it would against a server.
+func (a *applier) reconcileLocal(ctx context.Context) error {
+	if a.r.hub == nil || cairn.IsDryRun(ctx) || len(a.applied) == 0 {
+		return nil
+	}
+	var installations []appliedObject
+	for _, o := range a.applied {
+		inst, err := a.r.hub.GetInstance(ctx, o.uid, false)
+		if err != nil {
+			continue // not an instance: a Type, a namespace, ...
+		}
+		if ok, err := a.r.hub.IsInstallationType(ctx, inst.TypeRef); err != nil {
+			return err
+		} else if ok {
+			installations = append(installations, o)
+		}
+	}
+	if len(installations) == 0 {
+		return nil
+	}
+	c := stackctl.New(stackctl.Config{Hub: a.r.hub})
+	var errs []error
+	for _, o := range installations {
+		if err := reconcileTree(ctx, a.r.hub, c, o.uid, 0); err != nil {
+			errs = append(errs, fmt.Errorf("%s: applied, but the stack controller cannot apply it: %w", o.display, err))
+		}
+	}
+	return joinErrors(errs)
+}
+
+// maxNesting bounds how deep reconcileTree follows installations that are
+// children of installations (the controller refuses ownership cycles).
+const maxNesting = 16
+
+// reconcileTree reconciles the installation id, then every child of it
+// that is an installation itself (stacks nest), and reports a Synced=False
+// of the current generation as an error.
+func reconcileTree(ctx context.Context, h *hub.Hub, c *stackctl.Controller, id string, depth int) error {
+	if _, err := c.Reconcile(ctx, id); err != nil {
+		return err
+	}
+	inst, err := h.GetInstance(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	var st stackctl.Status
+	if err := json.Unmarshal(orEmptyObject(inst.Status), &st); err != nil {
+		return fmt.Errorf("the status of %s/%s does not decode: %w", inst.Namespace, inst.Name, err)
+	}
+	for _, cond := range st.Conditions {
+		if cond.Type == "Synced" && cond.Status == "False" {
+			return cairn.Errorf(cairn.CodeInvalid, "%s", cond.Message)
+		}
+	}
+	if depth >= maxNesting {
+		return nil
+	}
+	kids, err := h.Children(ctx, inst)
+	if err != nil {
+		return err
+	}
+	for _, kid := range kids {
+		k, err := h.GetInstance(ctx, kid, false)
+		if err != nil {
+			return err
+		}
+		if ok, err := h.IsInstallationType(ctx, k.TypeRef); err != nil {
+			return err
+		} else if ok {
+			if err := reconcileTree(ctx, h, c, kid, depth+1); err != nil {
+				return fmt.Errorf("%s/%s: %w", k.Namespace, k.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (a *applier) line(name, action string) error {
@@ -444,9 +547,11 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		if err := require(res, "create"); err != nil {
 			return fail(err)
 		}
-		if _, err := a.r.c.Create(ctx, res, ns, d.raw.JSON); err != nil {
+		raw, err := a.r.c.Create(ctx, res, ns, d.raw.JSON)
+		if err != nil {
 			return fail(err)
 		}
+		a.record(display, raw)
 		return a.line(display, "created")
 	}
 	switch a.mode {
@@ -456,9 +561,11 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		if err := require(res, "update"); err != nil {
 			return fail(err)
 		}
-		if _, err := a.r.c.Replace(ctx, res, ns, name, d.raw.JSON, opts); err != nil {
+		raw, err := a.r.c.Replace(ctx, res, ns, name, d.raw.JSON, opts)
+		if err != nil {
 			return fail(err)
 		}
+		a.record(display, raw)
 		return a.line(display, "replaced")
 	}
 	raw, err := a.r.c.Get(ctx, res, ns, name)
@@ -477,14 +584,17 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		return fail(err)
 	}
 	if patch == nil {
+		a.applied = append(a.applied, appliedObject{display, cur.Metadata.UID})
 		return a.line(display, "unchanged")
 	}
 	if err := require(res, "patch"); err != nil {
 		return fail(err)
 	}
-	if _, err := a.r.c.Patch(ctx, res, ns, name, client.MergePatch, patch, opts); err != nil {
+	raw, err = a.r.c.Patch(ctx, res, ns, name, client.MergePatch, patch, opts)
+	if err != nil {
 		return fail(err)
 	}
+	a.record(display, raw)
 	return a.line(display, "configured")
 }
 
