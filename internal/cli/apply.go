@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
@@ -18,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/controller/install"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
@@ -346,14 +350,100 @@ func (a *applier) reconcileLocal(ctx context.Context) error {
 	if len(installations) == 0 {
 		return nil
 	}
-	c := stackctl.New(stackctl.Config{Hub: a.r.hub})
+	// Installations whose stack requires others get them installed first,
+	// as cairn serve's controller does (install.Runner), which needs the
+	// controller running until they are ready.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runner := install.NewRunner(rctx, &install.Service{Hub: a.r.hub, Log: slog.New(slog.DiscardHandler)})
+	c := stackctl.New(stackctl.Config{Hub: a.r.hub, Dependencies: runner, LeaseDuration: 3 * time.Second})
 	var errs []error
+	var waiting []appliedObject
 	for _, o := range installations {
-		if err := reconcileTree(ctx, a.r.hub, c, o.uid, 0); err != nil {
+		err := reconcileTree(ctx, a.r.hub, c, o.uid, 0)
+		if errors.Is(err, errDependencies) {
+			waiting = append(waiting, o)
+			continue
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: applied, but the stack controller cannot apply it: %w", o.display, err))
 		}
 	}
+	if len(waiting) > 0 {
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Run(rctx) }()
+		defer func() { cancel(); <-done }()
+		for _, o := range waiting {
+			if err := waitDependencies(ctx, a.r.hub, o.uid); err != nil {
+				errs = append(errs, fmt.Errorf("%s: applied, but the stack controller cannot apply it: %w", o.display, err))
+			}
+		}
+	}
 	return joinErrors(errs)
+}
+
+// errDependencies says an installation waits for its dependencies.
+var errDependencies = errors.New("waiting for the dependencies")
+
+// dependenciesTimeout bounds how long apply waits, in local mode, for an
+// installation's dependencies to be installed and for it to render.
+const dependenciesTimeout = 2 * time.Minute
+
+// waitDependencies waits, while the controller runs, until the
+// installation id rendered after its dependencies were installed, and
+// reports a failure of either.
+func waitDependencies(ctx context.Context, h *hub.Hub, id string) error {
+	deadline := time.Now().Add(dependenciesTimeout)
+	for {
+		inst, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			return err
+		}
+		st, err := decodeStatus(inst)
+		if err != nil {
+			return err
+		}
+		deps := statusCondition(st, "Dependencies")
+		synced := statusCondition(st, "Synced")
+		switch {
+		case deps != nil && strings.HasPrefix(deps.Message, "installing the dependencies failed"):
+			return cairn.Errorf(cairn.CodeInvalid, "%s", deps.Message)
+		case (deps == nil || deps.Status == "True") && synced != nil && synced.ObservedGeneration >= int64(inst.Latest.ResourceVersion):
+			if synced.Status == "False" {
+				return cairn.Errorf(cairn.CodeInvalid, "%s", synced.Message)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			msg := "not reconciled"
+			if deps != nil {
+				msg = deps.Message
+			}
+			return cairn.Errorf(cairn.CodeUnavailable, "not applied after %s (cairn serve, or apply again, continues it): %s", dependenciesTimeout, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func decodeStatus(inst cairn.Instance) (stackctl.Status, error) {
+	var st stackctl.Status
+	if err := json.Unmarshal(orEmptyObject(inst.Status), &st); err != nil {
+		return st, fmt.Errorf("the status of %s/%s does not decode: %w", inst.Namespace, inst.Name, err)
+	}
+	return st, nil
+}
+
+func statusCondition(st stackctl.Status, typ string) *stackctl.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // maxNesting bounds how deep reconcileTree follows installations that are
@@ -371,14 +461,15 @@ func reconcileTree(ctx context.Context, h *hub.Hub, c *stackctl.Controller, id s
 	if err != nil {
 		return err
 	}
-	var st stackctl.Status
-	if err := json.Unmarshal(orEmptyObject(inst.Status), &st); err != nil {
-		return fmt.Errorf("the status of %s/%s does not decode: %w", inst.Namespace, inst.Name, err)
+	st, err := decodeStatus(inst)
+	if err != nil {
+		return err
 	}
-	for _, cond := range st.Conditions {
-		if cond.Type == "Synced" && cond.Status == "False" {
-			return cairn.Errorf(cairn.CodeInvalid, "%s", cond.Message)
-		}
+	if d := statusCondition(st, "Dependencies"); d != nil && d.Status == "False" && depth == 0 {
+		return errDependencies
+	}
+	if c := statusCondition(st, "Synced"); c != nil && c.Status == "False" {
+		return cairn.Errorf(cairn.CodeInvalid, "%s", c.Message)
 	}
 	if depth >= maxNesting {
 		return nil

@@ -186,3 +186,23 @@ func TestApplyInstallationLocal(t *testing.T) {
 		t.Errorf("the annotation was not applied: %q", r.stdout)
 	}
 }
+
+// TestApplyInstallationWithDependenciesLocal: an installation whose stack
+// requires others, applied in local mode, gets its dependencies installed
+// first, as cairn serve's controller does for one applied with kubectl.
+func TestApplyInstallationWithDependenciesLocal(t *testing.T) {
+	e := newEnv(t)
+	e.ok("stack", "add", "../../examples/stacks/flags-env")
+	e.ok("stack", "add", "../../examples/stacks/team-portal")
+	doc := "apiVersion: examples.stacks.cairn.dev/v1alpha1\nkind: TeamPortal\nmetadata: {name: web}\nspec: {team: web}\n"
+	if r := e.run(doc, "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("apply: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if flags := strings.Fields(e.ok("get", "flagsenvs", "-o", "name")); len(flags) != 1 {
+		t.Errorf("flags installations after apply: %q, want the portal's dependency", flags)
+	}
+	matchLines(t, e.ok("trace", "teamportal/web"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`web +TeamPortal +\S+ +True +True +<none>`,
+		`└─ web-settings +PortalSettings +cairn-builtin +True +True +<none>`)
+}
