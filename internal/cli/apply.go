@@ -336,14 +336,20 @@ func (a *applier) reconcileLocal(ctx context.Context) error {
 		return nil
 	}
 	var installations []appliedObject
+	isInstallation := map[cairn.TypeRef]bool{} // a large apply is mostly of a few Types
 	for _, o := range a.applied {
 		inst, err := a.r.hub.GetInstance(ctx, o.uid, false)
 		if err != nil {
 			continue // not an instance: a Type, a namespace, ...
 		}
-		if ok, err := a.r.hub.IsInstallationType(ctx, inst.TypeRef); err != nil {
-			return err
-		} else if ok {
+		ok, known := isInstallation[inst.TypeRef]
+		if !known {
+			if ok, err = a.r.hub.IsInstallationType(ctx, inst.TypeRef); err != nil {
+				return err
+			}
+			isInstallation[inst.TypeRef] = ok
+		}
+		if ok {
 			installations = append(installations, o)
 		}
 	}
