@@ -438,6 +438,24 @@ func TestBadParameters(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no name") {
 		t.Errorf("installation without a name: %v", err)
 	}
+	// A var in a field no varReference declares: kustomize leaves the
+	// $(NAME) in place (and only logs it), so the render fails naming the
+	// resource, the field and what to declare, rather than write the
+	// literal into a child.
+	files = webStack()
+	files["resources/certificate.yaml"] = strings.Replace(files["resources/certificate.yaml"], "  serviceRef: {name: web}\n", "  serviceRef: {name: web}\n  comment: [\"for $(DOMAIN)\"]\n", 1)
+	s = mustLoad(t, writeTree(t, files))
+	_, err = Renderer{}.Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x"}))
+	want := `Certificate cert: spec.comment[0]: "for $(DOMAIN)": var DOMAIN is not substituted in this field: declare it under varReference (path: spec/comment, kind: Certificate) in a kustomizeconfig.yaml listed under configurations`
+	if err == nil || !strings.Contains(err.Error(), want) || !cairn.HasCode(err, cairn.CodeInvalid) {
+		t.Errorf("var in an undeclared field: %v\nwant it to contain %s", err, want)
+	}
+	// A value that itself reads $(DOMAIN) is the user's, not a leftover.
+	files = webStack()
+	s = mustLoad(t, writeTree(t, files))
+	if _, err := (Renderer{}).Render(context.Background(), s, s.NewInstallation("default", "x", "", nil, map[string]any{"image": "x", "domain": "$(DOMAIN).example.com"})); err != nil {
+		t.Errorf("a parameter holding $(DOMAIN): %v", err)
+	}
 }
 
 // TestHostileArchives: entries that would escape the package, links and

@@ -220,6 +220,9 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
 	}
+	if err := s.checkSubstituted(inst, children); err != nil {
+		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
+	}
 
 	cps := append([]ChildResourcePatcher{DefaultNamespace{}, KeepDefaultingLabels{}}, r.ChildPatchers...)
 	for _, p := range cps {
@@ -366,6 +369,70 @@ func (s *Stack) usedVars() []Var {
 		}
 	}
 	return out
+}
+
+// checkSubstituted finds a $(NAME) of a stack var left in a rendered
+// resource: kustomize substitutes vars only in the fields a varReference
+// declares (and its built-in ones) and leaves the rest as written, logging
+// no more than "well-defined vars that were never replaced". A value the
+// installation itself gives that holds the same text is not a leftover.
+func (s *Stack) checkSubstituted(inst Installation, children []Resource) error {
+	vars := s.usedVars()
+	if len(vars) == 0 {
+		return nil
+	}
+	obj := inst.object()
+	var refs []string
+	names := map[string]string{}
+	for _, v := range vars {
+		ref := "$(" + v.Name + ")"
+		if val, ok := expr.Get(obj, v.FieldPath); ok {
+			if str, ok := val.(string); ok && strings.Contains(str, "$(") {
+				continue
+			}
+		}
+		refs = append(refs, ref)
+		names[ref] = v.Name
+	}
+	var msgs []string
+	for _, c := range children {
+		kind, _ := c.Object["kind"].(string)
+		walkStrings(c.Object, nil, nil, func(path, specPath []string, str string) {
+			for _, ref := range refs {
+				if strings.Contains(str, ref) {
+					msgs = append(msgs, fmt.Sprintf(
+						"%s %s: %s: %q: var %s is not substituted in this field: declare it under varReference (path: %s, kind: %s) in a kustomizeconfig.yaml listed under configurations: of the kustomization that lists the resource",
+						kind, c.OriginalName, strings.Join(path, "."), str, names[ref], strings.Join(specPath, "/"), kind))
+					return
+				}
+			}
+		})
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return cairn.Errorf(cairn.CodeInvalid, "%s", strings.Join(msgs, "; "))
+}
+
+// walkStrings calls f with every string in v, its path as written in
+// errors (spec.args[0]) and as a kustomize fieldSpec path (spec/args).
+func walkStrings(v any, path, specPath []string, f func(path, specPath []string, s string)) {
+	switch x := v.(type) {
+	case string:
+		f(path, specPath, x)
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			walkStrings(x[k], append(slices.Clip(path), k), append(slices.Clip(specPath), k), f)
+		}
+	case []any:
+		for i, e := range x {
+			p := slices.Clone(path)
+			if len(p) > 0 {
+				p[len(p)-1] = fmt.Sprintf("%s[%d]", p[len(p)-1], i)
+			}
+			walkStrings(e, p, specPath, f)
+		}
+	}
 }
 
 // checkVars resolves every var, and every replacement whose source is the

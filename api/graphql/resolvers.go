@@ -57,6 +57,7 @@ func toInstance(inst cairn.Instance) model.TypeInstance {
 		Namespace: inst.Namespace,
 		Name:      inst.Name,
 		Labels:    []model.Label{},
+		Status:    model.RawJSON(inst.Status),
 		Instance:  inst,
 	}
 	if !inst.CreatedAt.IsZero() {

@@ -100,6 +100,9 @@ type Controller struct {
 	renders map[string]renderCache
 	// catalog caches which catalog entry renders which Type (reconcile.go).
 	catalog map[string]catalogEntry
+	// catalogGen counts catalog changes, so a choice read before one is
+	// not cached after it.
+	catalogGen uint64
 	// sharing caches status.sharing by stack digest.
 	sharing map[string]*deps.SharingStatus
 	// backends caches backend aliases by id.
@@ -338,6 +341,19 @@ func (c *Controller) onChange(ctx context.Context, q *queue, ch store.Change) {
 	}
 	if c.isInstallationType(ctx, ch.TypeRef) {
 		q.add(ch.InstanceID)
+	}
+	if ch.TypeRef.Path == hub.StackTypeRef().Path {
+		// A stack version added to (or removed from) the catalog may
+		// change which version renders an unpinned installation: every
+		// installation is looked at now, not at the next resync, with
+		// the cached choice of version forgotten.
+		c.mu.Lock()
+		clear(c.catalog)
+		c.catalogGen++
+		c.mu.Unlock()
+		if err := c.enqueueAll(ctx, q); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "stack controller: catalog changed", "err", err)
+		}
 	}
 }
 

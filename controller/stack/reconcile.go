@@ -635,6 +635,7 @@ func (c *Controller) stackFor(ctx context.Context, inst cairn.Instance) (hub.Sta
 	key := inst.TypeRef.String() + "@" + pinned
 	c.mu.Lock()
 	ce, ok := c.catalog[key]
+	gen := c.catalogGen
 	c.mu.Unlock()
 	if ok && time.Since(ce.at) < catalogTTL {
 		return ce.entry, nil
@@ -644,7 +645,9 @@ func (c *Controller) stackFor(ctx context.Context, inst cairn.Instance) (hub.Sta
 		return e, err
 	}
 	c.mu.Lock()
-	c.catalog[key] = catalogEntry{entry: e, at: time.Now()}
+	if c.catalogGen == gen {
+		c.catalog[key] = catalogEntry{entry: e, at: time.Now()}
+	}
 	c.mu.Unlock()
 	return e, nil
 }

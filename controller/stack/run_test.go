@@ -3,6 +3,8 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +101,46 @@ func TestRunLeaseAndWatch(t *testing.T) {
 	if kid.Latest.CreatedBy != other.Identity() {
 		t.Errorf("the change was written by %q, want %q", kid.Latest.CreatedBy, other.Identity())
 	}
+}
+
+// TestRunNewStackVersion: adding a stack version to the catalog moves the
+// unpinned installations of its kind onto it at once (the watch), rather
+// than at the next resync, and a child the new version no longer renders
+// is deleted.
+func TestRunNewStackVersion(t *testing.T) {
+	e := newEnv(t)
+	inst := e.install(e.addStack("testdata/db"), "orders", nil, `{"engine":"mysql"}`)
+	c := stackctl.New(stackctl.Config{Hub: e.h, Identity: "ctl", LeaseDuration: 600 * time.Millisecond, Resync: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: timed out; status %+v", what, e.status(inst.ID))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("first reconcile", func() bool { return len(e.children(inst)) == 2 })
+
+	files := map[string]string{}
+	for _, name := range []string{"stack.yaml", "resources/kustomization.yaml", "resources/kustomizeconfig.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata/db", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(b)
+	}
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "version: 0.1.0", "version: 0.2.0", 1)
+	// 0.2.0 has no Bucket.
+	files["resources/db.yaml"] = "apiVersion: example.org/v1\nkind: Database\nmetadata:\n  name: main\nspec:\n  engine: $(ENGINE)\n"
+	e.addStack(writeStack(t, files))
+	waitFor("the installation on 0.2.0 without its Bucket", func() bool {
+		st := e.status(inst.ID)
+		return st.Stack != nil && st.Stack.Version == "0.2.0" && len(e.children(inst)) == 1
+	})
 }

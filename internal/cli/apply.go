@@ -4,13 +4,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/uuid"
@@ -19,6 +22,9 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/controller/install"
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/manifest"
 )
 
@@ -153,7 +159,12 @@ type applier struct {
 	// namespace is a mistake rather than a choice.
 	namespace string
 	explicit  bool
+	// applied are the objects written or found unchanged, by display name
+	// and uid, for reconcileLocal.
+	applied []appliedObject
 }
+
+type appliedObject struct{ display, uid string }
 
 func (r *kube) writeCommand(mode, short, long, example string) *cobra.Command {
 	var files []string
@@ -202,7 +213,11 @@ TypeInstance documents (hub.cairn.dev/v1) match an existing instance by
 metadata.id, or by Type path, namespace and name. New ones are created in one
 atomic batch with the uses relations between them (spec.uses names other
 documents by alias, or ids); existing ones get a new resource version when
-their value, context, attributes, labels or annotations differ.`,
+their value, context, attributes, labels or annotations differ.
+
+In local mode a stack installation is reconciled before apply returns (no
+server's stack controller does it): its children are rendered and written,
+and apply fails with the reason when they cannot be.`,
 		`  cairn apply -f examples/flags/flags.json
   cairn apply -f examples/flags/new-project.yaml
   cairn apply -f examples/quickstart
@@ -265,7 +280,192 @@ func (a *applier) run(ctx context.Context, docs []rdoc) error {
 			}
 		}
 	}
+	if err := a.reconcileLocal(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return joinErrors(errs)
+}
+
+// record notes an object the server answered a write with.
+func (a *applier) record(display string, raw json.RawMessage) {
+	if o, err := decodeObject(raw); err == nil {
+		a.applied = append(a.applied, appliedObject{display, o.Metadata.UID})
+	}
+}
+
+// reconcileLocal, in local mode, renders the stack installations the
+// documents applied, as cairn serve's stack controller would: no server
+// runs one, and an installation nobody reconciles never gets its children
+// (cairn install and cairn delete run the controller in process too). An
+// installation the controller cannot apply fails the command with the
+// reason; it stays applied, as it would against a server.
+func (a *applier) reconcileLocal(ctx context.Context) error {
+	if a.r.hub == nil || cairn.IsDryRun(ctx) || len(a.applied) == 0 {
+		return nil
+	}
+	var installations []appliedObject
+	isInstallation := map[cairn.TypeRef]bool{} // a large apply is mostly of a few Types
+	for _, o := range a.applied {
+		inst, err := a.r.hub.GetInstance(ctx, o.uid, false)
+		if err != nil {
+			continue // not an instance: a Type, a namespace, ...
+		}
+		ok, known := isInstallation[inst.TypeRef]
+		if !known {
+			if ok, err = a.r.hub.IsInstallationType(ctx, inst.TypeRef); err != nil {
+				return err
+			}
+			isInstallation[inst.TypeRef] = ok
+		}
+		if ok {
+			installations = append(installations, o)
+		}
+	}
+	if len(installations) == 0 {
+		return nil
+	}
+	// Installations whose stack requires others get them installed first,
+	// as cairn serve's controller does (install.Runner), which needs the
+	// controller running until they are ready.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runner := install.NewRunner(rctx, &install.Service{Hub: a.r.hub, Log: slog.New(slog.DiscardHandler)})
+	c := stackctl.New(stackctl.Config{Hub: a.r.hub, Dependencies: runner, LeaseDuration: 3 * time.Second})
+	var errs []error
+	var waiting []appliedObject
+	for _, o := range installations {
+		err := reconcileTree(ctx, a.r.hub, c, o.uid, 0)
+		if errors.Is(err, errDependencies) {
+			waiting = append(waiting, o)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: applied, but the stack controller cannot apply it: %w", o.display, err))
+		}
+	}
+	if len(waiting) > 0 {
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Run(rctx) }()
+		defer func() { cancel(); <-done }()
+		for _, o := range waiting {
+			if err := waitDependencies(ctx, a.r.hub, o.uid); err != nil {
+				errs = append(errs, fmt.Errorf("%s: applied, but the stack controller cannot apply it: %w", o.display, err))
+			}
+		}
+	}
+	return joinErrors(errs)
+}
+
+// errDependencies says an installation waits for its dependencies.
+var errDependencies = errors.New("waiting for the dependencies")
+
+// dependenciesTimeout bounds how long apply waits, in local mode, for an
+// installation's dependencies to be installed and for it to render.
+const dependenciesTimeout = 2 * time.Minute
+
+// waitDependencies waits, while the controller runs, until the
+// installation id rendered after its dependencies were installed, and
+// reports a failure of either.
+func waitDependencies(ctx context.Context, h *hub.Hub, id string) error {
+	deadline := time.Now().Add(dependenciesTimeout)
+	for {
+		inst, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			return err
+		}
+		st, err := decodeStatus(inst)
+		if err != nil {
+			return err
+		}
+		deps := statusCondition(st, "Dependencies")
+		synced := statusCondition(st, "Synced")
+		switch {
+		case deps != nil && strings.HasPrefix(deps.Message, "installing the dependencies failed"):
+			return cairn.Errorf(cairn.CodeInvalid, "%s", deps.Message)
+		case (deps == nil || deps.Status == "True") && synced != nil && synced.ObservedGeneration >= int64(inst.Latest.ResourceVersion):
+			if synced.Status == "False" {
+				return cairn.Errorf(cairn.CodeInvalid, "%s", synced.Message)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			msg := "not reconciled"
+			if deps != nil {
+				msg = deps.Message
+			}
+			return cairn.Errorf(cairn.CodeUnavailable, "not applied after %s (cairn serve, or apply again, continues it): %s", dependenciesTimeout, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func decodeStatus(inst cairn.Instance) (stackctl.Status, error) {
+	var st stackctl.Status
+	if err := json.Unmarshal(orEmptyObject(inst.Status), &st); err != nil {
+		return st, fmt.Errorf("the status of %s/%s does not decode: %w", inst.Namespace, inst.Name, err)
+	}
+	return st, nil
+}
+
+func statusCondition(st stackctl.Status, typ string) *stackctl.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// maxNesting bounds how deep reconcileTree follows installations that are
+// children of installations (the controller refuses ownership cycles).
+const maxNesting = 16
+
+// reconcileTree reconciles the installation id, then every child of it
+// that is an installation itself (stacks nest), and reports a Synced=False
+// of the current generation as an error.
+func reconcileTree(ctx context.Context, h *hub.Hub, c *stackctl.Controller, id string, depth int) error {
+	if _, err := c.Reconcile(ctx, id); err != nil {
+		return err
+	}
+	inst, err := h.GetInstance(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	st, err := decodeStatus(inst)
+	if err != nil {
+		return err
+	}
+	if d := statusCondition(st, "Dependencies"); d != nil && d.Status == "False" && depth == 0 {
+		return errDependencies
+	}
+	if c := statusCondition(st, "Synced"); c != nil && c.Status == "False" {
+		return cairn.Errorf(cairn.CodeInvalid, "%s", c.Message)
+	}
+	if depth >= maxNesting {
+		return nil
+	}
+	kids, err := h.Children(ctx, inst)
+	if err != nil {
+		return err
+	}
+	for _, kid := range kids {
+		k, err := h.GetInstance(ctx, kid, false)
+		if err != nil {
+			return err
+		}
+		if ok, err := h.IsInstallationType(ctx, k.TypeRef); err != nil {
+			return err
+		} else if ok {
+			if err := reconcileTree(ctx, h, c, kid, depth+1); err != nil {
+				return fmt.Errorf("%s/%s: %w", k.Namespace, k.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (a *applier) line(name, action string) error {
@@ -412,9 +612,11 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		if err := require(res, "create"); err != nil {
 			return fail(err)
 		}
-		if _, err := a.r.c.Create(ctx, res, ns, d.raw.JSON); err != nil {
+		raw, err := a.r.c.Create(ctx, res, ns, d.raw.JSON)
+		if err != nil {
 			return fail(err)
 		}
+		a.record(display, raw)
 		return a.line(display, "created")
 	}
 	switch a.mode {
@@ -424,9 +626,11 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		if err := require(res, "update"); err != nil {
 			return fail(err)
 		}
-		if _, err := a.r.c.Replace(ctx, res, ns, name, d.raw.JSON, opts); err != nil {
+		raw, err := a.r.c.Replace(ctx, res, ns, name, d.raw.JSON, opts)
+		if err != nil {
 			return fail(err)
 		}
+		a.record(display, raw)
 		return a.line(display, "replaced")
 	}
 	raw, err := a.r.c.Get(ctx, res, ns, name)
@@ -445,14 +649,17 @@ func (a *applier) object(ctx context.Context, d rdoc) error {
 		return fail(err)
 	}
 	if patch == nil {
+		a.applied = append(a.applied, appliedObject{display, cur.Metadata.UID})
 		return a.line(display, "unchanged")
 	}
 	if err := require(res, "patch"); err != nil {
 		return fail(err)
 	}
-	if _, err := a.r.c.Patch(ctx, res, ns, name, client.MergePatch, patch, opts); err != nil {
+	raw, err = a.r.c.Patch(ctx, res, ns, name, client.MergePatch, patch, opts)
+	if err != nil {
 		return fail(err)
 	}
+	a.record(display, raw)
 	return a.line(display, "configured")
 }
 

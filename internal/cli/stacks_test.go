@@ -138,3 +138,71 @@ func TestTraceWaitingInstallation(t *testing.T) {
 		t.Errorf("describe of an installation:\n%s", d)
 	}
 }
+
+// TestApplyInstallationLocal: in local mode no server's stack controller
+// renders an installation, so cairn apply does it in process (as cairn
+// install and cairn delete do): the children exist when it returns, a
+// change of the spec reaches them, and an installation the controller
+// cannot apply fails the command with the reason (the installation stays,
+// as kubectl apply of it would leave it).
+func TestApplyInstallationLocal(t *testing.T) {
+	e := newEnv(t)
+	e.ok("stack", "add", dbStack)
+	doc := func(engine, annotations string) string {
+		return "apiVersion: db.test.cairn.dev/v1\nkind: DB\nmetadata: {name: orders" + annotations + "}\nspec: {engine: " + engine + "}\n"
+	}
+	engine := func() string {
+		t.Helper()
+		var db struct{ Spec struct{ Engine string } }
+		if err := json.Unmarshal([]byte(e.ok("get", "databases", "orders-main", "-o", "json")), &db); err != nil {
+			t.Fatal(err)
+		}
+		return db.Spec.Engine
+	}
+	if r := e.run(doc("mysql", ""), "apply", "-f", "-"); r.code != 0 || !strings.Contains(r.stdout, "db.db.test.cairn.dev/orders created") {
+		t.Fatalf("apply: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if got := engine(); got != "mysql" {
+		t.Errorf("engine of the rendered Database = %q, want mysql", got)
+	}
+	matchLines(t, e.ok("trace", "db/orders"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`orders +DB +\S+ +True +False +.*`,
+		`├─ orders-backups +Bucket +cairn-builtin +True +True +<none>`,
+		`└─ orders-main +Database +cairn-builtin +True +False +.*Ready.*`)
+
+	if r := e.run(doc("postgres", ""), "apply", "-f", "-"); r.code != 0 || !strings.Contains(r.stdout, "configured") {
+		t.Fatalf("apply of a new engine: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if got := engine(); got != "postgres" {
+		t.Errorf("engine after the change = %q, want postgres", got)
+	}
+
+	r := e.run(doc("postgres", ", annotations: {stacks.cairn.dev/version: 9.9.9}"), "apply", "-f", "-")
+	if r.code == 0 || !strings.Contains(r.stderr, "db.db.test.cairn.dev/orders") || !strings.Contains(r.stderr, "no stack version 9.9.9") {
+		t.Errorf("apply pinning a missing stack version: exit %d %q %q, want a failure naming the installation and the version", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "configured") {
+		t.Errorf("the annotation was not applied: %q", r.stdout)
+	}
+}
+
+// TestApplyInstallationWithDependenciesLocal: an installation whose stack
+// requires others, applied in local mode, gets its dependencies installed
+// first, as cairn serve's controller does for one applied with kubectl.
+func TestApplyInstallationWithDependenciesLocal(t *testing.T) {
+	e := newEnv(t)
+	e.ok("stack", "add", "../../examples/stacks/flags-env")
+	e.ok("stack", "add", "../../examples/stacks/team-portal")
+	doc := "apiVersion: examples.stacks.cairn.dev/v1alpha1\nkind: TeamPortal\nmetadata: {name: web}\nspec: {team: web}\n"
+	if r := e.run(doc, "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("apply: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if flags := strings.Fields(e.ok("get", "flagsenvs", "-o", "name")); len(flags) != 1 {
+		t.Errorf("flags installations after apply: %q, want the portal's dependency", flags)
+	}
+	matchLines(t, e.ok("trace", "teamportal/web"),
+		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
+		`web +TeamPortal +\S+ +True +True +<none>`,
+		`└─ web-settings +PortalSettings +cairn-builtin +True +True +<none>`)
+}

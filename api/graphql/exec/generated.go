@@ -112,6 +112,7 @@ type ComplexityRoot struct {
 		PreviousResourceVersion func(childComplexity int) int
 		ResourceVersion         func(childComplexity int, resourceVersion int) int
 		ResourceVersions        func(childComplexity int) int
+		Status                  func(childComplexity int) int
 		TypeRef                 func(childComplexity int) int
 		UsedBy                  func(childComplexity int) int
 		Uses                    func(childComplexity int) int
@@ -572,6 +573,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TypeInstance.ResourceVersions(childComplexity), true
+	case "TypeInstance.status":
+		if e.ComplexityRoot.TypeInstance.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TypeInstance.Status(childComplexity), true
 	case "TypeInstance.typeRef":
 		if e.ComplexityRoot.TypeInstance.TypeRef == nil {
 			break
@@ -925,6 +932,13 @@ type TypeInstance {
   name: String!
   "cairn: the instance's labels, sorted by key."
   labels: [Label!]!
+  """
+  cairn: what the instance's controllers report, as REST serves it under
+  status without the hub's own fields (typeRef, backend, uses, ...); null
+  until one writes it. A stack installation's status has its conditions
+  (Synced, Ready, Deleting), outputs and children (docs/stacks.md).
+  """
+  status: Any
 }
 
 "cairn: one label of an instance."
@@ -1798,6 +1812,8 @@ func (ec *executionContext) fieldContext_Mutation_updateTypeInstances(ctx contex
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -2110,6 +2126,8 @@ func (ec *executionContext) fieldContext_Query_typeInstances(ctx context.Context
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -2183,6 +2201,8 @@ func (ec *executionContext) fieldContext_Query_typeInstance(ctx context.Context,
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -2715,6 +2735,8 @@ func (ec *executionContext) fieldContext_StorageBackend_typeInstance(_ context.C
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -3101,6 +3123,8 @@ func (ec *executionContext) fieldContext_TypeInstance_uses(_ context.Context, fi
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -3162,6 +3186,8 @@ func (ec *executionContext) fieldContext_TypeInstance_usedBy(_ context.Context, 
 				return ec.fieldContext_TypeInstance_name(ctx, field)
 			case "labels":
 				return ec.fieldContext_TypeInstance_labels(ctx, field)
+			case "status":
+				return ec.fieldContext_TypeInstance_status(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type TypeInstance", field.Name)
 		},
@@ -3517,6 +3543,35 @@ func (ec *executionContext) fieldContext_TypeInstance_labels(_ context.Context, 
 				return ec.fieldContext_Label_value(ctx, field)
 			}
 			return nil, fmt.Errorf("no field named %q was found under type Label", field.Name)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TypeInstance_status(ctx context.Context, field graphql.CollectedField, obj *model.TypeInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		ec.fieldContext_TypeInstance_status,
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		ec.marshalOAny2githubᚗcomᚋcairnᚑdevᚋcairnᚋapiᚋgraphqlᚋmodelᚐRawJSON,
+		true,
+		false,
+	)
+}
+
+func (ec *executionContext) fieldContext_TypeInstance_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TypeInstance",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Any does not have child fields")
 		},
 	}
 	return fc, nil
@@ -7307,6 +7362,8 @@ func (ec *executionContext) _TypeInstance(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "status":
+			out.Values[i] = ec._TypeInstance_status(ctx, field, obj)
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -56,6 +56,7 @@ type TypeInstance struct {
 	Namespace string
 	Name      string
 	Labels    []Label
+	Status    RawJSON
 	Instance  cairn.Instance
 }
 
