@@ -522,6 +522,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		if err != nil {
 			return err
 		}
+		if tr.version != "" {
+			items := make([]tableItem, len(objs))
+			for i := range objs {
+				items[i].obj = objs[i]
+				if len(objs[i].Metadata.OwnerReferences) == 0 && rowKeepable(&kept[i], cols, values) {
+					items[i].inst = &kept[i]
+				}
+			}
+			s.writeRows(w, tr, cols, req.res, out.Metadata, items)
+			return nil
+		}
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)
 		}

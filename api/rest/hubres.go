@@ -285,13 +285,27 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	insts, more := o.page(insts)
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
+	if more {
+		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
+	}
+	if tr.version != "" {
+		var items []tableItem
+		for i := range insts {
+			if o.matches(&insts[i]) {
+				it := tableItem{obj: toTypeInstance(insts[i])}
+				if rowKeepable(&insts[i], cols, values) {
+					it.inst = &insts[i]
+				}
+				items = append(items, it)
+			}
+		}
+		s.writeRows(w, tr, cols, req.res, out.Metadata, items)
+		return nil
+	}
 	for i := range insts {
 		if o.matches(&insts[i]) {
 			out.Items = append(out.Items, toTypeInstance(insts[i]))
 		}
-	}
-	if more {
-		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
 	}
 	writeReadAs(w, tr, cols, out)
 	return nil
