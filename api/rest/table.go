@@ -262,7 +262,7 @@ func proposalColumns() []printColumn {
 
 // writeTable answers with a Table of objects (each as served).
 func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta ListMeta, objects []any) {
-	writeJSON(w, http.StatusOK, tableOf(tr, cols, meta, objects))
+	writeTableJSON(w, tableOf(tr, cols, meta, objects))
 }
 
 // tableOf is the Table of objects (each as served), every row computed.
