@@ -518,20 +518,24 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 				kept = append(kept, insts[i])
 			}
 		}
+		if tr.version != "" {
+			// rowKeepable refuses the instances objects adds owner
+			// references to.
+			return s.writeRows(w, tr, cols, req.res, out.Metadata, kept, values, func(insts []cairn.Instance) ([]any, error) {
+				objs, err := s.objects(r, req.res, insts)
+				if err != nil {
+					return nil, err
+				}
+				items := make([]any, len(objs))
+				for i := range objs {
+					items[i] = objs[i]
+				}
+				return items, nil
+			})
+		}
 		objs, err := s.objects(r, req.res, kept)
 		if err != nil {
 			return err
-		}
-		if tr.version != "" {
-			items := make([]tableItem, len(objs))
-			for i := range objs {
-				items[i].obj = objs[i]
-				if len(objs[i].Metadata.OwnerReferences) == 0 && rowKeepable(&kept[i], cols, values) {
-					items[i].inst = &kept[i]
-				}
-			}
-			s.writeRows(w, tr, cols, req.res, out.Metadata, items)
-			return nil
 		}
 		for _, obj := range objs {
 			out.Items = append(out.Items, obj)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -289,18 +290,14 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
 	}
 	if tr.version != "" {
-		var items []tableItem
-		for i := range insts {
-			if o.matches(&insts[i]) {
-				it := tableItem{obj: toTypeInstance(insts[i])}
-				if rowKeepable(&insts[i], cols, values) {
-					it.inst = &insts[i]
-				}
-				items = append(items, it)
+		matched := slices.DeleteFunc(insts, func(inst cairn.Instance) bool { return !o.matches(&inst) })
+		return s.writeRows(w, tr, cols, req.res, out.Metadata, matched, values, func(insts []cairn.Instance) ([]any, error) {
+			objs := make([]any, len(insts))
+			for i := range insts {
+				objs[i] = toTypeInstance(insts[i])
 			}
-		}
-		s.writeRows(w, tr, cols, req.res, out.Metadata, items)
-		return nil
+			return objs, nil
+		})
 	}
 	for i := range insts {
 		if o.matches(&insts[i]) {

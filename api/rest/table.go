@@ -279,6 +279,9 @@ func tableOf(tr tableRequest, cols []printColumn, meta ListMeta, objects []any) 
 type tableItem struct {
 	obj  any
 	inst *cairn.Instance
+	// row, when set, is inst's kept row, found before obj was built (and
+	// obj is nil unless includeObject=Object).
+	row *keptRow
 }
 
 // buildTable is the Table of items. A row's cells and metadata are taken
@@ -293,7 +296,10 @@ func buildTable(tr tableRequest, cols []printColumn, meta ListMeta, items []tabl
 	for _, it := range items {
 		keep := rows != nil && it.inst != nil
 		kr, ok := keptRow{}, false
-		if keep {
+		switch {
+		case it.row != nil:
+			kr, ok = *it.row, true
+		case keep:
 			kr, ok = rows.get(it.inst, key)
 		}
 		var m map[string]any

@@ -147,10 +147,41 @@ func rowKeepable(inst *cairn.Instance, cols []printColumn, values bool) bool {
 	return values && inst.Backend.Abstract
 }
 
-// writeRows answers with the Table of items of res, from and into the
-// kept rows.
-func (s *Server) writeRows(w http.ResponseWriter, tr tableRequest, cols []printColumn, res *resource, meta ListMeta, items []tableItem) {
-	writeTableJSON(w, buildTable(tr, cols, meta, items, &s.rows, tableKey(res, cols), time.Now()))
+// writeRows answers with the Table of insts of res (read with their
+// values or not), from and into the kept rows. Only the objects of rows
+// not kept are built (by object), unless the rows show them
+// (includeObject=Object).
+func (s *Server) writeRows(w http.ResponseWriter, tr tableRequest, cols []printColumn, res *resource, meta ListMeta,
+	insts []cairn.Instance, values bool, object func([]cairn.Instance) ([]any, error)) error {
+	key := tableKey(res, cols)
+	items := make([]tableItem, len(insts))
+	var missed []cairn.Instance
+	var missedAt []int
+	for i := range insts {
+		inst := &insts[i]
+		if rowKeepable(inst, cols, values) {
+			items[i].inst = inst
+			if tr.includeObject != "Object" {
+				if kr, ok := s.rows.get(inst, key); ok {
+					items[i].row = &kr
+					continue
+				}
+			}
+		}
+		missed = append(missed, *inst)
+		missedAt = append(missedAt, i)
+	}
+	if len(missed) > 0 {
+		objs, err := object(missed)
+		if err != nil {
+			return err
+		}
+		for j, o := range objs {
+			items[missedAt[j]].obj = o
+		}
+	}
+	writeTableJSON(w, buildTable(tr, cols, meta, items, &s.rows, key, time.Now()))
+	return nil
 }
 
 // writeTableJSON writes t byte for byte as writeJSON does, without
