@@ -29,6 +29,13 @@ const benchRD = `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefini
 // benchServer serves a hub with n flags over real HTTP on loopback.
 func benchServer(b *testing.B, n int) (*httptest.Server, *http.Client) {
 	b.Helper()
+	srv, c, _ := benchHub(b, n)
+	return srv, c
+}
+
+// benchHub is benchServer with its hub.
+func benchHub(b *testing.B, n int) (*httptest.Server, *http.Client, *hub.Hub) {
+	b.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
@@ -56,10 +63,13 @@ func benchServer(b *testing.B, n int) (*httptest.Server, *http.Client) {
 			Value:   json.RawMessage(`{"enabled":true,"description":"a flag used by the benchmarks of the REST API","variants":["on","off"]}`),
 		}
 	}
+	if n == 0 {
+		return srv, c, h
+	}
 	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: ins}); err != nil {
 		b.Fatal(err)
 	}
-	return srv, c
+	return srv, c, h
 }
 
 func fetch(b *testing.B, c *http.Client, url string) int {
@@ -171,7 +181,35 @@ func BenchmarkListPage(b *testing.B) {
 // ratio is what server-side printing costs.
 func BenchmarkList100Table(b *testing.B) {
 	srv, c := benchServer(b, 100)
-	url := srv.URL + "/apis/flipt.io/v1alpha1/namespaces/default/flags"
+	benchTable(b, c, srv.URL+"/apis/flipt.io/v1alpha1/namespaces/default/flags")
+	// The same instances in the Table of kubectl get ti.
+	b.Run("typeinstances", func(b *testing.B) {
+		benchTable(b, c, srv.URL+"/apis/hub.cairn.dev/v1/typeinstances")
+	})
+}
+
+// BenchmarkTypes100Table is BenchmarkList100Table for kubectl get types:
+// 100 Types, each with a JSON Schema of about 2 KB.
+func BenchmarkTypes100Table(b *testing.B) {
+	srv, c, h := benchHub(b, 0)
+	props := map[string]any{}
+	for i := range 30 {
+		props[fmt.Sprintf("field%02d", i)] = map[string]any{"type": "string", "description": "a field of the benchmarks' Types"}
+	}
+	schema, err := json.Marshal(map[string]any{"type": "object", "properties": props})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := h.CreateType(context.Background(), cairn.Type{Path: fmt.Sprintf("cap.type.bench.t%03d", i), Revision: "0.1.0", JSONSchema: schema}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchTable(b, c, srv.URL+"/apis/hub.cairn.dev/v1/types")
+}
+
+// benchTable measures url's Table (sub-benchmark table) and JSON (json).
+func benchTable(b *testing.B, c *http.Client, url string) {
 	get := func(b *testing.B, accept string) {
 		req, err := http.NewRequest(http.MethodGet, url, nil)
 		if err != nil {

@@ -519,6 +519,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 				kept = append(kept, insts[i])
 			}
 		}
+		if tr.version != "" {
+			unread.warn(w)
+			// rowKeepable refuses the instances objects adds owner
+			// references to.
+			return s.writeRows(w, tr, cols, req.res, out.Metadata, kept, values, func(insts []cairn.Instance) ([]any, error) {
+				objs, err := s.objects(r, req.res, insts)
+				if err != nil {
+					return nil, err
+				}
+				items := make([]any, len(objs))
+				for i := range objs {
+					items[i] = objs[i]
+				}
+				return items, nil
+			})
+		}
 		objs, err := s.objects(r, req.res, kept)
 		if err != nil {
 			return err

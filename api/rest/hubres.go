@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -285,13 +286,23 @@ func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req r
 	insts, more := o.page(insts)
 	out := List{APIVersion: HubGroup + "/" + HubVersion, Kind: "TypeInstanceList", Items: []any{},
 		Metadata: ListMeta{ResourceVersion: strconv.FormatInt(seq, 10)}}
+	if more {
+		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
+	}
+	if tr.version != "" {
+		matched := slices.DeleteFunc(insts, func(inst cairn.Instance) bool { return !o.matches(&inst) })
+		return s.writeRows(w, tr, cols, req.res, out.Metadata, matched, values, func(insts []cairn.Instance) ([]any, error) {
+			objs := make([]any, len(insts))
+			for i := range insts {
+				objs[i] = toTypeInstance(insts[i])
+			}
+			return objs, nil
+		})
+	}
 	for i := range insts {
 		if o.matches(&insts[i]) {
 			out.Items = append(out.Items, toTypeInstance(insts[i]))
 		}
-	}
-	if more {
-		out.Metadata.Continue = encodeContinue(insts[len(insts)-1], f.Order)
 	}
 	writeReadAs(w, tr, cols, out)
 	return nil

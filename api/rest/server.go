@@ -74,6 +74,8 @@ type Server struct {
 	events watchEvents
 	lists  listCache
 	gets   listCache
+	// rows keeps Table rows (tablerows.go).
+	rows tableRows
 	// patching queues the PATCHes of one object (patchqueue.go).
 	patching patchQueue
 	// reviews: list the access reviews in discovery (Config.AccessReviews).

@@ -147,8 +147,15 @@ func wantsTable(r *http.Request) (tableRequest, error) {
 type printColumn struct {
 	def  TableColumn
 	path *jsonpath.JSONPath // nil for the name column
-	// cell, when set, computes the cell instead of path.
+	// cell, when set, computes the cell instead of path. It reads only
+	// the object: a row's cells are kept by the object's change number.
 	cell func(obj map[string]any) any
+	// resolve, when set, turns the cell into what the row shows, at each
+	// request: what depends on more than the object (a backend's alias).
+	resolve func(cell any) any
+	// src is the column's JSON path, as declared (part of the key rows
+	// are kept by).
+	src string
 	// value: the cell is computed from the instance's value (spec of a
 	// Type's kind), which must then be read from its backend.
 	value bool
@@ -169,7 +176,8 @@ func valueColumn(c cairn.PrinterColumn) printColumn {
 }
 
 func newColumn(c cairn.PrinterColumn) printColumn {
-	pc := printColumn{def: TableColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority}}
+	pc := printColumn{def: TableColumn{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority},
+		src: c.JSONPath}
 	if pc.def.Description == "" {
 		pc.def.Description = "Custom resource definition column (in JSONPath format): " + c.JSONPath
 	}
@@ -217,12 +225,21 @@ func userColumns(t *cairn.Type, backendName func(id string) string) []printColum
 		if c.Name == "Backend" {
 			pc.cell = func(o map[string]any) any {
 				id, _ := nested(o, "status", "backend", "id").(string)
-				return backendName(id)
+				return id
 			}
+			pc.resolve = backendAlias(backendName)
 		}
 		cols = append(cols, pc)
 	}
 	return cols
+}
+
+// backendAlias resolves a Backend cell, the backend's id, to its alias.
+func backendAlias(backendName func(id string) string) func(any) any {
+	return func(cell any) any {
+		id, _ := cell.(string)
+		return backendName(id)
+	}
 }
 
 // typeInstanceColumns are the Capact view's: NAME is the instance's
@@ -236,8 +253,9 @@ func typeInstanceColumns(backendName func(id string) string) []printColumn {
 		{def: TableColumn{Name: "Backend", Type: "string", Description: "The storage backend holding the value: its alias, else its id."},
 			cell: func(o map[string]any) any {
 				id, _ := nested(o, "spec", "backend", "id").(string)
-				return backendName(id)
-			}},
+				return id
+			},
+			resolve: backendAlias(backendName)},
 		newColumn(cairn.PrinterColumn{Name: "Locked-By", Type: "string", JSONPath: ".status.lockedBy", Description: "The lock owner, if locked."}),
 		newColumn(ageColumn),
 		newColumn(cairn.PrinterColumn{Name: "Namespace", Type: "string", JSONPath: ".spec.namespace", Priority: 1, Description: "The instance's namespace."}),
@@ -292,38 +310,111 @@ func proposalColumns() []printColumn {
 
 // writeTable answers with a Table of objects (each as served).
 func writeTable(w http.ResponseWriter, tr tableRequest, cols []printColumn, meta ListMeta, objects []any) {
-	writeJSON(w, http.StatusOK, tableOf(tr, cols, meta, objects))
+	writeTableJSON(w, tableOf(tr, cols, meta, objects))
 }
 
-// tableOf is the Table of objects (each as served).
+// tableOf is the Table of objects (each as served), every row computed.
 func tableOf(tr tableRequest, cols []printColumn, meta ListMeta, objects []any) Table {
-	t := Table{Kind: "Table", APIVersion: "meta.k8s.io/" + tr.version, Metadata: meta, Rows: []TableRow{}}
+	items := make([]tableItem, len(objects))
+	for i, o := range objects {
+		items[i].obj = o
+	}
+	return buildTable(tr, cols, meta, items, nil, "", time.Now())
+}
+
+// tableItem is an object of a Table and, when its row may be kept
+// (rowKeepable), the instance it shows.
+type tableItem struct {
+	obj  any
+	inst *cairn.Instance
+	// row, when set, is inst's kept row, found before obj was built (and
+	// obj is nil unless includeObject=Object).
+	row *keptRow
+}
+
+// buildTable is the Table of items. A row's cells and metadata are taken
+// from rows when its instance's are kept there under key (the columns),
+// else computed from its object and kept; either way each cell is then
+// shown as of now (tableRows says why).
+func buildTable(tr tableRequest, cols []printColumn, meta ListMeta, items []tableItem, rows *tableRows, key string, now time.Time) Table {
+	t := Table{Kind: "Table", APIVersion: "meta.k8s.io/" + tr.version, Metadata: meta, Rows: make([]TableRow, 0, len(items))}
 	for _, c := range cols {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, c.def)
 	}
-	for _, o := range objects {
-		m := asMap(o)
+	for _, it := range items {
+		// A row whose value could not be read (its backend is down) shows
+		// <unknown> in the columns that read the value, and is not kept.
+		unknown := false
+		if len(tr.unknown) > 0 {
+			if it.inst != nil {
+				unknown = tr.unknown[it.inst.ID]
+			} else {
+				unknown = tr.unknown[fmt.Sprint(nested(asMap(it.obj), "metadata", "uid"))]
+			}
+		}
+		keep := rows != nil && it.inst != nil && !unknown
+		kr, ok := keptRow{}, false
+		switch {
+		case it.row != nil:
+			kr, ok = *it.row, true
+		case keep:
+			kr, ok = rows.get(it.inst, key)
+		}
+		var m map[string]any
+		if !ok {
+			m = asMap(it.obj)
+			kr.cells = make([]any, len(cols))
+			for i, c := range cols {
+				kr.cells[i] = cellOf(c, m)
+			}
+			if keep {
+				if kr.meta = partialMetadata(m); kr.meta != nil {
+					rows.put(it.inst, key, kr)
+				}
+			}
+		}
 		row := TableRow{Cells: make([]any, len(cols))}
-		unknown := len(tr.unknown) > 0 && tr.unknown[fmt.Sprint(nested(m, "metadata", "uid"))]
 		for i, c := range cols {
 			if unknown && c.value {
 				row.Cells[i] = unknownCell
 				continue
 			}
-			row.Cells[i] = cellOf(c, m)
+			row.Cells[i] = c.show(kr.cells[i], now)
 		}
 		switch tr.includeObject {
 		case "Object":
-			row.Object = o
+			row.Object = it.obj
 		case "Metadata":
-			row.Object = map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m["metadata"]}
+			if kr.meta != nil {
+				row.Object = json.RawMessage(kr.meta)
+			} else {
+				row.Object = map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m["metadata"]}
+			}
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
 
+// partialMetadata is the encoded PartialObjectMetadata of an object as
+// asMap decodes it (what includeObject=Metadata, kubectl's default,
+// shows); nil if it cannot be encoded.
+func partialMetadata(m map[string]any) []byte {
+	b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": m["metadata"]})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// asMap is o as JSON decodes it, which the column paths are evaluated on.
+// A Type's JSON Schema, which can be large, is left out: no column reads
+// it (typeColumns), and the rows' objects are o itself.
 func asMap(o any) map[string]any {
+	if t, ok := o.(TypeObject); ok {
+		t.Spec.JSONSchema = nil
+		o = t
+	}
 	raw, err := json.Marshal(o)
 	if err != nil {
 		return nil
@@ -349,7 +440,8 @@ func nested(m map[string]any, keys ...string) any {
 
 // cellOf computes one cell the way the API server does for a CRD column:
 // the first result of the JSON path, typed by the column; missing is nil
-// (kubectl prints <none>).
+// (kubectl prints <none>). It depends on obj only: a date is the time
+// (show makes it an age), a Backend cell the backend's id (show names it).
 func cellOf(c printColumn, obj map[string]any) any {
 	if c.cell != nil {
 		return c.cell(obj)
@@ -403,9 +495,21 @@ func cellOf(c printColumn, obj map[string]any) any {
 		if err != nil {
 			return "<invalid>"
 		}
-		return duration.HumanDuration(time.Since(t))
+		return t
 	}
 	return fmt.Sprint(v)
+}
+
+// show is what the row shows for cell (cellOf's) at now: a date's age,
+// a resolved cell.
+func (c printColumn) show(cell any, now time.Time) any {
+	if t, ok := cell.(time.Time); ok {
+		return duration.HumanDuration(now.Sub(t))
+	}
+	if c.resolve != nil {
+		return c.resolve(cell)
+	}
+	return cell
 }
 
 // writeRead answers a GET or a list: the object or list as JSON, or a
