@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 )
 
 // Server-side apply and field ownership are the API server's own code:
@@ -450,6 +451,14 @@ func managedFieldsOf(u *unstructured.Unstructured) (json.RawMessage, bool) {
 // write that lost a race with another writer is computed again on the new
 // live object, as the API server does.
 func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body []byte) error {
+	if req.sub != "" {
+		// A grant of the status subresource covers status alone, and an
+		// apply configuration cannot own status (the hub's): the apply
+		// would write the spec, or create the object, instead.
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType", fmt.Sprintf(
+			"server-side apply of the %s subresource is not supported: %s is the hub's and an apply configuration cannot own it; "+
+				"write it with PUT or a merge or JSON patch (kubectl patch --subresource=%s --type=merge)", req.sub, req.sub, req.sub))}
+	}
 	if err := checkManager(r, true); err != nil {
 		return err
 	}
@@ -518,6 +527,9 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		}
 		mf := encodeManagedFields(u)
 		if !found {
+			if err := s.authorizeCreate(r, req); err != nil {
+				return err
+			}
 			created, err := s.createObject(r, req, o, req.name, mf)
 			if err != nil && attempt < maxWriteAttempts && errors.As(err, new(alreadyExists)) {
 				continue // created meanwhile: apply to it
@@ -539,6 +551,24 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
+}
+
+// authorizeCreate refuses an apply that creates the object to a caller who
+// may patch it but not create it: the guard authorized the PATCH, and, as
+// in the API server, an apply that creates needs create as well. Asked
+// only when the object is missing, so a patcher applies to what exists.
+func (s *Server) authorizeCreate(r *http.Request, req request) error {
+	a := rbac.Attributes{Verb: "create", ResourceRequest: true, APIGroup: req.res.group, Resource: req.res.plural,
+		Namespace: req.namespace, Name: req.name}
+	if s.hub.Authorize(r.Context(), a).Allowed {
+		return nil
+	}
+	u, _ := cairn.UserFrom(r.Context())
+	st := newStatus(http.StatusForbidden, "Forbidden", fmt.Sprintf(
+		"%s.%s %q is forbidden: User %q cannot create resource %q in API group %q in the namespace %q: a server-side apply that creates the object needs create as well as patch",
+		req.res.plural, req.res.group, req.name, u.Name, req.res.plural, req.res.group, req.namespace))
+	st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
+	return errStatus{st}
 }
 
 func isNotFoundStatus(err error) bool {
