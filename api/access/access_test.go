@@ -74,7 +74,9 @@ subjects: [{kind: User, name: pat}]
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: flag-status-writer, namespace: a}
-rules: [{apiGroups: [flipt.io], resources: [flags/status], verbs: [get, update, patch]}]
+rules:
+- {apiGroups: [flipt.io], resources: [flags/status], verbs: [get, update, patch]}
+- {apiGroups: [example.org], resources: [vaults/status], verbs: [get, update, patch]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

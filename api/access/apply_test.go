@@ -60,3 +60,46 @@ func TestApplyNeedsItsVerbs(t *testing.T) {
 		t.Errorf("seed after the applies: %.400s, want the patcher's description, untouched by the status writer", out)
 	}
 }
+
+// TestStatusWriterSeesNoSecrets: a grant of the status subresource writes
+// status and reads the object as get does, so without reveal the secret
+// values stay hidden from it: not in the answer to its write, and not
+// reachable by a JSON patch that copies or tests them (whose copy in
+// status anyone who may get the object would then read).
+func TestStatusWriterSeesNoSecrets(t *testing.T) {
+	e := start(t)
+	const admin, statusWriter = "admin (OIDC)", "status writer of a"
+	const clear = "open-sesame-1234"
+	rd := `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition", "metadata": {"name": "vaults.example.org"},
+ "names": {"kind": "Vault", "singular": "vault", "plural": "vaults"},
+ "spec": {"group": "example.org", "versions": {"v1": {"schema": {"type": "object", "properties": {"user": {"type": "string"}, "password": {"type": "string", "x-cairn-secret": true}}}}}}}`
+	if code, body := e.do(t, admin, "POST", "/apis/hub.cairn.dev/v1/types", rd); code != http.StatusCreated {
+		t.Fatalf("register the Type: %d %s", code, body)
+	}
+	const obj = "/apis/example.org/v1/namespaces/a/vaults/v1"
+	if code, body := e.do(t, admin, "POST", "/apis/example.org/v1/namespaces/a/vaults", `{"apiVersion":"example.org/v1","kind":"Vault","metadata":{"name":"v1"},"spec":{"user":"u","password":"`+clear+`"}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	const jsonPatch = "application/json-patch+json"
+	for _, tc := range []struct {
+		name, method, body, ct string
+		code                   int
+	}{
+		{"PUT status", "PUT", `{"apiVersion":"example.org/v1","kind":"Vault","metadata":{"name":"v1"},"status":{"phase":"ok"}}`, "application/json", http.StatusOK},
+		{"merge patch of status", "PATCH", `{"status":{"phase":"ok2"}}`, "application/merge-patch+json", http.StatusOK},
+		{"JSON patch copying the secret to status", "PATCH", `[{"op":"copy","from":"/spec/password","path":"/status/leak"}]`, jsonPatch, http.StatusOK},
+		{"JSON patch testing the secret", "PATCH", `[{"op":"test","path":"/spec/password","value":"` + clear + `"},{"op":"add","path":"/status/guessed","value":"yes"}]`, jsonPatch, http.StatusUnprocessableEntity},
+	} {
+		code, out := e.do(t, statusWriter, tc.method, obj+"/status", tc.body, "Content-Type", tc.ct)
+		if code != tc.code || strings.Contains(out, clear) {
+			t.Errorf("%s: %d %.400s, want %d without the password", tc.name, code, out, tc.code)
+		}
+	}
+	_, out := e.do(t, admin, "GET", obj, "")
+	if strings.Contains(out, `"leak":"`+clear) || strings.Contains(out, `"guessed"`) {
+		t.Errorf("the status writer reached the secret: %.600s", out)
+	}
+	if !strings.Contains(out, clear) {
+		t.Errorf("the password itself changed: %.600s", out)
+	}
+}
