@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -285,7 +286,7 @@ func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Ins
 	}
 	out, err := fm.Update(liveObj, desired, manager)
 	if err != nil {
-		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", err)
+		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", hideValues(err.Error()))
 		return nil
 	}
 	mf := encodeManagedFields(out)
@@ -596,16 +597,28 @@ func applyError(err error) error {
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {
 		in := se.ErrStatus
-		st := newStatus(int(in.Code), string(in.Reason), in.Message)
+		st := newStatus(int(in.Code), string(in.Reason), hideValues(in.Message))
 		if d := in.Details; d != nil {
 			st.Details = &StatusDetails{Name: d.Name, Group: d.Group, Kind: d.Kind}
 			for _, c := range d.Causes {
-				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: string(c.Type), Message: c.Message, Field: c.Field})
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: string(c.Type), Message: hideValues(c.Message), Field: c.Field})
 			}
 		}
 		return errStatus{st}
 	}
-	return errStatus{badRequest("the apply patch could not be applied: %v", err)}
+	return errStatus{badRequest("the apply patch could not be applied: %s", hideValues(err.Error()))}
+}
+
+// gotValue is how structured-merge-diff quotes a value of the wrong type
+// ("expected string, got &value.valueUnstructured{...}").
+var gotValue = regexp.MustCompile(`(expected [^,\n]+), got [^\n]*`)
+
+// hideValues replaces the values structured-merge-diff quotes in its
+// errors: a value refused for its type may be a secret, and the message
+// goes to the server's log and the audit log. The field and the type
+// expected stay.
+func hideValues(msg string) string {
+	return gotValue.ReplaceAllString(msg, "$1, got a value of another type (not shown)")
 }
 
 // maxWriteAttempts bounds how often a patch or an apply without a
