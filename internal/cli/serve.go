@@ -179,9 +179,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	// process serves. /readyz also asks whether start-up finished and the
 	// store answers.
 	live := []probeCheck{{name: "ping"}}
-	probes(mux, "healthz", live)
-	probes(mux, "livez", live)
-	probes(mux, "readyz", []probeCheck{
+	probes(mux, log, "healthz", live)
+	probes(mux, log, "livez", live)
+	probes(mux, log, "readyz", []probeCheck{
 		{name: "ping"},
 		{name: "started", check: func(context.Context) error {
 			select {
@@ -196,7 +196,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 				return fmt.Errorf("store unavailable: %w", err)
 			}
 			return nil
-		}},
+		}, summary: "store unavailable"},
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/graphql", graphql.New(graphql.Config{Hub: h, Logger: log, Introspection: gql.introspection, Capact: capact, MaxResponseBytes: gql.maxResponseBytes}))
