@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -405,18 +406,41 @@ func (h *Hub) checkProjectionUpdate(ctx context.Context, b *resolvedBackend, ins
 // reading its secrets by name does. In-process callers (no user in ctx)
 // read everything.
 func (h *Hub) authorizeSource(ctx context.Context, variable string, src cairn.Instance) error {
-	u, ok := cairn.UserFrom(ctx)
-	if !ok {
+	verb, err := h.deniedRead(ctx, src)
+	if err != nil {
+		return fmt.Errorf("variable %q: %w", variable, err)
+	}
+	if verb == "" {
 		return nil
 	}
-	ns := src.Namespace
-	if ns == "" {
-		ns = cairn.DefaultNamespace
+	u, _ := cairn.UserFrom(ctx)
+	ns := cmp.Or(src.Namespace, cairn.DefaultNamespace)
+	return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{src.ID}, Msg: fmt.Sprintf(
+		"variable %q: typeinstances.%s %q is forbidden: User %q cannot %s resource \"typeinstances\" in API group %q in the namespace %q; "+
+			"a projection renders only instances that whoever creates or changes it may read",
+		variable, rbac.HubGroup, src.ID, u.Name, verb, rbac.HubGroup, ns)}
+}
+
+// MayRead reports whether the caller of ctx may read src whole, as GraphQL
+// grants a read: get on typeinstances in its namespace or on the resource
+// its Type is served as, and reveal as well when its Type marks secrets.
+// In-process callers (no user in ctx) may read everything.
+func (h *Hub) MayRead(ctx context.Context, src cairn.Instance) (bool, error) {
+	verb, err := h.deniedRead(ctx, src)
+	return verb == "" && err == nil, err
+}
+
+// deniedRead returns the first verb the caller of ctx lacks to read src
+// whole (see MayRead), "" when it lacks none.
+func (h *Hub) deniedRead(ctx context.Context, src cairn.Instance) (string, error) {
+	if _, ok := cairn.UserFrom(ctx); !ok {
+		return "", nil
 	}
+	ns := cmp.Or(src.Namespace, cairn.DefaultNamespace)
 	verbs := []string{"get"}
 	secret, err := h.marksSecrets(ctx, &src)
 	if err != nil {
-		return fmt.Errorf("variable %q: %w", variable, err)
+		return "", err
 	}
 	if secret {
 		verbs = append(verbs, rbac.RevealVerb)
@@ -437,12 +461,9 @@ func (h *Hub) authorizeSource(ctx context.Context, variable string, src cairn.In
 				continue
 			}
 		}
-		return &cairn.Error{Code: cairn.CodeForbidden, IDs: []string{src.ID}, Msg: fmt.Sprintf(
-			"variable %q: typeinstances.%s %q is forbidden: User %q cannot %s resource \"typeinstances\" in API group %q in the namespace %q; "+
-				"a projection renders only instances that whoever creates or changes it may read",
-			variable, rbac.HubGroup, src.ID, u.Name, verb, rbac.HubGroup, ns)}
+		return verb, nil
 	}
-	return nil
+	return "", nil
 }
 
 func sortedNames(m map[string]gotemplate.Variable) []string {

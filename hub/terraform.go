@@ -401,36 +401,110 @@ func RedactsInLists(typePath string) bool {
 }
 
 // redactStateOutputs hides the values of a state document's sensitive
-// outputs, as tofu output prints them. A document it cannot read is
-// replaced whole rather than shown.
+// outputs, as tofu output prints them, and the attribute values of each
+// resource instance whose provider marks any of them sensitive
+// (sensitive_attributes): all of them, keys kept, since an instance may
+// hold the same value unmarked elsewhere (terraform_data's output mirrors
+// its input). A document it cannot read is replaced whole rather than
+// shown.
 func redactStateOutputs(doc json.RawMessage) json.RawMessage {
-	if isEmptyState(doc) || !strings.Contains(string(doc), `"sensitive"`) {
+	if isEmptyState(doc) || !strings.Contains(string(doc), `sensitive`) {
 		return doc
 	}
+	marker := json.RawMessage(strconv.Quote(SensitiveMarker))
 	var m map[string]json.RawMessage
 	var outs map[string]map[string]json.RawMessage
 	if json.Unmarshal(doc, &m) != nil || json.Unmarshal(m["outputs"], &outs) != nil {
-		return json.RawMessage(strconv.Quote(SensitiveMarker))
+		return marker
 	}
 	changed := false
 	for _, o := range outs {
 		if string(o["sensitive"]) == "true" {
-			o["value"] = json.RawMessage(strconv.Quote(SensitiveMarker))
+			o["value"] = marker
 			changed = true
+		}
+	}
+	if changed {
+		b, err := json.Marshal(outs)
+		if err != nil {
+			return marker
+		}
+		m["outputs"] = b
+	}
+	if res, ok := m["resources"]; ok && strings.Contains(string(res), `"sensitive_attributes"`) {
+		b, hid, err := redactSensitiveAttributes(res, marker)
+		if err != nil {
+			return marker
+		}
+		if hid {
+			m["resources"], changed = b, true
 		}
 	}
 	if !changed {
 		return doc
 	}
-	b, err := json.Marshal(outs)
+	b, err := json.Marshal(m)
 	if err != nil {
-		return json.RawMessage(strconv.Quote(SensitiveMarker))
-	}
-	m["outputs"] = b
-	if b, err = json.Marshal(m); err != nil {
-		return json.RawMessage(strconv.Quote(SensitiveMarker))
+		return marker
 	}
 	return b
+}
+
+// redactSensitiveAttributes replaces every attribute value of the resource
+// instances in resources (a state's "resources") that mark any attribute
+// sensitive by marker; hid reports whether there was one.
+func redactSensitiveAttributes(resources, marker json.RawMessage) (out json.RawMessage, hid bool, err error) {
+	var rs []map[string]json.RawMessage
+	if err := json.Unmarshal(resources, &rs); err != nil {
+		return nil, false, err
+	}
+	for _, r := range rs {
+		var insts []map[string]json.RawMessage
+		if len(r["instances"]) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(r["instances"], &insts); err != nil {
+			return nil, false, err
+		}
+		changed := false
+		for _, in := range insts {
+			var paths []json.RawMessage
+			sa := in["sensitive_attributes"]
+			if len(sa) == 0 || string(sa) == "null" {
+				continue
+			}
+			if json.Unmarshal(sa, &paths) != nil {
+				return nil, false, errors.New("sensitive_attributes is not a list")
+			}
+			if len(paths) == 0 {
+				continue
+			}
+			var attrs map[string]json.RawMessage
+			if err := json.Unmarshal(in["attributes"], &attrs); err != nil {
+				return nil, false, err
+			}
+			for k := range attrs {
+				attrs[k] = marker
+			}
+			b, err := json.Marshal(attrs)
+			if err != nil {
+				return nil, false, err
+			}
+			in["attributes"], changed = b, true
+		}
+		if changed {
+			b, err := json.Marshal(insts)
+			if err != nil {
+				return nil, false, err
+			}
+			r["instances"], hid = b, true
+		}
+	}
+	if !hid {
+		return resources, false, nil
+	}
+	out, err = json.Marshal(rs)
+	return out, true, err
 }
 
 // redactSensitive hides a sensitive output's value in a list: reading the

@@ -714,3 +714,39 @@ func TestTerraformStatesAreCreatedByTheProtocol(t *testing.T) {
 		t.Errorf("a refused create left %d instances, %v", len(list), err)
 	}
 }
+
+// TestTerraformSensitiveAttributesHiddenInLists: a resource instance whose
+// provider marks attributes sensitive (sensitive_attributes, as terraform
+// 1.11 writes them for terraform_data) shows none of its attribute values
+// where sensitive outputs are hidden (lists, watches, reads without
+// reveal): its output attribute mirrors the input unmarked, so hiding the
+// marked paths alone would not do. Other instances show theirs; reading
+// the state by id shows all.
+func TestTerraformSensitiveAttributesHiddenInLists(t *testing.T) {
+	e := newTFEnv(t)
+	doc := `{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"L","outputs":{},"resources":[` +
+		`{"mode":"managed","type":"terraform_data","name":"db","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,` +
+		`"attributes":{"id":"6f6c","input":{"value":{"password":"tf-s3cret-pw","user":"u"},"type":["object",{"password":"string","user":"string"}]},` +
+		`"output":{"value":{"password":"tf-s3cret-pw","user":"u"},"type":["object",{"password":"string","user":"string"}]},"triggers_replace":null},` +
+		`"sensitive_attributes":[[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"password"}]]}]},` +
+		`{"mode":"managed","type":"terraform_data","name":"plain","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,` +
+		`"attributes":{"id":"7a7b","input":{"value":"visible-input","type":"string"}},"sensitive_attributes":[]}]},` +
+		`{"mode":"data","type":"x","name":"older","provider":"provider[\"example.org/x\"]","instances":[{"attributes":{"id":"visible-older"}}]}],"check_results":null}`
+	if _, err := e.h.PutTerraformState(e.ctx, "default", "app", "", json.RawMessage(doc)); err != nil {
+		t.Fatal(err)
+	}
+	states, err := e.h.ListInstances(e.ctx, store.InstanceFilter{TypePath: hub.TerraformStatePath}, true)
+	if err != nil || len(states) != 1 {
+		t.Fatalf("list states: %d, %v", len(states), err)
+	}
+	v := string(states[0].Latest.Value)
+	if strings.Contains(v, "tf-s3cret-pw") || !strings.Contains(v, `"input":"`+hub.SensitiveMarker+`"`) {
+		t.Errorf("a list shows the state as %s", v)
+	}
+	if !strings.Contains(v, "visible-input") || !strings.Contains(v, "visible-older") || !strings.Contains(v, `"name":"db"`) {
+		t.Errorf("a list hides more than the marked instance: %s", v)
+	}
+	if v := string(e.get(states[0].ID).Latest.Value); !strings.Contains(v, "tf-s3cret-pw") {
+		t.Errorf("reading the state gives %s", v)
+	}
+}

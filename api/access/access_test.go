@@ -58,9 +58,33 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: updaters, namespace: a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-updater}
-subjects: [{kind: User, name: upd}]`
+subjects: [{kind: User, name: upd}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: flag-patcher, namespace: a}
+rules: [{apiGroups: [flipt.io], resources: [flags], verbs: [get, patch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: patchers, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-patcher}
+subjects: [{kind: User, name: pat}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: flag-status-writer, namespace: a}
+rules:
+- {apiGroups: [flipt.io], resources: [flags/status], verbs: [get, update, patch]}
+- {apiGroups: [example.org], resources: [vaults/status], verbs: [get, update, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: status-writers, namespace: a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flag-status-writer}
+subjects: [{kind: User, name: stat}]`
 
-const tokens = "viewer-token,vic,u-vic\nupdater-token,upd,u-upd\n"
+const tokens = "viewer-token,vic,u-vic\nupdater-token,upd,u-upd\npatcher-token,pat,u-pat\nstatus-token,stat,u-stat\n"
 
 type env struct {
 	url      string
@@ -191,6 +215,8 @@ func start(t *testing.T) *env {
 		tokenFor: map[string]string{
 			"viewer (token file)":     "viewer-token",
 			"updater of a (token)":    "updater-token",
+			"patcher of a (token)":    "patcher-token",
+			"status writer of a":      "status-token",
 			"admin (OIDC)":            sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
 			"expired OIDC token":      sign(issuerKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(-time.Minute)),
 			"OIDC token of other key": sign(otherKey, "root", []string{rbac.AdminsGroup}, time.Now().Add(time.Hour)),
@@ -215,6 +241,10 @@ func (e *env) do(t *testing.T, who, method, path, body string, hdr ...string) (i
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Content-Type" {
+			req.Header.Set(hdr[i], hdr[i+1]) // in place of the default
+			continue
+		}
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	resp, err := c.Do(req)

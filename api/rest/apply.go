@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 )
 
 // Server-side apply and field ownership are the API server's own code:
@@ -284,7 +286,7 @@ func (s *Server) trackLiveUpdate(r *http.Request, res *resource, live *cairn.Ins
 	}
 	out, err := fm.Update(liveObj, desired, manager)
 	if err != nil {
-		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", err)
+		s.log.WarnContext(r.Context(), "managed fields not updated", "kind", res.kind, "err", hideValues(err.Error()))
 		return nil
 	}
 	mf := encodeManagedFields(out)
@@ -450,6 +452,14 @@ func managedFieldsOf(u *unstructured.Unstructured) (json.RawMessage, bool) {
 // write that lost a race with another writer is computed again on the new
 // live object, as the API server does.
 func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body []byte) error {
+	if req.sub != "" {
+		// A grant of the status subresource covers status alone, and an
+		// apply configuration cannot own status (the hub's): the apply
+		// would write the spec, or create the object, instead.
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType", fmt.Sprintf(
+			"server-side apply of the %s subresource is not supported: %s is the hub's and an apply configuration cannot own it; "+
+				"write it with PUT or a merge or JSON patch (kubectl patch --subresource=%s --type=merge)", req.sub, req.sub, req.sub))}
+	}
 	if err := checkManager(r, true); err != nil {
 		return err
 	}
@@ -518,6 +528,9 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		}
 		mf := encodeManagedFields(u)
 		if !found {
+			if err := s.authorizeCreate(r, req); err != nil {
+				return err
+			}
 			created, err := s.createObject(r, req, o, req.name, mf)
 			if err != nil && attempt < maxWriteAttempts && errors.As(err, new(alreadyExists)) {
 				continue // created meanwhile: apply to it
@@ -539,6 +552,24 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 		writeWrite(w, http.StatusOK, req.res, dryRunView(r, inst, &cur), inst.Latest.ResourceVersion != cur.Latest.ResourceVersion)
 		return nil
 	}
+}
+
+// authorizeCreate refuses an apply that creates the object to a caller who
+// may patch it but not create it: the guard authorized the PATCH, and, as
+// in the API server, an apply that creates needs create as well. Asked
+// only when the object is missing, so a patcher applies to what exists.
+func (s *Server) authorizeCreate(r *http.Request, req request) error {
+	a := rbac.Attributes{Verb: "create", ResourceRequest: true, APIGroup: req.res.group, Resource: req.res.plural,
+		Namespace: req.namespace, Name: req.name}
+	if s.hub.Authorize(r.Context(), a).Allowed {
+		return nil
+	}
+	u, _ := cairn.UserFrom(r.Context())
+	st := newStatus(http.StatusForbidden, "Forbidden", fmt.Sprintf(
+		"%s.%s %q is forbidden: User %q cannot create resource %q in API group %q in the namespace %q: a server-side apply that creates the object needs create as well as patch",
+		req.res.plural, req.res.group, req.name, u.Name, req.res.plural, req.res.group, req.namespace))
+	st.Details = &StatusDetails{Name: req.name, Group: req.res.group, Kind: req.res.plural}
+	return errStatus{st}
 }
 
 func isNotFoundStatus(err error) bool {
@@ -566,16 +597,28 @@ func applyError(err error) error {
 	var se *apierrors.StatusError
 	if errors.As(err, &se) {
 		in := se.ErrStatus
-		st := newStatus(int(in.Code), string(in.Reason), in.Message)
+		st := newStatus(int(in.Code), string(in.Reason), hideValues(in.Message))
 		if d := in.Details; d != nil {
 			st.Details = &StatusDetails{Name: d.Name, Group: d.Group, Kind: d.Kind}
 			for _, c := range d.Causes {
-				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: string(c.Type), Message: c.Message, Field: c.Field})
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: string(c.Type), Message: hideValues(c.Message), Field: c.Field})
 			}
 		}
 		return errStatus{st}
 	}
-	return errStatus{badRequest("the apply patch could not be applied: %v", err)}
+	return errStatus{badRequest("the apply patch could not be applied: %s", hideValues(err.Error()))}
+}
+
+// gotValue is how structured-merge-diff quotes a value of the wrong type
+// ("expected string, got &value.valueUnstructured{...}").
+var gotValue = regexp.MustCompile(`(expected [^,\n]+), got [^\n]*`)
+
+// hideValues replaces the values structured-merge-diff quotes in its
+// errors: a value refused for its type may be a secret, and the message
+// goes to the server's log and the audit log. The field and the type
+// expected stay.
+func hideValues(msg string) string {
+	return gotValue.ReplaceAllString(msg, "$1, got a value of another type (not shown)")
 }
 
 // maxWriteAttempts bounds how often a patch or an apply without a

@@ -64,3 +64,50 @@ func TestServerErrorIsLogged(t *testing.T) {
 		t.Errorf("logged %v; want level ERROR, status %d and err %q", line, r.code, status.Message)
 	}
 }
+
+// TestRefusedValuesAreNotLogged: a value the field manager cannot read as
+// its Type says (an object where the schema has a string) is refused, and
+// neither the server's log nor the answer quotes it back, as a secret it
+// may well be; the field and what was expected are named.
+func TestRefusedValuesAreNotLogged(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	srv := httptest.NewServer(rest.New(rest.Config{Hub: h, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	t.Cleanup(srv.Close)
+	e := &restEnv{t: t, ctx: ctx, h: h, url: srv.URL, client: srv.Client()}
+	e.mustDo("POST", hubGV+"/types", "application/json", flagsRD, http.StatusCreated)
+	const secret = "hunter2-in-the-wrong-place"
+	for _, tc := range []struct{ method, path, ct, body string }{
+		{"POST", flagsIn("default"), "application/json", mustMarshal(t, flag("a", nil, `{"key":{"pw":"`+secret+`"}}`))},
+		{"PATCH", flagsIn("default") + "/b?fieldManager=t", "application/apply-patch+yaml", mustMarshal(t, flag("b", nil, `{"key":{"pw":"`+secret+`"}}`))},
+	} {
+		r := e.do(tc.method, tc.path, tc.ct, tc.body)
+		if r.code < 400 || strings.Contains(string(r.body), secret) {
+			t.Errorf("%s %s: %s; want a refusal that does not quote the value", tc.method, tc.path, r)
+		}
+		if !strings.Contains(string(r.body), "key") {
+			t.Errorf("%s %s: %s; want the field named", tc.method, tc.path, r)
+		}
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the server's log quotes the refused value:\n%s", logs.String())
+	}
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

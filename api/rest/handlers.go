@@ -1065,8 +1065,16 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 				return err
 			}
 		}
+		base := cur
+		if req.sub == "status" {
+			// A grant of status reads the object as get does: a patch
+			// must not copy (or test) secret values it may not reveal.
+			if _, err := s.hub.HideSecrets(r.Context(), &base, req.res.objectAttrs(req.namespace, req.name)); err != nil {
+				return err
+			}
+		}
 		if !patchedSpec {
-			patched, err := patchWhole(req.res, cur, apply)
+			patched, err := patchWhole(req.res, base, apply)
 			if err != nil {
 				if guessed {
 					continue // a JSON patch may not apply to an outdated object
@@ -1093,6 +1101,9 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 				continue
 			}
 			if err != nil {
+				return err
+			}
+			if _, err := s.hub.HideSecrets(r.Context(), &inst, req.res.objectAttrs(req.namespace, req.name)); err != nil {
 				return err
 			}
 			writeJSON(w, http.StatusOK, toObject(req.res, inst))

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -53,16 +54,29 @@ func NewPrometheusMetrics(reg prometheus.Registerer) (*PrometheusMetrics, error)
 
 // Observe records one request.
 func (m *PrometheusMetrics) Observe(route, method string, status int, d time.Duration) {
-	k := seriesKey{route, method, status}
+	k := seriesKey{route, methodLabel(method), status}
 	v, ok := m.series.Load(k)
 	if !ok {
 		code := strconv.Itoa(status)
 		v, _ = m.series.LoadOrStore(k, seriesOf{
-			requests: m.requests.WithLabelValues(route, method, code),
-			latency:  m.latency.WithLabelValues(route, method, code),
+			requests: m.requests.WithLabelValues(route, k.method, code),
+			latency:  m.latency.WithLabelValues(route, k.method, code),
 		})
 	}
 	s := v.(seriesOf)
 	s.requests.Inc()
 	s.latency.Observe(d.Seconds())
+}
+
+// methodLabel is the method as a label: HTTP's own methods as they are,
+// any other "other". A client may send any token as its method, and one
+// allowed every verb (a role with verbs ["*"]) would otherwise add label
+// sets, which are never freed, without bound.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }

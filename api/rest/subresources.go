@@ -40,6 +40,11 @@ func (s *Server) replaceStatus(w http.ResponseWriter, r *http.Request, req reque
 	if err != nil {
 		return err
 	}
+	// A grant of status reads the object as get does (secrets hidden
+	// without reveal).
+	if _, err := s.hub.HideSecrets(r.Context(), &inst, req.res.objectAttrs(req.namespace, req.name)); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, toObject(req.res, inst))
 	return nil
 }

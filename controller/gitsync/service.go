@@ -172,8 +172,10 @@ const (
 func (s *SyncService) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(WebhookPattern, func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 25<<20))
-		if !s.signed(r.Header, body) {
+		// The signature is computed as the body streams in: the payload
+		// is ignored, and a push that is not signed must not make the
+		// server hold it (the path is public).
+		if !s.signed(r.Header, io.LimitReader(r.Body, 25<<20)) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": "the webhook is not signed with the configured secret " +
@@ -221,13 +223,15 @@ func (s *SyncService) Handler() http.Handler {
 
 // signed reports whether a webhook carries a valid signature of body, or
 // no secret is configured. Comparisons take constant time.
-func (s *SyncService) signed(h http.Header, body []byte) bool {
+func (s *SyncService) signed(h http.Header, body io.Reader) bool {
 	secret := s.cfg.WebhookSecret
 	if len(secret) == 0 {
 		return true
 	}
 	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
+	if _, err := io.Copy(mac, body); err != nil {
+		return false
+	}
 	want := hex.EncodeToString(mac.Sum(nil))
 	if sig, ok := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256="); ok && hmac.Equal([]byte(sig), []byte(want)) {
 		return true

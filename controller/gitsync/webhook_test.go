@@ -5,9 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -71,4 +73,29 @@ func TestWebhookSecret(t *testing.T) {
 			}
 		})
 	}
+	// The pushes are public (their signature is their credential): a
+	// large unsigned one is refused without the server holding its body,
+	// or anyone could make it allocate 25 MiB per request at will.
+	t.Run("large unsigned", func(t *testing.T) {
+		const size = 20 << 20
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rec := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/hooks/git/no-such-backend", io.LimitReader(zeros{}, size)))
+		runtime.ReadMemStats(&after)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("status %d, want 401", rec.Code)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > size/5 {
+			t.Errorf("refusing a %d-byte unsigned push allocated %d bytes", size, n)
+		}
+	})
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

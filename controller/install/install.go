@@ -192,6 +192,14 @@ func (s *Service) checkCredential(ctx context.Context, what, ref, typ string) er
 	if err != nil {
 		return fmt.Errorf("credential %s: %w", what, err)
 	}
+	// The install hands the credential on for the caller: it must be one
+	// the caller may read. One it may not read is answered as one that
+	// does not exist, so the check tells nobody what exists where they
+	// cannot look (nor its Type).
+	found = slices.DeleteFunc(found, func(in cairn.Instance) bool {
+		ok, err := s.Hub.MayRead(ctx, in)
+		return err != nil || !ok
+	})
 	if typ == "" {
 		if len(found) == 0 {
 			return cairn.Errorf(cairn.CodeInvalid, "credential %s: no instance %s", what, ref)

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/controller/install"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/deps"
@@ -1319,5 +1323,55 @@ func TestUnmappedInputAnswered(t *testing.T) {
 	req.Inputs = map[string]deps.Inputs{"flag": {Parameters: map[string]any{"team": "web"}}}
 	if _, err := svc.Plan(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), "answers for flag: the plan installs no dependency at that path") {
 		t.Fatalf("plan with an answer for no path: %v", err)
+	}
+}
+
+// TestCredentialReferencesOnlyReadable: a credential reference is checked
+// for the caller: an instance it may not read (another namespace, or a
+// Type marking secrets without reveal) is refused with the very answer a
+// missing one gets, so planning does not tell the caller what exists
+// where it cannot look, nor its Type; one it may read is accepted.
+func TestCredentialReferencesOnlyReadable(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, repoPath("controller/install/testdata/withcred"))
+	if _, err := h.CreateType(ctx, cairn.Type{Path: "cap.type.test.token", Revision: "0.1.0", JSONSchema: json.RawMessage(`{"type":"object"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"dev", "vault"} {
+		if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: ns, Name: "tok",
+			TypeRef: cairn.TypeRef{Path: "cap.type.test.token", Revision: "0.1.0"}, Value: json.RawMessage(`{}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A planner: create plans (cluster-wide, as plans are), reads dev only.
+	for _, o := range []hub.RBACObject{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "planner"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbac.HubGroup}, Resources: []string{"plans"}, Verbs: []string{"create"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "planner"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "planner"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pl"}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pl-views", Namespace: "dev"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.ViewerRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pl"}}},
+	} {
+		if _, err := h.CreateRBAC(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := cairn.WithUser(ctx, cairn.User{Name: "pl", Groups: []string{cairn.Authenticated}})
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	plan := func(ref string) error {
+		_, err := svc.Plan(pl, install.Request{Namespace: "dev", Name: "c1", Stack: "withcred", Credentials: map[string]string{"token": ref}})
+		return err
+	}
+	if err := plan("dev/tok"); err != nil {
+		t.Errorf("a credential the planner reads: %v", err)
+	}
+	hidden, missing := plan("vault/tok"), plan("vault/nope")
+	if !cairn.HasCode(hidden, cairn.CodeInvalid) || !strings.Contains(fmt.Sprint(hidden), "credential token: no instance vault/tok of Type cap.type.test.token") {
+		t.Errorf("a credential in a namespace the planner cannot read: %v, want it answered as missing", hidden)
+	}
+	if strings.Replace(fmt.Sprint(hidden), "vault/tok", "vault/nope", 1) != fmt.Sprint(missing) {
+		t.Errorf("an unreadable credential is answered %q, a missing one %q: the answer tells them apart", hidden, missing)
 	}
 }

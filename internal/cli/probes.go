@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,11 @@ import (
 type probeCheck struct {
 	name  string
 	check func(ctx context.Context) error
+	// summary, when set, is answered in place of the check's error, which
+	// is logged: the probes answer everyone, without credentials, and a
+	// store's error names its hosts, users and databases (the API server
+	// withholds every reason so).
+	summary string
 }
 
 // probes serves a health endpoint the way the Kubernetes API server serves
@@ -20,7 +26,7 @@ type probeCheck struct {
 // passed"; /<endpoint>/<name> runs one check; ?exclude=name skips one. A
 // failing check answers 503 (cairn's readiness contract, which load
 // balancers read) naming the check and why.
-func probes(mux *http.ServeMux, endpoint string, checks []probeCheck) {
+func probes(mux *http.ServeMux, log *slog.Logger, endpoint string, checks []probeCheck) {
 	run := func(w http.ResponseWriter, r *http.Request, selected []probeCheck) {
 		q := r.URL.Query()
 		_, verbose := q["verbose"]
@@ -34,6 +40,11 @@ func probes(mux *http.ServeMux, endpoint string, checks []probeCheck) {
 			if c.check != nil {
 				if err := c.check(r.Context()); err != nil {
 					failed = true
+					if c.summary != "" {
+						log.WarnContext(r.Context(), endpoint+" check failed", "check", c.name, "err", err)
+						fmt.Fprintf(&b, "[-]%s failed: %s (reason withheld: see the server's log)\n", c.name, c.summary)
+						continue
+					}
 					fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
 					continue
 				}

@@ -166,9 +166,9 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 	// store answers.
 	probeMux := func(mux *http.ServeMux) {
 		live := []probeCheck{{name: "ping"}}
-		probes(mux, "healthz", live)
-		probes(mux, "livez", live)
-		probes(mux, "readyz", []probeCheck{
+		probes(mux, log, "healthz", live)
+		probes(mux, log, "livez", live)
+		probes(mux, log, "readyz", []probeCheck{
 			{name: "ping"},
 			{name: "started", check: func(context.Context) error {
 				select {
@@ -190,7 +190,7 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 					return fmt.Errorf("store unavailable: %w", err)
 				}
 				return nil
-			}},
+			}, summary: "store unavailable"},
 		})
 	}
 	startup := http.NewServeMux()

@@ -133,7 +133,7 @@ func TestServeWaitsForPostgres(t *testing.T) {
 	if code, body := get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz while waiting: %d %s; want 200", code, body)
 	}
-	if code, body := get("/readyz?verbose"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]store failed: waiting for the store") || !strings.Contains(body, "[-]started failed") {
+	if code, body := get("/readyz?verbose"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]store failed: store unavailable (reason withheld") || strings.Contains(body, "connect") || !strings.Contains(body, "[-]started failed") {
 		t.Errorf("/readyz while waiting: %d %s; want 503 saying it waits for the store", code, body)
 	}
 	if code, body := get("/apis/hub.cairn.dev/v1/typeinstances"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"reason":"ServiceUnavailable"`) {
