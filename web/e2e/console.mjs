@@ -413,6 +413,24 @@ try {
     expect(await page.locator('#stack-tree li[data-child] >> text=Synced=True').count() === 8, 'every child Synced');
     expect((await text('main')).includes('ReconcileSuccess'), 'the Synced reason of the installation');
     await shot('stack-tree-controller');
+    // Saved as read, an edit changes nothing: what the value leaves out (an
+    // optional object with defaults, an optional boolean) stays out, not
+    // written as the form's empty inputs (credentials '' and false).
+    await visit(`#/instance/${seed.realStack}`);
+    await page.click('#edit');
+    await page.click('#save');
+    await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
+  }
+  if (seed.portals) {
+    // A boolean the value leaves out shows its default (flags-env's
+    // darkMode, default true) and stays out unless changed: a save does
+    // not turn the team's dark mode off.
+    const env = (await (await fetch(`${BASE}/apis/flags.stacks.cairn.dev/v1alpha1/namespaces/default/flagsenvs`)).json()).items[0];
+    await visit(`#/instance/${env.metadata.uid}`);
+    await page.click('#edit');
+    expect(await page.locator('form[aria-label="Edit the value"] input[name="darkMode"]').isChecked(), 'an absent boolean shown as its default (true)');
+    await page.click('#save');
+    await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
   }
 
   // Dark theme, from the toggle (and remembered).
