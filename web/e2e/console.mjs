@@ -283,6 +283,26 @@ try {
   expect(await focused() === 'lock', `focus kept on Lock after the page renders again, got ${await focused()}`);
   await page.click('#unlock');
   await page.waitForSelector('#lock-state:text("Not locked")', { timeout: T });
+  // Locked by someone else meanwhile: the edit and the delete are refused
+  // with who holds the lock and how to act as them, not as a value with
+  // marked fields (there are none).
+  const lockAs = (action, owner) => fetch(`${BASE}/apis/hub.cairn.dev/v1/lockrequests`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ apiVersion: 'hub.cairn.dev/v1', kind: 'LockRequest', spec: { action, ids: [seed.dbServer], owner } }) });
+  await page.click('#edit');
+  expect((await lockAs('Lock', 'alice')).ok, 'alice to lock db-server');
+  await page.locator('form[aria-label="Edit the value"] input[name="port"]').fill('5439');
+  await page.click('#save');
+  const lockedMsg = page.locator('#edit-message .alert.bad');
+  await lockedMsg.waitFor({ timeout: T });
+  expect((await lockedMsg.textContent()).includes('Locked by alice') && (await lockedMsg.textContent()).includes('Nothing was saved') && !(await lockedMsg.textContent()).includes('fields marked'),
+    `the lock named as the edit's refusal, got: ${await lockedMsg.textContent()}`);
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('main .alert.bad:has-text("Nothing was deleted")', { timeout: T });
+  expect((await text('main .alert.bad:has-text("Nothing was deleted")')).includes('Locked by alice'), 'the lock named as the delete\'s refusal');
+  await shot('locked-elsewhere');
+  expect((await lockAs('Unlock', 'alice')).ok, 'alice to unlock db-server');
+  await visit(`#/instance/${seed.dbServer}`);
   // Cancel of an edit gives focus back to Edit.
   await page.click('#edit');
   await page.focus('form[aria-label="Edit the value"] button:text("Cancel")');

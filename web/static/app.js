@@ -623,7 +623,9 @@ async function instancePage(ctx, params, id) {
         // With the uid and resourceVersion read as preconditions: a change
         // in between is a conflict that deletes nothing. Through the kind
         // for a user who may not write typeinstances (cluster-scoped).
-        const q = ti.status.lockedBy && owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+        // As the owner named in the lock box, which the instance may have
+        // been locked by since the page was read.
+        const q = owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
         const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } };
         const path = type?.fromKind ? restPath(type, ti.spec.namespace, ti.spec.name) : `${HUB}/typeinstances/${encodeURIComponent(id)}`;
         await api(path + q, { method: 'DELETE', body });
@@ -637,6 +639,8 @@ async function instancePage(ctx, params, id) {
           h('button', { type: 'button', onclick: () => render() }, 'Reload')));
           return;
         }
+        const locked = await lockRefusal(e, id, owner.value, 'deleted');
+        if (locked) { delMsg.replaceChildren(locked); return; }
         const users = (e.causes || []).filter((c) => c.reason === 'UsedBy');
         const ids = users.length ? (ti.status.usedBy || []).slice(0, 20) : [];
         const named = await Promise.all(ids.map((u) => api(`${HUB}/typeinstances/${u}`).then(instTitle, () => shortID(u))));
@@ -712,6 +716,19 @@ async function instancePage(ctx, params, id) {
   ];
 }
 
+// lockRefusal is what a write refused by another owner's lock says: who
+// holds it (read again: the lock may be newer than the page) and how to
+// write as them. Null for any other error.
+async function lockRefusal(e, id, owner, what) {
+  if (!(e instanceof ApiError) || e.code !== 409 || !(e.causes.some((c) => c.reason === 'Locked') || /locked by/i.test(e.message))) return null;
+  const holder = await readInstance(id).then((r) => r.ti.status.lockedBy || '', () => '');
+  return h('div', { class: 'alert bad', role: 'alert', id: 'locked' },
+    h('p', {}, h('strong', {}, holder ? `Locked by ${holder}: ` : 'Locked: '),
+      `only the lock's owner may change this instance${owner ? `, and you wrote as ${owner}` : ''}. Nothing was ${what}.`),
+    h('p', { class: 'muted' }, holder ? `To write as its owner, enter ${holder} as the Owner under Lock and try again; or unlock it as ${holder}.` : 'Reload to see who holds it.'),
+    h('p', { class: 'muted' }, `The server said: ${e.message}`));
+}
+
 // webLink: whether a URL a backend reported (a pull request's) may be a
 // link: only http(s), never javascript: or data:, whatever the CSP allows.
 function webLink(url) {
@@ -723,7 +740,7 @@ function editForm(ti, type, owner) {
   const msg = h('div', { id: 'edit-message' });
   return h('form', { class: 'panel', 'aria-label': 'Edit the value', novalidate: true, onsubmit: async (ev) => {
     ev.preventDefault();
-    const q = owner.value && ti.status.lockedBy ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+    const q = owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
     try {
       const k = type.fromKind;
       // Through the resource the instance is served as, for a user who may
@@ -752,9 +769,11 @@ function editForm(ti, type, owner) {
           h('button', { type: 'button', onclick: () => render() }, 'Reload')));
         return;
       }
+      const locked = await lockRefusal(e, ti.metadata.name, owner.value, 'saved');
+      if (locked) { form.showErrors([]); msg.replaceChildren(locked); return; }
       // Every answer replaces the marks of the last one.
       const rest = form.showErrors(e.causes || []);
-      msg.replaceChildren(errorBox({ ...e, causes: rest, message: e.causes?.length ? 'The server refused the value; see the fields marked.' : e.message }));
+      msg.replaceChildren(errorBox({ ...e, causes: rest, message: rest.length < (e.causes || []).length ? 'The server refused the value; see the fields marked.' : e.message }));
     }
   } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'),
     // The page again (the form as read), with focus back on Edit.
