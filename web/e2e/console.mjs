@@ -121,6 +121,18 @@ try {
   expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'focus moved to the new page');
   expect(await page.locator('nav a[aria-current="page"]').textContent() === 'Types', 'the current section marked for assistive technology');
 
+  // A backend that is down (files-down, stopped after db-unreachable was
+  // stored in it) fails no list: lists ask for no values. The instance's
+  // page shows what the hub keeps and why the value is missing.
+  await visit('#/instances?type=cap.type.database.postgresql.server:0.1.0');
+  expect(await page.locator('main tbody tr:has-text("default/db-unreachable")').count() === 1, `the instance of the stopped backend listed, got: ${(await text('main')).slice(0, 300)}`);
+  await visit(`#/instance/${seed.unreachable}`);
+  expect((await h1()) === 'default/db-unreachable', `the instance's page despite its backend, got ${await h1()}`);
+  expect((await text('#value-unreachable')).includes('does not answer') && (await text('main .alert.bad')).includes('unavailable'), 'the value missing, and why');
+  expect((await text('#no-edit')).includes('files-down'), 'no edit, naming the backend');
+  expect((await text('main h2:has-text("History")')).includes('1 version'), 'its versions');
+  await shot('backend-down');
+
   // Types, and one Type's schema as a form and as JSON.
   await visit('#/');
   await page.click('nav >> text=Types');
