@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/backend/file"
 	gitbackend "github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/backend/scm"
 	"github.com/cairn-dev/cairn/backend/scm/scmtest"
 	"github.com/cairn-dev/cairn/internal/cli"
+	"github.com/cairn-dev/cairn/sdk/storagebackend"
 )
 
 // TestConsoleInChromium runs web/e2e/console.mjs: playwright-core driving
@@ -258,6 +261,8 @@ type seed struct {
 	// Projection is a gotemplate projection of db-server: its backend
 	// takes no value, so the console offers no form to edit one.
 	Projection string `json:"projection"`
+	// Unreachable is an instance whose external backend has stopped.
+	Unreachable string `json:"unreachable"`
 	// Guarded is a server that requires credentials.
 	Guarded guarded `json:"guarded"`
 }
@@ -343,10 +348,41 @@ func seedConsole(t *testing.T, base string) seed {
 	s.Long = post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", instanceDoc(long, "cap.type.database.postgresql.server", "0.1.0",
 		map[string]any{"host": strings.Repeat("h", 63) + "." + strings.Repeat("o", 63) + ".example.org", "port": 5432},
 		map[string]string{"example.com/" + strings.Repeat("k", 63): strings.Repeat("v", 63)}, nil))
+	s.Unreachable = seedUnreachable(t, base)
 	s.RealStack = installRealStack(t, base)
 	s.Proposals = seedProposals(t, base)
 	s.Portals = installPortals(t, base)
 	return s
+}
+
+// seedUnreachable registers an external backend (the file backend over
+// gRPC), stores an instance in it and stops it: a backend that is down, as
+// a user meets one.
+func seedUnreachable(t *testing.T, base string) string {
+	t.Helper()
+	fb, err := file.New(file.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { storagebackend.NewValueServer(fb, storagebackend.Options{}).Serve(ctx, lis); close(done) }()
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"--server", base, "backends", "register", "--url", "grpc://" + lis.Addr().String(), "--accept-value", "--alias", "files-down"}, cli.Env{
+		Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+	}); code != 0 {
+		t.Fatalf("cairn backends register: exit %d: %s", code, errOut.String())
+	}
+	doc := instanceDoc("db-unreachable", "cap.type.database.postgresql.server", "0.1.0", map[string]any{"host": "files.db", "port": 5432}, nil, nil)
+	doc["spec"].(map[string]any)["backend"] = map[string]any{"id": "files-down"}
+	id := post(t, base+"/apis/hub.cairn.dev/v1/typeinstances", doc)
+	cancel()
+	<-done
+	return id
 }
 
 // installPortals installs examples/stacks/team-portal twice for the same

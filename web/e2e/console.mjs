@@ -121,6 +121,18 @@ try {
   expect(await page.evaluate(() => document.activeElement?.id) === 'main', 'focus moved to the new page');
   expect(await page.locator('nav a[aria-current="page"]').textContent() === 'Types', 'the current section marked for assistive technology');
 
+  // A backend that is down (files-down, stopped after db-unreachable was
+  // stored in it) fails no list: lists ask for no values. The instance's
+  // page shows what the hub keeps and why the value is missing.
+  await visit('#/instances?type=cap.type.database.postgresql.server:0.1.0');
+  expect(await page.locator('main tbody tr:has-text("default/db-unreachable")').count() === 1, `the instance of the stopped backend listed, got: ${(await text('main')).slice(0, 300)}`);
+  await visit(`#/instance/${seed.unreachable}`);
+  expect((await h1()) === 'default/db-unreachable', `the instance's page despite its backend, got ${await h1()}`);
+  expect((await text('#value-unreachable')).includes('does not answer') && (await text('main .alert.bad')).includes('unavailable'), 'the value missing, and why');
+  expect((await text('#no-edit')).includes('files-down'), 'no edit, naming the backend');
+  expect((await text('main h2:has-text("History")')).includes('1 version'), 'its versions');
+  await shot('backend-down');
+
   // Types, and one Type's schema as a form and as JSON.
   await visit('#/');
   await page.click('nav >> text=Types');
@@ -283,6 +295,26 @@ try {
   expect(await focused() === 'lock', `focus kept on Lock after the page renders again, got ${await focused()}`);
   await page.click('#unlock');
   await page.waitForSelector('#lock-state:text("Not locked")', { timeout: T });
+  // Locked by someone else meanwhile: the edit and the delete are refused
+  // with who holds the lock and how to act as them, not as a value with
+  // marked fields (there are none).
+  const lockAs = (action, owner) => fetch(`${BASE}/apis/hub.cairn.dev/v1/lockrequests`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ apiVersion: 'hub.cairn.dev/v1', kind: 'LockRequest', spec: { action, ids: [seed.dbServer], owner } }) });
+  await page.click('#edit');
+  expect((await lockAs('Lock', 'alice')).ok, 'alice to lock db-server');
+  await page.locator('form[aria-label="Edit the value"] input[name="port"]').fill('5439');
+  await page.click('#save');
+  const lockedMsg = page.locator('#edit-message .alert.bad');
+  await lockedMsg.waitFor({ timeout: T });
+  expect((await lockedMsg.textContent()).includes('Locked by alice') && (await lockedMsg.textContent()).includes('Nothing was saved') && !(await lockedMsg.textContent()).includes('fields marked'),
+    `the lock named as the edit's refusal, got: ${await lockedMsg.textContent()}`);
+  await page.click('#delete');
+  await page.click('#confirm-delete');
+  await page.waitForSelector('main .alert.bad:has-text("Nothing was deleted")', { timeout: T });
+  expect((await text('main .alert.bad:has-text("Nothing was deleted")')).includes('Locked by alice'), 'the lock named as the delete\'s refusal');
+  await shot('locked-elsewhere');
+  expect((await lockAs('Unlock', 'alice')).ok, 'alice to unlock db-server');
+  await visit(`#/instance/${seed.dbServer}`);
   // Cancel of an edit gives focus back to Edit.
   await page.click('#edit');
   await page.focus('form[aria-label="Edit the value"] button:text("Cancel")');
@@ -413,6 +445,24 @@ try {
     expect(await page.locator('#stack-tree li[data-child] >> text=Synced=True').count() === 8, 'every child Synced');
     expect((await text('main')).includes('ReconcileSuccess'), 'the Synced reason of the installation');
     await shot('stack-tree-controller');
+    // Saved as read, an edit changes nothing: what the value leaves out (an
+    // optional object with defaults, an optional boolean) stays out, not
+    // written as the form's empty inputs (credentials '' and false).
+    await visit(`#/instance/${seed.realStack}`);
+    await page.click('#edit');
+    await page.click('#save');
+    await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
+  }
+  if (seed.portals) {
+    // A boolean the value leaves out shows its default (flags-env's
+    // darkMode, default true) and stays out unless changed: a save does
+    // not turn the team's dark mode off.
+    const env = (await (await fetch(`${BASE}/apis/flags.stacks.cairn.dev/v1alpha1/namespaces/default/flagsenvs`)).json()).items[0];
+    await visit(`#/instance/${env.metadata.uid}`);
+    await page.click('#edit');
+    expect(await page.locator('form[aria-label="Edit the value"] input[name="darkMode"]').isChecked(), 'an absent boolean shown as its default (true)');
+    await page.click('#save');
+    await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
   }
 
   // Dark theme, from the toggle (and remembered).

@@ -226,7 +226,7 @@ function pre(text, label) { return h('pre', { tabindex: 0, 'aria-label': label }
 async function overview() {
   // Each count is asked on its own: a user who may not list one (roles
   // bound in a namespace) still sees the others and where to go.
-  const [types, inst, backends] = await Promise.all([listTypes().catch(orNull), api(`${HUB}/typeinstances?limit=${PAGE}`).catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
+  const [types, inst, backends] = await Promise.all([listTypes().catch(orNull), api(`${HUB}/typeinstances?limit=${PAGE}&values=false`).catch(orNull), api(`${HUB}/backends`).catch(orNull)]);
   const stacks = types ? types.filter(isInstallationType) : null;
   const card = (title, n, href, text) => h('section', { class: 'panel' }, h('h2', {}, link(href, title)),
     n === null ? h('p', { class: 'muted' }, 'You may not list these across the cluster.') : h('p', { class: 'big' }, h('strong', {}, n)), h('p', { class: 'muted' }, text));
@@ -275,6 +275,8 @@ async function typePage(ctx, params, name) {
 }
 
 // ---- instances -----------------------------------------------------------
+// Lists never show values, so they ask for none (values=false): a backend
+// that is down does not fail a list of instances stored in it.
 // Rows of a list come from three sources, each read into the same shape:
 // hub.cairn.dev typeinstances (cluster-scoped), a Type's own resource in a
 // namespace (flags.flipt.io), or GraphQL's typeInstances.
@@ -331,13 +333,13 @@ async function instancesPage(ctx, params) {
   let source, list, listErr, rows, graphNote = null;
   if (ns && k) {
     source = 'resource';
-    const q = new URLSearchParams({ limit: String(PAGE) });
+    const q = new URLSearchParams({ limit: String(PAGE), values: 'false' });
     if (labels) q.set('labelSelector', labels);
     if (cont) q.set('continue', cont);
     try { list = await api(`${kindPath(k, ns)}?${q}`); rows = list.items.map(rowOfObject); } catch (e) { listErr = e; }
   } else {
     source = 'typeinstances';
-    const q = new URLSearchParams({ limit: String(PAGE) });
+    const q = new URLSearchParams({ limit: String(PAGE), values: 'false' });
     if (t) q.set('typePath', t.spec.path);
     if (labels) q.set('labelSelector', labels);
     if (ns) q.set('fieldSelector', `metadata.namespace=${ns}`);
@@ -420,7 +422,7 @@ async function instancesPage(ctx, params) {
   // Live updates: a watch from the list's resourceVersion. Changes to rows
   // on screen update in place; new instances appear on the first page.
   if (source !== 'graphql') {
-    const wq = new URLSearchParams();
+    const wq = new URLSearchParams({ values: 'false' });
     if (labels) wq.set('labelSelector', labels);
     if (source === 'typeinstances' && ns) wq.set('fieldSelector', `metadata.namespace=${ns}`);
     const wpath = source === 'resource' ? kindPath(k, ns) : `${HUB}/typeinstances`;
@@ -458,7 +460,11 @@ const INSTANCE_QUERY = `query($id: ID!) { typeInstance(id: $id) { id namespace n
 // instances' names too.
 async function readInstance(id) {
   let refused;
-  try { return { ti: await api(`${HUB}/typeinstances/${encodeURIComponent(id)}`) }; } catch (e) { if (!isForbidden(e)) throw e; refused = e; }
+  try { return { ti: await api(`${HUB}/typeinstances/${encodeURIComponent(id)}`) }; } catch (e) {
+    if (e instanceof ApiError && e.code === 503) return readUnreachable(id, e);
+    if (!isForbidden(e)) throw e;
+    refused = e;
+  }
   let d;
   try { d = await gql(INSTANCE_QUERY, { id }); } catch (e) {
     throw /forbidden/.test(e.message) ? new ApiError({ reason: 'Forbidden', message: e.message }, 403) : e;
@@ -473,6 +479,21 @@ async function readInstance(id) {
     spec: { namespace: x.namespace, name: x.name, typeRef: x.typeRef, value: last.spec?.value, attributes: last.metadata?.attributes || [],
       backend: { id: x.backend.id, abstract: x.backend.abstract, context: last.spec?.backend?.context } },
     status: { resourceVersion: last.resourceVersion, createdBy: versions[0]?.createdBy, lockedBy: x.lockedBy, uses: x.uses.map((r) => r.id), usedBy: x.usedBy.map((r) => r.id) } } };
+}
+
+// readUnreachable reads what the hub itself keeps of an instance whose
+// backend does not answer (its value and contexts are the backend's): the
+// instance without its value from a list (values=false), found by the name
+// GraphQL gives for the id, and its versions without values. The page then
+// shows all of it, says why the value is missing and offers no edit.
+async function readUnreachable(id, err) {
+  const x = (await gql('query($id: ID!) { typeInstance(id: $id) { namespace name } }', { id }).catch(() => null))?.typeInstance;
+  if (!x) throw err;
+  const l = await api(`${HUB}/typeinstances?${new URLSearchParams({ fieldSelector: `metadata.name=${x.name},metadata.namespace=${x.namespace}`, values: 'false', limit: '1' })}`).catch(() => null);
+  const ti = l?.items.find((o) => o.metadata.name === id);
+  if (!ti) throw err;
+  const history = (await api(`${HUB}/typeinstances/${encodeURIComponent(id)}/resourceversions?values=false`).catch(() => null))?.items || [];
+  return { ti, unreachable: err, history };
 }
 
 // typeFromKinds stands in for the Type of an instance for a user who may not
@@ -526,6 +547,7 @@ async function instancePage(ctx, params, id) {
   let fmt = 'json';
   const showValue = () => {
     const v = maskSecrets(ti.spec.value, reveal, schema);
+    if (read.unreachable) { valueBox.replaceChildren(h('p', { id: 'value-unreachable' }, 'The value cannot be read now: its backend does not answer.'), errorBox(read.unreachable)); contextBox.replaceChildren(pre('(held by the backend)', 'Backend context')); return; }
     valueBox.replaceChildren(pre(ti.spec.value === undefined ? '(no value: this backend computes or holds it)' : fmt === 'json' ? JSON.stringify(v, null, 2) : toYAML(v), 'Value'));
     const c = ti.spec.backend?.context;
     contextBox.replaceChildren(pre(c === undefined || c === null ? '(none)' : JSON.stringify(maskSecrets(c, reveal, ctxSchema), null, 2), 'Backend context'));
@@ -536,7 +558,7 @@ async function instancePage(ctx, params, id) {
   showValue();
 
   // Versions and a diff between any two (GraphQL: every version in one query).
-  const versions = read.versions || (await gql(HISTORY_QUERY, { id }).catch(() => null))?.typeInstance?.resourceVersions || [];
+  const versions = read.versions || read.history || (await gql(HISTORY_QUERY, { id }).catch(() => null))?.typeInstance?.resourceVersions || [];
   const opts = (sel) => versions.map((v) => h('option', { value: v.resourceVersion, selected: v.resourceVersion === sel }, `version ${v.resourceVersion}`));
   const last = versions.at(-1)?.resourceVersion;
   const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
@@ -623,7 +645,9 @@ async function instancePage(ctx, params, id) {
         // With the uid and resourceVersion read as preconditions: a change
         // in between is a conflict that deletes nothing. Through the kind
         // for a user who may not write typeinstances (cluster-scoped).
-        const q = ti.status.lockedBy && owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+        // As the owner named in the lock box, which the instance may have
+        // been locked by since the page was read.
+        const q = owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
         const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } };
         const path = type?.fromKind ? restPath(type, ti.spec.namespace, ti.spec.name) : `${HUB}/typeinstances/${encodeURIComponent(id)}`;
         await api(path + q, { method: 'DELETE', body });
@@ -637,6 +661,8 @@ async function instancePage(ctx, params, id) {
           h('button', { type: 'button', onclick: () => render() }, 'Reload')));
           return;
         }
+        const locked = await lockRefusal(e, id, owner.value, 'deleted');
+        if (locked) { delMsg.replaceChildren(locked); return; }
         const users = (e.causes || []).filter((c) => c.reason === 'UsedBy');
         const ids = users.length ? (ti.status.usedBy || []).slice(0, 20) : [];
         const named = await Promise.all(ids.map((u) => api(`${HUB}/typeinstances/${u}`).then(instTitle, () => shortID(u))));
@@ -650,20 +676,21 @@ async function instancePage(ctx, params, id) {
   // A backend that takes no value (a gotemplate projection) computes it from
   // the context: a value sent would be refused, so there is no form.
   const computed = backend?.spec?.acceptValue === false;
-  const editBtn = withheld ? h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: its secret values were withheld from you, and saving would write the placeholder over them.')
+  const editBtn = read.unreachable ? h('span', { class: 'muted', id: 'no-edit' }, `Not editable now: backend ${backend?.spec.alias || shortID(ti.spec.backend?.id)} does not answer, so the value cannot be read.`)
+    : withheld ? h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: its secret values were withheld from you, and saving would write the placeholder over them.')
     : computed ? h('span', { class: 'muted', id: 'no-edit' }, `Not editable here: backend ${backend.spec.alias || shortID(backend.metadata.name)} computes this value from the context below (a projection renders its template); change the context with cairn update ${id} --context-file FILE.`)
     : type ? h('button', { type: 'button', id: 'edit', onclick: () => { editBox.hidden = false; editBtn.hidden = true; editBox.querySelector('input,select,textarea')?.focus(); } }, 'Edit')
     // Without the Type (a user who may not read Types, and a Type the REST
     // API does not serve as a kind) there is no schema to edit with.
     : h('span', { class: 'muted', id: 'no-edit' }, 'Not editable here: you may not read this Type, and it has no REST kind to edit through.');
-  if (type && !computed && !withheld) editBox.append(editForm(ti, type, owner));
+  if (type && !computed && !withheld && !read.unreachable) editBox.append(editForm(ti, type, owner));
 
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this name and namespace).
   const changed = h('div', { 'aria-live': 'assertive' });
   const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
   const kind = type?.fromKind;
-  const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}`;
+  const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}&values=false`;
   if (!read.versions || kind) watch(watched, ti.metadata.resourceVersion, (ev) => {
     if ((kind ? ev.object?.metadata?.uid : ev.object?.metadata?.name) !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
     changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
@@ -712,6 +739,19 @@ async function instancePage(ctx, params, id) {
   ];
 }
 
+// lockRefusal is what a write refused by another owner's lock says: who
+// holds it (read again: the lock may be newer than the page) and how to
+// write as them. Null for any other error.
+async function lockRefusal(e, id, owner, what) {
+  if (!(e instanceof ApiError) || e.code !== 409 || !(e.causes.some((c) => c.reason === 'Locked') || /locked by/i.test(e.message))) return null;
+  const holder = await readInstance(id).then((r) => r.ti.status.lockedBy || '', () => '');
+  return h('div', { class: 'alert bad', role: 'alert', id: 'locked' },
+    h('p', {}, h('strong', {}, holder ? `Locked by ${holder}: ` : 'Locked: '),
+      `only the lock's owner may change this instance${owner ? `, and you wrote as ${owner}` : ''}. Nothing was ${what}.`),
+    h('p', { class: 'muted' }, holder ? `To write as its owner, enter ${holder} as the Owner under Lock and try again; or unlock it as ${holder}.` : 'Reload to see who holds it.'),
+    h('p', { class: 'muted' }, `The server said: ${e.message}`));
+}
+
 // webLink: whether a URL a backend reported (a pull request's) may be a
 // link: only http(s), never javascript: or data:, whatever the CSP allows.
 function webLink(url) {
@@ -723,7 +763,7 @@ function editForm(ti, type, owner) {
   const msg = h('div', { id: 'edit-message' });
   return h('form', { class: 'panel', 'aria-label': 'Edit the value', novalidate: true, onsubmit: async (ev) => {
     ev.preventDefault();
-    const q = owner.value && ti.status.lockedBy ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
+    const q = owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
     try {
       const k = type.fromKind;
       // Through the resource the instance is served as, for a user who may
@@ -752,9 +792,11 @@ function editForm(ti, type, owner) {
           h('button', { type: 'button', onclick: () => render() }, 'Reload')));
         return;
       }
+      const locked = await lockRefusal(e, ti.metadata.name, owner.value, 'saved');
+      if (locked) { form.showErrors([]); msg.replaceChildren(locked); return; }
       // Every answer replaces the marks of the last one.
       const rest = form.showErrors(e.causes || []);
-      msg.replaceChildren(errorBox({ ...e, causes: rest, message: e.causes?.length ? 'The server refused the value; see the fields marked.' : e.message }));
+      msg.replaceChildren(errorBox({ ...e, causes: rest, message: rest.length < (e.causes || []).length ? 'The server refused the value; see the fields marked.' : e.message }));
     }
   } }, h('h2', {}, 'Edit'), form.el, msg, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'save' }, 'Save'),
     // The page again (the form as read), with focus back on Edit.
@@ -953,7 +995,7 @@ async function stacksPage() {
   // The catalog (hub.cairn.dev/v1 stacks) where the server has one;
   // otherwise the installation Types stand for the stacks.
   const catalog = await api(`${HUB}/stacks`).then((l) => l.items, (e) => { if (notServed(e)) return null; throw e; });
-  const lists = await Promise.all(stackTypes.map((t) => api(`${HUB}/typeinstances?typePath=${encodeURIComponent(t.spec.path)}&typeRevision=${encodeURIComponent(t.spec.revision)}`)));
+  const lists = await Promise.all(stackTypes.map((t) => api(`${HUB}/typeinstances?typePath=${encodeURIComponent(t.spec.path)}&typeRevision=${encodeURIComponent(t.spec.revision)}&values=false`)));
   const installs = lists.flatMap((l, i) => l.items.filter((ti) => ti.spec.typeRef.revision === stackTypes[i].spec.revision));
   const objs = await Promise.all(installs.map((ti) => served(ti, types)));
   const ids = new Set(installs.map((x) => x.metadata.name));
@@ -1057,7 +1099,7 @@ async function installationPage(ctx, params, id) {
             r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
       }));
     } else {
-      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}`).catch(orNull);
+      const l = await api(`${HUB}/typeinstances?labelSelector=${encodeURIComponent(`${LABEL_INSTALLATION_UID}=${inst.metadata.name}`)}&values=false`).catch(orNull);
       if (!l) return h('p', { class: 'muted' }, 'Children not listed: without a status from the stack controller they are found by label across the cluster, which you may not list.');
       kids = await Promise.all(l.items.map(async (c) => {
         const co = await served(c, types);

@@ -55,10 +55,19 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
       const box = path.length
         ? h('fieldset', {}, h('legend', {}, labelOf(s, name), req), hint, kids.map(([, c]) => c.el), err)
         : h('div', {}, hint, kids.map(([, c]) => c.el), err);
+      const touched = () => kids.some(([, c]) => c.touched());
       return {
         el: box,
+        touched,
         get() {
+          // An optional object the value leaves out stays out until one of
+          // its fields is changed (its required members would be sent as
+          // empty strings, and its defaults lost).
+          if (v === undefined && path.length && !required && !touched()) return undefined;
+          // Members the schema does not name (additionalProperties) are
+          // kept: the form has no field for them, and a save must not drop them.
           const out = {};
+          if (v && typeof v === 'object' && !Array.isArray(v)) for (const [k, x] of Object.entries(v)) if (!(k in s.properties)) out[k] = x;
           for (const [k, c] of kids) { const x = c.get(); if (x !== undefined) out[k] = x; }
           return Object.keys(out).length || path.length === 0 || required ? out : undefined;
         },
@@ -71,9 +80,11 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
         s.enum.map((o) => h('option', { value: JSON.stringify(o), selected: JSON.stringify(o) === JSON.stringify(v) }, String(o))));
       get = () => (input.value === '' ? undefined : JSON.parse(input.value));
     } else if (type === 'boolean') {
-      input = h('input', { ...common, type: 'checkbox', checked: v === true });
+      // Absent, it shows its default and stays absent unless changed (an
+      // unticked box would write false over a default of true).
+      input = h('input', { ...common, type: 'checkbox', checked: v === undefined ? s.default === true : v === true });
       const err = register(path, input);
-      return { el: h('div', { class: 'field check' }, input, h('label', { for: id }, labelOf(s, name), req), hint, err), get: () => input.checked };
+      return kept({ el: h('div', { class: 'field check' }, input, h('label', { for: id }, labelOf(s, name), req), hint, err), get: () => input.checked }, input, v);
     } else if (type === 'integer' || type === 'number') {
       input = h('input', { ...common, type: 'text', inputmode: type === 'integer' ? 'numeric' : 'decimal', value: v ?? '' });
       // A number that does not parse is sent as text, so the server names it.
@@ -93,7 +104,7 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
         if (hint) input.setAttribute('aria-describedby', hint.id);
         const err = register(path, input);
         if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
-        return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, h('span', { class: 'muted' }, ' (string, secret)')), hint, h('div', { class: 'secret-input' }, input, show), err), get };
+        return kept({ el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, h('span', { class: 'muted' }, ' (string, secret)')), hint, h('div', { class: 'secret-input' }, input, show), err), get }, input, v);
       }
     } else {
       // arrays, untyped values and anything richer: edited as JSON.
@@ -114,14 +125,28 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
         if (hint) input.setAttribute('aria-describedby', hint.id);
         const err = register(path, input);
         if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
-        return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, show, err), get };
+        return kept({ el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, show, err), get }, input, v);
       }
     }
     if (hint) input.setAttribute('aria-describedby', hint.id);
     const err = register(path, input);
     if (hint) input.setAttribute('aria-describedby', `${hint.id} ${err.id}`);
-    return { el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, err), get };
+    return kept({ el: h('div', { class: 'field' }, h('label', { for: id }, labelOf(s, name), req, type ? h('span', { class: 'muted' }, ` (${type})`) : null), hint, input, err), get }, input, v);
   }
+}
+
+// kept makes a field left alone give back the value it was given, exactly
+// (a null, a number written as text, a boolean left out): a save changes
+// only what the user changed. An absent value stays absent for a boolean
+// (its box shows the default); other empty fields say what they hold.
+function kept(field, input, v) {
+  let touched = false;
+  for (const ev of ['input', 'change']) input.addEventListener(ev, () => { touched = true; });
+  return {
+    el: field.el,
+    touched: () => touched,
+    get: () => (touched ? field.get() : v !== undefined ? v : input.type === 'checkbox' ? undefined : field.get()),
+  };
 }
 
 // constraints says in words what the schema asks of a scalar, so the user

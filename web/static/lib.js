@@ -343,7 +343,8 @@ export function errorBox(e, extra) {
       ? [`You are signed in as ${session.user() || 'a user'}, who may not do this. `, h('a', { href: '#/sign-in' }, 'Sign in with another token')]
       : ['You are not signed in. ', h('a', { href: '#/sign-in' }, 'Sign in')]));
   }
-  for (const c of e.causes || []) if (c.field || c.message) box.append(h('p', { class: 'cause' }, c.field ? h('code', {}, c.field) : '', ' ', c.message));
+  // A cause about no field that only repeats the message is not said twice.
+  for (const c of e.causes || []) if (c.field || (c.message && !e.message?.includes(c.message))) box.append(h('p', { class: 'cause' }, c.field ? h('code', {}, c.field) : '', ' ', c.message));
   if (extra) box.append(extra);
   return box;
 }
