@@ -922,9 +922,10 @@ func objectConflict(req request) error {
 // conditional update, overwriting that change unseen.
 func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.RawMessage) (cairn.Instance, error) {
 	inst.Uses, inst.UsedBy = cur.Uses, cur.UsedBy
-	if inst.Backend.Abstract && inst.Latest.Value != nil {
-		// The hub answered with the built-in value its own transaction
-		// stored: nothing to read back.
+	if inst.Latest.Value != nil {
+		// The hub answered with the value the write stored (built-in, or
+		// sent to a backend that accepts values): nothing to read back, so
+		// a backend gone since cannot make the committed write look failed.
 		return inst, nil
 	}
 	rv, err := s.hub.ResourceVersion(r.Context(), inst.ID, inst.Latest.ResourceVersion, true)
