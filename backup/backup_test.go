@@ -509,3 +509,41 @@ func TestRestoreAcrossStoresRetypesTheBuiltinBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoredLeasesAreReleased: a backup taken while a server runs holds
+// the leases that server held (the recovery lease, the stack
+// controller's). Restored as they were, they kept the restored store's own
+// servers from recovery and stack reconciles until they expired, and made
+// the store look served by a server that never ran on it. A restore brings
+// every lease back released.
+func TestRestoredLeasesAreReleased(t *testing.T) {
+	ctx := t.Context()
+	src := openSQLite(t)
+	sh, err := hub.New(ctx, hub.Config{Store: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := sh.AcquireLease(ctx, "cairn-recovery", "recovery@old-server", time.Hour); err != nil || !held {
+		t.Fatalf("AcquireLease: %v, %v", held, err)
+	}
+	file, _ := write(t, src)
+
+	dst := openSQLite(t)
+	if _, err := backup.Restore(ctx, dst, bytes.NewReader(file), backup.RestoreOptions{LeaseType: hub.LeaseTypeRef().Path}); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	l, err := hub.ReadLease(ctx, dst, "cairn-recovery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.HeldAt(time.Now()) {
+		t.Errorf("the restored lease is held: %+v", l)
+	}
+	dh, err := hub.New(ctx, hub.Config{Store: dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := dh.AcquireLease(ctx, "cairn-recovery", "recovery@new-server", time.Hour); err != nil || !held {
+		t.Errorf("a server of the restored store cannot take the recovery lease: %v, %v", held, err)
+	}
+}

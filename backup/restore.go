@@ -24,6 +24,11 @@ type RestoreOptions struct {
 	// set, a built-in backend restored from another kind of store takes
 	// it instead of the Type naming the store it was backed up from.
 	BuiltinType cairn.TypeRef
+	// LeaseType is the Type path of leases, whose status says which server
+	// of the backed-up store held them. They are restored released (no
+	// status): held, they would keep the restored store's own servers
+	// from taking them until they expired.
+	LeaseType string
 }
 
 // Restore checks the whole backup in r (as Verify does), then loads it into
@@ -61,7 +66,7 @@ func Restore(ctx context.Context, st store.Store, r io.ReadSeeker, opts RestoreO
 		if err := rt.Clear(ctx); err != nil {
 			return fmt.Errorf("empty the target: %w", err)
 		}
-		if err := load(ctx, rt, r, opts.BuiltinType); err != nil {
+		if err := load(ctx, rt, r, opts); err != nil {
 			return err
 		}
 		sum.RestartedAt = max(sum.Position, target) + bump
@@ -107,7 +112,7 @@ func checkEmpty(ctx context.Context, r store.Reader, force bool) error {
 // load writes every record of a verified backup through tx: Types and
 // instances first, then what refers to other instances (uses edges) and
 // what the instance writes stamped (Seqs), then the built-in values.
-func load(ctx context.Context, tx store.RestoreTx, r io.Reader, builtinType cairn.TypeRef) error {
+func load(ctx context.Context, tx store.RestoreTx, r io.Reader, opts RestoreOptions) error {
 	d, err := newDecoder(r)
 	if err != nil {
 		return err
@@ -128,7 +133,10 @@ func load(ctx context.Context, tx store.RestoreTx, r io.Reader, builtinType cair
 			continue
 		}
 		in := rec.Instance
-		if err := retypeBuiltin(ctx, tx, in, builtinType); err != nil {
+		if opts.LeaseType != "" && in.TypeRef.Path == opts.LeaseType {
+			in.Status = nil
+		}
+		if err := retypeBuiltin(ctx, tx, in, opts.BuiltinType); err != nil {
 			return err
 		}
 		if err := createInstance(ctx, tx, in); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/store"
 )
 
 // LeaseTypeRef is the Type of leases: instances in SystemNamespace whose
@@ -47,8 +48,7 @@ func (h *Hub) AcquireLease(ctx context.Context, name, holder string, d time.Dura
 		}
 	}
 	now := h.now().UTC()
-	expired := cur.Holder == "" || now.Sub(cur.RenewTime) > time.Duration(cur.LeaseDurationSeconds*float64(time.Second))
-	if cur.Holder != holder && !expired {
+	if cur.Holder != holder && cur.HeldAt(now) {
 		return false, nil
 	}
 	next := LeaseStatus{Holder: holder, AcquireTime: cur.AcquireTime, RenewTime: now, LeaseDurationSeconds: d.Seconds()}
@@ -86,10 +86,27 @@ func (h *Hub) ReleaseLease(ctx context.Context, name, holder string) error {
 	return nil
 }
 
+// HeldAt reports whether the lease has a holder whose last renewal is not
+// older than its duration at now.
+func (l LeaseStatus) HeldAt(now time.Time) bool {
+	return l.Holder != "" && now.Sub(l.RenewTime) <= l.Duration()
+}
+
+// Duration is the lease's duration.
+func (l LeaseStatus) Duration() time.Duration {
+	return time.Duration(l.LeaseDurationSeconds * float64(time.Second))
+}
+
 // Lease returns the lease's current status (zero when it was never taken).
 func (h *Hub) Lease(ctx context.Context, name string) (LeaseStatus, error) {
+	return ReadLease(ctx, h.st, name)
+}
+
+// ReadLease is Hub.Lease on a store without a hub (a tool that must not
+// run while a replica does, such as a restore).
+func ReadLease(ctx context.Context, st store.Reader, name string) (LeaseStatus, error) {
 	var cur LeaseStatus
-	inst, err := h.st.GetInstanceByName(ctx, LeaseTypeRef().Path, SystemNamespace, name)
+	inst, err := st.GetInstanceByName(ctx, LeaseTypeRef().Path, SystemNamespace, name)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return cur, nil
 	}

@@ -71,8 +71,9 @@ var errVersionRace = errors.New("resource version changed concurrently")
 // all or nothing. A locked instance is updated only when the caller gives
 // the lock owner; the error lists every missing and every locked id. The
 // updated instances are returned in request order without relations (Uses
-// and UsedBy are nil; GetInstance has them); the Latest.Value of one in the
-// built-in backend is the value stored, nil for other backends.
+// and UsedBy are nil; GetInstance has them); the Latest.Value of one is the
+// value stored when its backend accepts values (the built-in one included),
+// nil when the backend derives it.
 func (h *Hub) UpdateInstances(ctx context.Context, ups []UpdateInstance) ([]cairn.Instance, error) {
 	return h.updateInstances(ctx, ups, "")
 }
@@ -252,7 +253,23 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
 		h.log.DebugContext(ctx, "updated instances", "count", len(out), "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	}
-	return out, nil
+	return withSentValues(out, items), nil
+}
+
+// withSentValues is out, the instances staged items updated, with the value
+// sent to each external backend that accepts values, as CreateInstances
+// answers. The caller need not read back what it wrote: that read, once
+// the write committed, could fail with the backend gone and make the
+// committed write look refused. A copy: the read cache keeps out, and
+// keeps no external values.
+func withSentValues(out []cairn.Instance, items []*staged) []cairn.Instance {
+	res := slices.Clone(out)
+	for i, s := range items {
+		if !s.inst.Backend.Abstract && s.backend.AcceptValue && s.value != nil && i < len(res) && res[i].ID == s.inst.ID {
+			res[i].Latest.Value = s.value
+		}
+	}
+	return res
 }
 
 // stageUpdates reads the instances to update, checks every update against

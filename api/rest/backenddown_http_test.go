@@ -255,3 +255,16 @@ func TestKubectlWhileAValueBackendIsDown(t *testing.T) {
 		k.fails([]string{`External backend "` + e.backendID + `"`, "io.flipt.flag default/b", "values=false"}, "get", "flags", "-o", o)
 	}
 }
+
+// TestDeleteWhileAValueBackendIsDown: a delete needs no value, and the
+// hub finishes a delete whose backend is down through the intent journal
+// (docs/reliability.md): DELETE answers 200 and the object is gone, where
+// it was refused 503 because the handler read the value first.
+func TestDeleteWhileAValueBackendIsDown(t *testing.T) {
+	e := newDownEnv(t)
+	e.mustDo("DELETE", flagPath("default", "b"), "", nil, http.StatusOK)
+	wantStatus(t, e.get(flagPath("default", "b")), http.StatusNotFound, "NotFound")
+	e.mustDo("DELETE", "/apis/ports.cairn.dev/v1/namespaces/default/ports/p2", "", nil, http.StatusOK)
+	wantStatus(t, e.get("/apis/ports.cairn.dev/v1/namespaces/default/ports/p2"), http.StatusNotFound, "NotFound")
+	e.mustDo("GET", flagPath("default", "a"), "", nil, http.StatusOK)
+}

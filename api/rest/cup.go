@@ -267,7 +267,7 @@ func (s *Server) cupPut(w http.ResponseWriter, r *http.Request, req request) err
 
 // cupDelete is cup's delete: 202 Accepted with a Result.
 func (s *Server) cupDelete(w http.ResponseWriter, r *http.Request, req request) error {
-	cur, err := s.instance(r, req)
+	cur, err := s.instanceWith(r, req, false)
 	if err != nil {
 		return err
 	}

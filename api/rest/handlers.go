@@ -170,7 +170,14 @@ func isWatch(r *http.Request) bool {
 }
 
 func (s *Server) instance(r *http.Request, req request) (cairn.Instance, error) {
-	inst, err := s.hub.GetInstanceByName(r.Context(), req.res.typ.Path, req.namespace, req.name, true)
+	return s.instanceWith(r, req, true)
+}
+
+// instanceWith is instance, with its value when withValue. What does not
+// need the value (a delete) reads without it, so that an external backend
+// that is down does not stop it.
+func (s *Server) instanceWith(r *http.Request, req request, withValue bool) (cairn.Instance, error) {
+	inst, err := s.hub.GetInstanceByName(r.Context(), req.res.typ.Path, req.namespace, req.name, withValue)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return inst, errStatus{notFoundObject(req.res, req.name)}
 	}
@@ -938,9 +945,10 @@ func objectConflict(req request) error {
 // conditional update, overwriting that change unseen.
 func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.RawMessage) (cairn.Instance, error) {
 	inst.Uses, inst.UsedBy = cur.Uses, cur.UsedBy
-	if inst.Backend.Abstract && inst.Latest.Value != nil {
-		// The hub answered with the built-in value its own transaction
-		// stored: nothing to read back.
+	if inst.Latest.Value != nil {
+		// The hub answered with the value the write stored (built-in, or
+		// sent to a backend that accepts values): nothing to read back, so
+		// a backend gone since cannot make the committed write look failed.
 		return inst, nil
 	}
 	rv, err := s.hub.ResourceVersion(r.Context(), inst.ID, inst.Latest.ResourceVersion, true)
@@ -1280,7 +1288,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
-	cur, err := s.instance(r, req)
+	// The answer is a Status: no value is read, so a delete goes through
+	// with the value's backend down (the journal finishes it there).
+	cur, err := s.instanceWith(r, req, false)
 	if err != nil {
 		return err
 	}

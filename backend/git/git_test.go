@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +291,41 @@ func TestConfig(t *testing.T) {
 	_, err := git.New(git.Options{Config: cfg, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "CAIRN_TEST_TOKEN is empty or unset") {
 		t.Errorf("New without the token = %v", err)
+	}
+}
+
+// TestRefusedPushSaysWhy: a push the remote's pre-receive hook refuses
+// fails with what the hook said (a protected branch, a policy), as git
+// prints it after "remote:", not only "pre-receive hook declined"; nothing
+// is committed. Over file:// and smart HTTP.
+func TestRefusedPushSaysWhy(t *testing.T) {
+	r := gittest.NewRemote(t)
+	for name, url := range map[string]string{"file": r.FileURL(), "http": r.Serve(t)} {
+		t.Run(name, func(t *testing.T) {
+			b := gittest.NewBackend(t, url)
+			ctx := t.Context()
+			create(t, ctx, b, uuid.NewString(), "before-"+name, `{"enabled":true}`)
+			hook := filepath.Join(r.Path, "hooks", "pre-receive")
+			if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'Counting objects: 100% (3/3)' >&2\necho 'GL-HOOK-ERR: branch main is protected' >&2\nexit 1\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(hook)
+			before := r.Commits(t)
+			_, err := b.OnCreate(cairn.WithResourceMeta(ctx, flagMeta("refused-"+name, nil)), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{"enabled":true}`)})
+			if err == nil {
+				t.Fatal("OnCreate succeeded through a refusing hook")
+			}
+			for _, want := range []string{"pre-receive hook declined", "remote: GL-HOOK-ERR: branch main is protected"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "Counting objects") {
+				t.Errorf("error %q carries the remote's progress", err)
+			}
+			if after := r.Commits(t); after != before {
+				t.Errorf("a refused push left %d commit(s)", after-before)
+			}
+		})
 	}
 }

@@ -201,7 +201,7 @@ func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) 
 		return nil, fmt.Errorf("git backend: %w", err)
 	}
 	spec := config.RefSpec(branch.String() + ":" + branch.String())
-	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth}); err != nil {
+	if err := b.push(ctx, spec); err != nil {
 		return nil, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)
 	}
 	msg := message(ctx, ch)
@@ -472,7 +472,7 @@ func (b *Backend) proposeBatch(ctx context.Context, chs []change, at []int, prev
 		return cairn.BatchResult{}, fmt.Errorf("git backend: %w", err)
 	}
 	spec := config.RefSpec(branch.String() + ":" + branch.String())
-	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth}); err != nil {
+	if err := b.push(ctx, spec); err != nil {
 		return cairn.BatchResult{}, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)
 	}
 	msg := message(ctx, chs[0])
@@ -550,7 +550,7 @@ func (b *Backend) deleteBranch(ctx context.Context, branch string) {
 
 func (b *Backend) deleteBranchLocked(ctx context.Context, branch plumbing.ReferenceName) {
 	del := config.RefSpec(":" + branch.String())
-	if err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{del}, Auth: b.auth}); err != nil {
+	if err := b.push(ctx, del); err != nil {
 		b.log.WarnContext(ctx, "git backend: could not delete the proposal branch", "branch", branch.Short(), "error", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -518,9 +519,58 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 }
 
 func (b *Backend) pushLocked(ctx context.Context) error {
-	spec := config.RefSpec(b.localRef().String() + ":" + b.localRef().String())
-	return b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth})
+	return b.push(ctx, config.RefSpec(b.localRef().String()+":"+b.localRef().String()))
 }
+
+// push pushes spec to origin; a failure says what the remote said.
+func (b *Backend) push(ctx context.Context, spec config.RefSpec) error {
+	var said remoteMessages
+	err := b.repo.PushContext(ctx, &gogit.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth, Progress: &said})
+	return said.explain(err)
+}
+
+// remoteMessages collects what the remote says while it receives a push
+// (its side band: the hooks' output). A refusing hook gives its reason
+// there (a protected branch, a policy), and git itself reports only
+// "pre-receive hook declined". Without it asked for, the hooks' output of a
+// file:// push would go to this process's standard error instead.
+type remoteMessages struct {
+	buf []byte
+}
+
+// maxRemoteMessages bounds what is kept of the remote's messages.
+const maxRemoteMessages = 4 << 10
+
+func (m *remoteMessages) Write(p []byte) (int, error) {
+	if room := maxRemoteMessages - len(m.buf); room > 0 {
+		m.buf = append(m.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// explain adds the remote's messages to err, a failed push, as git prints
+// them ("remote: ..."), leaving out progress lines; nil stays nil.
+func (m *remoteMessages) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.FieldsFunc(string(m.buf), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		l = strings.TrimSpace(l)
+		if l == "" || progressLine.MatchString(l) {
+			continue
+		}
+		lines = append(lines, "remote: "+l)
+	}
+	if len(lines) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(lines, "; "))
+}
+
+// progressLine is a line of git's progress output ("Resolving deltas:
+// 100% (3/3), done."), which says nothing about why a push failed.
+var progressLine = regexp.MustCompile(`^[A-Z][a-z]+( [a-z]+)*: +\d+% \(\d+/\d+\)`)
 
 // readAt returns the resource's spec in commit's tree, from the value
 // cache when it was read before: a commit never changes.

@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backup"
+	"github.com/cairn-dev/cairn/controller/recovery"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -135,7 +138,10 @@ a damaged or partial file, or any failure on the way, changes nothing.
 
 The target must be empty (a new data directory or database); --force replaces
 whatever it holds. Stop the cairn servers on the target first: their caches
-do not know about the restore.
+do not know about the restore, so a restore into a store a server is serving
+(one holds its recovery lease) is refused; a server killed without stopping
+holds it for up to 3 × its --recovery-interval. Leases in the backup are
+restored released.
 
 The change log of the restored store starts far beyond every position the
 backed-up store handed out, so a client that resumes a watch with a
@@ -174,7 +180,10 @@ microsecond.`,
 					err = fmt.Errorf("close the store %s: %w", st.Where, cerr)
 				}
 			}()
-			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force, BuiltinType: hub.BuiltinTypeRef(st.Kind)})
+			if err := refuseServedStore(ctx, st.Raw, st.Where); err != nil {
+				return err
+			}
+			sum, err := backup.Restore(ctx, st.Raw, f, backup.RestoreOptions{Force: force, BuiltinType: hub.BuiltinTypeRef(st.Kind), LeaseType: hub.LeaseTypeRef().Path})
 			if err != nil {
 				return fmt.Errorf("restore from %s into %s: %w", from, st.Where, err)
 			}
@@ -189,4 +198,23 @@ microsecond.`,
 	c.Flags().StringVar(&from, "from", "", "the backup file to load")
 	c.Flags().BoolVar(&force, "force", false, "replace the content of a store that is not empty")
 	return c
+}
+
+// refuseServedStore refuses a restore into a store a cairn server is
+// serving, --force or not: its caches would go on serving, and its writes
+// building on, what the restore replaced. Every server runs the recovery
+// controller, whose lease one of them holds and renews while it runs
+// (released when it stops; a killed one's expires).
+func refuseServedStore(ctx context.Context, st store.Reader, where string) error {
+	l, err := hub.ReadLease(ctx, st, recovery.LeaseName)
+	if err != nil {
+		return fmt.Errorf("restore: read the recovery lease of %s: %w", where, err)
+	}
+	now := time.Now()
+	if !l.HeldAt(now) {
+		return nil
+	}
+	return cairn.Errorf(cairn.CodeConflict,
+		"restore: a cairn server is serving this store (%s holds its recovery lease, renewed %s ago): stop every cairn serve on %s first, their caches would not see the restore; a server that was killed holds the lease until %s",
+		l.Holder, now.Sub(l.RenewTime).Round(time.Second), where, l.RenewTime.Add(l.Duration()).Local().Format(time.RFC3339))
 }

@@ -198,6 +198,16 @@ spec: {typeRef: {path: cap.type.test.note, revision: 0.1.0}, value: {n: 1}}
 	if after == before {
 		t.Fatalf("the change after the backup did not move the resourceVersion (%s)", after)
 	}
+	// A restore under a running server is refused, --force or not: the
+	// server's caches would go on serving (and writing over) what the
+	// restore replaced. Nothing changes.
+	pre := b.instances("--server", url)
+	if _, errOut, code := b.run("--data-dir", a, "restore", "--force", "--from", file); code != 4 || !strings.Contains(errOut, "a cairn server is serving this store") || !strings.Contains(errOut, "stop") {
+		t.Errorf("restore under a running server: exit %d %q; want 4 saying a server serves the store", code, errOut)
+	}
+	if got := b.instances("--server", url); !equalMaps(got, pre) {
+		t.Errorf("a refused restore changed the store:\n got %v\nwant %v", got, pre)
+	}
 	stop()
 
 	out = b.must("--data-dir", c, "restore", "--from", file)
