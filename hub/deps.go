@@ -155,6 +155,20 @@ func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*
 			if err != nil {
 				return nil, err
 			}
+			// The caller's plan reuses and shows only installations it may
+			// read: one it may not is no candidate, as if it were not
+			// there. A grant for the namespace (no resourceNames) covers
+			// every name, so instances are asked one by one only without.
+			all, err := h.MayRead(ctx, cairn.Instance{TypeRef: t.Ref(), Namespace: ns})
+			if err != nil {
+				return nil, err
+			}
+			if !all {
+				insts = slices.DeleteFunc(insts, func(in cairn.Instance) bool {
+					ok, err := h.MayRead(ctx, in)
+					return err != nil || !ok
+				})
+			}
 			for _, inst := range insts {
 				in, ok := h.candidate(inst, t, byType[t.Ref()])
 				if ok {

@@ -132,6 +132,11 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		}
 		req.Overrides = append(req.Overrides, o)
 	}
+	// Whether the root exists is told only to a caller who may read it:
+	// the answer is the same forbidden either way.
+	if err := s.Hub.AuthorizeInstance(ctx, "get", entry.InstallationType, ns, name, "", forbiddenWhy); err != nil {
+		return deps.Request{}, entry, nil, err
+	}
 	var root *cairn.Instance
 	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, ns, name, false)
 	switch {
@@ -313,6 +318,9 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	if lerr := in.learn(ctx, p); lerr != nil {
 		return p, lerr
 	}
+	if aerr := s.authorize(ctx, p, in, false); aerr != nil {
+		return nil, aerr
+	}
 	if perr := (&deps.Executor{Installer: in}).Preview(ctx, p); perr != nil {
 		return p, perr
 	}
@@ -383,6 +391,11 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err := in.learn(ctx, p); err != nil {
 		return p, nil, err
 	}
+	// Before anything is written: a plan the caller may not carry out
+	// changes nothing.
+	if err := s.authorize(ctx, p, in, true); err != nil {
+		return nil, nil, err
+	}
 	if root != nil {
 		in.rootID = root.ID
 	}
@@ -409,6 +422,56 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	ex := &deps.Executor{Installer: in, Parallelism: s.Parallelism, Progress: progress}
 	res, err := ex.Run(ctx, p)
 	return p, res, err
+}
+
+// forbiddenWhy ends the refusal of an install's read or write.
+const forbiddenWhy = "; an install creates, updates and reuses installations with its caller's own rights (docs/security.md#installs-and-stacks)"
+
+// authorize refuses a plan whose caller may not do, in each node's
+// namespace, what the install would do there: create an installation
+// that does not exist, update one that does, read one it reuses (its
+// outputs flow into the caller's installation). The REST guard authorized
+// only create installs (or plans), which is cluster-wide; without this a
+// caller could install into any namespace, or upgrade another team's
+// installation. What an installation's stack renders in its namespace is
+// what creating that installation grants (docs/security.md). A plan
+// (write false) needs only the reads: it tells what the install would do
+// there, no more than a reader may see.
+func (s *Service) authorize(ctx context.Context, p *deps.Plan, in *installer, write bool) error {
+	if _, ok := cairn.UserFrom(ctx); !ok {
+		return nil
+	}
+	for _, n := range p.Nodes {
+		ns, name, _ := strings.Cut(n.Key, "/")
+		t, err := in.typeOf(n.Key)
+		if err != nil {
+			return err
+		}
+		if err := s.Hub.AuthorizeInstance(ctx, "get", t, ns, name, "", forbiddenWhy); err != nil {
+			return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
+		}
+		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, ns, name, false)
+		switch {
+		case cairn.HasCode(err, cairn.CodeNotFound):
+			err = nil
+			if write {
+				err = s.Hub.AuthorizeInstance(ctx, "create", t, ns, name, "", forbiddenWhy)
+			}
+		case err != nil:
+		case n.Action == deps.ActionReuse:
+			var ok bool
+			if ok, err = s.Hub.MayRead(ctx, cur); err == nil && !ok {
+				// get is held (above): what it lacks is reveal.
+				err = s.Hub.AuthorizeInstance(ctx, "reveal", t, ns, name, cur.ID, forbiddenWhy)
+			}
+		case write:
+			err = s.Hub.AuthorizeInstance(ctx, "update", t, ns, name, cur.ID, forbiddenWhy)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
+		}
+	}
+	return nil
 }
 
 // createRoot creates the root installation with its parameters, waiting
@@ -759,6 +822,15 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	var dropped []string
 	if req.Create && key == in.root {
 		return nil, fmt.Errorf("the root installation %s was deleted during the install; it is not created again (install again to recreate it)", key)
+	}
+	verb := "update"
+	if req.Create {
+		verb = "create"
+	}
+	// Checked before the run too (authorize); again here, since the plan
+	// made once the root exists may differ.
+	if err := in.s.Hub.AuthorizeInstance(ctx, verb, t, req.Namespace, req.Name, "", forbiddenWhy); err != nil {
+		return nil, err
 	}
 	if req.Create {
 		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: req.Namespace, Name: req.Name, TypeRef: t,

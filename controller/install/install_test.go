@@ -1375,3 +1375,81 @@ func TestCredentialReferencesOnlyReadable(t *testing.T) {
 		t.Errorf("an unreadable credential is answered %q, a missing one %q: the answer tells them apart", hidden, missing)
 	}
 }
+
+// An install writes with its caller's rights: create installs is granted
+// cluster-wide, so the installations it creates, updates and reuses are
+// authorized in their own namespaces. An editor of dev may not install
+// into prod (nothing is written, and the plan is refused too), may not
+// update an installation of global it may only read, does not see one
+// of global it may not read (a --dependency naming it is answered as one
+// naming nothing), and installs into dev as before.
+func TestInstallNeedsTheCallersRights(t *testing.T) {
+	ctx, h := newHub(t)
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, _, err := svc.Install(ctx, install.Request{Namespace: "global", Name: "shared", Stack: "flags-env", Parameters: map[string]any{"team": "data"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	bind := func(name, ns, role, user string) hub.RBACObject {
+		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+		subj := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+		if ns == "" {
+			return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subj}
+		}
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, RoleRef: ref, Subjects: subj}
+	}
+	for _, o := range []hub.RBACObject{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "installer"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbac.HubGroup}, Resources: []string{"plans", "installs"}, Verbs: []string{"create"}}}},
+		bind("ed-installs", "", "installer", "ed"), bind("ed-edits-dev", "dev", rbac.EditorRole, "ed"),
+		bind("vi-installs", "", "installer", "vi"), bind("vi-edits-dev", "dev", rbac.EditorRole, "vi"),
+		bind("vi-views-global", "global", rbac.ViewerRole, "vi"),
+	} {
+		if _, err := h.CreateRBAC(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ed := cairn.WithUser(ctx, cairn.User{Name: "ed", Groups: []string{cairn.Authenticated}})
+	vi := cairn.WithUser(ctx, cairn.User{Name: "vi", Groups: []string{cairn.Authenticated}})
+	before := installations(t, ctx, h)
+
+	forbidden := func(what string, err error, want string) {
+		t.Helper()
+		if !cairn.HasCode(err, cairn.CodeForbidden) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%s: %v, want forbidden: %s", what, err, want)
+		}
+	}
+	portal := install.Request{Namespace: "prod", Name: "p", Stack: "team-portal", Parameters: map[string]any{"team": "data"}}
+	_, _, err := svc.Install(ed, portal, nil)
+	forbidden("ed installs into prod", err, `User "ed" cannot get resource "teamportals" in API group "examples.stacks.cairn.dev" in the namespace "prod"`)
+	p, err := svc.Plan(ed, portal)
+	forbidden("ed plans in prod", err, `in the namespace "prod"`)
+	if p != nil {
+		t.Errorf("a forbidden plan answered %v", p.Nodes)
+	}
+	_, _, err = svc.Install(vi, install.Request{Namespace: "global", Name: "shared", Stack: "flags-env", Parameters: map[string]any{"team": "web"}}, nil)
+	forbidden("vi updates global/shared", err, `User "vi" cannot update resource "flagsenvs" in API group "flags.stacks.cairn.dev" in the namespace "global"`)
+	if got := installations(t, ctx, h); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Errorf("refused installs left %v, had %v", got, before)
+	}
+	shared, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "global", "shared", true)
+	if err != nil || !strings.Contains(string(shared.Latest.Value), `"data"`) {
+		t.Errorf("global/shared after vi's refused update: %s, %v", shared.Latest.Value, err)
+	}
+
+	over := func(user context.Context, ref string) (*deps.Plan, error) {
+		return svc.Plan(user, install.Request{Namespace: "dev", Name: "p", Stack: "team-portal", Parameters: map[string]any{"team": "data"},
+			Dependencies: []string{"flags=" + ref}})
+	}
+	_, hidden := over(ed, "global/FlagsEnv/shared")
+	_, missing := over(ed, "global/FlagsEnv/nope")
+	if hidden == nil || strings.ReplaceAll(hidden.Error(), "shared", "nope") != missing.Error() {
+		t.Errorf("--dependency naming an installation ed may not read: %v; one naming nothing: %v", hidden, missing)
+	}
+	if p, err := over(vi, "global/FlagsEnv/shared"); err != nil || nodeOf(p, "flags").Action != deps.ActionReuse {
+		t.Errorf("vi, who reads global, reusing global/shared: %v", err)
+	}
+
+	if _, res, err := svc.Install(ed, install.Request{Namespace: "dev", Name: "p", Stack: "team-portal", Parameters: map[string]any{"team": "data"}}, nil); err != nil || len(res.Installed) != 2 {
+		t.Fatalf("ed installs into dev: %+v, %v", res, err)
+	}
+}
