@@ -114,10 +114,11 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // causes on their own indented lines.
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
-		for line := range strings.SplitSeq(e.Error(), "\n") {
+		causes := cairn.Causes(e)
+		for line := range strings.SplitSeq(summary(e.Error(), causes), "\n") {
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
-		for _, c := range cairn.Causes(e) {
+		for _, c := range causes {
 			fmt.Fprintf(w, "  %s\n", c)
 		}
 		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
@@ -140,4 +141,50 @@ func branches(err error) []error {
 		out = append(out, branches(e)...)
 	}
 	return out
+}
+
+// summary is msg without the list of causes it ends with ("value does not
+// match Type T: spec/value/port must be integer, ..." is "value does not
+// match Type T:"), since printError puts each cause on its own line after
+// it. The list is recognised by the causes' messages, in order, each after
+// a field path (which may be spelled differently from the cause's: the REST
+// API's spec.port for the hub's spec/value/port); a message that does not
+// end with them is returned whole.
+func summary(msg string, causes []cairn.Cause) string {
+	if len(causes) == 0 {
+		return msg
+	}
+	rest := msg
+	for i := len(causes) - 1; i >= 0; i-- {
+		m := causes[i].Message
+		if m == "" || !strings.HasSuffix(rest, m) {
+			return msg
+		}
+		rest = strings.TrimSuffix(rest, m)
+		seps := []string{"; ", ", ", "\n"} // between causes
+		if i == 0 {
+			seps = []string{": "} // between the summary and the first cause
+		}
+		cut := -1
+		for _, sep := range seps {
+			j := strings.LastIndex(rest, sep)
+			if j < 0 {
+				continue
+			}
+			// What lies between the separator and the message is the
+			// cause's field: one word and a space, or nothing.
+			field := rest[j+len(sep):]
+			if field == "" || (strings.HasSuffix(field, " ") && !strings.ContainsAny(strings.TrimSuffix(field, " "), " \n")) {
+				cut = max(cut, j)
+			}
+		}
+		if cut < 0 {
+			return msg
+		}
+		rest = rest[:cut]
+	}
+	if rest == "" {
+		return msg
+	}
+	return rest + ":"
 }
