@@ -93,6 +93,15 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 			return nil
 		}
 		var hint strings.Builder
+		if !cmd.HasAvailableSubCommands() {
+			// A command of its own: say what it takes (cobra says
+			// "accepts 1 arg(s)", and calls a stray argument an unknown
+			// command, though there are none to choose from).
+			if len(args) > 0 && strings.HasPrefix(err.Error(), "unknown command ") {
+				err = fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+			}
+			fmt.Fprintf(&hint, "Usage: %s\n", strings.TrimSuffix(cmd.UseLine(), " [flags]"))
+		}
 		if len(args) > 0 && cmd.HasAvailableSubCommands() {
 			if cmd.SuggestionsMinimumDistance <= 0 {
 				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only by its own Find
