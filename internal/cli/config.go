@@ -262,9 +262,10 @@ signs its own: its kubeconfig has it as certificate-authority-data);
 	}
 
 	currentContext := &cobra.Command{
-		Use:   "current-context",
-		Short: "Print the current context",
-		Args:  usageArgs(cobra.NoArgs),
+		Use:     "current-context",
+		Short:   "Print the current context",
+		Example: `  cairn config current-context`,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadConfig(path)
 			if err != nil {
