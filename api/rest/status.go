@@ -123,7 +123,7 @@ func errorStatus(err error, t target) Status {
 		switch e.Code {
 		case cairn.CodeInvalid:
 			for _, c := range e.Causes {
-				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "FieldValueInvalid", Message: c.Message, Field: fieldPath(c.Field)})
+				st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "FieldValueInvalid", Message: c.Message, Field: fieldPath(c.Field, t.served != "")})
 			}
 		case cairn.CodeLocked:
 			st.Details.Causes = append(st.Details.Causes, StatusCause{Type: "Locked", Message: e.Msg})
@@ -184,9 +184,13 @@ func withTimeout(r *http.Request) (*http.Request, context.CancelFunc, *Status) {
 }
 
 // fieldPath turns the hub's slash paths ("spec/value/port") into the dotted
-// paths Kubernetes clients show ("spec.port").
-func fieldPath(p string) string {
-	p = strings.Replace(p, "spec/value", "spec", 1)
+// paths Kubernetes clients show: "spec.port" for an object of a served kind,
+// whose spec is the value (valueIsSpec), and "spec.value.port" for a
+// TypeInstance, whose value is spec.value.
+func fieldPath(p string, valueIsSpec bool) string {
+	if valueIsSpec {
+		p = strings.Replace(p, "spec/value", "spec", 1)
+	}
 	parts := strings.Split(p, "/")
 	var b strings.Builder
 	for i, s := range parts {

@@ -26,7 +26,8 @@ Register it with the gotemplate Type, so the hub resolves aliases and adds uses
 edges for its instances, and with another alias than the in-process one:
   cairn backends register --url grpc://HOST:PORT --type ` + gotemplate.TypePath + `:` + cairn.CoreRevision + ` \
     --context-schema <(cairn backend gotemplate --print-context-schema) --alias gotemplate-remote`,
-		Args: usageArgs(cobra.NoArgs),
+		Example: `  cairn backend gotemplate --listen 127.0.0.1:5052 --server http://127.0.0.1:8080`,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if server == "" {
 				return usageErrorf("backend gotemplate needs --server URL (the hub's REST API)")

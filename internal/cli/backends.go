@@ -377,7 +377,9 @@ func (a *app) backendsListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List storage backends",
 		Long:  `List lists every TypeInstance with the attribute ` + cairn.StorageAttributePath + `, the built-in backend included, without connecting to them.`,
-		Args:  usageArgs(cobra.NoArgs),
+		Example: `  cairn backends list
+  cairn backends list -o yaml`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			ctx := cmd.Context()
 			list, err := h.ListInstances(ctx, store.InstanceFilter{

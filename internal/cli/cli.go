@@ -271,7 +271,26 @@ Every command works the same in both modes:
 		return fn(restInstalls{a.c.Client})
 	}, &a.output, false)...)
 	k.registerCompletions(root)
+	usageCompletion(root)
 	return root
+}
+
+// usageCompletion adds cobra's completion command now rather than when the
+// command line runs, so that its argument errors are usage errors (exit 2)
+// like every other command's: an unknown shell printed the help and exited
+// 0, an argument to a script's command exited 1.
+func usageCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args = usageArgs(cobra.NoArgs)
+		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		for _, shell := range c.Commands() {
+			shell.Args = usageArgs(cobra.NoArgs)
+		}
+	}
 }
 
 // noOutput annotates a command that refuses --output.

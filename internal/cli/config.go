@@ -262,9 +262,10 @@ signs its own: its kubeconfig has it as certificate-authority-data);
 	}
 
 	currentContext := &cobra.Command{
-		Use:   "current-context",
-		Short: "Print the current context",
-		Args:  usageArgs(cobra.NoArgs),
+		Use:     "current-context",
+		Short:   "Print the current context",
+		Example: `  cairn config current-context`,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadConfig(path)
 			if err != nil {
@@ -279,10 +280,17 @@ signs its own: its kubeconfig has it as certificate-authority-data);
 	}
 
 	var output string
+	var raw bool
 	view := &cobra.Command{
 		Use:   "view",
 		Short: "Print the configuration",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `view prints the configuration file, with every token shown as REDACTED (as
+kubectl config view does), so the output can be shown or pasted; --raw prints
+the tokens too.`,
+		Example: `  cairn config view
+  cairn config view -o json
+  cairn config view --raw`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadConfig(path)
 			if err != nil {
@@ -290,6 +298,13 @@ signs its own: its kubeconfig has it as certificate-authority-data);
 			}
 			if c.Contexts == nil {
 				c.Contexts = []clientContext{}
+			}
+			if !raw {
+				for i := range c.Contexts {
+					if c.Contexts[i].Token != "" {
+						c.Contexts[i].Token = "REDACTED"
+					}
+				}
 			}
 			var out []byte
 			switch output {
@@ -309,6 +324,7 @@ signs its own: its kubeconfig has it as certificate-authority-data);
 		},
 	}
 	view.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	view.Flags().BoolVar(&raw, "raw", false, "print the tokens instead of REDACTED")
 
 	cmd.AddCommand(setContext, useContext, currentContext, view)
 	return cmd

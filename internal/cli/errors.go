@@ -93,6 +93,15 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 			return nil
 		}
 		var hint strings.Builder
+		if !cmd.HasAvailableSubCommands() {
+			// A command of its own: say what it takes (cobra says
+			// "accepts 1 arg(s)", and calls a stray argument an unknown
+			// command, though there are none to choose from).
+			if len(args) > 0 && strings.HasPrefix(err.Error(), "unknown command ") {
+				err = fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+			}
+			fmt.Fprintf(&hint, "Usage: %s\n", strings.TrimSuffix(cmd.UseLine(), " [flags]"))
+		}
 		if len(args) > 0 && cmd.HasAvailableSubCommands() {
 			if cmd.SuggestionsMinimumDistance <= 0 {
 				cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only by its own Find
@@ -114,10 +123,11 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // causes on their own indented lines.
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
-		for line := range strings.SplitSeq(e.Error(), "\n") {
+		causes := cairn.Causes(e)
+		for line := range strings.SplitSeq(summary(e.Error(), causes), "\n") {
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
-		for _, c := range cairn.Causes(e) {
+		for _, c := range causes {
 			fmt.Fprintf(w, "  %s\n", c)
 		}
 		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {
@@ -140,4 +150,50 @@ func branches(err error) []error {
 		out = append(out, branches(e)...)
 	}
 	return out
+}
+
+// summary is msg without the list of causes it ends with ("value does not
+// match Type T: spec/value/port must be integer, ..." is "value does not
+// match Type T:"), since printError puts each cause on its own line after
+// it. The list is recognised by the causes' messages, in order, each after
+// a field path (which may be spelled differently from the cause's: the REST
+// API's spec.port for the hub's spec/value/port); a message that does not
+// end with them is returned whole.
+func summary(msg string, causes []cairn.Cause) string {
+	if len(causes) == 0 {
+		return msg
+	}
+	rest := msg
+	for i := len(causes) - 1; i >= 0; i-- {
+		m := causes[i].Message
+		if m == "" || !strings.HasSuffix(rest, m) {
+			return msg
+		}
+		rest = strings.TrimSuffix(rest, m)
+		seps := []string{"; ", ", ", "\n"} // between causes
+		if i == 0 {
+			seps = []string{": "} // between the summary and the first cause
+		}
+		cut := -1
+		for _, sep := range seps {
+			j := strings.LastIndex(rest, sep)
+			if j < 0 {
+				continue
+			}
+			// What lies between the separator and the message is the
+			// cause's field: one word and a space, or nothing.
+			field := rest[j+len(sep):]
+			if field == "" || (strings.HasSuffix(field, " ") && !strings.ContainsAny(strings.TrimSuffix(field, " "), " \n")) {
+				cut = max(cut, j)
+			}
+		}
+		if cut < 0 {
+			return msg
+		}
+		rest = rest[:cut]
+	}
+	if rest == "" {
+		return msg
+	}
+	return rest + ":"
 }

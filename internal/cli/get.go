@@ -605,6 +605,11 @@ lockrequests) and one for each Type that declares REST names.`,
 			default:
 				return usageErrorf("--output %q: want table, wide or name", output)
 			}
+			switch namespaced {
+			case "", "true", "false":
+			default:
+				return usageErrorf("--namespaced %q: want true or false", namespaced)
+			}
 			all, err := r.discover(cmd.Context())
 			if err != nil {
 				return err

@@ -27,7 +27,7 @@ func TestGitStorageTypeRegistered(t *testing.T) {
 		t.Fatalf("strict apply of a Git backend: exit %d\n%s", r.code, r.stderr)
 	}
 	r := e.run(strings.Replace(doc(`{"url": 5, "acceptValue": true, "contextSchema": null}`), `"name": "repo"`, `"name": "bad"`, 1), "--strict", "apply", "-f", "-")
-	if r.code != 2 || !strings.Contains(r.stderr, "spec/value/url must be string") {
+	if r.code != 2 || !strings.Contains(r.stderr, "spec.value.url must be string") {
 		t.Errorf("a Git backend value breaking its Type: exit %d, %s", r.code, r.stderr)
 	}
 }

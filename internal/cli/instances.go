@@ -169,12 +169,15 @@ func (a *app) updateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "update ID [--value-file FILE|-] [--context-file FILE] [--attribute PATH:REV ...] [--owner OWNER]",
 		Short: "Add a resource version to a TypeInstance",
-		Long: `Update adds a new resource version (latest + 1) to a TypeInstance. What is not
-given is carried over from the latest version. --attribute replaces the
-attributes (repeat it for several). Files hold YAML or JSON; "-" reads standard
-input. A locked TypeInstance is updated only with --owner set to its lock owner.`,
+		Long: `Update adds a new resource version (latest + 1) to a TypeInstance. The value
+file holds the whole new value (it is not merged into the latest one); what
+is not given (value, context, attributes) is carried over from the latest
+version. --attribute replaces the attributes (repeat it for several). Files
+hold YAML or JSON; "-" reads standard input. A locked TypeInstance is updated
+only with --owner set to its lock owner.`,
 		Example: `  cairn update 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10 --value-file db-config.yaml
-  echo '{"port": 5433}' | cairn update 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10 --value-file - --owner deploy-42`,
+  cairn update 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10 --value-file - --owner deploy-42 < db-config.yaml
+  cairn update 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10 --attribute cap.attribute.cloud.provider.aws:0.1.0`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if valueFile == "" && contextFile == "" && !cmd.Flags().Changed("attribute") {

@@ -48,7 +48,9 @@ func (a *app) policyGetCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get",
 		Short: "Print the current policy",
-		Args:  usageArgs(cobra.NoArgs),
+		Example: `  cairn policy get
+  cairn policy get -o yaml`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			doc, err := h.GetPolicy(cmd.Context())
 			if err != nil {
@@ -90,15 +92,15 @@ func (a *app) policyApplyCommand() *cobra.Command {
 exist and be a storage backend (an alias of exactly one is accepted and stored
 as its id), the catch-all rule's (* or cap.*) backend must accept an empty
 context, and injected instances must exist. Nothing is stored when any fails.`,
-		Example: `  cat > policy.yaml <<'YAML'
-  typeInstance:
-    rules:
-      - typeRef: {path: cap.type.aws.*}
-        backend: {id: files, description: "example file backend"}
-      - typeRef: {path: cap.*}
-        backend: {id: cairn-builtin}
-  YAML
-  cairn policy apply -f policy.yaml`,
+		Example: `  # policy.yaml:
+  #   typeInstance:
+  #     rules:
+  #       - typeRef: {path: cap.type.aws.*}
+  #         backend: {id: files, description: "example file backend"}
+  #       - typeRef: {path: cap.*}
+  #         backend: {id: cairn-builtin}
+  cairn policy apply -f policy.yaml
+  echo '{typeInstance: {rules: [{typeRef: {path: "*"}, backend: {id: cairn-builtin}}]}}' | cairn policy apply -f -`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 			if file == "" {

@@ -51,9 +51,10 @@ variable the backend's scm.tokenEnv names).`,
 	}
 	cmd.AddCommand(
 		&cobra.Command{
-			Use:   "list",
-			Short: "List proposals with their state",
-			Args:  usageArgs(cobra.NoArgs),
+			Use:     "list",
+			Short:   "List proposals with their state",
+			Example: `  cairn proposals list`,
+			Args:    usageArgs(cobra.NoArgs),
 			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				ps, err := a.proposals(cmd.Context(), h, "")
 				if err != nil {
@@ -70,9 +71,10 @@ variable the backend's scm.tokenEnv names).`,
 			}),
 		},
 		&cobra.Command{
-			Use:   "show ID",
-			Short: "Show one proposal",
-			Args:  usageArgs(cobra.ExactArgs(1)),
+			Use:     "show ID",
+			Short:   "Show one proposal",
+			Example: `  cairn proposals show 3f9c0a1b2d4e`,
+			Args:    usageArgs(cobra.ExactArgs(1)),
 			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {
@@ -85,9 +87,10 @@ variable the backend's scm.tokenEnv names).`,
 			}),
 		},
 		&cobra.Command{
-			Use:   "merge ID",
-			Short: "Merge a proposal's pull request through its provider",
-			Args:  usageArgs(cobra.ExactArgs(1)),
+			Use:     "merge ID",
+			Short:   "Merge a proposal's pull request through its provider",
+			Example: `  cairn proposals merge 3f9c0a1b2d4e`,
+			Args:    usageArgs(cobra.ExactArgs(1)),
 			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {
@@ -101,9 +104,10 @@ variable the backend's scm.tokenEnv names).`,
 			}),
 		},
 		&cobra.Command{
-			Use:   "close ID",
-			Short: "Close a proposal's pull request without merging it",
-			Args:  usageArgs(cobra.ExactArgs(1)),
+			Use:     "close ID",
+			Short:   "Close a proposal's pull request without merging it",
+			Example: `  cairn proposals close 3f9c0a1b2d4e`,
+			Args:    usageArgs(cobra.ExactArgs(1)),
 			RunE: a.runE(func(cmd *cobra.Command, args []string, h cairnclient.Client) error {
 				p, err := a.proposal(cmd.Context(), h, args[0])
 				if err != nil {

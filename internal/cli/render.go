@@ -45,7 +45,7 @@ for the same input, so stack authors can compare it with a golden file in CI. No
 is stored and no server is contacted.`,
 		Example: `  cairn render examples/stacks/minimal-gcp -p region=us-west1 -p projectID=my-project
   cairn render examples/stacks/minimal-gcp -f params.yaml --name prod --label team=infra
-  cairn render examples/stacks/minimal-gcp -p credentialsSecretRef.name=gcp-sa -p keepDefaultingLabels=true
+  cairn render examples/stacks/minimal-gcp -p region=us-west1 -p projectID=my-project -p credentialsSecretRef.name=gcp-sa -p keepDefaultingLabels=true
   cairn render file:///srv/git/stacks.git@v0.1.0//minimal-gcp -f installation.yaml`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -880,3 +880,33 @@ func TestClientConfigAndModes(t *testing.T) {
 		}
 	})
 }
+
+// config view shows what a context holds but not its token, as kubectl
+// config view does: the output is for reading and pasting; --raw prints it.
+func TestConfigViewRedactsTokens(t *testing.T) {
+	const token = "s3cr3t-t0ken"
+	cfg := writeFile(t, t.TempDir(), "config.yaml", "current-context: prod\ncontexts: [{name: prod, server: https://cairn.example.com:8443, token: "+token+"}]\n")
+	view := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := cli.Main(context.Background(), append([]string{"config", "view"}, args...), cli.Env{
+			Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return map[string]string{cli.EnvConfig: cfg}[k] },
+		})
+		if code != 0 {
+			t.Fatalf("config view %v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	for _, args := range [][]string{nil, {"-o", "json"}} {
+		if out := view(args...); strings.Contains(out, token) || !strings.Contains(out, "REDACTED") {
+			t.Errorf("config view %v shows the token, or does not say it is redacted:\n%s", args, out)
+		}
+	}
+	if out := view("--raw"); !strings.Contains(out, "token: "+token) {
+		t.Errorf("config view --raw does not show the token:\n%s", out)
+	}
+	// Nothing of the file changed.
+	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), token) {
+		t.Errorf("the configuration file lost its token:\n%s", b)
+	}
+}

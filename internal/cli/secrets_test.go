@@ -126,7 +126,7 @@ spec:
   value: {username: 5, password: `+marker+`, extra: `+marker+`}
 `)
 	r = cairn("apply an invalid update", false, "apply", "-f", bad)
-	if !strings.Contains(r.stderr, "spec/value/username") {
+	if !strings.Contains(r.stderr, "spec.value.username") {
 		t.Errorf("the error does not name the field: %s", r.stderr)
 	}
 	code, _ := call("GraphQL mutation with an invalid value", string(adminToken), "POST", "/graphql",

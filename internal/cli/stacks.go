@@ -89,9 +89,10 @@ stack controller of cairn serve.`,
 		},
 	}
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the stacks of the catalog",
-		Args:  usageArgs(cobra.NoArgs),
+		Use:     "list",
+		Short:   "List the stacks of the catalog",
+		Example: `  cairn stack list`,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return api(cmd.Context(), func(a stackAPI) error {
 				all, err := a.ListStacks(cmd.Context())
@@ -113,7 +114,9 @@ stack controller of cairn serve.`,
 	show := &cobra.Command{
 		Use:   "show NAME[@VERSION]",
 		Short: "Show a stack of the catalog (the highest release unless a version is given)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Example: `  cairn stack show minimal-gcp
+  cairn stack show minimal-gcp@0.1.0 -o yaml`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, version, _ := strings.Cut(args[0], "@")
 			return api(cmd.Context(), func(a stackAPI) error {
