@@ -291,3 +291,32 @@ func TestSOPSRefusesWritesItCouldNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestSOPSKeyFixedWhileRunning: the identities were read once, when the
+// backend was opened, so a write refused for a missing key file stayed
+// refused after the file was put in place (and a file encrypted to a key
+// added to the key file stayed unreadable) until the server restarted. A
+// failing decryption or check reads the identities again.
+func TestSOPSKeyFixedWhileRunning(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRemote(t)
+	k := newAgeKey(t)
+	file := filepath.Join(t.TempDir(), "age.txt")
+	b := gittest.Open(t, r.FileURL(), map[string]any{"encryption": map[string]any{"sops": map[string]any{
+		"age": []string{k.id.Recipient().String()}, "ageKeyFile": file}}}, nil)
+	req := cairn.OnCreateRequest{InstanceID: "one", Value: json.RawMessage(`{"password":"pw-one"}`),
+		Context: json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)}
+	if _, err := b.OnCreate(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) {
+		t.Fatalf("write without the key file: err = %v, want Invalid", err)
+	}
+	if err := os.WriteFile(file, []byte(k.id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OnCreate(ctx, req); err != nil {
+		t.Fatalf("write once the key file is in place: %v", err)
+	}
+	got, err := b.GetValue(ctx, cairn.GetValueRequest{InstanceID: "one", ResourceVersion: 1})
+	if err != nil || !sameValue(got, req.Value) {
+		t.Fatalf("read back = %s, %v", got, err)
+	}
+}
