@@ -174,7 +174,7 @@ func New(opts Options) (*Backend, error) {
 		if err != nil {
 			return nil, cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
 		}
-		codec = c
+		codec = &readableCodec{Codec: c}
 	}
 	ctl := opts.Controller
 	if ctl == nil {
@@ -209,6 +209,38 @@ func New(opts Options) (*Backend, error) {
 		b.maxAttempts = DefaultMaxAttempts
 	}
 	return b, nil
+}
+
+// readableCodec refuses to encrypt while its identities read none of its
+// recipients' files: encrypting needs only recipients, so a backend whose
+// key file is missing or holds another identity would commit files that
+// the hub, and every replica with the same keys, could not read back.
+type readableCodec struct {
+	*sops.Codec
+	mu sync.Mutex
+	ok bool // the identities were found to read the recipients' files
+}
+
+func (c *readableCodec) Encrypt(name string, plain []byte) ([]byte, error) {
+	if err := c.readable(); err != nil {
+		return nil, err
+	}
+	return c.Codec.Encrypt(name, plain)
+}
+
+// readable checks the identities once they pass; a failure is checked
+// again, as a PGP keyring can gain the key meanwhile.
+func (c *readableCodec) readable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok {
+		return nil
+	}
+	if err := c.CheckReadable(); err != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "git backend: %w; nothing was written (give the backend an identity of a recipient)", err)
+	}
+	c.ok = true
+	return nil
 }
 
 // NamesResources tells the hub to pass cairn.ResourceMeta.

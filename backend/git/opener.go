@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/controller"
+	"github.com/cairn-dev/cairn/backend/sops"
 )
 
 // BackendOpener is the hub's opener contract (hub.BackendOpener), repeated
@@ -120,8 +121,22 @@ func (o *Opener) CheckBackendConfig(ctx context.Context, sb cairn.StorageBackend
 		}
 		return nil
 	}
-	_, err := ParseConfig(sb.Value)
-	return err
+	cfg, err := ParseConfig(sb.Value)
+	if err != nil {
+		return err
+	}
+	// A SOPS backend whose identities cannot read what it encrypts would
+	// write files nobody here could read back.
+	if e := cfg.Encryption; e != nil && e.SOPS != nil {
+		c, err := sops.New(*e.SOPS, o.cfg.Getenv)
+		if err != nil {
+			return cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+		}
+		if err := c.CheckReadable(); err != nil {
+			return cairn.Errorf(cairn.CodeInvalid, "git backend: %w", err)
+		}
+	}
+	return nil
 }
 
 // CheckBackend fetches a Git backend's branch (SERVING when the remote

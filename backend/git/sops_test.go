@@ -235,3 +235,88 @@ func TestRotateKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSOPSRefusesWritesItCouldNotRead: a backend whose identities read none
+// of its recipients' files (the key file missing, another identity's, an
+// empty variable) encrypted every write, since encrypting needs only
+// recipients, and committed files the hub then failed to read. Such a
+// backend is refused when registered, and its writes fail before anything
+// is committed, saying where identities were looked for; the key is never
+// quoted.
+func TestSOPSRefusesWritesItCouldNotRead(t *testing.T) {
+	ctx := context.Background()
+	k, other := newAgeKey(t), newAgeKey(t)
+	recipient := k.id.Recipient().String()
+	for _, tc := range []struct {
+		name   string
+		sops   map[string]any
+		getenv func(string) string
+		want   string
+	}{
+		{"missing key file", map[string]any{"ageKeyFile": "/nonexistent/age.key"}, nil, "encryption.sops.ageKeyFile: open /nonexistent/age.key"},
+		{"another identity", map[string]any{"ageKeyFile": other.file}, nil, "age " + recipient + ": no matching identity in ageKeyFile " + other.file},
+		{"empty variable", map[string]any{"ageKeyEnv": "CAIRN_TEST_NO_KEY"}, func(string) string { return "" }, "encryption.sops.ageKeyEnv: $CAIRN_TEST_NO_KEY is empty"},
+		{"no key anywhere", map[string]any{}, func(string) string { return "" }, "no age identity: name one with encryption.sops.ageKeyFile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := gittest.NewRemote(t)
+			s := map[string]any{"age": []string{recipient}}
+			for f, v := range tc.sops {
+				s[f] = v
+			}
+			settings := map[string]any{"encryption": map[string]any{"sops": s}}
+			b := gittest.Open(t, r.FileURL(), settings, tc.getenv)
+			_, err := b.OnCreate(ctx, cairn.OnCreateRequest{InstanceID: "one", Value: json.RawMessage(`{"password":"pw-unreadable"}`),
+				Context: json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)})
+			if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("write: err = %v, want Invalid containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "AGE-SECRET-KEY") || strings.Contains(err.Error(), "pw-unreadable") {
+				t.Fatalf("the error quotes a key or the value: %v", err)
+			}
+			if n := r.Commits(t); n != 0 {
+				t.Fatalf("a refused write made %d commits", n)
+			}
+
+			// Registering such a backend is refused the same way.
+			value, err := json.Marshal(map[string]any{"url": r.FileURL(), "author": map[string]string{"name": "t", "email": "t@example.com"}, "encryption": map[string]any{"sops": s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := git.NewOpener(git.OpenerConfig{CacheDir: t.TempDir(), Getenv: tc.getenv})
+			err = o.CheckBackendConfig(ctx, cairn.StorageBackend{TypeRef: cairn.TypeRef{Path: git.TypePath, Revision: "0.1.0"}, Value: value})
+			if !cairn.HasCode(err, cairn.CodeInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("CheckBackendConfig: err = %v, want Invalid containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSOPSKeyFixedWhileRunning: the identities were read once, when the
+// backend was opened, so a write refused for a missing key file stayed
+// refused after the file was put in place (and a file encrypted to a key
+// added to the key file stayed unreadable) until the server restarted. A
+// failing decryption or check reads the identities again.
+func TestSOPSKeyFixedWhileRunning(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRemote(t)
+	k := newAgeKey(t)
+	file := filepath.Join(t.TempDir(), "age.txt")
+	b := gittest.Open(t, r.FileURL(), map[string]any{"encryption": map[string]any{"sops": map[string]any{
+		"age": []string{k.id.Recipient().String()}, "ageKeyFile": file}}}, nil)
+	req := cairn.OnCreateRequest{InstanceID: "one", Value: json.RawMessage(`{"password":"pw-one"}`),
+		Context: json.RawMessage(`{"apiVersion":"db.example.com/v1","kind":"Credentials","namespace":"default"}`)}
+	if _, err := b.OnCreate(ctx, req); !cairn.HasCode(err, cairn.CodeInvalid) {
+		t.Fatalf("write without the key file: err = %v, want Invalid", err)
+	}
+	if err := os.WriteFile(file, []byte(k.id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OnCreate(ctx, req); err != nil {
+		t.Fatalf("write once the key file is in place: %v", err)
+	}
+	got, err := b.GetValue(ctx, cairn.GetValueRequest{InstanceID: "one", ResourceVersion: 1})
+	if err != nil || !sameValue(got, req.Value) {
+		t.Fatalf("read back = %s, %v", got, err)
+	}
+}

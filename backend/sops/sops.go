@@ -24,6 +24,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sopsage "github.com/getsops/sops/v3/age"
@@ -83,12 +84,28 @@ func (c Config) Check() error {
 
 // Codec encrypts and decrypts resource files. It is safe for concurrent use.
 type Codec struct {
-	cfg Config
+	cfg    Config
+	getenv func(string) string
+	// keys are the identities as last read: read again when they fail, so
+	// a key file put in place or extended while cairn runs is used.
+	keys atomic.Pointer[identities]
+}
+
+// identities are the age identities the configuration names.
+type identities struct {
 	ids sopsage.ParsedIdentities
-	// idsErr says why there are no identities, for the error of a decrypt.
-	idsErr error
-	// idsFrom says where the identities were read, for the same error.
-	idsFrom string
+	// err says why there are no identities, for the error of a decrypt.
+	err error
+	// from says where the identities were read, for the same error.
+	from string
+}
+
+// reload reads the identities again and returns them.
+func (c *Codec) reload() *identities {
+	k := &identities{}
+	k.ids, k.from, k.err = loadIdentities(c.cfg, c.getenv)
+	c.keys.Store(k)
+	return k
 }
 
 // New checks cfg and loads the age identities it names (getenv reads the
@@ -102,8 +119,8 @@ func New(cfg Config, getenv func(string) string) (*Codec, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	c := &Codec{cfg: cfg}
-	c.ids, c.idsFrom, c.idsErr = loadIdentities(cfg, getenv)
+	c := &Codec{cfg: cfg, getenv: getenv}
+	c.reload()
 	return c, nil
 }
 
@@ -337,9 +354,17 @@ func (c *Codec) Decrypt(name string, data []byte) ([]byte, error) {
 }
 
 // dataKey recovers a file's data key with the codec's age identities (or
-// the PGP keyring). Only one key group is supported: the data key is then
-// encrypted whole to every key of it.
+// the PGP keyring), read again when they do not. Only one key group is
+// supported: the data key is then encrypted whole to every key of it.
 func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
+	dk, err := c.dataKeyWith(c.keys.Load(), name, m)
+	if err != nil && len(m.groups) == 1 {
+		dk, err = c.dataKeyWith(c.reload(), name, m)
+	}
+	return dk, err
+}
+
+func (c *Codec) dataKeyWith(keys *identities, name string, m metadata) ([]byte, error) {
 	if len(m.groups) != 1 {
 		return nil, fmt.Errorf("sops: %s has %d key groups; cairn reads files with one (no Shamir secret sharing)", name, len(m.groups))
 	}
@@ -347,17 +372,16 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 	for _, k := range m.groups[0] {
 		switch k.kind {
 		case "age":
-			if len(c.ids) == 0 {
-				why := c.noIdentity()
-				tried = append(tried, "age "+k.id+": "+why)
+			if len(keys.ids) == 0 {
+				tried = append(tried, "age "+k.id+": "+keys.none())
 				continue
 			}
 			ak := &sopsage.MasterKey{Recipient: k.id, EncryptedKey: k.enc}
-			c.ids.ApplyToMasterKey(ak)
+			keys.ids.ApplyToMasterKey(ak)
 			if dk, err := ak.Decrypt(); err == nil {
 				return dk, nil
 			}
-			tried = append(tried, "age "+k.id+": no matching identity in "+c.idsFrom)
+			tried = append(tried, "age "+k.id+": no matching identity in "+keys.from)
 		case "pgp":
 			pk := &pgp.MasterKey{Fingerprint: k.id, EncryptedKey: k.enc}
 			dk, err := pk.Decrypt()
@@ -372,15 +396,15 @@ func (c *Codec) dataKey(name string, m metadata) ([]byte, error) {
 	return nil, fmt.Errorf("sops: cannot decrypt the data key of %s: %s", name, strings.Join(tried, "; "))
 }
 
-// noIdentity says why the codec has no age identity: the error reading
-// them, or where they were looked for and none was (a key file cut short,
-// holding only age-keygen's comments, or empty).
-func (c *Codec) noIdentity() string {
+// none says why there is no age identity: the error reading them, or
+// where they were looked for and none was (a key file cut short, holding
+// only age-keygen's comments, or empty).
+func (k *identities) none() string {
 	switch {
-	case c.idsErr != nil:
-		return c.idsErr.Error()
-	case c.idsFrom != "":
-		return "no age identity in " + c.idsFrom + " (want a line AGE-SECRET-KEY-1...)"
+	case k.err != nil:
+		return k.err.Error()
+	case k.from != "":
+		return "no age identity in " + k.from + " (want a line AGE-SECRET-KEY-1...)"
 	}
 	return "no age identity"
 }
@@ -390,7 +414,15 @@ func (c *Codec) noIdentity() string {
 // needs no identity, so without this a backend could write files it can
 // no longer read (a key rotation to a recipient whose identity it lacks).
 // The error names each recipient and where identities were looked for.
+// Identities that do not read are read again first.
 func (c *Codec) CheckReadable() error {
+	if err := c.checkReadable(c.keys.Load()); err == nil {
+		return nil
+	}
+	return c.checkReadable(c.reload())
+}
+
+func (c *Codec) checkReadable(keys *identities) error {
 	dataKey := make([]byte, 32)
 	if _, err := rand.Read(dataKey); err != nil {
 		return fmt.Errorf("sops: data key: %w", err)
@@ -404,16 +436,15 @@ func (c *Codec) CheckReadable() error {
 		if err := k.Encrypt(dataKey); err != nil {
 			return fmt.Errorf("sops: encrypt a data key to %s: %w", r, err)
 		}
-		if len(c.ids) == 0 {
-			why := c.noIdentity()
-			tried = append(tried, "age "+r+": "+why)
+		if len(keys.ids) == 0 {
+			tried = append(tried, "age "+r+": "+keys.none())
 			continue
 		}
-		c.ids.ApplyToMasterKey(k)
+		keys.ids.ApplyToMasterKey(k)
 		if dk, err := k.Decrypt(); err == nil && bytes.Equal(dk, dataKey) {
 			return nil
 		}
-		tried = append(tried, "age "+r+": no matching identity in "+c.idsFrom)
+		tried = append(tried, "age "+r+": no matching identity in "+keys.from)
 	}
 	for _, fp := range c.cfg.PGP {
 		k := pgp.NewMasterKeyFromFingerprint(fp)
