@@ -1,7 +1,9 @@
 package git_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
 	"github.com/cairn-dev/cairn/backend/git/gittest"
 )
 
@@ -26,6 +29,15 @@ func TestRewrittenHistory(t *testing.T) {
 	ctx := cairn.WithActor(t.Context(), "jane")
 	x, y, z := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	create(t, ctx, b, x, "x", `{"enabled":true}`)
+	var logs bytes.Buffer
+	cfg, err := git.ParseConfig([]byte(`{"url":"` + r.FileURL() + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncer, err := git.New(git.Options{Config: cfg, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	base := gittest.Git(t, r.Path, "rev-parse", "main")
 	y1 := create(t, ctx, b, y, "y", `{"enabled":false}`)
 	y2, err := b.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("y", nil)),
@@ -35,6 +47,9 @@ func TestRewrittenHistory(t *testing.T) {
 	}
 	update := gittest.Git(t, r.Path, "rev-parse", "main")
 	z1 := create(t, ctx, b, z, "z", `{"enabled":true}`)
+	if _, _, tip, err := syncer.Pending(ctx); err != nil || syncer.SetSynced(tip) != nil {
+		t.Fatalf("Pending: %v", err)
+	}
 
 	// The rewrite: main is x's commit, then y's update commit replayed
 	// (same message, so same trailers, and the file it left); z's file in a
@@ -47,6 +62,11 @@ func TestRewrittenHistory(t *testing.T) {
 	gittest.Git(t, work, "checkout", "--quiet", "origin/main", "--", flagPath("z"))
 	gittest.Git(t, work, "-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com", "commit", "--quiet", "-m", "squash: z")
 	gittest.Git(t, work, "push", "--quiet", "--force", "origin", "main")
+
+	// A cache that had synced the old branch says it was rewritten.
+	if _, from, _, err := syncer.Pending(ctx); err != nil || !strings.Contains(logs.String(), "branch rewritten") || !strings.Contains(logs.String(), from.String()) {
+		t.Errorf("Pending after the force-push: %v; log %q, want a warning that the branch was rewritten, naming %s", err, logs.String(), from)
+	}
 
 	fresh := gittest.NewBackend(t, r.FileURL())
 	got, err := fresh.GetValue(ctx, cairn.GetValueRequest{InstanceID: y, ResourceVersion: 2, Context: y2})
