@@ -401,7 +401,7 @@ func (b *Backend) entryFresh(ctx context.Context, id string) (*entry, error) {
 	if e := b.lookup(id); e != nil {
 		return e, nil
 	}
-	return nil, errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
+	return nil, errorf(cairn.CodeNotFound, id, "TypeInstance %q not found: no commit on branch %s of %s records it (Cairn-Instance trailer)", id, b.cfg.Branch, b.cfg.URL)
 }
 
 func (b *Backend) versionContext(ident identity, rv int, commit plumbing.Hash) json.RawMessage {

@@ -257,7 +257,15 @@ func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident 
 		b.idx[id] = e
 	case opUpdate:
 		if e == nil {
-			return
+			if ident.Kind.Kind == "" {
+				return
+			}
+			// The commit that created it is not on the branch (someone
+			// rewrote the history and kept only later ones): the trailer
+			// names the resource, so this version is readable as it is
+			// in every process that reads this branch.
+			e = &entry{id: ident, versions: map[int]plumbing.Hash{}, dropped: map[int]bool{}, imports: map[int]plumbing.Hash{}}
+			b.idx[id] = e
 		}
 		if ident.Kind.Kind != "" {
 			e.id = ident

@@ -274,6 +274,10 @@ func (b *Backend) Pending(ctx context.Context) (steps []Step, from, to plumbing.
 	if !found {
 		// First sync of this cache, or the branch was rewritten: reconcile
 		// the tip's files with the hub.
+		if !from.IsZero() {
+			b.log.WarnContext(ctx, "git sync: branch rewritten (force-push): the last synced commit is not in its history; reconciling the files at the tip, no deletions inferred",
+				"branch", b.cfg.Branch, "synced", from.String(), "tip", to.String())
+		}
 		slices.Reverse(chain)
 		steps, err := b.snapshotLocked(chain)
 		return steps, from, to, err

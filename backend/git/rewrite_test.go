@@ -1,0 +1,96 @@
+package git_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
+)
+
+// TestRewrittenHistory: someone rewrites the branch (an interactive rebase
+// dropping cairn's commit that created y, keeping its update; a reset
+// squashing z's into one of her own) and force-pushes. A process that rebuilds
+// its index from the new branch (a restart, a new cache) must still read
+// and update y, whose update commit and trailers survived; before, it
+// answered NotFound, which made every list of its Type fail and left the
+// instance neither readable, updatable nor deletable through REST. z, which
+// no commit records any more, is NotFound, with an error saying why.
+func TestRewrittenHistory(t *testing.T) {
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
+	ctx := cairn.WithActor(t.Context(), "jane")
+	x, y, z := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	create(t, ctx, b, x, "x", `{"enabled":true}`)
+	var logs bytes.Buffer
+	cfg, err := git.ParseConfig([]byte(`{"url":"` + r.FileURL() + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncer, err := git.New(git.Options{Config: cfg, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := gittest.Git(t, r.Path, "rev-parse", "main")
+	y1 := create(t, ctx, b, y, "y", `{"enabled":false}`)
+	y2, err := b.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("y", nil)),
+		cairn.OnUpdateRequest{InstanceID: y, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: y1})
+	if err != nil {
+		t.Fatalf("OnUpdate y: %v", err)
+	}
+	update := gittest.Git(t, r.Path, "rev-parse", "main")
+	z1 := create(t, ctx, b, z, "z", `{"enabled":true}`)
+	if _, _, tip, err := syncer.Pending(ctx); err != nil || syncer.SetSynced(tip) != nil {
+		t.Fatalf("Pending: %v", err)
+	}
+
+	// The rewrite: main is x's commit, then y's update commit replayed
+	// (same message, so same trailers, and the file it left); z's file in a
+	// commit of hers, without trailers.
+	work := filepath.Join(t.TempDir(), "work")
+	gittest.Git(t, "", "clone", "--quiet", "--branch", "main", r.FileURL(), work)
+	gittest.Git(t, work, "reset", "--quiet", "--hard", base)
+	gittest.Git(t, work, "checkout", "--quiet", update, "--", flagPath("y"))
+	gittest.Git(t, work, "-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com", "commit", "--quiet", "-C", update)
+	gittest.Git(t, work, "checkout", "--quiet", "origin/main", "--", flagPath("z"))
+	gittest.Git(t, work, "-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com", "commit", "--quiet", "-m", "squash: z")
+	gittest.Git(t, work, "push", "--quiet", "--force", "origin", "main")
+
+	// A cache that had synced the old branch says it was rewritten.
+	if _, from, _, err := syncer.Pending(ctx); err != nil || !strings.Contains(logs.String(), "branch rewritten") || !strings.Contains(logs.String(), from.String()) {
+		t.Errorf("Pending after the force-push: %v; log %q, want a warning that the branch was rewritten, naming %s", err, logs.String(), from)
+	}
+
+	fresh := gittest.NewBackend(t, r.FileURL())
+	got, err := fresh.GetValue(ctx, cairn.GetValueRequest{InstanceID: y, ResourceVersion: 2, Context: y2})
+	if err != nil || string(got) != `{"enabled":true}` {
+		t.Errorf("fresh cache: GetValue(y, 2) = %s, %v; want {\"enabled\":true}", got, err)
+	}
+	if _, err := fresh.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("y", nil)),
+		cairn.OnUpdateRequest{InstanceID: y, NewResourceVersion: 3, NewValue: json.RawMessage(`{"enabled":false}`), Context: y2}); err != nil {
+		t.Errorf("fresh cache: OnUpdate(y, 3): %v", err)
+	}
+	// z: the hub's delete of an instance its backend does not know is done.
+	if err := fresh.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: z, Context: z1}); !cairn.HasCode(err, cairn.CodeNotFound) ||
+		!strings.Contains(err.Error(), "no commit on branch main") {
+		t.Errorf("fresh cache: OnDelete(z) = %v, want NotFound saying no commit on main records it", err)
+	}
+	// Another process reads the same: y at version 3, x untouched.
+	other := gittest.NewBackend(t, r.FileURL())
+	if got, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: y, ResourceVersion: 3}); err != nil || string(got) != `{"enabled":false}` {
+		t.Errorf("other cache: GetValue(y, 3) = %s, %v", got, err)
+	}
+	if _, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: x, ResourceVersion: 1}); err != nil {
+		t.Errorf("other cache: GetValue(x, 1): %v", err)
+	}
+	if _, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: z, ResourceVersion: 1}); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("other cache: GetValue(z, 1) = %v, want NotFound", err)
+	}
+}
