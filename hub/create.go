@@ -494,6 +494,10 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, withSubject(err, subject))
 			continue
 		}
+		if err := h.checkDependencyAnnotations(ctx, in.Namespace, nil, annotations); err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
 		items[i] = &pending{
 			in:           in,
 			value:        in.Value,

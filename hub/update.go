@@ -367,6 +367,10 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				errs = append(errs, withSubject(err, subject))
 				continue
 			}
+			if err := h.checkDependencyAnnotations(ctx, inst.Namespace, inst.Annotations, u.Annotations); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
 		}
 		s := &staged{up: u, inst: inst, backend: b, value: u.Value, pinType: pinType, checkedType: checkedType}
 		// Abstract values are carried over inside the transaction, from the

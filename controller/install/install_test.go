@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -1451,5 +1452,34 @@ func TestInstallNeedsTheCallersRights(t *testing.T) {
 
 	if _, res, err := svc.Install(ed, install.Request{Namespace: "dev", Name: "p", Stack: "team-portal", Parameters: map[string]any{"team": "data"}}, nil); err != nil || len(res.Installed) != 2 {
 		t.Fatalf("ed installs into dev: %+v, %v", res, err)
+	}
+
+	// The stack controller installs an installation's dependencies as
+	// itself, from its annotations: ed, who may edit his own installation,
+	// cannot annotate it with what he may not read (another team's
+	// installation, a credential elsewhere), answered as if it did not
+	// exist; vi, who reads global, may.
+	mine, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotate := func(user context.Context, key, value string) error {
+		a := maps.Clone(mine.Annotations)
+		a[key] = value
+		_, err := h.UpdateInstances(user, []hub.UpdateInstance{{ID: mine.ID, Annotations: a}})
+		return err
+	}
+	for _, c := range []struct{ key, hidden, missing string }{
+		{hub.AnnotationDependencyOverrides, `["flags=global/FlagsEnv/shared"]`, `["flags=global/FlagsEnv/nope"]`},
+		{hub.AnnotationCredentials, `{"token":"global/shared"}`, `{"token":"global/nope"}`},
+		{hub.AnnotationDependencyInputs, `{"flags":{"credentials":{"token":"global/shared"}}}`, `{"flags":{"credentials":{"token":"global/nope"}}}`},
+	} {
+		hidden, missing := annotate(ed, c.key, c.hidden), annotate(ed, c.key, c.missing)
+		if !cairn.HasCode(hidden, cairn.CodeInvalid) || missing == nil || strings.ReplaceAll(hidden.Error(), "shared", "nope") != missing.Error() {
+			t.Errorf("ed annotates %s naming global/shared: %v; naming nothing: %v; want the same refusal", c.key, hidden, missing)
+		}
+		if err := annotate(vi, c.key, c.hidden); err != nil {
+			t.Errorf("vi, who reads global, annotates %s naming global/shared: %v", c.key, err)
+		}
 	}
 }
