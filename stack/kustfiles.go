@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -17,7 +18,7 @@ import (
 
 // checkResources checks resources/ as a kustomize base and builds it alone.
 // It returns the base's resources (names as in resources/), or nil when a
-// problem was recorded.
+// problem was recorded, and where resources/ sets namespaces.
 //
 // Every path a kustomization loads (resources, components, bases, crds,
 // configurations, generators, transformers, validators, patch and
@@ -25,21 +26,21 @@ import (
 // directory of the package: kustomize would fetch a URL or clone a remote
 // repository otherwise, and a stack is self-contained (the hub renders it,
 // and must neither reach the network nor run git for it).
-func checkResources(p *problems, files map[string][]byte) []Resource {
+func checkResources(p *problems, files map[string][]byte) ([]Resource, *namespaceSources) {
 	before := len(p.causes)
 	if kustomizationIn(files, "resources") == "" {
 		p.add("resources/kustomization.yaml", 0, "", "is missing: a stack's resources/ is a kustomize base (seed 004)")
-		return nil
+		return nil, nil
 	}
-	c := resourceChecker{p: p, files: files, seen: map[string]bool{}}
+	c := resourceChecker{p: p, files: files, seen: map[string]bool{}, ns: &namespaceSources{docs: map[string]location{}}}
 	c.dir("resources")
 	if len(p.causes) > before {
-		return nil
+		return nil, nil
 	}
 	fsys := filesys.MakeFsInMemory()
 	if err := writeFiles(fsys, files); err != nil {
 		p.add("resources", 0, "", err.Error())
-		return nil
+		return nil, nil
 	}
 	m, err := runKustomize(fsys, "/resources")
 	if err != nil {
@@ -48,14 +49,63 @@ func checkResources(p *problems, files map[string][]byte) []Resource {
 			dir = "resources"
 		}
 		p.add(dir, 0, "", "kustomize: "+msg)
-		return nil
+		return nil, nil
 	}
 	rs, err := readResources(m, func(n string) string { return n })
 	if err != nil {
 		p.add("resources", 0, "", err.Error())
-		return nil
+		return nil, nil
 	}
-	return rs
+	return rs, c.ns
+}
+
+// location is a place in a package's files, for messages.
+type location struct {
+	file, field string
+	line        int
+	value       string
+}
+
+// namespaceSources is where resources/ sets a namespace: a kustomization's
+// namespace: field (outermost first) and a resource's metadata.namespace,
+// by KIND/NAME.
+type namespaceSources struct {
+	kustomizations []location
+	docs           map[string]location
+}
+
+// checkNoNamespace reports every resource of the base that resources/ puts
+// in a namespace, at the field that does, when it can tell which: an
+// installation's children live in its own namespace, which cairn sets, so
+// a package that fixes one would render only for installations there. A
+// namespace still holding a var ($(NS)) is judged when rendered.
+func (s *Stack) checkNoNamespace(p *problems) {
+	var order []location
+	found := map[location][]string{}
+	for _, r := range s.base {
+		ns := r.Namespace()
+		if ns == "" || strings.Contains(ns, "$(") {
+			continue
+		}
+		at := location{file: "resources", value: ns}
+		if i := slices.IndexFunc(s.nsSources.kustomizations, func(l location) bool { return l.value == ns }); i >= 0 {
+			at = s.nsSources.kustomizations[i]
+		} else if l, ok := s.nsSources.docs[r.Kind()+"/"+r.OriginalName]; ok && l.value == ns {
+			at = l
+		}
+		if found[at] == nil {
+			order = append(order, at)
+		}
+		found[at] = append(found[at], r.Kind()+" "+r.OriginalName)
+	}
+	for _, at := range order {
+		verb := "is"
+		if len(found[at]) > 1 {
+			verb = "are"
+		}
+		p.add(at.file, at.line, at.field, fmt.Sprintf("%s %s put in namespace %q: an installation's children live in the installation's own namespace, which cairn sets; remove it",
+			joinAnd(found[at]), verb, at.value))
+	}
 }
 
 // kustomizationIn returns the path of dir's kustomization file, "" if none.
@@ -72,6 +122,7 @@ type resourceChecker struct {
 	p     *problems
 	files map[string][]byte
 	seen  map[string]bool
+	ns    *namespaceSources
 }
 
 func (c *resourceChecker) isDir(p string) bool {
@@ -106,6 +157,10 @@ func (c *resourceChecker) dir(dir string) {
 			return 0
 		}
 		return doc.line(path...)
+	}
+	if k.Namespace != "" {
+		// Before the included directories: an outer namespace wins.
+		c.ns.kustomizations = append(c.ns.kustomizations, location{file: kf, line: line("namespace"), field: "namespace", value: k.Namespace})
 	}
 	// local checks one entry that kustomize loads: it must be a file of the
 	// package, or a directory when dirOK (a kustomization, checked in turn).
@@ -243,6 +298,11 @@ func (c *resourceChecker) resourceFile(file string) {
 		}
 		if len(missing) > 0 && !isList(d) {
 			c.p.add(file, d.root.Line, "", fmt.Sprintf("document %d has no %s (every resource needs apiVersion, kind and metadata.name)", i, joinAnd(missing)))
+		}
+		if n, ok := d.node("metadata", "namespace"); ok && n.Kind == yaml.ScalarNode && n.Value != "" && len(missing) == 0 {
+			kind, _ := d.node("kind")
+			name, _ := d.node("metadata", "name")
+			c.ns.docs[kind.Value+"/"+name.Value] = location{file: file, line: n.Line, field: "metadata.namespace", value: n.Value}
 		}
 	}
 }

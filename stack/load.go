@@ -55,6 +55,8 @@ type Stack struct {
 	// base is resources/ built alone (vars unresolved, no prefix): what the
 	// manifest's matches are checked against.
 	base []Resource
+	// nsSources is where resources/ sets namespaces, for checkNoNamespace.
+	nsSources *namespaceSources
 }
 
 // Load loads the stack package at src: a directory, a .tar.gz/.tgz file, or
@@ -320,12 +322,15 @@ func newStack(files map[string][]byte, source string, strict bool) (*Stack, erro
 		return nil, p.err()
 	}
 	s.params = s.Manifest.validate(&p, doc)
-	s.base = checkResources(&p, files)
+	s.base, s.nsSources = checkResources(&p, files)
 	if s.base != nil {
 		s.checkMatches(&p, doc)
 	}
 	if strict {
 		s.checkAuthoring(&p, doc)
+		if s.base != nil {
+			s.checkNoNamespace(&p)
+		}
 	}
 	if err := p.err(); err != nil {
 		return nil, err

@@ -280,6 +280,18 @@ func TestBadPackages(t *testing.T) {
 			[]string{"resources/kustomization.yaml", "not a valid kustomization"}},
 		{"reserved directory", func(f map[string]string) { f[overlayDir+"/x"] = "" },
 			[]string{overlayDir + "/x", "reserved"}},
+		// An installation's children live in its namespace, which cairn
+		// sets: a package that fixes one renders only there.
+		{"resource in a namespace", edit("resources/certificate.yaml", "  name: cert\n", "  name: cert\n  namespace: team-b\n"),
+			[]string{`resources/certificate.yaml:5: metadata.namespace: Certificate cert is put in namespace "team-b"`,
+				"an installation's children live in the installation's own namespace"}},
+		{"kustomization namespace", edit("resources/kustomization.yaml", "resources:\n", "namespace: team-b\nresources:\n"),
+			[]string{`resources/kustomization.yaml:1: namespace: ConfigMap settings, Service web, Deployment web, Certificate cert and Ingress web are put in namespace "team-b"`}},
+		{"namespace from a nested kustomization", func(f map[string]string) {
+			f["resources/kustomization.yaml"] = strings.Replace(f["resources/kustomization.yaml"], "- certificate.yaml\n", "- certificate.yaml\n- extra\n", 1)
+			f["resources/extra/kustomization.yaml"] = "resources: [cm.yaml]\nnamespace: ops\n"
+			f["resources/extra/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n"
+		}, []string{`resources/extra/kustomization.yaml:2: namespace: ConfigMap extra is put in namespace "ops"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

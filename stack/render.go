@@ -231,7 +231,35 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 			return nil, fmt.Errorf("render %s: child resource patcher %T: %w", inst.Name, p, err)
 		}
 	}
+	if err := checkNamespaces(inst, children); err != nil {
+		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
+	}
 	return children, nil
+}
+
+// checkNamespaces refuses a child outside the installation's namespace,
+// however it got there (metadata.namespace in resources/, a kustomization's
+// namespace:, a replacement from a parameter, a patcher): a namespaced
+// owner owns only objects of its own namespace, as in Kubernetes, and the
+// stack controller writes children with its own identity, so a child
+// elsewhere would let whoever may create an installation in one namespace
+// have objects created in another. Checked after every patcher, so none
+// can move a child out either.
+func checkNamespaces(inst Installation, children []Resource) error {
+	if inst.Namespace == "" {
+		return nil
+	}
+	var msgs []string
+	for _, c := range children {
+		if ns := c.Namespace(); ns != inst.Namespace {
+			msgs = append(msgs, fmt.Sprintf("%s %s (%s) is rendered into namespace %q", c.Kind(), c.OriginalName, c.Name(), ns))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return cairn.Errorf(cairn.CodeInvalid, "%s: an installation's children live in its own namespace (%q); remove the namespace from the stack's resources, or install it in that namespace",
+		strings.Join(msgs, "; "), inst.Namespace)
 }
 
 // prepare runs the steps before kustomize: it completes and validates the

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/schema"
 )
 
@@ -385,5 +386,102 @@ func TestFlagsEnvChildrenAreFlags(t *testing.T) {
 		if got := get(t, find(t, rs, "Flag", "new-project"), "spec.enabled"); got != spec["newProject"] && !(got == false && spec["newProject"] == nil) {
 			t.Errorf("spec %v: new-project enabled = %v", spec, got)
 		}
+	}
+}
+
+// An installation's children live in its own namespace: a namespaced
+// owner cannot own objects of another namespace (Kubernetes refuses such an
+// owner reference), and the stack controller writes children with its own
+// identity, so a child rendered into another namespace would let whoever
+// may create an installation in one namespace have objects created in
+// another. The render fails naming the child, its namespace and the rule,
+// however the namespace got there; a package already in a catalog that
+// hard-codes one still loads (FromArchive) but renders only in that
+// namespace.
+func TestRenderKeepsChildrenInTheInstallationsNamespace(t *testing.T) {
+	flag := "apiVersion: flipt.io/v1alpha1\nkind: Flag\nmetadata: {name: f}\nspec: {enabled: true}\n"
+	manifest := `name: ns
+version: 0.1.0
+kind:
+  group: ns.stacks.example.com
+  version: v1
+  names: {kind: Ns}
+  parameters:
+    type: object
+    properties:
+      target: {type: string, default: team-b}
+`
+	fromParameter := manifest + `replacements:
+- source: {kind: Ns, fieldPath: spec.target}
+  targets:
+  - select: {kind: Flag}
+    fieldPaths: [metadata.namespace]
+    options: {create: true}
+`
+	moveTo := func(ns string) ChildResourcePatcher {
+		return ChildResourcePatcherFunc(func(_ context.Context, _ Installation, rs []Resource) ([]Resource, error) {
+			for _, r := range rs {
+				r.Object["metadata"].(map[string]any)["namespace"] = ns
+			}
+			return rs, nil
+		})
+	}
+	tests := []struct {
+		name     string
+		files    map[string]string
+		patchers []ChildResourcePatcher
+		inst     string // the installation's namespace
+		want     string // "" renders
+	}{
+		{"hard-coded in the resource", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          strings.Replace(flag, "{name: f}", "{name: f, namespace: team-b}", 1)},
+			nil, "team-a", `Flag f (ns-f) is rendered into namespace "team-b": an installation's children live in its own namespace ("team-a")`},
+		{"kustomization namespace", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "namespace: team-b\nresources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, "team-a", `Flag f (ns-f) is rendered into namespace "team-b"`},
+		{"from a parameter", map[string]string{"stack.yaml": fromParameter,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, "team-a", `Flag f (ns-f) is rendered into namespace "team-b"`},
+		{"by a child patcher", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			[]ChildResourcePatcher{moveTo("team-b")}, "team-a", `Flag f (ns-f) is rendered into namespace "team-b"`},
+		{"hard-coded to the installation's own", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          strings.Replace(flag, "{name: f}", "{name: f, namespace: team-b}", 1)},
+			nil, "team-b", ""},
+		{"a parameter naming the installation's own", map[string]string{"stack.yaml": fromParameter,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, "team-b", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string][]byte{}
+			for p, c := range tt.files {
+				files[p] = []byte(c)
+			}
+			b, err := archive(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := FromArchive(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := Renderer{ChildPatchers: tt.patchers}.Render(context.Background(), s, s.NewInstallation(tt.inst, "ns", "", nil, map[string]any{}))
+			if tt.want == "" {
+				if err != nil || len(rs) != 1 || rs[0].Namespace() != tt.inst {
+					t.Fatalf("Render = %v, %v", rs, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || cairn.ErrorCode(err) != cairn.CodeInvalid {
+				t.Fatalf("Render = %v, %v\nwant Invalid containing %q", rs, err, tt.want)
+			}
+		})
 	}
 }

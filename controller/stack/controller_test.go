@@ -339,6 +339,58 @@ func TestBadInputSetsConditionAndChangesNothing(t *testing.T) {
 		}
 	})
 
+	t.Run("child in another namespace", func(t *testing.T) {
+		// A parameter picks the namespace of the child: the installation
+		// (in default) must not have it created in team-b, where its
+		// creator may have no rights at all.
+		dir := writeStack(t, map[string]string{
+			"stack.yaml": `name: elsewhere
+version: 0.1.0
+kind:
+  group: elsewhere.stacks.example.org
+  version: v1
+  names: {kind: Elsewhere}
+  parameters:
+    type: object
+    properties:
+      target: {type: string}
+replacements:
+- source: {kind: Elsewhere, fieldPath: spec.target}
+  targets:
+  - select: {kind: Bucket}
+    fieldPaths: [metadata.namespace]
+    options: {create: true}
+`,
+			"resources/kustomization.yaml": "resources: [bucket.yaml]\n",
+			"resources/bucket.yaml":        "apiVersion: example.org/v1\nkind: Bucket\nmetadata: {name: b}\nspec: {size: 1}\n",
+		})
+		inst := e.install(e.addStack(dir), "away", nil, `{"target":"team-b"}`)
+		e.reconcile(inst.ID)
+		st := e.status(inst.ID)
+		c := cond(st, "Synced")
+		want := `Bucket b (away-b) is rendered into namespace "team-b": an installation's children live in its own namespace ("default")`
+		if c.Status != "False" || !strings.Contains(c.Message, want) {
+			t.Fatalf("Synced = %+v\nwant False containing %q", c, want)
+		}
+		if evs := st.Events; len(evs) == 0 || evs[len(evs)-1].Reason != "RenderError" {
+			t.Errorf("events = %+v", evs)
+		}
+		if kids := e.children(inst); len(kids) != 0 {
+			t.Errorf("children created: %+v", kids)
+		}
+		// Its own namespace renders.
+		if _, err := e.h.UpdateInstances(e.ctx, []hub.UpdateInstance{{ID: inst.ID, Value: json.RawMessage(`{"target":"default"}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		e.reconcile(inst.ID)
+		if c := cond(e.status(inst.ID), "Synced"); c.Status != "True" {
+			t.Fatalf("Synced = %+v", c)
+		}
+		if kids := e.children(inst); len(kids) != 1 || kids[0].Namespace != "default" {
+			t.Errorf("children = %+v", kids)
+		}
+	})
+
 	t.Run("ownership cycle", func(t *testing.T) {
 		// An installation that its own stack renders again under the
 		// same name would own itself. The name comes from a child
