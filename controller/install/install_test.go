@@ -1482,4 +1482,30 @@ func TestInstallNeedsTheCallersRights(t *testing.T) {
 			t.Errorf("vi, who reads global, annotates %s naming global/shared: %v", c.key, err)
 		}
 	}
+
+	// A STACK@VERSION override names no instance, so ed may write one;
+	// the dependency installer (no user: it runs as itself) acts on it.
+	// It installs that version in the installation's own namespace,
+	// where ed's install would, and never upgrades global/shared, which
+	// ed may not update.
+	if err := annotate(ed, hub.AnnotationDependencyOverrides, `["flags=flags-env@0.1.0"]`); err != nil {
+		t.Fatalf("ed annotates a STACK@VERSION override: %v", err)
+	}
+	asInstaller := cairn.WithActor(context.Background(), "dependency-installer")
+	byAnnotation := install.Request{Namespace: "dev", Name: "p", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "data"},
+		Dependencies: []string{"flags=flags-env@0.1.0"}}
+	p, err = svc.Plan(asInstaller, byAnnotation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeOf(p, "flags"); n == nil || n.Namespace != "dev" || n.Action != deps.ActionInstall {
+		t.Fatalf("the override's node: %+v, want an install in dev", n)
+	}
+	if _, _, err := svc.Install(asInstaller, byAnnotation, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, err := h.GetInstanceByName(ctx, shared.TypeRef.Path, "global", "shared", true)
+	if err != nil || after.Latest.ResourceVersion != shared.Latest.ResourceVersion || after.Annotations[hub.AnnotationStackVersion] != shared.Annotations[hub.AnnotationStackVersion] {
+		t.Errorf("global/shared changed by an override on ed's installation: %+v, %v", after, err)
+	}
 }
