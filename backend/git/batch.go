@@ -92,7 +92,18 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 	if b.proposing(ctx) {
 		return b.proposeBatch(ctx, chs, at, prevs, out)
 	}
-	commit, made, err := b.writeChanges(ctx, chs)
+	var commit plumbing.Hash
+	var made bool
+	var err error
+	if len(chs) == 1 {
+		// One write (a REST or GraphQL create, update or delete of one
+		// resource): with group commit, it shares a commit with the
+		// writes queued alongside. UndoBatch takes back only its own
+		// change of such a commit.
+		commit, made, err = b.commitQueued(ctx, chs[0])
+	} else {
+		commit, made, err = b.writeChanges(ctx, chs)
+	}
 	if err != nil {
 		return cairn.BatchResult{}, err
 	}

@@ -626,6 +626,9 @@ func (b *Backend) commitScanLocked(ctx context.Context, chs []change) (plumbing.
 }
 
 func (b *Backend) pushLocked(ctx context.Context) error {
+	if p := b.pushable; p != nil && p.parent == b.tip {
+		return b.pushNewLocked(ctx, p)
+	}
 	return b.push(ctx, config.RefSpec(b.localRef().String()+":"+b.localRef().String()))
 }
 

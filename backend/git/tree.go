@@ -1,6 +1,7 @@
 package git
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,15 @@ import (
 	"slices"
 	"strings"
 
+	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
 // Writes whose files the controller can locate (the template controller:
@@ -338,4 +345,75 @@ func (b *Backend) storeCommit(c *object.Commit) (plumbing.Hash, error) {
 type pushable struct {
 	commit, parent plumbing.Hash
 	objects        []plumbing.Hash
+}
+
+// pushNewLocked pushes p.commit as the branch's next commit, sending only
+// the objects the commit added. go-git's push works out what to send by
+// walking every object reachable from the remote's refs, the whole history
+// with every tree, on each push: a cost that grows with the repository.
+// When the remote's branch is no longer at p.parent nothing is sent and
+// the push fails, as a push that is not a fast-forward does; the caller
+// fetches and retries.
+func (b *Backend) pushNewLocked(ctx context.Context, p *pushable) error {
+	ep, err := transport.NewEndpoint(b.cfg.URL)
+	if err != nil {
+		return err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewReceivePackSession(ep, b.auth)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return err
+	}
+	at := plumbing.ZeroHash
+	if r, err := refs.Reference(b.localRef()); err == nil {
+		at = r.Hash()
+	}
+	if at != p.parent {
+		return fmt.Errorf("%w: %s is at %s on the remote, not %s", gogit.ErrNonFastForwardUpdate, b.cfg.Branch, at, p.parent)
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	var said remoteMessages
+	req.Progress = &said
+	if ar.Capabilities.Supports(capability.Sideband64k) {
+		_ = req.Capabilities.Set(capability.Sideband64k)
+	} else if ar.Capabilities.Supports(capability.Sideband) {
+		_ = req.Capabilities.Set(capability.Sideband)
+	}
+	req.Commands = []*packp.Command{{Name: b.localRef(), Old: p.parent, New: p.commit}}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	encoded := make(chan error, 1)
+	go func() {
+		enc := packfile.NewEncoder(wr, b.repo.Storer, !ar.Capabilities.Supports(capability.OFSDelta))
+		_, err := enc.Encode(p.objects, 10)
+		_ = wr.CloseWithError(err)
+		encoded <- err
+	}()
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		_ = rd.Close() // unblocks the encoder
+		<-encoded
+		return said.explain(err)
+	}
+	if err := <-encoded; err != nil {
+		return fmt.Errorf("pack the commit: %w", err)
+	}
+	if rs != nil {
+		if err := rs.Error(); err != nil {
+			return said.explain(err)
+		}
+	}
+	return nil
 }
