@@ -92,7 +92,18 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 	if b.proposing(ctx) {
 		return b.proposeBatch(ctx, chs, at, prevs, out)
 	}
-	commit, made, err := b.writeChanges(ctx, chs)
+	var commit plumbing.Hash
+	var made bool
+	var err error
+	if len(chs) == 1 {
+		// One write (a REST or GraphQL create, update or delete of one
+		// resource): with group commit, it shares a commit with the
+		// writes queued alongside. UndoBatch takes back only its own
+		// change of such a commit.
+		commit, made, err = b.commitQueued(ctx, chs[0])
+	} else {
+		commit, made, err = b.writeChanges(ctx, chs)
+	}
 	if err != nil {
 		return cairn.BatchResult{}, err
 	}
@@ -156,7 +167,11 @@ func (b *Backend) UndoBatch(ctx context.Context, writes []cairn.BatchWrite, stor
 	if inv, err = b.inBatch(ctx, batch, inv); err != nil || len(inv) == 0 {
 		return err
 	}
-	undo := change{op: "revert", ident: inv[0].ident,
+	touches := make([]identity, len(inv))
+	for i, ic := range inv {
+		touches[i] = ic.ident
+	}
+	undo := change{op: "revert", ident: inv[0].ident, touches: touches,
 		check:   func(*entry) error { return nil },
 		message: revertMessage(ctx, batch, inv),
 		apply: func(ctx context.Context, root string) error {
@@ -203,7 +218,7 @@ func (b *Backend) RestoreDeleted(ctx context.Context, req cairn.OnDeleteRequest)
 		return err
 	}
 	from := plumbing.NewHash(c.Commit)
-	ch := change{op: opCreate, id: id, rv: max(c.ResourceVersion, 1), ident: ident,
+	ch := change{op: opCreate, id: id, rv: max(c.ResourceVersion, 1), ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e != nil {
 				return errRestored // back meanwhile (a sync, a retry)

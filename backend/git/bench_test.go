@@ -76,3 +76,37 @@ func BenchmarkGetValueWarm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteTreeSize: one writer updating one resource in a
+// repository already holding 10 or 1,000 resource files (seeded by one
+// batch commit) on a file:// remote. A write's cost should not grow with
+// the tree.
+func BenchmarkWriteTreeSize(b *testing.B) {
+	for _, files := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
+			r := gittest.NewRemote(b)
+			bk := gittest.NewBackend(b, r.FileURL())
+			ctx := b.Context()
+			writes := make([]cairn.BatchWrite, files)
+			for i := range writes {
+				m := flagMeta(fmt.Sprintf("seed%d", i), nil)
+				writes[i] = cairn.BatchWrite{Meta: &m, Create: &cairn.OnCreateRequest{InstanceID: fmt.Sprintf("seed%d", i), Value: json.RawMessage(`{"enabled":true}`)}}
+			}
+			if _, err := bk.OnBatch(ctx, writes); err != nil {
+				b.Fatal(err)
+			}
+			id := uuid.NewString()
+			c := create(b, ctx, bk, id, "bench", `{"n":0}`)
+			b.ResetTimer()
+			for i := range b.N {
+				out, err := bk.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: i + 2,
+					NewValue: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i+1)), Context: c})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c = out
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/write")
+		})
+	}
+}

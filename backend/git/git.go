@@ -104,6 +104,12 @@ type Backend struct {
 	// scanned is the newest commit whose trailers are in idx.
 	scanned plumbing.Hash
 
+	// wtAt is the commit whose tree the work tree holds, when wtKnown
+	// (tree.go); pushable is what the last commit wrote, for pushNew.
+	wtAt     plumbing.Hash
+	wtKnown  bool
+	pushable *pushable
+
 	// imu guards idx, so reads served from the value cache never wait for
 	// a write's network round trips.
 	imu sync.RWMutex
@@ -453,7 +459,7 @@ func (b *Backend) createChange(ctx context.Context, req cairn.OnCreateRequest) (
 		return change{}, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
 	return change{
-		op: opCreate, id: id, rv: 1, ident: ident,
+		op: opCreate, id: id, rv: 1, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e != nil {
 				return errorf(cairn.CodeAlreadyExists, id, "TypeInstance %q already exists (%s)", id, e.id)
@@ -501,7 +507,7 @@ func (b *Backend) updateChange(ctx context.Context, req cairn.OnUpdateRequest) (
 		return change{}, errorf(cairn.CodeInvalid, id, "value: %w", err)
 	}
 	return change{
-		op: opUpdate, id: id, rv: rv, ident: ident,
+		op: opUpdate, id: id, rv: rv, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
@@ -552,7 +558,7 @@ func (b *Backend) deleteChange(ctx context.Context, req cairn.OnDeleteRequest) (
 	}
 	ident := *b.identityOf(e)
 	return change{
-		op: opDelete, id: id, ident: ident,
+		op: opDelete, id: id, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
@@ -617,7 +623,7 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 		}
 	}
 	_, err = b.commitOne(ctx, change{
-		op: opDeleteRevision, id: id, rv: rv, ident: ident,
+		op: opDeleteRevision, id: id, rv: rv, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)

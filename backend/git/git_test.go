@@ -329,3 +329,43 @@ func TestRefusedPushSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteTouchesOnlyItsFile: a write's commit (built from the base's
+// tree, not a scan of the work tree) changes only its file, also after
+// another process moved the branch (this cache's work tree then follows
+// the difference), and the remote holds every object of every commit
+// (pushes send only what is new).
+func TestWriteTouchesOnlyItsFile(t *testing.T) {
+	r := gittest.NewRemote(t)
+	a, b := gittest.NewBackend(t, r.FileURL()), gittest.NewBackend(t, r.FileURL())
+	ctx := t.Context()
+	ca := create(t, ctx, a, "a", "a", `{"v":1}`)
+	cb := create(t, ctx, b, "b", "b", `{"v":1}`) // a's tip is stale now
+	if _, err := a.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("a", nil)), cairn.OnUpdateRequest{InstanceID: "a", NewResourceVersion: 2, NewValue: json.RawMessage(`{"v":2}`), Context: ca}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, r.Path, "diff-tree", "--no-commit-id", "--name-status", "-r", "main"); got != "M\t"+flagPath("a") {
+		t.Errorf("the update's commit changed:\n%s", got)
+	}
+	if err := a.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: "b", Context: cb}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, r.Path, "diff-tree", "--no-commit-id", "--name-status", "-r", "main"); got != "D\t"+flagPath("b") {
+		t.Errorf("the delete's commit changed:\n%s", got)
+	}
+	if err := a.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gittest.Git(t, r.Path, "ls-tree", "-r", "main"); got != "" {
+		t.Errorf("every file deleted, the tree still holds:\n%s", got)
+	}
+	// b's work tree holds b's own commit: it follows a's three.
+	create(t, ctx, b, "c", "c", `{"v":1}`)
+	if got := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); got != flagPath("c") {
+		t.Errorf("the tree holds:\n%s", got)
+	}
+	gittest.Git(t, r.Path, "fsck", "--strict", "--no-dangling")
+	if got := r.Commits(t); got != 6 {
+		t.Errorf("%d commits, want 6", got)
+	}
+}

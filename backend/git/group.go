@@ -49,6 +49,7 @@ type queued struct {
 
 type groupResult struct {
 	commit plumbing.Hash
+	made   bool // a commit was made (else the tip already held the change)
 	err    error
 }
 
@@ -66,8 +67,14 @@ func (e *changeError) Unwrap() error { return e.err }
 // backend is configured so (and the write is not a sync's import), else
 // as a commit of its own.
 func (b *Backend) commitOne(ctx context.Context, ch change) (plumbing.Hash, error) {
+	h, _, err := b.commitQueued(ctx, ch)
+	return h, err
+}
+
+// commitQueued is commitOne that also says whether a commit was made.
+func (b *Backend) commitQueued(ctx context.Context, ch change) (plumbing.Hash, bool, error) {
 	if _, imp := b.importing(ctx); !b.cfg.GroupCommit || imp {
-		return b.write(ctx, ch)
+		return b.writeChanges(ctx, []change{ch})
 	}
 	ch.actor, ch.impersonator = cairn.Actor(ctx), cairn.Impersonator(ctx)
 	q := &queued{ctx: ctx, ch: ch, lead: make(chan struct{}, 1), done: make(chan groupResult, 1)}
@@ -86,7 +93,7 @@ func (b *Backend) commitOne(ctx context.Context, ch change) (plumbing.Hash, erro
 	for {
 		select {
 		case r := <-q.done:
-			return r.commit, r.err
+			return r.commit, r.made, r.err
 		case <-q.lead:
 			b.lead()
 		case <-cancelled:
@@ -94,7 +101,7 @@ func (b *Backend) commitOne(ctx context.Context, ch change) (plumbing.Hash, erro
 			if !q.taken && !q.leader {
 				g.waiting = removeQueued(g.waiting, q)
 				g.mu.Unlock()
-				return plumbing.ZeroHash, ctx.Err()
+				return plumbing.ZeroHash, false, ctx.Err()
 			}
 			g.mu.Unlock()
 			// Its change is being committed, or it must lead: the answer
@@ -173,7 +180,7 @@ func (b *Backend) writeGroup(group []*queued) []groupResult {
 		for j, i := range active {
 			chs[j] = group[i].ch
 		}
-		commit, _, err := b.writeChanges(gctx, chs)
+		commit, made, err := b.writeChanges(gctx, chs)
 		var ce *changeError
 		if errors.As(err, &ce) && len(active) > 1 {
 			out[active[ce.i]].err = ce.err
@@ -184,7 +191,7 @@ func (b *Backend) writeGroup(group []*queued) []groupResult {
 			err = ce.err
 		}
 		for _, i := range active {
-			out[i] = groupResult{commit: commit, err: err}
+			out[i] = groupResult{commit: commit, made: made, err: err}
 		}
 		break
 	}

@@ -144,6 +144,64 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// TestGroupCommitOfRequests: the hub hands a Git backend each request's
+// writes as a batch (OnBatch), a REST create being a batch of one; those
+// group as OnCreate does. Before, OnBatch went around the queue and 30
+// concurrent REST creates made 30 commits. Undoing one request's batch
+// takes back its own change only, not the others of the group commit.
+func TestGroupCommitOfRequests(t *testing.T) {
+	r := gittest.NewRemote(t)
+	url, arm, arrived, release := serveGated(t, r)
+	b := groupBackend(t, url)
+	ctx := t.Context()
+	one := func(actor, name string) (cairn.BatchWrite, context.Context) {
+		m := flagMeta(name, nil)
+		return cairn.BatchWrite{Meta: &m, Create: &cairn.OnCreateRequest{InstanceID: name, Value: json.RawMessage(`{}`)}}, cairn.WithActor(ctx, actor)
+	}
+	create(t, ctx, b, "seed", "seed", `{}`)
+	before := r.Commits(t)
+	arm()
+	firstErr := make(chan error, 1)
+	go func() {
+		w, wctx := one("w0", "first")
+		_, err := b.OnBatch(wctx, []cairn.BatchWrite{w})
+		firstErr <- err
+	}()
+	<-arrived
+	const n = 5
+	writes := make([]cairn.BatchWrite, n)
+	res := make([]cairn.BatchResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		var wctx context.Context
+		writes[i], wctx = one(fmt.Sprintf("w%d", i+1), fmt.Sprintf("r%d", i))
+		wg.Go(func() { res[i], errs[i] = b.OnBatch(wctx, []cairn.BatchWrite{writes[i]}) })
+	}
+	waitQueued(t, b, n)
+	release()
+	wg.Wait()
+	if err := <-firstErr; err != nil {
+		t.Fatal(err)
+	}
+	head := gittest.Git(t, r.Path, "rev-parse", "main")
+	for i, err := range errs {
+		if err != nil || res[i].Token != head {
+			t.Fatalf("request %d: token %q, %v; want the group commit %s", i, res[i].Token, err, head)
+		}
+	}
+	if got := r.Commits(t); got != before+2 {
+		t.Fatalf("%d commits for 1+%d one-write requests, want 2", got-before, n)
+	}
+	if err := b.UndoBatch(cairn.WithActor(ctx, "w1"), writes[:1], res[0]); err != nil {
+		t.Fatal(err)
+	}
+	files := gittest.Git(t, r.Path, "ls-tree", "--name-only", "-r", "main")
+	if strings.Contains(files, "Flag-r0.json") || !strings.Contains(files, "Flag-r1.json") || !strings.Contains(files, "Flag-first.json") {
+		t.Errorf("after undoing r0's request the tree holds:\n%s", files)
+	}
+}
+
 // TestGroupCommitCancelledWhileQueued: a writer whose context ends while
 // it waits in the queue gets the context's error, and its change is not
 // committed.

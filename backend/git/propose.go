@@ -288,7 +288,7 @@ func (b *Backend) proposeDelete(ctx context.Context, req cairn.OnDeleteRequest) 
 	}
 	ident := *b.identityOf(e)
 	raw, err := b.propose(ctx, change{
-		op: opDelete, id: id, ident: ident,
+		op: opDelete, id: id, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
@@ -346,7 +346,7 @@ func (b *Backend) proposedDeleteChange(ctx context.Context, req cairn.OnDeleteRe
 	id := req.InstanceID
 	ident, err := resolveIdentity(ctx, id, req.Context, nil)
 	return change{
-		op: opDelete, id: id, ident: ident,
+		op: opDelete, id: id, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
 			if err != nil {
 				return err

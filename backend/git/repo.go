@@ -73,6 +73,10 @@ type change struct {
 	// messageFunc, when set, writes the commit message once the changes
 	// are applied (rotate-keys counts the files it rewrote).
 	messageFunc func(ctx context.Context, chs []change) string
+	// touches are the resources whose files apply may change (through
+	// the controller); nil when it may change others (a key rotation):
+	// then the whole work tree is compared (commitLocked).
+	touches []identity
 	// actor, when set, is who asked for the change (a group commit's
 	// members differ), with the authenticated user who impersonated them;
 	// else the write's context says.
@@ -477,10 +481,114 @@ func (b *Backend) resetLocked(wt *gogit.Worktree) error {
 	return wt.Clean(&gogit.CleanOptions{Dir: true})
 }
 
-// commitLocked resets the work tree to tip, applies ch and commits; changed
-// is false when no file changed.
+// commitLocked applies chs on tip and commits; changed is false when no
+// file changed. Changes that name the files they touch (locatedPaths) cost
+// what they change, not the size of the tree (tree.go); others reset,
+// stage and compare the whole work tree (commitScanLocked).
 func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash, bool, error) {
 	ch := chs[0]
+	b.pushable = nil
+	paths, located := b.locatedPaths(chs)
+	if !located {
+		return b.commitScanLocked(ctx, chs)
+	}
+	if !b.wtKnown {
+		// First write of this process (or after a failure left the work
+		// tree unknown): one full reset.
+		wt, err := b.repo.Worktree()
+		if err != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("git backend: %w", err)
+		}
+		if err := b.resetLocked(wt); err != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("git backend: reset the work tree to %s: %w", b.tip, err)
+		}
+		b.wtAt, b.wtKnown = b.tip, true
+	}
+	if err := b.syncWorktreeLocked(b.tip, nil); err != nil {
+		b.wtKnown = false
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: bring the work tree to %s: %w", b.tip, err)
+	}
+	for i, c := range chs {
+		if err := c.apply(ctx, b.dir); err != nil {
+			// Put back what the changes before it wrote.
+			if rerr := b.syncWorktreeLocked(b.tip, paths); rerr != nil {
+				b.wtKnown = false
+			}
+			return plumbing.ZeroHash, false, &changeError{i: i, err: err}
+		}
+	}
+	commit, changed, err := b.commitPathsLocked(ctx, chs, paths)
+	if err != nil {
+		b.wtKnown = false
+		return plumbing.ZeroHash, false, err
+	}
+	if !changed && ch.source.IsZero() && !ch.recordOnly {
+		return b.tip, false, nil
+	}
+	return commit, true, nil
+}
+
+// commitPathsLocked commits the work tree's files at paths on tip: the
+// tip's tree with those entries replaced. It records the objects it wrote
+// (pushable) and that the work tree holds the new commit.
+func (b *Backend) commitPathsLocked(ctx context.Context, chs []change, paths []string) (plumbing.Hash, bool, error) {
+	ch := chs[0]
+	base, err := b.treeOf(b.tip)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: tree of %s: %w", b.tip, err)
+	}
+	var written []plumbing.Hash
+	edits, err := b.editsLocked(base, paths, &written)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: stage: %w", err)
+	}
+	if len(edits) == 0 && ch.source.IsZero() && !ch.recordOnly {
+		return b.tip, false, nil
+	}
+	var tree plumbing.Hash
+	if base != nil && len(edits) == 0 {
+		tree = base.Hash
+	} else if tree, err = b.buildTree(base, edits, true, &written); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: build the tree: %w", err)
+	}
+	sig := object.Signature{Name: b.cfg.Author.Name, Email: b.cfg.Author.Email, When: time.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: b.commitMessage(ctx, chs), TreeHash: tree}
+	if !b.tip.IsZero() {
+		c.ParentHashes = []plumbing.Hash{b.tip}
+	}
+	commit, err := b.storeCommit(c)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
+	}
+	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.localRef(), commit)); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
+	}
+	b.wtAt = commit
+	b.pushable = &pushable{commit: commit, parent: b.tip, objects: append(written, commit)}
+	return commit, true, nil
+}
+
+// commitMessage is the commit message of chs.
+func (b *Backend) commitMessage(ctx context.Context, chs []change) string {
+	ch := chs[0]
+	msg := message(ctx, ch)
+	switch {
+	case ch.message != "":
+		msg = ch.message
+	case len(chs) > 1:
+		msg = batchMessage(ctx, chs)
+	}
+	if ch.messageFunc != nil {
+		msg = ch.messageFunc(ctx, chs)
+	}
+	return msg
+}
+
+// commitScanLocked resets the work tree to tip, applies chs and commits
+// whatever changed in the whole tree.
+func (b *Backend) commitScanLocked(ctx context.Context, chs []change) (plumbing.Hash, bool, error) {
+	ch := chs[0]
+	b.wtKnown = false
 	wt, err := b.repo.Worktree()
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: %w", err)
@@ -501,32 +609,26 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: status: %w", err)
 	}
 	if st.IsClean() && ch.source.IsZero() && !ch.recordOnly {
+		b.wtAt, b.wtKnown = b.tip, true
 		return b.tip, false, nil
 	}
-	now := time.Now()
-	sig := &object.Signature{Name: b.cfg.Author.Name, Email: b.cfg.Author.Email, When: now}
+	sig := &object.Signature{Name: b.cfg.Author.Name, Email: b.cfg.Author.Email, When: time.Now()}
 	var parents []plumbing.Hash
 	if !b.tip.IsZero() {
 		parents = []plumbing.Hash{b.tip}
 	}
-	msg := message(ctx, ch)
-	switch {
-	case ch.message != "":
-		msg = ch.message
-	case len(chs) > 1:
-		msg = batchMessage(ctx, chs)
-	}
-	if ch.messageFunc != nil {
-		msg = ch.messageFunc(ctx, chs)
-	}
-	commit, err := wt.Commit(msg, &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero() || ch.recordOnly})
+	commit, err := wt.Commit(b.commitMessage(ctx, chs), &gogit.CommitOptions{Author: sig, Committer: sig, Parents: parents, AllowEmptyCommits: !ch.source.IsZero() || ch.recordOnly})
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}
+	b.wtAt, b.wtKnown = commit, true
 	return commit, true, nil
 }
 
 func (b *Backend) pushLocked(ctx context.Context) error {
+	if p := b.pushable; p != nil && p.parent == b.tip {
+		return b.pushNewLocked(ctx, p)
+	}
 	return b.push(ctx, config.RefSpec(b.localRef().String()+":"+b.localRef().String()))
 }
 

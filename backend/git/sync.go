@@ -91,6 +91,7 @@ var ErrImported = errors.New("imported already by another process")
 func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 	ch.source = source
 	ch.apply = func(context.Context, string) error { return nil }
+	ch.touches = []identity{}
 	check := ch.check
 	ch.check = func(e *entry) error {
 		for id, other := range b.idx {
@@ -139,7 +140,7 @@ func (b *Backend) undoImport(ctx context.Context, id string, rv int, op string) 
 	if !imported {
 		return false, nil
 	}
-	ch := change{op: op, id: id, rv: rv, ident: ident, recordOnly: true,
+	ch := change{op: op, id: id, rv: rv, ident: ident, recordOnly: true, touches: []identity{},
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
