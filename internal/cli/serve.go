@@ -161,23 +161,25 @@ func (a *app) serve(ctx context.Context, addr string, shutdownTimeout time.Durat
 		waiting atomic.Pointer[string]
 	)
 	ready := make(chan struct{})
-	// /livez is Kubernetes' name of the liveness check; both only say the
-	// process serves. /readyz also asks whether start-up finished and the
-	// store answers.
+	// /livez only says the process serves (a liveness probe must not
+	// restart a replica that waits for its database). /healthz, the older
+	// combined check that scripts wait on before their first request, also
+	// says start-up is over, as it did when serve listened only then.
+	// /readyz also asks whether the store answers.
 	probeMux := func(mux *http.ServeMux) {
-		live := []probeCheck{{name: "ping"}}
-		probes(mux, log, "healthz", live)
-		probes(mux, log, "livez", live)
+		startedCheck := probeCheck{name: "started", check: func(context.Context) error {
+			select {
+			case <-ready:
+				return nil
+			default:
+				return errors.New("starting")
+			}
+		}}
+		probes(mux, log, "healthz", []probeCheck{{name: "ping"}, startedCheck})
+		probes(mux, log, "livez", []probeCheck{{name: "ping"}})
 		probes(mux, log, "readyz", []probeCheck{
 			{name: "ping"},
-			{name: "started", check: func(context.Context) error {
-				select {
-				case <-ready:
-					return nil
-				default:
-					return errors.New("starting")
-				}
-			}},
+			startedCheck,
 			{name: "store", check: func(ctx context.Context) error {
 				h := started.Load()
 				if h == nil {

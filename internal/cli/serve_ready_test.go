@@ -62,7 +62,7 @@ func TestServeProbesFollowPostgres(t *testing.T) {
 
 // TestServeWaitsForPostgres: a replica started before its database is up
 // (both restarted, a compose file or a pod starting first) does not exit:
-// it listens, /healthz says it lives, /readyz says why it is not ready,
+// it listens, /livez says it lives, /healthz and /readyz that it is not ready,
 // API requests answer 503, and it serves once PostgreSQL is up, without a
 // restart, as the Kubernetes API server waits for etcd. A database that
 // answers no (a wrong password) is a configuration error no wait cures:
@@ -130,8 +130,13 @@ func TestServeWaitsForPostgres(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("/healthz"); code != http.StatusOK {
-		t.Errorf("/healthz while waiting: %d %s; want 200", code, body)
+	if code, body := get("/livez"); code != http.StatusOK {
+		t.Errorf("/livez while waiting: %d %s; want 200", code, body)
+	}
+	// Scripts wait on /healthz before their first request: not before it
+	// can be answered.
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz while waiting: %d %s; want 503 until start-up is over", code, body)
 	}
 	if code, body := get("/readyz?verbose"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]store failed: store unavailable (reason withheld") || strings.Contains(body, "connect") || !strings.Contains(body, "[-]started failed") {
 		t.Errorf("/readyz while waiting: %d %s; want 503 saying it waits for the store", code, body)
