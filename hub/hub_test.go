@@ -821,18 +821,25 @@ func TestLockUnlock(t *testing.T) {
 		lockA  string
 		lockB  string
 		filter string
+		// writes: the step changes a lock, so it is a change (a new
+		// metadata.resourceVersion); a step that changes no lock writes
+		// nothing, or a client's next replace would conflict for nothing.
+		writes bool
 	}{
-		{name: "lock both", lock: true, ids: []string{a, b}, owner: "alice", lockA: "alice", lockB: "alice"},
+		{name: "lock both", lock: true, ids: []string{a, b}, owner: "alice", lockA: "alice", lockB: "alice", writes: true},
 		{name: "relock by the same owner", lock: true, ids: []string{a}, owner: "alice", lockA: "alice", lockB: "alice"},
 		{name: "lock by another owner", lock: true, ids: []string{a}, owner: "bob", code: cairn.CodeLocked, msg: "locked by different owner", lockA: "alice", lockB: "alice"},
 		{name: "unlock by another owner", ids: []string{a, b}, owner: "bob", code: cairn.CodeLocked, lockA: "alice", lockB: "alice"},
 		{name: "unlock with a missing id changes nothing", ids: []string{a, missing}, owner: "alice", code: cairn.CodeNotFound, msg: `TypeInstances with IDs "` + missing + `" were not found`, lockA: "alice", lockB: "alice"},
-		{name: "unlock one", ids: []string{a}, owner: "alice", lockB: "alice"},
+		{name: "unlock one", ids: []string{a}, owner: "alice", lockB: "alice", writes: true},
 		{name: "lock all or nothing", lock: true, ids: []string{a, b}, owner: "bob", code: cairn.CodeLocked, lockB: "alice"},
 		{name: "no owner", lock: true, ids: []string{a}, code: cairn.CodeInvalid, lockB: "alice"},
-		{name: "unlock again is fine", ids: []string{a, b}, owner: "alice"},
+		{name: "unlock the locked and the unlocked", ids: []string{a, b}, owner: "alice", writes: true},
+		// As Capact's Local Hub: unlocking what nobody locked succeeds.
+		{name: "unlock what nobody locked", ids: []string{a, b}, owner: "bob"},
 	}
 	for _, s := range steps {
+		seqA, seqB := e.get(a).Seq, e.get(b).Seq
 		var err error
 		if s.lock {
 			err = e.h.LockInstances(e.ctx, s.ids, s.owner)
@@ -855,6 +862,9 @@ func TestLockUnlock(t *testing.T) {
 		}
 		if got := e.get(b).LockedBy; got != s.lockB {
 			t.Fatalf("%s: b locked by %q, want %q", s.name, got, s.lockB)
+		}
+		if wrote := e.get(a).Seq != seqA || e.get(b).Seq != seqB; wrote != s.writes {
+			t.Fatalf("%s: wrote a change = %v, want %v", s.name, wrote, s.writes)
 		}
 	}
 }

@@ -11,13 +11,15 @@ import (
 )
 
 // LockInstances locks every id for owner, all or nothing. Locking again by
-// the same owner succeeds; an id locked by another owner fails the call.
+// the same owner succeeds and writes nothing; an id locked by another owner
+// fails the call.
 func (h *Hub) LockInstances(ctx context.Context, ids []string, owner string) error {
 	return h.setLocks(ctx, ids, owner, true)
 }
 
 // UnlockInstances unlocks every id, all or nothing. Unlocking an instance
-// locked by another owner is refused; an unlocked one stays unlocked.
+// locked by another owner is refused; an unlocked one stays unlocked and
+// is not written.
 func (h *Hub) UnlockInstances(ctx context.Context, ids []string, owner string) error {
 	return h.setLocks(ctx, ids, owner, false)
 }
@@ -50,6 +52,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 	}
 
 	var before []cairn.Instance
+	var changed []string
 	err := h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		found, err := tx.GetInstancesBrief(ctx, uniq)
 		if err != nil {
@@ -58,12 +61,23 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 		if err := checkPresentAndOwned(ups, found, op); err != nil {
 			return err
 		}
-		before = found
 		newOwner := ""
 		if lock {
 			newOwner = owner
 		}
-		return tx.SetLockedBy(ctx, uniq, newOwner)
+		// Only the instances whose lock changes are written (and their
+		// backends told): relocking by the owner or unlocking what nobody
+		// locked succeeds, as in Capact's Local Hub, but is no change, so
+		// it makes no new metadata.resourceVersion a client's next
+		// replace would conflict with.
+		before, changed = nil, nil
+		for _, inst := range found {
+			if inst.LockedBy != newOwner {
+				before = append(before, inst)
+				changed = append(changed, inst.ID)
+			}
+		}
+		return tx.SetLockedBy(ctx, changed, newOwner)
 	})
 	if err != nil {
 		if !isHubRefusal(err) {
@@ -85,7 +99,7 @@ func (h *Hub) setLocks(ctx context.Context, ids []string, owner string, lock boo
 		return &opError{op: op, err: err}
 	}
 	if h.log.Enabled(ctx, slog.LevelDebug) { // every request is in the audit log too
-		h.log.DebugContext(ctx, op+"ed instances", "count", len(uniq), "owner", owner, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
+		h.log.DebugContext(ctx, op+"ed instances", "count", len(changed), "owner", owner, "actor", cairn.Actor(ctx), impersonatorAttr(ctx))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,11 +140,12 @@ func (h *Hub) GetPolicy(ctx context.Context) (PolicyDocument, error) {
 }
 
 // ApplyPolicy validates p and stores it as the policy's next resource
-// version. Validation lists every bad rule: syntax, each backend must exist
-// and be a storage backend, the catch-all rule's backend must accept an
-// absent context ({} must satisfy its context schema), and injected ids must
-// exist. A backend may be given by the alias of exactly one storage backend;
-// its id is stored.
+// version; a policy equal to the stored one (aliases replaced by ids) is
+// not written, and the stored document is returned. Validation lists every
+// bad rule: syntax, each backend must exist and be a storage backend, the
+// catch-all rule's backend must accept an absent context ({} must satisfy
+// its context schema), and injected ids must exist. A backend may be given
+// by the alias of exactly one storage backend; its id is stored.
 func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument, error) {
 	if err := h.validatePolicy(ctx, &p); err != nil {
 		return PolicyDocument{}, err
@@ -151,6 +153,16 @@ func (h *Hub) ApplyPolicy(ctx context.Context, p policy.Policy) (PolicyDocument,
 	value, err := json.Marshal(p)
 	if err != nil {
 		return PolicyDocument{}, err
+	}
+	// The policy already stored is no change: a new resource version would
+	// fill the history with copies and conflict a client's next
+	// conditional write for nothing.
+	if cur, err := h.GetPolicy(ctx); err != nil {
+		return PolicyDocument{}, fmt.Errorf("apply the policy: %w", err)
+	} else if cur.ResourceVersion > 0 {
+		if stored, err := json.Marshal(cur.Policy); err == nil && bytes.Equal(stored, value) {
+			return cur, nil
+		}
 	}
 	if _, _, err := h.ApplyType(ctx, cairn.Type{Path: PolicyTypePath, Revision: cairn.CoreRevision,
 		JSONSchema: json.RawMessage(policyTypeSchema)}); err != nil {

@@ -239,3 +239,36 @@ func TestPolicyChangeLeavesExistingInstances(t *testing.T) {
 		t.Errorf("a new instance is not in the policy's backend")
 	}
 }
+
+// Applying the policy that is already stored is no change: no new resource
+// version, the current document answered (an alias compares as its id).
+func TestApplyPolicyUnchangedWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	filesID, _ := e.addBackend("files", true, "")
+	byAlias := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", "files")}}}
+	byID := policy.Policy{TypeInstance: policy.TypeInstancePolicy{Rules: []policy.Rule{rule("cap.type.aws.*", "", filesID)}}}
+	first, err := e.h.ApplyPolicy(e.ctx, byAlias)
+	if err != nil || first.ResourceVersion != 1 {
+		t.Fatalf("first apply = %+v, %v; want version 1", first, err)
+	}
+	for _, p := range []policy.Policy{byAlias, byID} {
+		again, err := e.h.ApplyPolicy(e.ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.ResourceVersion != 1 || again.Seq != first.Seq {
+			t.Fatalf("same policy applied again = version %d seq %d; want the stored version 1 seq %d", again.ResourceVersion, again.Seq, first.Seq)
+		}
+	}
+	if rvs, err := e.h.ResourceVersions(e.ctx, hub.PolicyID, false); err != nil || len(rvs) != 1 {
+		t.Fatalf("policy history = %d versions, %v; want 1", len(rvs), err)
+	}
+	// The first apply of an empty policy is a change (none was applied).
+	e2 := newEnv(t)
+	if doc, err := e2.h.ApplyPolicy(e2.ctx, policy.Policy{}); err != nil || doc.ResourceVersion != 1 {
+		t.Fatalf("first apply of an empty policy = %+v, %v; want version 1", doc, err)
+	}
+	if doc, err := e.h.ApplyPolicy(e.ctx, policy.Policy{}); err != nil || doc.ResourceVersion != 2 {
+		t.Fatalf("a different policy = %+v, %v; want version 2", doc, err)
+	}
+}

@@ -146,9 +146,45 @@ func errorStatus(err error, t target) Status {
 			t.served, t.group, t.name)
 	}
 	if code == http.StatusUnprocessableEntity && t.kind != "" {
-		st.Message = fmt.Sprintf("%s %q is invalid: %s", t.kind, t.name, err.Error())
+		st.Message = fmt.Sprintf("%s %q is invalid: %s", t.kind, t.name, invalidDetail(err, t))
 	}
 	return st
+}
+
+// invalidDetail is what follows `Kind "name" is invalid: `. A request on
+// one named object gets the hub's messages without the subject and the
+// operation they are wrapped in ("failed to update TypeInstances:
+// TypeInstance "<id>": ..."), which would name the object a second time,
+// and with the causes' fields spelled as in Status.details.causes.
+func invalidDetail(err error, t target) string {
+	errs := cairn.Errors(err)
+	if t.name == "" || len(errs) == 0 {
+		return err.Error()
+	}
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		if e.Code != cairn.CodeInvalid {
+			parts = append(parts, e.Error())
+			continue
+		}
+		msg := e.Msg
+		if msg == "" && e.Err != nil {
+			msg = e.Err.Error()
+		}
+		if len(e.Causes) > 0 {
+			hubs := make([]string, len(e.Causes))
+			ours := make([]string, len(e.Causes))
+			for i, c := range e.Causes {
+				hubs[i] = c.String()
+				ours[i] = cairn.Cause{Field: fieldPath(c.Field, t.served != ""), Message: c.Message}.String()
+			}
+			if list := strings.Join(hubs, ", "); strings.HasSuffix(msg, list) {
+				msg = strings.TrimSuffix(msg, list) + strings.Join(ours, ", ")
+			}
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // timeoutStatus is the answer to a request whose deadline (?timeout=)

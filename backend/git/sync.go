@@ -493,6 +493,10 @@ type Parsed struct {
 func (b *Backend) ParseFile(p string, data []byte) (Parsed, error) {
 	var out Parsed
 	doc, err := b.decode(p, data)
+	if de, ok := errors.AsType[*template.DecodeError](err); ok {
+		// The caller names the file: say where in it only.
+		return out, fmt.Errorf("does not parse: %s", de.Detail())
+	}
 	if err != nil {
 		return out, fmt.Errorf("does not parse: %w", err)
 	}

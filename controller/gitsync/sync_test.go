@@ -420,7 +420,7 @@ func TestSyncReportsAndSkips(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.person("status")
-	e.write("garbled", "{not json\n")
+	e.write("garbled", "{\"apiVersion\": \"flipt.io/v1\",\n not json\n")
 	e.write("misplaced", flagFile("elsewhere", true))
 	e.write("locked", flagFile("locked", true))
 	e.write("good", flagFile("good", true))
@@ -446,7 +446,8 @@ func TestSyncReportsAndSkips(t *testing.T) {
 		}
 	}
 	for file, want := range map[string]string{
-		"flipt.io-v1-Flag-garbled.json":   "does not parse",
+		// The path once (the reason begins with it), and the line.
+		"flipt.io-v1-Flag-garbled.json":   "default/flipt.io-v1-Flag-garbled.json: does not parse: line 2, column 2: invalid character 'n'",
 		"flipt.io-v1-Flag-misplaced.json": "whose file is default/flipt.io-v1-Flag-elsewhere.json",
 		"flipt.io-v1-Flag-locked.json":    "locked",
 		"example.com-v1-Gadget-g.json":    "no Type serves example.com/v1 Gadget",

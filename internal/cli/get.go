@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cairn-dev/cairn"
@@ -27,16 +29,96 @@ type getOptions struct {
 	watch         bool
 	watchOnly     bool
 	watchEvents   bool
+	// jsonpath is the parsed template of -o jsonpath=TEMPLATE (output
+	// "jsonpath"), template its text.
+	jsonpath *jsonpath.JSONPath
+	template string
 }
 
 func (o getOptions) wide() bool { return o.output == "wide" }
+
+// showsValues reports whether the output shows whole objects, values
+// included (a table or -o name reads none).
+func (o getOptions) showsValues() bool {
+	return o.output == "json" || o.output == "yaml" || o.output == "jsonpath"
+}
+
+// parseOutput checks -o and parses the template of jsonpath=TEMPLATE, in
+// kubectl's words.
+func (o *getOptions) parseOutput() error {
+	format, tmpl, withTemplate := strings.Cut(o.output, "=")
+	switch format {
+	case "", "table", "wide", "json", "yaml", "name":
+		if !withTemplate {
+			return nil
+		}
+	case "jsonpath":
+		if tmpl == "" {
+			return usageErrorf("template format specified but no template given")
+		}
+		// As kubectl's --allow-missing-template-keys (true by default):
+		// a key an object lacks prints nothing.
+		jp := jsonpath.New("output").AllowMissingKeys(true)
+		if err := jp.Parse(tmpl); err != nil {
+			return cairn.Errorf(cairn.CodeInvalid, "error parsing jsonpath %s, %v", tmpl, err)
+		}
+		o.output, o.jsonpath, o.template = "jsonpath", jp, tmpl
+		return nil
+	}
+	return usageErrorf("--output %q: want table, wide, json, yaml, name or jsonpath=TEMPLATE", o.output)
+}
+
+// printJSONPath writes what o's template makes of v (an object or a List)
+// as kubectl does, its numbers as integers where they are: nothing when
+// the template fails.
+func (o getOptions) printJSONPath(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var data any
+	if err := dec.Decode(&data); err != nil {
+		return fmt.Errorf("decode JSON: %w", err)
+	}
+	var out bytes.Buffer
+	if err := o.jsonpath.Execute(&out, numbers(data)); err != nil {
+		return cairn.Errorf(cairn.CodeInvalid, "error executing jsonpath %q: %v", o.template, err)
+	}
+	_, err = w.Write(out.Bytes())
+	return err
+}
+
+// numbers turns the json.Numbers of v into int64 or float64, as the
+// objects kubectl's jsonpath sees hold them, so that 5432 prints as 5432,
+// not 5.432e+03, and filters compare numbers.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
 
 // listOptions are the options of a list or watch of res. Tables and names
 // show no values: instances are listed without them (?values=false), so
 // none is read from a backend and every instance shows while one is down.
 func (o getOptions) listOptions(res client.Resource) client.ListOptions {
 	lo := client.ListOptions{LabelSelector: o.selector}
-	if o.output != "json" && o.output != "yaml" && (res.Group != rest.HubGroup || isHub(res, "typeinstances")) {
+	if !o.showsValues() && (res.Group != rest.HubGroup || isHub(res, "typeinstances")) {
 		lo.Extra = url.Values{"values": {"false"}}
 	}
 	return lo
@@ -45,12 +127,13 @@ func (o getOptions) listOptions(res client.Resource) client.ListOptions {
 func (r *kube) getCommand() *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get RESOURCE [NAME...] | get RESOURCE/NAME...",
+		Use:   "get RESOURCE[,RESOURCE...] [NAME...] | get RESOURCE/NAME...",
 		Short: "Show resources: objects of a served Type, typeinstances, types, backends",
 		Long: `get shows one or many resources of the server. RESOURCE is a plural, a singular,
 a short name or a kind, optionally qualified by its group (flags.flipt.io), as
 'cairn api-resources' lists them. Objects of namespaced resources are read in
--n NAMESPACE (default "default"), or in every namespace with -A.
+-n NAMESPACE (default "default"), or in every namespace with -A. Several
+resources are separated by commas (flags,postgresconfigs), as in kubectl.
 
 Tables: objects of a Type show NAME, TYPE, BACKEND, LOCKED BY, VERSION (the
 resource version of the value) and AGE; -o wide adds UID and LABELS.
@@ -62,6 +145,8 @@ edit and delete.
 Tables and -o name read no value from the backends, so they list every
 instance while a backend is down; -o json and -o yaml show values and then
 fail (exit 6) naming the instance and the backend that cannot be read.
+-o jsonpath=TEMPLATE prints what kubectl's JSONPath template makes of the
+object, or of the List of several (a key an object lacks prints nothing).
 
 -w prints the rows, then a row for every change until interrupted (Ctrl-C).`,
 		Example: `  cairn get flags
@@ -70,12 +155,12 @@ fail (exit 6) naming the instance and the backend that cannot be read.
   cairn get ti -A
   cairn get terraformoutput.default.network-ip -o yaml
   cairn get types
-  cairn get flags -w`,
+  cairn get flags -w
+  cairn get flags,postgresconfigs
+  cairn get flags -o 'jsonpath={.items[*].metadata.name}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch o.output {
-			case "", "table", "wide", "json", "yaml", "name":
-			default:
-				return usageErrorf("--output %q: want table, wide, json, yaml or name", o.output)
+			if err := o.parseOutput(); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			groups, err := r.parseResourceArgs(ctx, args, o.namespace)
@@ -102,7 +187,7 @@ fail (exit 6) naming the instance and the backend that cannot be read.
 	fl.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=moonshots,env!=prod, tier in (db,cache)")
 	fl.StringVarP(&o.namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of namespaced resources")
 	fl.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list across every namespace")
-	fl.StringVarP(&o.output, "output", "o", "table", "output format: table, wide, json, yaml or name")
+	fl.StringVarP(&o.output, "output", "o", "table", "output format: table, wide, json, yaml, name or jsonpath=TEMPLATE (kubectl's JSONPath, e.g. '{.items[*].metadata.name}')")
 	fl.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
 	fl.BoolVar(&o.watchOnly, "watch-only", false, "print changes only, without listing first")
 	fl.BoolVar(&o.watchEvents, "output-watch-events", false, "show the event type (ADDED, MODIFIED, DELETED) of each change")
@@ -130,7 +215,7 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 				ns = ""
 			}
 			l, err := r.c.ListAll(ctx, g.res, ns, o.listOptions(g.res))
-			if cairn.HasCode(err, cairn.CodeUnavailable) && (o.output == "json" || o.output == "yaml") {
+			if cairn.HasCode(err, cairn.CodeUnavailable) && o.showsValues() {
 				return fmt.Errorf("%w\n(-o %s shows values; a table or -o name lists every instance without reading any)", err, o.output)
 			}
 			if err != nil {
@@ -170,7 +255,7 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 	}
 	var out error
 	switch o.output {
-	case "json", "yaml":
+	case "json", "yaml", "jsonpath":
 		var v any
 		if single && len(all[0].objs) == 1 {
 			v = all[0].objs[0].raw
@@ -183,7 +268,11 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 			}
 			v = map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}
 		}
-		out = printAs(w, o.output, v)
+		if o.output == "jsonpath" {
+			out = o.printJSONPath(w, v)
+		} else {
+			out = printAs(w, o.output, v)
+		}
 	case "name":
 		for _, f := range all {
 			for _, obj := range f.objs {
@@ -484,6 +573,12 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 			}
 			first = false
 			return printAs(w, o.output, v)
+		case "jsonpath":
+			var v any = obj.raw
+			if o.watchEvents {
+				v = rest.WatchEvent{Type: event, Object: obj.raw}
+			}
+			return o.printJSONPath(w, v)
 		case "name":
 			line := kindName(res) + "/" + obj.Metadata.Name
 			if o.watchEvents {
@@ -501,7 +596,7 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 		}
 		return cols.print(rows...)
 	}
-	if o.output != "json" && o.output != "yaml" && o.output != "name" {
+	if !o.showsValues() && o.output != "name" {
 		view = r.table(ctx, res, o.wide(), ns == "" && res.Namespaced, o.watchEvents)
 	}
 

@@ -63,6 +63,30 @@ typeInstance:
 		if out := e.ok("policy", "apply", "-f", good); !strings.Contains(out, "policy applied: version 1, 2 typeInstance rules") {
 			t.Errorf("policy apply: %q", out)
 		}
+		// What get prints applies back (kubectl's get -o yaml | apply -f -),
+		// and an apply of the stored policy is no new version.
+		for _, format := range []string{"yaml", "json"} {
+			printed := e.ok("policy", "get", "-o", format)
+			if out := e.ok("policy", "apply", "-f", write("printed."+format, printed)); !strings.Contains(out, "policy unchanged: version 1") {
+				t.Errorf("policy apply of get -o %s: %q; want unchanged", format, out)
+			}
+			if r := e.run(printed, "policy", "apply", "-f", "-"); r.code != 0 || !strings.Contains(r.stdout, "policy unchanged: version 1") {
+				t.Errorf("policy get -o %s | policy apply -f -: exit %d, %q %q; want unchanged", format, r.code, r.stdout, r.stderr)
+			}
+		}
+		if out := e.ok("policy", "apply", "-f", good); !strings.Contains(out, "policy unchanged: version 1") {
+			t.Errorf("policy apply of the same file: %q; want unchanged", out)
+		}
+		// The printed form's resourceVersion is the version it was read at:
+		// a stale one is a conflict, and its unknown fields are named.
+		stale := write("stale.yaml", "resourceVersion: 7\ncreatedBy: someone\npolicy:\n  typeInstance: {rules: []}\n")
+		if r := e.run("", "policy", "apply", "-f", stale); r.code != cli.ExitConflict || !strings.Contains(r.stderr, "resourceVersion 7") || !strings.Contains(r.stderr, "now 1") {
+			t.Errorf("policy apply of a stale printed policy: exit %d, stderr %q; want exit %d naming both versions", r.code, r.stderr, cli.ExitConflict)
+		}
+		extra := write("extra.yaml", "resourceVersion: 1\nkind: Policy\npolicy:\n  typeInstance: {rules: []}\n")
+		if r := e.run("", "policy", "apply", "-f", extra); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "kind is not a known field (known: resourceVersion, createdBy, policy)") {
+			t.Errorf("policy apply with an unknown top-level field: exit %d, stderr %q", r.code, r.stderr)
+		}
 		// A file of two documents (the second, say, meant to replace the
 		// first) is refused whole rather than read as its first: nothing
 		// changes, and the error names the file. So is an empty one, which

@@ -157,6 +157,9 @@ func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace s
 		// An id alone names a TypeInstance, whatever its Type.
 		return r.byID(ctx, args)
 	}
+	if !strings.Contains(args[0], "/") && strings.Contains(args[0], ",") {
+		return r.kindsArgs(ctx, args)
+	}
 	if !strings.Contains(args[0], "/") {
 		res, err := r.findResource(ctx, args[0])
 		if cairn.HasCode(err, cairn.CodeNotFound) && len(args) == 1 && hub.IsTerraformID(args[0]) {
@@ -183,7 +186,7 @@ func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace s
 	var out []resourceNames
 	for _, a := range args {
 		typ, name, ok := strings.Cut(a, "/")
-		if !ok || typ == "" || name == "" {
+		if !ok || typ == "" || name == "" || strings.Contains(typ, ",") {
 			return nil, usageErrorf("%q: arguments in resource/name form must have a single resource and name", a)
 		}
 		res, err := r.findResource(ctx, typ)
@@ -195,6 +198,28 @@ func (r *kube) parseResourceArgs(ctx context.Context, args []string, namespace s
 			continue
 		}
 		out = append(out, resourceNames{res: res, names: []string{name}})
+	}
+	return out, nil
+}
+
+// kindsArgs resolves "KIND1,KIND2 [NAME...]" as kubectl does: every kind,
+// each with the names given (none: all its objects), a kind named twice
+// (or by two of its names) once, in the order given.
+func (r *kube) kindsArgs(ctx context.Context, args []string) ([]resourceNames, error) {
+	for _, n := range args[1:] {
+		if strings.Contains(n, "/") {
+			return nil, usageErrorf("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'cairn get resource/<resource_name>' instead of 'cairn get resource resource/<resource_name>')")
+		}
+	}
+	var out []resourceNames
+	for kind := range strings.SplitSeq(args[0], ",") {
+		res, err := r.findResource(ctx, kind)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(out, func(x resourceNames) bool { return sameResource(x.res, res) }) {
+			out = append(out, resourceNames{res: res, names: args[1:]})
+		}
 	}
 	return out, nil
 }

@@ -432,6 +432,23 @@ func TestGet(t *testing.T) {
 			{"names and a selector", []string{"get", "flag", "a", "-l", "team=x"}, cli.ExitInvalid, nil, "selector"},
 			{"a bad selector", []string{"get", "flags", "-l", "team in x"}, cli.ExitInvalid, nil, "error: "},
 			{"a verb the resource lacks", []string{"get", "lockrequests"}, cli.ExitInvalid, nil, "lockrequests.hub.cairn.dev does not support list"},
+			// Several kinds at once, as kubectl get pods,services.
+			{"kinds", []string{"get", "flags,pgc"}, 0, []string{`NAME .*`, `a .*`, `b .*`, ``, `NAME .*`, `db-config .*`}, ""},
+			{"kinds, by name", []string{"get", "flags,pgc", "-o", "name"}, 0, []string{`flag\.flipt\.io/a`, `flag\.flipt\.io/b`, `postgresconfig\.database\.cairn\.dev/db-config`}, ""},
+			{"kinds named twice, listed once", []string{"get", "flags,flag,fl", "-o", "name"}, 0, []string{`flag\.flipt\.io/a`, `flag\.flipt\.io/b`}, ""},
+			{"kinds and a name", []string{"get", "pgc,flags", "db-config", "-o", "name"}, cli.ExitNotFound, []string{`postgresconfig\.database\.cairn\.dev/db-config`}, `error: flags.flipt.io "db-config" not found`},
+			{"kinds, one unknown", []string{"get", "flags,widgets"}, cli.ExitNotFound, nil, `error: the server doesn't have a resource type "widgets"`},
+			{"kinds, one empty", []string{"get", "flags,"}, cli.ExitNotFound, nil, `error: the server doesn't have a resource type ""`},
+			{"kinds in resource/name form", []string{"get", "flags,pgc/a"}, cli.ExitInvalid, nil, `"flags,pgc/a": arguments in resource/name form must have a single resource and name`},
+			// -o jsonpath=TEMPLATE, as kubectl's (missing keys print nothing).
+			{"jsonpath, one object", []string{"get", "flag", "a", "-o", "jsonpath={.spec.enabled}"}, 0, []string{`true`}, ""},
+			{"jsonpath, a list of kinds", []string{"get", "flags,pgc", "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\n"}{end}`}, 0,
+				[]string{`Flag/a`, `Flag/b`, `PostgresConfig/db-config`}, ""},
+			{"jsonpath shows values", []string{"get", "pgc", "-o", "jsonpath={.items[0].spec.port}"}, 0, []string{`5432`}, ""},
+			{"jsonpath, a missing key", []string{"get", "flag", "a", "-o", "jsonpath={.spec.nope}"}, 0, []string{``}, ""},
+			{"jsonpath without a template", []string{"get", "flags", "-o", "jsonpath"}, cli.ExitInvalid, nil, "error: template format specified but no template given"},
+			{"jsonpath that does not parse", []string{"get", "flags", "-o", "jsonpath={.items[*}"}, cli.ExitInvalid, nil, "error: error parsing jsonpath {.items[*}, unterminated array"},
+			{"jsonpath that fails", []string{"get", "flags", "-o", "jsonpath={.items[5]}"}, cli.ExitInvalid, nil, `error: error executing jsonpath "{.items[5]}": array index out of bounds: index 5, length 2`},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

@@ -180,19 +180,56 @@ func render(t *template.Template, d Data) (string, error) {
 }
 
 // Decode parses a resource file by its extension (.yaml, .yml: YAML;
-// anything else: JSON) into JSON.
+// anything else: JSON) into JSON. Its error is a *DecodeError.
 func Decode(name string, data []byte) (json.RawMessage, error) {
 	if isYAML(name) {
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, &DecodeError{Name: name, Err: err} // YAML's errors give the line
 		}
 		return j, nil
 	}
 	if !json.Valid(data) {
-		return nil, fmt.Errorf("%s: not valid JSON", name)
+		var v any
+		err := json.Unmarshal(data, &v)
+		de := &DecodeError{Name: name, Err: errors.New("not valid JSON")}
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			de.Err = se
+			de.Line, de.Column = position(data, se.Offset)
+		}
+		return nil, de
 	}
 	return json.RawMessage(bytes.TrimSpace(data)), nil
+}
+
+// DecodeError is a resource file that does not parse: its name and where
+// in it (Line 0: the error says where, or cannot).
+type DecodeError struct {
+	Name         string
+	Line, Column int
+	Err          error
+}
+
+func (e *DecodeError) Error() string { return e.Name + ": " + e.Detail() }
+
+// Detail is the error without the file's name, for a caller that names
+// the file already.
+func (e *DecodeError) Detail() string {
+	if e.Line == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// position is the 1-based line and column of the byte at offset in data
+// (encoding/json reports offsets just past the offending byte).
+func position(data []byte, offset int64) (line, column int) {
+	offset = min(max(offset, 1), int64(len(data)))
+	before := data[:offset-1]
+	line = bytes.Count(before, []byte("\n")) + 1
+	return line, len(before) - bytes.LastIndexByte(before, '\n')
 }
 
 // encode renders a resource for a file: indented JSON, or YAML, with a

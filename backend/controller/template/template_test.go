@@ -55,3 +55,20 @@ func TestBadPathTemplates(t *testing.T) {
 		}
 	}
 }
+
+// A file that does not parse is named once, with where in it.
+func TestDecodeErrorsSayWhere(t *testing.T) {
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"a.json", "{\"kind\": \"Flag\",\n  nope\n}", "a.json: line 2, column 3: invalid character 'n' looking for beginning of object key string"},
+		{"a.json", "{\"kind\": \"Flag\"", "a.json: line 1, column 15: unexpected end of JSON input"},
+		{"a.json", "{}\n{}", "a.json: line 2, column 1: invalid character '{' after top-level value"},
+		{"a.yaml", "kind: Flag\nspec: [\n", "a.yaml: yaml: line 2: "},
+	} {
+		_, err := template.Decode(tt.name, []byte(tt.data))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Count(err.Error(), tt.name) != 1 {
+			t.Errorf("Decode(%s, %q) = %v; want %q...", tt.name, tt.data, err, tt.want)
+		}
+	}
+}
