@@ -226,8 +226,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // position is the 1-based line and column of the byte at offset in data
 // (encoding/json reports offsets just past the offending byte).
 func position(data []byte, offset int64) (line, column int) {
-	offset = min(max(offset, 1), int64(len(data)))
-	before := data[:offset-1]
+	before := data[:min(max(offset-1, 0), int64(len(data)))]
 	line = bytes.Count(before, []byte("\n")) + 1
 	return line, len(before) - bytes.LastIndexByte(before, '\n')
 }
