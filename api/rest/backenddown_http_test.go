@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,39 +50,14 @@ type downEnv struct {
 
 func newDownEnv(t *testing.T) *downEnv {
 	t.Helper()
-	// One attempt per read: a stopped backend refuses connections at once.
-	backends, err := grpcbackend.New(grpcbackend.Config{Timeout: 5 * time.Second, ReadAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backends.Close() })
-	e := newRestEnvWith(t, hub.Config{Backends: backends})
-	e.mustDo("POST", hubGV+"/types", "application/json", flagsRD, http.StatusCreated)
+	e := newGRPCRestEnv(t)
 	e.mustDo("POST", hubGV+"/types", "application/yaml", portsType, http.StatusCreated)
-
 	fb, err := file.New(file.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = storagebackend.NewValueServer(fb, storagebackend.Options{}).Serve(ctx, lis); close(done) }()
-	stop := func() { cancel(); <-done }
-	t.Cleanup(stop)
-	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-		Alias: "files", Name: "files", Namespace: hub.SystemNamespace,
-		TypeRef:    cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"},
-		Value:      json.RawMessage(fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, lis.Addr())),
-		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &downEnv{restEnv: e, backendID: out[0].ID}
+	id, stop := e.serveBackend(fb)
+	d := &downEnv{restEnv: e, backendID: id}
 	e.createFlag("default", "a", nil, `{"key": "a"}`)
 	inBackend := map[string]string{rest.AnnotationBackend: d.backendID}
 	fb2 := flag("b", nil, `{"key": "b"}`)
@@ -99,6 +75,48 @@ func newDownEnv(t *testing.T) *downEnv {
 	port("p2", `{"port": 443}`, inBackend)
 	stop()
 	return d
+}
+
+// newGRPCRestEnv is a restEnv with the flags Type whose hub reaches
+// external backends over gRPC, one attempt per read (a stopped backend
+// refuses connections at once).
+func newGRPCRestEnv(t *testing.T) *restEnv {
+	t.Helper()
+	backends, err := grpcbackend.New(grpcbackend.Config{Timeout: 5 * time.Second, ReadAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backends.Close() })
+	e := newRestEnvWith(t, hub.Config{Backends: backends})
+	e.mustDo("POST", hubGV+"/types", "application/json", flagsRD, http.StatusCreated)
+	return e
+}
+
+// serveBackend serves b over gRPC on loopback and registers it as the
+// storage backend "files"; it returns the backend's id and a stop (also
+// run at the test's end) that ends serving.
+func (e *restEnv) serveBackend(b storagebackend.ValueBackend) (id string, stop func()) {
+	e.t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = storagebackend.NewValueServer(b, storagebackend.Options{}).Serve(ctx, lis); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.t.Cleanup(stop)
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Alias: "files", Name: "files", Namespace: hub.SystemNamespace,
+		TypeRef:    cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"},
+		Value:      json.RawMessage(fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, lis.Addr())),
+		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
+	}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out[0].ID, stop
 }
 
 // getAccept is a GET with an Accept header.

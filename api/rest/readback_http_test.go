@@ -3,21 +3,16 @@ package rest_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/backend/file"
-	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
-	"github.com/cairn-dev/cairn/hub"
-	"github.com/cairn-dev/cairn/sdk/storagebackend"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // dyingBackend is the file backend that goes down (every read answers
@@ -49,36 +44,14 @@ func (b *dyingBackend) GetValue(ctx context.Context, req cairn.GetValueRequest) 
 // (the value could not be read back), and a patch made on a guess was then
 // applied again: a client told its committed write failed retries it.
 func TestUpdateAnsweredAfterTheBackendWentDown(t *testing.T) {
-	backends, err := grpcbackend.New(grpcbackend.Config{Timeout: 5 * time.Second, ReadAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backends.Close() })
-	e := newRestEnvWith(t, hub.Config{Backends: backends})
-	e.mustDo("POST", hubGV+"/types", "application/json", flagsRD, http.StatusCreated)
+	e := newGRPCRestEnv(t)
 	fb, err := file.New(file.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &dyingBackend{Backend: fb}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = storagebackend.NewValueServer(b, storagebackend.Options{}).Serve(ctx, lis); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-		Alias: "files", Name: "files", Namespace: hub.SystemNamespace,
-		TypeRef:    cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"},
-		Value:      json.RawMessage(fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, lis.Addr())),
-		Attributes: []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inBackend := map[string]string{rest.AnnotationBackend: out[0].ID}
+	id, _ := e.serveBackend(b)
+	inBackend := map[string]string{rest.AnnotationBackend: id}
 
 	for _, tc := range []struct {
 		name, method, ct string

@@ -834,22 +834,7 @@ func TestAppliedInstallationSpecChangeReinstallsDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := created[0].ID
-	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
-	flagsOf := func(team string) cairn.Instance {
-		t.Helper()
-		all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range all {
-			var spec map[string]any
-			_ = json.Unmarshal(f.Latest.Value, &spec)
-			if spec["team"] == team {
-				return f
-			}
-		}
-		return cairn.Instance{}
-	}
+	flagsOf := func(team string) cairn.Instance { t.Helper(); return flagsEnvOf(t, ctx, h, "dev", team) }
 	// settled waits until the installation is Ready and its dependencies
 	// are for team, at its latest resource version.
 	settled := func(team string) (cairn.Instance, stackctl.Status) {
@@ -873,7 +858,7 @@ func TestAppliedInstallationSpecChangeReinstallsDependencies(t *testing.T) {
 				return inst, st
 			}
 			if time.Now().After(deadline) {
-				all, _ := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
+				all, _ := h.ListInstances(ctx, store.InstanceFilter{TypePath: cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), Namespace: "dev"}, true)
 				var fl []string
 				for _, f := range all {
 					fl = append(fl, fmt.Sprintf("%s %s %s %s", f.ID, f.Name, f.Latest.Value, f.Status))
@@ -1003,22 +988,7 @@ func TestIntermediateSpecChangeReinstallsItsDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flagsPath := cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv")
-	flagsOf := func(team string) cairn.Instance {
-		t.Helper()
-		all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: flagsPath, Namespace: "dev"}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range all {
-			var spec map[string]any
-			_ = json.Unmarshal(f.Latest.Value, &spec)
-			if spec["team"] == team {
-				return f
-			}
-		}
-		return cairn.Instance{}
-	}
+	flagsOf := func(team string) cairn.Instance { t.Helper(); return flagsEnvOf(t, ctx, h, "dev", team) }
 	old := flagsOf("kteam")
 	if old.ID == "" || !contains(b.Uses, old.ID) {
 		t.Fatalf("a-portal uses %v: want team kteam's flags %s", b.Uses, old.ID)
@@ -1508,4 +1478,22 @@ func TestInstallNeedsTheCallersRights(t *testing.T) {
 	if err != nil || after.Latest.ResourceVersion != shared.Latest.ResourceVersion || after.Annotations[hub.AnnotationStackVersion] != shared.Annotations[hub.AnnotationStackVersion] {
 		t.Errorf("global/shared changed by an override on ed's installation: %+v, %v", after, err)
 	}
+}
+
+// flagsEnvOf is the FlagsEnv installation of team in ns, the zero Instance
+// when there is none.
+func flagsEnvOf(t *testing.T, ctx context.Context, h *hub.Hub, ns, team string) cairn.Instance {
+	t.Helper()
+	all, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), Namespace: ns}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		var spec map[string]any
+		_ = json.Unmarshal(f.Latest.Value, &spec)
+		if spec["team"] == team {
+			return f
+		}
+	}
+	return cairn.Instance{}
 }
