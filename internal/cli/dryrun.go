@@ -13,8 +13,14 @@ import (
 // server's, as dryRun=All): every check of cairn's lives in the hub, so a
 // dry run that never reached it could check nothing.
 func addDryRunFlag(cmd *cobra.Command) {
-	cmd.Flags().String("dry-run", "none", `"server" or "client": run every check of the write (validation, policy, locks, conflicts) and change nothing, no backend called; "none": write`)
+	cmd.Flags().String("dry-run", "none", `"server" or "client" (a bare --dry-run is client, as in kubectl): run every check of the write (validation, policy, locks, conflicts) and change nothing, no backend called; "none": write`)
+	// A bare --dry-run is kubectl's deprecated spelling of client; without
+	// a default for it the flag would swallow the next argument.
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = dryRunBare
 }
+
+// dryRunBare is the value a bare --dry-run gets, as in kubectl.
+const dryRunBare = "unchanged"
 
 // dryRunContext puts a dry run in cmd's context when its --dry-run asks
 // for one; the roots call it before every command.
@@ -25,6 +31,13 @@ func dryRunContext(cmd *cobra.Command) error {
 	}
 	switch v := f.Value.String(); v {
 	case "none":
+		return nil
+	case dryRunBare:
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: --dry-run is deprecated and can be replaced with --dry-run=client.")
+		if err := f.Value.Set("client"); err != nil {
+			return err
+		}
+		cmd.SetContext(cairn.WithDryRun(cmd.Context()))
 		return nil
 	case "server", "client":
 		cmd.SetContext(cairn.WithDryRun(cmd.Context()))

@@ -67,6 +67,19 @@ func TestClientDryRun(t *testing.T) {
 			}
 		}
 	}
+	// A bare --dry-run is kubectl's deprecated form of client: it must not
+	// take the next argument as its value, and it says what to write.
+	for _, args := range [][]string{{"apply", "--dry-run", "-f", changed}, {"apply", "-f", changed, "--dry-run"}} {
+		before := hubState(t, s.h)
+		r := s.run("", args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "configured") || !strings.Contains(r.stderr, "--dry-run is deprecated and can be replaced with --dry-run=client.") ||
+			!strings.Contains(r.stderr, "dry run (--dry-run=client): nothing was changed") {
+			t.Errorf("cairn %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		if hubState(t, s.h) != before {
+			t.Errorf("cairn %s changed the server's hub", strings.Join(args, " "))
+		}
+	}
 	if r := s.run("", "apply", "-f", changed, "--dry-run=maybe"); r.code == 0 || !strings.Contains(r.stderr, `--dry-run "maybe": want none, server or client`) {
 		t.Errorf("--dry-run=maybe: exit %d, stderr %q", r.code, r.stderr)
 	}
