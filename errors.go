@@ -41,6 +41,40 @@ func (c Cause) String() string {
 	return c.Field + " " + c.Message
 }
 
+// DottedPath spells a cause's field as the Kubernetes API does
+// (spec.value.ports[0].name) where the hub's validator writes a JSON
+// pointer path (spec/value/ports/0/name); a dotted path is returned as it
+// is. The REST API and the CLI print every field this way, whichever wrote
+// it.
+func DottedPath(p string) string {
+	if !strings.Contains(p, "/") {
+		return p
+	}
+	var b strings.Builder
+	for s := range strings.SplitSeq(p, "/") {
+		switch {
+		case s == "":
+		case isIndex(s):
+			b.WriteString("[" + s + "]")
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // Error is a classified error. IDs names the instances concerned (missing,
 // locked, or users blocking a delete); Causes lists validation failures.
 type Error struct {

@@ -227,31 +227,7 @@ func fieldPath(p string, valueIsSpec bool) string {
 	if valueIsSpec {
 		p = strings.Replace(p, "spec/value", "spec", 1)
 	}
-	parts := strings.Split(p, "/")
-	var b strings.Builder
-	for i, s := range parts {
-		if s == "" {
-			continue
-		}
-		if isIndex(s) {
-			b.WriteString("[" + s + "]")
-			continue
-		}
-		if i > 0 && b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
-
-func isIndex(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return cairn.DottedPath(p)
 }
 
 // errStatus wraps a Status as an error so handlers can return one.

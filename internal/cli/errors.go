@@ -120,7 +120,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // printError writes "error: <message>" for every error of a batch (a batch
 // can fail for several reasons at once), each followed by its validation
-// causes on their own indented lines.
+// causes on their own indented lines, their fields dotted.
 func printError(w io.Writer, err error) {
 	for _, e := range branches(err) {
 		causes := cairn.Causes(e)
@@ -128,6 +128,9 @@ func printError(w io.Writer, err error) {
 			fmt.Fprintf(w, "error: %s\n", line)
 		}
 		for _, c := range causes {
+			// One spelling of a field whichever mode answered: the hub's
+			// validator writes spec/value/port, the REST API spec.value.port.
+			c.Field = cairn.DottedPath(c.Field)
 			fmt.Fprintf(w, "  %s\n", c)
 		}
 		if u, ok := errors.AsType[*usageError](e); ok && u.hint != "" {

@@ -139,7 +139,7 @@ func TestRenderCommandErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"render", minimalGCPStack, "-p", "region=US", "-p", "projectID=x"}, cli.ExitInvalid,
-			[]string{"invalid parameters of MinimalGCP", "spec/region must match pattern", "spec/projectID must match pattern"}},
+			[]string{"invalid parameters of MinimalGCP", "spec.region must match pattern", "spec.projectID must match pattern"}},
 		{[]string{"render", minimalGCPStack, "-p", "region=us-west1"}, cli.ExitInvalid,
 			[]string{"spec must have required property 'projectID'"}},
 		{[]string{"render", minimalGCPStack, "-p", "region=us-west1", "-p", "projectID=bars-project", "-p", "zone=a"}, cli.ExitInvalid,

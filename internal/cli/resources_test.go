@@ -345,7 +345,7 @@ func TestApplyErrors(t *testing.T) {
 			{"a cup Controller", map[string]string{"c.json": `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "Controller", "metadata": {"name": "t"}, "spec": {"type": "template"}}`},
 				cli.ExitInvalid, []string{"c.json: document 1", `kind "Controller" is not supported`, "paths.resource"}},
 			{"a definition without versions", map[string]string{"rd.json": `{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "ResourceDefinition", "metadata": {"name": "as.x.io"}, "names": {"kind": "A", "plural": "as"}, "spec": {"group": "x.io"}}`},
-				cli.ExitInvalid, []string{"rd.json: document 1", "spec/versions must list at least one version"}},
+				cli.ExitInvalid, []string{"rd.json: document 1", "spec.versions must list at least one version"}},
 			{"bad YAML stops everything", map[string]string{"a.yaml": flagDoc("fine", "", "", "{}"), "b.yaml": "kind: [\n"},
 				cli.ExitInvalid, []string{"b.yaml: document 1", "invalid YAML"}},
 			{"an unknown backend alias", map[string]string{"ti.yaml": `apiVersion: hub.cairn.dev/v1
