@@ -55,6 +55,14 @@ type Request struct {
 	// written only while its spec still has it, so a later change of the
 	// spec is not overwritten with the older one.
 	IfParametersDigest string `json:"-"`
+	// Unattended: the stack controller runs the install (Runner) for an
+	// installation written without cairn install, as itself, for no user
+	// whose rights it could check. It then creates what the installation
+	// needs (as creating it grants what it renders) and updates the
+	// installation and its exclusive dependencies, but changes the stack
+	// version of no shared installation: that is a user's cairn install,
+	// with their own rights.
+	Unattended bool `json:"-"`
 }
 
 // ErrSpecChanged is wrapped by Install when the root installation's spec
@@ -377,6 +385,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	// spec changed since: the stack controller installs its dependencies
 	// again) stays what that install made it: its sharing is kept.
 	in.keepSharing = root != nil && rootIDOf(*root) != root.ID
+	in.unattended = r.Unattended
 	if root != nil && in.ifSpec == "" {
 		// What the install changes is the spec as it is now: a change
 		// made while it runs is not overwritten.
@@ -395,6 +404,13 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	// changes nothing.
 	if err := s.authorize(ctx, p, in, true); err != nil {
 		return nil, nil, err
+	}
+	if in.unattended {
+		for _, n := range p.Nodes {
+			if err := in.checkUnattended(ctx, n.Key, n.Stack); err != nil {
+				return p, nil, err
+			}
+		}
 	}
 	if root != nil {
 		in.rootID = root.ID
@@ -539,6 +555,8 @@ type installer struct {
 	ifSpec string
 	// keepSharing: the root's sharing annotations are left as they are.
 	keepSharing bool
+	// unattended is Request.Unattended.
+	unattended bool
 	// rootID is the root installation's id once it exists: every
 	// installation the run reads or writes is held by a uses edge from it
 	// (hold), so none it chose can be deleted before its dependents use
@@ -855,6 +873,11 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			return nil, fmt.Errorf("installation %s disappeared", key)
 		}
 		id = cur.ID
+		// Checked before the run too; again here, since the plan made
+		// once the root exists may differ.
+		if err := in.checkUnattended(ctx, key, req.Stack); err != nil {
+			return nil, err
+		}
 		if key == in.root {
 			full, err := in.s.Hub.GetInstance(ctx, id, true)
 			if err != nil {
@@ -915,6 +938,43 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		in.s.log().InfoContext(ctx, "exclusive dependencies no longer used deleted", "installation", key, "deleted", deleted)
 	}
 	return got, nil
+}
+
+// checkUnattended refuses, in an unattended install, to install the
+// existing shared installation key (other than the root) at another stack
+// than it has: the stack controller acts for no user whose rights it could
+// check, and a STACK@VERSION override or a pinned version written on an
+// installation by a user who may edit only it would otherwise have it
+// upgrade a shared installation that user may not update (cairn install
+// refuses them that). An installation that does not exist yet, the root
+// and exclusive dependencies (sharing mode none: the root's own) are
+// installed as before.
+func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Reference) error {
+	if !in.unattended || key == in.root {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	cur, err := in.read(ctx, ns, name)
+	if err != nil || cur == nil || !hub.SharingOf(*cur).Shareable() {
+		return err
+	}
+	from := installed(cur).Stack
+	if from.Name == "" {
+		from = deps.Reference{Name: to.Name, Version: cur.Annotations[hub.AnnotationStackVersion]}
+	}
+	if from.Version == "" || from == to {
+		return nil
+	}
+	t, err := in.typeOf(key)
+	if err != nil {
+		return err
+	}
+	kind := t.Path
+	if typ, err := in.s.Hub.GetType(ctx, t); err == nil && typ.Names != nil {
+		kind = typ.Names.Plural + "." + typ.Group
+	}
+	return cairn.Errorf(cairn.CodeForbidden, "the shared installation %s would go from %s to %s: the stack controller installs the dependencies of %s for no user, so it upgrades no shared installation; install %s with cairn install as a user who may update %s in %s (docs/security.md#installs-and-stacks)",
+		key, from, to, in.root, in.root, kind, ns)
 }
 
 // checkSpec fails with ErrSpecChanged when the installation is the root
