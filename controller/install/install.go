@@ -905,7 +905,22 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			if err := in.checkSpec(key, full, in.ifSpec); err != nil {
 				return nil, err
 			}
-			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: hub.WithAnnotations(full.Annotations, set, del...), Labels: full.Labels}
+			ann := hub.WithAnnotations(full.Annotations, set, del...)
+			// Sharing is the user's once the installation exists (seed
+			// 002's "break glass": mode none set by hand): an update
+			// keeps what it has. The name of a shared installation
+			// derives from its group, so a plan's other sharing is
+			// another installation, never an update of this one.
+			if _, ok := full.Annotations[hub.AnnotationSharingMode]; ok || full.Annotations[hub.AnnotationSharingGroup] != "" {
+				for _, k := range []string{hub.AnnotationSharingMode, hub.AnnotationSharingGroup} {
+					if v, ok := full.Annotations[k]; ok {
+						ann[k] = v
+					} else {
+						delete(ann, k)
+					}
+				}
+			}
+			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: ann, Labels: full.Labels}
 			if !cairn.JSONEqual(full.Latest.Value, value) {
 				up.Value = value
 			}

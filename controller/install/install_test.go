@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1618,5 +1619,56 @@ func TestControllerUpgradesNoSharedDependency(t *testing.T) {
 	}
 	if cur := flagsEnvOf(t, ctx, h, "team-a", "web"); cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" || cur.Latest.ResourceVersion != flags.Latest.ResourceVersion {
 		t.Errorf("the shared flags after the refusal: %v, resource version %d (was %d)", cur.Annotations, cur.Latest.ResourceVersion, flags.Latest.ResourceVersion)
+	}
+}
+
+// Sharing is the user's to edit once an install created an installation
+// (seed 002's "break glass"): the install that created a shared
+// dependency keeps the user's sharing mode and group when it updates the
+// dependency later (here: an upgrade through --dependency), as it keeps
+// them on a root installed again.
+func TestHandEditedSharingSurvivesItsCreatorsUpdate(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/flags-env-1")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	p1 := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}}
+	if _, _, err := svc.Install(ctx, p1, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags := flagsEnvOf(t, ctx, h, "dev", "web")
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := map[string]map[string]string{
+		flags.ID: {hub.AnnotationSharingMode: "none", hub.AnnotationSharingGroup: "mine"},
+		root.ID:  {hub.AnnotationSharingMode: "none", hub.AnnotationSharingGroup: "portals"},
+	}
+	for id, set := range edited {
+		cur, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, IfSeq: cur.Seq, Annotations: hub.WithAnnotations(cur.Annotations, set)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1.Dependencies = []string{"flags=flags-env@1.0.0"}
+	if _, res, err := svc.Install(ctx, p1, nil); err != nil || !slices.Contains(res.Installed, "dev/"+flags.Name) {
+		t.Fatalf("install p1 again, upgrading its flags: %+v, %v", res, err)
+	}
+	for id, want := range edited {
+		cur, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if cur.Annotations[k] != v {
+				t.Errorf("%s/%s after its creator's install: %s=%q, want the user's %q", cur.Namespace, cur.Name, k, cur.Annotations[k], v)
+			}
+		}
+	}
+	if cur := flagsEnvOf(t, ctx, h, "dev", "web"); cur.Annotations[hub.AnnotationStackVersion] != "1.0.0" {
+		t.Errorf("the flags were not upgraded: %v", cur.Annotations)
 	}
 }
