@@ -151,7 +151,7 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	case err == nil:
 		root = &cur
 		req.RootID = rootIDOf(cur)
-		if err := s.checkUsers(ctx, cur, entry); err != nil {
+		if err := s.checkUsers(ctx, cur, entry, nil); err != nil {
 			return deps.Request{}, entry, nil, err
 		}
 	case cairn.HasCode(err, cairn.CodeNotFound):
@@ -240,7 +240,7 @@ func (s *Service) checkCredential(ctx context.Context, what, ref, typ string) er
 // install refuses and which its stack was never meant to run against.
 // A user admits the version when one of its stack's dependencies on that
 // stack has no range or a range the version meets.
-func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry) error {
+func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry, skip map[string]bool) error {
 	v, err := semver.NewVersion(entry.Version)
 	if err != nil || len(inst.UsedBy) == 0 {
 		return nil
@@ -253,6 +253,9 @@ func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub
 		}
 		if err != nil {
 			return err
+		}
+		if skip[u.Namespace+"/"+u.Name] {
+			continue
 		}
 		if ok, err := s.Hub.IsInstallationType(ctx, u.TypeRef); err != nil || !ok {
 			continue // a child or another instance: not a dependent
@@ -289,6 +292,50 @@ func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub
 	slices.Sort(refuse)
 	return cairn.Errorf(cairn.CodeInvalid, "%s/%s cannot be installed at %s@%s: it is used by %s; upgrade those first (or install the new version under another name)",
 		inst.Namespace, inst.Name, entry.Name, entry.Version, strings.Join(refuse, "; "))
+}
+
+// checkUpgrades runs checkUsers for each existing installation other than
+// the root that the plan installs at another stack version (a shared
+// dependency upgraded by a --dependency STACK@VERSION override): its users
+// outside the plan must admit the new version, as when it is installed as
+// a root. Those in the plan are installed by it, against the plan's
+// choice.
+func (s *Service) checkUpgrades(ctx context.Context, p *deps.Plan, in *installer) error {
+	inPlan := map[string]bool{}
+	for _, n := range p.Nodes {
+		inPlan[n.Key] = true
+	}
+	for _, n := range p.Nodes {
+		if n.Key == p.Root || n.Action != deps.ActionInstall {
+			continue
+		}
+		t, err := in.typeOf(n.Key)
+		if err != nil {
+			return err
+		}
+		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, n.Namespace, n.Name, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		from := installed(&cur).Stack
+		if from.Name == "" {
+			from = deps.Reference{Name: n.Stack.Name, Version: cur.Annotations[hub.AnnotationStackVersion]}
+		}
+		if from == n.Stack {
+			continue
+		}
+		entry, err := s.Hub.GetStack(ctx, n.Stack.Name, n.Stack.Version)
+		if err != nil {
+			return err
+		}
+		if err := s.checkUsers(ctx, cur, entry, inPlan); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RootIDStandIn is ${installation.root.id} in the plan of a root that does
@@ -328,6 +375,9 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	}
 	if aerr := s.authorize(ctx, p, in, false); aerr != nil {
 		return nil, aerr
+	}
+	if uerr := s.checkUpgrades(ctx, p, in); uerr != nil {
+		return p, uerr
 	}
 	if perr := (&deps.Executor{Installer: in}).Preview(ctx, p); perr != nil {
 		return p, perr
@@ -404,6 +454,9 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	// changes nothing.
 	if err := s.authorize(ctx, p, in, true); err != nil {
 		return nil, nil, err
+	}
+	if err := s.checkUpgrades(ctx, p, in); err != nil {
+		return p, nil, err
 	}
 	if in.unattended {
 		for _, n := range p.Nodes {

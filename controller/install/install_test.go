@@ -1158,6 +1158,26 @@ func TestUpgradeOfASharedDependencyKeepsItsUsersInRange(t *testing.T) {
 			}
 		}
 	}
+	// The same upgrade asked as a dependency's override, by p1's install:
+	// p2 still asks 0.x of it.
+	over := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"},
+		Dependencies: []string{"flags=flags-env@1.0.0"}}
+	want = []string{"dev/" + shared + " cannot be installed at flags-env@1.0.0: it is used by", "dev/p2", "team-portal@0.1.0", "flags", "0.x"}
+	for what, run := range map[string]func() error{
+		"plan":    func() error { _, err := svc.Plan(ctx, over); return err },
+		"install": func() error { _, _, err := svc.Install(ctx, over, nil); return err },
+	} {
+		err := run()
+		if !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("%s of p1 with --dependency flags=flags-env@1.0.0, whose flags p2 shares asking 0.x: %v, want Invalid", what, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nlacks %q", what, err, w)
+			}
+		}
+	}
 	cur, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", shared, false)
 	if err != nil || cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
 		t.Fatalf("the shared flags after the refused upgrade: %v %v", err, cur.Annotations)
