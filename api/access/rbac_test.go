@@ -149,6 +149,14 @@ func TestRBACObjects(t *testing.T) {
 		{"an editor cannot bind, even its own role", "ed-token", "POST", rbacAPI + "/namespaces/team-z/rolebindings", binding("team-z", "x", "ClusterRole", "cairn-editor", "system:unauthenticated"), 403, `User \"ed\" cannot create resource \"rolebindings\" in API group \"rbac.authorization.k8s.io\" in the namespace \"team-z\"`},
 		{"an editor cannot create cluster roles", "ed-token", "POST", rbacAPI + "/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"mine"},"rules":[]}`, 403, `cannot create resource \"clusterroles\"`},
 		{"an editor cannot ask about others", "ed-token", "POST", access.SubjectAccessReviewPath, `{"spec":{"user":"vic"}}`, 403, `cannot create resource \"subjectaccessreviews\"`},
+		// Key management is an admin's, as in Kubernetes: cairn-editor
+		// lists hub.cairn.dev's resources without backends/rotatekeys.
+		{"an editor cannot rotate a backend's keys", "ed-token", "POST", "/apis/hub.cairn.dev/v1/backends/" + cairn.BuiltinBackendID + "/rotatekeys", `{"spec":{"addAge":["x"]}}`, 403,
+			`User \"ed\" cannot create resource \"backends/rotatekeys\" in API group \"hub.cairn.dev\"`},
+		{"an editor checks a backend", "ed-token", "GET", "/apis/hub.cairn.dev/v1/backends/" + cairn.BuiltinBackendID + "/check", "", 200, ""},
+		{"an editor reads a history", "ed-token", "GET", "/apis/hub.cairn.dev/v1/typeinstances/nope/resourceversions", "", 404, ""},
+		{"an editor asks the policy", "ed-token", "GET", "/apis/hub.cairn.dev/v1/policies/default/explain?path=io.flipt.flag", "", 200, ""},
+		{"an admin rotates keys (the built-in backend has none)", "admin-token", "POST", "/apis/hub.cairn.dev/v1/backends/" + cairn.BuiltinBackendID + "/rotatekeys", `{"spec":{"addAge":["x"]}}`, 422, "does not encrypt with rotatable keys"},
 		{"anonymous cannot list roles", "", "GET", rbacAPI + "/roles", "", 403, "forbidden"},
 		{"admin creates the role", "admin-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 201, `"resourceVersion":"1"`},
 		{"the same role again", "admin-token", "POST", rbacAPI + "/namespaces/team-a/roles", nsEditor, 409, `roles.rbac.authorization.k8s.io \"ns-editor\" already exists`},

@@ -159,10 +159,17 @@ func TestValidationCostIsBounded(t *testing.T) {
 			"the document has 4001 selections, more than the limit of 1000: ask for fewer fields"},
 		{"one root field repeated", `{ ` + strings.Repeat("types { path } ", 3000) + `}`,
 			"the document has 6000 selections, more than the limit of 1000: ask for fewer fields"},
-		{"many operations", strings.Repeat(`query { types { path } } `, 3000),
-			"the document has 6000 selections, more than the limit of 1000: ask for fewer fields"},
-		{"many fragments and spreads", `{ ...F } fragment F on Query { ` + strings.Repeat(`... on Query { types { path } } `, 2000) + `}`,
-			"the document has 6001 selections, more than the limit of 1000: ask for fewer fields"},
+		// Within the limit of 15000 tokens, so their selections are counted.
+		{"many operations", strings.Repeat(`query { types { path } } `, 2000),
+			"the document has 4000 selections, more than the limit of 1000: ask for fewer fields"},
+		{"many fragments and spreads", `{ ...F } fragment F on Query { ` + strings.Repeat(`... on Query { types { path } } `, 1500) + `}`,
+			"the document has 4501 selections, more than the limit of 1000: ask for fewer fields"},
+		{"many operations, more tokens", strings.Repeat(`query { types { path } } `, 3000),
+			"the document has more than 15000 tokens (names, punctuation, values), the limit: send a shorter one"},
+		// Parsing is recursive: a document nested this deep took seconds of
+		// CPU to parse (twice) before the selections were counted.
+		{"nested 340,000 deep (1 MB)", deepDocument(340_000),
+			"the document has more than 15000 tokens (names, punctuation, values), the limit: send a shorter one"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,6 +188,23 @@ func TestValidationCostIsBounded(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 		})
+	}
+}
+
+// deepDocument is a query nested n levels deep, 3 bytes a level.
+func deepDocument(n int) string {
+	return "{" + strings.Repeat("a{", n) + "a" + strings.Repeat("}", n) + "}"
+}
+
+// BenchmarkDeepDocumentRefused: what a 1 MB document nested 340,000 levels
+// deep costs the server before it is refused (TestValidationCostIsBounded).
+func BenchmarkDeepDocumentRefused(b *testing.B) {
+	e := newEnv(b)
+	params := map[string]any{"query": deepDocument(340_000)}
+	for b.Loop() {
+		if got := e.raw(http.MethodPost, params, ""); got.code != 422 {
+			b.Fatalf("HTTP %d %.300s", got.code, got.body)
+		}
 	}
 }
 

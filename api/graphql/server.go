@@ -38,6 +38,12 @@ const (
 	DefaultTimeout       = 30 * time.Second
 	DefaultMaxDepth      = 15
 	DefaultMaxComplexity = 1000
+	// DefaultMaxTokens bounds a document's tokens: parsing is recursive and
+	// costs seconds for a 1 MiB document nested 340,000 levels deep, which
+	// the depth and complexity limits see only once it is parsed. A
+	// document of DefaultMaxComplexity selections with an alias and
+	// arguments each fits, as the full introspection query (about 300) does.
+	DefaultMaxTokens = 15000
 	// DefaultMaxResponseBytes bounds a response: far above any list a
 	// client pages through, far below what exhausts a server's memory.
 	DefaultMaxResponseBytes = 32 << 20
@@ -66,6 +72,10 @@ type Config struct {
 	// MaxComplexity bounds an operation's complexity, one per field.
 	// Default DefaultMaxComplexity.
 	MaxComplexity int
+	// MaxTokens bounds the tokens of a document (names, punctuation,
+	// values; comments are not counted), counted before it is parsed.
+	// Default DefaultMaxTokens.
+	MaxTokens int
 	// MaxResponseBytes bounds the bytes one request's response may hold,
 	// counted while fields resolve; over it the request stops and answers
 	// one error. Default (0) DefaultMaxResponseBytes; negative: no bound and
@@ -121,6 +131,10 @@ func New(cfg Config) *Handler {
 	if complexity <= 0 {
 		complexity = DefaultMaxComplexity
 	}
+	tokens := cfg.MaxTokens
+	if tokens <= 0 {
+		tokens = DefaultMaxTokens
+	}
 
 	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
@@ -128,7 +142,10 @@ func New(cfg Config) *Handler {
 	srv.AddTransport(postTransport{})
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)
-	srv.Use(documentLimit{max: complexity, cache: cache})
+	// documentLimit counts the tokens first; the executor's own bound (the
+	// EOF token included) only backs it up.
+	srv.SetParserTokenLimit(tokens + 1)
+	srv.Use(documentLimit{max: complexity, tokens: tokens, cache: cache})
 	if cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}

@@ -39,6 +39,19 @@ var (
 // HubGroup is cairn's own API group (types, typeinstances, backends, ...).
 const HubGroup = "hub.cairn.dev"
 
+// editorHubResources are the resources and subresources of HubGroup that
+// cairn-editor grants, one by one: all that the REST API and GraphQL
+// serve but backends/rotatekeys, re-encrypting a backend's files to other
+// keys, which is key management and an admin's, as in Kubernetes (RBAC has
+// no rule that excludes). A resource added to HubGroup is added here too,
+// or editors do not get it (TestEditorHoldsTheHubResources in api/rest).
+func editorHubResources() []string {
+	return []string{
+		"backends", "backends/check", "installs", "lockrequests", "plans", "policies", "policies/explain",
+		"proposals", "stacks", "typeinstances", "typeinstances/resourceversions", "types",
+	}
+}
+
 // accessGroups are the API groups of access control: RBAC objects, access
 // reviews, who-am-I. Kubernetes' edit and view roles grant nothing in them
 // (an editor who could write bindings could hand out what it holds to
@@ -102,7 +115,9 @@ func Defaults(groups ...string) Policy {
 			// An editor reads and writes every kind but RBAC objects and
 			// cannot impersonate.
 			cr(EditorRole,
-				rbacv1.PolicyRule{APIGroups: served, Resources: []string{"*"}, Verbs: writeVerbs},
+				rbacv1.PolicyRule{APIGroups: slices.DeleteFunc(slices.Clone(served), func(g string) bool { return g == HubGroup }),
+					Resources: []string{"*"}, Verbs: writeVerbs},
+				rbacv1.PolicyRule{APIGroups: []string{HubGroup}, Resources: editorHubResources(), Verbs: writeVerbs},
 				rbacv1.PolicyRule{NonResourceURLs: discoveryPaths, Verbs: []string{"get"}}),
 			cr(ViewerRole,
 				rbacv1.PolicyRule{APIGroups: slices.Clone(served), Resources: []string{"*"}, Verbs: readVerbs},

@@ -55,6 +55,14 @@ type Request struct {
 	// written only while its spec still has it, so a later change of the
 	// spec is not overwritten with the older one.
 	IfParametersDigest string `json:"-"`
+	// Unattended: the stack controller runs the install (Runner) for an
+	// installation written without cairn install, as itself, for no user
+	// whose rights it could check. It then creates what the installation
+	// needs (as creating it grants what it renders) and updates the
+	// installation and its exclusive dependencies, but changes the stack
+	// version of no shared installation: that is a user's cairn install,
+	// with their own rights.
+	Unattended bool `json:"-"`
 }
 
 // ErrSpecChanged is wrapped by Install when the root installation's spec
@@ -143,7 +151,7 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	case err == nil:
 		root = &cur
 		req.RootID = rootIDOf(cur)
-		if err := s.checkUsers(ctx, cur, entry); err != nil {
+		if err := s.checkUsers(ctx, cur, entry, nil); err != nil {
 			return deps.Request{}, entry, nil, err
 		}
 	case cairn.HasCode(err, cairn.CodeNotFound):
@@ -232,7 +240,7 @@ func (s *Service) checkCredential(ctx context.Context, what, ref, typ string) er
 // install refuses and which its stack was never meant to run against.
 // A user admits the version when one of its stack's dependencies on that
 // stack has no range or a range the version meets.
-func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry) error {
+func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub.StackEntry, skip map[string]bool) error {
 	v, err := semver.NewVersion(entry.Version)
 	if err != nil || len(inst.UsedBy) == 0 {
 		return nil
@@ -245,6 +253,9 @@ func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub
 		}
 		if err != nil {
 			return err
+		}
+		if skip[u.Namespace+"/"+u.Name] {
+			continue
 		}
 		if ok, err := s.Hub.IsInstallationType(ctx, u.TypeRef); err != nil || !ok {
 			continue // a child or another instance: not a dependent
@@ -281,6 +292,50 @@ func (s *Service) checkUsers(ctx context.Context, inst cairn.Instance, entry hub
 	slices.Sort(refuse)
 	return cairn.Errorf(cairn.CodeInvalid, "%s/%s cannot be installed at %s@%s: it is used by %s; upgrade those first (or install the new version under another name)",
 		inst.Namespace, inst.Name, entry.Name, entry.Version, strings.Join(refuse, "; "))
+}
+
+// checkUpgrades runs checkUsers for each existing installation other than
+// the root that the plan installs at another stack version (a shared
+// dependency upgraded by a --dependency STACK@VERSION override): its users
+// outside the plan must admit the new version, as when it is installed as
+// a root. Those in the plan are installed by it, against the plan's
+// choice.
+func (s *Service) checkUpgrades(ctx context.Context, p *deps.Plan, in *installer) error {
+	inPlan := map[string]bool{}
+	for _, n := range p.Nodes {
+		inPlan[n.Key] = true
+	}
+	for _, n := range p.Nodes {
+		if n.Key == p.Root || n.Action != deps.ActionInstall {
+			continue
+		}
+		t, err := in.typeOf(n.Key)
+		if err != nil {
+			return err
+		}
+		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, n.Namespace, n.Name, false)
+		if cairn.HasCode(err, cairn.CodeNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		from := installed(&cur).Stack
+		if from.Name == "" {
+			from = deps.Reference{Name: n.Stack.Name, Version: cur.Annotations[hub.AnnotationStackVersion]}
+		}
+		if from == n.Stack {
+			continue
+		}
+		entry, err := s.Hub.GetStack(ctx, n.Stack.Name, n.Stack.Version)
+		if err != nil {
+			return err
+		}
+		if err := s.checkUsers(ctx, cur, entry, inPlan); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RootIDStandIn is ${installation.root.id} in the plan of a root that does
@@ -320,6 +375,9 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	}
 	if aerr := s.authorize(ctx, p, in, false); aerr != nil {
 		return nil, aerr
+	}
+	if uerr := s.checkUpgrades(ctx, p, in); uerr != nil {
+		return p, uerr
 	}
 	if perr := (&deps.Executor{Installer: in}).Preview(ctx, p); perr != nil {
 		return p, perr
@@ -377,6 +435,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	// spec changed since: the stack controller installs its dependencies
 	// again) stays what that install made it: its sharing is kept.
 	in.keepSharing = root != nil && rootIDOf(*root) != root.ID
+	in.unattended = r.Unattended
 	if root != nil && in.ifSpec == "" {
 		// What the install changes is the spec as it is now: a change
 		// made while it runs is not overwritten.
@@ -395,6 +454,16 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	// changes nothing.
 	if err := s.authorize(ctx, p, in, true); err != nil {
 		return nil, nil, err
+	}
+	if err := s.checkUpgrades(ctx, p, in); err != nil {
+		return p, nil, err
+	}
+	if in.unattended {
+		for _, n := range p.Nodes {
+			if err := in.checkUnattended(ctx, n.Key, n.Stack); err != nil {
+				return p, nil, err
+			}
+		}
 	}
 	if root != nil {
 		in.rootID = root.ID
@@ -539,6 +608,8 @@ type installer struct {
 	ifSpec string
 	// keepSharing: the root's sharing annotations are left as they are.
 	keepSharing bool
+	// unattended is Request.Unattended.
+	unattended bool
 	// rootID is the root installation's id once it exists: every
 	// installation the run reads or writes is held by a uses edge from it
 	// (hold), so none it chose can be deleted before its dependents use
@@ -855,6 +926,11 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			return nil, fmt.Errorf("installation %s disappeared", key)
 		}
 		id = cur.ID
+		// Checked before the run too; again here, since the plan made
+		// once the root exists may differ.
+		if err := in.checkUnattended(ctx, key, req.Stack); err != nil {
+			return nil, err
+		}
 		if key == in.root {
 			full, err := in.s.Hub.GetInstance(ctx, id, true)
 			if err != nil {
@@ -882,7 +958,22 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 			if err := in.checkSpec(key, full, in.ifSpec); err != nil {
 				return nil, err
 			}
-			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: hub.WithAnnotations(full.Annotations, set, del...), Labels: full.Labels}
+			ann := hub.WithAnnotations(full.Annotations, set, del...)
+			// Sharing is the user's once the installation exists (seed
+			// 002's "break glass": mode none set by hand): an update
+			// keeps what it has. The name of a shared installation
+			// derives from its group, so a plan's other sharing is
+			// another installation, never an update of this one.
+			if _, ok := full.Annotations[hub.AnnotationSharingMode]; ok || full.Annotations[hub.AnnotationSharingGroup] != "" {
+				for _, k := range []string{hub.AnnotationSharingMode, hub.AnnotationSharingGroup} {
+					if v, ok := full.Annotations[k]; ok {
+						ann[k] = v
+					} else {
+						delete(ann, k)
+					}
+				}
+			}
+			up := hub.UpdateInstance{ID: id, IfSeq: full.Seq, Annotations: ann, Labels: full.Labels}
 			if !cairn.JSONEqual(full.Latest.Value, value) {
 				up.Value = value
 			}
@@ -915,6 +1006,43 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		in.s.log().InfoContext(ctx, "exclusive dependencies no longer used deleted", "installation", key, "deleted", deleted)
 	}
 	return got, nil
+}
+
+// checkUnattended refuses, in an unattended install, to install the
+// existing shared installation key (other than the root) at another stack
+// than it has: the stack controller acts for no user whose rights it could
+// check, and a STACK@VERSION override or a pinned version written on an
+// installation by a user who may edit only it would otherwise have it
+// upgrade a shared installation that user may not update (cairn install
+// refuses them that). An installation that does not exist yet, the root
+// and exclusive dependencies (sharing mode none: the root's own) are
+// installed as before.
+func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Reference) error {
+	if !in.unattended || key == in.root {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	cur, err := in.read(ctx, ns, name)
+	if err != nil || cur == nil || !hub.SharingOf(*cur).Shareable() {
+		return err
+	}
+	from := installed(cur).Stack
+	if from.Name == "" {
+		from = deps.Reference{Name: to.Name, Version: cur.Annotations[hub.AnnotationStackVersion]}
+	}
+	if from.Version == "" || from == to {
+		return nil
+	}
+	t, err := in.typeOf(key)
+	if err != nil {
+		return err
+	}
+	kind := t.Path
+	if typ, err := in.s.Hub.GetType(ctx, t); err == nil && typ.Names != nil {
+		kind = typ.Names.Plural + "." + typ.Group
+	}
+	return cairn.Errorf(cairn.CodeForbidden, "the shared installation %s would go from %s to %s: the stack controller installs the dependencies of %s for no user, so it upgrades no shared installation; install %s with cairn install as a user who may update %s in %s (docs/security.md#installs-and-stacks)",
+		key, from, to, in.root, in.root, kind, ns)
 }
 
 // checkSpec fails with ErrSpecChanged when the installation is the root

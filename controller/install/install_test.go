@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/api/access"
+	"github.com/cairn-dev/cairn/api/rest"
+	"github.com/cairn-dev/cairn/auth/authn"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/controller/install"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
@@ -1151,6 +1158,26 @@ func TestUpgradeOfASharedDependencyKeepsItsUsersInRange(t *testing.T) {
 			}
 		}
 	}
+	// The same upgrade asked as a dependency's override, by p1's install:
+	// p2 still asks 0.x of it.
+	over := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"},
+		Dependencies: []string{"flags=flags-env@1.0.0"}}
+	want = []string{"dev/" + shared + " cannot be installed at flags-env@1.0.0: it is used by", "dev/p2", "team-portal@0.1.0", "flags", "0.x"}
+	for what, run := range map[string]func() error{
+		"plan":    func() error { _, err := svc.Plan(ctx, over); return err },
+		"install": func() error { _, _, err := svc.Install(ctx, over, nil); return err },
+	} {
+		err := run()
+		if !cairn.HasCode(err, cairn.CodeInvalid) {
+			t.Errorf("%s of p1 with --dependency flags=flags-env@1.0.0, whose flags p2 shares asking 0.x: %v, want Invalid", what, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nlacks %q", what, err, w)
+			}
+		}
+	}
 	cur, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("flags.stacks.cairn.dev", "FlagsEnv"), "dev", shared, false)
 	if err != nil || cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
 		t.Fatalf("the shared flags after the refused upgrade: %v %v", err, cur.Annotations)
@@ -1496,4 +1523,172 @@ func flagsEnvOf(t *testing.T, ctx context.Context, h *hub.Hub, ns, team string) 
 		}
 	}
 	return cairn.Instance{}
+}
+
+// serveREST serves h's REST API behind the access guard, where each user
+// named authenticates with the bearer token "<user>-token"; it returns a
+// function making one request as a user.
+func serveREST(t *testing.T, h *hub.Hub, users ...string) func(user, method, path, contentType, body string) (int, string) {
+	t.Helper()
+	var csv strings.Builder
+	for i, u := range users {
+		fmt.Fprintf(&csv, "%s-token,%s,%d\n", u, u, i+1)
+	}
+	tf, err := authn.ParseTokenFile(strings.NewReader(csv.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := access.New(access.Config{Authn: &authn.Chain{Tokens: []authn.TokenAuthenticator{tf}}, Authz: h})
+	mux := http.NewServeMux()
+	g.Handle(mux)
+	mux.Handle("/", rest.New(rest.Config{Hub: h}))
+	srv := httptest.NewServer(g.Wrap(mux))
+	t.Cleanup(srv.Close)
+	return func(user, method, path, contentType, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Authorization", "Bearer "+user+"-token")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// A team whose Role grants its installation kind (teamportals) but not
+// its dependency's (flagsenvs) in its namespace may edit its portal, and
+// the stack controller then installs the portal's dependencies again, as
+// itself. An override STACK@VERSION written on the portal through REST
+// would have it upgrade the shared flags there, which the team may not
+// update (cairn install refuses it): the controller refuses, saying so in
+// the portal's Dependencies condition, and the flags stay at their
+// version.
+func TestControllerUpgradesNoSharedDependency(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/flags-env-1")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	if _, _, err := svc.Install(ctx, install.Request{Namespace: "team-a", Name: "p", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags := flagsEnvOf(t, ctx, h, "team-a", "web")
+	if flags.ID == "" || flags.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
+		t.Fatalf("the shared flags: %+v", flags)
+	}
+	for _, o := range []hub.RBACObject{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "portals", Namespace: "team-a"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"examples.stacks.cairn.dev"}, Resources: []string{"teamportals"}, Verbs: []string{"*"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ed-portals", Namespace: "team-a"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "portals"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "ed"}}},
+	} {
+		if _, err := h.CreateRBAC(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do := serveREST(t, h, "ed")
+	const portal = "/apis/examples.stacks.cairn.dev/v1alpha1/namespaces/team-a/teamportals/p"
+	if code, out := do("ed", "GET", "/apis/flags.stacks.cairn.dev/v1alpha1/namespaces/team-a/flagsenvs/"+flags.Name, "", ""); code != http.StatusForbidden {
+		t.Fatalf("ed reads the flags: %d %s, want 403", code, out)
+	}
+	code, out := do("ed", "PATCH", portal, "application/merge-patch+json",
+		`{"metadata":{"annotations":{"deps.cairn.dev/dependency-overrides":"[\"flags=flags-env@1.0.0\"]"}},"spec":{"title":"Ed's portal"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("ed patches his portal: %d %s", code, out)
+	}
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "team-a", "p", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "upgrades no shared installation"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		inst, err := h.GetInstance(ctx, root.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st stackctl.Status
+		_ = json.Unmarshal(inst.Status, &st)
+		msg := ""
+		for _, c := range st.Conditions {
+			if c.Type == "Dependencies" {
+				msg = c.Message
+			}
+		}
+		if strings.Contains(msg, want) {
+			for _, w := range []string{"team-a/" + flags.Name, "flags-env@0.1.0", "flags-env@1.0.0", "cairn install"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("the condition %q does not name %q", msg, w)
+				}
+			}
+			break
+		}
+		if cur := flagsEnvOf(t, ctx, h, "team-a", "web"); cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" {
+			t.Fatalf("the shared flags were upgraded for ed, who may not update them: %v (portal status %s)", cur.Annotations, inst.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the portal's status %s, want a Dependencies condition saying %q", inst.Status, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if cur := flagsEnvOf(t, ctx, h, "team-a", "web"); cur.Annotations[hub.AnnotationStackVersion] != "0.1.0" || cur.Latest.ResourceVersion != flags.Latest.ResourceVersion {
+		t.Errorf("the shared flags after the refusal: %v, resource version %d (was %d)", cur.Annotations, cur.Latest.ResourceVersion, flags.Latest.ResourceVersion)
+	}
+}
+
+// Sharing is the user's to edit once an install created an installation
+// (seed 002's "break glass"): the install that created a shared
+// dependency keeps the user's sharing mode and group when it updates the
+// dependency later (here: an upgrade through --dependency), as it keeps
+// them on a root installed again.
+func TestHandEditedSharingSurvivesItsCreatorsUpdate(t *testing.T) {
+	ctx, h := newHub(t)
+	addTestStacks(t, ctx, h, "testdata/flags-env-1")
+	svc := &install.Service{Hub: h, Timeout: 30 * time.Second}
+	p1 := install.Request{Namespace: "dev", Name: "p1", Stack: "team-portal@0.1.0", Parameters: map[string]any{"team": "web"}}
+	if _, _, err := svc.Install(ctx, p1, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags := flagsEnvOf(t, ctx, h, "dev", "web")
+	root, err := h.GetInstanceByName(ctx, cairn.PathForGroupKind("examples.stacks.cairn.dev", "TeamPortal"), "dev", "p1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := map[string]map[string]string{
+		flags.ID: {hub.AnnotationSharingMode: "none", hub.AnnotationSharingGroup: "mine"},
+		root.ID:  {hub.AnnotationSharingMode: "none", hub.AnnotationSharingGroup: "portals"},
+	}
+	for id, set := range edited {
+		cur, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, IfSeq: cur.Seq, Annotations: hub.WithAnnotations(cur.Annotations, set)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1.Dependencies = []string{"flags=flags-env@1.0.0"}
+	if _, res, err := svc.Install(ctx, p1, nil); err != nil || !slices.Contains(res.Installed, "dev/"+flags.Name) {
+		t.Fatalf("install p1 again, upgrading its flags: %+v, %v", res, err)
+	}
+	for id, want := range edited {
+		cur, err := h.GetInstance(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if cur.Annotations[k] != v {
+				t.Errorf("%s/%s after its creator's install: %s=%q, want the user's %q", cur.Namespace, cur.Name, k, cur.Annotations[k], v)
+			}
+		}
+	}
+	if cur := flagsEnvOf(t, ctx, h, "dev", "web"); cur.Annotations[hub.AnnotationStackVersion] != "1.0.0" {
+		t.Errorf("the flags were not upgraded: %v", cur.Annotations)
+	}
 }

@@ -55,7 +55,7 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 	spec := specOf(inst)
 	// The same install as the one that made it, if one did: its
 	// credentials, --dependency overrides and answers are on it.
-	req := Request{Namespace: inst.Namespace, Name: inst.Name, Stack: e.Name + "@" + e.Version, Parameters: spec}
+	req := Request{Namespace: inst.Namespace, Name: inst.Name, Stack: e.Name + "@" + e.Version, Parameters: spec, Unattended: true}
 	if c := inst.Annotations[hub.AnnotationCredentials]; c != "" {
 		_ = json.Unmarshal([]byte(c), &req.Credentials)
 	}
