@@ -395,18 +395,20 @@ type connLimits struct {
 	headerBytes int
 }
 
-// restFirst sends a REST request (a clean path under /api/ or /apis/) to
-// api without consulting mux, where only its "/" pattern matches such a
-// request: matching it against every pattern cost a twentieth of a read
-// served from memory, and 7 allocations of a create. The paths in
+// restFirst sends a REST request (a path under /api/, /apis/ or cup's
+// /cup/) to api without consulting mux, where only its "/" pattern matches
+// such a request: matching it against every pattern cost a twentieth of a
+// read served from memory, and 7 allocations of a create. The paths in
 // elsewhere (patterns mux has under /apis/: the access reviews), a
-// CONNECT, and any path mux would clean and redirect go through mux.
+// CONNECT, and a path with dot segments go through mux, which cleans and
+// redirects the last. A path with an empty segment (namespaces//flags) is
+// api's to refuse: cleaned, it would name another resource (namespaces/flags).
 func restFirst(mux *http.ServeMux, api http.Handler, elsewhere []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if r.Method != http.MethodConnect &&
-			(strings.HasPrefix(p, "/apis/") || strings.HasPrefix(p, "/api/")) &&
-			!strings.Contains(p, "//") && !strings.Contains(p, "/.") && !underAny(p, elsewhere) {
+			(strings.HasPrefix(p, "/apis/") || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, rest.CupPrefix+"/")) &&
+			!strings.Contains(p, "/.") && !underAny(p, elsewhere) {
 			api.ServeHTTP(w, r)
 			return
 		}
