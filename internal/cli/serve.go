@@ -67,7 +67,9 @@ outside cairn at once (push webhooks); --git-sync-interval polls them all.
 
 --compat capact follows Capact's Local Hub where cairn is stricter by default,
 so Capact's engine, CLI and backends work unchanged: a storage backend url
-given as a bare host:port is plaintext (not TLS), the built-in backend is
+given as a bare host:port is plaintext (not TLS), a backend at Capact's
+end-to-end mock url (e2e-test-backend-mock-url:50051) is never called, as in
+Local Hub, the built-in backend is
 presented on /graphql as cap.core.type.hub.storage.neo4j 0.1.0, an update may
 give a context to an instance of the built-in backend, and a Type without
 REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
