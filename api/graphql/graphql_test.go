@@ -607,3 +607,31 @@ func TestEmptyBatches(t *testing.T) {
 		t.Errorf("relations without instances: %s, want an error", res.Data)
 	}
 }
+
+// TestValueOfInstanceWithoutValue: an instance created without a value has
+// no value to put in spec.value, which is non-null (Any!). Local Hub (Apollo
+// Server on graphql-js) answers that as graphql-js does: the field error
+// "Cannot return null for non-nullable field ...", its nullable parent
+// null. cairn answers the same, rather than a null a typed client rejects.
+func TestValueOfInstanceWithoutValue(t *testing.T) {
+	e := newEnv(t)
+	id := e.create([]map[string]any{ti("empty", "cap.type.empty", "0.1.0", nil)})["empty"]
+
+	res := e.do(`query($id: ID!) { typeInstance(id: $id) { id latestResourceVersion { resourceVersion spec { value } } } }`, map[string]any{"id": id})
+	const want = "Cannot return null for non-nullable field TypeInstanceResourceVersionSpec.value."
+	if len(res.Errors) != 1 || res.Errors[0].Message != want {
+		t.Fatalf("errors = %+v, want one: %s", res.Errors, want)
+	}
+	if got := fmt.Sprint(res.Errors[0].Path); got != "[typeInstance latestResourceVersion spec value]" {
+		t.Errorf("error path = %s", got)
+	}
+	if !cairn.JSONEqual(res.Data, json.RawMessage(`{"typeInstance": {"id": "`+id+`", "latestResourceVersion": null}}`)) {
+		t.Errorf("data = %s, want the instance with latestResourceVersion null", res.Data)
+	}
+	// Fields beside the value are read as ever.
+	var out struct{ TypeInstance struct{ ID string } }
+	e.ok(`query($id: ID!) { typeInstance(id: $id) { id latestResourceVersion { resourceVersion spec { backend { context } } } } }`, map[string]any{"id": id}, &out)
+	if out.TypeInstance.ID != id {
+		t.Errorf("typeInstance = %+v", out.TypeInstance)
+	}
+}

@@ -1,8 +1,10 @@
 package graphql
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -406,11 +408,12 @@ func (s *spec) Value(ctx context.Context, obj *model.TypeInstanceResourceVersion
 			return nil, fail(opRead, obj.Instance.ID, err)
 		}
 	}
-	if v == nil {
-		// value is Any!: an instance created without a value has null, which
-		// the non-null field cannot carry; Local Hub stores it as null too and
-		// its clients read it as JSON null.
-		return model.RawJSON("null"), nil
+	if v == nil || string(bytes.TrimSpace(v)) == "null" {
+		// value is Any!: an instance created without a value has none to
+		// give. Local Hub stores it as null, and graphql-js (its server)
+		// answers a null in a non-null field with this error, the field's
+		// nullable parent null; a JSON null here would break typed clients.
+		return nil, errors.New("Cannot return null for non-nullable field TypeInstanceResourceVersionSpec.value.")
 	}
 	if ok, _ := l.guard.may(ctx, rbac.RevealVerb, targetOf(obj.Instance)); !ok {
 		// Not granted reveal: secret values redacted, as REST shows them

@@ -271,6 +271,31 @@ func TestCupAPI(t *testing.T) {
 	}
 }
 
+// TestEmptyPathSegment: a path with an empty segment (a namespace left
+// empty, /namespaces//flags) is refused with 400 naming what is empty,
+// on the Kubernetes paths and cup's alike; it is neither read as another
+// path nor answered as a list of every namespace.
+func TestEmptyPathSegment(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/json", cupTestDef, http.StatusCreated)
+	for _, tc := range []struct {
+		method, path string
+		msgs         []string
+	}{
+		{"GET", "/apis/test.cup.flipt.io/v1alpha1/namespaces//resources", []string{"namespaces//resources", "the namespace is empty"}},
+		{"PUT", "/apis/test.cup.flipt.io/v1alpha1/namespaces//resources/x", []string{"the namespace is empty"}},
+		{"GET", "/cup/apis/test.cup.flipt.io/v1alpha1/namespaces//resources", []string{"the namespace is empty"}},
+		{"DELETE", "/cup/apis/test.cup.flipt.io/v1alpha1/namespaces//resources/x", []string{"the namespace is empty"}},
+		{"GET", "/apis/test.cup.flipt.io//namespaces/default/resources", []string{"an empty segment"}},
+		{"GET", "/api/v1/namespaces//configmaps", []string{"the namespace is empty"}},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			e := e.with(t)
+			wantStatus(t, e.do(tc.method, tc.path, "application/json", "{}"), http.StatusBadRequest, "BadRequest", tc.msgs...)
+		})
+	}
+}
+
 // TestCupCLI follows cup's CLI (cmd/cup) through its commands against the
 // flags ResourceDefinition of two versions, one in the {"schema": ...}
 // form: each command's requests, and what it decodes of the answers.

@@ -83,7 +83,7 @@ func hubResources() []*resource {
 		{group: HubGroup, version: HubVersion, kind: "Type", plural: "types", singular: "type",
 			verbs: []string{"create", "delete", "get", "list"}, hubKind: "types"},
 		{group: HubGroup, version: HubVersion, kind: "TypeInstance", plural: "typeinstances", singular: "typeinstance",
-			shortNames: []string{"ti"}, categories: []string{"all", "cairn"}, verbs: []string{"create", "delete", "deletecollection", "get", "list", "update", "watch"}, hubKind: "typeinstances"},
+			shortNames: []string{"ti"}, categories: []string{"all", "cairn"}, verbs: []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}, hubKind: "typeinstances"},
 		{group: HubGroup, version: HubVersion, kind: "Backend", plural: "backends", singular: "backend",
 			verbs: []string{"get", "list"}, hubKind: "backends"},
 		// Locking is an action on several instances at once, all or

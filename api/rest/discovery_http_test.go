@@ -125,7 +125,7 @@ func TestDiscovery(t *testing.T) {
 		{"database.cairn.dev/v1", []apiResource{{Name: "postgresconfigs", SingularName: "postgresconfig", Namespaced: true, Kind: "PostgresConfig", Verbs: userVerbs, ShortNames: []string{"pgc"}}, {Name: "postgresconfigs/status", Namespaced: true, Kind: "PostgresConfig", Verbs: []string{"get", "patch", "update"}}}, false},
 		{"hub.cairn.dev/v1", []apiResource{
 			{Name: "types", SingularName: "type", Kind: "Type", Verbs: []string{"create", "delete", "get", "list"}},
-			{Name: "typeinstances", SingularName: "typeinstance", Kind: "TypeInstance", Verbs: []string{"create", "delete", "deletecollection", "get", "list", "update", "watch"}, ShortNames: []string{"ti"}},
+			{Name: "typeinstances", SingularName: "typeinstance", Kind: "TypeInstance", Verbs: []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}, ShortNames: []string{"ti"}},
 			{Name: "backends", SingularName: "backend", Kind: "Backend", Verbs: []string{"get", "list"}},
 		}, true},
 	}

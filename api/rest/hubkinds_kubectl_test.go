@@ -8,10 +8,12 @@ import (
 // TestKubectlHubKinds writes cairn's own kinds (TypeInstance, Type, Policy)
 // with kubectl's file commands, from files as kubectl get writes them, and
 // kubectl's default validation
-// (--validate=strict). These kinds take no PATCH, so kubectl finds no
-// fieldValidation parameter for them in OpenAPI v3 and reads /openapi/v2;
-// without that document every one of these commands stopped with "failed
-// to download openapi" unless --validate=false was given.
+// (--validate=strict). Types and the policy take no PATCH, so kubectl finds
+// no fieldValidation parameter for them in OpenAPI v3 and reads
+// /openapi/v2; without that document every one of these commands stopped
+// with "failed to download openapi" unless --validate=false was given.
+// TypeInstances take PATCH (apply of a changed file, label, annotate,
+// patch), and kubectl finds its parameter in v3 without falling back.
 func TestKubectlHubKinds(t *testing.T) {
 	kubectl := findKubectl(t)
 	if testing.Short() {
@@ -36,14 +38,15 @@ spec:
 		t.Errorf("create -f type.yaml = %q", out)
 	}
 
-	k.file("note.yaml", `apiVersion: hub.cairn.dev/v1
+	note := `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
 metadata:
   name: note
 spec:
   typeRef: {path: cap.type.kubectl.note, revision: 0.1.0}
   value: {text: one}
-`)
+`
+	k.file("note.yaml", note)
 	out := k.ok("create", "-f", "note.yaml", "-o", "jsonpath={.metadata.name}")
 	id := strings.TrimSpace(out)
 	if id == "" {
@@ -59,6 +62,29 @@ spec:
 	if out := k.ok("get", "ti", id, "-o", "jsonpath={.spec.value.text}"); out != "two" {
 		t.Errorf("value after replace = %q, want two", out)
 	}
+	// The commands that PATCH: label, annotate, patch, and apply of a
+	// changed file. kubectl's field validation finds the PATCH operation
+	// and its fieldValidation parameter in OpenAPI v3 and reads no v2.
+	k.ok("label", "ti", id, "team=a")
+	k.ok("annotate", "ti", id, "note=kept")
+	k.ok("patch", "ti", id, "--type", "json", "-p", `[{"op":"replace","path":"/spec/value/text","value":"patched"}]`)
+	if out := k.ok("get", "ti", id, "-o", `jsonpath={.metadata.labels.team} {.metadata.annotations.note} {.spec.value.text}`); out != "a kept patched" {
+		t.Errorf("after label, annotate, patch: %q, want %q", out, "a kept patched")
+	}
+	// apply of the form kubectl get serves (named by id), changed.
+	k.file("note-applied.yaml", strings.Replace(k.ok("get", "ti", id, "-o", "yaml"), "text: patched", "text: applied", 1))
+	out, errOut, code := k.run("apply", "-f", "note-applied.yaml", "-v=8")
+	if code != 0 || !strings.Contains(out, "configured") {
+		t.Fatalf("apply -f of a changed TypeInstance: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "falling back") {
+		t.Errorf("apply -f of a TypeInstance: kubectl's field validation did not find TypeInstance's PATCH in OpenAPI v3:\n%s", errOut)
+	}
+	if out := k.ok("get", "ti", id, "-o", `jsonpath={.metadata.labels.team} {.spec.value.text}`); out != "a applied" {
+		t.Errorf("after apply: %q, want %q", out, "a applied")
+	}
+	k.fails([]string{"strategic"}, "patch", "ti", id, "--type", "strategic", "-p", `{"spec":{"value":{"text":"x"}}}`)
+
 	// replace --force deletes, then creates from the file: the served form
 	// comes back under its id, with its value and labels, nothing lost.
 	k.file("note-v3.yaml", strings.Replace(served, "text: one", "text: three", 1))

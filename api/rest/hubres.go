@@ -42,6 +42,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.createTypeInstances(w, r)
 	case "typeinstances PUT true":
 		err = s.replaceTypeInstance(w, r, req)
+	case "typeinstances PATCH true":
+		err = s.patchTypeInstance(w, r, req)
 	case "typeinstances DELETE false":
 		err = s.deleteCollection(w, r, req)
 	case "typeinstances DELETE true":

@@ -435,7 +435,7 @@ const openAPIV2MediaType = "application/com.github.proto-openapi.spec.v2.v1.0+pr
 // cairn describes its kinds in OpenAPI v3 only. kubectl still reads
 // /openapi/v2 when it looks for the fieldValidation parameter on a kind's
 // PATCH operation in v3 and finds none (a kind that takes no PATCH, as
-// TypeInstances, Types and the policy), and without the document it stops
+// Types and the policy), and without the document it stops
 // every create, replace or apply -f of such a kind with "failed to download
 // openapi". Finding no such kind here, it leaves validation to the server,
 // which validates every write.

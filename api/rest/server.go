@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,6 +165,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	if path == "" {
 		seg = nil
 	}
+	if i := slices.Index(seg, ""); i >= 0 {
+		writeStatus(w, emptySegment(r.URL.Path, seg, i))
+		return "invalid"
+	}
 	switch {
 	case path == "version":
 		s.onlyGET(w, r, func() { writeJSON(w, http.StatusOK, s.version) })
@@ -186,6 +191,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 	}
 	writeStatus(w, notFoundStatus("the server could not find the requested resource"))
 	return "unknown"
+}
+
+// emptySegment refuses a path with an empty segment (seg[i]), such as a
+// namespace left empty by a client that joined an unset variable into it.
+// Read as it stands, /namespaces//flags would list every namespace, and
+// cleaned (ServeMux redirects to the cleaned path) it names another
+// resource; neither is what was asked.
+func emptySegment(path string, seg []string, i int) Status {
+	if i > 0 && seg[i-1] == "namespaces" {
+		return badRequest("the namespace is empty in the path %q: name one (namespaces/default/...), or leave namespaces/ out to list across namespaces", path)
+	}
+	return badRequest("the path %q has an empty segment (//): every segment of an API path must be named", path)
 }
 
 // query returns the request's query parameters, or nil (every lookup

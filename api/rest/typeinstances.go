@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -270,6 +272,75 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 	if err != nil {
 		return err
 	}
+	return s.writeTypeInstance(w, r, o, cur)
+}
+
+// patchTypeInstance is PATCH typeinstances/{id}: a JSON merge patch or a
+// JSON patch of the object as GET serves it, written as PUT writes it.
+// kubectl sends one for apply of a changed file, label, annotate and patch
+// (a merge patch: it knows no strategic merge schema for this kind, as for
+// a custom resource). A patch that does not set resourceVersion applies to
+// whatever is current, retried when another writer got in between, as the
+// API server does.
+func (s *Server) patchTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	apply, err := jsonPatcher(ct, body)
+	if err != nil {
+		return err
+	}
+	switch {
+	case apply != nil:
+	case ct == "application/apply-patch+yaml":
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			"server-side apply is not supported for TypeInstances; use kubectl apply without --server-side")}
+	default:
+		return errStatus{newStatus(http.StatusUnsupportedMediaType, "UnsupportedMediaType",
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got %q)", ct))}
+	}
+	id, err := s.typeInstanceID(r, req.name)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		cur, err := s.hub.GetInstance(r.Context(), id, true)
+		if err != nil {
+			return asNotFound(err, req)
+		}
+		doc, err := json.Marshal(toTypeInstance(cur))
+		if err != nil {
+			return err
+		}
+		patched, err := apply(doc)
+		if err != nil {
+			return errStatus{newStatus(http.StatusUnprocessableEntity, "Invalid", fmt.Sprintf("the patch could not be applied: %v", err))}
+		}
+		if attempt == 0 {
+			// Unknown fields come from the patch alone: the object as
+			// served holds none.
+			if err := checkFields(w, r, patched, inTypeInstanceFields); err != nil {
+				return err
+			}
+		}
+		var o inTypeInstance
+		if err := json.Unmarshal(patched, &o); err != nil {
+			return errStatus{badRequest("the patched object is not a valid TypeInstance: %v", err)}
+		}
+		explicit := o.Metadata.ResourceVersion != strconv.FormatInt(cur.Seq, 10)
+		err = s.writeTypeInstance(w, r, o, cur)
+		if err != nil && !explicit && attempt < maxWriteAttempts && isConflictStatus(err) {
+			continue
+		}
+		return err
+	}
+}
+
+// writeTypeInstance writes o, the desired form of the instance cur, as
+// replaceTypeInstance describes, and answers with the instance written.
+func (s *Server) writeTypeInstance(w http.ResponseWriter, r *http.Request, o inTypeInstance, cur cairn.Instance) error {
 	if err := checkTypeInstance(o, cur); err != nil {
 		return err
 	}

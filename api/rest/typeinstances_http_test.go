@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -206,6 +207,61 @@ func TestReplaceTypeInstance(t *testing.T) {
 			t.Errorf("replaced = %+v", got)
 		}
 	})
+}
+
+// TestPatchTypeInstance: PATCH typeinstances/{id} (kubectl label,
+// annotate, edit, patch, apply) patches the object as GET serves it and
+// writes it as PUT does, refusing what PUT refuses.
+func TestPatchTypeInstance(t *testing.T) {
+	e := newRestEnv(t)
+	e.mustDo("POST", hubGV+"/types", "application/yaml", pgType, http.StatusCreated)
+	created := decodeTI(t, e.mustDo("POST", hubGV+"/typeinstances", "application/yaml", pgDoc("db", ""), http.StatusCreated))
+	path := hubGV + "/typeinstances/" + created.Metadata.UID
+	const merge, jsonPatch = "application/merge-patch+json", "application/json-patch+json"
+
+	got := decodeTI(t, e.mustDo("PATCH", path, merge, `{"metadata":{"labels":{"env":"prod"}},"spec":{"value":{"port":5433}}}`, 200))
+	if got.Status.ResourceVersion != 2 || got.Metadata.Labels["env"] != "prod" || !strings.Contains(string(got.Spec.Value), `"port":5433`) || !strings.Contains(string(got.Spec.Value), `"host"`) {
+		t.Errorf("merge patch: %+v", got)
+	}
+	got = decodeTI(t, e.mustDo("PATCH", path, jsonPatch, `[{"op":"add","path":"/metadata/annotations","value":{"note":"x"}}]`, 200))
+	if got.Metadata.Annotations["note"] != "x" || got.Metadata.Labels["env"] != "prod" {
+		t.Errorf("JSON patch: %+v", got)
+	}
+	// By name, as kubectl label ti NAME sends it.
+	if got := decodeTI(t, e.mustDo("PATCH", hubGV+"/typeinstances/db", merge, `{"metadata":{"labels":{"env":"qa"}}}`, 200)); got.Metadata.UID != created.Metadata.UID || got.Metadata.Labels["env"] != "qa" {
+		t.Errorf("patch by name: %+v", got)
+	}
+	before := e.get(path).body
+	for _, tt := range []struct {
+		name, ct, body string
+		code           int
+		reason         string
+		msgs           []string
+	}{
+		{"typeRef is immutable", merge, `{"spec":{"typeRef":{"path":"cap.type.other","revision":"0.1.0"}}}`, 422, "Invalid", []string{"spec.typeRef", "immutable"}},
+		{"invalid value", merge, `{"spec":{"value":{"port":0}}}`, 422, "Invalid", []string{"port"}},
+		{"stale resourceVersion", merge, `{"metadata":{"resourceVersion":"1","labels":{"env":"x"}}}`, 409, "Conflict", []string{"has been modified"}},
+		{"unknown field", merge + "", `{"metadata":{"colour":"red"}}`, 200, "", nil},
+		{"a JSON patch that does not apply", jsonPatch, `[{"op":"replace","path":"/spec/nothing/here","value":1}]`, 422, "Invalid", []string{"the patch could not be applied"}},
+		{"strategic merge patch", "application/strategic-merge-patch+json", `{}`, 415, "UnsupportedMediaType", []string{"application/merge-patch+json"}},
+		{"server-side apply", "application/apply-patch+yaml", `{}`, 415, "UnsupportedMediaType", []string{"server-side apply is not supported for TypeInstances"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e.with(t)
+			r := e.do("PATCH", path, tt.ct, tt.body)
+			if tt.code == 200 {
+				if r.code != 200 || !strings.Contains(r.header.Get("Warning"), `unknown field \"metadata.colour\"`) {
+					t.Errorf("PATCH = %s (Warning %q), want 200 with a warning", r, r.header.Get("Warning"))
+				}
+				return
+			}
+			wantStatus(t, r, tt.code, tt.reason, tt.msgs...)
+			if after := e.get(path).body; !bytes.Equal(after, before) {
+				t.Errorf("a refused patch changed the instance:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+	wantStatus(t, e.do("PATCH", hubGV+"/typeinstances/00000000-0000-4000-8000-000000000001", merge, `{}`), 404, "NotFound")
 }
 
 // TestDeleteTypeInstancePreconditions: typeinstances honour a DELETE's

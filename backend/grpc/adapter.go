@@ -72,8 +72,9 @@ type Config struct {
 	Logger *slog.Logger
 	// DialOptions are appended to the Opener's own (tests, interceptors).
 	DialOptions []grpclib.DialOption
-	// CapactURLs reads urls as Capact does (ParseCapactURL): a bare
-	// host:port is plaintext rather than TLS.
+	// CapactURLs reads urls as Capact's Local Hub does: a bare host:port is
+	// plaintext rather than TLS (ParseCapactURL), and CapactE2EMockURL names
+	// a backend that is never called.
 	CapactURLs bool
 }
 
@@ -138,6 +139,9 @@ func New(cfg Config) (*Opener, error) {
 // which case the old connection is closed and a new one made. It does no
 // I/O: the connection is made by the first call.
 func (o *Opener) OpenBackend(ctx context.Context, sb cairn.StorageBackend) (cairn.Backend, error) {
+	if o.capactURLs && sb.URL == CapactE2EMockURL && !sb.Abstract {
+		return capactMock{id: sb.ID}, nil
+	}
 	return o.client(sb)
 }
 

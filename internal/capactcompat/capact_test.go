@@ -362,3 +362,57 @@ func TestDefaultModeURLs(t *testing.T) {
 		t.Errorf("default mode, http://host:port: %s", msg)
 	}
 }
+
+// TestE2EMockBackend: Capact's end-to-end tests register a Helm storage
+// backend at e2e-test-backend-mock-url:50051, where nothing is deployed,
+// and run Actions that store TypeInstances in it. Local Hub never dials
+// that url: writes, locks and deletes skip the backend and a read answers
+// {"key": "<backend id>"}. cairn does the same under --compat capact; by
+// default the url is a host like any other.
+func TestE2EMockBackend(t *testing.T) {
+	// As Capact's test/e2e/action_test.go registers it.
+	helm := map[string]any{"url": "e2e-test-backend-mock-url:50051", "acceptValue": true, "contextSchema": `{
+		"$id": "#/properties/contextSchema",
+		"type": "object",
+		"required": ["name", "namespace"],
+		"properties": {
+			"name": {"$id": "#/properties/contextSchema/properties/name", "type": "string"},
+			"namespace": {"$id": "#/properties/contextSchema/properties/namespace", "type": "string"}
+		},
+		"additionalProperties": false
+	}`}
+	in := func(backend string) map[string]any {
+		return map[string]any{"typeRef": map[string]any{"path": "cap.type.capactio.capact.validation.upload", "revision": "0.1.0"},
+			"value":   map[string]any{"key": "Implementation A"},
+			"backend": map[string]any{"id": backend, "context": map[string]any{"name": "release", "namespace": "default"}}}
+	}
+
+	h := startHub(t, "--compat", "capact")
+	backend := h.registerBackend(helm)
+	id, msg := h.createTypeInstance(in(backend))
+	if msg != "" {
+		t.Fatalf("--compat capact: create in the mock backend: %s", msg)
+	}
+	ti := h.find(id)
+	if ti == nil || ti.Backend.ID != backend || ti.Backend.Abstract || !jsonEq(string(ti.Latest.Spec.Value), `{"key":"`+backend+`"}`) {
+		t.Fatalf("read back = %+v; want the value Local Hub gives for its mock backend, {\"key\": %q}", ti, backend)
+	}
+	h.ok(updateTypeInstancesDoc, map[string]any{"in": []any{map[string]any{"id": id, "typeInstance": map[string]any{"value": map[string]any{"key": "B"}}}}}, nil)
+	h.ok(lockTypeInstancesDoc, map[string]any{"in": map[string]any{"ids": []string{id}, "ownerID": "action"}}, nil)
+	h.ok(unlockTypeInstancesDoc, map[string]any{"in": map[string]any{"ids": []string{id}, "ownerID": "action"}}, nil)
+	if ti := h.find(id); ti.Latest.ResourceVersion != 2 || ti.LockedBy != nil || !jsonEq(string(ti.Latest.Spec.Value), `{"key":"`+backend+`"}`) {
+		t.Errorf("after update, lock and unlock: rv %d lockedBy %v value %s", ti.Latest.ResourceVersion, ti.LockedBy, ti.Latest.Spec.Value)
+	}
+	h.ok(deleteTypeInstanceDoc, map[string]any{"id": id}, nil)
+	// The hub's rules still hold: the context is checked against the schema.
+	if _, msg := h.createTypeInstance(map[string]any{"typeRef": testingTypeRef(), "value": map[string]any{"a": 1},
+		"backend": map[string]any{"id": backend, "context": map[string]any{"name": "x"}}}); !strings.Contains(msg, "namespace") {
+		t.Errorf("a context the schema refuses: %q, want the refusal naming namespace", msg)
+	}
+
+	plain := startHub(t, "--backend-timeout", "2s")
+	backend = plain.registerBackend(helm)
+	if _, msg := plain.createTypeInstance(in(backend)); !strings.Contains(msg, "e2e-test-backend-mock-url:50051") {
+		t.Errorf("default mode: create = %q; want the backend's url unreachable", msg)
+	}
+}

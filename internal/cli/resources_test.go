@@ -721,7 +721,7 @@ func TestAPIResources(t *testing.T) {
 		matchLines(t, s.ok("api-resources", "--namespaced=true", "-o", "name"), `flags\.flipt\.io`,
 			`rolebindings\.rbac\.authorization\.k8s\.io`, `roles\.rbac\.authorization\.k8s\.io`,
 			`terraformoutputs\.terraform\.cairn\.dev`, `terraformsensitiveoutputs\.terraform\.cairn\.dev`, `terraformstates\.terraform\.cairn\.dev`)
-		if out := s.ok("api-resources", "-o", "wide"); !strings.Contains(out, "[create delete deletecollection get list update watch]") {
+		if out := s.ok("api-resources", "-o", "wide"); !strings.Contains(out, "[create delete deletecollection get list patch update watch]") {
 			t.Errorf("api-resources -o wide lacks the typeinstances verbs:\n%s", out)
 		}
 	})

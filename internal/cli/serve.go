@@ -67,7 +67,9 @@ outside cairn at once (push webhooks); --git-sync-interval polls them all.
 
 --compat capact follows Capact's Local Hub where cairn is stricter by default,
 so Capact's engine, CLI and backends work unchanged: a storage backend url
-given as a bare host:port is plaintext (not TLS), the built-in backend is
+given as a bare host:port is plaintext (not TLS), a backend at Capact's
+end-to-end mock url (e2e-test-backend-mock-url:50051) is never called, as in
+Local Hub, the built-in backend is
 presented on /graphql as cap.core.type.hub.storage.neo4j 0.1.0, an update may
 give a context to an instance of the built-in backend, and a Type without
 REST names and without "$schema" is draft-07 (see docs/graphql.md).`,
@@ -395,18 +397,20 @@ type connLimits struct {
 	headerBytes int
 }
 
-// restFirst sends a REST request (a clean path under /api/ or /apis/) to
-// api without consulting mux, where only its "/" pattern matches such a
-// request: matching it against every pattern cost a twentieth of a read
-// served from memory, and 7 allocations of a create. The paths in
+// restFirst sends a REST request (a path under /api/, /apis/ or cup's
+// /cup/) to api without consulting mux, where only its "/" pattern matches
+// such a request: matching it against every pattern cost a twentieth of a
+// read served from memory, and 7 allocations of a create. The paths in
 // elsewhere (patterns mux has under /apis/: the access reviews), a
-// CONNECT, and any path mux would clean and redirect go through mux.
+// CONNECT, and a path with dot segments go through mux, which cleans and
+// redirects the last. A path with an empty segment (namespaces//flags) is
+// api's to refuse: cleaned, it would name another resource (namespaces/flags).
 func restFirst(mux *http.ServeMux, api http.Handler, elsewhere []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if r.Method != http.MethodConnect &&
-			(strings.HasPrefix(p, "/apis/") || strings.HasPrefix(p, "/api/")) &&
-			!strings.Contains(p, "//") && !strings.Contains(p, "/.") && !underAny(p, elsewhere) {
+			(strings.HasPrefix(p, "/apis/") || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, rest.CupPrefix+"/")) &&
+			!strings.Contains(p, "/.") && !underAny(p, elsewhere) {
 			api.ServeHTTP(w, r)
 			return
 		}
