@@ -219,6 +219,8 @@ func TestBadConfigurations(t *testing.T) {
 		{"namespace in a set", edit("resources/large/cache.yaml", "{name: cache}", "{name: cache, namespace: ops}"),
 			[]string{`resources/large/cache.yaml:3: metadata.namespace: ConfigMap cache is put in namespace "ops"`}},
 	}
+	// A missing set is one error, not also every match only it satisfies.
+	notIn := map[string][]string{"default set folder missing": {"readiness[0]", "deletionPriorities[0]"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			files := setsStack()
@@ -233,6 +235,11 @@ func TestBadConfigurations(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q\nlacks %q", err, w)
+				}
+			}
+			for _, w := range notIn[tt.name] {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nhas %q", err, w)
 				}
 			}
 		})

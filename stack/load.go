@@ -324,7 +324,14 @@ func newStack(files map[string][]byte, source string, strict bool) (*Stack, erro
 		return nil, p.err()
 	}
 	s.params = s.Manifest.validate(&p, doc)
-	s.base, s.setBases, s.nsSources = checkResources(&p, files, s.checkConfigurationDirs(&p, doc))
+	before := len(p.causes)
+	dirs := s.checkConfigurationDirs(&p, doc)
+	s.base, s.setBases, s.nsSources = checkResources(&p, files, dirs)
+	if len(dirs) > 0 && len(p.causes) > before {
+		// A set that is not there would make every match that only it
+		// satisfies a second, misleading error.
+		s.base = nil
+	}
 	if s.base != nil {
 		s.checkMatches(&p, doc)
 	}
