@@ -216,6 +216,11 @@ func TestBadConfigurations(t *testing.T) {
 			[]string{"resources/large: kustomize:", "cache.yaml"}},
 		{"a bad path in a set", edit("resources/large/kustomization.yaml", "cache.yaml]", "caches.yaml]"),
 			[]string{`resources/large/kustomization.yaml:1: resources[1]: "caches.yaml": no such file or directory`}},
+		{"a set including resources/", func(f map[string]string) {
+			f["stack.yaml"] = strings.Replace(f["stack.yaml"], "path: resources/small", "path: resources", 1)
+			f["resources/kustomization.yaml"] = "resources: [base]\n"
+			f["resources/large/kustomization.yaml"] = strings.Replace(f["resources/large/kustomization.yaml"], "../base", "..", 1)
+		}, []string{`resources/large/kustomization.yaml:1: resources[0]: ".." is resources, which contains this kustomization: kustomize refuses a directory that contains the one including it; put what is shared in a directory beside it (e.g. resources/base)`}},
 		{"namespace in a set", edit("resources/large/cache.yaml", "{name: cache}", "{name: cache, namespace: ops}"),
 			[]string{`resources/large/cache.yaml:3: metadata.namespace: ConfigMap cache is put in namespace "ops"`}},
 	}
@@ -247,5 +252,14 @@ func TestBadConfigurations(t *testing.T) {
 	// Sets need no resources/kustomization.yaml; a stack without them does.
 	if _, ok := setsStack()["resources/kustomization.yaml"]; ok {
 		t.Fatal("test setup: setsStack has a resources/kustomization.yaml")
+	}
+	// resources/ itself may be a set (a stack that had none keeps its
+	// behaviour as the default set) beside sets under it.
+	files := setsStack()
+	files["stack.yaml"] = strings.Replace(files["stack.yaml"], "path: resources/small", "path: resources", 1)
+	files["resources/kustomization.yaml"] = "resources: [base]\n"
+	s := mustLoad(t, writeTree(t, files))
+	if rs := mustRender(t, s, s.NewInstallation("default", "s", "", nil, nil)); len(rs) != 1 || rs[0].Name() != "s-settings" {
+		t.Errorf("the resources/ set renders %v", rs)
 	}
 }

@@ -199,6 +199,10 @@ func (c *resourceChecker) dir(dir string) {
 			case "configurations":
 				c.configFile(target)
 			}
+		case dirOK && c.isDir(target) && (target == dir || strings.HasPrefix(dir, target+"/")):
+			// kustomize refuses it ("cycle detected: candidate root ...
+			// contains visited root ...", inside an accumulation chain).
+			c.p.add(kf, line(at...), fieldName(at...), fmt.Sprintf("%q is %s, which contains this kustomization: kustomize refuses a directory that contains the one including it; put what is shared in a directory beside it (e.g. resources/base)", entry, target))
 		case dirOK && c.isDir(target):
 			c.dir(target)
 		default:
