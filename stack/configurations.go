@@ -162,21 +162,6 @@ func (m *Manifest) addConfigurationParameter(at func(string, ...any)) {
 	k.Parameters = b
 }
 
-// renderDirs are the kustomize directories an installation may render:
-// each set's, or resources/ for a stack without sets.
-func (m *Manifest) renderDirs() []string {
-	if m.Configurations == nil {
-		return []string{"resources"}
-	}
-	var out []string
-	for _, s := range m.Configurations.Sets {
-		if !slices.Contains(out, s.Path) {
-			out = append(out, s.Path)
-		}
-	}
-	return out
-}
-
 // ConfigurationSet returns the set an installation's spec chooses (the
 // default when the spec does not say), false when the stack has no sets
 // or the spec names none of them.
