@@ -16,9 +16,11 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// checkResources checks resources/ as a kustomize base and builds it alone.
-// It returns the base's resources (names as in resources/), or nil when a
-// problem was recorded, and where resources/ sets namespaces.
+// checkResources checks the kustomize directories an installation may
+// render (resources/, or each configuration set's) and builds each alone.
+// It returns every directory's resources together (names as in
+// resources/; a resource several sets render once) and by directory, or
+// nil when a problem was recorded, and where resources/ sets namespaces.
 //
 // Every path a kustomization loads (resources, components, bases, crds,
 // configurations, generators, transformers, validators, patch and
@@ -26,37 +28,57 @@ import (
 // directory of the package: kustomize would fetch a URL or clone a remote
 // repository otherwise, and a stack is self-contained (the hub renders it,
 // and must neither reach the network nor run git for it).
-func checkResources(p *problems, files map[string][]byte) ([]Resource, *namespaceSources) {
+func checkResources(p *problems, files map[string][]byte, dirs []string) ([]Resource, map[string][]Resource, *namespaceSources) {
 	before := len(p.causes)
-	if kustomizationIn(files, "resources") == "" {
-		p.add("resources/kustomization.yaml", 0, "", "is missing: a stack's resources/ is a kustomize base (seed 004)")
-		return nil, nil
+	if len(dirs) == 0 {
+		return nil, nil, nil
 	}
 	c := resourceChecker{p: p, files: files, seen: map[string]bool{}, ns: &namespaceSources{docs: map[string]location{}}}
-	c.dir("resources")
+	for _, dir := range dirs {
+		if kustomizationIn(files, dir) == "" {
+			p.add(dir+"/kustomization.yaml", 0, "", "is missing: a stack's resources/ is a kustomize base (seed 004)")
+			return nil, nil, nil
+		}
+		c.dir(dir)
+	}
 	if len(p.causes) > before {
-		return nil, nil
+		return nil, nil, nil
 	}
 	fsys := filesys.MakeFsInMemory()
 	if err := writeFiles(fsys, files); err != nil {
 		p.add("resources", 0, "", err.Error())
-		return nil, nil
+		return nil, nil, nil
 	}
-	m, err := runKustomize(fsys, "/resources")
-	if err != nil {
-		dir, msg := kustomizeMessage(err)
-		if dir == "" {
-			dir = "resources"
+	var all []Resource
+	seen := map[string]bool{}
+	byDir := map[string][]Resource{}
+	for _, dir := range dirs {
+		m, err := runKustomize(fsys, "/"+dir)
+		if err != nil {
+			at, msg := kustomizeMessage(err)
+			if at == "" {
+				at = dir
+			}
+			p.add(at, 0, "", "kustomize: "+msg)
+			continue
 		}
-		p.add(dir, 0, "", "kustomize: "+msg)
-		return nil, nil
+		rs, err := readResources(m, func(n string) string { return n })
+		if err != nil {
+			p.add(dir, 0, "", err.Error())
+			continue
+		}
+		byDir[dir] = rs
+		for _, r := range rs {
+			if k := r.Key(); !seen[k] {
+				seen[k] = true
+				all = append(all, r)
+			}
+		}
 	}
-	rs, err := readResources(m, func(n string) string { return n })
-	if err != nil {
-		p.add("resources", 0, "", err.Error())
-		return nil, nil
+	if len(p.causes) > before {
+		return nil, nil, nil
 	}
-	return rs, c.ns
+	return all, byDir, c.ns
 }
 
 // location is a place in a package's files, for messages.
@@ -177,6 +199,10 @@ func (c *resourceChecker) dir(dir string) {
 			case "configurations":
 				c.configFile(target)
 			}
+		case dirOK && c.isDir(target) && (target == dir || strings.HasPrefix(dir, target+"/")):
+			// kustomize refuses it ("cycle detected: candidate root ...
+			// contains visited root ...", inside an accumulation chain).
+			c.p.add(kf, line(at...), fieldName(at...), fmt.Sprintf("%q is %s, which contains this kustomization: kustomize refuses a directory that contains the one including it; put what is shared in a directory beside it (e.g. resources/base)", entry, target))
 		case dirOK && c.isDir(target):
 			c.dir(target)
 		default:

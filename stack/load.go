@@ -53,8 +53,10 @@ type Stack struct {
 
 	params *schema.Schema
 	// base is resources/ built alone (vars unresolved, no prefix): what the
-	// manifest's matches are checked against.
-	base []Resource
+	// manifest's matches are checked against. With configuration sets it is
+	// every set's build together, and setBases each one's by directory.
+	base     []Resource
+	setBases map[string][]Resource
 	// nsSources is where resources/ sets namespaces, for checkNoNamespace.
 	nsSources *namespaceSources
 }
@@ -322,7 +324,14 @@ func newStack(files map[string][]byte, source string, strict bool) (*Stack, erro
 		return nil, p.err()
 	}
 	s.params = s.Manifest.validate(&p, doc)
-	s.base, s.nsSources = checkResources(&p, files)
+	before := len(p.causes)
+	dirs := s.checkConfigurationDirs(&p, doc)
+	s.base, s.setBases, s.nsSources = checkResources(&p, files, dirs)
+	if len(dirs) > 0 && len(p.causes) > before {
+		// A set that is not there would make every match that only it
+		// satisfies a second, misleading error.
+		s.base = nil
+	}
 	if s.base != nil {
 		s.checkMatches(&p, doc)
 	}
@@ -373,9 +382,18 @@ func (s *Stack) checkMatches(p *problems, d *yamlDoc) {
 			if parts[0] != "resources" || len(parts) < 3 {
 				continue
 			}
-			if !hits(Match{Kind: parts[1], Name: parts[2]}) {
+			mt := Match{Kind: parts[1], Name: parts[2]}
+			if !hits(mt) {
 				p.add(d.file, d.line("outputs", i, "value"), fieldName("outputs", i, "value"),
 					fmt.Sprintf("reference %q: no %s named %q in resources/ (%s)", ref, parts[1], parts[2], s.baseSummary()))
+				continue
+			}
+			// Outputs are computed for every installation, so with
+			// configuration sets each set must render what they read.
+			for _, set := range s.setsWithout(mt) {
+				p.add(d.file, d.line("outputs", i, "value"), fieldName("outputs", i, "value"),
+					fmt.Sprintf("reference %q: configuration set %s renders no %s named %q (%s); an output reads a resource every set renders",
+						ref, set.Name, parts[1], parts[2], summary(s.setBases[set.Path])))
 			}
 		}
 	}
@@ -435,10 +453,28 @@ func (s *Stack) selectsNothing(t *types.TargetSelector) string {
 }
 
 // baseSummary lists the resources of resources/ as KIND/NAME, for messages.
-func (s *Stack) baseSummary() string {
-	out := make([]string, 0, len(s.base))
-	for _, r := range s.base {
+func (s *Stack) baseSummary() string { return summary(s.base) }
+
+func summary(rs []Resource) string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
 		out = append(out, r.Kind()+"/"+r.OriginalName)
 	}
 	return "it has " + strings.Join(out, ", ")
+}
+
+// setsWithout returns the configuration sets whose build has no resource
+// mt matches.
+func (s *Stack) setsWithout(mt Match) []ConfigurationSet {
+	c := s.Manifest.Configurations
+	if c == nil {
+		return nil
+	}
+	var out []ConfigurationSet
+	for _, set := range c.Sets {
+		if !slices.ContainsFunc(s.setBases[set.Path], mt.matches) {
+			out = append(out, set)
+		}
+	}
+	return out
 }

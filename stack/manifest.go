@@ -20,6 +20,10 @@ type Manifest struct {
 	// Kind is the installation kind: the high-level Type a user creates one
 	// instance of to get a whole environment (seed 004's MinimalGCP).
 	Kind InstallationKind `json:"kind"`
+	// Configurations are seed 004's "different sets of configurations in
+	// one stack": a spec field of the installation chooses which kustomize
+	// directory under resources/ is rendered. Nil: resources/ itself.
+	Configurations *Configurations `json:"configurations,omitempty"`
 	// Vars make values of the installation available to the resources as
 	// seed 004's $(NAME), through kustomize vars whose objref is the
 	// installation object.

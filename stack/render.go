@@ -288,7 +288,11 @@ func (r Renderer) prepare(ctx context.Context, s *Stack, inst Installation) (Ins
 		return inst, nil, nil, err
 	}
 
-	k := s.overlay(inst)
+	dir, err := s.renderDir(inst)
+	if err != nil {
+		return inst, nil, nil, err
+	}
+	k := s.overlay(inst, dir)
 	kps := append([]KustomizationPatcher{
 		manifestVars{vars: s.usedVars()},
 		manifestReplacements{replacements: s.Manifest.Replacements},
@@ -325,8 +329,9 @@ func (r Renderer) prepare(ctx context.Context, s *Stack, inst Installation) (Ins
 // overlay is the generated Kustomization of seed 004's step 1. It uses the
 // labels field without selectors rather than the deprecated commonLabels:
 // commonLabels also rewrites selectors (a Deployment's is immutable, and an
-// installation's labels may change) and pod templates.
-func (s *Stack) overlay(inst Installation) *types.Kustomization {
+// installation's labels may change) and pod templates. dir is what it
+// renders: resources/, or the installation's configuration set.
+func (s *Stack) overlay(inst Installation, dir string) *types.Kustomization {
 	pairs := map[string]string{LabelName: inst.Name}
 	if inst.UID != "" {
 		pairs[LabelUID] = inst.UID
@@ -334,7 +339,7 @@ func (s *Stack) overlay(inst Installation) *types.Kustomization {
 	k := &types.Kustomization{
 		TypeMeta:   types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		NamePrefix: inst.Name + "-",
-		Resources:  []string{"../resources", "installation.yaml"},
+		Resources:  []string{"../" + dir, "installation.yaml"},
 		Labels:     []types.Label{{Pairs: pairs}},
 	}
 	return k

@@ -107,6 +107,7 @@ func (m *Manifest) validate(p *problems, d *yamlDoc) *schema.Schema {
 			at(fmt.Sprintf("%q must be a JSONPath starting with '.', e.g. .spec.region", c.JSONPath), "kind", "additionalPrinterColumns", i, "jsonPath")
 		}
 	}
+	m.validateConfigurations(at)
 	params := m.compileParameters(at)
 
 	seenVar := map[string]bool{}

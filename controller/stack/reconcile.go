@@ -203,6 +203,10 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Durat
 		}
 	} else {
 		next.setCondition(Condition{Type: "Synced", Status: "True", Reason: "ReconcileSuccess"}, now)
+		next.Configuration = ""
+		if set, ok := s.ConfigurationSet(specOf(eff)); ok {
+			next.Configuration = set.Name
+		}
 		if stats.changed() {
 			next.event(now, "Normal", "Applied", stats.String())
 		}

@@ -24,6 +24,10 @@ type Status struct {
 	Conditions         []Condition    `json:"conditions,omitempty"`
 	Outputs            map[string]any `json:"outputs,omitempty"`
 	Stack              *stackRef      `json:"stack,omitempty"`
+	// Configuration is the configuration set whose children the last
+	// successful reconcile applied, for a stack that has sets (seed 004);
+	// a spec that does not name one gets the default, which this says.
+	Configuration string `json:"configuration,omitempty"`
 	// Sharing is status.sharing of seed 002's Installation Resource: the
 	// installation interface's digest and the interface the stack
 	// provides, cached from the stack definition for the dependency query.

@@ -109,6 +109,7 @@ func TestHelpExamples(t *testing.T) {
 		"cairn types delete cap.type.database.postgresql.config:0.1.0":                         {{"delete", "ti", placeholderID}},
 		"cairn backends register --url grpc://127.0.0.1:5051 --accept-value --alias files":     {{"delete", "ti", "files"}},
 		"cairn stack show minimal-gcp":                                                         {{"stack", "add", "examples/stacks/minimal-gcp"}},
+		"cairn stack show sql-env":                                                             {{"stack", "add", "examples/stacks/sql-env"}},
 		"cairn plan team-portal -p team=data --name data-portal":                               {{"stack", "add", "examples/stacks/flags-env"}, {"stack", "add", "examples/stacks/team-portal"}},
 		"cairn plan reporting -p team=data --dependency sqlserver=SharedSQLServer/office-sql -o json": {
 			{"stack", "add", "examples/dependencies/shared-sql-server"}, {"stack", "add", "examples/dependencies/reporting"},

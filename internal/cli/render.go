@@ -38,13 +38,16 @@ URL@REF[//SUBDIR]) with the given parameters, exactly as the stack controller
 renders an installation: kustomize over the package's resources/ with the
 generated overlay (namePrefix NAME-, the stacks.cairn.dev labels, the
 installation's labels, vars and replacements), then the built-in patchers.
-Parameters are completed with the schema's defaults and validated.
+Parameters are completed with the schema's defaults and validated. A stack
+with configuration sets renders the set its field names (-p FIELD=SET; cairn
+stack show lists them), or its default set.
 
 The output is a multi-document YAML stream (-o json: one List), byte-identical
 for the same input, so stack authors can compare it with a golden file in CI. Nothing
 is stored and no server is contacted.`,
 		Example: `  cairn render examples/stacks/minimal-gcp -p region=us-west1 -p projectID=my-project
   cairn render examples/stacks/minimal-gcp -f params.yaml --name prod --label team=infra
+  cairn render examples/stacks/sql-env -p region=us-west2 -p tier=prod
   cairn render examples/stacks/minimal-gcp -p region=us-west1 -p projectID=my-project -p credentialsSecretRef.name=gcp-sa -p keepDefaultingLabels=true
   cairn render file:///srv/git/stacks.git@v0.1.0//minimal-gcp -f installation.yaml`,
 		Args: usageArgs(cobra.ExactArgs(1)),

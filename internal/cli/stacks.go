@@ -60,6 +60,7 @@ stack controller of cairn serve.`,
 		Use:   "add PATH|GIT-URL@REF|FILE.tgz",
 		Short: "Add a stack package to the catalog and register its installation kind",
 		Example: `  cairn stack add examples/stacks/minimal-gcp
+  cairn stack add examples/stacks/sql-env
   cairn stack add minimal-gcp-0.1.0.tgz
   cairn stack add https://github.com/org/stacks.git@v0.1.0//minimal-gcp`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -82,8 +83,12 @@ stack controller of cairn serve.`,
 					verb = "unchanged"
 				}
 				k := e.Manifest.Kind
-				fmt.Fprintf(cmd.OutOrStdout(), "stack %s@%s %s (%s); installations: kind %s, apiVersion %s/%s, resource %s\n",
-					e.Name, e.Version, verb, e.Digest, k.Names.Kind, k.Group, k.Version, pluralOf(e))
+				sets := ""
+				if c := e.Manifest.Configurations; c != nil {
+					sets = fmt.Sprintf("; configuration sets (spec.%s): %s (default %s)", c.Field, strings.Join(setNames(c), ", "), c.Default)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stack %s@%s %s (%s); installations: kind %s, apiVersion %s/%s, resource %s%s\n",
+					e.Name, e.Version, verb, e.Digest, k.Names.Kind, k.Group, k.Version, pluralOf(e), sets)
 				return nil
 			})
 		},
@@ -115,7 +120,8 @@ stack controller of cairn serve.`,
 		Use:   "show NAME[@VERSION]",
 		Short: "Show a stack of the catalog (the highest release unless a version is given)",
 		Example: `  cairn stack show minimal-gcp
-  cairn stack show minimal-gcp@0.1.0 -o yaml`,
+  cairn stack show minimal-gcp@0.1.0 -o yaml
+  cairn stack show sql-env`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, version, _ := strings.Cut(args[0], "@")
@@ -180,6 +186,14 @@ func pluralOf(e hub.StackEntry) string {
 	return hub.Plural(s)
 }
 
+func setNames(c *stack.Configurations) []string {
+	out := make([]string, len(c.Sets))
+	for i, s := range c.Sets {
+		out[i] = s.Name
+	}
+	return out
+}
+
 func shortDigest(d string) string {
 	d = strings.TrimPrefix(d, "sha256:")
 	if len(d) > 12 {
@@ -223,6 +237,12 @@ func printStack(w io.Writer, e hub.StackEntry) error {
 				req = " (required)"
 			}
 			fmt.Fprintf(w, "  %s\t%v%s\t%s\n", n, p.Type, req, p.Description)
+		}
+	}
+	if c := e.Manifest.Configurations; c != nil {
+		fmt.Fprintf(w, "Configuration sets (spec.%s, default %s):\n", c.Field, c.Default)
+		for _, set := range c.Sets {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", set.Name, set.Path, set.Description)
 		}
 	}
 	if len(e.Manifest.Outputs) > 0 {
