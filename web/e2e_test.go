@@ -141,6 +141,7 @@ type guarded struct {
 	EditorToken string `json:"editorToken"` // ed's: cairn-editor bound in team-a only
 	Flag        string `json:"flag"`        // id of a flag the viewer may read and not edit
 	Token       string `json:"token"`       // id of team-a's Token, whose key the viewer may not reveal
+	NoValue     string `json:"noValue"`     // id of a Token of team-a created without a value
 }
 
 func startGuarded(t *testing.T) guarded {
@@ -184,6 +185,11 @@ subjects: [{kind: User, name: ed}]
 	tok := instanceDoc("team-token", "cap.type.e2e.token", "0.1.0", map[string]any{"user": "deploy", "key": "tk-s3cr3t-value"}, nil, nil)
 	tok["metadata"].(map[string]any)["namespace"] = "team-a"
 	g.Token = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", tok)
+	// One without a value: GraphQL's non-null value is an error for it.
+	nv := instanceDoc("team-novalue", "cap.type.e2e.token", "0.1.0", nil, nil, nil)
+	nv["metadata"].(map[string]any)["namespace"] = "team-a"
+	delete(nv["spec"].(map[string]any), "value")
+	g.NoValue = postAs(t, g.AdminToken, base+"/apis/hub.cairn.dev/v1/typeinstances", nv)
 	// An installation in team-a, whose tree of children ed opens.
 	out.Reset()
 	errOut.Reset()

@@ -588,6 +588,11 @@ try {
   await page.waitForSelector('main h2:text("History (2 versions)")', { timeout: T });
   expect((await text('#diff')).includes('deploy-2'), 'the edit made through the Token resource, a new version');
   await shot('namespace-instance-edited');
+  // An instance without a value: GraphQL answers its value with an error
+  // (a non-null Any!), and the page still shows it and its history.
+  await visit(`#/instance/${G.noValue}`, G.url);
+  await page.waitForSelector('main h2:text("History (1 version)")', { timeout: T });
+  expect((await text('main pre[aria-label="Value"]')).includes('(no value'), 'the missing value said');
   await page.click('main a:text("Tokens of team-a")');
   await page.waitForSelector('main h1:text("Instances of Token in team-a")', { timeout: T });
   await page.click('main a.button:text("Create")');

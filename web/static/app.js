@@ -447,11 +447,22 @@ async function instancesPage(ctx, params) {
 }
 
 // ---- one instance --------------------------------------------------------
-const VERSIONS = 'resourceVersions { resourceVersion createdBy metadata { attributes { path revision } } spec { value backend { context } } }';
-const HISTORY_QUERY = `query($id: ID!) { typeInstance(id: $id) { id ${VERSIONS} } }`;
+const versionsSel = (value) => `resourceVersions { resourceVersion createdBy metadata { attributes { path revision } } spec { ${value ? 'value ' : ''}backend { context } } }`;
+const historyQuery = (value) => `query($id: ID!) { typeInstance(id: $id) { id ${versionsSel(value)} } }`;
 const RELATED = 'id namespace name typeRef { path revision }';
-const INSTANCE_QUERY = `query($id: ID!) { typeInstance(id: $id) { id namespace name createdAt lockedBy typeRef { path revision } labels { key value }
-  backend { id abstract } uses { ${RELATED} } usedBy { ${RELATED} } ${VERSIONS} } }`;
+const instanceQuery = (value) => `query($id: ID!) { typeInstance(id: $id) { id namespace name createdAt lockedBy typeRef { path revision } labels { key value }
+  backend { id abstract } uses { ${RELATED} } usedBy { ${RELATED} } ${versionsSel(value)} } }`;
+
+// gqlVersions runs a query of an instance's versions with their values, and
+// again without them when a version has none: GraphQL's value is a non-null
+// Any!, so such a version is an error (as in Capact's Local Hub) that
+// would otherwise take the whole instance with it.
+async function gqlVersions(query, id) {
+  try { return await gql(query(true), { id }); } catch (e) {
+    if (!/non-nullable field [A-Za-z]*\.value/.test(e.message)) throw e;
+    return gql(query(false), { id });
+  }
+}
 
 // readInstance reads an instance by id through typeinstances, or, for a
 // user refused that (typeinstances is cluster-scoped; roles bound in a
@@ -466,7 +477,7 @@ async function readInstance(id) {
     refused = e;
   }
   let d;
-  try { d = await gql(INSTANCE_QUERY, { id }); } catch (e) {
+  try { d = await gqlVersions(instanceQuery, id); } catch (e) {
     throw /forbidden/.test(e.message) ? new ApiError({ reason: 'Forbidden', message: e.message }, 403) : e;
   }
   const x = d.typeInstance;
@@ -558,7 +569,7 @@ async function instancePage(ctx, params, id) {
   showValue();
 
   // Versions and a diff between any two (GraphQL: every version in one query).
-  const versions = read.versions || read.history || (await gql(HISTORY_QUERY, { id }).catch(() => null))?.typeInstance?.resourceVersions || [];
+  const versions = read.versions || read.history || (await gqlVersions(historyQuery, id).catch(() => null))?.typeInstance?.resourceVersions || [];
   const opts = (sel) => versions.map((v) => h('option', { value: v.resourceVersion, selected: v.resourceVersion === sel }, `version ${v.resourceVersion}`));
   const last = versions.at(-1)?.resourceVersion;
   const fromSel = h('select', { id: 'diff-from', onchange: () => renderDiff() }, opts(versions.at(-2)?.resourceVersion ?? last));
