@@ -225,13 +225,23 @@ func trailers(msg string) map[string]string {
 
 // indexCommit applies one commit's trailers; imu is held.
 func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
+	t := trailers(msg)
 	if changes := batchTrailers(msg); len(changes) > 0 {
+		// An import batch (Cairn-Source at the commit's level): every
+		// version's file is in the outside commit, as for one import.
+		src := plumbing.NewHash(t[trSource])
 		for _, c := range changes {
-			b.applyIndex(c.id, c.op, c.rv, hash, c.ident)
+			if src.IsZero() {
+				b.applyIndex(c.id, c.op, c.rv, hash, c.ident)
+				continue
+			}
+			b.applyIndex(c.id, c.op, c.rv, src, c.ident)
+			if e := b.idx[c.id]; e != nil && (c.op == opCreate || c.op == opUpdate) {
+				e.imports[c.rv] = hash
+			}
 		}
 		return
 	}
-	t := trailers(msg)
 	id, op := t[trInstance], t[trOperation]
 	if id == "" {
 		return // not cairn's: sync's business
@@ -356,7 +366,7 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 	ch := chs[0]
 	if src, ok := b.importing(ctx); ok && len(chs) == 1 && !ch.recordOnly {
 		// A sync's import: the version's file is in the outside commit.
-		ch = b.importChange(ch, src)
+		ch = b.importChange(ch, src, &importedFrom{})
 		chs = []change{ch}
 		defer func() {
 			if err == nil {
