@@ -502,6 +502,12 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 	if !located {
 		return b.commitScanLocked(ctx, chs)
 	}
+	if len(paths) == 0 {
+		// A commit recording changes of no file (an import, its undo):
+		// the work tree is left where it is; the next write brings it to
+		// its base. An import of 1,000 new files then writes none of them.
+		return b.commitPathsLocked(ctx, chs, nil)
+	}
 	if !b.wtKnown {
 		// First write of this process (or after a failure left the work
 		// tree unknown): one full reset.
@@ -540,7 +546,8 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 
 // commitPathsLocked commits the work tree's files at paths on tip: the
 // tip's tree with those entries replaced. It records the objects it wrote
-// (pushable) and that the work tree holds the new commit.
+// (pushable) and, when it read files of the work tree, that the work tree
+// holds the new commit.
 func (b *Backend) commitPathsLocked(ctx context.Context, chs []change, paths []string) (plumbing.Hash, bool, error) {
 	ch := chs[0]
 	base, err := b.treeOf(b.tip)
@@ -573,7 +580,9 @@ func (b *Backend) commitPathsLocked(ctx context.Context, chs []change, paths []s
 	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.localRef(), commit)); err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}
-	b.wtAt = commit
+	if len(paths) > 0 {
+		b.wtAt = commit
+	}
 	b.pushable = &pushable{commit: commit, parent: b.tip, objects: append(written, commit)}
 	return commit, true, nil
 }

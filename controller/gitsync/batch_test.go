@@ -17,7 +17,7 @@ import (
 
 // newCountingSyncEnv is newSyncEnv on a remote served over HTTP that
 // counts the pushes it receives.
-func newCountingSyncEnv(t *testing.T) (*syncEnv, *atomic.Int64) {
+func newCountingSyncEnv(t testing.TB) (*syncEnv, *atomic.Int64) {
 	r := gittest.NewRemote(t)
 	var pushes atomic.Int64
 	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
@@ -153,4 +153,38 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 	if inst, err := e.get("bulk-0001"); err != nil || string(inst.Latest.Value) != `{"enabled":false}` {
 		t.Errorf("bulk-0001 read through a fresh cache: %s, %v", inst.Latest.Value, err)
 	}
+}
+
+// BenchmarkSyncImport1000: the sync of one pushed commit of 1,000 new Flag
+// files, over smart HTTP (git http-backend); the set-up (the hub, Jane's
+// commit and push) is not timed. It reports the commits and pushes the
+// import made (1 each: one batch).
+func BenchmarkSyncImport1000(b *testing.B) {
+	ctx := context.Background()
+	var commits, pushed int64
+	for range b.N {
+		b.StopTimer()
+		e, pushes := newCountingSyncEnv(b)
+		e.create("seed", true)
+		s := e.syncer()
+		if _, err := s.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		e.person("status")
+		e.writeFlags("bulk", 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		before, p := e.remote.Commits(b), pushes.Load()
+		b.StartTimer()
+		res, err := s.Sync(ctx)
+		b.StopTimer()
+		if err != nil || res.Created != 1000 {
+			b.Fatalf("Sync = %+v, %v", res, err)
+		}
+		commits += int64(e.remote.Commits(b) - before)
+		pushed += pushes.Load() - p
+	}
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
 }
