@@ -2,13 +2,17 @@ package gitsync_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/backend/git/gittest"
@@ -187,4 +191,71 @@ func BenchmarkSyncImport1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
 	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
+}
+
+// TestWebhookAnswersWhileTheSyncGoesOn: a sync slower than the provider's
+// delivery timeout (here, the remote holds the fetch) gets the webhook a
+// 202 once WebhookWait is over; the sync goes on, and GET shows what it
+// did once the remote answers.
+func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var hold atomic.Pointer[chan struct{}]
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if c := hold.Load(); c != nil && strings.HasSuffix(req.URL.Path, "/git-upload-pack") {
+				<-*c
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	e.create("seed", true)
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	e.person("status")
+	e.writeFlags("hooked", 3)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "three flags")
+	e.person("push", "--quiet", "origin", "main")
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	resp, err := http.Post(srv.URL+"/hooks/git/flags-repo", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(body), `"running":true`) {
+		t.Fatalf("webhook while the fetch is held: %d %s, want 202 running", resp.StatusCode, body)
+	}
+	hold.Store(nil)
+	close(release)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL + "/hooks/git/flags-repo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status struct {
+			Stats gitsync.SyncStats `json:"stats"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&status)
+		resp.Body.Close()
+		if err == nil && status.Stats.Created == 3 && status.Stats.LastCommit != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sync the webhook started did not finish: %+v, %v", status.Stats, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the status, bounded by the deadline
+	}
+	if inst, err := e.get("hooked-0002"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("hooked-0002 after the webhook's sync: %+v, %v", inst.Latest, err)
+	}
 }
