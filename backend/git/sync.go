@@ -26,12 +26,14 @@ import (
 // hub.
 //
 // How an outside change reaches the hub without being written back: the
-// Syncer calls the hub (CreateInstances, UpdateInstances, DeleteInstance)
-// with a context marking the call as an import of one outside commit
-// (WithImport). The hub validates the value against the Type's schema and
-// calls this backend as for any write; the backend then leaves the tree
-// alone and pushes an empty commit whose trailers (Cairn-Instance,
-// Cairn-Resource-Version, Cairn-Operation, Cairn-Resource, Cairn-Actor and
+// Syncer calls the hub (ApplyChanges with the creates and updates of one
+// outside commit's files, DeleteInstance for each removed file) with a
+// context marking the call as an import of that commit (WithImport). The
+// hub validates the values against the Types' schemas and calls this
+// backend as for any write; the backend then leaves the tree alone and
+// pushes one empty commit whose trailers (Cairn-Instance,
+// Cairn-Resource-Version, Cairn-Operation, Cairn-Resource for one file;
+// a Cairn-Change per file for several, importBatch; Cairn-Actor and
 // Cairn-Source: the outside commit) record the id → resource mapping, so
 // every process and every restart rebuilds the same index, and the resource
 // version's value is the file at the outside commit. Nothing is ever

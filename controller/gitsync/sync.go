@@ -143,7 +143,8 @@ func (s *Syncer) record(ev SyncEvent) {
 // Sync fetches the branch and imports every change made outside cairn
 // since the last sync. A file that does not parse, names no known Type or
 // fails the Type's schema is reported (log, Stats().Skipped, Events) and
-// skipped; each file's change is one hub call, so none is half imported.
+// skipped; the added and changed files of one commit are one hub call
+// (step), so none is half imported.
 // An error (the remote, the hub's store) stops the sync at the commit it
 // was on; the next sync resumes there.
 func (s *Syncer) Sync(ctx context.Context) (SyncResult, error) {
