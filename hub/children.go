@@ -72,6 +72,21 @@ func (h *Hub) ApplyChildren(ctx context.Context, ownerID string, ch ChildChanges
 	}
 }
 
+// ApplyChanges makes the creates and updates of ch, instances no
+// installation owns, as one unit, as ApplyChildren makes an installation's:
+// everything is checked before anything is written, one store transaction
+// holds every create and new resource version, and each external backend
+// that takes batches gets its whole share as one write (a Git backend: one
+// commit). A failure halfway takes back what was written. Git sync imports
+// the files of one pushed commit with it. Deletes are refused here: they
+// are DeleteInstances'.
+func (h *Hub) ApplyChanges(ctx context.Context, ch ChildChanges) (ChildrenApplied, error) {
+	if len(ch.Delete) > 0 {
+		return ChildrenApplied{}, cairn.Errorf(cairn.CodeInvalid, "ApplyChanges creates and updates; delete with DeleteInstances")
+	}
+	return h.ApplyChildren(ctx, "", ch)
+}
+
 func checkChildChanges(ch ChildChanges) error {
 	if len(ch.Update) > 0 {
 		if err := checkUpdates(ch.Update, ""); err != nil {
@@ -111,6 +126,11 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 	if len(ch.Create) > 0 {
 		req := CreateRequest{Instances: make([]NewInstance, len(ch.Create))}
 		for i, in := range ch.Create {
+			if ownerID == "" {
+				// ApplyChanges: no owner, and the aliases CreateInstances gives.
+				req.Instances[i] = in
+				continue
+			}
 			if in.Alias == "" {
 				in.Alias = fmt.Sprintf("child-%d", i)
 			}
@@ -138,7 +158,13 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 		}
 	}
 
-	ws := append(append(h.createWrites(items), updateWrites(staged)...), dels...)
+	creates := h.createWrites(items)
+	if ownerID == "" {
+		if err := h.checkNamesFree(ctx, creates); err != nil {
+			return ChildrenApplied{}, err
+		}
+	}
+	ws := append(append(creates, updateWrites(staged)...), dels...)
 	j, failed, err := h.writeExternal(ctx, ws)
 	if err != nil {
 		switch {
@@ -174,7 +200,11 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 	})
 	if err != nil {
 		if !errors.Is(err, errVersionRace) && !isHubRefusal(err) && !isTypeRefusal(err) {
-			err = fmt.Errorf("failed to apply the children of %q: %w", ownerID, err)
+			if ownerID == "" {
+				err = fmt.Errorf("failed to apply %d creates and %d updates: %w", len(items), len(staged), err)
+			} else {
+				err = fmt.Errorf("failed to apply the children of %q: %w", ownerID, err)
+			}
 		}
 		return ChildrenApplied{}, h.undo(ctx, j, err)
 	}

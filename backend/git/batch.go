@@ -29,11 +29,17 @@ const trRevert = "Cairn-Revert"
 // backend makes one commit or one pull request, not one per child. It is
 // all or nothing: when any write's check fails, nothing is committed or
 // proposed. The result's token names the commit (or the pull request) for
-// UndoBatch. A sync's import goes write by write (each records its own
-// outside commit).
+// UndoBatch. A sync's import of several files of one outside commit is
+// one commit too, recording them all (importBatch).
 func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn.BatchResult, error) {
 	out := cairn.BatchResult{Contexts: make([]json.RawMessage, len(writes))}
-	if _, imp := b.importing(ctx); imp {
+	if src, imp := b.importing(ctx); imp {
+		if len(writes) > 1 && !slices.ContainsFunc(writes, func(w cairn.BatchWrite) bool { return w.Delete != nil }) {
+			return b.importBatch(ctx, writes, src)
+		}
+		// One import (its own commit, the form a single write has), or
+		// deletes, which the hub sends an import only after its own
+		// commit (DeleteInstance): write by write.
 		for i, w := range writes {
 			wctx := writeContext(ctx, w)
 			var err error
@@ -118,6 +124,87 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 	return out, nil
 }
 
+// importBatch records the import of several files of the outside commit
+// src (creates and updates) as one commit of cairn's: empty, like one
+// import's, its message listing every change (trChange) with the commit's
+// Cairn-Source, so every process's index points those versions at src and
+// sync (importedIn) knows them imported. It is all or nothing: a change
+// whose check fails (imported already by another process, a version
+// someone else took) fails the batch and nothing is committed. The
+// result's token names the commit for UndoBatch.
+func (b *Backend) importBatch(ctx context.Context, writes []cairn.BatchWrite, src plumbing.Hash) (cairn.BatchResult, error) {
+	out := cairn.BatchResult{Contexts: make([]json.RawMessage, len(writes))}
+	chs := make([]change, len(writes))
+	seen := &importedFrom{}
+	for i, w := range writes {
+		wctx := writeContext(ctx, w)
+		var ch change
+		var err error
+		switch {
+		case w.Create != nil:
+			ch, err = b.createChange(wctx, *w.Create)
+		case w.Update != nil:
+			ch, err = b.updateChange(wctx, *w.Update)
+		default:
+			err = errorf(cairn.CodeInvalid, "", "batch write %d has no operation", i)
+		}
+		if err != nil {
+			return cairn.BatchResult{}, err
+		}
+		chs[i] = b.importChange(ch, src, seen)
+	}
+	commit, _, err := b.writeChanges(ctx, chs)
+	if err != nil {
+		return cairn.BatchResult{}, err
+	}
+	out.Token = commit.String()
+	for i, c := range chs {
+		out.Contexts[i] = b.versionContext(c.ident, c.rv, src)
+	}
+	return out, nil
+}
+
+// undoImportBatch takes back an import batch (importBatch) whose commit is
+// batch: one empty commit, as the undo of one import, recording the
+// inverse changes (trChange) and naming the batch (trRevert), so every
+// process forgets those versions and sync imports the changes again. The
+// person's files are theirs: the tree is left alone.
+func (b *Backend) undoImportBatch(ctx context.Context, writes []cairn.BatchWrite, batch plumbing.Hash) error {
+	inv, err := b.inverse(ctx, writes)
+	if err != nil {
+		return err
+	}
+	if inv, err = b.inBatch(ctx, batch, inv); err != nil || len(inv) == 0 {
+		return err
+	}
+	actor, imp := who(ctx, change{})
+	var m strings.Builder
+	chs := make([]change, len(inv))
+	for i, ic := range inv {
+		chs[i] = change{op: ic.undid}
+	}
+	fmt.Fprintf(&m, "cairn: undo sync %s\n\n", strings.TrimPrefix(batchSummary(chs, byline(actor, imp)), "cairn: "))
+	fmt.Fprintf(&m, "cairn could not store the import recorded by commit %s in its own store, so it took the import back;\n"+
+		"the files are left as the imported commit made them, and the next sync imports them again.\n\n", batch.String()[:12])
+	fmt.Fprintf(&m, "%s: %s\n", trInstance, inv[0].id)
+	for _, c := range inv {
+		fmt.Fprintf(&m, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
+	}
+	fmt.Fprintf(&m, "%s: %s\n%s: %s\n", trRevert, batch, trActor, actor)
+	if imp != "" {
+		fmt.Fprintf(&m, "%s: %s\n", trImpersonator, imp)
+	}
+	undo := change{op: "revert", id: inv[0].id, ident: inv[0].ident, recordOnly: true, touches: []identity{},
+		check:   func(*entry) error { return nil },
+		apply:   func(context.Context, string) error { return nil },
+		message: m.String(),
+	}
+	if _, err := b.write(ctx, undo); err != nil {
+		return fmt.Errorf("git backend: undo the import batch %s: %w", batch, err)
+	}
+	return nil
+}
+
 // writeContext is ctx with the write's ResourceMeta.
 func writeContext(ctx context.Context, w cairn.BatchWrite) context.Context {
 	if w.Meta != nil {
@@ -137,6 +224,9 @@ func writeContext(ctx context.Context, w cairn.BatchWrite) context.Context {
 // branch.
 func (b *Backend) UndoBatch(ctx context.Context, writes []cairn.BatchWrite, stored cairn.BatchResult) error {
 	if _, imp := b.importing(ctx); imp {
+		if stored.Token != "" {
+			return b.undoImportBatch(ctx, writes, plumbing.NewHash(stored.Token))
+		}
 		return b.undoEach(ctx, writes, stored)
 	}
 	if b.scm != nil && stored.Token != "" {
@@ -492,7 +582,15 @@ func batchMessage(ctx context.Context, chs []change) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n", batchSummary(chs, strings.Join(bylines, ", ")))
+	summary := batchSummary(chs, strings.Join(bylines, ", "))
+	src := chs[0].source
+	if !src.IsZero() {
+		summary = "cairn: sync " + strings.TrimPrefix(summary, "cairn: ")
+	}
+	fmt.Fprintf(&b, "%s\n\n", summary)
+	if !src.IsZero() {
+		fmt.Fprintf(&b, "Imports the changes of commit %s, made outside cairn; the files are as that commit made them.\n\n", src.String()[:12])
+	}
 	for _, c := range chs {
 		fmt.Fprintf(&b, "- %s %s %s/%s", c.op, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
 		if c.rv > 0 {
@@ -512,6 +610,9 @@ func batchMessage(ctx context.Context, chs []change) string {
 	}
 	for _, imp := range imps {
 		fmt.Fprintf(&b, "%s: %s\n", trImpersonator, imp)
+	}
+	if !src.IsZero() {
+		fmt.Fprintf(&b, "%s: %s\n", trSource, src)
 	}
 	return b.String()
 }

@@ -225,13 +225,23 @@ func trailers(msg string) map[string]string {
 
 // indexCommit applies one commit's trailers; imu is held.
 func (b *Backend) indexCommit(hash plumbing.Hash, msg string) {
+	t := trailers(msg)
 	if changes := batchTrailers(msg); len(changes) > 0 {
+		// An import batch (Cairn-Source at the commit's level): every
+		// version's file is in the outside commit, as for one import.
+		src := plumbing.NewHash(t[trSource])
 		for _, c := range changes {
-			b.applyIndex(c.id, c.op, c.rv, hash, c.ident)
+			if src.IsZero() {
+				b.applyIndex(c.id, c.op, c.rv, hash, c.ident)
+				continue
+			}
+			b.applyIndex(c.id, c.op, c.rv, src, c.ident)
+			if e := b.idx[c.id]; e != nil && (c.op == opCreate || c.op == opUpdate) {
+				e.imports[c.rv] = hash
+			}
 		}
 		return
 	}
-	t := trailers(msg)
 	id, op := t[trInstance], t[trOperation]
 	if id == "" {
 		return // not cairn's: sync's business
@@ -356,7 +366,7 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 	ch := chs[0]
 	if src, ok := b.importing(ctx); ok && len(chs) == 1 && !ch.recordOnly {
 		// A sync's import: the version's file is in the outside commit.
-		ch = b.importChange(ch, src)
+		ch = b.importChange(ch, src, &importedFrom{})
 		chs = []change{ch}
 		defer func() {
 			if err == nil {
@@ -492,6 +502,12 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 	if !located {
 		return b.commitScanLocked(ctx, chs)
 	}
+	if len(paths) == 0 {
+		// A commit recording changes of no file (an import, its undo):
+		// the work tree is left where it is; the next write brings it to
+		// its base. An import of 1,000 new files then writes none of them.
+		return b.commitPathsLocked(ctx, chs, nil)
+	}
 	if !b.wtKnown {
 		// First write of this process (or after a failure left the work
 		// tree unknown): one full reset.
@@ -530,7 +546,8 @@ func (b *Backend) commitLocked(ctx context.Context, chs []change) (plumbing.Hash
 
 // commitPathsLocked commits the work tree's files at paths on tip: the
 // tip's tree with those entries replaced. It records the objects it wrote
-// (pushable) and that the work tree holds the new commit.
+// (pushable) and, when it read files of the work tree, that the work tree
+// holds the new commit.
 func (b *Backend) commitPathsLocked(ctx context.Context, chs []change, paths []string) (plumbing.Hash, bool, error) {
 	ch := chs[0]
 	base, err := b.treeOf(b.tip)
@@ -563,7 +580,9 @@ func (b *Backend) commitPathsLocked(ctx context.Context, chs []change, paths []s
 	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(b.localRef(), commit)); err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("git backend: commit: %w", err)
 	}
-	b.wtAt = commit
+	if len(paths) > 0 {
+		b.wtAt = commit
+	}
 	b.pushable = &pushable{commit: commit, parent: b.tip, objects: append(written, commit)}
 	return commit, true, nil
 }

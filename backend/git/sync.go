@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,12 +26,14 @@ import (
 // hub.
 //
 // How an outside change reaches the hub without being written back: the
-// Syncer calls the hub (CreateInstances, UpdateInstances, DeleteInstance)
-// with a context marking the call as an import of one outside commit
-// (WithImport). The hub validates the value against the Type's schema and
-// calls this backend as for any write; the backend then leaves the tree
-// alone and pushes an empty commit whose trailers (Cairn-Instance,
-// Cairn-Resource-Version, Cairn-Operation, Cairn-Resource, Cairn-Actor and
+// Syncer calls the hub (ApplyChanges with the creates and updates of one
+// outside commit's files, DeleteInstance for each removed file) with a
+// context marking the call as an import of that commit (WithImport). The
+// hub validates the values against the Types' schemas and calls this
+// backend as for any write; the backend then leaves the tree alone and
+// pushes one empty commit whose trailers (Cairn-Instance,
+// Cairn-Resource-Version, Cairn-Operation, Cairn-Resource for one file;
+// a Cairn-Change per file for several, importBatch; Cairn-Actor and
 // Cairn-Source: the outside commit) record the id → resource mapping, so
 // every process and every restart rebuilds the same index, and the resource
 // version's value is the file at the outside commit. Nothing is ever
@@ -87,23 +90,17 @@ var ErrImported = errors.New("imported already by another process")
 // outside commit made the change) and the commit is made even though empty.
 // It is refused (ErrImported) when the index, checked again after every
 // fetch, already has a version of that resource from the same outside
-// commit; imu is held when check runs.
-func (b *Backend) importChange(ch change, source plumbing.Hash) change {
+// commit; imu is held when check runs. The changes of one import batch
+// share seen, so the index is read once per state, not once per change.
+func (b *Backend) importChange(ch change, source plumbing.Hash, seen *importedFrom) change {
 	ch.source = source
 	ch.apply = func(context.Context, string) error { return nil }
 	ch.touches = []identity{}
 	check := ch.check
 	ch.check = func(e *entry) error {
-		for id, other := range b.idx {
-			if other.id.Namespace != ch.ident.Namespace || other.id.Name != ch.ident.Name || other.id.Kind != ch.ident.Kind {
-				continue
-			}
-			for _, c := range other.versions {
-				if c == source {
-					return &cairn.Error{Code: cairn.CodeAlreadyExists, IDs: []string{id}, Err: ErrImported,
-						Msg: fmt.Sprintf("git backend: %s at commit %s: %v", ch.ident, source, ErrImported)}
-				}
-			}
+		if id, ok := seen.lookup(b, source, ch.ident); ok {
+			return &cairn.Error{Code: cairn.CodeAlreadyExists, IDs: []string{id}, Err: ErrImported,
+				Msg: fmt.Sprintf("git backend: %s at commit %s: %v", ch.ident, source, ErrImported)}
 		}
 		if check == nil {
 			return nil
@@ -111,6 +108,35 @@ func (b *Backend) importChange(ch change, source plumbing.Hash) change {
 		return check(e)
 	}
 	return ch
+}
+
+// importedFrom is which resources the index holds a version of from one
+// outside commit (by resourceTrailer), with the instance holding it, as of
+// the index after the fetch of commit at. A write holds mu throughout, and
+// the index changes under it only with a fetch (scanned), so a set made
+// for scanned stays right until the next fetch.
+type importedFrom struct {
+	at    plumbing.Hash
+	valid bool
+	ids   map[string]string
+}
+
+// lookup says whether the index holds ident from source; imu is held.
+func (s *importedFrom) lookup(b *Backend, source plumbing.Hash, ident identity) (string, bool) {
+	if !s.valid || s.at != b.scanned {
+		s.ids = map[string]string{}
+		for id, e := range b.idx {
+			for _, c := range e.versions {
+				if c == source {
+					s.ids[resourceTrailer(e.id)] = id
+					break
+				}
+			}
+		}
+		s.at, s.valid = b.scanned, true
+	}
+	id, ok := s.ids[resourceTrailer(ident)]
+	return id, ok
 }
 
 // undoImport takes back resource version rv of instance id when a sync
@@ -314,13 +340,35 @@ func importedIn(chain []*object.Commit) map[plumbing.Hash]map[string]bool {
 	for _, c := range chain {
 		t := trailers(c.Message)
 		v := version{t[trInstance], t[trVersion]}
+		batch := batchTrailers(c.Message)
 		if r := t[trRevert]; r != "" {
-			// An undo: of an import (undoImport) or of a batch.
+			// An undo: of an import (undoImport: one instance), of an
+			// import batch (every change it lists) or of a batch. An
+			// import batch's imports are taken back one by one when
+			// recovery undoes them, so only the instances named go.
+			undone := map[string]bool{t[trInstance]: true}
+			for _, ch := range batch {
+				undone[ch.id] = true
+			}
 			for k, s := range imports {
-				if s.by.String() == r {
+				if s.by.String() == r && undone[k.id] {
 					delete(imports, k)
 				}
 			}
+		}
+		if len(batch) > 0 {
+			// An import batch: one outside commit's changes, recorded by
+			// one commit of cairn's.
+			if src := plumbing.NewHash(t[trSource]); !src.IsZero() && t[trRevert] == "" {
+				for _, ch := range batch {
+					rv := ""
+					if ch.rv > 0 {
+						rv = strconv.Itoa(ch.rv)
+					}
+					imports[version{ch.id, rv}] = source{src, resourceTrailer(ch.ident), c.Hash}
+				}
+			}
+			continue
 		}
 		if t[trOperation] == opDeleteRevision {
 			delete(imports, v)

@@ -49,6 +49,10 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 		trigger string
 		change  func(e *syncEnv)
 		check   func(t *testing.T, e *syncEnv)
+		// undo begins the undo commit's subject; imported is how many
+		// changes the retried sync imports (default 1).
+		undo     string
+		imported int
 	}{
 		{"create", refused, func(e *syncEnv) {
 			e.write("added", flagFile("added", true))
@@ -57,7 +61,7 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			if err != nil || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
 				t.Errorf("added after the retried sync: %+v, %v; want Jane's enabled Flag", inst.Latest, err)
 			}
-		}},
+		}, "", 0},
 		{"update", refused, func(e *syncEnv) {
 			e.write("existing", "{\n  \"apiVersion\": \"flipt.io/v1\",\n  \"kind\": \"Flag\",\n  \"metadata\": {\"name\": \"existing\"},\n  \"spec\": {\"enabled\": true}\n}\n")
 		}, func(t *testing.T, e *syncEnv) {
@@ -68,15 +72,34 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			if v1, err := e.h.ResourceVersion(context.Background(), inst.ID, 1, true); err != nil || string(v1.Value) != `{"enabled":false}` {
 				t.Errorf("existing version 1 = %s, %v; want cairn's value", v1.Value, err)
 			}
-		}},
+		}, "", 0},
+		// Several files of one commit are one import (one commit) and one
+		// undo (one commit) taking back all of them.
+		{name: "batch", trigger: refused, change: func(e *syncEnv) {
+			e.write("added", flagFile("added", true))
+			e.write("existing", flagFile("existing", true))
+		}, check: func(t *testing.T, e *syncEnv) {
+			inst, err := e.get("added")
+			if err != nil || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
+				t.Errorf("added after the retried sync: %+v, %v; want Jane's enabled Flag", inst.Latest, err)
+			}
+			inst, err = e.get("existing")
+			if err != nil || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` {
+				t.Errorf("existing after the retried sync: %+v, %v; want version 2 by Jane, enabled", inst.Latest, err)
+			}
+		}, undo: "cairn: undo sync create 1, update 1 resources by ", imported: 2},
 		{"delete", "BEFORE DELETE ON instances WHEN OLD.name = 'existing' BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END", func(e *syncEnv) {
 			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-existing.json")
 		}, func(t *testing.T, e *syncEnv) {
 			if _, err := e.get("existing"); !cairn.HasCode(err, cairn.CodeNotFound) {
 				t.Errorf("existing after the retried sync: %v, want NotFound", err)
 			}
-		}},
+		}, "", 0},
 	} {
+		if tc.undo == "" {
+			tc.undo = "cairn: undo sync " + tc.name + " Flag default/"
+		}
+		tc.imported = max(tc.imported, 1)
 		t.Run(tc.name, func(t *testing.T) {
 			e := newSyncEnv(t)
 			ctx := context.Background()
@@ -92,6 +115,7 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			e.person("push", "--quiet", "origin", "main")
 			tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
 			before, _ := e.get("existing")
+			commits := e.remote.Commits(t)
 
 			allow := e.refuse("refuse_"+tc.name, tc.trigger)
 			res, err := s.Sync(ctx)
@@ -117,8 +141,11 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			// delete of an instance reaches the backend only after the
 			// store's commit: nothing to undo there).
 			if last := gittest.Git(t, e.remote.Path, "log", "-1", "--format=%B", "main"); tc.name != "delete" &&
-				(!strings.HasPrefix(last, "cairn: undo sync "+tc.name+" Flag default/") || !strings.Contains(last, "Cairn-Revert: ")) {
+				(!strings.HasPrefix(last, tc.undo) || !strings.Contains(last, "Cairn-Revert: ")) {
 				t.Errorf("the last commit is not the import's undo:\n%s", last)
+			}
+			if n := e.remote.Commits(t) - commits; tc.name != "delete" && n != 2 {
+				t.Errorf("the import and its undo made %d commits, want 2", n)
 			}
 			pending, err := e.h.PendingIntents(ctx)
 			if err != nil || len(pending) != 0 {
@@ -127,7 +154,7 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 
 			allow()
 			res, err = s.Sync(ctx)
-			if err != nil || res.Created+res.Updated+res.Deleted != 1 || res.Skipped != 0 {
+			if err != nil || res.Created+res.Updated+res.Deleted != tc.imported || res.Skipped != 0 {
 				t.Fatalf("Sync once the store accepts = %+v, %v; want the change imported", res, err)
 			}
 			tc.check(t, e)
@@ -167,7 +194,10 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 	e.create("existing", false)
 	s := e.syncer()
 	e.person("status") // clones
+	// Two files: one import batch, which recovery takes back instance by
+	// instance.
 	e.write("added", flagFile("added", true))
+	e.write("added2", flagFile("added2", false))
 	e.person("add", "-A")
 	e.person("commit", "--quiet", "-m", "add added")
 	e.person("push", "--quiet", "origin", "main")
@@ -179,23 +209,23 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 		t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
 	}
 	pending, err := e.h.PendingIntents(ctx)
-	if err != nil || len(pending) != 1 {
-		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's", pending, err)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
 	}
 
 	allowed.Store(math.MaxInt64)
 	allow()
 	e.open(e.cache) // a restarted process
 	rec, err := e.h.Recover(ctx, 0)
-	if err != nil || rec.Undone != 1 || len(rec.Failed) != 0 {
+	if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
 		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
 	}
 	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
 		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
 	}
 	res, err := e.syncer().Sync(ctx)
-	if err != nil || res.Created != 1 {
-		t.Fatalf("Sync after recovery = %+v, %v; want added imported", res, err)
+	if err != nil || res.Created != 2 {
+		t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
 	}
 	if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
 		t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)

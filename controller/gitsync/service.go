@@ -30,6 +30,11 @@ const DefaultSyncInterval = time.Minute
 // request, so a sender that hangs up does not cut an import short.
 const webhookSyncTimeout = 5 * time.Minute
 
+// DefaultWebhookWait is how long a webhook waits for its sync before it
+// answers 202: under the providers' delivery timeouts (Gitea 5 s, GitHub
+// and GitLab 10 s), which count a slower answer as a failed delivery.
+const DefaultWebhookWait = 3 * time.Second
+
 // SyncServiceConfig configures a SyncService.
 type SyncServiceConfig struct {
 	// Hub and Opener are as in SyncConfig. Required.
@@ -45,6 +50,10 @@ type SyncServiceConfig struct {
 	// X-Gitea-Signature: <hex>) or GitLab's token (X-Gitlab-Token).
 	// Unsigned or wrongly signed calls get 401 and sync nothing.
 	WebhookSecret []byte
+	// WebhookWait is how long a webhook waits for the sync it started
+	// before answering 202 Accepted, the sync going on. Default
+	// DefaultWebhookWait.
+	WebhookWait time.Duration
 }
 
 // SyncService keeps one Syncer per Git backend instance: Run polls them
@@ -56,6 +65,11 @@ type SyncService struct {
 
 	mu      sync.Mutex
 	syncers map[string]*Syncer // by backend id
+
+	// Syncs webhooks started: Close cancels and waits for them.
+	bg   context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // NewSyncService returns a SyncService.
@@ -67,7 +81,18 @@ func NewSyncService(cfg SyncServiceConfig) (*SyncService, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}}, nil
+	if cfg.WebhookWait <= 0 {
+		cfg.WebhookWait = DefaultWebhookWait
+	}
+	bg, stop := context.WithCancel(context.Background())
+	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}, bg: bg, stop: stop}, nil
+}
+
+// Close cancels the syncs webhooks started that are still running and
+// waits for them.
+func (s *SyncService) Close() {
+	s.stop()
+	s.wg.Wait()
 }
 
 // backends lists the Git backend instances.
@@ -168,7 +193,9 @@ const (
 // Handler serves POST /hooks/git/{backend id, alias or name}: a push
 // notification (GitHub, GitLab, Gitea or anything else; the payload is
 // read and ignored, since the sync fetches the branch itself) syncs that
-// backend at once and answers with what the sync did.
+// backend at once and answers with what the sync did, or, when the sync
+// takes longer than WebhookWait, 202 Accepted while it goes on (GET on the
+// same path shows its outcome).
 func (s *SyncService) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(WebhookPattern, func(w http.ResponseWriter, r *http.Request) {
@@ -183,14 +210,38 @@ func (s *SyncService) Handler() http.Handler {
 			return
 		}
 		ref := r.PathValue("backend")
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookSyncTimeout)
-		defer cancel()
-		sy, err := s.Syncer(ctx, ref)
+		w.Header().Set("Content-Type", "application/json")
+		sy, err := s.Syncer(r.Context(), ref)
 		var res SyncResult
 		if err == nil {
-			res, err = sy.Sync(ctx)
+			// The sync outlives the request (a sender that hangs up does
+			// not cut an import short); the answer waits for it at most
+			// WebhookWait, then says it goes on.
+			type outcome struct {
+				res SyncResult
+				err error
+			}
+			done := make(chan outcome, 1)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookSyncTimeout)
+			unhook := context.AfterFunc(s.bg, cancel)
+			s.wg.Go(func() {
+				defer cancel()
+				defer unhook()
+				res, err := sy.Sync(ctx)
+				done <- outcome{res, err}
+			})
+			t := time.NewTimer(s.cfg.WebhookWait)
+			defer t.Stop()
+			select {
+			case o := <-done:
+				res, err = o.res, o.err
+			case <-t.C:
+				w.WriteHeader(http.StatusAccepted)
+				_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "running": true,
+					"message": "the sync goes on; GET " + r.URL.Path + " shows what it did"})
+				return
+			}
 		}
-		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			code := http.StatusBadGateway
 			if cairn.HasCode(err, cairn.CodeNotFound) {

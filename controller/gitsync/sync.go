@@ -143,7 +143,8 @@ func (s *Syncer) record(ev SyncEvent) {
 // Sync fetches the branch and imports every change made outside cairn
 // since the last sync. A file that does not parse, names no known Type or
 // fails the Type's schema is reported (log, Stats().Skipped, Events) and
-// skipped; each file's change is one hub call, so none is half imported.
+// skipped; the added and changed files of one commit are one hub call
+// (step), so none is half imported.
 // An error (the remote, the hub's store) stops the sync at the commit it
 // was on; the next sync resumes there.
 func (s *Syncer) Sync(ctx context.Context) (SyncResult, error) {
@@ -181,33 +182,8 @@ func (s *Syncer) sync(ctx context.Context) (SyncResult, error) {
 	}
 	res.From, res.To = hashString(from), hashString(to)
 	for _, st := range steps {
-		for _, fc := range st.Changes {
-			ev, err := s.apply(ctx, b, fc, st.Imported)
-			if err != nil {
-				return res, fmt.Errorf("git sync %s: %s at %s: %w", sb.ID, fc.Path, fc.Commit, err)
-			}
-			switch ev.Type {
-			case "":
-				continue // nothing to do: the hub holds this already
-			case "Created":
-				res.Created++
-				s.created.Add(1)
-			case "Updated":
-				res.Updated++
-				s.updated.Add(1)
-			case "Deleted":
-				res.Deleted++
-				s.deleted.Add(1)
-			case "Skipped":
-				res.Skipped++
-				s.skipped.Add(1)
-				s.log.WarnContext(ctx, "git sync: file skipped", "path", ev.Path, "commit", ev.Commit, "author", ev.Author, "reason", ev.Reason)
-			}
-			if ev.Type != "Skipped" {
-				s.log.InfoContext(ctx, "git sync: imported", "event", ev.Type, "path", ev.Path, "commit", ev.Commit,
-					"author", ev.Author, "resource", ev.Resource, "instance", ev.InstanceID)
-			}
-			s.record(ev)
+		if err := s.step(ctx, b, st, &res); err != nil {
+			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
 		}
 		if err := b.SetSynced(st.Commit); err != nil {
 			return res, fmt.Errorf("git sync %s: %w", sb.ID, err)
@@ -222,6 +198,167 @@ func (s *Syncer) sync(ctx context.Context) (SyncResult, error) {
 		s.emu.Unlock()
 	}
 	return res, nil
+}
+
+// count records what one file's change did (nothing, when ev.Type is
+// empty).
+func (s *Syncer) count(ctx context.Context, res *SyncResult, ev SyncEvent) {
+	switch ev.Type {
+	case "":
+		return // nothing to do: the hub holds this already
+	case "Created":
+		res.Created++
+		s.created.Add(1)
+	case "Updated":
+		res.Updated++
+		s.updated.Add(1)
+	case "Deleted":
+		res.Deleted++
+		s.deleted.Add(1)
+	case "Skipped":
+		res.Skipped++
+		s.skipped.Add(1)
+		s.log.WarnContext(ctx, "git sync: file skipped", "path", ev.Path, "commit", ev.Commit, "author", ev.Author, "reason", ev.Reason)
+	}
+	if ev.Type != "Skipped" {
+		s.log.InfoContext(ctx, "git sync: imported", "event", ev.Type, "path", ev.Path, "commit", ev.Commit,
+			"author", ev.Author, "resource", ev.Resource, "instance", ev.InstanceID)
+	}
+	s.record(ev)
+}
+
+// step imports one commit's changes (one step of Pending). Removed files
+// go first, each one hub call (DeleteInstance: the hub tells the backend
+// once its own store committed, so a delete is never taken back). Then
+// the added and changed files of each outside commit (a step of a
+// snapshot holds several) go as one hub call, ApplyChanges: one store
+// transaction and one commit of cairn's recording them all, however many
+// they are. A file the hub refuses (its Type's schema, a lock) is found by
+// a dry run of each file alone, reported and skipped, and the others are
+// imported without it, as when each file was its own call; when no dry
+// run says which (another replica imported the commit meanwhile, a race),
+// the files go one by one.
+func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *SyncResult) error {
+	type group struct {
+		commit plumbing.Hash
+		items  []planned
+	}
+	var groups []*group
+	for _, fc := range st.Changes {
+		if fc.Data == nil {
+			ev, err := s.apply(ctx, b, fc, st.Imported)
+			if err != nil {
+				return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+			}
+			s.count(ctx, res, ev)
+		}
+	}
+	for _, fc := range st.Changes {
+		if fc.Data == nil {
+			continue
+		}
+		p, err := s.plan(ctx, b, fc, st.Imported)
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+		}
+		if p.create == nil && p.update == nil {
+			s.count(ctx, res, p.ev)
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.commit == fc.Commit })
+		if i < 0 {
+			groups = append(groups, &group{commit: fc.Commit})
+			i = len(groups) - 1
+		}
+		groups[i].items = append(groups[i].items, p)
+	}
+	for _, g := range groups {
+		if err := s.importAll(ctx, b, g.items, st.Imported, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importAll makes the creates and updates of one outside commit's files in
+// one hub call; see step.
+func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned, imported map[string]bool, res *SyncResult) error {
+	for len(items) > 0 {
+		fc := items[0].fc
+		ictx := git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
+		var ch hub.ChildChanges
+		for _, p := range items {
+			if p.create != nil {
+				ch.Create = append(ch.Create, *p.create)
+			} else {
+				ch.Update = append(ch.Update, *p.update)
+			}
+		}
+		out, err := s.cfg.Hub.ApplyChanges(ictx, ch)
+		if err == nil {
+			c := 0
+			for _, p := range items {
+				ev := p.ev
+				if p.create != nil {
+					ev.Type, ev.InstanceID = "Created", out.Created[c].ID
+					c++
+				} else {
+					ev.Type = "Updated"
+				}
+				s.count(ctx, res, ev)
+			}
+			return nil
+		}
+		if !refused(err) && !errors.Is(err, git.ErrImported) {
+			return fmt.Errorf("import %d files of %s: %w", len(items), fc.Commit, err)
+		}
+		if len(items) == 1 || errors.Is(err, git.ErrImported) {
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		// Which file is refused: each alone, as a dry run (no backend
+		// is called, nothing is stored).
+		var kept []planned
+		dry := cairn.WithDryRun(ictx)
+		for _, p := range items {
+			var one hub.ChildChanges
+			what := "update"
+			if p.create != nil {
+				one.Create, what = []hub.NewInstance{*p.create}, "create"
+			} else {
+				one.Update = []hub.UpdateInstance{*p.update}
+			}
+			_, err := s.cfg.Hub.ApplyChanges(dry, one)
+			switch {
+			case err == nil:
+				kept = append(kept, p)
+			case refused(err):
+				ev := p.ev
+				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("%s %s: %v", what, ev.Resource, err)
+				s.count(ctx, res, ev)
+			default:
+				return fmt.Errorf("%s at %s: %w", p.fc.Path, p.fc.Commit, err)
+			}
+		}
+		if len(kept) == len(items) {
+			// Refused only together (a race): one hub call per file.
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		items = kept
+	}
+	return nil
+}
+
+// applyEach imports files one hub call each, planned against the hub
+// again.
+func (s *Syncer) applyEach(ctx context.Context, b *git.Backend, items []planned, imported map[string]bool, res *SyncResult) error {
+	for _, p := range items {
+		ev, err := s.apply(ctx, b, p.fc, imported)
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", p.fc.Path, p.fc.Commit, err)
+		}
+		s.count(ctx, res, ev)
+	}
+	return nil
 }
 
 func hashString(h plumbing.Hash) string {
@@ -266,38 +403,43 @@ func refused(err error) bool {
 	return false
 }
 
-// apply makes one file change in the hub, when the hub does not already
-// hold it. The returned event's Type is empty when there was nothing to do;
-// an error means the sync must stop (and be retried).
+// planned is what one added or changed file asks of the hub: a create or
+// an update, or neither (ev says why: nothing to do, or skipped).
+type planned struct {
+	fc     git.FileChange
+	ev     SyncEvent
+	create *hub.NewInstance
+	update *hub.UpdateInstance
+}
+
+// plan works out what the added or changed file fc asks of the hub, when
+// the hub does not already hold it; an error means the sync must stop (and
+// be retried).
 //
 // imported names the resources whose change in fc's commit a process
 // syncing with another cache (another replica) imported already: the hub
 // holds that change or a newer one, and importing it again would put an
 // older value back for a while.
-func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (SyncEvent, error) {
-	ev := SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}
-	skip := func(format string, args ...any) (SyncEvent, error) {
-		ev.Type, ev.Reason = "Skipped", fmt.Sprintf(format, args...)
-		return ev, nil
-	}
-	ctx = git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
-	if fc.Data == nil {
-		return s.applyDelete(ctx, b, fc, ev, imported)
+func (s *Syncer) plan(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (planned, error) {
+	out := planned{fc: fc, ev: SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}}
+	skip := func(format string, args ...any) (planned, error) {
+		out.ev.Type, out.ev.Reason = "Skipped", fmt.Sprintf(format, args...)
+		return out, nil
 	}
 	p, err := b.ParseFile(fc.Path, fc.Data)
 	if err != nil {
 		return skip("%s: %v", fc.Path, err)
 	}
-	ev.Resource = p.String()
-	if imported[ev.Resource] {
-		return ev, nil
+	out.ev.Resource = p.String()
+	if imported[out.ev.Resource] {
+		return out, nil
 	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
 		return skip("%v", err)
 	}
 	if err != nil {
-		return ev, err
+		return out, err
 	}
 	md := p.Res.Metadata
 	lbls := md.Labels
@@ -307,37 +449,62 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, true)
 	switch {
 	case cairn.HasCode(err, cairn.CodeNotFound):
-		created, err := s.cfg.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		out.create = &hub.NewInstance{
 			Namespace: md.Namespace, Name: md.Name, TypeRef: typ.Ref(), Labels: md.Labels,
 			Value: p.Spec, Backend: &hub.BackendInput{ID: s.cfg.BackendID}, CreatedBy: fc.Author,
-		}}})
+		}
+		return out, nil
+	case err != nil:
+		return out, err
+	}
+	out.ev.InstanceID = cur.ID
+	if cur.Backend.ID != s.cfg.BackendID {
+		return skip("%s is already an instance (%s) in backend %q, not this one", p, cur.ID, cur.Backend.ID)
+	}
+	if cairn.JSONEqual(cur.Latest.Value, p.Spec) && maps.Equal(cur.Labels, md.Labels) {
+		return out, nil // the hub holds this already (cairn's own write, or synced before)
+	}
+	out.update = &hub.UpdateInstance{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}
+	return out, nil
+}
+
+// apply makes one file change in the hub with a hub call of its own, when
+// the hub does not already hold it. The returned event's Type is empty
+// when there was nothing to do; an error means the sync must stop (and be
+// retried). imported is as in plan.
+func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (SyncEvent, error) {
+	ev := SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}
+	ictx := git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
+	if fc.Data == nil {
+		return s.applyDelete(ictx, b, fc, ev, imported)
+	}
+	p, err := s.plan(ctx, b, fc, imported)
+	if err != nil || (p.create == nil && p.update == nil) {
+		return p.ev, err
+	}
+	ev = p.ev
+	if p.create != nil {
+		created, err := s.cfg.Hub.CreateInstances(ictx, hub.CreateRequest{Instances: []hub.NewInstance{*p.create}})
 		if errors.Is(err, git.ErrImported) {
 			return ev, nil // another replica was first
 		}
 		if refused(err) {
-			return skip("create %s: %v", p, err)
+			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("create %s: %v", ev.Resource, err)
+			return ev, nil
 		}
 		if err != nil {
 			return ev, err
 		}
 		ev.Type, ev.InstanceID = "Created", created[0].ID
 		return ev, nil
-	case err != nil:
-		return ev, err
 	}
-	ev.InstanceID = cur.ID
-	if cur.Backend.ID != s.cfg.BackendID {
-		return skip("%s is already an instance (%s) in backend %q, not this one", p, cur.ID, cur.Backend.ID)
-	}
-	if cairn.JSONEqual(cur.Latest.Value, p.Spec) && maps.Equal(cur.Labels, md.Labels) {
-		return ev, nil // the hub holds this already (cairn's own write, or synced before)
-	}
-	_, err = s.cfg.Hub.UpdateInstances(ctx, []hub.UpdateInstance{{ID: cur.ID, CreatedBy: fc.Author, Value: p.Spec, Labels: lbls}})
+	_, err = s.cfg.Hub.UpdateInstances(ictx, []hub.UpdateInstance{*p.update})
 	if errors.Is(err, git.ErrImported) {
 		return ev, nil // another replica was first
 	}
 	if refused(err) {
-		return skip("update %s: %v", p, err)
+		ev.Type, ev.Reason = "Skipped", fmt.Sprintf("update %s: %v", ev.Resource, err)
+		return ev, nil
 	}
 	if err != nil {
 		return ev, err

@@ -30,7 +30,7 @@ const flagType = "io.flipt.flag"
 // syncEnv is a hub whose Flag Type (a schema requiring a boolean "enabled")
 // is stored in a Git backend on a bare repository, and a person's clone.
 type syncEnv struct {
-	t      *testing.T
+	t      testing.TB
 	remote *gittest.Remote
 	dbPath string
 	cache  string
@@ -48,7 +48,7 @@ func newSyncEnv(t *testing.T) *syncEnv {
 
 // newSyncEnvWith is newSyncEnv on r, with more settings in the backend's
 // value and the opener's environment.
-func newSyncEnvWith(t *testing.T, r *gittest.Remote, more map[string]any, getenv func(string) string) *syncEnv {
+func newSyncEnvWith(t testing.TB, r *gittest.Remote, more map[string]any, getenv func(string) string) *syncEnv {
 	t.Helper()
 	e := &syncEnv{t: t, remote: r, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
 	ctx := cairn.WithActor(context.Background(), "admin")
@@ -499,15 +499,37 @@ func TestSyncOnTwoReplicas(t *testing.T) {
 	}
 
 	e.person("status") // clones
+	// Each commit changes two files: one import batch each.
 	for _, enabled := range []bool{false, true} {
 		e.write("flag", flagFile("flag", enabled))
-		e.person("commit", "--quiet", "-am", fmt.Sprintf("enabled: %v", enabled))
+		e.write("other", flagFile("other", enabled))
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", fmt.Sprintf("enabled: %v", enabled))
 	}
 	e.person("push", "--quiet", "origin", "main")
-	if res, err := a.Sync(ctx); err != nil || res.Updated != 2 {
-		t.Fatalf("replica A's Sync = %+v, %v; want 2 updated", res, err)
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 3 || res.Created != 1 {
+		t.Fatalf("replica A's Sync = %+v, %v; want 1 created, 3 updated", res, err)
 	}
 	commits := e.remote.Commits(t)
+	// B sees from A's import commits (Cairn-Source) that both files of
+	// each of Jane's commits are imported.
+	sb, err := other.h.StorageBackend(ctx, e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := other.opener.OpenBackend(ctx, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _, _, err := c.(*git.Backend).Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		if len(st.Changes) > 0 && len(st.Imported) != 2 {
+			t.Errorf("replica B: commit %s of Jane's has %d of its 2 files marked imported: %v", st.Commit, len(st.Imported), st.Imported)
+		}
+	}
 
 	res, err := b.Sync(ctx)
 	if err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
@@ -559,10 +581,12 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 
 	e.person("status")
 	e.write("flag", flagFile("flag", false))
-	e.person("commit", "--quiet", "-am", "disable")
+	e.write("other", flagFile("other", true))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "disable, add other")
 	e.person("push", "--quiet", "origin", "main")
 	janes := plumbing.NewHash(e.person("rev-parse", "HEAD"))
-	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 {
+	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 || res.Created != 1 {
 		t.Fatalf("replica A's Sync = %+v, %v", res, err)
 	}
 	commits := e.remote.Commits(t)
@@ -572,6 +596,17 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	_, err = other.h.UpdateInstances(imp, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"enabled":false}`), Labels: map[string]string{}}})
 	if !errors.Is(err, git.ErrImported) {
 		t.Errorf("replica B's import of a commit A imported: %v, want ErrImported", err)
+	}
+	// And as one batch, as B's sync sends the commit's two files.
+	o, err := e.get("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.h.ApplyChanges(imp, hub.ChildChanges{Update: []hub.UpdateInstance{
+		{ID: id, Value: json.RawMessage(`{"enabled":false}`), Labels: map[string]string{}},
+		{ID: o.ID, Value: json.RawMessage(`{"enabled":true}`), Labels: map[string]string{}}}})
+	if !errors.Is(err, git.ErrImported) {
+		t.Errorf("replica B's batch import of a commit A imported: %v, want ErrImported", err)
 	}
 	if inst, err := e.get("flag"); err != nil || inst.Latest.ResourceVersion != 2 {
 		t.Errorf("the flag after B's import: %+v, %v; want resource version 2", inst.Latest, err)

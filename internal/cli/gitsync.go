@@ -66,7 +66,8 @@ func readWebhookSecret(path string) ([]byte, error) {
 // POST /hooks/git/{backend id, alias or name} (push webhooks of GitHub,
 // GitLab, Gitea, ...); GET on that path shows the counters and the last
 // events. The counters are also metrics on reg. The returned
-// function stops the polling and waits for it.
+// function stops the polling and the syncs webhooks started, and waits
+// for them.
 func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener, o gitSyncOptions,
 	mux *http.ServeMux, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 	secret := o.secret
@@ -87,7 +88,7 @@ func (a *app) gitSync(ctx context.Context, h *hub.Hub, opener hub.BackendOpener,
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.Run(ctx) })
-	return func() { cancel(); wg.Wait() }, nil
+	return func() { cancel(); wg.Wait(); svc.Close() }, nil
 }
 
 // gitSyncCollector reads the Syncers' counters at scrape time.

@@ -1,0 +1,261 @@
+package gitsync_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/backend/git/gittest"
+	"github.com/cairn-dev/cairn/controller/gitsync"
+)
+
+// newCountingSyncEnv is newSyncEnv on a remote served over HTTP that
+// counts the pushes it receives.
+func newCountingSyncEnv(t testing.TB) (*syncEnv, *atomic.Int64) {
+	r := gittest.NewRemote(t)
+	var pushes atomic.Int64
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") {
+				pushes.Add(1)
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	return newSyncEnvWith(t, r, map[string]any{"url": url}, nil), &pushes
+}
+
+// writeFlags writes n Flag files named prefix-0000... into Jane's clone.
+func (e *syncEnv) writeFlags(prefix string, n int) {
+	e.t.Helper()
+	dir := filepath.Join(e.clone, "default")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range n {
+		name := fmt.Sprintf("%s-%04d", prefix, i)
+		if err := os.WriteFile(filepath.Join(dir, "flipt.io-v1-Flag-"+name+".json"), []byte(flagFile(name, i%2 == 0)), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// TestSyncImportsACommitAsOneBatch: Jane pushes one commit of 1,000 new
+// Flags, a change to one cairn made and a file breaking the schema. The
+// sync imports the 1,001 good files with one hub call: one commit of
+// cairn's, one push, one change each in the change log; the broken file
+// is reported with its own error and skipped. Syncing again, or from a
+// lost cache, imports nothing and pushes nothing; a fresh cache reads the
+// imported values from Jane's commit.
+func TestSyncImportsACommitAsOneBatch(t *testing.T) {
+	e, pushes := newCountingSyncEnv(t)
+	ctx := context.Background()
+	changed := e.create("change-me", false)
+	s, err := gitsync.NewSyncer(gitsync.SyncConfig{Hub: e.h, Opener: e.opener, BackendID: e.id, MaxEvents: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	e.writeFlags("bulk", 1000)
+	e.write("change-me", flagFile("change-me", true))
+	e.write("broken", flagFile("broken", "yes"))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "1,000 flags")
+	janes := e.person("rev-parse", "HEAD")
+	e.person("push", "--quiet", "origin", "main")
+	tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
+	commits, pushed := e.remote.Commits(t), pushes.Load()
+	seq, err := e.h.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := s.Sync(ctx)
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if res.Created != 1000 || res.Updated != 1 || res.Skipped != 1 || res.Deleted != 0 {
+		t.Errorf("Sync = %+v, want 1000 created, 1 updated, 1 skipped", res)
+	}
+	if n := e.remote.Commits(t) - commits; n != 1 {
+		t.Errorf("the import made %d commits, want 1", n)
+	}
+	if n := pushes.Load() - pushed; n != 1 {
+		t.Errorf("the import pushed %d times, want 1", n)
+	}
+	if got := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("the import changed Jane's files")
+	}
+	msg := gittest.Git(t, e.remote.Path, "log", "-1", "--format=%B", "main")
+	if !strings.HasPrefix(msg, "cairn: sync create 1000, update 1 resources by "+jane) || !strings.Contains(msg, "Cairn-Source: "+janes) ||
+		strings.Count(msg, "Cairn-Change: ") != 1001 {
+		t.Errorf("the import commit's message does not record the 1,001 changes of %s:\n%.600s", janes, msg)
+	}
+	changes, err := e.h.Changes(ctx, seq, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range changes {
+		seen[c.Name] = true
+	}
+	if len(seen) != 1001 || !seen["bulk-0999"] || !seen["change-me"] {
+		t.Errorf("the change log has %d instances after the import (of %d changes), want 1001", len(seen), len(changes))
+	}
+	var skipped []gitsync.SyncEvent
+	for _, ev := range s.Events() {
+		if ev.Type == "Skipped" {
+			skipped = append(skipped, ev)
+		}
+	}
+	if len(skipped) != 1 || skipped[0].Path != "default/flipt.io-v1-Flag-broken.json" || skipped[0].Commit != janes ||
+		!strings.HasPrefix(skipped[0].Reason, "create flipt.io/v1 Flag default/broken: ") || !strings.Contains(skipped[0].Reason, "enabled") {
+		t.Errorf("skipped events = %+v, want the broken file with its schema error", skipped)
+	}
+	inst, err := e.get("bulk-0998")
+	if err != nil || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` || inst.Backend.ID != e.id {
+		t.Errorf("bulk-0998: %+v, %v; want Jane's enabled Flag in the Git backend", inst.Latest, err)
+	}
+	if inst, err := e.get("change-me"); err != nil || inst.ID != changed || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
+		t.Errorf("change-me: %+v, %v; want version 2 by Jane", inst.Latest, err)
+	}
+	if _, err := e.get("broken"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("broken was imported: %v", err)
+	}
+
+	// Again, then from a restart on the same cache, and from a lost cache:
+	// nothing imported, nothing pushed.
+	commits, pushed = e.remote.Commits(t), pushes.Load()
+	for i, cache := range []string{e.cache, e.cache, t.TempDir()} {
+		if i > 0 {
+			e.open(cache)
+			s = e.syncer()
+		}
+		res, err := s.Sync(ctx)
+		if err != nil || res.Created+res.Updated+res.Deleted != 0 {
+			t.Errorf("Sync %d after the import = %+v, %v; want nothing imported", i, res, err)
+		}
+		if pushes.Load() != pushed || e.remote.Commits(t) != commits {
+			t.Errorf("Sync %d after the import pushed %d times", i, pushes.Load()-pushed)
+		}
+	}
+	// The fresh cache's index points the imported versions at Jane's
+	// commit.
+	if inst, err := e.get("bulk-0001"); err != nil || string(inst.Latest.Value) != `{"enabled":false}` {
+		t.Errorf("bulk-0001 read through a fresh cache: %s, %v", inst.Latest.Value, err)
+	}
+}
+
+// BenchmarkSyncImport1000: the sync of one pushed commit of 1,000 new Flag
+// files, over smart HTTP (git http-backend); the set-up (the hub, Jane's
+// commit and push) is not timed. It reports the commits and pushes the
+// import made (1 each: one batch).
+func BenchmarkSyncImport1000(b *testing.B) {
+	ctx := context.Background()
+	var commits, pushed int64
+	for range b.N {
+		b.StopTimer()
+		e, pushes := newCountingSyncEnv(b)
+		e.create("seed", true)
+		s := e.syncer()
+		if _, err := s.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		e.person("status")
+		e.writeFlags("bulk", 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		before, p := e.remote.Commits(b), pushes.Load()
+		b.StartTimer()
+		res, err := s.Sync(ctx)
+		b.StopTimer()
+		if err != nil || res.Created != 1000 {
+			b.Fatalf("Sync = %+v, %v", res, err)
+		}
+		commits += int64(e.remote.Commits(b) - before)
+		pushed += pushes.Load() - p
+	}
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
+}
+
+// TestWebhookAnswersWhileTheSyncGoesOn: a sync slower than the provider's
+// delivery timeout (here, the remote holds the fetch) gets the webhook a
+// 202 once WebhookWait is over; the sync goes on, and GET shows what it
+// did once the remote answers.
+func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var hold atomic.Pointer[chan struct{}]
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if c := hold.Load(); c != nil && strings.HasSuffix(req.URL.Path, "/git-upload-pack") {
+				<-*c
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	e.create("seed", true)
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	e.person("status")
+	e.writeFlags("hooked", 3)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "three flags")
+	e.person("push", "--quiet", "origin", "main")
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	resp, err := http.Post(srv.URL+"/hooks/git/flags-repo", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || !strings.Contains(string(body), `"running":true`) {
+		t.Fatalf("webhook while the fetch is held: %d %s, want 202 running", resp.StatusCode, body)
+	}
+	hold.Store(nil)
+	close(release)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL + "/hooks/git/flags-repo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status struct {
+			Stats gitsync.SyncStats `json:"stats"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&status)
+		resp.Body.Close()
+		if err == nil && status.Stats.Created == 3 && status.Stats.LastCommit != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sync the webhook started did not finish: %+v, %v", status.Stats, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the status, bounded by the deadline
+	}
+	if inst, err := e.get("hooked-0002"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("hooked-0002 after the webhook's sync: %+v, %v", inst.Latest, err)
+	}
+}
