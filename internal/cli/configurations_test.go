@@ -34,7 +34,7 @@ func TestConfigurationSetsCommands(t *testing.T) {
 		}
 	}
 	code, out, stderr := renderCLI(t, "render", sqlEnvStack, "-p", "region=us-west2", "-p", "tier=staging")
-	if code != 2 || out != "" || !strings.Contains(stderr, `spec/tier must be equal to one of the allowed values: "dev", "prod"`) {
+	if code != 2 || out != "" || !strings.Contains(stderr, `spec.tier must be equal to one of the allowed values: "dev", "prod"`) {
 		t.Errorf("render of an unknown set: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 
