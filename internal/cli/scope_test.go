@@ -23,6 +23,14 @@ func clusterDBStack(t *testing.T, dir string) string {
 	if err := os.WriteFile(filepath.Join(p, "stack.yaml"), m, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Its namespaced children go where the package says.
+	k, err := os.ReadFile(filepath.Join(p, "resources", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "resources", "kustomization.yaml"), append([]byte("namespace: infra\n"), k...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -33,7 +41,13 @@ func TestClusterScopedCLI(t *testing.T) {
 		name := map[bool]string{true: "local", false: "client"}[local]
 		t.Run(name, func(t *testing.T) {
 			s := newFixture(t, local)
-			s.ok("stack", "add", clusterDBStack(t, s.dir))
+			dir := clusterDBStack(t, s.dir)
+			// Rendered offline: the children where the package puts them,
+			// whatever -n says.
+			if out := s.ok("render", dir, "-n", "team-a"); strings.Contains(out, "team-a") || !strings.Contains(out, "namespace: infra") {
+				t.Errorf("render = %s", out)
+			}
+			s.ok("stack", "add", dir)
 			if out := s.ok("api-resources", "--namespaced=false"); !strings.Contains(out, "dbs") {
 				t.Errorf("api-resources: %s", out)
 			}
@@ -53,6 +67,12 @@ func TestClusterScopedCLI(t *testing.T) {
 			} {
 				if out := s.ok(args...); !strings.Contains(out, "small-infra") {
 					t.Errorf("cairn %s = %q", strings.Join(args, " "), out)
+				}
+			}
+			if local {
+				// Local mode reconciles at once: the children are in infra.
+				if out := s.ok("get", "databases", "-n", "infra"); !strings.Contains(out, "small-infra-main") {
+					t.Errorf("get databases -n infra = %q", out)
 				}
 			}
 			if out := s.ok("delete", "db", "small-infra"); !strings.Contains(out, `"small-infra" deleted`) {
