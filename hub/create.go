@@ -510,6 +510,12 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, withSubject(err, subject))
 			continue
 		}
+		if scope == cairn.ScopeCluster {
+			if err := h.checkClusterChildren(ctx, in.TypeRef, in.Name, annotations[AnnotationStackVersion]); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+		}
 		items[i] = &pending{
 			in:           in,
 			value:        in.Value,

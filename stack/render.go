@@ -303,6 +303,19 @@ func (s *Stack) Namespaces() []string {
 	return out
 }
 
+// NamespacedResources returns the resources of the package's resources/
+// that it puts in a namespace (Namespaces), as built alone: named as in
+// resources/, without the installation's prefix.
+func (s *Stack) NamespacedResources() []Resource {
+	var out []Resource
+	for _, r := range s.base {
+		if ns := r.Namespace(); ns != "" && !strings.Contains(ns, "$(") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // prepare runs the steps before kustomize: it completes and validates the
 // installation, generates the overlay and runs the Kustomization patchers.
 // overlay holds the overlay's files by package-relative path.

@@ -334,6 +334,14 @@ func TestRBACClusterScopedKubectl(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "stack.yaml"), m, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Its children go to namespace infra.
+	k, err := os.ReadFile(filepath.Join(dir, "resources", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resources", "kustomization.yaml"), append([]byte("namespace: infra\n"), k...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s, err := stack.Load(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +373,15 @@ current-context: c
 	if err := os.WriteFile(db, []byte("apiVersion: db.test.cairn.dev/v1\nkind: DB\nmetadata: {name: small-infra}\nspec: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// kubectl create clusterrole wants the kinds served: they are not yet.
+	children := filepath.Join(t.TempDir(), "children.yaml")
+	if err := os.WriteFile(children, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: db-children}
+rules: [{apiGroups: [example.org], resources: [databases, buckets], verbs: [create, get, list, update, delete]}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, step := range []struct {
 		cfg  string
 		args []string
@@ -381,6 +398,11 @@ current-context: c
 		{dana, []string{"get", "dbs"}, false, `cannot list resource "dbs" in API group "db.test.cairn.dev" at the cluster scope`},
 		{admin, []string{"create", "clusterrolebinding", "dana-dbs", "--clusterrole=db-admin", "--user=dana"}, true, "created"},
 		{dana, []string{"auth", "can-i", "create", "dbs.db.test.cairn.dev", "-A"}, true, "yes"},
+		// The stack writes a Database and a Bucket in infra, where dana may
+		// create neither: the installation is refused, nothing written.
+		{dana, []string{"apply", "-f", db}, false, `is forbidden: User "dana" cannot create resource "buckets" in API group "example.org" in the namespace "infra"`},
+		{admin, []string{"apply", "-f", children}, true, "clusterrole.rbac.authorization.k8s.io/db-children created"},
+		{admin, []string{"create", "rolebinding", "dana-children", "-n", "infra", "--clusterrole=db-children", "--user=dana"}, true, "created"},
 		{dana, []string{"apply", "-f", db}, true, "db.db.test.cairn.dev/small-infra created"},
 		{dana, []string{"get", "dbs", "-A"}, true, "small-infra"},
 		{dana, []string{"delete", "db", "small-infra"}, true, `"small-infra" deleted`},
