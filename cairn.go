@@ -5,6 +5,7 @@
 package cairn
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
@@ -85,6 +86,48 @@ type Type struct {
 
 // Ref returns the reference to this Type revision.
 func (t Type) Ref() TypeRef { return TypeRef{Path: t.Path, Revision: t.Revision} }
+
+// Scope says whether a Type's instances live in a namespace.
+type Scope string
+
+const (
+	// ScopeNamespaced: every instance has a namespace (the default).
+	ScopeNamespaced Scope = "Namespaced"
+	// ScopeCluster: instances have none (the empty namespace), as a
+	// cluster-scoped CustomResourceDefinition's objects; today only a
+	// stack's installation kind is (stack.yaml kind.scope: Cluster).
+	ScopeCluster Scope = "Cluster"
+)
+
+// ScopeKey holds a Type's scope in its JSON Schema, where JSON Schema
+// validation ignores it. Keeping it there rather than in a field of its own
+// needs no store migration, and every path a Type travels (stores, backups,
+// GraphQL, replicas) carries it; a Type revision is immutable, so is its
+// scope.
+const ScopeKey = "x-cairn-scope"
+
+// Scope is the Type's scope: ScopeCluster when its JSON Schema says so,
+// else ScopeNamespaced.
+func (t Type) Scope() Scope { return SchemaScope(t.JSONSchema) }
+
+// ClusterScoped reports whether the Type's instances have no namespace.
+func (t Type) ClusterScoped() bool { return t.Scope() == ScopeCluster }
+
+// SchemaScope reads ScopeKey of a JSON Schema: ScopeCluster only when it is
+// "Cluster".
+func SchemaScope(doc json.RawMessage) Scope {
+	// Most schemas have no key: no need to decode them.
+	if !bytes.Contains(doc, []byte(ScopeKey)) {
+		return ScopeNamespaced
+	}
+	var s struct {
+		Scope Scope `json:"x-cairn-scope"`
+	}
+	if json.Unmarshal(doc, &s) == nil && s.Scope == ScopeCluster {
+		return ScopeCluster
+	}
+	return ScopeNamespaced
+}
 
 // AttributeRef references an attribute (a Type-like node) of a resource version.
 type AttributeRef struct {

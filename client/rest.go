@@ -178,9 +178,15 @@ func (r *REST) GetInstance(ctx context.Context, id string, withValue bool) (cair
 func (r *REST) GetInstanceByName(ctx context.Context, typePath, namespace, name string, withValue bool) (cairn.Instance, error) {
 	// One object asked for by name: its secret values too (?values=true,
 	// which needs the get verb), as GetInstance by id shows them.
-	list, err := r.listInstances(ctx, store.InstanceFilter{TypePath: typePath, Namespace: cmpOr(namespace, cairn.DefaultNamespace), Name: name}, withValue, withValue)
+	// "" is the hub's: the namespace of a cluster-scoped kind's instances,
+	// and default for a namespaced kind, whose instances always have one.
+	// A list over every namespace finds either.
+	list, err := r.listInstances(ctx, store.InstanceFilter{TypePath: typePath, Namespace: namespace, Name: name}, withValue, withValue)
 	if err != nil {
 		return cairn.Instance{}, err
+	}
+	if namespace == "" {
+		list = slices.DeleteFunc(list, func(in cairn.Instance) bool { return in.Namespace != "" && in.Namespace != cairn.DefaultNamespace })
 	}
 	if len(list) == 0 {
 		return cairn.Instance{}, cairn.Errorf(cairn.CodeNotFound, "TypeInstance %s/%s of Type %s not found", cmpOr(namespace, cairn.DefaultNamespace), name, typePath)

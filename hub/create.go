@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -399,10 +400,17 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		if c := checkRevision("typeRef/revision", in.TypeRef.Revision); c != nil {
 			causes = append(causes, *c)
 		}
-		if in.Namespace == "" {
-			in.Namespace = cairn.DefaultNamespace
+		scope, kind := cairn.ScopeNamespaced, in.TypeRef.Path
+		if checkPath("", in.TypeRef.Path) == nil && checkRevision("", in.TypeRef.Revision) == nil {
+			kt, err := h.createType(ctx, in.TypeRef)
+			if err != nil {
+				return nil, err
+			}
+			if kt != nil {
+				scope, kind = kt.scope, cmp.Or(kt.kind, kind)
+			}
 		}
-		if c := checkNamespace(in.Namespace); c != nil {
+		if c := checkScopedNamespace(&in.Namespace, scope, kind); c != nil {
 			causes = append(causes, *c)
 		}
 		if c := checkName(in.Name); c != nil {
@@ -459,6 +467,10 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, withSubject(err, subject))
 			continue
 		}
+		if err := checkScopedBackend(scope, kind, b); err != nil {
+			errs = append(errs, withSubject(err, subject))
+			continue
+		}
 		value := in.Value
 		if !b.AcceptValue && value == nil && !isProjection(b) {
 			// A context-only backend may derive the value from the context.
@@ -498,6 +510,12 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, withSubject(err, subject))
 			continue
 		}
+		if scope == cairn.ScopeCluster {
+			if err := h.checkClusterChildren(ctx, in.TypeRef, in.Name, annotations[AnnotationStackVersion]); err != nil {
+				errs = append(errs, withSubject(err, subject))
+				continue
+			}
+		}
 		items[i] = &pending{
 			in:           in,
 			value:        in.Value,
@@ -529,6 +547,21 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 		return nil, errors.Join(errs...)
 	}
 	return items, nil
+}
+
+// checkScopedBackend refuses an instance of a Cluster Type in a backend
+// that names what it stores after the instance's namespace and name (the Git
+// backend's path templates): it has no place for one without a namespace.
+func checkScopedBackend(scope cairn.Scope, kind string, b *resolvedBackend) error {
+	if scope != cairn.ScopeCluster {
+		return nil
+	}
+	if n, ok := b.client.(cairn.ResourceNamer); ok && n.NamesResources() {
+		return &cairn.Error{Code: cairn.CodeInvalid, IDs: []string{b.ID}, Msg: fmt.Sprintf(
+			"%s is cluster-scoped and backend %q keeps resources by namespace and name (a Git backend's paths): keep its instances in the built-in backend (give backend.id %s, or a policy rule for the Type)",
+			kind, b.ID, cairn.BuiltinBackendID)}
+	}
+	return nil
 }
 
 // withSubject names the batch item an error is about, keeping its code.

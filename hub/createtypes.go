@@ -35,6 +35,10 @@ type keptType struct {
 	// named: the Type as read has Names (which, with doc, decides the
 	// draft: pinTypes checks both).
 	named bool
+	// scope is the Type's scope (doc's cairn.ScopeKey).
+	scope cairn.Scope
+	// kind is the Type's REST kind, "" when it has none.
+	kind string
 }
 
 // keptTypes holds the Types creates checked values against, by reference.
@@ -77,7 +81,10 @@ func (h *Hub) keepType(ref cairn.TypeRef, t cairn.Type, gen int64) (*keptType, e
 	if err != nil {
 		return nil, err
 	}
-	kt := &keptType{gen: gen, doc: t.JSONSchema, draft: h.typeDraft(t), s: s, named: t.Names != nil}
+	kt := &keptType{gen: gen, doc: t.JSONSchema, draft: h.typeDraft(t), s: s, named: t.Names != nil, scope: t.Scope()}
+	if t.Names != nil {
+		kt.kind = t.Names.Kind
+	}
 	h.checkedTypes.put(ref, kt)
 	return kt, nil
 }
@@ -94,6 +101,15 @@ func (h *Hub) readCreateType(ctx context.Context, ref cairn.TypeRef) (*keptType,
 		return nil, fmt.Errorf("get Type %s: %w", ref, err)
 	}
 	return h.keepType(ref, t, gen)
+}
+
+// createType is Type ref as a create reads it: kept from an earlier create,
+// else read from the store; nil when it is not registered.
+func (h *Hub) createType(ctx context.Context, ref cairn.TypeRef) (*keptType, error) {
+	if kt := h.checkedTypes.get(ref, h.typesGen.Load()); kt != nil {
+		return kt, nil
+	}
+	return h.readCreateType(ctx, ref)
 }
 
 // checkKeptValue is checkValue for a new instance's value (or an update's,

@@ -151,7 +151,16 @@ func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*
 	}
 	for _, t := range types {
 		for _, ns := range slices.Compact(slices.Clone(namespaces)) {
-			insts, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: t.Path, TypeRevision: t.Revision, Namespace: ns}, false)
+			listNS := ns
+			if t.ClusterScoped() {
+				// A cluster-scoped installation is a candidate of the
+				// global tier, for any namespace's dependencies.
+				if ns != deps.DefaultGlobalNamespace {
+					continue
+				}
+				listNS = ""
+			}
+			insts, err := h.ListInstances(ctx, store.InstanceFilter{TypePath: t.Path, TypeRevision: t.Revision, Namespace: listNS}, false)
 			if err != nil {
 				return nil, err
 			}
@@ -159,7 +168,7 @@ func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*
 			// read: one it may not is no candidate, as if it were not
 			// there. A grant for the namespace (no resourceNames) covers
 			// every name, so instances are asked one by one only without.
-			all, err := h.MayRead(ctx, cairn.Instance{TypeRef: t.Ref(), Namespace: ns})
+			all, err := h.MayRead(ctx, cairn.Instance{TypeRef: t.Ref(), Namespace: listNS})
 			if err != nil {
 				return nil, err
 			}
@@ -171,6 +180,9 @@ func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*
 			}
 			for _, inst := range insts {
 				in, ok := h.candidate(inst, t, byType[t.Ref()])
+				if t.ClusterScoped() {
+					in.Namespace = deps.DefaultGlobalNamespace
+				}
 				if ok {
 					idx.Put(in)
 				}

@@ -51,7 +51,11 @@ type faulty struct {
 	mu    sync.Mutex
 	fail  map[string]func(id string) error // by method name
 	calls []string
+	// namer makes it a cairn.ResourceNamer, as the Git backend is.
+	namer bool
 }
+
+func (f *faulty) NamesResources() bool { return f.namer }
 
 func (f *faulty) hook(method, id string) error {
 	f.mu.Lock()

@@ -23,20 +23,31 @@ func (h *Hub) AuthorizeInstance(ctx context.Context, verb string, t cairn.TypeRe
 	if !ok {
 		return nil
 	}
-	ns = cmp.Or(ns, cairn.DefaultNamespace)
+	typ, terr := h.GetType(ctx, t)
+	if terr != nil || !typ.ClusterScoped() {
+		ns = cmp.Or(ns, cairn.DefaultNamespace)
+	} else {
+		// An instance of a Cluster Type has no namespace: as for a
+		// cluster-scoped resource, only a ClusterRoleBinding grants it.
+		ns = ""
+	}
 	if h.Authorize(ctx, rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: rbac.HubGroup,
 		Resource: "typeinstances", Namespace: ns, Name: id}).Allowed {
 		return nil
 	}
 	group, resource := rbac.HubGroup, "typeinstances"
-	if typ, err := h.GetType(ctx, t); err == nil && typ.Names != nil && typ.Group != "" {
+	if terr == nil && typ.Names != nil && typ.Group != "" {
 		group, resource = typ.Group, typ.Names.Plural
 		if h.Authorize(ctx, rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: group,
 			Resource: resource, Namespace: ns, Name: name}).Allowed {
 			return nil
 		}
 	}
+	where := fmt.Sprintf("in the namespace %q", ns)
+	if ns == "" {
+		where = "at the cluster scope"
+	}
 	return &cairn.Error{Code: cairn.CodeForbidden, Msg: fmt.Sprintf(
-		"%s.%s %q is forbidden: User %q cannot %s resource %q in API group %q in the namespace %q%s",
-		resource, group, name, u.Name, verb, resource, group, ns, why)}
+		"%s.%s %q is forbidden: User %q cannot %s resource %q in API group %q %s%s",
+		resource, group, name, u.Name, verb, resource, group, where, why)}
 }

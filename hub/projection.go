@@ -446,7 +446,11 @@ func (h *Hub) deniedRead(ctx context.Context, src cairn.Instance) (string, error
 		verbs = append(verbs, rbac.RevealVerb)
 	}
 	var served *rbac.Attributes
-	if t, err := h.GetType(ctx, src.TypeRef); err == nil && t.Names != nil && t.Group != "" {
+	t, terr := h.GetType(ctx, src.TypeRef)
+	if terr == nil && t.ClusterScoped() {
+		ns = "" // granted at the cluster scope only, as over REST
+	}
+	if terr == nil && t.Names != nil && t.Group != "" {
 		served = &rbac.Attributes{ResourceRequest: true, APIGroup: t.Group, Resource: t.Names.Plural, Namespace: ns, Name: src.Name}
 	}
 	for _, verb := range verbs {

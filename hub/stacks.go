@@ -168,6 +168,9 @@ func installationType(m stack.Manifest) (cairn.Type, error) {
 	}
 	cols = append(cols, k.AdditionalPrinterColumns...)
 	sch[PrinterColumnsKey] = cols
+	if k.Scope == stack.Cluster {
+		sch[cairn.ScopeKey] = cairn.ScopeCluster
+	}
 	raw, err := json.Marshal(sch)
 	if err != nil {
 		return cairn.Type{}, err

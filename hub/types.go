@@ -113,6 +113,7 @@ func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
 			causes = append(causes, cairn.Cause{Field: "jsonSchema", Message: "must be a valid JSON Schema: " + err.Error()})
 		} else {
 			t.JSONSchema = compact
+			causes = append(causes, checkScope(t)...)
 		}
 	}
 	if err := invalid(subject, "invalid Type", causes); err != nil {
@@ -122,6 +123,32 @@ func (h *Hub) prepareType(t cairn.Type) (cairn.Type, error) {
 		t.CreatedAt = h.now().UTC()
 	}
 	return t, nil
+}
+
+// checkScope checks the scope a Type's JSON Schema declares (cairn.ScopeKey).
+func checkScope(t cairn.Type) []cairn.Cause {
+	if !bytes.Contains(t.JSONSchema, []byte(cairn.ScopeKey)) {
+		return nil
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(t.JSONSchema, &doc) != nil {
+		return nil // not an object: the schema's own checks say so
+	}
+	raw, ok := doc[cairn.ScopeKey]
+	if !ok {
+		return nil
+	}
+	field := "jsonSchema/" + cairn.ScopeKey
+	var s cairn.Scope
+	if json.Unmarshal(raw, &s) != nil || (s != cairn.ScopeNamespaced && s != cairn.ScopeCluster) {
+		return []cairn.Cause{{Field: field, Message: fmt.Sprintf("%s must be Namespaced or Cluster", raw)}}
+	}
+	if s == cairn.ScopeCluster && t.Names == nil {
+		// Only a REST kind has a way to be named without a namespace
+		// (/apis/<group>/<version>/<plural>/<name>).
+		return []cairn.Cause{{Field: field, Message: `"Cluster" needs a Type served over REST: give it group, version and names`}}
+	}
+	return nil
 }
 
 func sameType(a, b cairn.Type) bool {

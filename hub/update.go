@@ -371,6 +371,13 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 				errs = append(errs, withSubject(err, subject))
 				continue
 			}
+			// Another stack version may put children elsewhere.
+			if v := u.Annotations[AnnotationStackVersion]; inst.Namespace == "" && v != inst.Annotations[AnnotationStackVersion] {
+				if err := h.checkClusterChildren(ctx, inst.TypeRef, inst.Name, v); err != nil {
+					errs = append(errs, withSubject(err, subject))
+					continue
+				}
+			}
 		}
 		s := &staged{up: u, inst: inst, backend: b, value: u.Value, pinType: pinType, checkedType: checkedType}
 		// Abstract values are carried over inside the transaction, from the

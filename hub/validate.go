@@ -134,6 +134,22 @@ func checkNamespace(ns string) *cairn.Cause {
 	return nil
 }
 
+// checkScopedNamespace checks a new instance's namespace against its Type's
+// scope: an instance of a Cluster Type has none, one of a Namespaced Type has
+// one (default when not given).
+func checkScopedNamespace(ns *string, scope cairn.Scope, kind string) *cairn.Cause {
+	if scope == cairn.ScopeCluster {
+		if *ns != "" {
+			return &cairn.Cause{Field: "metadata/namespace", Message: fmt.Sprintf("%q: %s is cluster-scoped: its objects have no namespace; leave it out", *ns, kind)}
+		}
+		return nil
+	}
+	if *ns == "" {
+		*ns = cairn.DefaultNamespace
+	}
+	return checkNamespace(*ns)
+}
+
 func checkName(name string) *cairn.Cause {
 	if len(name) > 253 || !isDNSSubdomain(name) {
 		return &cairn.Cause{Field: "metadata/name", Message: fmt.Sprintf("%q must be a DNS subdomain: at most 253 lowercase alphanumerics, '-' or '.', starting and ending alphanumeric", name)}

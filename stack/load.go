@@ -337,7 +337,9 @@ func newStack(files map[string][]byte, source string, strict bool) (*Stack, erro
 	}
 	if strict {
 		s.checkAuthoring(&p, doc)
-		if s.base != nil {
+		if s.base != nil && s.Manifest.Kind.Scope != Cluster {
+			// A Cluster kind's installations have no namespace: the
+			// package names where its namespaced children go.
 			s.checkNoNamespace(&p)
 		}
 	}

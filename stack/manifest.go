@@ -56,7 +56,8 @@ type InstallationKind struct {
 	Group   string `json:"group"`
 	Version string `json:"version"` // a Kubernetes API version: v1, v1alpha1, v2beta3
 	Names   Names  `json:"names"`
-	// Scope defaults to Namespaced: every cairn instance has a namespace.
+	// Scope defaults to Namespaced; a Cluster kind's installations have no
+	// namespace (cairn.ScopeCluster).
 	Scope Scope `json:"scope,omitempty"`
 	// Parameters is the JSON Schema of the installation's spec; it must be
 	// of type object. Absent, it is {"type": "object"}.

@@ -231,7 +231,7 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 			return nil, fmt.Errorf("render %s: child resource patcher %T: %w", inst.Name, p, err)
 		}
 	}
-	if err := checkNamespaces(inst, children); err != nil {
+	if err := s.checkNamespaces(inst, children); err != nil {
 		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
 	}
 	return children, nil
@@ -245,9 +245,17 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 // elsewhere would let whoever may create an installation in one namespace
 // have objects created in another. Checked after every patcher, so none
 // can move a child out either.
-func checkNamespaces(inst Installation, children []Resource) error {
+//
+// A Cluster installation has no namespace: its children go to the
+// namespaces the package's resources name (Namespaces), which whoever
+// published the stack chose, or to none (a cluster-scoped child; the stack
+// controller, which knows the children's Types, refuses a namespaced one
+// without a namespace). Any other namespace fails the render, since it
+// would let whoever may create the installation choose where the
+// controller writes.
+func (s *Stack) checkNamespaces(inst Installation, children []Resource) error {
 	if inst.Namespace == "" {
-		return nil
+		return s.checkClusterNamespaces(children)
 	}
 	var msgs []string
 	for _, c := range children {
@@ -260,6 +268,52 @@ func checkNamespaces(inst Installation, children []Resource) error {
 	}
 	return cairn.Errorf(cairn.CodeInvalid, "%s: an installation's children live in its own namespace (%q); remove the namespace from the stack's resources, or install it in that namespace",
 		strings.Join(msgs, "; "), inst.Namespace)
+}
+
+func (s *Stack) checkClusterNamespaces(children []Resource) error {
+	named := s.Namespaces()
+	var msgs []string
+	for _, c := range children {
+		if ns := c.Namespace(); ns != "" && !slices.Contains(named, ns) {
+			msgs = append(msgs, fmt.Sprintf("%s %s (%s) is rendered into namespace %q", c.Kind(), c.OriginalName, c.Name(), ns))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	list := "none"
+	if len(named) > 0 {
+		list = strings.Join(named, ", ")
+	}
+	return cairn.Errorf(cairn.CodeInvalid, "%s, which the stack's resources do not name: a cluster-scoped installation's children go to the namespaces its package names (%s), never to one from a parameter or a patcher",
+		strings.Join(msgs, "; "), list)
+}
+
+// Namespaces returns, sorted, the namespaces the package's resources/ puts
+// resources in (metadata.namespace, a kustomization's namespace:): where a
+// Cluster installation's namespaced children may go.
+func (s *Stack) Namespaces() []string {
+	var out []string
+	for _, r := range s.base {
+		if ns := r.Namespace(); ns != "" && !strings.Contains(ns, "$(") && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NamespacedResources returns the resources of the package's resources/
+// that it puts in a namespace (Namespaces), as built alone: named as in
+// resources/, without the installation's prefix.
+func (s *Stack) NamespacedResources() []Resource {
+	var out []Resource
+	for _, r := range s.base {
+		if ns := r.Namespace(); ns != "" && !strings.Contains(ns, "$(") {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // prepare runs the steps before kustomize: it completes and validates the

@@ -485,3 +485,82 @@ kind:
 		})
 	}
 }
+
+// A cluster-scoped installation (kind.scope: Cluster) has no namespace of
+// its own: its children go to the namespaces its package names (a
+// resource's metadata.namespace, a kustomization's namespace:), which
+// whoever published the stack chose, or none (a cluster-scoped child; the
+// stack controller refuses a namespaced child without one). A namespace
+// from anywhere else (a parameter, a patcher) would let whoever may create
+// the installation choose where the controller writes: the render fails.
+func TestRenderClusterInstallationNamespaces(t *testing.T) {
+	flag := "apiVersion: flipt.io/v1alpha1\nkind: Flag\nmetadata: {name: f}\nspec: {enabled: true}\n"
+	manifest := `name: cl
+version: 0.1.0
+kind:
+  group: cl.stacks.example.com
+  version: v1
+  names: {kind: Cl}
+  scope: Cluster
+  parameters:
+    type: object
+    properties:
+      target: {type: string, default: team-c}
+`
+	fromParameter := manifest + `replacements:
+- source: {kind: Cl, fieldPath: spec.target}
+  targets:
+  - select: {kind: Flag}
+    fieldPaths: [metadata.namespace]
+    options: {create: true}
+`
+	moveTo := ChildResourcePatcherFunc(func(_ context.Context, _ Installation, rs []Resource) ([]Resource, error) {
+		for _, r := range rs {
+			r.Object["metadata"].(map[string]any)["namespace"] = "team-c"
+		}
+		return rs, nil
+	})
+	for _, tt := range []struct {
+		name     string
+		files    map[string]string
+		patchers []ChildResourcePatcher
+		want     string // the child's namespace, or "error: ..."
+	}{
+		{"hard-coded in the resource", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          strings.Replace(flag, "{name: f}", "{name: f, namespace: team-b}", 1)},
+			nil, "team-b"},
+		{"kustomization namespace", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "namespace: team-b\nresources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, "team-b"},
+		{"none", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, ""},
+		{"from a parameter", map[string]string{"stack.yaml": fromParameter,
+			"resources/kustomization.yaml": "namespace: team-b\nresources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			nil, `error: Flag f (cl-f) is rendered into namespace "team-c", which the stack's resources do not name: a cluster-scoped installation's children go to the namespaces its package names (team-b)`},
+		{"by a child patcher", map[string]string{"stack.yaml": manifest,
+			"resources/kustomization.yaml": "resources: [flag.yaml]\n",
+			"resources/flag.yaml":          flag},
+			[]ChildResourcePatcher{moveTo}, `error: Flag f (cl-f) is rendered into namespace "team-c", which the stack's resources do not name: a cluster-scoped installation's children go to the namespaces its package names (none)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// Load, not FromArchive: the strict checks of cairn stack add
+			// accept a Cluster stack that names namespaces.
+			s := mustLoad(t, writeTree(t, tt.files))
+			rs, err := Renderer{ChildPatchers: tt.patchers}.Render(context.Background(), s, s.NewInstallation("", "cl", "", nil, map[string]any{}))
+			if want, ok := strings.CutPrefix(tt.want, "error: "); ok {
+				if err == nil || !strings.Contains(err.Error(), want) || cairn.ErrorCode(err) != cairn.CodeInvalid {
+					t.Fatalf("Render = %v, %v\nwant Invalid containing %q", rs, err, want)
+				}
+				return
+			}
+			if err != nil || len(rs) != 1 || rs[0].Namespace() != tt.want {
+				t.Fatalf("Render = %v, %v; want the child in namespace %q", rs, err, tt.want)
+			}
+		})
+	}
+}

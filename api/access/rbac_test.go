@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/auth/authn"
 	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/stack"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -315,6 +316,109 @@ subjects: [{kind: User, name: dana}]
 	} {
 		out, err := k(step.cfg, step.args...)
 		if (err == nil) != step.ok || !strings.Contains(out, step.want) {
+			t.Errorf("kubectl %s: %v\n%s\nwant ok=%v and %q", strings.Join(step.args, " "), err, out, step.ok, step.want)
+		}
+	}
+}
+
+// TestRBACClusterScopedKubectl: a cluster-scoped installation kind (stack.yaml
+// kind.scope: Cluster) is granted as Kubernetes grants a cluster-scoped
+// resource: by a ClusterRole bound by a ClusterRoleBinding, never by a
+// RoleBinding, whatever role it binds.
+func TestRBACClusterScopedKubectl(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl not installed")
+	}
+	e := startRBAC(t)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "controller", "stack", "testdata", "db"))); err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "stack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = []byte(strings.Replace(string(m), "names: {kind: DB, plural: dbs}", "names: {kind: DB, plural: dbs}\n  scope: Cluster", 1))
+	if err := os.WriteFile(filepath.Join(dir, "stack.yaml"), m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Its children go to namespace infra.
+	k, err := os.ReadFile(filepath.Join(dir, "resources", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resources", "kustomization.yaml"), append([]byte("namespace: infra\n"), k...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Load(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := s.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.hub.AddStack(t.Context(), archive); err != nil {
+		t.Fatal(err)
+	}
+
+	home := t.TempDir()
+	kc := func(token string) string {
+		p := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(p, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: u, user: {token: %q}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: team-a}}]
+current-context: c
+`, e.url, e.caFile, token)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	admin, dana := kc("admin-token"), kc("dana-token")
+	db := filepath.Join(t.TempDir(), "db.yaml")
+	if err := os.WriteFile(db, []byte("apiVersion: db.test.cairn.dev/v1\nkind: DB\nmetadata: {name: small-infra}\nspec: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl create clusterrole wants the kinds served: they are not yet.
+	children := filepath.Join(t.TempDir(), "children.yaml")
+	if err := os.WriteFile(children, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: db-children}
+rules: [{apiGroups: [example.org], resources: [databases, buckets], verbs: [create, get, list, update, delete]}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		cfg  string
+		args []string
+		ok   bool
+		want string
+	}{
+		{admin, []string{"create", "clusterrole", "db-admin", "--verb=*", "--resource=dbs.db.test.cairn.dev"}, true, "created"},
+		// Bound in team-a (the context's namespace): grants nothing here.
+		{admin, []string{"create", "rolebinding", "dana-dbs", "-n", "team-a", "--clusterrole=db-admin", "--user=dana"}, true, "created"},
+		// -A: kubectl asks in the context's namespace otherwise (and warns
+		// that dbs are not namespaced), where the RoleBinding answers.
+		{dana, []string{"auth", "can-i", "create", "dbs.db.test.cairn.dev", "-A"}, false, "no"},
+		{dana, []string{"apply", "-f", db}, false, `cannot get resource "dbs" in API group "db.test.cairn.dev" at the cluster scope`},
+		{dana, []string{"get", "dbs"}, false, `cannot list resource "dbs" in API group "db.test.cairn.dev" at the cluster scope`},
+		{admin, []string{"create", "clusterrolebinding", "dana-dbs", "--clusterrole=db-admin", "--user=dana"}, true, "created"},
+		{dana, []string{"auth", "can-i", "create", "dbs.db.test.cairn.dev", "-A"}, true, "yes"},
+		// The stack writes a Database and a Bucket in infra, where dana may
+		// create neither: the installation is refused, nothing written.
+		{dana, []string{"apply", "-f", db}, false, `is forbidden: User "dana" cannot create resource "buckets" in API group "example.org" in the namespace "infra"`},
+		{admin, []string{"apply", "-f", children}, true, "clusterrole.rbac.authorization.k8s.io/db-children created"},
+		{admin, []string{"create", "rolebinding", "dana-children", "-n", "infra", "--clusterrole=db-children", "--user=dana"}, true, "created"},
+		{dana, []string{"apply", "-f", db}, true, "db.db.test.cairn.dev/small-infra created"},
+		{dana, []string{"get", "dbs", "-A"}, true, "small-infra"},
+		{dana, []string{"delete", "db", "small-infra"}, true, `"small-infra" deleted`},
+	} {
+		cmd := exec.Command("kubectl", append([]string{"--kubeconfig", step.cfg}, step.args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != step.ok || !strings.Contains(string(out), step.want) {
 			t.Errorf("kubectl %s: %v\n%s\nwant ok=%v and %q", strings.Join(step.args, " "), err, out, step.ok, step.want)
 		}
 	}

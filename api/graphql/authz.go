@@ -39,7 +39,11 @@ type guard struct {
 
 // restResource is what a Type's instances are served as over REST; zero
 // when the Type declares no REST names (or is not registered).
-type restResource struct{ group, plural string }
+type restResource struct {
+	group, plural string
+	// cluster: the Type is cluster-scoped; its instances have no namespace.
+	cluster bool
+}
 
 func newGuard(h *hub.Hub) *guard {
 	return &guard{hub: h, ok: map[string]bool{}, resources: map[cairn.TypeRef]restResource{}}
@@ -101,7 +105,7 @@ func (g *guard) resourceOf(ctx context.Context, ref cairn.TypeRef) restResource 
 		return r
 	}
 	if t, err := g.hub.GetType(ctx, ref); err == nil && t.Names != nil && t.Group != "" {
-		r = restResource{group: t.Group, plural: t.Names.Plural}
+		r = restResource{group: t.Group, plural: t.Names.Plural, cluster: t.ClusterScoped()}
 	}
 	g.mu.Lock()
 	g.resources[ref] = r
@@ -129,11 +133,20 @@ func (g *guard) may(ctx context.Context, verb string, t target) (bool, rbac.Attr
 	if verb == "list" || verb == "create" {
 		id, name = "", ""
 	}
-	a := instanceAttrs(verb, t.namespace, id)
-	if !guarded(ctx) || g.allowed(ctx, a) {
-		return true, a
+	if !guarded(ctx) {
+		return true, instanceAttrs(verb, t.namespace, id)
 	}
 	r := g.resourceOf(ctx, t.ref)
+	a := instanceAttrs(verb, t.namespace, id)
+	if r.cluster {
+		// As REST asks for a cluster-scoped resource: only a
+		// ClusterRoleBinding grants it (and a namespace given is refused
+		// by the hub).
+		a.Namespace = ""
+	}
+	if g.allowed(ctx, a) {
+		return true, a
+	}
 	if r.plural == "" {
 		return false, a
 	}

@@ -486,6 +486,10 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 	if n := patch.GetName(); n != "" && n != req.name {
 		return errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", n, req.name)}
 	}
+	if !req.res.namespaced {
+		// As the API server does for a cluster-scoped kind (clearNamespace).
+		patch.SetNamespace("")
+	}
 	if ns := patch.GetNamespace(); ns != "" && ns != req.namespace {
 		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", ns, req.namespace)}
 	}

@@ -187,7 +187,7 @@ func (s *Server) loadResources(ctx context.Context) ([]*resource, error) {
 		}
 		out = append(out, &resource{
 			group: t.Group, version: t.Version, gv: t.Group + "/" + t.Version, kind: t.Names.Kind, plural: t.Names.Plural,
-			singular: singular, shortNames: t.Names.ShortNames, namespaced: true, verbs: userVerbs, typ: t,
+			singular: singular, shortNames: t.Names.ShortNames, namespaced: !t.ClusterScoped(), verbs: userVerbs, typ: t,
 			categories: cats,
 		})
 	}

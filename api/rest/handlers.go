@@ -132,9 +132,9 @@ func (s *Server) serveUser(w http.ResponseWriter, r *http.Request, req request) 
 		err = s.watch(w, r, req)
 	case req.name == "" && r.Method == http.MethodGet:
 		err = s.list(w, r, req)
-	case req.name == "" && r.Method == http.MethodPost && req.namespace != "":
+	case req.name == "" && r.Method == http.MethodPost && (req.namespace != "" || !req.res.namespaced):
 		err = s.create(w, r, req)
-	case req.name == "" && r.Method == http.MethodDelete && req.namespace != "":
+	case req.name == "" && r.Method == http.MethodDelete && (req.namespace != "" || !req.res.namespaced):
 		err = s.deleteCollection(w, r, req)
 	case req.name != "" && r.Method == http.MethodGet:
 		err = s.get(w, r, req)
@@ -691,6 +691,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err := checkObject(req.res, o); err != nil {
 		return err
 	}
+	clearNamespace(req.res, &o)
 	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
 		return errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
 	}
@@ -717,6 +718,15 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	}
 	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
+}
+
+// clearNamespace drops the namespace of an object of a cluster-scoped kind,
+// as the API server does: a manifest written with one (or a kubectl
+// context's default) still creates and updates the one object there is.
+func clearNamespace(res *resource, o *inObject) {
+	if !res.namespaced {
+		o.Metadata.Namespace = ""
+	}
 }
 
 // refuseResourceVersion refuses a create whose object carries a
@@ -844,6 +854,7 @@ func (s *Server) write(r *http.Request, req request, cur cairn.Instance, o inObj
 	if o.Metadata.Name != "" && o.Metadata.Name != req.name {
 		return cairn.Instance{}, errStatus{badRequest("the name of the object (%s) does not match the name on the URL (%s)", o.Metadata.Name, req.name)}
 	}
+	clearNamespace(req.res, &o)
 	if o.Metadata.Namespace != "" && o.Metadata.Namespace != req.namespace {
 		return cairn.Instance{}, errStatus{badRequest("the namespace of the object (%s) does not match the namespace on the request (%s)", o.Metadata.Namespace, req.namespace)}
 	}

@@ -77,6 +77,9 @@ func (s *Server) namespaces(r *http.Request) (map[string]time.Time, error) {
 	}
 	out := map[string]time.Time{cairn.DefaultNamespace: {}}
 	for _, in := range insts {
+		if in.Namespace == "" {
+			continue // an instance of a cluster-scoped kind
+		}
 		if t, ok := out[in.Namespace]; !ok || t.IsZero() || in.CreatedAt.Before(t) {
 			out[in.Namespace] = in.CreatedAt
 		}

@@ -104,6 +104,13 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
+	// A cluster-scoped installation has no namespace of its own: it
+	// resolves its dependencies as one of the global namespace would, and
+	// the namespaced ones it installs go there (docs/dependencies.md).
+	cluster := entry.Manifest.Kind.Scope == pkg.Cluster
+	if cluster {
+		ns = deps.DefaultGlobalNamespace
+	}
 	name := r.Name
 	if name == "" {
 		name = entry.Name
@@ -146,7 +153,7 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	var root *cairn.Instance
-	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, ns, name, false)
+	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, hubNS(cluster, ns), name, false)
 	switch {
 	case err == nil:
 		root = &cur
@@ -519,7 +526,7 @@ func (s *Service) authorize(ctx context.Context, p *deps.Plan, in *installer, wr
 		if err := s.Hub.AuthorizeInstance(ctx, "get", t, ns, name, "", forbiddenWhy); err != nil {
 			return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
 		}
-		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, ns, name, false)
+		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(n.Key, ns), name, false)
 		switch {
 		case cairn.HasCode(err, cairn.CodeNotFound):
 			err = nil
@@ -565,7 +572,7 @@ func (s *Service) createRoot(ctx context.Context, req deps.Request, entry hub.St
 		ann[hub.AnnotationCredentials] = string(b)
 	}
 	created, err := s.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-		Namespace: req.Namespace, Name: req.Name, TypeRef: entry.InstallationType, Value: value, Annotations: ann,
+		Namespace: hubNS(entry.Manifest.Kind.Scope == pkg.Cluster, req.Namespace), Name: req.Name, TypeRef: entry.InstallationType, Value: value, Annotations: ann,
 	}}})
 	if err != nil {
 		return "", fmt.Errorf("create the root installation %s/%s: %w", req.Namespace, req.Name, err)
@@ -629,7 +636,7 @@ func (in *installer) PreviewInstall(ctx context.Context, req deps.InstallRequest
 	if err != nil {
 		return nil, err
 	}
-	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, req.Namespace, req.Name, true)
+	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(req.Namespace+"/"+req.Name, req.Namespace), req.Name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -670,6 +677,23 @@ func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
 	return nil
 }
 
+// hubNS is the namespace the hub keeps the installation of node key (in
+// namespace ns of the plan) in: none when its kind is cluster-scoped, which
+// a plan places in the global namespace.
+func (in *installer) hubNS(key, ns string) string {
+	in.mu.Lock()
+	st := in.stacks[key]
+	in.mu.Unlock()
+	return hubNS(st != nil && st.Manifest.Kind.Scope == pkg.Cluster, ns)
+}
+
+func hubNS(cluster bool, ns string) string {
+	if cluster {
+		return ""
+	}
+	return ns
+}
+
 func (in *installer) typeOf(key string) (cairn.TypeRef, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -686,7 +710,7 @@ func (in *installer) read(ctx context.Context, namespace, name string) (*cairn.I
 	if err != nil {
 		return nil, err
 	}
-	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, in.withValues)
+	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(key, namespace), name, in.withValues)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return nil, nil
 	}
@@ -904,7 +928,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		return nil, err
 	}
 	if req.Create {
-		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: req.Namespace, Name: req.Name, TypeRef: t,
+		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: in.hubNS(key, req.Namespace), Name: req.Name, TypeRef: t,
 			Value: value, Annotations: hub.WithAnnotations(nil, set)}}}
 		for _, u := range uses {
 			nr.UsesRelations = append(nr.UsesRelations, hub.UsesRelation{From: "installation", To: u})

@@ -268,7 +268,17 @@ func (c *Controller) desired(ctx context.Context, inst cairn.Instance) ([]*child
 		labels[hub.LabelInstallationName] = inst.Name
 		labels[hub.LabelInstallationUID] = inst.ID
 		ns := r.Namespace()
-		if ns == "" {
+		switch {
+		case typ.ClusterScoped() && ns != "":
+			return nil, nil, s, &entry, badInput("RenderError", "%s %s (%s) is put in namespace %q, but %s is cluster-scoped: its objects have no namespace; remove it from the stack's resources",
+				r.Kind(), r.OriginalName, r.Name(), ns, r.Kind())
+		case typ.ClusterScoped():
+		case ns == "" && inst.Namespace == "":
+			// No silent default: the package says where each namespaced
+			// child of a cluster-scoped installation goes.
+			return nil, nil, s, &entry, badInput("RenderError", "%s %s (%s) has no namespace: %s is cluster-scoped, so a namespaced child goes to the namespace its stack's resources give it; set metadata.namespace in resources/, or namespace: in a kustomization",
+				r.Kind(), r.OriginalName, r.Name(), s.Manifest.Kind.Names.Kind)
+		case ns == "":
 			ns = inst.Namespace
 		}
 		d := &child{res: r, typ: typ, ns: ns, name: r.Name(), labels: labels, annots: r.Annotations(), value: v, bySpec: bySpec}

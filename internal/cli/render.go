@@ -63,6 +63,11 @@ is stored and no server is contacted.`,
 					return err
 				}
 			}
+			if s.Manifest.Kind.Scope == stack.Cluster {
+				// A cluster-scoped installation has no namespace, whatever
+				// -n or the document says (the server clears it too).
+				inst.Namespace = ""
+			}
 			for _, p := range params {
 				key, val, ok := strings.Cut(p, "=")
 				if !ok || key == "" {

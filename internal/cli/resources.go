@@ -245,12 +245,19 @@ func (r *kube) byTypePath(ctx context.Context, path string, names []string, name
 		return nil, false, nil
 	}
 	ids := make([]string, len(names))
+	namespace = cmp.Or(namespace, cairn.DefaultNamespace)
 	for i, n := range names {
-		inst, err := r.c.GetInstanceByName(ctx, path, cmp.Or(namespace, cairn.DefaultNamespace), n, false)
+		inst, err := r.c.GetInstanceByName(ctx, path, namespace, n, false)
 		if i == 0 && cairn.HasCode(err, cairn.CodeNotFound) {
 			types, terr := r.c.ListTypes(ctx, store.TypeFilter{PathPrefix: path})
 			if terr != nil || !slices.ContainsFunc(types, func(t cairn.Type) bool { return t.Path == path }) {
 				return nil, false, nil
+			}
+			if slices.ContainsFunc(types, func(t cairn.Type) bool { return t.Path == path && t.ClusterScoped() }) {
+				// A cluster-scoped kind's instances have no namespace:
+				// -n is ignored, as kubectl ignores it.
+				namespace = ""
+				inst, err = r.c.GetInstanceByName(ctx, path, namespace, n, false)
 			}
 		}
 		if err != nil {

@@ -366,6 +366,9 @@ func (s hubStacks) Installation(ctx context.Context, kind, namespace, name strin
 		if !(strings.ToLower(n.Kind) == k || n.Plural == k || n.Singular == k || slices.Contains(n.ShortNames, k)) {
 			continue
 		}
+		if t.ClusterScoped() {
+			namespace = "" // -n is ignored, as kubectl ignores it
+		}
 		inst, err := s.h.GetInstanceByName(ctx, t.Path, namespace, name, false)
 		if err != nil {
 			return installationView{}, err
@@ -433,7 +436,7 @@ func (s restStacks) Installation(ctx context.Context, kind, namespace, name stri
 	if err != nil {
 		return installationView{}, err
 	}
-	raw, err := s.c.Get(ctx, res, namespace, name)
+	raw, err := s.c.Get(ctx, res, namespaceOf(res, namespace), name)
 	if err != nil {
 		return installationView{}, err
 	}

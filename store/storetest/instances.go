@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/labels"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -221,5 +222,53 @@ func testCountInstances(t *testing.T, s store.Store) {
 		if got != tt.want {
 			t.Errorf("CountInstances(%s) = %d, want %d", tt.ref, got, tt.want)
 		}
+	}
+}
+
+// testClusterScoped: an instance of a Cluster Type has the empty namespace
+// (cairn.ScopeCluster); it is read, listed, selected and logged with it.
+func testClusterScoped(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	start, err := s.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := instance(1, "dev.cairn.test.env", "1.0.0", "", "small-infra")
+	in.Labels = map[string]string{"foo-key": "bar-value"}
+	create(t, s, in, instance(2, "cap.type.other", "0.1.0", "default", "small-infra"))
+
+	got, err := s.GetInstanceByName(ctx, in.TypeRef.Path, "", in.Name)
+	if err != nil || got.ID != in.ID || got.Namespace != "" {
+		t.Fatalf("GetInstanceByName(%s, \"\", %s) = %s %q, %v", in.TypeRef.Path, in.Name, got.ID, got.Namespace, err)
+	}
+	_, err = s.GetInstanceByName(ctx, in.TypeRef.Path, "default", in.Name)
+	wantCode(t, err, cairn.CodeNotFound)
+	sel := []labels.Requirement{{Key: "foo-key", Operator: labels.Equals, Values: []string{"bar-value"}}}
+	for _, tc := range []struct {
+		name string
+		f    store.InstanceFilter
+		want []string
+	}{
+		{"every namespace", store.InstanceFilter{Name: in.Name}, []string{in.ID, id(2)}},
+		{"namespace default", store.InstanceFilter{Namespace: "default", Name: in.Name}, []string{id(2)}},
+		{"label selector", store.InstanceFilter{Labels: sel}, []string{in.ID}},
+	} {
+		list, err := s.ListInstances(ctx, tc.f)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var ids []string
+		for _, l := range list {
+			ids = append(ids, l.ID)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, tc.want) {
+			t.Errorf("%s: ListInstances = %v, want %v", tc.name, ids, tc.want)
+		}
+	}
+	update(t, s, func(ctx context.Context, tx store.Tx) error { return tx.DeleteInstance(ctx, in.ID) })
+	all := changeLog(t, s, start)
+	if del := all[len(all)-1]; del.InstanceID != in.ID || del.Namespace != "" || del.Name != in.Name {
+		t.Errorf("DELETED change = %s %q/%s, want %s \"\"/%s", del.InstanceID, del.Namespace, del.Name, in.ID, in.Name)
 	}
 }

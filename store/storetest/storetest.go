@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Instances/GetInstances", testGetInstances},
 		{"Instances/GetInstancesBrief", testGetInstancesBrief},
 		{"Instances/GetByName", testGetInstanceByName},
+		{"Instances/ClusterScoped", testClusterScoped},
 		{"Instances/Count", testCountInstances},
 		{"Instances/ListFilters", testListFilters},
 		{"Instances/ListRelations", testListRelations},
