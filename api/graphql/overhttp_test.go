@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -301,5 +302,29 @@ func TestRequestErrorsAreBounded(t *testing.T) {
 	}
 	if last := res.Errors[100].Message; last != "too many errors: 799 more are not shown" {
 		t.Errorf("last error %q", last)
+	}
+}
+
+// TestGETCountsTokensBeforeParsing: a query sent with GET is held to the
+// token limit before anything parses it, as a POST is. The GET transport
+// parsed every query first (to refuse mutations) and a document nested
+// 140,000 levels deep, in the 1 MiB of a URL, cost seconds of CPU before
+// the limit refused it; now it costs what counting 15,000 tokens costs.
+func TestGETCountsTokensBeforeParsing(t *testing.T) {
+	e := newEnv(t)
+	h := graphql.New(graphql.Config{Hub: e.h})
+	u := "/graphql?" + url.Values{"query": {deepDocument(140_000)}}.Encode()
+	var rec *httptest.ResponseRecorder
+	allocs := testing.AllocsPerRun(1, func() {
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil))
+	})
+	want := "the document has more than 15000 tokens (names, punctuation, values), the limit: send a shorter one"
+	if rec.Code != 422 || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("HTTP %d %.300s\nwant 422 and %q", rec.Code, rec.Body, want)
+	}
+	// Parsing allocates several objects a level; counting tokens, none.
+	if allocs > 20_000 {
+		t.Errorf("refusing the GET allocated %.0f times: the document was parsed", allocs)
 	}
 }

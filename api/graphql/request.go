@@ -162,11 +162,20 @@ func invalid(format string, args ...any) *gqlerror.Error {
 // getTransport serves queries over GET as gqlgen's transport does, but
 // answers a mutation with 405 Method Not Allowed and Allow: POST, as the
 // GraphQL-over-HTTP specification requires (gqlgen answers 406): GET must
-// stay safe, since caches and prefetchers replay it.
-type getTransport struct{ transport.GET }
+// stay safe, since caches and prefetchers replay it. A query over the token
+// limit is not parsed here (parsing is recursive: a URL's megabyte nested
+// 140,000 deep cost seconds); documentLimit refuses it.
+type getTransport struct {
+	transport.GET
+	tokens int
+}
 
 func (t getTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	q := r.URL.Query()
+	if tooMany(q.Get("query"), t.tokens) {
+		t.GET.Do(w, r, exec)
+		return
+	}
 	if doc, err := parser.ParseQuery(&ast.Source{Input: q.Get("query")}); err == nil {
 		if op := doc.Operations.ForName(q.Get("operationName")); op != nil && op.Operation != ast.Query {
 			w.Header().Set("Allow", http.MethodPost)

@@ -138,7 +138,7 @@ func New(cfg Config) *Handler {
 
 	srv := handler.New(exec.NewExecutableSchema(exec.Config{Resolvers: &resolver{hub: cfg.Hub, capact: cfg.Capact}}))
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(getTransport{}) // refuses mutations: GET must stay safe
+	srv.AddTransport(getTransport{tokens: tokens}) // refuses mutations: GET must stay safe
 	srv.AddTransport(postTransport{})
 	cache := lru.New[*ast.QueryDocument](1000)
 	srv.SetQueryCache(cache)

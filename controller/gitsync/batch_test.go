@@ -259,3 +259,58 @@ func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
 		t.Errorf("hooked-0002 after the webhook's sync: %+v, %v", inst.Latest, err)
 	}
 }
+
+// TestWebhookFloodRunsAtMostOneMoreSync: webhooks that arrive while a sync
+// runs share one sync after it, however many they are. Each webhook
+// started a sync of its own that waited for the running one, so a flood
+// (a provider's retries, a replayed signed delivery) piled up goroutines
+// and fetches for up to five minutes each.
+func TestWebhookFloodRunsAtMostOneMoreSync(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var hold atomic.Pointer[chan struct{}]
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if c := hold.Load(); c != nil && strings.HasSuffix(req.URL.Path, "/git-upload-pack") {
+				<-*c
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	e.create("seed", true)
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	e.person("status")
+	e.writeFlags("flood", 1)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "a flag")
+	e.person("push", "--quiet", "origin", "main")
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	const webhooks = 30
+	for range webhooks {
+		resp, err := http.Post(srv.URL+"/hooks/git/flags-repo", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("webhook while the fetch is held: %d, want 202", resp.StatusCode)
+		}
+	}
+	hold.Store(nil)
+	close(release)
+	svc.Close() // waits for every sync the webhooks started
+	sy, err := svc.Syncer(context.Background(), "flags-repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sy.Stats().Syncs; n > 2 {
+		t.Errorf("%d webhooks during one sync ran %d syncs, want at most 2 (the running one and one after it)", webhooks, n)
+	}
+}

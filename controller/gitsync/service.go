@@ -65,6 +65,10 @@ type SyncService struct {
 
 	mu      sync.Mutex
 	syncers map[string]*Syncer // by backend id
+	// queued holds, by backend id, the sync webhooks asked for that has
+	// not started yet: every webhook arriving meanwhile shares it, so a
+	// flood of them runs at most one sync after the running one.
+	queued map[string]*webhookSync
 
 	// Syncs webhooks started: Close cancels and waits for them.
 	bg   context.Context
@@ -85,7 +89,7 @@ func NewSyncService(cfg SyncServiceConfig) (*SyncService, error) {
 		cfg.WebhookWait = DefaultWebhookWait
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}, bg: bg, stop: stop}, nil
+	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}, queued: map[string]*webhookSync{}, bg: bg, stop: stop}, nil
 }
 
 // Close cancels the syncs webhooks started that are still running and
@@ -217,24 +221,12 @@ func (s *SyncService) Handler() http.Handler {
 			// The sync outlives the request (a sender that hangs up does
 			// not cut an import short); the answer waits for it at most
 			// WebhookWait, then says it goes on.
-			type outcome struct {
-				res SyncResult
-				err error
-			}
-			done := make(chan outcome, 1)
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookSyncTimeout)
-			unhook := context.AfterFunc(s.bg, cancel)
-			s.wg.Go(func() {
-				defer cancel()
-				defer unhook()
-				res, err := sy.Sync(ctx)
-				done <- outcome{res, err}
-			})
+			ws := s.webhookSync(sy)
 			t := time.NewTimer(s.cfg.WebhookWait)
 			defer t.Stop()
 			select {
-			case o := <-done:
-				res, err = o.res, o.err
+			case <-ws.done:
+				res, err = ws.res, ws.err
 			case <-t.C:
 				w.WriteHeader(http.StatusAccepted)
 				_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "running": true,
@@ -270,6 +262,40 @@ func (s *SyncService) Handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "stats": sy.Stats(), "events": sy.Events()})
 	})
 	return mux
+}
+
+// webhookSync is a sync webhooks started; res and err are set once done
+// is closed.
+type webhookSync struct {
+	done chan struct{}
+	res  SyncResult
+	err  error
+}
+
+// webhookSync returns the sync of sy queued for webhooks, starting one
+// when none is: it runs after the running sync (if any), with the
+// background context, so neither the sender hanging up nor the request's
+// deadline cuts it short.
+func (s *SyncService) webhookSync(sy *Syncer) *webhookSync {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := sy.BackendID()
+	if ws := s.queued[id]; ws != nil {
+		return ws
+	}
+	ws := &webhookSync{done: make(chan struct{})}
+	s.queued[id] = ws
+	s.wg.Go(func() {
+		defer close(ws.done)
+		ws.res, ws.err = sy.syncAfter(s.bg, webhookSyncTimeout, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.queued[id] == ws {
+				delete(s.queued, id)
+			}
+		})
+	})
+	return ws
 }
 
 // signed reports whether a webhook carries a valid signature of body, or

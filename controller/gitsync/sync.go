@@ -150,6 +150,23 @@ func (s *Syncer) record(ev SyncEvent) {
 func (s *Syncer) Sync(ctx context.Context) (SyncResult, error) {
 	s.run.Lock()
 	defer s.run.Unlock()
+	return s.syncLocked(ctx)
+}
+
+// syncAfter is Sync for a sync that waited for the one running: started
+// is called once the sync holds the run lock (what is pushed from then on
+// needs another sync), and timeout counts from there, not from the wait.
+func (s *Syncer) syncAfter(ctx context.Context, timeout time.Duration, started func()) (SyncResult, error) {
+	s.run.Lock()
+	defer s.run.Unlock()
+	started()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return s.syncLocked(ctx)
+}
+
+// syncLocked is Sync once the run lock is held.
+func (s *Syncer) syncLocked(ctx context.Context) (SyncResult, error) {
 	s.syncs.Add(1)
 	res, err := s.sync(ctx)
 	if err != nil {

@@ -364,7 +364,7 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.plan(ctx, req)
+	p, err := s.plan(ctx, req, false)
 	if p == nil {
 		return nil, err
 	}
@@ -392,18 +392,62 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	return p, err
 }
 
-func (s *Service) plan(ctx context.Context, req deps.Request) (*deps.Plan, error) {
+func (s *Service) plan(ctx context.Context, req deps.Request, unattended bool) (*deps.Plan, error) {
 	res := &deps.Resolver{Catalog: s.Hub.DependencyCatalog()}
-	idx, err := s.Hub.DependencyCandidates(ctx, req.Namespace, deps.DefaultGlobalNamespace)
+	idx, err := s.candidates(ctx, req, unattended)
 	if err != nil {
 		return nil, err
 	}
 	res.Installations = idx
 	p, err := res.Plan(ctx, req)
 	if err != nil {
-		return nil, planError(err)
+		err = planError(err)
+		if unattended {
+			err = fmt.Errorf("%w (installing for no user, the stack controller satisfies a dependency from namespace %s alone, or with a %s installation that %s names: %s)",
+				err, req.Namespace, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, unattendedDoc)
+		}
+		return nil, err
 	}
 	return p, p.Ready()
+}
+
+const unattendedDoc = "docs/security.md#installs-and-stacks"
+
+// candidates is the installations a plan may reuse: those of the root's
+// namespace and the global one that the caller may read. An unattended
+// install has no caller whose rights say what it may read, while what it
+// reuses flows into what the root renders and outputs, which its writer
+// reads: it reuses the root namespace's installations (writing the root
+// there is what it acts on) and, of the global namespace, only those the
+// root's dependency overrides name, which the hub checked against the
+// rights of whoever wrote them (hub.AnnotationDependencyOverrides).
+func (s *Service) candidates(ctx context.Context, req deps.Request, unattended bool) (*deps.Index, error) {
+	if !unattended || req.Namespace == deps.DefaultGlobalNamespace {
+		return s.Hub.DependencyCandidates(ctx, req.Namespace, deps.DefaultGlobalNamespace)
+	}
+	idx, err := s.Hub.DependencyCandidates(ctx, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	var named []deps.InstallationRef
+	for _, o := range req.Overrides {
+		if o.Installation != nil && o.Installation.Namespace == deps.DefaultGlobalNamespace {
+			named = append(named, *o.Installation)
+		}
+	}
+	if len(named) == 0 {
+		return idx, nil
+	}
+	global, err := s.Hub.DependencyCandidates(ctx, deps.DefaultGlobalNamespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range named {
+		if in, err := global.Installation(ctx, ref); err == nil && in != nil {
+			idx.Put(*in)
+		}
+	}
+	return idx, nil
 }
 
 // planError marks the engine's refusals as invalid input.
@@ -424,7 +468,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.plan(ctx, req)
+	p, err := s.plan(ctx, req, r.Unattended)
 	if err != nil {
 		return p, nil, err
 	}
@@ -485,7 +529,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 		req.RootID, req.RootIDPending = created, false
 		in.ifSpec = digest
 		in.rootID = created
-		if p, err = s.plan(ctx, req); err != nil {
+		if p, err = s.plan(ctx, req, r.Unattended); err != nil {
 			if derr := s.Hub.DeleteInstance(context.WithoutCancel(ctx), created, ""); derr != nil {
 				err = fmt.Errorf("%w (and removing the root installation created for it failed: %v)", err, derr)
 			}

@@ -1692,3 +1692,58 @@ func TestHandEditedSharingSurvivesItsCreatorsUpdate(t *testing.T) {
 		t.Errorf("the flags were not upgraded: %v", cur.Annotations)
 	}
 }
+
+// An installation a team writes through REST has its dependencies
+// installed by the stack controller for no user, and it reused what
+// satisfied them in the global namespace too, which the team may not read:
+// a reporting installation in team-a reused global/office-sql and showed
+// its connection string in its own outputs, which cairn install refuses
+// the team (the global installation is no candidate for a caller who may
+// not read it). Installed for no user, a dependency is satisfied from the
+// installation's own namespace, or from a global installation its
+// deps.cairn.dev/dependency-overrides name (checked against the writer's
+// rights when written).
+func TestControllerReusesNothingGlobalForNoUser(t *testing.T) {
+	ctx, h := newHub(t)
+	e, err := h.GetStack(ctx, "shared-sql-server", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "Server=closet;Database=reports;Password=hunter2"
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{Namespace: "global", Name: "office-sql", TypeRef: e.InstallationType,
+		Value: json.RawMessage(`{"connectionString":"` + secret + `"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CreateRBAC(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ed-edits", Namespace: "team-a"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cairn-editor"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "ed"}}}); err != nil {
+		t.Fatal(err)
+	}
+	do := serveREST(t, h, "ed")
+	if code, out := do("ed", "GET", "/apis/examples.stacks.cairn.dev/v1alpha1/namespaces/global/sharedsqlservers/office-sql", "", ""); code != http.StatusForbidden {
+		t.Fatalf("ed reads the global server: %d %s, want 403", code, out)
+	}
+	const reports = "/apis/examples.stacks.cairn.dev/v1alpha1/namespaces/team-a/reportings"
+	if code, out := do("ed", "POST", reports, "application/json",
+		`{"apiVersion":"examples.stacks.cairn.dev/v1alpha1","kind":"Reporting","metadata":{"name":"r"},"spec":{"team":"data"}}`); code != http.StatusCreated {
+		t.Fatalf("ed creates his reporting: %d %s", code, out)
+	}
+	const want = "satisfies a dependency from namespace team-a alone"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, out := do("ed", "GET", reports+"/r", "", "")
+		if code != http.StatusOK {
+			t.Fatalf("ed reads his reporting: %d %s", code, out)
+		}
+		if strings.Contains(out, "hunter2") {
+			t.Fatalf("ed's reporting shows the global server's connection string: %s", out)
+		}
+		if strings.Contains(out, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ed's reporting %s, want a condition saying %q", out, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
