@@ -286,13 +286,7 @@ func mergeVarReference(acc, in types.FsSlice) (types.FsSlice, error) {
 	return out, nil
 }
 
-// varFields are the varReference field specs of a build of the overlay, as
-// kustomize's KustTarget accumulates them (internal/target/kusttarget.go:
-// each directory of resources accumulated alone and merged in, then the
-// directory's own built-in and configurations config, then its components
-// accumulated onto the result), and whether a kustomization of the build
-// other than the overlay declares vars itself. top is the overlay's
-// Kustomization as written.
+// varFields walks a build's kustomizations for collectVarFields.
 type varFields struct {
 	fsys     filesys.FileSystem
 	builtin  types.FsSlice
@@ -302,6 +296,13 @@ type varFields struct {
 	visiting map[string]bool
 }
 
+// collectVarFields returns the varReference field specs of a build of the
+// overlay directory as kustomize's KustTarget accumulates them
+// (internal/target/kusttarget.go: each directory of resources accumulated
+// alone and merged in, then the directory's own built-in and
+// configurations config, then its components accumulated onto the
+// result), and whether a kustomization of the build other than the overlay
+// declares vars of its own. top is the overlay's Kustomization.
 func collectVarFields(fsys filesys.FileSystem, overlay string, top *types.Kustomization) (types.FsSlice, bool, error) {
 	builtin, err := parseVarReference([]byte(builtinVarReference))
 	if err != nil {
