@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -209,18 +210,19 @@ func (r Renderer) Render(ctx context.Context, s *Stack, inst Installation) ([]Re
 	if err := writeFiles(fsys, overlay); err != nil {
 		return nil, err
 	}
-	m, err := runKustomize(fsys, "/"+overlayDir)
+	m, specs, err := s.build(fsys, inst, k, overlay)
 	if err != nil {
-		return nil, s.renderError(inst.Name, err)
+		return nil, err
 	}
-	children, err := readResources(m, func(name string) string {
+	original := func(name string) string {
 		name = strings.TrimPrefix(name, k.NamePrefix)
 		return strings.TrimSuffix(name, k.NameSuffix)
-	})
-	if err != nil {
+	}
+	if err := s.checkSubstituted(m, specs, original); err != nil {
 		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
 	}
-	if err := s.checkSubstituted(inst, children); err != nil {
+	children, err := readResources(m, original)
+	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", inst.Name, err)
 	}
 
@@ -399,6 +401,53 @@ func (s *Stack) overlay(inst Installation, dir string) *types.Kustomization {
 	return k
 }
 
+// build runs kustomize over the overlay staged in fsys and returns its
+// output and the build's varReference field specs. The stack's own vars
+// are taken out of the overlay and substituted by cairn after the build, as
+// kustomize would (substituteVars), so kustomize prints no deprecation
+// warning for vars the user never wrote. kustomize resolves them itself, as
+// the overlay says, when it resolves vars anyway (a kustomization of the
+// package declares some, a patcher changed the overlay's), when the build
+// cannot be read ahead (kustomize then reports what is wrong), or when a
+// var renamed a resource (kustomize sorts after substituting).
+func (s *Stack) build(fsys filesys.FileSystem, inst Installation, k *types.Kustomization, overlay map[string][]byte) (resmap.ResMap, types.FsSlice, error) {
+	dir := "/" + overlayDir
+	plain := *k
+	plain.Vars = nil
+	specs, ownVars, walkErr := collectVarFields(fsys, dir, &plain)
+	if vars := s.usedVars(); len(vars) > 0 && walkErr == nil && !ownVars && reflect.DeepEqual(k.Vars, kustomizeVars(inst, vars)) {
+		kb, err := yaml.Marshal(&plain)
+		if err != nil {
+			return nil, nil, fmt.Errorf("render %s: overlay kustomization: %w", inst.Name, err)
+		}
+		if err := fsys.WriteFile(dir+"/kustomization.yaml", kb); err != nil {
+			return nil, nil, fmt.Errorf("render %s: stage the overlay: %w", inst.Name, err)
+		}
+		m, err := runKustomize(fsys, dir)
+		if err != nil {
+			return nil, nil, s.renderError(inst.Name, err)
+		}
+		renamed, err := substituteVars(m, vars, specs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("render %s: %w", inst.Name, err)
+		}
+		if !renamed {
+			return m, specs, nil
+		}
+		if err := writeFiles(fsys, overlay); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, err := runKustomize(fsys, dir)
+	if err != nil {
+		return nil, nil, s.renderError(inst.Name, err)
+	}
+	if walkErr != nil {
+		return nil, nil, fmt.Errorf("render %s: read the varReference of the build: %w", inst.Name, walkErr)
+	}
+	return m, specs, nil
+}
+
 // runKustomize runs krusty as `kubectl kustomize` does (legacy resource
 // order), with plugins disabled and loading restricted to the package.
 func runKustomize(fsys filesys.FileSystem, dir string) (resmap.ResMap, error) {
@@ -458,70 +507,6 @@ func (s *Stack) usedVars() []Var {
 	return out
 }
 
-// checkSubstituted finds a $(NAME) of a stack var left in a rendered
-// resource: kustomize substitutes vars only in the fields a varReference
-// declares (and its built-in ones) and leaves the rest as written, logging
-// no more than "well-defined vars that were never replaced". A value the
-// installation itself gives that holds the same text is not a leftover.
-func (s *Stack) checkSubstituted(inst Installation, children []Resource) error {
-	vars := s.usedVars()
-	if len(vars) == 0 {
-		return nil
-	}
-	obj := inst.object()
-	var refs []string
-	names := map[string]string{}
-	for _, v := range vars {
-		ref := "$(" + v.Name + ")"
-		if val, ok := expr.Get(obj, v.FieldPath); ok {
-			if str, ok := val.(string); ok && strings.Contains(str, "$(") {
-				continue
-			}
-		}
-		refs = append(refs, ref)
-		names[ref] = v.Name
-	}
-	var msgs []string
-	for _, c := range children {
-		kind, _ := c.Object["kind"].(string)
-		walkStrings(c.Object, nil, nil, func(path, specPath []string, str string) {
-			for _, ref := range refs {
-				if strings.Contains(str, ref) {
-					msgs = append(msgs, fmt.Sprintf(
-						"%s %s: %s: %q: var %s is not substituted in this field: declare it under varReference (path: %s, kind: %s) in a kustomizeconfig.yaml listed under configurations: of the kustomization that lists the resource",
-						kind, c.OriginalName, strings.Join(path, "."), str, names[ref], strings.Join(specPath, "/"), kind))
-					return
-				}
-			}
-		})
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return cairn.Errorf(cairn.CodeInvalid, "%s", strings.Join(msgs, "; "))
-}
-
-// walkStrings calls f with every string in v, its path as written in
-// errors (spec.args[0]) and as a kustomize fieldSpec path (spec/args).
-func walkStrings(v any, path, specPath []string, f func(path, specPath []string, s string)) {
-	switch x := v.(type) {
-	case string:
-		f(path, specPath, x)
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			walkStrings(x[k], append(slices.Clip(path), k), append(slices.Clip(specPath), k), f)
-		}
-	case []any:
-		for i, e := range x {
-			p := slices.Clone(path)
-			if len(p) > 0 {
-				p[len(p)-1] = fmt.Sprintf("%s[%d]", p[len(p)-1], i)
-			}
-			walkStrings(e, p, specPath, f)
-		}
-	}
-}
-
 // checkVars resolves every var, and every replacement whose source is the
 // installation, against the installation object first, so a missing or
 // non-scalar value is reported by name rather than left as a literal
@@ -553,14 +538,21 @@ func (s *Stack) checkVars(obj map[string]any) error {
 type manifestVars struct{ vars []Var }
 
 func (p manifestVars) PatchKustomization(_ context.Context, inst Installation, k *types.Kustomization) error {
-	for _, v := range p.vars {
-		k.Vars = append(k.Vars, types.Var{
+	k.Vars = append(k.Vars, kustomizeVars(inst, p.vars)...)
+	return nil
+}
+
+// kustomizeVars are vars as kustomize vars reading the installation object.
+func kustomizeVars(inst Installation, vars []Var) []types.Var {
+	var out []types.Var
+	for _, v := range vars {
+		out = append(out, types.Var{
 			Name:     v.Name,
 			ObjRef:   types.Target{Gvk: gvk(inst.APIVersion, inst.Kind), Name: inst.Name},
 			FieldRef: types.FieldSelector{FieldPath: v.FieldPath},
 		})
 	}
-	return nil
+	return out
 }
 
 // gvk splits an apiVersion ("group/version" or "v1") into a resid.Gvk.
