@@ -259,7 +259,7 @@ func toTypeInstance(inst cairn.Instance) TypeInstanceObject {
 }
 
 func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}

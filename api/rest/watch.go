@@ -25,7 +25,7 @@ type WatchEvent struct {
 // "0") it first sends the current objects as ADDED; with one it resumes
 // after it, and a position already pruned gets 410 Gone.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			delete(matching, c.InstanceID)
 			delete(added, c.InstanceID)
 			delete(passed, c.InstanceID)
-			if selective && known && !was && !unsure || !o.matchesFields(c.Name, c.Namespace) {
+			if selective && known && !was && !unsure || !o.matchesFields(c.InstanceID, c.Name, c.Namespace) {
 				return nil
 			}
 			return send("DELETED", req.res.renderDeleted(c))
@@ -245,7 +245,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			return sendInstance("ADDED", inst)
 		case match:
 			return sendInstance(string(c.Kind), inst)
-		case was || !known && len(o.labels) > 0 && o.matchesFields(inst.Name, inst.Namespace):
+		case was || !known && len(o.labels) > 0 && o.matchesFields(inst.ID, inst.Name, inst.Namespace):
 			// It stopped matching, or may have: a client holding it from
 			// its list must drop it (a DELETED of an object it does not
 			// hold is harmless to a cache).
