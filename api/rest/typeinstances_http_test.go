@@ -388,7 +388,11 @@ func TestTypeInstancesFieldSelector(t *testing.T) {
 	e.mustDo("PATCH", flagPath("default", "b"), "application/merge-patch+json", `{"spec":{"key":"b2"}}`, http.StatusOK)
 	w.expect("MODIFIED " + b)
 	e.mustDo("DELETE", flagPath("default", "b"), "", nil, http.StatusOK)
-	w.expect("DELETED " + b)
+	// A DELETED event names the instance as its table row does (kubectl
+	// get ti -w prints spec.name), not by its id alone.
+	if ev := w.expect("DELETED " + b); ev[0].obj.Spec["name"] != "b" || ev[0].obj.Spec["namespace"] != "default" {
+		t.Errorf("DELETED event of typeinstance %s: %s", b, ev[0].Object)
+	}
 
 	l := decodeObj(t, e.mustDo("DELETE", tis+"?fieldSelector=metadata.name%3D"+otherA, "", nil, http.StatusOK))
 	if got := names(l); !slices.Equal(got, []string{otherA}) {

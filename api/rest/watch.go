@@ -261,7 +261,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 }
 
 // renderDeleted is the last known identity of a deleted instance.
-func (r *resource) renderDeleted(c store.Change) Object {
+func (r *resource) renderDeleted(c store.Change) any {
+	if r.hubKind == "typeinstances" {
+		// Its id, and the name and Type a table row shows (kubectl get
+		// ti -w prints spec.name, which an id alone left empty).
+		// No status: the change log keeps no resource version or lock.
+		return struct {
+			APIVersion string           `json:"apiVersion"`
+			Kind       string           `json:"kind"`
+			Metadata   ObjectMeta       `json:"metadata"`
+			Spec       TypeInstanceSpec `json:"spec"`
+		}{r.apiVersion(), r.kind,
+			ObjectMeta{Name: c.InstanceID, UID: c.InstanceID, ResourceVersion: strconv.FormatInt(c.Seq, 10)},
+			TypeInstanceSpec{TypeRef: c.TypeRef, Namespace: c.Namespace, Name: c.Name}}
+	}
 	o := Object{
 		APIVersion: r.apiVersion(),
 		Kind:       r.kind,
@@ -271,9 +284,6 @@ func (r *resource) renderDeleted(c store.Change) Object {
 			UID:             c.InstanceID,
 			ResourceVersion: strconv.FormatInt(c.Seq, 10),
 		},
-	}
-	if r.hubKind == "typeinstances" {
-		o.Metadata.Name, o.Metadata.Namespace = c.InstanceID, ""
 	}
 	return o
 }
