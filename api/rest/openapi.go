@@ -465,7 +465,9 @@ func typeInstanceSchemas() (spec, status map[string]any) {
 	obj := func(d string, props map[string]any) map[string]any {
 		return map[string]any{"type": "object", "description": d, "properties": props}
 	}
-	ids := func(d string) map[string]any { return map[string]any{"type": "array", "items": str(""), "description": d} }
+	ids := func(d string) map[string]any {
+		return map[string]any{"type": "array", "items": str(""), "description": d}
+	}
 	typeRef := func(d string) map[string]any {
 		return obj(d, map[string]any{"path": str("The Type's path."), "revision": str("The Type's revision.")})
 	}
