@@ -339,7 +339,11 @@ func TestTypeInstancesFieldSelector(t *testing.T) {
 		{"metadata.name=" + a, []string{a}},
 		{"metadata.name==" + a, []string{a}},
 		{"metadata.name!=" + a, sorted(otherA, b)},
-		{"metadata.name=a", nil}, // a name, not an id
+		{"metadata.name=a", nil}, // a name two instances have, not an id
+		// The name of exactly one instance, as GET typeinstances/b finds
+		// it: kubectl get ti b -w, wait ti/b and delete --wait then watch
+		// with metadata.name=b.
+		{"metadata.name=b", []string{b}},
 		{"spec.name=a", sorted(a, otherA)},
 		{"spec.name!=a", []string{b}},
 		{"spec.name=a,metadata.namespace=default", []string{a}},

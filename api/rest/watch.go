@@ -30,6 +30,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		return err
 	}
 	o.limit, o.after = 0, nil
+	if req.res.hubKind == "typeinstances" {
+		if err := s.resolveSelectedID(r, &o); err != nil {
+			return err
+		}
+	}
 	q := query(r)
 	if q.Has("sendInitialEvents") {
 		// Refused as by a Kubernetes API server without the WatchList
