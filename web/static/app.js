@@ -498,7 +498,7 @@ async function readInstance(id) {
 // metadata.name, the id, and its versions without values. The page then
 // shows all of it, says why the value is missing and offers no edit.
 async function readUnreachable(id, err) {
-  const l = await api(`${HUB}/typeinstances?${new URLSearchParams({ fieldSelector: `metadata.name=${id}`, values: 'false' })}`).catch(() => null);
+  const l = await api(`${HUB}/typeinstances?${new URLSearchParams({ fieldSelector: `metadata.name=${id}`, values: 'false', limit: '1' })}`).catch(() => null);
   const ti = l?.items.find((o) => o.metadata.name === id);
   if (!ti) throw err;
   const history = (await api(`${HUB}/typeinstances/${encodeURIComponent(id)}/resourceversions?values=false`).catch(() => null))?.items || [];
