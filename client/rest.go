@@ -240,12 +240,17 @@ func (r *REST) listInstances(ctx context.Context, f store.InstanceFilter, withVa
 		}
 		q.Add(k, v)
 	}
+	// A TypeInstance's metadata.name is its id; its name and namespace
+	// are in spec.
 	var fields []string
 	if f.Namespace != "" {
-		fields = append(fields, "metadata.namespace="+f.Namespace)
+		fields = append(fields, "spec.namespace="+f.Namespace)
 	}
 	if f.Name != "" {
-		fields = append(fields, "metadata.name="+f.Name)
+		fields = append(fields, "spec.name="+f.Name)
+	}
+	if f.ID != "" {
+		fields = append(fields, "metadata.name="+f.ID)
 	}
 	sel := make([]string, len(f.Labels))
 	for i, l := range f.Labels {

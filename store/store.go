@@ -283,6 +283,8 @@ type InstanceFilter struct {
 	CreatedBy string
 	Namespace string
 	Name      string
+	// ID matches the one instance of that id.
+	ID string
 	// Labels must all match.
 	Labels []labels.Requirement
 	// BackendID matches instances stored in that backend.

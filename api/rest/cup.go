@@ -168,7 +168,7 @@ func (s *Server) cupDefinitions(w http.ResponseWriter, r *http.Request) {
 // other, each a JSON document of its own (cup decodes a stream), in the
 // order of their names. labelSelector filters as on /apis.
 func (s *Server) cupList(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	if opts.Preconditions != nil || query(r).Get("resourceVersion") != "" {
 		return errStatus{badRequest("preconditions (uid, resourceVersion) name one object: a delete of a collection takes none")}
 	}
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}

@@ -258,13 +258,17 @@ func (s *Server) keepObject(key listKey, pos int64, b []byte) {
 // listOptions are the query parameters of a list or watch.
 type listOptions struct {
 	labels labels.Selector
-	// The field selector's terms, every one of which must hold:
-	// metadata.name and metadata.namespace equal to (the store filters
-	// on these) or different from (any number of) values. none: two
-	// equality terms of one field that differ, which nothing matches.
+	// The field selector's terms, every one of which must hold: the
+	// instance's name, id and namespace equal to (the store filters on
+	// these) or different from (any number of) values. A kind's
+	// metadata.name is the instance's name; a TypeInstance's metadata.name
+	// is its id, and spec.name its name. none: two equality terms of one
+	// field that differ, which nothing matches.
 	fieldName string
+	fieldID   string
 	fieldNS   string
 	notNames  []string
+	notIDs    []string
 	notNS     []string
 	none      bool
 	limit     int
@@ -278,7 +282,22 @@ type listOptions struct {
 	noValues bool
 }
 
-func parseListOptions(r *http.Request) (listOptions, error) {
+// The fields a field selector takes, by what they select: an instance's
+// name, id or namespace.
+var (
+	kindFields = map[string]string{"metadata.name": "name", "metadata.namespace": "namespace"}
+	// A TypeInstance serves its id as metadata.name (kubectl get ti ID -w,
+	// wait and delete --wait select by it), its name and namespace in
+	// spec; metadata.namespace stays, which clients used before spec.
+	typeInstanceFields = map[string]string{"metadata.name": "id", "spec.name": "name", "spec.namespace": "namespace", "metadata.namespace": "namespace"}
+)
+
+const (
+	kindFieldsHelp         = "metadata.name, metadata.namespace with =, == or !="
+	typeInstanceFieldsHelp = "metadata.name (the id), spec.name, spec.namespace (or metadata.namespace) with =, == or !="
+)
+
+func parseListOptions(r *http.Request, res *resource) (listOptions, error) {
 	q := query(r)
 	var o listOptions
 	sel, err := labels.Parse(q.Get("labelSelector"))
@@ -293,22 +312,29 @@ func parseListOptions(r *http.Request) (listOptions, error) {
 		if err != nil {
 			return o, errStatus{badRequest("invalid field selector: %v", err)}
 		}
+		known, help := kindFields, kindFieldsHelp
+		if res.hubKind == "typeinstances" {
+			known, help = typeInstanceFields, typeInstanceFieldsHelp
+		}
 		for _, req := range fsel.Requirements() {
-			eq := req.Operator != selection.NotEquals
-			switch {
-			case req.Field == "metadata.name" && eq:
-				o.none = o.none || o.fieldName != "" && o.fieldName != req.Value
-				o.fieldName = req.Value
-			case req.Field == "metadata.name":
-				o.notNames = append(o.notNames, req.Value)
-			case req.Field == "metadata.namespace" && eq:
-				o.none = o.none || o.fieldNS != "" && o.fieldNS != req.Value
-				o.fieldNS = req.Value
-			case req.Field == "metadata.namespace":
-				o.notNS = append(o.notNS, req.Value)
+			var eq *string
+			var not *[]string
+			switch known[req.Field] {
+			case "name":
+				eq, not = &o.fieldName, &o.notNames
+			case "id":
+				eq, not = &o.fieldID, &o.notIDs
+			case "namespace":
+				eq, not = &o.fieldNS, &o.notNS
 			default:
-				return o, errStatus{badRequest("field label not supported: %s (supported: metadata.name, metadata.namespace with =, == or !=)", req.Field)}
+				return o, errStatus{badRequest("field label not supported: %s (supported: %s)", req.Field, help)}
 			}
+			if req.Operator == selection.NotEquals {
+				*not = append(*not, req.Value)
+				continue
+			}
+			o.none = o.none || *eq != "" && *eq != req.Value
+			*eq = req.Value
 		}
 	}
 	if l := q.Get("limit"); l != "" {
@@ -389,7 +415,7 @@ func decodeContinue(s string) (continueToken, error) {
 
 // filter returns the store filter for a list of req with o.
 func (o listOptions) filter(req request) store.InstanceFilter {
-	f := store.InstanceFilter{Namespace: req.namespace, Labels: o.labels, Name: o.fieldName, Limit: o.limit, Order: listOrder(req.res)}
+	f := store.InstanceFilter{Namespace: req.namespace, Labels: o.labels, Name: o.fieldName, ID: o.fieldID, Limit: o.limit, Order: listOrder(req.res)}
 	if req.res.typ != nil {
 		f.TypePath = req.res.typ.Path
 	}
@@ -433,20 +459,21 @@ func (o listOptions) page(insts []cairn.Instance) ([]cairn.Instance, bool) {
 
 // hasFields says whether a field selector was given.
 func (o listOptions) hasFields() bool {
-	return o.fieldName != "" || o.fieldNS != "" || len(o.notNames) > 0 || len(o.notNS) > 0 || o.none
+	return o.fieldName != "" || o.fieldID != "" || o.fieldNS != "" || len(o.notNames) > 0 || len(o.notIDs) > 0 || len(o.notNS) > 0 || o.none
 }
 
-// matchesFields says whether an object of that name and namespace passes
-// every term of the field selector.
-func (o listOptions) matchesFields(name, namespace string) bool {
-	return !o.none && (o.fieldName == "" || name == o.fieldName) && (o.fieldNS == "" || namespace == o.fieldNS) &&
-		!slices.Contains(o.notNames, name) && !slices.Contains(o.notNS, namespace)
+// matchesFields says whether the instance of that id, name and namespace
+// passes every term of the field selector.
+func (o listOptions) matchesFields(id, name, namespace string) bool {
+	return !o.none && (o.fieldName == "" || name == o.fieldName) && (o.fieldID == "" || id == o.fieldID) &&
+		(o.fieldNS == "" || namespace == o.fieldNS) &&
+		!slices.Contains(o.notNames, name) && !slices.Contains(o.notIDs, id) && !slices.Contains(o.notNS, namespace)
 }
 
 // matches applies what the store filter cannot express (and, harmlessly,
 // what it did).
 func (o listOptions) matches(inst *cairn.Instance) bool {
-	return o.matchesFields(inst.Name, inst.Namespace)
+	return o.matchesFields(inst.ID, inst.Name, inst.Namespace)
 }
 
 // List is a list of objects: {apiVersion, kind: <Kind>List, metadata, items}.
@@ -464,7 +491,7 @@ type ListMeta struct {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}

@@ -100,10 +100,32 @@ spec:
 	k.file("note-bad.yaml", strings.Replace(served, "metadata:", "metadata:\n  colour: red", 1))
 	k.fails([]string{`strict decoding error: unknown field "metadata.colour"`}, "replace", "-f", "note-bad.yaml")
 
+	// A TypeInstance's metadata.name is its id, and a field selector
+	// takes it so: get --field-selector, and wait, which lists and
+	// watches with fieldSelector=metadata.name=ID; spec.name selects by
+	// name. explain shows the fields a TypeInstance is served with.
+	if out := k.ok("get", "ti", "--field-selector", "metadata.name="+id, "-o", "name"); strings.TrimSpace(out) != "typeinstance.hub.cairn.dev/"+id {
+		t.Errorf("get ti --field-selector metadata.name=%s = %q", id, out)
+	}
+	if out := k.ok("get", "ti", "--field-selector", "spec.name=note,spec.namespace=default", "-o", "name"); strings.TrimSpace(out) != "typeinstance.hub.cairn.dev/"+id {
+		t.Errorf("get ti --field-selector spec.name=note = %q", out)
+	}
+	if out := k.ok("wait", "ti/"+id, "--for=jsonpath={.spec.value.text}=three", "--timeout=10s"); !strings.Contains(out, "condition met") {
+		t.Errorf("wait ti/%s --for=jsonpath = %q", id, out)
+	}
+	if out := k.ok("explain", "ti.spec.typeRef"); !strings.Contains(out, "path") || !strings.Contains(out, "revision") {
+		t.Errorf("explain ti.spec.typeRef = %q", out)
+	}
+	if out := k.ok("explain", "ti", "--recursive"); !strings.Contains(out, "resourceVersion\t<integer>") || !strings.Contains(out, "typeRef\t<Object>") {
+		t.Errorf("explain ti --recursive:\n%s", out)
+	}
+
 	// A Type as kubectl gets it is created again from that file (another
 	// hub, or after a delete): named <path>:<revision>, with a timestamp.
 	k.file("note-type.yaml", k.ok("get", "type", "cap.type.kubectl.note:0.1.0", "-o", "yaml"))
-	k.ok("delete", "ti", id)
+	if out := k.ok("delete", "ti", id, "--wait", "--timeout=10s"); !strings.Contains(out, `"`+id+`" deleted`) {
+		t.Errorf("delete ti %s --wait = %q", id, out)
+	}
 	k.ok("delete", "type", "cap.type.kubectl.note:0.1.0")
 	if out := k.ok("create", "-f", "note-type.yaml"); !strings.Contains(out, "type.hub.cairn.dev/cap.type.kubectl.note:0.1.0 created") {
 		t.Errorf("create -f of a served Type = %q", out)

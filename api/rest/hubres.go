@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -259,8 +260,11 @@ func toTypeInstance(inst cairn.Instance) TypeInstanceObject {
 }
 
 func (s *Server) listTypeInstances(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
+		return err
+	}
+	if err := s.resolveSelectedID(r, &o); err != nil {
 		return err
 	}
 	seq, err := s.hub.LastSeq(r.Context())
@@ -343,6 +347,27 @@ func (s *Server) typeInstanceID(r *http.Request, name string) (string, error) {
 		ids[i] = in.ID
 	}
 	return "", errStatus{notFoundStatus(fmt.Sprintf("typeinstances.%s %q is ambiguous: several TypeInstances are named so (of different Types or namespaces); use an id: %s", HubGroup, name, strings.Join(ids, ", ")))}
+}
+
+// resolveSelectedID reads a TypeInstance field selector's metadata.name
+// as GET typeinstances/{name} reads its name: an id, or the name of
+// exactly one instance. kubectl addresses an object by the name it was
+// given (kubectl get ti NAME -w, wait ti/NAME, delete --wait), then
+// lists and watches it with fieldSelector=metadata.name=NAME. One that
+// names no instance, or several, selects nothing.
+func (s *Server) resolveSelectedID(r *http.Request, o *listOptions) error {
+	if o.fieldID == "" || uuid.Validate(o.fieldID) == nil {
+		return nil
+	}
+	id, err := s.typeInstanceID(r, o.fieldID)
+	if es, ok := errors.AsType[errStatus](err); ok && es.st.Code == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.fieldID = id
+	return nil
 }
 
 func (s *Server) getTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {

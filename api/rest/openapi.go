@@ -144,6 +144,10 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 			}
 		}
 	}
+	status := objectStatusSchema()
+	if r.hubKind == "typeinstances" {
+		spec, status = typeInstanceSchemas()
+	}
 	if _, ok := spec["description"]; !ok {
 		spec["description"] = specDescription(r)
 	}
@@ -155,7 +159,7 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
 			"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
 			"spec":       spec,
-			"status":     objectStatusSchema(),
+			"status":     status,
 		},
 		"x-kubernetes-group-version-kind": gvk,
 	}
@@ -452,6 +456,45 @@ func (s *Server) openAPIV2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"swagger": doc.Swagger, "info": map[string]string{"title": doc.Info.Title, "version": doc.Info.Version}, "paths": map[string]any{}})
+}
+
+// typeInstanceSchemas are the spec and status of a TypeInstance as it is
+// served (TypeInstanceSpec, TypeInstanceStatus), for kubectl explain.
+func typeInstanceSchemas() (spec, status map[string]any) {
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	obj := func(d string, props map[string]any) map[string]any {
+		return map[string]any{"type": "object", "description": d, "properties": props}
+	}
+	ids := func(d string) map[string]any {
+		return map[string]any{"type": "array", "items": str(""), "description": d}
+	}
+	typeRef := func(d string) map[string]any {
+		return obj(d, map[string]any{"path": str("The Type's path."), "revision": str("The Type's revision.")})
+	}
+	spec = obj("", map[string]any{
+		"typeRef":   typeRef("The Type of the instance."),
+		"namespace": str("The namespace the instance lives in."),
+		"name":      str("The instance's name, unique per Type path and namespace."),
+		"alias":     str("The instance's alias."),
+		"attributes": map[string]any{"type": "array", "description": "The attributes of the latest resource version.",
+			"items": typeRef("An attribute: a Type path and revision.")},
+		"value": map[string]any{"x-kubernetes-preserve-unknown-fields": true,
+			"description": "The instance's value, from its backend, validated against the Type's JSON Schema."},
+		"backend": obj("The storage backend that holds the value.", map[string]any{
+			"id":       str("The backend's TypeInstance id."),
+			"abstract": map[string]any{"type": "boolean", "description": "True when the hub itself stores the value."},
+			"context":  map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "What the backend keeps about the value."},
+		}),
+	})
+	delete(spec, "description") // specDescription's
+	status = obj("What the hub tracks beside the value (read-only).", map[string]any{
+		"lockedBy":        str("Who holds the instance's lock."),
+		"createdBy":       str("Who created the latest resource version."),
+		"resourceVersion": map[string]any{"type": "integer", "description": "The instance's resource version (1, 2, ...)."},
+		"uses":            ids("The ids of the instances this one uses."),
+		"usedBy":          ids("The ids of the instances that use this one."),
+	})
+	return spec, status
 }
 
 // objectStatusSchema is the hub's part of an object's status

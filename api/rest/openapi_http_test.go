@@ -193,3 +193,24 @@ func TestOpenAPIHubKindsSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPITypeInstanceFields: kubectl explain ti (--recursive,
+// ti.spec.typeRef) shows the fields a TypeInstance is served with, not
+// an open spec and a kind's status.
+func TestOpenAPITypeInstanceFields(t *testing.T) {
+	e := newRestEnv(t)
+	doc := openAPIDoc(t, e, "/openapi/v3/apis/hub.cairn.dev/v1")
+	ti := doc.Components.Schemas["dev.cairn.hub.v1.TypeInstance"]
+	spec, status := ti.Properties["spec"], ti.Properties["status"]
+	for _, p := range []string{"typeRef", "namespace", "name", "alias", "attributes", "value", "backend"} {
+		if _, ok := spec.Properties[p]; !ok {
+			t.Errorf("TypeInstance spec lacks %s: %v", p, keys(spec.Properties))
+		}
+	}
+	if spec.Properties["typeRef"].Properties["path"].Type != "string" || spec.Properties["backend"].Properties["id"].Type != "string" {
+		t.Errorf("TypeInstance spec.typeRef.path, spec.backend.id: %+v", spec.Properties)
+	}
+	if got, want := keys(status.Properties), []string{"createdBy", "lockedBy", "resourceVersion", "usedBy", "uses"}; !slices.Equal(got, want) {
+		t.Errorf("TypeInstance status fields = %v, want %v", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -316,4 +317,90 @@ func TestDeleteTypeInstancePreconditions(t *testing.T) {
 			e.mustDo("GET", path, "", nil, 200) // still there
 		})
 	}
+}
+
+// TestTypeInstancesFieldSelector: a TypeInstance's metadata.name is its
+// id, so fieldSelector=metadata.name selects by id, as on every Kubernetes
+// resource (kubectl get ti ID -w, wait and delete --wait select the object
+// they watch that way); spec.name and spec.namespace (metadata.namespace
+// too) select by the instance's name and namespace. The same in a list, a
+// table, a watch and a delete of the collection.
+func TestTypeInstancesFieldSelector(t *testing.T) {
+	e := newFlagsEnv(t)
+	a := e.createFlag("default", "a", nil, `{"key":"a"}`).Metadata.UID
+	otherA := e.createFlag("other", "a", nil, `{"key":"a"}`).Metadata.UID
+	b := e.createFlag("default", "b", nil, `{"key":"b"}`).Metadata.UID
+	tis := hubGV + "/typeinstances"
+	sorted := func(ids ...string) []string { slices.Sort(ids); return ids }
+	for _, c := range []struct {
+		fs   string
+		want []string
+	}{
+		{"metadata.name=" + a, []string{a}},
+		{"metadata.name==" + a, []string{a}},
+		{"metadata.name!=" + a, sorted(otherA, b)},
+		{"metadata.name=a", nil}, // a name two instances have, not an id
+		// The name of exactly one instance, as GET typeinstances/b finds
+		// it: kubectl get ti b -w, wait ti/b and delete --wait then watch
+		// with metadata.name=b.
+		{"metadata.name=b", []string{b}},
+		{"spec.name=a", sorted(a, otherA)},
+		{"spec.name!=a", []string{b}},
+		{"spec.name=a,metadata.namespace=default", []string{a}},
+		{"spec.name=a,spec.namespace=other", []string{otherA}},
+		{"spec.namespace!=default", []string{otherA}},
+		{"metadata.name=" + a + ",spec.name=b", nil},
+		{"metadata.name=" + b + ",spec.name=b", []string{b}},
+	} {
+		for _, q := range []string{"", "&values=false", "&limit=1"} {
+			l := decodeObj(t, e.mustDo("GET", tis+"?fieldSelector="+url.QueryEscape(c.fs)+q, "", nil, http.StatusOK))
+			var got []string
+			for _, it := range l.Items {
+				if slices.Contains([]string{a, otherA, b}, it.Metadata.Name) { // not the hub's own
+					got = append(got, it.Metadata.Name)
+				}
+			}
+			want := c.want
+			if q == "&limit=1" && len(want) > 1 {
+				want = want[:1]
+			}
+			if q == "&limit=1" && strings.Contains(c.fs, "!=") {
+				// A page holds the store's matches; != is applied to it.
+				want = got
+				if len(got) > 1 || len(got) == 1 && !slices.Contains(c.want, got[0]) {
+					t.Errorf("typeinstances?fieldSelector=%s%s = %v, want at most one of %v", c.fs, q, got, c.want)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("typeinstances?fieldSelector=%s%s = %v, want %v", c.fs, q, got, want)
+			}
+		}
+	}
+	r := e.do("GET", tis+"?fieldSelector=status.name%3Da", "", nil)
+	wantStatus(t, r, http.StatusBadRequest, "BadRequest", "status.name", "metadata.name (the id)", "spec.name")
+	// spec.name is a TypeInstance's: a kind's objects have their name in metadata.name.
+	wantStatus(t, e.do("GET", flagsIn("default")+"?fieldSelector=spec.name%3Da", "", nil), http.StatusBadRequest, "BadRequest", "spec.name")
+
+	tbl := e.mustDo("GET", tis+"?fieldSelector=metadata.name%3D"+a, "application/json;as=Table;g=meta.k8s.io;v=v1", nil, http.StatusOK)
+	if !strings.Contains(string(tbl.body), a) || strings.Contains(string(tbl.body), b) {
+		t.Errorf("table of metadata.name=%s: %s", a, tbl.body)
+	}
+
+	w := e.watch(tis + "?fieldSelector=metadata.name%3D" + b)
+	w.expect("ADDED " + b)
+	e.mustDo("PATCH", flagPath("default", "a"), "application/merge-patch+json", `{"spec":{"key":"a2"}}`, http.StatusOK)
+	e.mustDo("PATCH", flagPath("default", "b"), "application/merge-patch+json", `{"spec":{"key":"b2"}}`, http.StatusOK)
+	w.expect("MODIFIED " + b)
+	e.mustDo("DELETE", flagPath("default", "b"), "", nil, http.StatusOK)
+	// A DELETED event names the instance as its table row does (kubectl
+	// get ti -w prints spec.name), not by its id alone.
+	if ev := w.expect("DELETED " + b); ev[0].obj.Spec["name"] != "b" || ev[0].obj.Spec["namespace"] != "default" {
+		t.Errorf("DELETED event of typeinstance %s: %s", b, ev[0].Object)
+	}
+
+	l := decodeObj(t, e.mustDo("DELETE", tis+"?fieldSelector=metadata.name%3D"+otherA, "", nil, http.StatusOK))
+	if got := names(l); !slices.Equal(got, []string{otherA}) {
+		t.Errorf("deletecollection of metadata.name=%s deleted %v", otherA, got)
+	}
+	e.mustDo("GET", tis+"/"+a, "", nil, http.StatusOK)
 }

@@ -25,11 +25,16 @@ type WatchEvent struct {
 // "0") it first sends the current objects as ADDED; with one it resumes
 // after it, and a position already pruned gets 410 Gone.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) error {
-	o, err := parseListOptions(r)
+	o, err := parseListOptions(r, req.res)
 	if err != nil {
 		return err
 	}
 	o.limit, o.after = 0, nil
+	if req.res.hubKind == "typeinstances" {
+		if err := s.resolveSelectedID(r, &o); err != nil {
+			return err
+		}
+	}
 	q := query(r)
 	if q.Has("sendInitialEvents") {
 		// Refused as by a Kubernetes API server without the WatchList
@@ -210,7 +215,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			delete(matching, c.InstanceID)
 			delete(added, c.InstanceID)
 			delete(passed, c.InstanceID)
-			if selective && known && !was && !unsure || !o.matchesFields(c.Name, c.Namespace) {
+			if selective && known && !was && !unsure || !o.matchesFields(c.InstanceID, c.Name, c.Namespace) {
 				return nil
 			}
 			return send("DELETED", req.res.renderDeleted(c))
@@ -245,7 +250,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 			return sendInstance("ADDED", inst)
 		case match:
 			return sendInstance(string(c.Kind), inst)
-		case was || !known && len(o.labels) > 0 && o.matchesFields(inst.Name, inst.Namespace):
+		case was || !known && len(o.labels) > 0 && o.matchesFields(inst.ID, inst.Name, inst.Namespace):
 			// It stopped matching, or may have: a client holding it from
 			// its list must drop it (a DELETED of an object it does not
 			// hold is harmless to a cache).
@@ -261,7 +266,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 }
 
 // renderDeleted is the last known identity of a deleted instance.
-func (r *resource) renderDeleted(c store.Change) Object {
+func (r *resource) renderDeleted(c store.Change) any {
+	if r.hubKind == "typeinstances" {
+		// Its id, and the name and Type a table row shows (kubectl get
+		// ti -w prints spec.name, which an id alone left empty).
+		// No status: the change log keeps no resource version or lock.
+		return struct {
+			APIVersion string           `json:"apiVersion"`
+			Kind       string           `json:"kind"`
+			Metadata   ObjectMeta       `json:"metadata"`
+			Spec       TypeInstanceSpec `json:"spec"`
+		}{r.apiVersion(), r.kind,
+			ObjectMeta{Name: c.InstanceID, UID: c.InstanceID, ResourceVersion: strconv.FormatInt(c.Seq, 10)},
+			TypeInstanceSpec{TypeRef: c.TypeRef, Namespace: c.Namespace, Name: c.Name}}
+	}
 	o := Object{
 		APIVersion: r.apiVersion(),
 		Kind:       r.kind,
@@ -271,9 +289,6 @@ func (r *resource) renderDeleted(c store.Change) Object {
 			UID:             c.InstanceID,
 			ResourceVersion: strconv.FormatInt(c.Seq, 10),
 		},
-	}
-	if r.hubKind == "typeinstances" {
-		o.Metadata.Name, o.Metadata.Namespace = c.InstanceID, ""
 	}
 	return o
 }

@@ -1172,6 +1172,14 @@ func (c *Cache) listByID(f store.InstanceFilter, paths []string, withValues bool
 		}
 		ids = ids[i:]
 	}
+	if f.ID != "" {
+		// One id: a look-up, not a walk over every id.
+		i, found := slices.BinarySearch(ids, f.ID)
+		if !found {
+			return []cairn.Instance{}
+		}
+		ids = ids[i : i+1]
+	}
 	one := len(paths) == 1 && paths[0] == f.TypePath
 	n := 0
 	for _, path := range paths {
@@ -1211,6 +1219,7 @@ func matches(e *entry, f store.InstanceFilter) bool {
 	case f.TypeRevision != "" && in.TypeRef.Revision != f.TypeRevision,
 		f.Namespace != "" && in.Namespace != f.Namespace,
 		f.Name != "" && in.Name != f.Name,
+		f.ID != "" && in.ID != f.ID,
 		f.CreatedBy != "" && in.Latest.CreatedBy != f.CreatedBy,
 		f.BackendID != "" && in.Backend.ID != f.BackendID:
 		return false

@@ -87,11 +87,18 @@ func TestListMatchesStore(t *testing.T) {
 	ctx := context.Background()
 	st, _ := fixture(t, 60)
 	c := cache.New(st)
+	some, err := st.ListInstances(ctx, store.InstanceFilter{Name: "n007"})
+	if err != nil || len(some) == 0 {
+		t.Fatalf("list n007: %v %v", some, err)
+	}
 	tests := []struct {
 		name string
 		f    store.InstanceFilter
 	}{
 		{"all", store.InstanceFilter{}},
+		{"id", store.InstanceFilter{ID: some[0].ID}},
+		{"id and another name", store.InstanceFilter{ID: some[0].ID, Name: "n008"}},
+		{"unknown id", store.InstanceFilter{ID: "no-such-id"}},
 		{"type", store.InstanceFilter{TypePath: "cap.type.a"}},
 		{"type prefix", store.InstanceFilter{TypePath: "cap.type.*"}},
 		{"type prefix b", store.InstanceFilter{TypePath: "cap.type.b.*"}},

@@ -921,7 +921,7 @@ func (r *kube) lookup(ctx context.Context, p *plan, withValue bool) (rest.TypeIn
 		// backend that is down failed the lookup.
 		ns := cmp.Or(in.Namespace, cairn.DefaultNamespace)
 		l, err := r.c.ListAll(ctx, client.TypeInstances, "", client.ListOptions{
-			FieldSelector: "metadata.name=" + in.Name + ",metadata.namespace=" + ns,
+			FieldSelector: "spec.name=" + in.Name + ",spec.namespace=" + ns,
 			Extra:         url.Values{"values": {"false"}, "typePath": {in.TypeRef.Path}}})
 		if err != nil {
 			return cur, false, fmt.Errorf("%s: %w", p.doc.Pos, err)

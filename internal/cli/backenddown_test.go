@@ -10,7 +10,8 @@ import (
 // TestGetWhileABackendIsDown: with the backend of one instance down, the
 // tables and -o name of get list every instance (none reads a value), and
 // -o json/yaml, which show values, fail with exit 6 naming the backend and
-// the instance rather than leaving it out or showing it empty.
+// the instance rather than leaving it out or showing it empty; describe
+// shows all but the value, and says why it is missing.
 func TestGetWhileABackendIsDown(t *testing.T) {
 	modes(t, func(t *testing.T, e *server) {
 		addr, stop := serveFileBackend(t, file.Config{Dir: t.TempDir()})
@@ -18,7 +19,7 @@ func TestGetWhileABackendIsDown(t *testing.T) {
 		e.withFlags()
 		e.ok("apply", "-f", e.file("d.yaml", `apiVersion: hub.cairn.dev/v1
 kind: TypeInstance
-metadata: {name: d}
+metadata: {name: d, labels: {team: moon}}
 spec:
   typeRef: {path: io.flipt.flag, revision: 1.0.0-alpha.1}
   backend: {id: files}
@@ -46,6 +47,21 @@ spec:
 			for _, w := range c.want {
 				if !strings.Contains(r.stdout, w) {
 					t.Errorf("cairn %s lacks %q:\n%s", strings.Join(c.args, " "), w, r.stdout)
+				}
+			}
+		}
+		// describe shows what the hub keeps of the instance (metadata,
+		// labels, backend, relations, versions without values), says the
+		// value is unavailable and why, and exits 6.
+		for _, args := range [][]string{{"describe", "flag", "d"}, {"describe", "ti", d.ID}, {"describe", "ti", "d"}} {
+			r := e.run("", args...)
+			if r.code != 6 || !strings.Contains(r.stderr, `External backend "`+b.ID+`"`) {
+				t.Errorf("cairn %s: exit %d\nstderr: %s\nwant exit 6 naming the backend", strings.Join(args, " "), r.code, r.stderr)
+			}
+			for _, w := range []string{"Name:", " d\n", "UID:", d.ID, "team=moon", "Type:", "io.flipt.flag:1.0.0-alpha.1", "Backend:", b.ID,
+				"Spec:  <unavailable: backend files could not be read: ", `External backend "` + b.ID + `"`, "Resource Versions:", "VERSION", "\n  1 "} {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("cairn %s lacks %q:\n%s", strings.Join(args, " "), w, r.stdout)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -44,7 +45,16 @@ func (r *kube) describeCommand() *cobra.Command {
 					return err
 				}
 				for _, name := range g.names {
-					obj, err := r.getObject(ctx, g.res, namespaceOf(g.res, namespace), name)
+					ns := namespaceOf(g.res, namespace)
+					obj, err := r.getObject(ctx, g.res, ns, name)
+					// unavailable: the value could not be read (its backend
+					// is down); the rest is the hub's, and still shown.
+					var unavailable error
+					if cairn.HasCode(err, cairn.CodeUnavailable) {
+						if o, ok := r.objectWithoutValue(ctx, g.res, ns, name); ok {
+							obj, unavailable, err = o, err, nil
+						}
+					}
 					if err != nil {
 						errs = append(errs, err)
 						continue
@@ -53,8 +63,11 @@ func (r *kube) describeCommand() *cobra.Command {
 						fmt.Fprintln(w)
 					}
 					n++
-					if err := r.describe(ctx, w, g.res, obj); err != nil {
+					if err := r.describe(ctx, w, g.res, obj, unavailable); err != nil {
 						return err
+					}
+					if unavailable != nil {
+						errs = append(errs, unavailable)
 					}
 				}
 			}
@@ -63,6 +76,29 @@ func (r *kube) describeCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", cairn.DefaultNamespace, "namespace of a namespaced resource")
 	return cmd
+}
+
+// objectWithoutValue reads the object name of res as a list without values
+// (values=false) serves it: what the hub itself keeps, read when its value
+// cannot be. A TypeInstance is found by its id, else by its name when
+// exactly one instance has it (as typeinstances/NAME is).
+func (r *kube) objectWithoutValue(ctx context.Context, res client.Resource, ns, name string) (object, bool) {
+	find := func(selector string) []json.RawMessage {
+		l, err := r.c.List(ctx, res, ns, client.ListOptions{FieldSelector: selector, Extra: url.Values{"values": {"false"}}})
+		if err != nil {
+			return nil
+		}
+		return l.Items
+	}
+	items := find("metadata.name=" + name)
+	if len(items) == 0 && isHub(res, "typeinstances") {
+		items = find("spec.name=" + name)
+	}
+	if len(items) != 1 {
+		return object{}, false
+	}
+	obj, err := decodeObject(items[0])
+	return obj, err == nil
 }
 
 // describedInstance is what describe shows of an instance, from either of
@@ -80,12 +116,14 @@ type describedInstance struct {
 	backend           rest.StatusBackend
 	uses, usedBy      []string
 	value             json.RawMessage
+	// unavailable says why the value could not be read, if it could not.
+	unavailable error
 	// reported is the status the instance's controllers wrote, if any.
 	reported   json.RawMessage
 	attributes []cairn.AttributeRef
 }
 
-func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, obj object) error {
+func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, obj object, unavailable error) error {
 	switch {
 	case isHub(res, "types"):
 		return r.describeType(w, obj)
@@ -103,6 +141,7 @@ func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, o
 			typeRef: spec.TypeRef, labels: obj.Metadata.Labels, ann: obj.Metadata.Annotations, created: obj.created(),
 			createdBy: st.CreatedBy, locked: st.LockedBy, generation: obj.Metadata.Generation, resourceVersion: obj.Metadata.ResourceVersion,
 			backend: spec.Backend, uses: st.Uses, usedBy: st.UsedBy, value: spec.Value, attributes: spec.Attributes,
+			unavailable: unavailable,
 		})
 	}
 	var st rest.ObjectStatus
@@ -112,6 +151,7 @@ func (r *kube) describe(ctx context.Context, w io.Writer, res client.Resource, o
 		typeRef: st.TypeRef, labels: obj.Metadata.Labels, ann: obj.Metadata.Annotations, created: obj.created(),
 		createdBy: st.CreatedBy, locked: st.LockedBy, generation: obj.Metadata.Generation, resourceVersion: obj.Metadata.ResourceVersion,
 		backend: st.Backend, uses: st.Uses, usedBy: st.UsedBy, value: obj.Spec, reported: reportedStatus(obj.Status),
+		unavailable: unavailable,
 	})
 }
 
@@ -176,9 +216,11 @@ func (r *kube) describeInstance(ctx context.Context, w io.Writer, d describedIns
 	}
 	f.title(0, "Backend")
 	f.add(1, "ID", d.backend.ID)
+	backendName := d.backend.ID
 	if raw, err := r.c.Get(ctx, client.Backends, "", d.backend.ID); err == nil {
 		var b rest.BackendObject
 		_ = json.Unmarshal(raw, &b)
+		backendName = cmpOr(b.Spec.Alias, backendName)
 		f.add(1, "Alias", b.Spec.Alias)
 		f.add(1, "URL", b.Spec.URL)
 		f.add(1, "Accept Value", strconv.FormatBool(b.Spec.AcceptValue))
@@ -215,7 +257,11 @@ func (r *kube) describeInstance(ctx context.Context, w io.Writer, d describedIns
 			return err
 		}
 	}
-	if err := writeYAMLBlock(w, "Spec", d.value); err != nil {
+	if d.unavailable != nil {
+		if _, err := fmt.Fprintf(w, "Spec:  <unavailable: backend %s could not be read: %v>\n", backendName, d.unavailable); err != nil {
+			return err
+		}
+	} else if err := writeYAMLBlock(w, "Spec", d.value); err != nil {
 		return err
 	}
 	if d.reported != nil {

@@ -381,6 +381,9 @@ func instanceWhere(f store.InstanceFilter) (string, args, error) {
 	if f.Name != "" {
 		where = append(where, `i.name = `+a.add(f.Name))
 	}
+	if f.ID != "" {
+		where = append(where, `i.id = `+a.add(f.ID))
+	}
 	if f.CreatedBy != "" {
 		where = append(where, `v.created_by = `+a.add(f.CreatedBy))
 	}

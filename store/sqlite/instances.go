@@ -260,6 +260,9 @@ func instanceWhere(f store.InstanceFilter) (string, []any, error) {
 	if f.Name != "" {
 		add(`i.name = ?`, f.Name)
 	}
+	if f.ID != "" {
+		add(`i.id = ?`, f.ID)
+	}
 	if f.CreatedBy != "" {
 		add(`v.created_by = ?`, f.CreatedBy)
 	}

@@ -494,13 +494,11 @@ async function readInstance(id) {
 
 // readUnreachable reads what the hub itself keeps of an instance whose
 // backend does not answer (its value and contexts are the backend's): the
-// instance without its value from a list (values=false), found by the name
-// GraphQL gives for the id, and its versions without values. The page then
+// instance without its value from a list (values=false) selected by its
+// metadata.name, the id, and its versions without values. The page then
 // shows all of it, says why the value is missing and offers no edit.
 async function readUnreachable(id, err) {
-  const x = (await gql('query($id: ID!) { typeInstance(id: $id) { namespace name } }', { id }).catch(() => null))?.typeInstance;
-  if (!x) throw err;
-  const l = await api(`${HUB}/typeinstances?${new URLSearchParams({ fieldSelector: `metadata.name=${x.name},metadata.namespace=${x.namespace}`, values: 'false', limit: '1' })}`).catch(() => null);
+  const l = await api(`${HUB}/typeinstances?${new URLSearchParams({ fieldSelector: `metadata.name=${id}`, values: 'false', limit: '1' })}`).catch(() => null);
   const ti = l?.items.find((o) => o.metadata.name === id);
   if (!ti) throw err;
   const history = (await api(`${HUB}/typeinstances/${encodeURIComponent(id)}/resourceversions?values=false`).catch(() => null))?.items || [];
@@ -697,11 +695,10 @@ async function instancePage(ctx, params, id) {
   if (type && !computed && !withheld && !read.unreachable) editBox.append(editForm(ti, type, owner));
 
   // Changes made elsewhere while the page is open are announced at once
-  // (a watch narrowed to this name and namespace).
+  // (a watch narrowed to this object).
   const changed = h('div', { 'aria-live': 'assertive' });
-  const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
   const kind = type?.fromKind;
-  const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}&values=false`;
+  const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(`metadata.name=${id}`)}&values=false`;
   if (!read.versions || kind) watch(watched, ti.metadata.resourceVersion, (ev) => {
     if ((kind ? ev.object?.metadata?.uid : ev.object?.metadata?.name) !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
     changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
