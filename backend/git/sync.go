@@ -199,6 +199,33 @@ func (b *Backend) undoImport(ctx context.Context, id string, rv int, op string) 
 	return true, nil
 }
 
+// ImportedVersion returns the instance and resource version that the
+// branch, as of the last fetch, holds as the import of resource
+// ("apiVersion Kind namespace/name") from the outside commit source; ok is
+// false when no live version is from it (never imported, taken back, or
+// deleted since). The hub may not hold that version: the process that
+// pushed the import has not stored it yet, or died first, leaving it to
+// recovery to take back; sync must then wait rather than count the change
+// imported.
+func (b *Backend) ImportedVersion(source plumbing.Hash, resource string) (id string, rv int, ok bool) {
+	b.imu.RLock()
+	defer b.imu.RUnlock()
+	for id, e := range b.idx {
+		if resourceTrailer(e.id) != resource {
+			continue
+		}
+		for v, c := range e.versions {
+			if c == source && v > rv {
+				rv, ok = v, true
+			}
+		}
+		if ok {
+			return id, rv, true
+		}
+	}
+	return "", 0, false
+}
+
 // FileChange is one resource file's change in one commit.
 type FileChange struct {
 	Commit plumbing.Hash

@@ -3,6 +3,7 @@ package gitsync_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -177,60 +178,86 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 // (which knows nothing of the sync) takes the import back. Jane's file
 // must stay as she pushed it, and the next sync imports it.
 func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
-	r := gittest.NewRemote(t)
-	var pushes, allowed atomic.Int64
-	allowed.Store(math.MaxInt64)
-	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
-				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
-				return
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced=%v", synced), func(t *testing.T) {
+			r := gittest.NewRemote(t)
+			var pushes, allowed atomic.Int64
+			allowed.Store(math.MaxInt64)
+			url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
+						http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+						return
+					}
+					h.ServeHTTP(w, req)
+				})
+			})
+			e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+			ctx := context.Background()
+			e.create("existing", false)
+			s := e.syncer()
+			if synced {
+				// A sync before Jane's push: the next one walks her commit
+				// (Pending), rather than reconciling the tip's files.
+				if _, err := s.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
 			}
-			h.ServeHTTP(w, req)
+			e.person("status") // clones
+			// Two files: one import batch, which recovery takes back instance by
+			// instance.
+			e.write("added", flagFile("added", true))
+			e.write("added2", flagFile("added2", false))
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "add added")
+			e.person("push", "--quiet", "origin", "main")
+			tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
+
+			allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
+			allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
+			if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
+				t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
+			}
+			pending, err := e.h.PendingIntents(ctx)
+			if err != nil || len(pending) != 2 {
+				t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
+			}
+
+			allowed.Store(math.MaxInt64)
+			allow()
+			e.open(e.cache) // a restarted process
+			// Its sync runs before recovery (whose grace has not passed): the
+			// branch records the import, the hub does not hold it. The sync must
+			// not take the branch's record for the hub's and move past Jane's
+			// commit, or nothing would import her files once recovery took the
+			// import back.
+			before := e.remote.Commits(t)
+			if res, err := e.syncer().Sync(ctx); err == nil || !strings.Contains(err.Error(), "not in the hub") {
+				t.Fatalf("Sync before recovery = %+v, %v; want it stopped at the import the hub does not hold", res, err)
+			}
+			if _, err := e.get("added"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("added before recovery: %v, want NotFound", err)
+			}
+			if n := e.remote.Commits(t) - before; n != 0 {
+				t.Errorf("the sync before recovery made %d commits, want none", n)
+			}
+			rec, err := e.h.Recover(ctx, 0)
+			if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
+				t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+			}
+			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+			}
+			res, err := e.syncer().Sync(ctx)
+			if err != nil || res.Created != 2 {
+				t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+			}
+			if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
+				t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+			}
+			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("the import after recovery changed the repository's files")
+			}
 		})
-	})
-	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
-	ctx := context.Background()
-	e.create("existing", false)
-	s := e.syncer()
-	e.person("status") // clones
-	// Two files: one import batch, which recovery takes back instance by
-	// instance.
-	e.write("added", flagFile("added", true))
-	e.write("added2", flagFile("added2", false))
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add added")
-	e.person("push", "--quiet", "origin", "main")
-	tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
-
-	allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
-	allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
-	if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
-		t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
-	}
-	pending, err := e.h.PendingIntents(ctx)
-	if err != nil || len(pending) != 2 {
-		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
-	}
-
-	allowed.Store(math.MaxInt64)
-	allow()
-	e.open(e.cache) // a restarted process
-	rec, err := e.h.Recover(ctx, 0)
-	if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
-		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
-	}
-	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
-		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
-	}
-	res, err := e.syncer().Sync(ctx)
-	if err != nil || res.Created != 2 {
-		t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
-	}
-	if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
-		t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
-	}
-	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
-		t.Errorf("the import after recovery changed the repository's files")
 	}
 }

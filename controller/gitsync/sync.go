@@ -393,6 +393,30 @@ func (s *Syncer) typeFor(ctx context.Context, kind controller.Kind) (cairn.Type,
 	return *best, nil
 }
 
+// stored checks that the hub holds the version the branch records as the
+// import of resource from commit (by another process, or by this one
+// before it restarted). When it does not, that import is on its way (the
+// process that pushed it has not stored it yet) or was left halfway (the
+// process died, or the hub could not store it and could not push the undo
+// either), and recovery will take it back: counting the change imported
+// would move the sync past it for good, so the sync stops here
+// (CodeUnavailable) and a later one resumes at this commit.
+func (s *Syncer) stored(ctx context.Context, b *git.Backend, commit plumbing.Hash, resource string) error {
+	id, rv, ok := b.ImportedVersion(commit, resource)
+	if !ok {
+		return nil // taken back or deleted since: nothing the hub must hold
+	}
+	inst, err := s.cfg.Hub.GetInstance(ctx, id, false)
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return err
+	}
+	if err == nil && inst.Latest.ResourceVersion >= rv {
+		return nil
+	}
+	return cairn.Errorf(cairn.CodeUnavailable, "the import of %s (TypeInstance %q, resource version %d) is on the branch but not in the hub: "+
+		"the process that imported it is still storing it, or stopped halfway and recovery will take it back; the sync resumes at this commit", resource, id, rv)
+}
+
 // refused says whether the hub refused a change for a reason in the
 // change itself (reported and skipped), rather than failing (retried).
 func refused(err error) bool {
@@ -432,7 +456,7 @@ func (s *Syncer) plan(ctx context.Context, b *git.Backend, fc git.FileChange, im
 	}
 	out.ev.Resource = p.String()
 	if imported[out.ev.Resource] {
-		return out, nil
+		return out, s.stored(ctx, b, fc.Commit, out.ev.Resource)
 	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
@@ -486,7 +510,7 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	if p.create != nil {
 		created, err := s.cfg.Hub.CreateInstances(ictx, hub.CreateRequest{Instances: []hub.NewInstance{*p.create}})
 		if errors.Is(err, git.ErrImported) {
-			return ev, nil // another replica was first
+			return ev, s.stored(ctx, b, fc.Commit, ev.Resource) // another replica was first
 		}
 		if refused(err) {
 			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("create %s: %v", ev.Resource, err)
@@ -500,7 +524,7 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	}
 	_, err = s.cfg.Hub.UpdateInstances(ictx, []hub.UpdateInstance{*p.update})
 	if errors.Is(err, git.ErrImported) {
-		return ev, nil // another replica was first
+		return ev, s.stored(ctx, b, fc.Commit, ev.Resource) // another replica was first
 	}
 	if refused(err) {
 		ev.Type, ev.Reason = "Skipped", fmt.Sprintf("update %s: %v", ev.Resource, err)
