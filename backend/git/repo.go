@@ -435,7 +435,10 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 		}
 		old := b.tip
 		if err := b.fetchLocked(ctx); err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err)
+			// The push may have landed with its answer lost: unanswered
+			// (cairn.ErrNoAnswer), so the hub keeps the write's intent and
+			// recovery takes it back if it did, rather than forget it.
+			return plumbing.ZeroHash, false, errors.Join(fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err), cairn.ErrNoAnswer)
 		}
 		fresh = true
 		if b.tip == commit {

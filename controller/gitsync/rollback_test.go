@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -259,5 +260,71 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 				t.Errorf("the import after recovery changed the repository's files")
 			}
 		})
+	}
+}
+
+// TestImportWhosePushWentUnanswered: the import's push reaches the remote
+// but its answer is lost, and the remote stays unreachable for the fetch
+// that would tell. Nobody knows whether the import is on the branch, so
+// the hub must keep its intents (an unanswered write, for recovery), not
+// forget them: the branch does hold it, the hub does not, and only
+// recovery takes it back. Then the next sync imports Jane's files.
+func TestImportWhosePushWentUnanswered(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var down, armed atomic.Bool
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if down.Load() {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && armed.Swap(false) {
+				// The push lands; its answer is lost with the remote.
+				h.ServeHTTP(httptest.NewRecorder(), req)
+				down.Store(true)
+				http.Error(w, "connection lost (test)", http.StatusBadGateway)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	e.person("status") // clones
+	e.write("added", flagFile("added", true))
+	e.write("added2", flagFile("added2", false))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add two")
+	e.person("push", "--quiet", "origin", "main")
+	commits := r.Commits(t)
+	armed.Store(true) // the import's push
+
+	if res, err := e.syncer().Sync(ctx); err == nil {
+		t.Fatalf("Sync with the push unanswered = %+v, nil; want an error", res)
+	}
+	if n := r.Commits(t) - commits; n != 1 {
+		t.Fatalf("the remote got %d commits, want the import's", n)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("intents after the unanswered push: %+v, %v; want the import's two, for recovery", pending, err)
+	}
+
+	down.Store(false)
+	e.open(e.cache) // a restarted process
+	if res, err := e.syncer().Sync(ctx); err == nil || !strings.Contains(err.Error(), "not in the hub") {
+		t.Fatalf("Sync before recovery = %+v, %v; want it stopped at the import the hub does not hold", res, err)
+	}
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+	}
+	res, err := e.syncer().Sync(ctx)
+	if err != nil || res.Created != 2 {
+		t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+	}
+	if inst, err := e.get("added2"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("added2 after recovery and sync: %+v, %v", inst.Latest, err)
 	}
 }
