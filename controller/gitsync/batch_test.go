@@ -193,6 +193,45 @@ func BenchmarkSyncImport1000(b *testing.B) {
 	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
 }
 
+// BenchmarkSyncDelete1000: the sync of one pushed commit removing 1,000
+// Flag files, over smart HTTP; the set-up (the hub, the import of the
+// 1,000 files, Jane's removal and push) is not timed. It reports the
+// commits and pushes the sync made (1 each: one batch).
+func BenchmarkSyncDelete1000(b *testing.B) {
+	ctx := context.Background()
+	var commits, pushed int64
+	for range b.N {
+		b.StopTimer()
+		e, pushes := newCountingSyncEnv(b)
+		e.create("seed", true)
+		s := e.syncer()
+		e.person("status")
+		e.writeFlags("bulk", 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		if res, err := s.Sync(ctx); err != nil || res.Created != 1000 {
+			b.Fatalf("Sync of the 1,000 files = %+v, %v", res, err)
+		}
+		e.person("pull", "--quiet", "--ff-only", "origin", "main")
+		e.removeFlags("bulk", 0, 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "remove 1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		before, p := e.remote.Commits(b), pushes.Load()
+		b.StartTimer()
+		res, err := s.Sync(ctx)
+		b.StopTimer()
+		if err != nil || res.Deleted != 1000 {
+			b.Fatalf("Sync = %+v, %v", res, err)
+		}
+		commits += int64(e.remote.Commits(b) - before)
+		pushed += pushes.Load() - p
+	}
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
+}
+
 // TestWebhookAnswersWhileTheSyncGoesOn: a sync slower than the provider's
 // delivery timeout (here, the remote holds the fetch) gets the webhook a
 // 202 once WebhookWait is over; the sync goes on, and GET shows what it
@@ -257,5 +296,106 @@ func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
 	}
 	if inst, err := e.get("hooked-0002"); err != nil || inst.Latest.CreatedBy != jane {
 		t.Errorf("hooked-0002 after the webhook's sync: %+v, %v", inst.Latest, err)
+	}
+}
+
+// removeFlags removes Jane's Flag files prefix-from ... prefix-(to-1).
+func (e *syncEnv) removeFlags(prefix string, from, to int) {
+	e.t.Helper()
+	for i := from; i < to; i++ {
+		if err := os.Remove(filepath.Join(e.clone, "default", fmt.Sprintf("flipt.io-v1-Flag-%s-%04d.json", prefix, i))); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// TestSyncDeletesACommitsRemovalsAsOneBatch: Jane removes 20 Flags in one
+// commit, then 20 more with a new Flag and a change in another. The
+// removals of a commit are one hub call, one commit of cairn's and one
+// push (the adds and changes one more of each); a locked Flag among them
+// is reported and kept, the others deleted. A fresh cache (another
+// replica) agrees and deletes nothing again.
+func TestSyncDeletesACommitsRemovalsAsOneBatch(t *testing.T) {
+	e, pushes := newCountingSyncEnv(t)
+	ctx := context.Background()
+	s := e.syncer()
+	locked := e.create("locked", false)
+	if err := e.h.LockInstances(cairn.WithActor(ctx, "admin"), []string{locked}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	e.writeFlags("bulk", 40)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "40 flags")
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 40 {
+		t.Fatalf("Sync of 40 new flags = %+v, %v", res, err)
+	}
+
+	for _, tc := range []struct {
+		name             string
+		change           func()
+		deleted, created int
+		skipped          int
+		commits          int
+		subject          string
+	}{
+		{"removals", func() {
+			e.removeFlags("bulk", 0, 20)
+			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-locked.json")
+		}, 20, 0, 1, 1, "cairn: sync delete 20 resources by " + jane},
+		{"removals and adds", func() {
+			e.removeFlags("bulk", 20, 40)
+			e.write("new", flagFile("new", true))
+		}, 20, 1, 0, 2, "cairn: sync create Flag default/new (resource version 1) by " + jane},
+	} {
+		e.person("pull", "--quiet", "--ff-only", "origin", "main") // cairn's import commits
+		tc.change()
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", tc.name)
+		e.person("push", "--quiet", "origin", "main")
+		tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
+		commits, pushed := e.remote.Commits(t), pushes.Load()
+		res, err := s.Sync(ctx)
+		if err != nil || res.Deleted != tc.deleted || res.Created != tc.created || res.Skipped != tc.skipped {
+			t.Fatalf("%s: Sync = %+v, %v; want %d deleted, %d created, %d skipped", tc.name, res, err, tc.deleted, tc.created, tc.skipped)
+		}
+		if n := e.remote.Commits(t) - commits; n != tc.commits {
+			t.Errorf("%s: the sync made %d commits, want %d", tc.name, n, tc.commits)
+		}
+		if n := pushes.Load() - pushed; n != int64(tc.commits) {
+			t.Errorf("%s: the sync pushed %d times, want %d", tc.name, n, tc.commits)
+		}
+		if got := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}"); got != tree {
+			t.Errorf("%s: the sync changed Jane's files", tc.name)
+		}
+		log := gittest.Git(t, e.remote.Path, "log", fmt.Sprintf("-%d", tc.commits), "--format=%B%x00", "main")
+		if !strings.Contains(log, "cairn: sync delete 20 resources by "+jane) || !strings.Contains(log, tc.subject) {
+			t.Errorf("%s: cairn's commits:\n%.800s", tc.name, log)
+		}
+	}
+	for i := range 40 {
+		if _, err := e.get(fmt.Sprintf("bulk-%04d", i)); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("bulk-%04d after its removal: %v, want NotFound", i, err)
+		}
+	}
+	if inst, err := e.get("locked"); err != nil || inst.ID != locked {
+		t.Errorf("the locked Flag after its removal: %+v, %v; want it kept", inst, err)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 0 {
+		t.Errorf("intents left: %+v, %v", pending, err)
+	}
+	// Another replica (a fresh cache) agrees: nothing to do.
+	commits := e.remote.Commits(t)
+	e.open(t.TempDir())
+	if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("Sync on a fresh cache = %+v, %v; want nothing", res, err)
+	}
+	if n := e.remote.Commits(t) - commits; n != 0 {
+		t.Errorf("the fresh cache's sync made %d commits", n)
 	}
 }

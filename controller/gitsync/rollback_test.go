@@ -328,3 +328,75 @@ func TestImportWhosePushWentUnanswered(t *testing.T) {
 		t.Errorf("added2 after recovery and sync: %+v, %v", inst.Latest, err)
 	}
 }
+
+// TestImportedDeletesRecoveredWhenTheirCommitFailed: Jane removes three
+// Flags in one commit; the hub deletes them (one store transaction), then
+// the remote goes away before the backend's one commit recording the
+// removals is pushed. The deletes stand (the files are gone: nothing to
+// take back), their intents stay, and recovery finishes them once the
+// remote is back, without touching Jane's files; no sync imports them
+// again.
+func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var down atomic.Bool
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if down.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	s := e.syncer()
+	e.person("status") // clones
+	e.writeFlags("gone", 3)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "three flags")
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 3 {
+		t.Fatalf("Sync = %+v, %v; want 3 created", res, err)
+	}
+	e.person("pull", "--quiet", "--ff-only", "origin", "main")
+	e.removeFlags("gone", 0, 3)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "remove them")
+	e.person("push", "--quiet", "origin", "main")
+	tree, commits := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"), r.Commits(t)
+
+	down.Store(true)
+	if res, err := s.Sync(ctx); err != nil || res.Deleted != 3 {
+		t.Fatalf("Sync with the remote refusing pushes = %+v, %v; want the 3 deletes done in the hub", res, err)
+	}
+	for i := range 3 {
+		if _, err := e.get(fmt.Sprintf("gone-%04d", i)); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("gone-%04d after the sync: %v, want NotFound", i, err)
+		}
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("intents after the failed push: %+v, %v; want the 3 deletes'", pending, err)
+	}
+
+	down.Store(false)
+	e.open(e.cache) // a restarted process
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil || rec.Deleted != 3 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the 3 deletes finished", rec, err)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+	}
+	for _, cache := range []string{e.cache, t.TempDir()} {
+		e.open(cache)
+		if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+			t.Errorf("Sync after recovery = %+v, %v; want nothing", res, err)
+		}
+	}
+	if n := r.Commits(t) - commits; n > 1 {
+		t.Errorf("recovery and the syncs after it made %d commits, want at most 1", n)
+	}
+}

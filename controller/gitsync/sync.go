@@ -243,14 +243,29 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		commit plumbing.Hash
 		items  []planned
 	}
-	var groups []*group
+	var groups, dels []*group
 	for _, fc := range st.Changes {
-		if fc.Data == nil {
-			ev, err := s.apply(ctx, b, fc, st.Imported)
-			if err != nil {
-				return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
-			}
-			s.count(ctx, res, ev)
+		if fc.Data != nil {
+			continue
+		}
+		p, err := s.planDelete(ctx, b, fc, st.Imported)
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+		}
+		if p.del == "" {
+			s.count(ctx, res, p.ev)
+			continue
+		}
+		i := slices.IndexFunc(dels, func(g *group) bool { return g.commit == fc.Commit })
+		if i < 0 {
+			dels = append(dels, &group{commit: fc.Commit})
+			i = len(dels) - 1
+		}
+		dels[i].items = append(dels[i].items, p)
+	}
+	for _, g := range dels {
+		if err := s.deleteAll(ctx, b, g.items, st.Imported, res); err != nil {
+			return err
 		}
 	}
 	for _, fc := range st.Changes {
@@ -276,6 +291,60 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		if err := s.importAll(ctx, b, g.items, st.Imported, res); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// deleteAll deletes the instances of one outside commit's removed files in
+// one hub call (DeleteInstances): one store transaction, then, once it
+// committed, one commit of cairn's recording the removals (the backend
+// defers an import's deletes, DefersDeletes, so none is ever taken back).
+// That call is all or none: when the hub refuses it, a dry run of each
+// delete alone finds the ones it refuses (a locked instance, one another
+// instance uses), reported and skipped, and the call goes again without
+// them; when no dry run says which (a race), the files go one hub call
+// each.
+func (s *Syncer) deleteAll(ctx context.Context, b *git.Backend, items []planned, imported map[string]bool, res *SyncResult) error {
+	for len(items) > 0 {
+		fc := items[0].fc
+		ictx := git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
+		ids := make([]string, len(items))
+		for i, p := range items {
+			ids[i] = p.del
+		}
+		err := s.cfg.Hub.DeleteInstances(ictx, ids, "")
+		if err == nil {
+			for _, p := range items {
+				ev := p.ev
+				ev.Type = "Deleted"
+				s.count(ctx, res, ev)
+			}
+			return nil
+		}
+		if !refused(err) && !errors.Is(err, git.ErrImported) {
+			return fmt.Errorf("delete the %d instances of files %s removed: %w", len(items), fc.Commit, err)
+		}
+		if len(items) == 1 || errors.Is(err, git.ErrImported) {
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		var kept []planned
+		dry := cairn.WithDryRun(ictx)
+		for _, p := range items {
+			switch err := s.cfg.Hub.DeleteInstances(dry, []string{p.del}, ""); {
+			case err == nil:
+				kept = append(kept, p)
+			case refused(err):
+				ev := p.ev
+				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)
+				s.count(ctx, res, ev)
+			default:
+				return fmt.Errorf("%s at %s: %w", p.fc.Path, p.fc.Commit, err)
+			}
+		}
+		if len(kept) == len(items) {
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		items = kept
 	}
 	return nil
 }
@@ -434,6 +503,7 @@ type planned struct {
 	ev     SyncEvent
 	create *hub.NewInstance
 	update *hub.UpdateInstance
+	del    string // the instance a removed file's resource is
 }
 
 // plan works out what the added or changed file fc asks of the hub, when
@@ -537,40 +607,54 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	return ev, nil
 }
 
-func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent, imported map[string]bool) (SyncEvent, error) {
+// planDelete works out which instance the removed file fc was, when the
+// hub still has it in this backend (out.del); an error means the sync must
+// stop. imported is as in plan.
+func (s *Syncer) planDelete(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (planned, error) {
+	out := planned{fc: fc, ev: SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}}
 	p, err := b.ParseFile(fc.Path, fc.Old)
 	if err != nil {
-		return ev, nil // never a resource this backend imported
+		return out, nil // never a resource this backend imported
 	}
-	ev.Resource = p.String()
-	if imported[ev.Resource] {
-		return ev, nil
+	out.ev.Resource = p.String()
+	if imported[out.ev.Resource] {
+		return out, nil
 	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
-		return ev, nil
+		return out, nil
 	}
 	if err != nil {
-		return ev, err
+		return out, err
 	}
 	md := p.Res.Metadata
 	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return ev, nil // gone already
+		return out, nil // gone already
 	}
 	if err != nil {
-		return ev, err
+		return out, err
 	}
-	ev.InstanceID = cur.ID
+	out.ev.InstanceID = cur.ID
 	if cur.Backend.ID != s.cfg.BackendID {
-		return ev, nil // another backend's instance of that name
+		return out, nil // another backend's instance of that name
 	}
-	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
+	out.del = cur.ID
+	return out, nil
+}
+
+func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent, imported map[string]bool) (SyncEvent, error) {
+	p, err := s.planDelete(ctx, b, fc, imported)
+	if err != nil || p.del == "" {
+		return p.ev, err
+	}
+	ev = p.ev
+	if err := s.cfg.Hub.DeleteInstance(ctx, p.del, ""); err != nil {
 		if errors.Is(err, git.ErrImported) {
 			return ev, nil // another replica was first
 		}
 		if refused(err) {
-			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
+			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)
 			return ev, nil
 		}
 		return ev, err
