@@ -27,7 +27,8 @@ import (
 //
 // How an outside change reaches the hub without being written back: the
 // Syncer calls the hub (ApplyChanges with the creates and updates of one
-// outside commit's files, DeleteInstance for each removed file) with a
+// outside commit's files, DeleteInstances with its removed files' deletes,
+// which the hub sends once its store committed: DefersDeletes) with a
 // context marking the call as an import of that commit (WithImport). The
 // hub validates the values against the Types' schemas and calls this
 // backend as for any write; the backend then leaves the tree alone and

@@ -228,8 +228,8 @@ func (s *Syncer) count(ctx context.Context, res *SyncResult, ev SyncEvent) {
 }
 
 // step imports one commit's changes (one step of Pending). Removed files
-// go first, each one hub call (DeleteInstance: the hub tells the backend
-// once its own store committed, so a delete is never taken back). Then
+// go first, one hub call (deleteAll: the hub tells the backend once its
+// own store committed, so an imported delete is never taken back). Then
 // the added and changed files of each outside commit (a step of a
 // snapshot holds several) go as one hub call, ApplyChanges: one store
 // transaction and one commit of cairn's recording them all, however many
