@@ -399,3 +399,80 @@ func TestSyncDeletesACommitsRemovalsAsOneBatch(t *testing.T) {
 		t.Errorf("the fresh cache's sync made %d commits", n)
 	}
 }
+
+// TestWebhooksDuringASyncQueueOneMore: five pushes notified while a sync
+// of the backend runs (the remote holds its fetch) each get 202, and
+// together they queue one sync after it, not five: two syncs in all, the
+// second importing what was pushed meanwhile.
+func TestWebhooksDuringASyncQueueOneMore(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var hold atomic.Pointer[chan struct{}]
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if c := hold.Load(); c != nil && strings.HasSuffix(req.URL.Path, "/git-upload-pack") {
+				<-*c
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	e.create("seed", true)
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	hook := func() (int, string) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/hooks/git/flags-repo", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	e.person("status")
+	e.writeFlags("first", 2)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "two flags")
+	e.person("push", "--quiet", "origin", "main")
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	for i := range 5 {
+		if code, body := hook(); code != http.StatusAccepted || !strings.Contains(body, `"running":true`) {
+			t.Fatalf("webhook %d while a sync runs: %d %s, want 202 running", i, code, body)
+		}
+		if i == 0 {
+			// Pushed after the running sync's fetch began: the queued
+			// sync must import it.
+			e.writeFlags("later", 1)
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "one more")
+			e.person("push", "--quiet", "origin", "main")
+		}
+	}
+	hold.Store(nil)
+	close(release)
+	sy, err := svc.Syncer(context.Background(), "flags-repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for sy.Stats().Created < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhooks' syncs did not finish: %+v", sy.Stats())
+		}
+		time.Sleep(10 * time.Millisecond) // polling the status, bounded by the deadline
+	}
+	svc.Close() // waits for the webhooks' syncs
+	// The held one and the queued one.
+	if st := sy.Stats(); st.Syncs != 2 || st.Created != 3 || st.Failures != 0 {
+		t.Errorf("stats after 5 webhooks during a sync = %+v, want 2 syncs, 3 created", st)
+	}
+	if inst, err := e.get("later-0000"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("later-0000: %+v, %v", inst.Latest, err)
+	}
+}
