@@ -333,6 +333,8 @@ func (s *Syncer) deleteAll(ctx context.Context, b *git.Backend, items []planned,
 			switch err := s.cfg.Hub.DeleteInstances(dry, []string{p.del}, ""); {
 			case err == nil:
 				kept = append(kept, p)
+			case cairn.HasCode(err, cairn.CodeNotFound):
+				// deleted meanwhile (another replica): nothing to do
 			case refused(err):
 				ev := p.ev
 				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)
@@ -386,7 +388,7 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 		}
 		// Which file is refused: each alone, as a dry run (no backend
 		// is called, nothing is stored).
-		var kept []planned
+		var kept, raced []planned
 		dry := cairn.WithDryRun(ictx)
 		for _, p := range items {
 			var one hub.ChildChanges
@@ -400,6 +402,11 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 			switch {
 			case err == nil:
 				kept = append(kept, p)
+			case cairn.HasCode(err, cairn.CodeAlreadyExists), cairn.HasCode(err, cairn.CodeConflict):
+				// Made or changed since the plan, which found no other
+				// backend's instance of that name: another replica
+				// importing this commit, or a writer. Planned again below.
+				raced = append(raced, p)
 			case refused(err):
 				ev := p.ev
 				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("%s %s: %v", what, ev.Resource, err)
@@ -411,6 +418,9 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 		if len(kept) == len(items) {
 			// Refused only together (a race): one hub call per file.
 			return s.applyEach(ctx, b, items, imported, res)
+		}
+		if err := s.applyEach(ctx, b, raced, imported, res); err != nil {
+			return err
 		}
 		items = kept
 	}
@@ -650,7 +660,7 @@ func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileCha
 	}
 	ev = p.ev
 	if err := s.cfg.Hub.DeleteInstance(ctx, p.del, ""); err != nil {
-		if errors.Is(err, git.ErrImported) {
+		if errors.Is(err, git.ErrImported) || cairn.HasCode(err, cairn.CodeNotFound) {
 			return ev, nil // another replica was first
 		}
 		if refused(err) {

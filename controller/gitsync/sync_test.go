@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -32,6 +35,7 @@ const flagType = "io.flipt.flag"
 type syncEnv struct {
 	t      testing.TB
 	remote *gittest.Remote
+	pg     *pgtest.Schema // the store, when not SQLite at dbPath
 	dbPath string
 	cache  string
 	h      *hub.Hub
@@ -50,7 +54,13 @@ func newSyncEnv(t *testing.T) *syncEnv {
 // value and the opener's environment.
 func newSyncEnvWith(t testing.TB, r *gittest.Remote, more map[string]any, getenv func(string) string) *syncEnv {
 	t.Helper()
-	e := &syncEnv{t: t, remote: r, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
+	return newSyncEnvOn(t, r, nil, more, getenv)
+}
+
+// newSyncEnvOn is newSyncEnvWith on the PostgreSQL schema pg (nil: SQLite).
+func newSyncEnvOn(t testing.TB, r *gittest.Remote, pg *pgtest.Schema, more map[string]any, getenv func(string) string) *syncEnv {
+	t.Helper()
+	e := &syncEnv{t: t, remote: r, pg: pg, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
 	ctx := cairn.WithActor(context.Background(), "admin")
 	e.open(e.cache)
 	if _, err := e.h.CreateType(ctx, cairn.Type{Path: flagType, Revision: "1.0.0", Group: "flipt.io", Version: "v1",
@@ -77,11 +87,18 @@ func newSyncEnvWith(t testing.TB, r *gittest.Remote, more map[string]any, getenv
 // a restarted process would.
 func (e *syncEnv) open(cache string) {
 	e.t.Helper()
-	st, err := sqlite.Open(context.Background(), e.dbPath)
-	if err != nil {
-		e.t.Fatal(err)
+	var st store.Store
+	if e.pg != nil {
+		st = e.pg.Open(e.t)
+	} else {
+		s, err := sqlite.Open(context.Background(), e.dbPath)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { s.Close() })
+		st = s
 	}
-	e.t.Cleanup(func() { st.Close() })
+	var err error
 	e.opener = git.NewOpener(git.OpenerConfig{CacheDir: cache, Getenv: e.getenv})
 	if e.h, err = hub.New(context.Background(), hub.Config{Store: st, Backends: e.opener}); err != nil {
 		e.t.Fatal(err)
@@ -613,5 +630,83 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	}
 	if n := e.remote.Commits(t); n != commits {
 		t.Errorf("replica B's import pushed %d commits", n-commits)
+	}
+}
+
+// TestTwoReplicasSyncOneCommitAtOnce: two replicas sharing the store
+// (SQLite, and PostgreSQL with $CAIRN_TEST_POSTGRES) sync Jane's commit,
+// which removes a Flag, changes one and adds 20, at the same moment. The
+// branch lets one import each part; the other imports nothing, at worst
+// stopping until the winner has stored its import. Every Flag is in the
+// hub once, with one new resource version, and cairn made two commits.
+func TestTwoReplicasSyncOneCommitAtOnce(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			var pg *pgtest.Schema
+			if db == "postgres" {
+				s := pgtest.NewSchema(t)
+				pg = &s
+			}
+			e := newSyncEnvOn(t, gittest.NewRemote(t), pg, nil, nil)
+			ctx := context.Background()
+			changed := e.create("changed", false)
+			e.create("doomed", true)
+			other := *e
+			other.open(t.TempDir()) // replica B: its own hub and cache on the same store
+			syncers := []*gitsync.Syncer{e.syncer(), other.syncer()}
+			for _, s := range syncers {
+				if _, err := s.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.person("status") // clones
+			e.writeFlags("bulk", 20)
+			e.write("changed", flagFile("changed", true))
+			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-doomed.json")
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "20 flags, one changed, one removed")
+			e.person("push", "--quiet", "origin", "main")
+			commits := e.remote.Commits(t)
+
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			results := make([]gitsync.SyncResult, 2)
+			for i, s := range syncers {
+				wg.Go(func() { results[i], errs[i] = s.Sync(ctx) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil && !strings.Contains(err.Error(), "not in the hub") {
+					t.Errorf("replica %d's sync: %v", i, err)
+				}
+				if results[i].Skipped != 0 {
+					t.Errorf("replica %d's sync skipped files: %+v", i, results[i])
+				}
+			}
+			// Both again: whichever stopped finishes, nothing is imported twice.
+			for i, s := range syncers {
+				if res, err := s.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+					t.Errorf("replica %d's second sync = %+v, %v; want nothing to do", i, res, err)
+				}
+			}
+			list, err := e.h.ListInstances(ctx, store.InstanceFilter{TypePath: flagType}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 21 {
+				t.Errorf("%d Flags in the hub, want 21 (changed and 20 new)", len(list))
+			}
+			if _, err := e.get("doomed"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("doomed: %v, want NotFound", err)
+			}
+			versions, err := e.h.ResourceVersions(ctx, changed, false)
+			if err != nil || len(versions) != 2 {
+				t.Errorf("changed has %d resource versions (%v), want 2", len(versions), err)
+			}
+			if n := e.remote.Commits(t) - commits; n != 2 {
+				t.Errorf("the two replicas made %d commits, want 2 (the removal, the adds and change):\n%s", n,
+					gittest.Git(t, e.remote.Path, "log", fmt.Sprintf("-%d", n), "--format=%s", "main"))
+			}
+		})
 	}
 }
