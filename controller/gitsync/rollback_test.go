@@ -352,6 +352,14 @@ func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
 	ctx := context.Background()
 	e.create("existing", false)
 	s := e.syncer()
+	// Replica B, synced before any of Jane's commits: it walks them all
+	// at the end.
+	other := *e
+	other.open(t.TempDir())
+	b := other.syncer()
+	if _, err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	e.person("status") // clones
 	e.writeFlags("gone", 3)
 	e.person("add", "-A")
@@ -395,6 +403,12 @@ func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
 		if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
 			t.Errorf("Sync after recovery = %+v, %v; want nothing", res, err)
 		}
+	}
+	// B's index still holds the three (no commit of cairn's recorded
+	// their removal): imported from Jane's first commit, deleted since,
+	// no write on its way. Nothing to wait for.
+	if res, err := b.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("replica B's Sync after recovery = %+v, %v; want nothing", res, err)
 	}
 	if n := r.Commits(t) - commits; n > 1 {
 		t.Errorf("recovery and the syncs after it made %d commits, want at most 1", n)

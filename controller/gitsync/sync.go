@@ -474,12 +474,15 @@ func (s *Syncer) typeFor(ctx context.Context, kind controller.Kind) (cairn.Type,
 
 // stored checks that the hub holds the version the branch records as the
 // import of resource from commit (by another process, or by this one
-// before it restarted). When it does not, that import is on its way (the
-// process that pushed it has not stored it yet) or was left halfway (the
-// process died, or the hub could not store it and could not push the undo
-// either), and recovery will take it back: counting the change imported
-// would move the sync past it for good, so the sync stops here
-// (CodeUnavailable) and a later one resumes at this commit.
+// before it restarted). When it does not and the intent journal still has
+// that write, the import is on its way (the process that pushed it has
+// not stored it yet) or was left halfway (the process died, or the hub
+// could not store it and could not push the undo either) and recovery
+// will take it back: counting the change imported would move the sync
+// past it for good, so the sync stops here (CodeUnavailable) and a later
+// one resumes at this commit. Without the intent, the hub stored it and
+// deleted it since (a removal whose record never reached the branch), or
+// its own process took it back and imports it again: nothing to wait for.
 func (s *Syncer) stored(ctx context.Context, b *git.Backend, commit plumbing.Hash, resource string) error {
 	id, rv, ok := b.ImportedVersion(commit, resource)
 	if !ok {
@@ -490,6 +493,15 @@ func (s *Syncer) stored(ctx context.Context, b *git.Backend, commit plumbing.Has
 		return err
 	}
 	if err == nil && inst.Latest.ResourceVersion >= rv {
+		return nil
+	}
+	pending, err := s.cfg.Hub.PendingIntents(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(pending, func(in store.Intent) bool {
+		return in.InstanceID == id && (in.Op == store.IntentCreate || in.Op == store.IntentUpdate)
+	}) {
 		return nil
 	}
 	return cairn.Errorf(cairn.CodeUnavailable, "the import of %s (TypeInstance %q, resource version %d) is on the branch but not in the hub: "+
@@ -662,6 +674,16 @@ func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileCha
 	if err := s.cfg.Hub.DeleteInstance(ctx, p.del, ""); err != nil {
 		if errors.Is(err, git.ErrImported) || cairn.HasCode(err, cairn.CodeNotFound) {
 			return ev, nil // another replica was first
+		}
+		if cairn.HasCode(err, cairn.CodeConflict) || cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			// Another write of the instance is on its way (its intent
+			// taken: AlreadyExists; its store commit first: Conflict):
+			// another replica deleting it too, or someone updating it. Skipping
+			// would leave the instance of a removed file for good.
+			if _, gerr := s.cfg.Hub.GetInstance(ctx, p.del, false); cairn.HasCode(gerr, cairn.CodeNotFound) {
+				return ev, nil // deleted meanwhile
+			}
+			return ev, fmt.Errorf("delete %s: %w; the sync resumes at this commit", ev.Resource, err)
 		}
 		if refused(err) {
 			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)

@@ -676,11 +676,13 @@ func TestTwoReplicasSyncOneCommitAtOnce(t *testing.T) {
 			}
 			wg.Wait()
 			for i, err := range errs {
-				if err != nil && !strings.Contains(err.Error(), "not in the hub") {
+				// A replica meeting the other's write on its way stops
+				// and resumes later; nothing else may fail.
+				if err != nil && !strings.Contains(err.Error(), "the sync resumes at this commit") {
 					t.Errorf("replica %d's sync: %v", i, err)
 				}
 				if results[i].Skipped != 0 {
-					t.Errorf("replica %d's sync skipped files: %+v", i, results[i])
+					t.Errorf("replica %d's sync skipped files: %+v %+v", i, results[i], syncers[i].Events())
 				}
 			}
 			// Both again: whichever stopped finishes, nothing is imported twice.
