@@ -712,3 +712,86 @@ func TestTwoReplicasSyncOneCommitAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncAfterTheTypeGotARevision: the Flag Type gets revision 1.1.0
+// (a new optional field). Jane's change to a Flag of 1.0.0 is its new
+// resource version, still of 1.0.0 (an instance keeps its revision, as
+// over REST); her new Flag is of 1.1.0 and may use the new field.
+func TestSyncAfterTheTypeGotARevision(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	old := e.create("old", false)
+	s := e.syncer()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.CreateType(cairn.WithActor(ctx, "admin"), cairn.Type{Path: flagType, Revision: "1.1.0", Group: "flipt.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"},
+		JSONSchema: json.RawMessage(`{"type":"object","required":["enabled"],"properties":{"enabled":{"type":"boolean"},"note":{"type":"string"}},
+		  "additionalProperties":false}`)}); err != nil {
+		t.Fatalf("CreateType 1.1.0: %v", err)
+	}
+	e.person("status") // clones
+	e.write("old", flagFile("old", true))
+	e.write("new", `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"new"},"spec":{"enabled":true,"note":"1.1.0 only"}}`+"\n")
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "change old, add new")
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 1 || res.Updated != 1 || res.Skipped != 0 {
+		t.Fatalf("Sync = %+v, %v %+v; want new created, old updated", res, err, s.Events())
+	}
+	if inst, err := e.get("old"); err != nil || inst.ID != old || inst.TypeRef.Revision != "1.0.0" || inst.Latest.ResourceVersion != 2 {
+		t.Errorf("old: %+v %+v, %v; want version 2 of the 1.0.0 instance", inst.TypeRef, inst.Latest, err)
+	}
+	if inst, err := e.get("new"); err != nil || inst.TypeRef.Revision != "1.1.0" {
+		t.Errorf("new: %+v, %v; want an instance of 1.1.0", inst.TypeRef, err)
+	}
+}
+
+// TestSyncRenameAndMove: Jane renames a Flag's file with its name, and
+// moves another to namespace team, in one commit. Each is the old
+// resource's removal and the new one's creation: the hub has b and team/c,
+// no a nor default/c, from one commit for the removals and one for the
+// creations.
+func TestSyncRenameAndMove(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	e.create("a", true)
+	e.create("c", false)
+	s := e.syncer()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	e.person("mv", "default/flipt.io-v1-Flag-a.json", "default/flipt.io-v1-Flag-b.json")
+	e.write("b", flagFile("b", true))
+	if err := os.MkdirAll(filepath.Join(e.clone, "team"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.person("mv", "default/flipt.io-v1-Flag-c.json", "team/flipt.io-v1-Flag-c.json")
+	c := strings.Replace(flagFile("c", false), `"namespace":"default"`, `"namespace":"team"`, 1)
+	if err := os.WriteFile(filepath.Join(e.clone, "team", "flipt.io-v1-Flag-c.json"), []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "rename a to b, move c to team")
+	e.person("push", "--quiet", "origin", "main")
+	commits := e.remote.Commits(t)
+	if res, err := s.Sync(ctx); err != nil || res.Created != 2 || res.Deleted != 2 || res.Skipped != 0 {
+		t.Fatalf("Sync = %+v, %v %+v; want 2 deleted, 2 created", res, err, s.Events())
+	}
+	for _, n := range []string{"a", "c"} {
+		if _, err := e.get(n); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("default/%s: %v, want NotFound", n, err)
+		}
+	}
+	if inst, err := e.get("b"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("b: %+v, %v", inst.Latest, err)
+	}
+	if inst, err := e.h.GetInstanceByName(ctx, flagType, "team", "c", true); err != nil || string(inst.Latest.Value) != `{"enabled":false}` {
+		t.Errorf("team/c: %+v, %v", inst.Latest, err)
+	}
+	if n := e.remote.Commits(t) - commits; n != 2 {
+		t.Errorf("the sync made %d commits, want 2", n)
+	}
+}
