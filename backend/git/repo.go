@@ -749,9 +749,11 @@ func (b *Backend) getAt(ctx context.Context, c *object.Commit, ident identity) (
 		return nil, fmt.Errorf("git backend: %w", err)
 	}
 	if b.loc != nil {
-		p, err := b.loc.Path(ident.Kind, ident.Namespace, ident.Name, ident.Labels)
-		if err != nil {
-			return nil, err
+		p := ident.Path
+		if p == "" {
+			if p, err = b.loc.Path(ident.Kind, ident.Namespace, ident.Name, ident.Labels); err != nil {
+				return nil, err
+			}
 		}
 		f, err := tree.File(p)
 		if errors.Is(err, object.ErrFileNotFound) {
