@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,6 +269,8 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 			return err
 		}
 	}
+	var plans []planned
+	files := map[string][]string{} // the added and changed files of each resource
 	for _, fc := range st.Changes {
 		if fc.Data == nil {
 			continue
@@ -275,6 +278,19 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		p, err := s.plan(ctx, b, fc, st.Imported)
 		if err != nil {
 			return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+		}
+		if p.ev.Type != "Skipped" && p.ev.Resource != "" {
+			files[p.ev.Resource] = append(files[p.ev.Resource], fc.Path)
+		}
+		plans = append(plans, p)
+	}
+	for _, p := range plans {
+		fc := p.fc
+		if paths := files[p.ev.Resource]; p.ev.Type != "Skipped" && len(paths) > 1 {
+			// Possible with a path template using labels: which file
+			// is meant is not for the sync to guess.
+			p.ev.Type, p.ev.Reason = "Skipped", fmt.Sprintf("%s is in %d files, %s: keep it in one", p.ev.Resource, len(paths), strings.Join(paths, " and "))
+			p.create, p.update = nil, nil
 		}
 		if p.create == nil && p.update == nil {
 			s.count(ctx, res, p.ev)

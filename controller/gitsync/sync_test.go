@@ -795,3 +795,51 @@ func TestSyncRenameAndMove(t *testing.T) {
 		t.Errorf("the sync made %d commits, want 2", n)
 	}
 }
+
+// TestSyncSameResourceInTwoFiles: with a path template using a label, two
+// files of one commit can hold the same resource (default/x, env a and
+// env b). Which one is meant is not for the sync to guess: both are
+// reported and skipped, and the hub has no x.
+func TestSyncSameResourceInTwoFiles(t *testing.T) {
+	e := newSyncEnvWith(t, gittest.NewRemote(t), map[string]any{"paths": map[string]string{
+		"resource": "{{ .Namespace }}/{{ .Labels.env }}/{{ .Name }}.json", "list": "{{ .Namespace }}/*/*.json"}}, nil)
+	ctx := context.Background()
+	s := e.syncer()
+	if _, err := e.h.CreateInstances(cairn.WithActor(ctx, "admin"), hub.CreateRequest{Instances: []hub.NewInstance{{Name: "seed",
+		Labels: map[string]string{"env": "a"}, TypeRef: cairn.TypeRef{Path: flagType, Revision: "1.0.0"},
+		Value: json.RawMessage(`{"enabled":true}`), Backend: &hub.BackendInput{ID: e.id}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.get("seed"); err != nil {
+		t.Fatalf("get seed: %v", err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	for _, env := range []string{"a", "b"} {
+		dir := filepath.Join(e.clone, "default", env)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		doc := `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"x","labels":{"env":"` + env + `"}},"spec":{"enabled":true}}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "x.json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "x twice")
+	e.person("push", "--quiet", "origin", "main")
+	res, err := s.Sync(ctx)
+	if err != nil || res.Skipped != 2 || res.Created+res.Updated != 0 {
+		t.Fatalf("Sync = %+v, %v; want both files skipped", res, err)
+	}
+	for _, ev := range s.Events() {
+		if ev.Type == "Skipped" && !strings.Contains(ev.Reason, "default/a/x.json and default/b/x.json") {
+			t.Errorf("skipped %s: %q, want both files named", ev.Path, ev.Reason)
+		}
+	}
+	if _, err := e.get("x"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("x: %v, want NotFound", err)
+	}
+}
