@@ -84,6 +84,17 @@ type BatchWriter interface {
 	UndoBatch(ctx context.Context, writes []BatchWrite, stored BatchResult) error
 }
 
+// DeleteDeferrer is implemented by a BatchWriter whose deletes, in some
+// calls, cannot be taken back once done: a Git backend recording the
+// import of files a person removed (the removal is theirs, not the
+// backend's to restore). For a call where DefersDeletes says so, the hub
+// sends the deletes of its share after its own transaction committed, as
+// it does for a backend without batches, but still as one OnBatch (one
+// commit); their intents make recovery finish them should that fail.
+type DeleteDeferrer interface {
+	DefersDeletes(ctx context.Context) bool
+}
+
 // DeleteRestorer is implemented by a BatchWriter, whose deletes the hub
 // sends with their batch before its own transaction commits. When the
 // process stops between the two, the backend has deleted a value whose

@@ -172,9 +172,10 @@ func namedIDs(ctx context.Context, r store.Reader, ids []string) string {
 // set that use each other go together. Ids that no longer exist are
 // skipped: deleted meanwhile, as the API server's collection delete skips
 // them. External values are deleted as DeleteOwned deletes them: a backend
-// that takes batches first, taken back if the store then fails; any other
-// once the store committed, the intent journal keeping the delete until it
-// is done.
+// that takes batches first, taken back if the store then fails; any other,
+// and one that defers its deletes for this call (cairn.DeleteDeferrer: a
+// Git sync's import of removed files, still as one batch), once the store
+// committed, the intent journal keeping the delete until it is done.
 func (h *Hub) DeleteInstances(ctx context.Context, ids []string, lockOwner string) error {
 	for _, id := range ids {
 		if id == cairn.BuiltinBackendID {

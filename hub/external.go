@@ -84,7 +84,8 @@ func ambiguous(err error) bool {
 // creates, updates and deletes it is (UndoBatch takes it all back); the
 // others get one call per create or update, and their deletes, which the
 // storage-backend protocol cannot take back, wait in the journal until the
-// store committed (settle sends them). Every write's intent is recorded
+// store committed (settle sends them), as do the deletes of a batch writer
+// that defers them for this call (cairn.DeleteDeferrer). Every write's intent is recorded
 // first. It stops at the first failure, which it returns with the write it
 // is about; what was stored before is in the journal, for the caller to
 // undo. A dry run sends nothing.
@@ -107,13 +108,22 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 	for _, id := range order {
 		group := byBackend[id]
 		if bw, ok := batchWriter(group[0]); ok {
-			batch := make([]cairn.BatchWrite, len(group))
-			for i, w := range group {
-				batch[i] = w.w
-				if m, ok := cairn.ResourceMetaFrom(h.withResourceMeta(ctx, w.b, w.inst)); ok {
-					batch[i].Meta = &m
+			if defersDeletes(ctx, group[0]) {
+				// Its deletes wait for the store's commit (settle sends
+				// them, as one batch); the rest go now.
+				var now []*externalWrite
+				for _, w := range group {
+					if w.w.Delete != nil {
+						j.later = append(j.later, w)
+					} else {
+						now = append(now, w)
+					}
+				}
+				if group = now; len(group) == 0 {
+					continue
 				}
 			}
+			batch := h.batchOf(ctx, group)
 			res, err := bw.OnBatch(ctx, batch)
 			if err != nil {
 				if ambiguous(err) {
@@ -148,6 +158,26 @@ func (h *Hub) writeExternal(ctx context.Context, ws []*externalWrite) (j *journa
 		}
 	}
 	return j, nil, nil
+}
+
+// batchOf is the writes of group, one backend's share, as one batch.
+func (h *Hub) batchOf(ctx context.Context, group []*externalWrite) []cairn.BatchWrite {
+	batch := make([]cairn.BatchWrite, len(group))
+	for i, w := range group {
+		batch[i] = w.w
+		if m, ok := cairn.ResourceMetaFrom(h.withResourceMeta(ctx, w.b, w.inst)); ok {
+			batch[i].Meta = &m
+		}
+	}
+	return batch
+}
+
+// defersDeletes says whether w's backend, one that takes batches, wants
+// the deletes of this call only once the store committed
+// (cairn.DeleteDeferrer: a Git backend importing a sync's removals).
+func defersDeletes(ctx context.Context, w *externalWrite) bool {
+	d, ok := w.b.client.(cairn.DeleteDeferrer)
+	return ok && d.DefersDeletes(ctx)
 }
 
 // batchWriter is w's backend when it takes batches: writeExternal sends

@@ -61,7 +61,7 @@ func (h *Hub) recordIntents(ctx context.Context, ws []*externalWrite, batches bo
 			in.Op, in.Context = store.IntentUpdate, w.w.Update.Context
 		default:
 			in.Op, in.Context, in.OwnerID = store.IntentDelete, w.w.Delete.Context, w.w.Delete.OwnerID
-			if _, ok := batchWriter(w); ok && batches {
+			if _, ok := batchWriter(w); ok && batches && !defersDeletes(ctx, w) {
 				in.Op = store.IntentBatchDelete
 			}
 		}
@@ -98,11 +98,33 @@ func (h *Hub) settle(ctx context.Context, j *journal) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	// The deletes of a batch writer that deferred them go as one batch
+	// (a Git backend: one commit for a sync's removals).
+	deferred := map[string][]*externalWrite{}
+	var order []string
 	for _, w := range j.later {
+		if _, ok := batchWriter(w); ok && defersDeletes(ctx, w) {
+			if _, seen := deferred[w.b.ID]; !seen {
+				order = append(order, w.b.ID)
+			}
+			deferred[w.b.ID] = append(deferred[w.b.ID], w)
+			continue
+		}
 		if err := h.writeOne(ctx, w); err != nil {
 			j.keepIntent(w)
 			h.log.WarnContext(ctx, "a deleted instance's value is still in its backend; recovery (cairn serve's, or cairn backends recover) deletes it once the backend answers",
 				"instance", w.inst.ID, "backend", w.b.ID, "err", err)
+		}
+	}
+	for _, id := range order {
+		group := deferred[id]
+		bw, _ := batchWriter(group[0])
+		if _, err := bw.OnBatch(ctx, h.batchOf(ctx, group)); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+			for _, w := range group {
+				j.keepIntent(w)
+			}
+			h.log.WarnContext(ctx, "deleted instances' values are still in their backend; recovery (cairn serve's, or cairn backends recover) deletes them once the backend answers",
+				"instances", len(group), "backend", id, "err", err)
 		}
 	}
 	h.forgetIntents(ctx, j.intents, j.keep)

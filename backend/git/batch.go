@@ -34,12 +34,10 @@ const trRevert = "Cairn-Revert"
 func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn.BatchResult, error) {
 	out := cairn.BatchResult{Contexts: make([]json.RawMessage, len(writes))}
 	if src, imp := b.importing(ctx); imp {
-		if len(writes) > 1 && !slices.ContainsFunc(writes, func(w cairn.BatchWrite) bool { return w.Delete != nil }) {
+		if len(writes) > 1 {
 			return b.importBatch(ctx, writes, src)
 		}
-		// One import (its own commit, the form a single write has), or
-		// deletes, which the hub sends an import only after its own
-		// commit (DeleteInstance): write by write.
+		// One import: its own commit, the form a single write has.
 		for i, w := range writes {
 			wctx := writeContext(ctx, w)
 			var err error
@@ -125,16 +123,21 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 }
 
 // importBatch records the import of several files of the outside commit
-// src (creates and updates) as one commit of cairn's: empty, like one
-// import's, its message listing every change (trChange) with the commit's
-// Cairn-Source, so every process's index points those versions at src and
-// sync (importedIn) knows them imported. It is all or nothing: a change
+// src as one commit of cairn's: empty, like one import's, its message
+// listing every change (trChange) with the commit's Cairn-Source, so every
+// process's index points those versions at src and sync (importedIn) knows
+// them imported. The writes are creates and updates (before the hub's
+// store commits; UndoBatch takes them back) or deletes of removed files
+// (after it: DefersDeletes), never both. It is all or nothing: a change
 // whose check fails (imported already by another process, a version
-// someone else took) fails the batch and nothing is committed. The
+// someone else took) fails the batch and nothing is committed; a delete
+// of an instance the branch no longer has (another process imported that
+// removal) is left out, and nothing is committed when none is left. The
 // result's token names the commit for UndoBatch.
 func (b *Backend) importBatch(ctx context.Context, writes []cairn.BatchWrite, src plumbing.Hash) (cairn.BatchResult, error) {
 	out := cairn.BatchResult{Contexts: make([]json.RawMessage, len(writes))}
-	chs := make([]change, len(writes))
+	chs := make([]change, 0, len(writes))
+	at := make([]int, 0, len(writes)) // chs[j] is writes[at[j]]
 	seen := &importedFrom{}
 	for i, w := range writes {
 		wctx := writeContext(ctx, w)
@@ -145,24 +148,52 @@ func (b *Backend) importBatch(ctx context.Context, writes []cairn.BatchWrite, sr
 			ch, err = b.createChange(wctx, *w.Create)
 		case w.Update != nil:
 			ch, err = b.updateChange(wctx, *w.Update)
+		case w.Delete != nil:
+			ch, err = b.deleteChange(wctx, *w.Delete)
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				continue // its removal imported already
+			}
+			check := ch.check
+			ch.check = func(e *entry) error {
+				if e == nil {
+					return nil // imported meanwhile: recording it again is harmless
+				}
+				return check(e)
+			}
 		default:
 			err = errorf(cairn.CodeInvalid, "", "batch write %d has no operation", i)
 		}
 		if err != nil {
 			return cairn.BatchResult{}, err
 		}
-		chs[i] = b.importChange(ch, src, seen)
+		chs = append(chs, b.importChange(ch, src, seen))
+		at = append(at, i)
+	}
+	if len(chs) == 0 {
+		return out, nil
 	}
 	commit, _, err := b.writeChanges(ctx, chs)
 	if err != nil {
 		return cairn.BatchResult{}, err
 	}
 	out.Token = commit.String()
-	for i, c := range chs {
-		out.Contexts[i] = b.versionContext(c.ident, c.rv, src)
+	for j, c := range chs {
+		if c.op != opDelete {
+			out.Contexts[at[j]] = b.versionContext(c.ident, c.rv, src)
+		}
 	}
 	return out, nil
 }
+
+// DefersDeletes says the hub must send the deletes of an import (a sync's
+// removals) only once its store committed: the person removed the files,
+// so an imported delete is never taken back.
+func (b *Backend) DefersDeletes(ctx context.Context) bool {
+	_, imp := b.importing(ctx)
+	return imp
+}
+
+var _ cairn.DeleteDeferrer = (*Backend)(nil)
 
 // undoImportBatch takes back an import batch (importBatch) whose commit is
 // batch: one empty commit, as the undo of one import, recording the

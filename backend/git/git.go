@@ -258,6 +258,9 @@ type identity struct {
 	Namespace string
 	Name      string
 	Labels    map[string]string
+	// Path, when set, is where the version read is (its context's path):
+	// the index does not keep labels, which a path template may use.
+	Path string
 }
 
 func (i identity) String() string {
@@ -689,6 +692,9 @@ func (b *Backend) GetValue(ctx context.Context, req cairn.GetValueRequest) (json
 	}
 	if !ok {
 		return nil, errorf(cairn.CodeNotFound, id, "TypeInstance %q has no resource version %d", id, rv)
+	}
+	if c.Path != "" && c.ResourceVersion == rv {
+		ident.Path = c.Path
 	}
 	return b.readAt(ctx, commit, ident)
 }

@@ -249,6 +249,38 @@ func TestYAMLByExtension(t *testing.T) {
 	}
 }
 
+// A path template using a label: the version is read back from the file
+// its context names, in this process and in a fresh one (whose index,
+// built from the commits' trailers, knows no labels).
+func TestLabelPathReadsBack(t *testing.T) {
+	r := gittest.NewRemote(t)
+	cfg, err := git.ParseConfig(json.RawMessage(`{"url":` + quote(r.FileURL()) + `,"paths":{"resource":"{{ .Namespace }}/{{ .Labels.env }}/{{ .Name }}.json"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	var c json.RawMessage
+	for i, cache := range []string{t.TempDir(), t.TempDir()} {
+		b, err := git.New(git.Options{Config: cfg, CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			ctx := cairn.WithResourceMeta(t.Context(), flagMeta("l", map[string]string{"env": "prod"}))
+			if c, err = b.OnCreate(ctx, cairn.OnCreateRequest{InstanceID: id, Value: json.RawMessage(`{"enabled":true}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Show(t, "", "production/prod/l.json"); !strings.Contains(got, `"env": "prod"`) {
+				t.Fatalf("file:\n%s", got)
+			}
+		}
+		v, err := b.GetValue(t.Context(), cairn.GetValueRequest{InstanceID: id, ResourceVersion: 1, Context: c})
+		if err != nil || string(v) != `{"enabled":true}` {
+			t.Errorf("process %d: GetValue = %s, %v", i, v, err)
+		}
+	}
+}
+
 func TestTypeWithoutRESTNamesIsRefused(t *testing.T) {
 	b := gittest.NewBackend(t, gittest.NewRemote(t).FileURL())
 	ctx := cairn.WithResourceMeta(t.Context(), cairn.ResourceMeta{TypeRef: cairn.TypeRef{Path: "cap.type.x", Revision: "0.1.0"}, Namespace: "default", Name: "x"})

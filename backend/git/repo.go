@@ -435,7 +435,10 @@ func (b *Backend) writeChanges(ctx context.Context, chs []change) (made plumbing
 		}
 		old := b.tip
 		if err := b.fetchLocked(ctx); err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err)
+			// The push may have landed with its answer lost: unanswered
+			// (cairn.ErrNoAnswer), so the hub keeps the write's intent and
+			// recovery takes it back if it did, rather than forget it.
+			return plumbing.ZeroHash, false, errors.Join(fmt.Errorf("git backend: push failed (%w), then %w", pushErr, err), cairn.ErrNoAnswer)
 		}
 		fresh = true
 		if b.tip == commit {
@@ -746,9 +749,11 @@ func (b *Backend) getAt(ctx context.Context, c *object.Commit, ident identity) (
 		return nil, fmt.Errorf("git backend: %w", err)
 	}
 	if b.loc != nil {
-		p, err := b.loc.Path(ident.Kind, ident.Namespace, ident.Name, ident.Labels)
-		if err != nil {
-			return nil, err
+		p := ident.Path
+		if p == "" {
+			if p, err = b.loc.Path(ident.Kind, ident.Namespace, ident.Name, ident.Labels); err != nil {
+				return nil, err
+			}
 		}
 		f, err := tree.File(p)
 		if errors.Is(err, object.ErrFileNotFound) {

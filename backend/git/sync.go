@@ -27,7 +27,8 @@ import (
 //
 // How an outside change reaches the hub without being written back: the
 // Syncer calls the hub (ApplyChanges with the creates and updates of one
-// outside commit's files, DeleteInstance for each removed file) with a
+// outside commit's files, DeleteInstances with its removed files' deletes,
+// which the hub sends once its store committed: DefersDeletes) with a
 // context marking the call as an import of that commit (WithImport). The
 // hub validates the values against the Types' schemas and calls this
 // backend as for any write; the backend then leaves the tree alone and
@@ -197,6 +198,33 @@ func (b *Backend) undoImport(ctx context.Context, id string, rv int, op string) 
 		return true, fmt.Errorf("git backend: undo the import of %s (resource version %d): %w", ident, rv, err)
 	}
 	return true, nil
+}
+
+// ImportedVersion returns the instance and resource version that the
+// branch, as of the last fetch, holds as the import of resource
+// ("apiVersion Kind namespace/name") from the outside commit source; ok is
+// false when no live version is from it (never imported, taken back, or
+// deleted since). The hub may not hold that version: the process that
+// pushed the import has not stored it yet, or died first, leaving it to
+// recovery to take back; sync must then wait rather than count the change
+// imported.
+func (b *Backend) ImportedVersion(source plumbing.Hash, resource string) (id string, rv int, ok bool) {
+	b.imu.RLock()
+	defer b.imu.RUnlock()
+	for id, e := range b.idx {
+		for v, c := range e.versions {
+			if c == source && v > rv {
+				rv, ok = v, true
+			}
+		}
+		// The versions first: formatting every entry's resource would
+		// cost a sync walking 1,000 imports a million of them.
+		if ok && resourceTrailer(e.id) == resource {
+			return id, rv, true
+		}
+		rv, ok = 0, false
+	}
+	return "", 0, false
 }
 
 // FileChange is one resource file's change in one commit.

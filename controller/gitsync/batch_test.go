@@ -193,6 +193,45 @@ func BenchmarkSyncImport1000(b *testing.B) {
 	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
 }
 
+// BenchmarkSyncDelete1000: the sync of one pushed commit removing 1,000
+// Flag files, over smart HTTP; the set-up (the hub, the import of the
+// 1,000 files, Jane's removal and push) is not timed. It reports the
+// commits and pushes the sync made (1 each: one batch).
+func BenchmarkSyncDelete1000(b *testing.B) {
+	ctx := context.Background()
+	var commits, pushed int64
+	for range b.N {
+		b.StopTimer()
+		e, pushes := newCountingSyncEnv(b)
+		e.create("seed", true)
+		s := e.syncer()
+		e.person("status")
+		e.writeFlags("bulk", 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		if res, err := s.Sync(ctx); err != nil || res.Created != 1000 {
+			b.Fatalf("Sync of the 1,000 files = %+v, %v", res, err)
+		}
+		e.person("pull", "--quiet", "--ff-only", "origin", "main")
+		e.removeFlags("bulk", 0, 1000)
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", "remove 1,000 flags")
+		e.person("push", "--quiet", "origin", "main")
+		before, p := e.remote.Commits(b), pushes.Load()
+		b.StartTimer()
+		res, err := s.Sync(ctx)
+		b.StopTimer()
+		if err != nil || res.Deleted != 1000 {
+			b.Fatalf("Sync = %+v, %v", res, err)
+		}
+		commits += int64(e.remote.Commits(b) - before)
+		pushed += pushes.Load() - p
+	}
+	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
+}
+
 // TestWebhookAnswersWhileTheSyncGoesOn: a sync slower than the provider's
 // delivery timeout (here, the remote holds the fetch) gets the webhook a
 // 202 once WebhookWait is over; the sync goes on, and GET shows what it
@@ -260,12 +299,112 @@ func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
 	}
 }
 
-// TestWebhookFloodRunsAtMostOneMoreSync: webhooks that arrive while a sync
-// runs share one sync after it, however many they are. Each webhook
-// started a sync of its own that waited for the running one, so a flood
-// (a provider's retries, a replayed signed delivery) piled up goroutines
-// and fetches for up to five minutes each.
-func TestWebhookFloodRunsAtMostOneMoreSync(t *testing.T) {
+// removeFlags removes Jane's Flag files prefix-from ... prefix-(to-1).
+func (e *syncEnv) removeFlags(prefix string, from, to int) {
+	e.t.Helper()
+	for i := from; i < to; i++ {
+		if err := os.Remove(filepath.Join(e.clone, "default", fmt.Sprintf("flipt.io-v1-Flag-%s-%04d.json", prefix, i))); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// TestSyncDeletesACommitsRemovalsAsOneBatch: Jane removes 20 Flags in one
+// commit, then 20 more with a new Flag and a change in another. The
+// removals of a commit are one hub call, one commit of cairn's and one
+// push (the adds and changes one more of each); a locked Flag among them
+// is reported and kept, the others deleted. A fresh cache (another
+// replica) agrees and deletes nothing again.
+func TestSyncDeletesACommitsRemovalsAsOneBatch(t *testing.T) {
+	e, pushes := newCountingSyncEnv(t)
+	ctx := context.Background()
+	s := e.syncer()
+	locked := e.create("locked", false)
+	if err := e.h.LockInstances(cairn.WithActor(ctx, "admin"), []string{locked}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	e.writeFlags("bulk", 40)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "40 flags")
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 40 {
+		t.Fatalf("Sync of 40 new flags = %+v, %v", res, err)
+	}
+
+	for _, tc := range []struct {
+		name             string
+		change           func()
+		deleted, created int
+		skipped          int
+		commits          int
+		subject          string
+	}{
+		{"removals", func() {
+			e.removeFlags("bulk", 0, 20)
+			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-locked.json")
+		}, 20, 0, 1, 1, "cairn: sync delete 20 resources by " + jane},
+		{"removals and adds", func() {
+			e.removeFlags("bulk", 20, 40)
+			e.write("new", flagFile("new", true))
+		}, 20, 1, 0, 2, "cairn: sync create Flag default/new (resource version 1) by " + jane},
+	} {
+		e.person("pull", "--quiet", "--ff-only", "origin", "main") // cairn's import commits
+		tc.change()
+		e.person("add", "-A")
+		e.person("commit", "--quiet", "-m", tc.name)
+		e.person("push", "--quiet", "origin", "main")
+		tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
+		commits, pushed := e.remote.Commits(t), pushes.Load()
+		res, err := s.Sync(ctx)
+		if err != nil || res.Deleted != tc.deleted || res.Created != tc.created || res.Skipped != tc.skipped {
+			t.Fatalf("%s: Sync = %+v, %v; want %d deleted, %d created, %d skipped", tc.name, res, err, tc.deleted, tc.created, tc.skipped)
+		}
+		if n := e.remote.Commits(t) - commits; n != tc.commits {
+			t.Errorf("%s: the sync made %d commits, want %d", tc.name, n, tc.commits)
+		}
+		if n := pushes.Load() - pushed; n != int64(tc.commits) {
+			t.Errorf("%s: the sync pushed %d times, want %d", tc.name, n, tc.commits)
+		}
+		if got := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}"); got != tree {
+			t.Errorf("%s: the sync changed Jane's files", tc.name)
+		}
+		log := gittest.Git(t, e.remote.Path, "log", fmt.Sprintf("-%d", tc.commits), "--format=%B%x00", "main")
+		if !strings.Contains(log, "cairn: sync delete 20 resources by "+jane) || !strings.Contains(log, tc.subject) {
+			t.Errorf("%s: cairn's commits:\n%.800s", tc.name, log)
+		}
+	}
+	for i := range 40 {
+		if _, err := e.get(fmt.Sprintf("bulk-%04d", i)); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("bulk-%04d after its removal: %v, want NotFound", i, err)
+		}
+	}
+	if inst, err := e.get("locked"); err != nil || inst.ID != locked {
+		t.Errorf("the locked Flag after its removal: %+v, %v; want it kept", inst, err)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 0 {
+		t.Errorf("intents left: %+v, %v", pending, err)
+	}
+	// Another replica (a fresh cache) agrees: nothing to do.
+	commits := e.remote.Commits(t)
+	e.open(t.TempDir())
+	if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("Sync on a fresh cache = %+v, %v; want nothing", res, err)
+	}
+	if n := e.remote.Commits(t) - commits; n != 0 {
+		t.Errorf("the fresh cache's sync made %d commits", n)
+	}
+}
+
+// TestWebhooksDuringASyncQueueOneMore: five pushes notified while a sync
+// of the backend runs (the remote holds its fetch) each get 202, and
+// together they queue one sync after it, not five: two syncs in all, the
+// second importing what was pushed meanwhile.
+func TestWebhooksDuringASyncQueueOneMore(t *testing.T) {
 	r := gittest.NewRemote(t)
 	var hold atomic.Pointer[chan struct{}]
 	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
@@ -278,39 +417,62 @@ func TestWebhookFloodRunsAtMostOneMoreSync(t *testing.T) {
 	})
 	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
 	e.create("seed", true)
-	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: time.Millisecond})
+	svc, err := gitsync.NewSyncService(gitsync.SyncServiceConfig{Hub: e.h, Opener: e.opener, WebhookWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
-	e.person("status")
-	e.writeFlags("flood", 1)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "a flag")
-	e.person("push", "--quiet", "origin", "main")
-
-	release := make(chan struct{})
-	hold.Store(&release)
-	const webhooks = 30
-	for range webhooks {
+	hook := func() (int, string) {
+		t.Helper()
 		resp, err := http.Post(srv.URL+"/hooks/git/flags-repo", "application/json", strings.NewReader(`{"ref":"refs/heads/main"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("webhook while the fetch is held: %d, want 202", resp.StatusCode)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	e.person("status")
+	e.writeFlags("first", 2)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "two flags")
+	e.person("push", "--quiet", "origin", "main")
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	for i := range 5 {
+		if code, body := hook(); code != http.StatusAccepted || !strings.Contains(body, `"running":true`) {
+			t.Fatalf("webhook %d while a sync runs: %d %s, want 202 running", i, code, body)
+		}
+		if i == 0 {
+			// Pushed after the running sync's fetch began: the queued
+			// sync must import it.
+			e.writeFlags("later", 1)
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "one more")
+			e.person("push", "--quiet", "origin", "main")
 		}
 	}
 	hold.Store(nil)
 	close(release)
-	svc.Close() // waits for every sync the webhooks started
 	sy, err := svc.Syncer(context.Background(), "flags-repo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := sy.Stats().Syncs; n > 2 {
-		t.Errorf("%d webhooks during one sync ran %d syncs, want at most 2 (the running one and one after it)", webhooks, n)
+	deadline := time.Now().Add(20 * time.Second)
+	for sy.Stats().Created < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhooks' syncs did not finish: %+v", sy.Stats())
+		}
+		time.Sleep(10 * time.Millisecond) // polling the status, bounded by the deadline
+	}
+	svc.Close() // waits for the webhooks' syncs
+	// The held one and the queued one.
+	if st := sy.Stats(); st.Syncs != 2 || st.Created != 3 || st.Failures != 0 {
+		t.Errorf("stats after 5 webhooks during a sync = %+v, want 2 syncs, 3 created", st)
+	}
+	if inst, err := e.get("later-0000"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("later-0000: %+v, %v", inst.Latest, err)
 	}
 }

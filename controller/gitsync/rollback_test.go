@@ -3,8 +3,10 @@ package gitsync_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -177,12 +179,169 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 // (which knows nothing of the sync) takes the import back. Jane's file
 // must stay as she pushed it, and the next sync imports it.
 func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced=%v", synced), func(t *testing.T) {
+			r := gittest.NewRemote(t)
+			var pushes, allowed atomic.Int64
+			allowed.Store(math.MaxInt64)
+			url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
+						http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+						return
+					}
+					h.ServeHTTP(w, req)
+				})
+			})
+			e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+			ctx := context.Background()
+			e.create("existing", false)
+			s := e.syncer()
+			if synced {
+				// A sync before Jane's push: the next one walks her commit
+				// (Pending), rather than reconciling the tip's files.
+				if _, err := s.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.person("status") // clones
+			// Two files: one import batch, which recovery takes back instance by
+			// instance.
+			e.write("added", flagFile("added", true))
+			e.write("added2", flagFile("added2", false))
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "add added")
+			e.person("push", "--quiet", "origin", "main")
+			tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
+
+			allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
+			allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
+			if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
+				t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
+			}
+			pending, err := e.h.PendingIntents(ctx)
+			if err != nil || len(pending) != 2 {
+				t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
+			}
+
+			allowed.Store(math.MaxInt64)
+			allow()
+			e.open(e.cache) // a restarted process
+			// Its sync runs before recovery (whose grace has not passed): the
+			// branch records the import, the hub does not hold it. The sync must
+			// not take the branch's record for the hub's and move past Jane's
+			// commit, or nothing would import her files once recovery took the
+			// import back.
+			before := e.remote.Commits(t)
+			if res, err := e.syncer().Sync(ctx); err == nil || !strings.Contains(err.Error(), "not in the hub") {
+				t.Fatalf("Sync before recovery = %+v, %v; want it stopped at the import the hub does not hold", res, err)
+			}
+			if _, err := e.get("added"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("added before recovery: %v, want NotFound", err)
+			}
+			if n := e.remote.Commits(t) - before; n != 0 {
+				t.Errorf("the sync before recovery made %d commits, want none", n)
+			}
+			rec, err := e.h.Recover(ctx, 0)
+			if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
+				t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+			}
+			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
+			}
+			res, err := e.syncer().Sync(ctx)
+			if err != nil || res.Created != 2 {
+				t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+			}
+			if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
+				t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+			}
+			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("the import after recovery changed the repository's files")
+			}
+		})
+	}
+}
+
+// TestImportWhosePushWentUnanswered: the import's push reaches the remote
+// but its answer is lost, and the remote stays unreachable for the fetch
+// that would tell. Nobody knows whether the import is on the branch, so
+// the hub must keep its intents (an unanswered write, for recovery), not
+// forget them: the branch does hold it, the hub does not, and only
+// recovery takes it back. Then the next sync imports Jane's files.
+func TestImportWhosePushWentUnanswered(t *testing.T) {
 	r := gittest.NewRemote(t)
-	var pushes, allowed atomic.Int64
-	allowed.Store(math.MaxInt64)
+	var down, armed atomic.Bool
 	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && pushes.Add(1) > allowed.Load() {
+			if down.Load() {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") && armed.Swap(false) {
+				// The push lands; its answer is lost with the remote.
+				h.ServeHTTP(httptest.NewRecorder(), req)
+				down.Store(true)
+				http.Error(w, "connection lost (test)", http.StatusBadGateway)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	e.person("status") // clones
+	e.write("added", flagFile("added", true))
+	e.write("added2", flagFile("added2", false))
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "add two")
+	e.person("push", "--quiet", "origin", "main")
+	commits := r.Commits(t)
+	armed.Store(true) // the import's push
+
+	if res, err := e.syncer().Sync(ctx); err == nil {
+		t.Fatalf("Sync with the push unanswered = %+v, nil; want an error", res)
+	}
+	if n := r.Commits(t) - commits; n != 1 {
+		t.Fatalf("the remote got %d commits, want the import's", n)
+	}
+	pending, err := e.h.PendingIntents(ctx)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("intents after the unanswered push: %+v, %v; want the import's two, for recovery", pending, err)
+	}
+
+	down.Store(false)
+	e.open(e.cache) // a restarted process
+	if res, err := e.syncer().Sync(ctx); err == nil || !strings.Contains(err.Error(), "not in the hub") {
+		t.Fatalf("Sync before recovery = %+v, %v; want it stopped at the import the hub does not hold", res, err)
+	}
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+	}
+	res, err := e.syncer().Sync(ctx)
+	if err != nil || res.Created != 2 {
+		t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+	}
+	if inst, err := e.get("added2"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("added2 after recovery and sync: %+v, %v", inst.Latest, err)
+	}
+}
+
+// TestImportedDeletesRecoveredWhenTheirCommitFailed: Jane removes three
+// Flags in one commit; the hub deletes them (one store transaction), then
+// the remote goes away before the backend's one commit recording the
+// removals is pushed. The deletes stand (the files are gone: nothing to
+// take back), their intents stay, and recovery finishes them once the
+// remote is back, without touching Jane's files; no sync imports them
+// again.
+func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var down atomic.Bool
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if down.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") {
 				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
 				return
 			}
@@ -193,44 +352,65 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 	ctx := context.Background()
 	e.create("existing", false)
 	s := e.syncer()
+	// Replica B, synced before any of Jane's commits: it walks them all
+	// at the end.
+	other := *e
+	other.open(t.TempDir())
+	b := other.syncer()
+	if _, err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	e.person("status") // clones
-	// Two files: one import batch, which recovery takes back instance by
-	// instance.
-	e.write("added", flagFile("added", true))
-	e.write("added2", flagFile("added2", false))
+	e.writeFlags("gone", 3)
 	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add added")
+	e.person("commit", "--quiet", "-m", "three flags")
 	e.person("push", "--quiet", "origin", "main")
-	tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 3 {
+		t.Fatalf("Sync = %+v, %v; want 3 created", res, err)
+	}
+	e.person("pull", "--quiet", "--ff-only", "origin", "main")
+	e.removeFlags("gone", 0, 3)
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "remove them")
+	e.person("push", "--quiet", "origin", "main")
+	tree, commits := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"), r.Commits(t)
 
-	allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
-	allowed.Store(pushes.Load() + 1) // the import's push, not the undo's
-	if res, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), "rollback") {
-		t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
+	down.Store(true)
+	if res, err := s.Sync(ctx); err != nil || res.Deleted != 3 {
+		t.Fatalf("Sync with the remote refusing pushes = %+v, %v; want the 3 deletes done in the hub", res, err)
+	}
+	for i := range 3 {
+		if _, err := e.get(fmt.Sprintf("gone-%04d", i)); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("gone-%04d after the sync: %v, want NotFound", i, err)
+		}
 	}
 	pending, err := e.h.PendingIntents(ctx)
-	if err != nil || len(pending) != 2 {
-		t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("intents after the failed push: %+v, %v; want the 3 deletes'", pending, err)
 	}
 
-	allowed.Store(math.MaxInt64)
-	allow()
+	down.Store(false)
 	e.open(e.cache) // a restarted process
 	rec, err := e.h.Recover(ctx, 0)
-	if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
-		t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+	if err != nil || rec.Deleted != 3 || len(rec.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the 3 deletes finished", rec, err)
 	}
 	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
 		t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
 	}
-	res, err := e.syncer().Sync(ctx)
-	if err != nil || res.Created != 2 {
-		t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+	for _, cache := range []string{e.cache, t.TempDir()} {
+		e.open(cache)
+		if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+			t.Errorf("Sync after recovery = %+v, %v; want nothing", res, err)
+		}
 	}
-	if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
-		t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+	// B's index still holds the three (no commit of cairn's recorded
+	// their removal): imported from Jane's first commit, deleted since,
+	// no write on its way. Nothing to wait for.
+	if res, err := b.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+		t.Errorf("replica B's Sync after recovery = %+v, %v; want nothing", res, err)
 	}
-	if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
-		t.Errorf("the import after recovery changed the repository's files")
+	if n := r.Commits(t) - commits; n > 1 {
+		t.Errorf("recovery and the syncs after it made %d commits, want at most 1", n)
 	}
 }

@@ -65,10 +65,9 @@ type SyncService struct {
 
 	mu      sync.Mutex
 	syncers map[string]*Syncer // by backend id
-	// queued holds, by backend id, the sync webhooks asked for that has
-	// not started yet: every webhook arriving meanwhile shares it, so a
-	// flood of them runs at most one sync after the running one.
-	queued map[string]*webhookSync
+	// hooks are the webhooks' syncs of each backend, by backend id: the
+	// one running and at most one queued behind it (trigger).
+	hooks map[string]*hookSyncs
 
 	// Syncs webhooks started: Close cancels and waits for them.
 	bg   context.Context
@@ -89,7 +88,7 @@ func NewSyncService(cfg SyncServiceConfig) (*SyncService, error) {
 		cfg.WebhookWait = DefaultWebhookWait
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}, queued: map[string]*webhookSync{}, bg: bg, stop: stop}, nil
+	return &SyncService{cfg: cfg, log: log, syncers: map[string]*Syncer{}, hooks: map[string]*hookSyncs{}, bg: bg, stop: stop}, nil
 }
 
 // Close cancels the syncs webhooks started that are still running and
@@ -221,12 +220,12 @@ func (s *SyncService) Handler() http.Handler {
 			// The sync outlives the request (a sender that hangs up does
 			// not cut an import short); the answer waits for it at most
 			// WebhookWait, then says it goes on.
-			ws := s.webhookSync(sy)
+			run := s.trigger(sy)
 			t := time.NewTimer(s.cfg.WebhookWait)
 			defer t.Stop()
 			select {
-			case <-ws.done:
-				res, err = ws.res, ws.err
+			case <-run.done:
+				res, err = run.res, run.err
 			case <-t.C:
 				w.WriteHeader(http.StatusAccepted)
 				_ = json.NewEncoder(w).Encode(map[string]any{"backend": sy.BackendID(), "running": true,
@@ -264,38 +263,55 @@ func (s *SyncService) Handler() http.Handler {
 	return mux
 }
 
-// webhookSync is a sync webhooks started; res and err are set once done
-// is closed.
-type webhookSync struct {
+// hookSyncs are the webhooks' syncs of one backend.
+type hookSyncs struct {
+	running, queued *hookSync
+}
+
+// hookSync is one sync webhooks asked for; done closes when it finished,
+// with res and err set.
+type hookSync struct {
 	done chan struct{}
 	res  SyncResult
 	err  error
 }
 
-// webhookSync returns the sync of sy queued for webhooks, starting one
-// when none is: it runs after the running sync (if any), with the
-// background context, so neither the sender hanging up nor the request's
-// deadline cuts it short.
-func (s *SyncService) webhookSync(sy *Syncer) *webhookSync {
+// trigger returns the sync that answers a webhook for sy's backend: a new
+// one, started at once, when none runs; else the one queued to run after
+// the running one, which every webhook arriving meanwhile shares. A push
+// made during a sync may have come after its fetch, so one more sync must
+// follow, but one is enough: it fetches every push made until it starts.
+// So a burst of webhooks during a long import costs two syncs, not one
+// each (the Syncer runs them one at a time anyway).
+func (s *SyncService) trigger(sy *Syncer) *hookSync {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := sy.BackendID()
-	if ws := s.queued[id]; ws != nil {
-		return ws
+	h := s.hooks[sy.BackendID()]
+	if h == nil {
+		h = &hookSyncs{}
+		s.hooks[sy.BackendID()] = h
 	}
-	ws := &webhookSync{done: make(chan struct{})}
-	s.queued[id] = ws
+	if h.running != nil {
+		if h.queued == nil {
+			h.queued = &hookSync{done: make(chan struct{})}
+		}
+		return h.queued
+	}
+	run := &hookSync{done: make(chan struct{})}
+	h.running = run
 	s.wg.Go(func() {
-		defer close(ws.done)
-		ws.res, ws.err = sy.syncAfter(s.bg, webhookSyncTimeout, func() {
+		for run != nil {
+			ctx, cancel := context.WithTimeout(s.bg, webhookSyncTimeout)
+			run.res, run.err = sy.Sync(ctx)
+			cancel()
+			close(run.done)
 			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.queued[id] == ws {
-				delete(s.queued, id)
-			}
-		})
+			run, h.queued = h.queued, nil
+			h.running = run
+			s.mu.Unlock()
+		}
 	})
-	return ws
+	return run
 }
 
 // signed reports whether a webhook carries a valid signature of body, or

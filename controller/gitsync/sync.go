@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,8 +246,8 @@ func (s *Syncer) count(ctx context.Context, res *SyncResult, ev SyncEvent) {
 }
 
 // step imports one commit's changes (one step of Pending). Removed files
-// go first, each one hub call (DeleteInstance: the hub tells the backend
-// once its own store committed, so a delete is never taken back). Then
+// go first, one hub call (deleteAll: the hub tells the backend once its
+// own store committed, so an imported delete is never taken back). Then
 // the added and changed files of each outside commit (a step of a
 // snapshot holds several) go as one hub call, ApplyChanges: one store
 // transaction and one commit of cairn's recording them all, however many
@@ -260,16 +261,33 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		commit plumbing.Hash
 		items  []planned
 	}
-	var groups []*group
+	var groups, dels []*group
 	for _, fc := range st.Changes {
-		if fc.Data == nil {
-			ev, err := s.apply(ctx, b, fc, st.Imported)
-			if err != nil {
-				return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
-			}
-			s.count(ctx, res, ev)
+		if fc.Data != nil {
+			continue
+		}
+		p, err := s.planDelete(ctx, b, fc, st.Imported)
+		if err != nil {
+			return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+		}
+		if p.del == "" {
+			s.count(ctx, res, p.ev)
+			continue
+		}
+		i := slices.IndexFunc(dels, func(g *group) bool { return g.commit == fc.Commit })
+		if i < 0 {
+			dels = append(dels, &group{commit: fc.Commit})
+			i = len(dels) - 1
+		}
+		dels[i].items = append(dels[i].items, p)
+	}
+	for _, g := range dels {
+		if err := s.deleteAll(ctx, b, g.items, st.Imported, res); err != nil {
+			return err
 		}
 	}
+	var plans []planned
+	files := map[string][]string{} // the added and changed files of each resource
 	for _, fc := range st.Changes {
 		if fc.Data == nil {
 			continue
@@ -277,6 +295,19 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		p, err := s.plan(ctx, b, fc, st.Imported)
 		if err != nil {
 			return fmt.Errorf("%s at %s: %w", fc.Path, fc.Commit, err)
+		}
+		if p.ev.Type != "Skipped" && p.ev.Resource != "" {
+			files[p.ev.Resource] = append(files[p.ev.Resource], fc.Path)
+		}
+		plans = append(plans, p)
+	}
+	for _, p := range plans {
+		fc := p.fc
+		if paths := files[p.ev.Resource]; p.ev.Type != "Skipped" && len(paths) > 1 {
+			// Possible with a path template using labels: which file
+			// is meant is not for the sync to guess.
+			p.ev.Type, p.ev.Reason = "Skipped", fmt.Sprintf("%s is in %d files, %s: keep it in one", p.ev.Resource, len(paths), strings.Join(paths, " and "))
+			p.create, p.update = nil, nil
 		}
 		if p.create == nil && p.update == nil {
 			s.count(ctx, res, p.ev)
@@ -293,6 +324,62 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		if err := s.importAll(ctx, b, g.items, st.Imported, res); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// deleteAll deletes the instances of one outside commit's removed files in
+// one hub call (DeleteInstances): one store transaction, then, once it
+// committed, one commit of cairn's recording the removals (the backend
+// defers an import's deletes, DefersDeletes, so none is ever taken back).
+// That call is all or none: when the hub refuses it, a dry run of each
+// delete alone finds the ones it refuses (a locked instance, one another
+// instance uses), reported and skipped, and the call goes again without
+// them; when no dry run says which (a race), the files go one hub call
+// each.
+func (s *Syncer) deleteAll(ctx context.Context, b *git.Backend, items []planned, imported map[string]bool, res *SyncResult) error {
+	for len(items) > 0 {
+		fc := items[0].fc
+		ictx := git.WithImport(cairn.WithActor(ctx, fc.Author), b, fc.Commit)
+		ids := make([]string, len(items))
+		for i, p := range items {
+			ids[i] = p.del
+		}
+		err := s.cfg.Hub.DeleteInstances(ictx, ids, "")
+		if err == nil {
+			for _, p := range items {
+				ev := p.ev
+				ev.Type = "Deleted"
+				s.count(ctx, res, ev)
+			}
+			return nil
+		}
+		if !refused(err) && !errors.Is(err, git.ErrImported) {
+			return fmt.Errorf("delete the %d instances of files %s removed: %w", len(items), fc.Commit, err)
+		}
+		if len(items) == 1 || errors.Is(err, git.ErrImported) {
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		var kept []planned
+		dry := cairn.WithDryRun(ictx)
+		for _, p := range items {
+			switch err := s.cfg.Hub.DeleteInstances(dry, []string{p.del}, ""); {
+			case err == nil:
+				kept = append(kept, p)
+			case cairn.HasCode(err, cairn.CodeNotFound):
+				// deleted meanwhile (another replica): nothing to do
+			case refused(err):
+				ev := p.ev
+				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)
+				s.count(ctx, res, ev)
+			default:
+				return fmt.Errorf("%s at %s: %w", p.fc.Path, p.fc.Commit, err)
+			}
+		}
+		if len(kept) == len(items) {
+			return s.applyEach(ctx, b, items, imported, res)
+		}
+		items = kept
 	}
 	return nil
 }
@@ -334,7 +421,7 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 		}
 		// Which file is refused: each alone, as a dry run (no backend
 		// is called, nothing is stored).
-		var kept []planned
+		var kept, raced []planned
 		dry := cairn.WithDryRun(ictx)
 		for _, p := range items {
 			var one hub.ChildChanges
@@ -348,6 +435,11 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 			switch {
 			case err == nil:
 				kept = append(kept, p)
+			case cairn.HasCode(err, cairn.CodeAlreadyExists), cairn.HasCode(err, cairn.CodeConflict):
+				// Made or changed since the plan, which found no other
+				// backend's instance of that name: another replica
+				// importing this commit, or a writer. Planned again below.
+				raced = append(raced, p)
 			case refused(err):
 				ev := p.ev
 				ev.Type, ev.Reason = "Skipped", fmt.Sprintf("%s %s: %v", what, ev.Resource, err)
@@ -359,6 +451,9 @@ func (s *Syncer) importAll(ctx context.Context, b *git.Backend, items []planned,
 		if len(kept) == len(items) {
 			// Refused only together (a race): one hub call per file.
 			return s.applyEach(ctx, b, items, imported, res)
+		}
+		if err := s.applyEach(ctx, b, raced, imported, res); err != nil {
+			return err
 		}
 		items = kept
 	}
@@ -410,6 +505,42 @@ func (s *Syncer) typeFor(ctx context.Context, kind controller.Kind) (cairn.Type,
 	return *best, nil
 }
 
+// stored checks that the hub holds the version the branch records as the
+// import of resource from commit (by another process, or by this one
+// before it restarted). When it does not and the intent journal still has
+// that write, the import is on its way (the process that pushed it has
+// not stored it yet) or was left halfway (the process died, or the hub
+// could not store it and could not push the undo either) and recovery
+// will take it back: counting the change imported would move the sync
+// past it for good, so the sync stops here (CodeUnavailable) and a later
+// one resumes at this commit. Without the intent, the hub stored it and
+// deleted it since (a removal whose record never reached the branch), or
+// its own process took it back and imports it again: nothing to wait for.
+func (s *Syncer) stored(ctx context.Context, b *git.Backend, commit plumbing.Hash, resource string) error {
+	id, rv, ok := b.ImportedVersion(commit, resource)
+	if !ok {
+		return nil // taken back or deleted since: nothing the hub must hold
+	}
+	inst, err := s.cfg.Hub.GetInstance(ctx, id, false)
+	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		return err
+	}
+	if err == nil && inst.Latest.ResourceVersion >= rv {
+		return nil
+	}
+	pending, err := s.cfg.Hub.PendingIntents(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(pending, func(in store.Intent) bool {
+		return in.InstanceID == id && (in.Op == store.IntentCreate || in.Op == store.IntentUpdate)
+	}) {
+		return nil
+	}
+	return cairn.Errorf(cairn.CodeUnavailable, "the import of %s (TypeInstance %q, resource version %d) is on the branch but not in the hub: "+
+		"the process that imported it is still storing it, or stopped halfway and recovery will take it back; the sync resumes at this commit", resource, id, rv)
+}
+
 // refused says whether the hub refused a change for a reason in the
 // change itself (reported and skipped), rather than failing (retried).
 func refused(err error) bool {
@@ -427,6 +558,7 @@ type planned struct {
 	ev     SyncEvent
 	create *hub.NewInstance
 	update *hub.UpdateInstance
+	del    string // the instance a removed file's resource is
 }
 
 // plan works out what the added or changed file fc asks of the hub, when
@@ -449,7 +581,7 @@ func (s *Syncer) plan(ctx context.Context, b *git.Backend, fc git.FileChange, im
 	}
 	out.ev.Resource = p.String()
 	if imported[out.ev.Resource] {
-		return out, nil
+		return out, s.stored(ctx, b, fc.Commit, out.ev.Resource)
 	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
@@ -503,7 +635,7 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	if p.create != nil {
 		created, err := s.cfg.Hub.CreateInstances(ictx, hub.CreateRequest{Instances: []hub.NewInstance{*p.create}})
 		if errors.Is(err, git.ErrImported) {
-			return ev, nil // another replica was first
+			return ev, s.stored(ctx, b, fc.Commit, ev.Resource) // another replica was first
 		}
 		if refused(err) {
 			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("create %s: %v", ev.Resource, err)
@@ -517,7 +649,7 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	}
 	_, err = s.cfg.Hub.UpdateInstances(ictx, []hub.UpdateInstance{*p.update})
 	if errors.Is(err, git.ErrImported) {
-		return ev, nil // another replica was first
+		return ev, s.stored(ctx, b, fc.Commit, ev.Resource) // another replica was first
 	}
 	if refused(err) {
 		ev.Type, ev.Reason = "Skipped", fmt.Sprintf("update %s: %v", ev.Resource, err)
@@ -530,40 +662,64 @@ func (s *Syncer) apply(ctx context.Context, b *git.Backend, fc git.FileChange, i
 	return ev, nil
 }
 
-func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent, imported map[string]bool) (SyncEvent, error) {
+// planDelete works out which instance the removed file fc was, when the
+// hub still has it in this backend (out.del); an error means the sync must
+// stop. imported is as in plan.
+func (s *Syncer) planDelete(ctx context.Context, b *git.Backend, fc git.FileChange, imported map[string]bool) (planned, error) {
+	out := planned{fc: fc, ev: SyncEvent{Commit: fc.Commit.String(), Path: fc.Path, Author: fc.Author}}
 	p, err := b.ParseFile(fc.Path, fc.Old)
 	if err != nil {
-		return ev, nil // never a resource this backend imported
+		return out, nil // never a resource this backend imported
 	}
-	ev.Resource = p.String()
-	if imported[ev.Resource] {
-		return ev, nil
+	out.ev.Resource = p.String()
+	if imported[out.ev.Resource] {
+		return out, nil
 	}
 	typ, err := s.typeFor(ctx, p.Kind)
 	if refused(err) {
-		return ev, nil
+		return out, nil
 	}
 	if err != nil {
-		return ev, err
+		return out, err
 	}
 	md := p.Res.Metadata
 	cur, err := s.cfg.Hub.GetInstanceByName(ctx, typ.Path, md.Namespace, md.Name, false)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return ev, nil // gone already
+		return out, nil // gone already
 	}
 	if err != nil {
-		return ev, err
+		return out, err
 	}
-	ev.InstanceID = cur.ID
+	out.ev.InstanceID = cur.ID
 	if cur.Backend.ID != s.cfg.BackendID {
-		return ev, nil // another backend's instance of that name
+		return out, nil // another backend's instance of that name
 	}
-	if err := s.cfg.Hub.DeleteInstance(ctx, cur.ID, ""); err != nil {
-		if errors.Is(err, git.ErrImported) {
+	out.del = cur.ID
+	return out, nil
+}
+
+func (s *Syncer) applyDelete(ctx context.Context, b *git.Backend, fc git.FileChange, ev SyncEvent, imported map[string]bool) (SyncEvent, error) {
+	p, err := s.planDelete(ctx, b, fc, imported)
+	if err != nil || p.del == "" {
+		return p.ev, err
+	}
+	ev = p.ev
+	if err := s.cfg.Hub.DeleteInstance(ctx, p.del, ""); err != nil {
+		if errors.Is(err, git.ErrImported) || cairn.HasCode(err, cairn.CodeNotFound) {
 			return ev, nil // another replica was first
 		}
+		if cairn.HasCode(err, cairn.CodeConflict) || cairn.HasCode(err, cairn.CodeAlreadyExists) {
+			// Another write of the instance is on its way (its intent
+			// taken: AlreadyExists; its store commit first: Conflict):
+			// another replica deleting it too, or someone updating it. Skipping
+			// would leave the instance of a removed file for good.
+			if _, gerr := s.cfg.Hub.GetInstance(ctx, p.del, false); cairn.HasCode(gerr, cairn.CodeNotFound) {
+				return ev, nil // deleted meanwhile
+			}
+			return ev, fmt.Errorf("delete %s: %w; the sync resumes at this commit", ev.Resource, err)
+		}
 		if refused(err) {
-			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", p, err)
+			ev.Type, ev.Reason = "Skipped", fmt.Sprintf("delete %s: %v", ev.Resource, err)
 			return ev, nil
 		}
 		return ev, err

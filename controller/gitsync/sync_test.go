@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/cairn-dev/cairn/backend/git/gittest"
 	"github.com/cairn-dev/cairn/controller/gitsync"
 	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store"
+	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 	"github.com/cairn-dev/cairn/store/sqlite"
 )
 
@@ -32,6 +35,7 @@ const flagType = "io.flipt.flag"
 type syncEnv struct {
 	t      testing.TB
 	remote *gittest.Remote
+	pg     *pgtest.Schema // the store, when not SQLite at dbPath
 	dbPath string
 	cache  string
 	h      *hub.Hub
@@ -50,7 +54,13 @@ func newSyncEnv(t *testing.T) *syncEnv {
 // value and the opener's environment.
 func newSyncEnvWith(t testing.TB, r *gittest.Remote, more map[string]any, getenv func(string) string) *syncEnv {
 	t.Helper()
-	e := &syncEnv{t: t, remote: r, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
+	return newSyncEnvOn(t, r, nil, more, getenv)
+}
+
+// newSyncEnvOn is newSyncEnvWith on the PostgreSQL schema pg (nil: SQLite).
+func newSyncEnvOn(t testing.TB, r *gittest.Remote, pg *pgtest.Schema, more map[string]any, getenv func(string) string) *syncEnv {
+	t.Helper()
+	e := &syncEnv{t: t, remote: r, pg: pg, dbPath: filepath.Join(t.TempDir(), "cairn.db"), cache: t.TempDir(), getenv: getenv}
 	ctx := cairn.WithActor(context.Background(), "admin")
 	e.open(e.cache)
 	if _, err := e.h.CreateType(ctx, cairn.Type{Path: flagType, Revision: "1.0.0", Group: "flipt.io", Version: "v1",
@@ -77,11 +87,18 @@ func newSyncEnvWith(t testing.TB, r *gittest.Remote, more map[string]any, getenv
 // a restarted process would.
 func (e *syncEnv) open(cache string) {
 	e.t.Helper()
-	st, err := sqlite.Open(context.Background(), e.dbPath)
-	if err != nil {
-		e.t.Fatal(err)
+	var st store.Store
+	if e.pg != nil {
+		st = e.pg.Open(e.t)
+	} else {
+		s, err := sqlite.Open(context.Background(), e.dbPath)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { s.Close() })
+		st = s
 	}
-	e.t.Cleanup(func() { st.Close() })
+	var err error
 	e.opener = git.NewOpener(git.OpenerConfig{CacheDir: cache, Getenv: e.getenv})
 	if e.h, err = hub.New(context.Background(), hub.Config{Store: st, Backends: e.opener}); err != nil {
 		e.t.Fatal(err)
@@ -613,5 +630,216 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	}
 	if n := e.remote.Commits(t); n != commits {
 		t.Errorf("replica B's import pushed %d commits", n-commits)
+	}
+}
+
+// TestTwoReplicasSyncOneCommitAtOnce: two replicas sharing the store
+// (SQLite, and PostgreSQL with $CAIRN_TEST_POSTGRES) sync Jane's commit,
+// which removes a Flag, changes one and adds 20, at the same moment. The
+// branch lets one import each part; the other imports nothing, at worst
+// stopping until the winner has stored its import. Every Flag is in the
+// hub once, with one new resource version, and cairn made two commits.
+func TestTwoReplicasSyncOneCommitAtOnce(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			var pg *pgtest.Schema
+			if db == "postgres" {
+				s := pgtest.NewSchema(t)
+				pg = &s
+			}
+			e := newSyncEnvOn(t, gittest.NewRemote(t), pg, nil, nil)
+			ctx := context.Background()
+			changed := e.create("changed", false)
+			e.create("doomed", true)
+			other := *e
+			other.open(t.TempDir()) // replica B: its own hub and cache on the same store
+			syncers := []*gitsync.Syncer{e.syncer(), other.syncer()}
+			for _, s := range syncers {
+				if _, err := s.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.person("status") // clones
+			e.writeFlags("bulk", 20)
+			e.write("changed", flagFile("changed", true))
+			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-doomed.json")
+			e.person("add", "-A")
+			e.person("commit", "--quiet", "-m", "20 flags, one changed, one removed")
+			e.person("push", "--quiet", "origin", "main")
+			commits := e.remote.Commits(t)
+
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			results := make([]gitsync.SyncResult, 2)
+			for i, s := range syncers {
+				wg.Go(func() { results[i], errs[i] = s.Sync(ctx) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				// A replica meeting the other's write on its way stops
+				// and resumes later; nothing else may fail.
+				if err != nil && !strings.Contains(err.Error(), "the sync resumes at this commit") {
+					t.Errorf("replica %d's sync: %v", i, err)
+				}
+				if results[i].Skipped != 0 {
+					t.Errorf("replica %d's sync skipped files: %+v %+v", i, results[i], syncers[i].Events())
+				}
+			}
+			// Both again: whichever stopped finishes, nothing is imported twice.
+			for i, s := range syncers {
+				if res, err := s.Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted+res.Skipped != 0 {
+					t.Errorf("replica %d's second sync = %+v, %v; want nothing to do", i, res, err)
+				}
+			}
+			list, err := e.h.ListInstances(ctx, store.InstanceFilter{TypePath: flagType}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 21 {
+				t.Errorf("%d Flags in the hub, want 21 (changed and 20 new)", len(list))
+			}
+			if _, err := e.get("doomed"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("doomed: %v, want NotFound", err)
+			}
+			versions, err := e.h.ResourceVersions(ctx, changed, false)
+			if err != nil || len(versions) != 2 {
+				t.Errorf("changed has %d resource versions (%v), want 2", len(versions), err)
+			}
+			if n := e.remote.Commits(t) - commits; n != 2 {
+				t.Errorf("the two replicas made %d commits, want 2 (the removal, the adds and change):\n%s", n,
+					gittest.Git(t, e.remote.Path, "log", fmt.Sprintf("-%d", n), "--format=%s", "main"))
+			}
+		})
+	}
+}
+
+// TestSyncAfterTheTypeGotARevision: the Flag Type gets revision 1.1.0
+// (a new optional field). Jane's change to a Flag of 1.0.0 is its new
+// resource version, still of 1.0.0 (an instance keeps its revision, as
+// over REST); her new Flag is of 1.1.0 and may use the new field.
+func TestSyncAfterTheTypeGotARevision(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	old := e.create("old", false)
+	s := e.syncer()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.h.CreateType(cairn.WithActor(ctx, "admin"), cairn.Type{Path: flagType, Revision: "1.1.0", Group: "flipt.io", Version: "v1",
+		Names: &cairn.Names{Kind: "Flag", Singular: "flag", Plural: "flags"},
+		JSONSchema: json.RawMessage(`{"type":"object","required":["enabled"],"properties":{"enabled":{"type":"boolean"},"note":{"type":"string"}},
+		  "additionalProperties":false}`)}); err != nil {
+		t.Fatalf("CreateType 1.1.0: %v", err)
+	}
+	e.person("status") // clones
+	e.write("old", flagFile("old", true))
+	e.write("new", `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"new"},"spec":{"enabled":true,"note":"1.1.0 only"}}`+"\n")
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "change old, add new")
+	e.person("push", "--quiet", "origin", "main")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 1 || res.Updated != 1 || res.Skipped != 0 {
+		t.Fatalf("Sync = %+v, %v %+v; want new created, old updated", res, err, s.Events())
+	}
+	if inst, err := e.get("old"); err != nil || inst.ID != old || inst.TypeRef.Revision != "1.0.0" || inst.Latest.ResourceVersion != 2 {
+		t.Errorf("old: %+v %+v, %v; want version 2 of the 1.0.0 instance", inst.TypeRef, inst.Latest, err)
+	}
+	if inst, err := e.get("new"); err != nil || inst.TypeRef.Revision != "1.1.0" {
+		t.Errorf("new: %+v, %v; want an instance of 1.1.0", inst.TypeRef, err)
+	}
+}
+
+// TestSyncRenameAndMove: Jane renames a Flag's file with its name, and
+// moves another to namespace team, in one commit. Each is the old
+// resource's removal and the new one's creation: the hub has b and team/c,
+// no a nor default/c, from one commit for the removals and one for the
+// creations.
+func TestSyncRenameAndMove(t *testing.T) {
+	e := newSyncEnv(t)
+	ctx := context.Background()
+	e.create("a", true)
+	e.create("c", false)
+	s := e.syncer()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	e.person("mv", "default/flipt.io-v1-Flag-a.json", "default/flipt.io-v1-Flag-b.json")
+	e.write("b", flagFile("b", true))
+	if err := os.MkdirAll(filepath.Join(e.clone, "team"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.person("mv", "default/flipt.io-v1-Flag-c.json", "team/flipt.io-v1-Flag-c.json")
+	c := strings.Replace(flagFile("c", false), `"namespace":"default"`, `"namespace":"team"`, 1)
+	if err := os.WriteFile(filepath.Join(e.clone, "team", "flipt.io-v1-Flag-c.json"), []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "rename a to b, move c to team")
+	e.person("push", "--quiet", "origin", "main")
+	commits := e.remote.Commits(t)
+	if res, err := s.Sync(ctx); err != nil || res.Created != 2 || res.Deleted != 2 || res.Skipped != 0 {
+		t.Fatalf("Sync = %+v, %v %+v; want 2 deleted, 2 created", res, err, s.Events())
+	}
+	for _, n := range []string{"a", "c"} {
+		if _, err := e.get(n); !cairn.HasCode(err, cairn.CodeNotFound) {
+			t.Errorf("default/%s: %v, want NotFound", n, err)
+		}
+	}
+	if inst, err := e.get("b"); err != nil || inst.Latest.CreatedBy != jane {
+		t.Errorf("b: %+v, %v", inst.Latest, err)
+	}
+	if inst, err := e.h.GetInstanceByName(ctx, flagType, "team", "c", true); err != nil || string(inst.Latest.Value) != `{"enabled":false}` {
+		t.Errorf("team/c: %+v, %v", inst.Latest, err)
+	}
+	if n := e.remote.Commits(t) - commits; n != 2 {
+		t.Errorf("the sync made %d commits, want 2", n)
+	}
+}
+
+// TestSyncSameResourceInTwoFiles: with a path template using a label, two
+// files of one commit can hold the same resource (default/x, env a and
+// env b). Which one is meant is not for the sync to guess: both are
+// reported and skipped, and the hub has no x.
+func TestSyncSameResourceInTwoFiles(t *testing.T) {
+	e := newSyncEnvWith(t, gittest.NewRemote(t), map[string]any{"paths": map[string]string{
+		"resource": "{{ .Namespace }}/{{ .Labels.env }}/{{ .Name }}.json", "list": "{{ .Namespace }}/*/*.json"}}, nil)
+	ctx := context.Background()
+	s := e.syncer()
+	if _, err := e.h.CreateInstances(cairn.WithActor(ctx, "admin"), hub.CreateRequest{Instances: []hub.NewInstance{{Name: "seed",
+		Labels: map[string]string{"env": "a"}, TypeRef: cairn.TypeRef{Path: flagType, Revision: "1.0.0"},
+		Value: json.RawMessage(`{"enabled":true}`), Backend: &hub.BackendInput{ID: e.id}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.get("seed"); err != nil {
+		t.Fatalf("get seed: %v", err)
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.person("status") // clones
+	for _, env := range []string{"a", "b"} {
+		dir := filepath.Join(e.clone, "default", env)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		doc := `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"x","labels":{"env":"` + env + `"}},"spec":{"enabled":true}}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "x.json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", "x twice")
+	e.person("push", "--quiet", "origin", "main")
+	res, err := s.Sync(ctx)
+	if err != nil || res.Skipped != 2 || res.Created+res.Updated != 0 {
+		t.Fatalf("Sync = %+v, %v; want both files skipped", res, err)
+	}
+	for _, ev := range s.Events() {
+		if ev.Type == "Skipped" && !strings.Contains(ev.Reason, "default/a/x.json and default/b/x.json") {
+			t.Errorf("skipped %s: %q, want both files named", ev.Path, ev.Reason)
+		}
+	}
+	if _, err := e.get("x"); !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Errorf("x: %v, want NotFound", err)
 	}
 }
