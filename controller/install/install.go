@@ -375,7 +375,7 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	if serr != nil {
 		return p, serr
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{},
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{},
 		ids: map[string]string{}, stack: st, withValues: true}
 	if lerr := in.learn(ctx, p); lerr != nil {
 		return p, lerr
@@ -401,6 +401,14 @@ func (s *Service) plan(ctx context.Context, req deps.Request, unattended bool) (
 	res.Installations = idx
 	p, err := res.Plan(ctx, req)
 	if err != nil {
+		var nc *deps.NoCandidateError
+		if unattended && errors.As(err, &nc) {
+			// deps' text names the global tier, which was not searched, and
+			// --dependency flags, which a kubectl user has none of.
+			return nil, &cairn.Error{Code: cairn.CodeInvalid, Err: err, Msg: fmt.Sprintf(
+				"the plan cannot complete: dependency %s: no installation in %s satisfies the interface (%s) and the dependency names no stack to install; installing for no user, the stack controller looks in %s alone: name an installation of %s (or a stack) in the annotation %s, a JSON list of --dependency values: '[\"%s=%s/KIND/NAME\"]' or '[\"%s=STACK@VERSION\"]' (docs/dependencies.md#kubectl-apply)",
+				nc.Path, req.Namespace, nc.Interface, req.Namespace, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, nc.Path, deps.DefaultGlobalNamespace, nc.Path)}
+		}
 		err = planError(err)
 		if unattended {
 			err = fmt.Errorf("%w (installing for no user, the stack controller satisfies a dependency from namespace %s alone, or with a %s installation that %s names: %s)",
@@ -480,7 +488,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, ids: map[string]string{},
+	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{}, ids: map[string]string{},
 		stack: st, digest: digest, overrides: r.Dependencies, inputs: r.Inputs, ifSpec: r.IfParametersDigest}
 	// A root that an install created as the dependency of another (its
 	// spec changed since: the stack controller installs its dependencies
@@ -643,6 +651,8 @@ type installer struct {
 	// node key -> its stack.
 	types  map[string]cairn.TypeRef
 	stacks map[string]*pkg.Stack
+	// paths: node key -> its dependency paths in the plan.
+	paths map[string][]string
 	// ids: node key -> installation id, once known.
 	ids map[string]string
 	// stack is the root's stack; digest the hub.ParametersDigest of the
@@ -716,6 +726,7 @@ func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
 		in.mu.Lock()
 		in.types[n.Key] = e.InstallationType
 		in.stacks[n.Key] = st
+		in.paths[n.Key] = n.Paths
 		in.mu.Unlock()
 	}
 	return nil
@@ -971,6 +982,9 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 	if err := in.s.Hub.AuthorizeInstance(ctx, verb, t, req.Namespace, req.Name, "", forbiddenWhy); err != nil {
 		return nil, err
 	}
+	if err := in.checkUnattendedScope(ctx, key); err != nil {
+		return nil, err
+	}
 	if req.Create {
 		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: in.hubNS(key, req.Namespace), Name: req.Name, TypeRef: t,
 			Value: value, Annotations: hub.WithAnnotations(nil, set)}}}
@@ -1091,8 +1105,14 @@ func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Re
 	}
 	ns, name, _ := strings.Cut(key, "/")
 	cur, err := in.read(ctx, ns, name)
-	if err != nil || cur == nil || !hub.SharingOf(*cur).Shareable() {
+	if err != nil {
 		return err
+	}
+	if cur == nil {
+		return in.checkUnattendedScope(ctx, key)
+	}
+	if !hub.SharingOf(*cur).Shareable() {
+		return nil
 	}
 	from := installed(cur).Stack
 	if from.Name == "" {
@@ -1111,6 +1131,44 @@ func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Re
 	}
 	return cairn.Errorf(cairn.CodeForbidden, "the shared installation %s would go from %s to %s: the stack controller installs the dependencies of %s for no user, so it upgrades no shared installation; install %s with cairn install as a user who may update %s in %s (docs/security.md#installs-and-stacks)",
 		key, from, to, in.root, in.root, kind, ns)
+}
+
+// checkUnattendedScope refuses, in an unattended install, to write the
+// installation key (other than the root) when its kind is cluster-scoped:
+// its children go to the namespaces its stack names, not the root's, and
+// creating one asks for rights at the cluster scope and in those
+// namespaces (hub.checkClusterChildren) that nobody's rights were checked
+// for here. An existing one is reused when the root's dependency
+// overrides name it.
+func (in *installer) checkUnattendedScope(ctx context.Context, key string) error {
+	if !in.unattended || key == in.root {
+		return nil
+	}
+	in.mu.Lock()
+	st, paths := in.stacks[key], in.paths[key]
+	in.mu.Unlock()
+	if st == nil || st.Manifest.Kind.Scope != pkg.Cluster {
+		return nil
+	}
+	_, name, _ := strings.Cut(key, "/")
+	path := "PATH"
+	if len(paths) > 0 && paths[0] != "" {
+		path = paths[0]
+	}
+	kind, resource := st.Manifest.Kind.Names.Kind, st.Manifest.Kind.Group
+	if t, err := in.typeOf(key); err == nil {
+		if typ, err := in.s.Hub.GetType(ctx, t); err == nil && typ.Names != nil {
+			resource = typ.Names.Plural + "." + typ.Group
+		}
+	}
+	return cairn.Errorf(cairn.CodeForbidden, "dependency %s: %s %s would be created or changed, and %s is cluster-scoped: the stack controller installs the dependencies of %s for no user, so it writes no cluster-scoped installation (its stack writes outside %s); install %s with cairn install as a user who may create %s, or name an existing %s in the annotation %s ('[\"%s=global/%s/NAME\"]', docs/dependencies.md#kubectl-apply)",
+		path, kind, name, kind, in.root, in.rootNamespace(), in.root, resource, kind, hub.AnnotationDependencyOverrides, path, kind)
+}
+
+// rootNamespace is the namespace of the install's root key.
+func (in *installer) rootNamespace() string {
+	ns, _, _ := strings.Cut(in.root, "/")
+	return ns
 }
 
 // checkSpec fails with ErrSpecChanged when the installation is the root

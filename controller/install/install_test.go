@@ -1728,7 +1728,7 @@ func TestControllerReusesNothingGlobalForNoUser(t *testing.T) {
 		`{"apiVersion":"examples.stacks.cairn.dev/v1alpha1","kind":"Reporting","metadata":{"name":"r"},"spec":{"team":"data"}}`); code != http.StatusCreated {
 		t.Fatalf("ed creates his reporting: %d %s", code, out)
 	}
-	const want = "satisfies a dependency from namespace team-a alone"
+	const want = "the stack controller looks in team-a alone"
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		code, out := do("ed", "GET", reports+"/r", "", "")
@@ -1739,6 +1739,13 @@ func TestControllerReusesNothingGlobalForNoUser(t *testing.T) {
 			t.Fatalf("ed's reporting shows the global server's connection string: %s", out)
 		}
 		if strings.Contains(out, want) {
+			// What it searched, and how a kubectl user names another:
+			// no --dependency flag, the annotation's JSON list.
+			for _, w := range []string{"no installation in team-a satisfies", `deps.cairn.dev/dependency-overrides, a JSON list of --dependency values: '[\"sqlserver=global/KIND/NAME\"]'`} {
+				if !strings.Contains(out, w) {
+					t.Fatalf("the condition %s does not say %s", out, w)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {
