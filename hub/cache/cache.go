@@ -442,24 +442,49 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 		c.ownMu.Unlock()
 		return nil, nil, cs
 	}
-	latest := map[string]cairn.Instance{}
-	uses := map[string][]string{} // of the instances whose create cs holds
-	other := map[string]bool{}
+	// The latest handed instance of each id, found by index: a batch of
+	// the log is up to 500 changes, mostly handed ones under a burst of
+	// creates, and an Instance is large (a map of them copied each one
+	// several times over as it grew).
+	type handed struct {
+		inst  cairn.Instance
+		uses  []string // the create's relations, when cs holds its create
+		isNew bool     // cs holds its create
+		taken bool
+	}
+	var (
+		hs    = make([]handed, 0, len(cs))
+		at    = make(map[string]int, len(cs))
+		other map[string]bool // ids with a change not handed; made by the first
+	)
 	for _, ch := range cs {
 		inst, ok := c.own[ch.Seq]
+		isNew := false
 		if ok {
 			delete(c.own, ch.Seq)
 		} else if inst, ok = c.created[ch.Seq]; ok {
 			delete(c.created, ch.Seq)
-			if ok = ch.Kind == store.Added && inst.ID == ch.InstanceID; ok {
-				uses[ch.InstanceID] = inst.Uses
-			}
+			ok = ch.Kind == store.Added && inst.ID == ch.InstanceID
+			isNew = ok
 		}
 		if !ok || inst.ID != ch.InstanceID || ch.Kind == store.Deleted {
+			if other == nil {
+				other = map[string]bool{}
+			}
 			other[ch.InstanceID] = true
 			continue
 		}
-		latest[ch.InstanceID] = inst // cs is in change order
+		i, seen := at[ch.InstanceID]
+		if !seen {
+			i = len(hs)
+			at[ch.InstanceID] = i
+			hs = append(hs, handed{})
+		}
+		h := &hs[i]
+		h.inst = inst // cs is in change order
+		if isNew {
+			h.uses, h.isNew = inst.Uses, true
+		}
 	}
 	last := cs[len(cs)-1].Seq
 	for seq := range c.own {
@@ -473,23 +498,29 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 		}
 	}
 	c.ownMu.Unlock()
-	if len(latest) == 0 {
+	if len(hs) == 0 {
 		return nil, nil, cs
 	}
+	news := 0
+	for i := range hs {
+		if hs[i].isNew {
+			news++
+		}
+	}
+	made = make([]cairn.Instance, 0, news)
 	c.mu.RLock()
-	for id, inst := range latest {
-		u, isNew := uses[id]
-		_, cached := c.objs[id]
+	for i := range hs {
+		h := &hs[i]
+		_, cached := c.objs[h.inst.ID]
 		switch {
-		case other[id]:
-			delete(latest, id)
-		case isNew:
-			inst.Uses = u // a later own commit of it kept the create's relations
-			made = append(made, inst)
+		case other[h.inst.ID]:
+		case h.isNew:
+			h.inst.Uses = h.uses // a later own commit of it kept the create's relations
+			h.taken = true
+			made = append(made, h.inst)
 		case cached:
-			mine = append(mine, inst)
-		default:
-			delete(latest, id)
+			h.taken = true
+			mine = append(mine, h.inst)
 		}
 	}
 	c.mu.RUnlock()
@@ -498,7 +529,7 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 	}
 	rest = make([]store.Change, 0, len(cs)-len(mine)-len(made))
 	for _, ch := range cs {
-		if _, taken := latest[ch.InstanceID]; !taken {
+		if i, ok := at[ch.InstanceID]; !ok || !hs[i].taken {
 			rest = append(rest, ch)
 		}
 	}
