@@ -603,7 +603,13 @@ func (c *Cache) keepRecent(cs []store.Change) {
 	if len(c.recent) > maxRecent {
 		drop := len(c.recent) - maxRecent/2
 		c.recentFrom = c.recent[drop-1].Seq
-		c.recent = slices.Clone(c.recent[drop:])
+		// Room for the changes until the next trim, appended in place
+		// (readers take copies): grown step by step, the slice was
+		// copied several times per trim, 3.7% of a create's allocations
+		// under the bench's load.
+		kept := make([]store.Change, len(c.recent)-drop, maxRecent+batch)
+		copy(kept, c.recent[drop:])
+		c.recent = kept
 	}
 }
 
