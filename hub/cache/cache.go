@@ -447,13 +447,13 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 	// creates, and an Instance is large (a map of them copied each one
 	// several times over as it grew).
 	type handed struct {
-		inst  cairn.Instance
 		uses  []string // the create's relations, when cs holds its create
 		isNew bool     // cs holds its create
 		taken bool
 	}
 	var (
-		hs    = make([]handed, 0, len(cs))
+		insts = make([]cairn.Instance, 0, len(cs))
+		hs    = make([]handed, 0, len(cs)) // beside insts
 		at    = make(map[string]int, len(cs))
 		other map[string]bool // ids with a change not handed; made by the first
 	)
@@ -476,14 +476,13 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 		}
 		i, seen := at[ch.InstanceID]
 		if !seen {
-			i = len(hs)
+			i = len(insts)
 			at[ch.InstanceID] = i
-			hs = append(hs, handed{})
+			insts, hs = append(insts, cairn.Instance{}), append(hs, handed{})
 		}
-		h := &hs[i]
-		h.inst = inst // cs is in change order
+		insts[i] = inst // cs is in change order
 		if isNew {
-			h.uses, h.isNew = inst.Uses, true
+			hs[i].uses, hs[i].isNew = inst.Uses, true
 		}
 	}
 	last := cs[len(cs)-1].Seq
@@ -498,32 +497,37 @@ func (c *Cache) takeOwn(cs []store.Change) (mine, made []cairn.Instance, rest []
 		}
 	}
 	c.ownMu.Unlock()
-	if len(hs) == 0 {
+	if len(insts) == 0 {
 		return nil, nil, cs
 	}
 	news := 0
 	for i := range hs {
-		if hs[i].isNew {
+		if hs[i].isNew && !other[insts[i].ID] {
+			hs[i].taken = true
+			insts[i].Uses = hs[i].uses // a later own commit of it kept the create's relations
 			news++
 		}
 	}
-	made = make([]cairn.Instance, 0, news)
-	c.mu.RLock()
-	for i := range hs {
-		h := &hs[i]
-		_, cached := c.objs[h.inst.ID]
-		switch {
-		case other[h.inst.ID]:
-		case h.isNew:
-			h.inst.Uses = h.uses // a later own commit of it kept the create's relations
-			h.taken = true
-			made = append(made, h.inst)
-		case cached:
-			h.taken = true
-			mine = append(mine, h.inst)
+	if news == len(insts) {
+		// All of them creates (a burst of them): made is insts itself.
+		made = insts
+	} else {
+		made = make([]cairn.Instance, 0, news)
+		c.mu.RLock()
+		for i := range hs {
+			h := &hs[i]
+			_, cached := c.objs[insts[i].ID]
+			switch {
+			case h.taken:
+				made = append(made, insts[i])
+			case other[insts[i].ID]:
+			case cached:
+				h.taken = true
+				mine = append(mine, insts[i])
+			}
 		}
+		c.mu.RUnlock()
 	}
-	c.mu.RUnlock()
 	if len(mine)+len(made) == 0 {
 		return nil, nil, cs
 	}
