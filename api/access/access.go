@@ -125,21 +125,36 @@ type recorder struct {
 	// keepErrors: keep the body of an answer of 400 or more, whose Status
 	// says why for the audit event.
 	keepErrors bool
+	// created, when set, is the event's Annotations of a create whose
+	// path names no object: a successful answer is kept, to read the
+	// name from, unless the handler has told it (audit.Created).
+	created *audit.Annotations
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
-		r.status = code
-		if r.keepErrors && code >= 400 && r.keep == nil && r.reason == "" { // the guard's own Status is known
-			r.keep = &capped{max: 64 << 10}
-		}
+		r.begin(code)
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// begin notes the answer's status and whether its body is to be kept.
+func (r *recorder) begin(code int) {
+	r.status = code
+	switch {
+	case r.keep != nil:
+	case r.keepErrors && code >= 400 && r.reason == "": // the guard's own Status is known
+		r.keep = &capped{max: 64 << 10}
+	case r.created != nil && code >= 200 && code <= 299:
+		if _, _, told := r.created.CreatedObject(); !told {
+			r.keep = &capped{max: 64 << 10}
+		}
+	}
+}
+
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.begin(http.StatusOK)
 	}
 	if r.keep != nil {
 		r.keep.Write(b)
@@ -308,8 +323,15 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		// The path of a create names no object: the answer does, as the
 		// API server's events name what was created (generated names
 		// and ids included). Deferred after the audit write: runs first.
-		rec.keep = &capped{max: 64 << 10}
-		defer func() { nameCreated(ev, rec) }()
+		rec.created = ann
+		defer func() {
+			if ns, name, ok := ann.CreatedObject(); ok && rec.status >= 200 && rec.status <= 299 && name != "" {
+				// The handler said what it created (audit.Created).
+				setCreated(ev, ns, name)
+				return
+			}
+			nameCreated(ev, rec)
+		}()
 	}
 	if ev != nil && ev.Level == audit.LevelRequest && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) && r.URL.Path != g.cfg.GraphQLPath {
 		// Keep the first MiB for the event; the handler reads it all.
@@ -342,6 +364,15 @@ const CreatedAnnotation = "hub.cairn.dev/created"
 
 const maxCreated = 10
 
+// setCreated names the object a create made in ev's objectRef; the
+// namespace only when the path gave none.
+func setCreated(ev *audit.Event, namespace, name string) {
+	ev.ObjectRef.Name = name
+	if ev.ObjectRef.Namespace == "" {
+		ev.ObjectRef.Namespace = namespace
+	}
+}
+
 // nameCreated sets ev's objectRef name (and namespace, if the path gave
 // none) from the JSON object a successful create answered with; a list of
 // objects created is named in CreatedAnnotation.
@@ -363,10 +394,7 @@ func nameCreated(ev *audit.Event, rec *recorder) {
 		case "metadata":
 			var m meta
 			if dec.Decode(&m) == nil && m.Name != "" {
-				ev.ObjectRef.Name = m.Name
-				if ev.ObjectRef.Namespace == "" {
-					ev.ObjectRef.Namespace = m.Namespace
-				}
+				setCreated(ev, m.Namespace, m.Name)
 				return
 			}
 			continue

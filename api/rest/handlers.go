@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/audit"
 	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/labels"
 	"github.com/cairn-dev/cairn/store"
@@ -743,6 +744,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
+	// The answer names the object as toObject does; the audit event
+	// takes the name from here instead of decoding the answer.
+	audit.Created(r.Context(), inst.Namespace, inst.Name)
 	writeWrite(w, http.StatusCreated, req.res, dryRunView(r, inst, nil), true)
 	return nil
 }

@@ -15,6 +15,11 @@ type Annotations struct {
 	mu sync.Mutex
 	m  map[string]string
 	n  map[string]int // values added per key
+	// created is the object a create made, as its handler told (Created).
+	created struct {
+		namespace, name string
+		set             bool
+	}
 }
 
 // maxValues bounds the values kept under one key; the rest are counted.
@@ -50,6 +55,30 @@ func Annotate(ctx context.Context, key, value string) {
 	case n <= maxValues:
 		a.m[key] += "; " + value
 	}
+}
+
+// Created tells the audit event of the request ctx belongs to which object
+// a create made, its namespace and name as the answer gives them, so that
+// the guard need not read them back out of the answer it wrote (a JSON
+// decode of the whole object per create); nothing when there is no event.
+// A create of several objects does not call it: the guard reads their
+// names from the answer's items.
+func Created(ctx context.Context, namespace, name string) {
+	a, ok := ctx.Value(annotationsKey{}).(*Annotations)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.created.namespace, a.created.name, a.created.set = namespace, name, true
+}
+
+// CreatedObject returns what Created was told; ok is false when it was
+// not called.
+func (a *Annotations) CreatedObject() (namespace, name string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.created.namespace, a.created.name, a.created.set
 }
 
 // Map returns the annotations gathered, nil when there are none.

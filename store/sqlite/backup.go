@@ -37,7 +37,7 @@ func (t *tx) Clear(ctx context.Context) error {
 			return fmt.Errorf("sqlite: clear %s: %w", table, err)
 		}
 	}
-	t.recorded = nil
+	t.forgetRecorded()
 	t.known.forget()
 	return nil
 }

@@ -237,8 +237,13 @@ func closeAll(m map[string]*sql.Stmt) {
 // asks.
 type tx struct {
 	reader
-	recorded map[string]bool // instances with a change in this transaction
-	after    []func()        // AfterCommit's functions
+	// recordedOne and recorded are the instances with a change in this
+	// transaction: the first in recordedOne (a write mostly changes one,
+	// and a map per write was 2% of a create's allocated bytes), the
+	// others in recorded.
+	recordedOne string
+	recorded    map[string]bool
+	after       []func() // AfterCommit's functions
 	// created is the last instance this write created and its backend.
 	created struct{ id, backend string }
 }

@@ -91,7 +91,7 @@ func (t *tx) taken(ctx context.Context, in cairn.Instance) error {
 // records one change per instance (plus its deletion), however many parts
 // of it the transaction writes.
 func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string) error {
-	if kind != store.Deleted && t.recorded[id] {
+	if kind != store.Deleted && t.wasRecorded(id) {
 		return nil
 	}
 	if _, err := t.execSeq(ctx, qRecordChange, string(kind), time.Now().UnixNano(), id); err != nil {
@@ -109,11 +109,25 @@ func (t *tx) recordChange(ctx context.Context, kind store.ChangeKind, id string)
 
 // markRecorded notes that the transaction logged a change of id.
 func (t *tx) markRecorded(id string) {
-	if t.recorded == nil {
-		t.recorded = map[string]bool{}
+	switch {
+	case t.recordedOne == "":
+		t.recordedOne = id
+	case t.recordedOne == id:
+	default:
+		if t.recorded == nil {
+			t.recorded = map[string]bool{}
+		}
+		t.recorded[id] = true
 	}
-	t.recorded[id] = true
 }
+
+// wasRecorded reports whether the transaction logged a change of id.
+func (t *tx) wasRecorded(id string) bool {
+	return id != "" && id == t.recordedOne || t.recorded[id]
+}
+
+// forgetRecorded forgets the changes logged (the log was cleared).
+func (t *tx) forgetRecorded() { t.recordedOne, t.recorded = "", nil }
 
 func (t *tx) PruneChanges(ctx context.Context, through int64) error {
 	t.known.forget() // the position may move past the pruned
