@@ -29,10 +29,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if err := l.check(c); err != nil {
-			c.Close()
+			// Reported before the close, so the refusal is on record by
+			// the time the client sees its connection end.
 			if l.Refused != nil {
 				l.Refused(c.RemoteAddr(), err)
 			}
+			c.Close()
 			continue
 		}
 		return c, nil
