@@ -715,11 +715,26 @@ async function instancePage(ctx, params, id) {
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this name and namespace).
   const changed = h('div', { 'aria-live': 'assertive' });
+  const restRV = h('code', { id: 'rest-rv', title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion);
   const fs = `metadata.name=${ti.spec.name},metadata.namespace=${ti.spec.namespace}`;
   const kind = type?.fromKind;
   const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(fs)}&values=false`;
+  const same = (a, b) => JSON.stringify(Object.entries(a || {}).sort()) === JSON.stringify(Object.entries(b || {}).sort());
   if (!read.versions || kind) watch(watched, ti.metadata.resourceVersion, (ev) => {
-    if ((kind ? ev.object?.metadata?.uid : ev.object?.metadata?.name) !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    const o = ev.object;
+    if ((kind ? o?.metadata?.uid : o?.metadata?.name) !== id || o.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    // A change of nothing this page shows or writes (a stack controller's
+    // status after each reconcile of an installation: conditions, children)
+    // is taken in silently: the page is still what the server has, and an
+    // edit or delete sends the new resourceVersion rather than conflicting
+    // with the controller. Any change of the value (a new version), labels,
+    // annotations or the lock is announced and conflicts as before.
+    if (ev.type === 'MODIFIED' && (kind ? o.metadata.generation === ti.metadata.generation : o.status?.resourceVersion === ti.status.resourceVersion) &&
+      (o.status?.lockedBy || '') === (ti.status.lockedBy || '') && same(o.metadata.labels, ti.metadata.labels) && same(o.metadata.annotations, ti.metadata.annotations)) {
+      ti.metadata.resourceVersion = o.metadata.resourceVersion;
+      restRV.textContent = o.metadata.resourceVersion;
+      return;
+    }
     changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
       h('p', {}, ev.type === 'DELETED' ? 'This instance was deleted elsewhere.' : `This instance was changed elsewhere (resourceVersion ${ev.object.metadata.resourceVersion}); what you see is resourceVersion ${ti.metadata.resourceVersion}.`),
       ev.type === 'DELETED' ? null : h('button', { type: 'button', onclick: () => render() }, 'Reload')));
@@ -740,7 +755,7 @@ async function instancePage(ctx, params, id) {
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
       panel('Details and lock', kv([
         ['Resource version', String(ti.status.resourceVersion)],
-        ['REST resourceVersion', h('code', { title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion)],
+        ['REST resourceVersion', restRV],
         ['Alias', ti.spec.alias || '—'],
         ['Labels', labelsCell(ti.metadata.labels)],
         ['Created', when(ti.metadata.creationTimestamp)],
