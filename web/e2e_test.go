@@ -267,6 +267,12 @@ type seed struct {
 	// Projection is a gotemplate projection of db-server: its backend
 	// takes no value, so the console offers no form to edit one.
 	Projection string `json:"projection"`
+	// Platform is the id of examples/stacks/platform-config/prod.yaml, a
+	// cluster-scoped installation whose child is in namespace platform;
+	// SQLEnv the id of an installation of examples/stacks/sql-env in its
+	// default configuration set (dev). Empty without a stack catalog.
+	Platform string `json:"platform,omitempty"`
+	SQLEnv   string `json:"sqlEnv,omitempty"`
 	// Unreachable is an instance whose external backend has stopped.
 	Unreachable string `json:"unreachable"`
 	// Guarded is a server that requires credentials.
@@ -356,6 +362,9 @@ func seedConsole(t *testing.T, base string) seed {
 		map[string]string{"example.com/" + strings.Repeat("k", 63): strings.Repeat("v", 63)}, nil))
 	s.Unreachable = seedUnreachable(t, base)
 	s.RealStack = installRealStack(t, base)
+	if s.RealStack != "" {
+		s.Platform, s.SQLEnv = installScopedAndSets(t, base)
+	}
 	s.Proposals = seedProposals(t, base)
 	s.Portals = installPortals(t, base)
 	return s
@@ -516,6 +525,31 @@ func installRealStack(t *testing.T, base string) string {
 		t.Fatalf("kubectl apply of a MinimalGCP: %v\n%s", err, b)
 	}
 	return waitChildren(t, base+"/apis/gcp.stacks.cairn.dev/v1alpha1/namespaces/default/minimalgcps/small-infra", "")
+}
+
+// installScopedAndSets adds examples/stacks/platform-config (a
+// cluster-scoped kind) and examples/stacks/sql-env (configuration sets),
+// applies one installation of each with kubectl and waits for their
+// children. It returns their ids.
+func installScopedAndSets(t *testing.T, base string) (string, string) {
+	t.Helper()
+	for _, st := range []string{"platform-config", "sql-env"} {
+		var out, errOut bytes.Buffer
+		if code := cli.Main(context.Background(), []string{"--server", base, "stack", "add", "../examples/stacks/" + st}, cli.Env{
+			Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" },
+		}); code != 0 {
+			t.Fatalf("cairn stack add %s: exit %d: %s", st, code, errOut.String())
+		}
+	}
+	kubectl := exec.Command(lookTool(t, "kubectl", os.Getenv("KUBECTL"), "/usr/bin/kubectl"), "--server", base, "apply",
+		"-f", "../examples/stacks/platform-config/prod.yaml", "-f", "-")
+	kubectl.Stdin = strings.NewReader(`{"apiVersion": "sql.stacks.cairn.dev/v1alpha1", "kind": "SQLEnv",
+		"metadata": {"name": "orders", "namespace": "default"}, "spec": {"region": "us-west2"}}`)
+	if b, err := kubectl.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply of a PlatformConfig and an SQLEnv: %v\n%s", err, b)
+	}
+	return waitChildren(t, base+"/apis/platform.stacks.cairn.dev/v1alpha1/platformconfigs/prod", ""),
+		waitChildren(t, base+"/apis/sql.stacks.cairn.dev/v1alpha1/namespaces/default/sqlenvs/orders", "")
 }
 
 func instanceDoc(name, path, rev string, value any, labels map[string]string, uses []string) map[string]any {

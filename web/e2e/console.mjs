@@ -465,6 +465,59 @@ try {
     await page.waitForSelector('#toast:text("Nothing changed: the value is as it was, no new resource version")', { timeout: T });
   }
 
+  if (seed.platform) {
+    // A cluster-scoped kind (kind.scope: Cluster): its objects have no
+    // namespace and are served at /apis/G/V/platformconfigs, without
+    // /namespaces/. A namespace filter does not narrow them, and says so.
+    const PC = 'dev.cairn.stacks.platform.platformconfig:1.0.0-alpha.1';
+    await visit(`#/instances?${new URLSearchParams({ ns: 'team-a', type: PC })}`);
+    expect((await text('main')).includes('PlatformConfig is cluster-scoped'), `the namespace filter said not to apply, got: ${(await text('main')).slice(0, 400)}`);
+    expect(await page.locator('main tbody a:text-is("prod")').count() === 1, 'the PlatformConfig listed, by its name alone');
+    await visit('#/stacks');
+    expect((await text('main table[aria-label="Installations"] tr:has(a:text-is("prod"))')).includes('Synced=True'), 'its conditions, read through its cluster-scoped path');
+    // Its tree: the child in the namespace the package names.
+    await page.click('main table a:text-is("prod")');
+    await page.waitForSelector('#stack-tree li[data-child="prod-settings"] [data-namespace="platform"]', { timeout: T });
+    expect((await text('#stack-tree .row')).startsWith('PlatformConfig/prod'), `the installation read as its kind, got ${await text('#stack-tree .row')}`);
+    expect(await page.locator('#stack-tree >> text=Synced=True').count() === 2, 'it and its child Synced');
+    await shot('cluster-scoped-tree');
+    // Created through the form, which asks for no namespace.
+    await visit(`#/create?${new URLSearchParams({ type: PC, ns: 'team-a' })}`);
+    expect(await page.locator('#c-ns').count() === 0 && (await text('#c-cluster-scoped')).includes('no namespace'), 'no namespace field for a cluster-scoped kind');
+    await page.fill('#c-name', 'staging');
+    await page.fill('input[name="region"]', 'europe-west1');
+    await page.click('#create');
+    await page.waitForSelector('main h1:text-is("staging")', { timeout: T });
+    // The stack controller writes the installation's status after the page
+    // read it: a change of nothing the page shows or writes, taken in, so
+    // the delete does not conflict with the controller.
+    await page.waitForFunction(async () => {
+      const o = await (await fetch('/apis/platform.stacks.cairn.dev/v1alpha1/platformconfigs/staging')).json();
+      return (o.status?.conditions || []).some((c) => c.type === 'Ready' && c.status === 'True') && document.getElementById('rest-rv')?.textContent === o.metadata.resourceVersion;
+    }, null, { timeout: T, polling: 100 });
+    expect(await page.locator('#changed').count() === 0, 'a status write not announced as a change');
+    await page.click('#delete');
+    await page.click('#confirm-delete');
+    await page.waitForSelector('main h1:text-is("Instances")', { timeout: T });
+  }
+  if (seed.sqlEnv) {
+    // Configuration sets: the field choosing one is an enum whose unset
+    // choice names the default; choosing prod re-renders the installation,
+    // and its page follows the controller to the new children.
+    await visit(`#/instance/${seed.sqlEnv}`);
+    await page.click('#edit');
+    const tier = page.locator('form[aria-label="Edit the value"] select[name="tier"]');
+    const opts = (await tier.locator('option').allTextContents()).join(',');
+    expect(opts === '— (default: dev),dev,prod', `the sets offered, the default named, got ${opts}`);
+    await tier.selectOption({ label: 'prod' });
+    await page.click('#save');
+    await page.waitForSelector('#toast:text("Saved resource version 2")', { timeout: T });
+    await page.click('main a:text("Installation: tree of children")');
+    await page.waitForSelector('#stack-tree li[data-child="orders-replica"]', { timeout: T });
+    await page.waitForSelector('#configuration:text-is("prod")', { timeout: T });
+    await shot('configuration-set-prod');
+  }
+
   // Dark theme, from the toggle (and remembered).
   await visit('#/');
   await page.click('#theme');

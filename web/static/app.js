@@ -211,10 +211,13 @@ themeBtn.addEventListener('click', () => {
 // ---- shared reads ------------------------------------------------------
 async function listTypes() { return (await api(`${HUB}/types`)).items; }
 function restPath(t, ns, name) {
-  const r = t?.spec?.rest;
-  if (!r?.names?.plural) return null;
-  return `/apis/${r.group}/${r.version}/namespaces/${encodeURIComponent(ns || 'default')}/${r.names.plural}${name ? '/' + encodeURIComponent(name) : ''}`;
+  const k = kindOfType(t);
+  return k ? kindPath(k, ns, name) : null;
 }
+// A Type whose schema says "x-cairn-scope": "Cluster" is served as a
+// cluster-scoped kind (a stack's kind.scope: Cluster): its instances have
+// no namespace and its paths no /namespaces/.
+function clusterScoped(t) { return t?.spec?.jsonSchema?.['x-cairn-scope'] === 'Cluster'; }
 function instTitle(ti) { return ti.spec.namespace ? `${ti.spec.namespace}/${ti.spec.name}` : ti.spec.name || ti.metadata.name; }
 function labelsCell(labels) { return Object.entries(labels || {}).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)); }
 function when(ts) { return ts ? h('time', { datetime: ts, title: ts }, new Date(ts).toLocaleString()) : ''; }
@@ -303,20 +306,27 @@ async function discoverKinds() {
   const lists = await Promise.all(groups.map((g) => api(`/apis/${g.preferredVersion.groupVersion}`).catch(() => ({ resources: [] }))));
   const kinds = lists.flatMap((l, i) => {
     const [group, version] = groups[i].preferredVersion.groupVersion.split('/');
-    return (l.resources || []).filter((r) => r.namespaced && !r.name.includes('/') && (r.verbs || []).includes('list'))
-      .map((r) => ({ id: `${r.name}.${group}/${version}`, group, version, plural: r.name, kind: r.kind }));
+    return (l.resources || []).filter((r) => !r.name.includes('/') && (r.verbs || []).includes('list'))
+      .map((r) => ({ id: `${r.name}.${group}/${version}`, group, version, plural: r.name, kind: r.kind, namespaced: r.namespaced !== false }));
   });
   kindsCache = { at: Date.now(), kinds };
   return kinds;
 }
 function kindOfType(t) {
   const r = t?.spec?.rest;
-  return r?.names?.plural ? { id: `${r.names.plural}.${r.group}/${r.version}`, group: r.group, version: r.version, plural: r.names.plural, kind: r.names.kind } : null;
+  return r?.names?.plural ? { id: `${r.names.plural}.${r.group}/${r.version}`, group: r.group, version: r.version, plural: r.names.plural, kind: r.names.kind, namespaced: !clusterScoped(t) } : null;
 }
-function kindPath(k, ns, name) { return `/apis/${k.group}/${k.version}/namespaces/${encodeURIComponent(ns || 'default')}/${k.plural}${name ? '/' + encodeURIComponent(name) : ''}`; }
+// kindPath is where a kind's objects are served: under /namespaces/{ns}/
+// for a namespaced kind, without it for a cluster-scoped one (as the API
+// server serves a cluster-scoped CRD's objects; ns is then ignored).
+function kindPath(k, ns, name) {
+  const where = k.namespaced === false ? '' : `/namespaces/${encodeURIComponent(ns || 'default')}`;
+  return `/apis/${k.group}/${k.version}${where}/${k.plural}${name ? '/' + encodeURIComponent(name) : ''}`;
+}
+function kindLabel(k) { return `${k.kind} (${k.plural}.${k.group}${k.namespaced === false ? ', cluster-scoped' : ''})`; }
 
 async function instancesPage(ctx, params) {
-  const ns = params.get('ns') || '';
+  const asked = params.get('ns') || '';
   // Types when the user may list them; otherwise the kinds discovery names.
   const types = await listTypes().catch(orNull);
   const kinds = types ? [] : await discoverKinds();
@@ -325,13 +335,19 @@ async function instancesPage(ctx, params) {
   const cont = params.get('continue') || '';
   const t = types?.find((x) => x.metadata.name === typeSel);
   const k = t ? kindOfType(t) : kinds.find((x) => x.id === typeSel);
+  // A cluster-scoped kind's objects have no namespace: the namespace asked
+  // is ignored (as kubectl get -n ignores it) and the page says so.
+  const cluster = k?.namespaced === false;
+  const ns = cluster ? '' : asked;
+  const clusterNote = cluster ? h('p', { class: 'alert warn', id: 'cluster-scoped', role: 'status' }, `${k.kind} is cluster-scoped: its objects have no namespace${asked ? `, so the namespace ${asked} does not narrow this list` : ''}.`) : null;
   // Where the list comes from: a Type's own resource in the namespace
   // (paged, filtered and watched by the server, and open to roles bound in
-  // that namespace); else typeinstances, across the cluster or narrowed to
-  // the namespace; else, for a user who may not list those, GraphQL, which
-  // answers only what the user may list.
+  // that namespace), or a cluster-scoped kind's own resource for a user who
+  // may not list Types; else typeinstances, across the cluster or narrowed
+  // to the namespace; else, for a user who may not list those, GraphQL,
+  // which answers only what the user may list.
   let source, list, listErr, rows, graphNote = null;
-  if (ns && k) {
+  if (k && (ns || (cluster && !types))) {
     source = 'resource';
     const q = new URLSearchParams({ limit: String(PAGE), values: 'false' });
     if (labels) q.set('labelSelector', labels);
@@ -363,8 +379,8 @@ async function instancesPage(ctx, params) {
 
   const typeInput = h('select', { id: 'f-type', name: 'type' }, h('option', { value: '' }, types ? 'All Types' : 'All kinds'),
     types ? types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name))
-      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, `${x.kind} (${x.plural}.${x.group})`)));
-  const nsInput = h('input', { id: 'f-ns', name: 'ns', value: ns, placeholder: 'all namespaces', spellcheck: 'false', autocomplete: 'off', list: 'f-ns-list' });
+      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, kindLabel(x))));
+  const nsInput = h('input', { id: 'f-ns', name: 'ns', value: asked, placeholder: 'all namespaces', spellcheck: 'false', autocomplete: 'off', list: 'f-ns-list' });
   const nsList = h('datalist', { id: 'f-ns-list' });
   api('/api/v1/namespaces').then((l) => nsList.replaceChildren(...l.items.map((n) => h('option', { value: n.metadata.name }))), () => {});
   const labelInput = h('input', { id: 'f-labels', name: 'labels', value: labels, placeholder: 'env=dev,app in (billing)', 'aria-describedby': 'f-labels-hint', spellcheck: 'false' });
@@ -386,10 +402,10 @@ async function instancesPage(ctx, params) {
   const createQ = new URLSearchParams({ ...(t && { type: t.metadata.name }), ...(!t && k && { type: k.id }), ...(ns && { ns }) });
   const head = [h('h1', {}, `${what ? `Instances of ${what}` : 'Instances'}${ns ? ` in ${ns}` : ''}`),
     h('div', { class: 'actions' }, liveEl, h('a', { class: 'button', href: `#/create?${createQ}` }, 'Create')),
-    filters];
+    filters, clusterNote];
   if (listErr) {
     // Not allowed across the cluster: say so and ask for a namespace.
-    if (isForbidden(listErr) && !ns) {
+    if (isForbidden(listErr) && !ns && !cluster) {
       return [...head, errorBox(listErr), h('div', { class: 'alert warn', id: 'choose-namespace', role: 'status' },
         h('p', {}, 'You may not list instances across the cluster. If your roles are bound in a namespace, name it above (Namespace) and filter.'))];
     }
@@ -658,7 +674,7 @@ async function instancePage(ctx, params, id) {
         // been locked by since the page was read.
         const q = owner.value ? `?lockOwner=${encodeURIComponent(owner.value)}` : '';
         const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: id, resourceVersion: ti.metadata.resourceVersion } };
-        const path = type?.fromKind ? restPath(type, ti.spec.namespace, ti.spec.name) : `${HUB}/typeinstances/${encodeURIComponent(id)}`;
+        const path = type?.fromKind ? kindPath(type.fromKind, ti.spec.namespace, ti.spec.name) : `${HUB}/typeinstances/${encodeURIComponent(id)}`;
         await api(path + q, { method: 'DELETE', body });
         toast(`Deleted ${instTitle(ti)}`);
         go(type?.fromKind ? `#/instances?${new URLSearchParams({ ns: ti.spec.namespace, type: type.fromKind.id })}` : '#/instances');
@@ -697,10 +713,25 @@ async function instancePage(ctx, params, id) {
   // Changes made elsewhere while the page is open are announced at once
   // (a watch narrowed to this object).
   const changed = h('div', { 'aria-live': 'assertive' });
+  const restRV = h('code', { id: 'rest-rv', title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion);
   const kind = type?.fromKind;
   const watched = kind ? `${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}` : `${HUB}/typeinstances?fieldSelector=${encodeURIComponent(`metadata.name=${id}`)}&values=false`;
+  const same = (a, b) => JSON.stringify(Object.entries(a || {}).sort()) === JSON.stringify(Object.entries(b || {}).sort());
   if (!read.versions || kind) watch(watched, ti.metadata.resourceVersion, (ev) => {
-    if ((kind ? ev.object?.metadata?.uid : ev.object?.metadata?.name) !== id || ev.object.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    const o = ev.object;
+    if ((kind ? o?.metadata?.uid : o?.metadata?.name) !== id || o.metadata.resourceVersion === ti.metadata.resourceVersion) return;
+    // A change of nothing this page shows or writes (a stack controller's
+    // status after each reconcile of an installation: conditions, children)
+    // is taken in silently: the page is still what the server has, and an
+    // edit or delete sends the new resourceVersion rather than conflicting
+    // with the controller. Any change of the value (a new version), labels,
+    // annotations or the lock is announced and conflicts as before.
+    if (ev.type === 'MODIFIED' && (kind ? o.metadata.generation === ti.metadata.generation : o.status?.resourceVersion === ti.status.resourceVersion) &&
+      (o.status?.lockedBy || '') === (ti.status.lockedBy || '') && same(o.metadata.labels, ti.metadata.labels) && same(o.metadata.annotations, ti.metadata.annotations)) {
+      ti.metadata.resourceVersion = o.metadata.resourceVersion;
+      restRV.textContent = o.metadata.resourceVersion;
+      return;
+    }
     changed.replaceChildren(h('div', { class: 'alert warn', id: 'changed' },
       h('p', {}, ev.type === 'DELETED' ? 'This instance was deleted elsewhere.' : `This instance was changed elsewhere (resourceVersion ${ev.object.metadata.resourceVersion}); what you see is resourceVersion ${ti.metadata.resourceVersion}.`),
       ev.type === 'DELETED' ? null : h('button', { type: 'button', onclick: () => render() }, 'Reload')));
@@ -721,7 +752,7 @@ async function instancePage(ctx, params, id) {
       panel('Value', h('div', { class: 'actions' }, h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Format' }, tab('json', 'JSON'), tab('yaml', 'YAML')), secretsBtn), valueBox),
       panel('Details and lock', kv([
         ['Resource version', String(ti.status.resourceVersion)],
-        ['REST resourceVersion', h('code', { title: 'the change this read reflects; writes send it back' }, ti.metadata.resourceVersion)],
+        ['REST resourceVersion', restRV],
         ['Alias', ti.spec.alias || '—'],
         ['Labels', labelsCell(ti.metadata.labels)],
         ['Created', when(ti.metadata.creationTimestamp)],
@@ -844,11 +875,14 @@ async function createPage(ctx, params) {
   const pick = h('select', { id: 'c-type', onchange: (ev) => go(`#/create?${new URLSearchParams({ type: ev.target.value, ...(nsParam && { ns: nsParam }) })}`) },
     h('option', { value: '' }, types ? 'Choose a Type…' : 'Choose a kind…'),
     types ? types.map((x) => h('option', { value: x.metadata.name, selected: x.metadata.name === typeSel }, x.metadata.name))
-      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, `${x.kind} (${x.plural}.${x.group})`)));
+      : kinds.map((x) => h('option', { value: x.id, selected: x.id === typeSel }, kindLabel(x))));
   const head = [h('h1', {}, t ? `Create ${t.fromKind ? `a ${t.fromKind.kind}` : t.spec.path}` : 'Create an instance'), h('div', { class: 'field' }, h('label', { for: 'c-type' }, types ? 'Type' : 'Kind'), pick)];
   if (!t) return head;
   const name = h('input', { id: 'c-name', required: true, 'aria-required': 'true', spellcheck: 'false', autocomplete: 'off' });
-  const ns = h('input', { id: 'c-ns', value: nsParam || (types ? 'default' : rememberedNamespace() || 'default'), spellcheck: 'false' });
+  // A cluster-scoped kind's instances have no namespace: no field for one
+  // (the hub refuses one on create).
+  const cluster = t.fromKind ? t.fromKind.namespaced === false : clusterScoped(t);
+  const ns = cluster ? null : h('input', { id: 'c-ns', value: nsParam || (types ? 'default' : rememberedNamespace() || 'default'), spellcheck: 'false' });
   const labels = h('input', { id: 'c-labels', placeholder: 'env=dev, app=billing', spellcheck: 'false', 'aria-describedby': 'c-labels-hint' });
   const backend = !backends ? null : h('select', { id: 'c-backend' }, h('option', { value: '' }, 'By policy (default)'),
     backends.items.filter((b) => b.spec.acceptValue !== false).map((b) => h('option', { value: b.metadata.name }, `${b.spec.alias || shortID(b.metadata.name)} (${b.spec.typeRef.path})`)));
@@ -860,14 +894,14 @@ async function createPage(ctx, params) {
     ev.preventDefault();
     const lab = {};
     for (const part of labels.value.split(',').map((s) => s.trim()).filter(Boolean)) { const [k, ...v] = part.split('='); lab[k.trim()] = v.join('=').trim(); }
-    const doc = { apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance', metadata: { name: name.value.trim(), namespace: ns.value.trim() || 'default', labels: lab },
+    const doc = { apiVersion: 'hub.cairn.dev/v1', kind: 'TypeInstance', metadata: { name: name.value.trim(), ...(!cluster && { namespace: ns.value.trim() || 'default' }), labels: lab },
       spec: { typeRef: { path: t.spec.path, revision: t.spec.revision }, value: form.value() } };
     if (backend?.value) doc.spec.backend = { id: backend.value };
     try {
       const k = t.fromKind;
       const created = k ? await api(kindPath(k, doc.metadata.namespace), { method: 'POST', body: { apiVersion: `${k.group}/${k.version}`, kind: k.kind, metadata: doc.metadata, spec: doc.spec.value } })
         : await api(`${HUB}/typeinstances`, { method: 'POST', body: doc });
-      toast(`Created ${doc.metadata.namespace}/${doc.metadata.name}`);
+      toast(`Created ${cluster ? '' : `${doc.metadata.namespace}/`}${doc.metadata.name}`);
       go(`#/instance/${k ? created.metadata.uid : created.metadata.name}`);
     } catch (e) {
       // Every answer replaces the marks of the last one.
@@ -881,7 +915,8 @@ async function createPage(ctx, params) {
   } },
   h('fieldset', {}, h('legend', {}, 'Metadata'),
     h('div', { class: 'field' }, h('label', { for: 'c-name' }, 'Name', h('span', { class: 'req', 'aria-hidden': 'true' }, ' *')), name, metaErr),
-    h('div', { class: 'field' }, h('label', { for: 'c-ns' }, 'Namespace'), ns),
+    cluster ? h('p', { class: 'muted', id: 'c-cluster-scoped' }, `${t.spec.rest?.names?.kind || t.spec.path} is cluster-scoped: its instances have no namespace.`)
+      : h('div', { class: 'field' }, h('label', { for: 'c-ns' }, 'Namespace'), ns),
     h('div', { class: 'field' }, h('label', { for: 'c-labels' }, 'Labels'), labels, h('span', { class: 'hint', id: 'c-labels-hint' }, 'comma-separated key=value')),
     backend ? h('div', { class: 'field' }, h('label', { for: 'c-backend' }, 'Backend'), backend) : null),
   h('fieldset', {}, h('legend', {}, 'Value'), form.el),
@@ -1086,6 +1121,9 @@ async function installationPage(ctx, params, id) {
     return k ? api(kindPath(k, r.namespace || ns, r.name), { quiet: true }).catch(() => null) : null;
   };
 
+  // A child in another namespace than the installation's (every namespaced
+  // child of a cluster-scoped installation) says where it is.
+  const elsewhere = (cns) => (cns && cns !== (ti.spec.namespace || '') ? h('span', { class: 'chip', 'data-namespace': cns }, `namespace ${cns}`) : null);
   async function tree(inst, o, depth) {
     const resources = o?.status?.resources;
     let kids;
@@ -1103,7 +1141,7 @@ async function installationPage(ctx, params, id) {
         }
         return h('li', { 'data-child': r.name },
           h('div', { class: 'row' }, r.uid ? link(isInst ? `#/stacks/${r.uid}` : `#/instance/${r.uid}`, `${r.kind}/${r.name}`) : `${r.kind}/${r.name}`,
-            r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
+            elsewhere(r.namespace), r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
             r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
       }));
     } else {
@@ -1116,15 +1154,28 @@ async function installationPage(ctx, params, id) {
         const sub = isInst ? await tree(c, co, depth + 1) : null;
         return h('li', { 'data-child': c.spec.name },
           h('div', { class: 'row' }, link(isInst ? `#/stacks/${c.metadata.name}` : `#/instance/${c.metadata.name}`, `${co?.kind || t?.spec.rest?.names?.kind || c.spec.typeRef.path}/${c.spec.name}`),
-            h('span', { class: 'chip' }, backendName(c.spec.backend?.id)), condView(co)), sub);
+            elsewhere(c.spec.namespace), h('span', { class: 'chip' }, backendName(c.spec.backend?.id)), condView(co)), sub);
       }));
     }
     return kids.length ? h('ul', { class: 'tree' }, kids) : null;
   }
   const children = await tree(ti, obj, 0);
   const st = obj?.status || {};
+  // The page follows the installation: a spec changed (another
+  // configuration set chosen) is reconciled by the stack controller after
+  // the write, and its new children and conditions then appear here.
+  const kind = types ? kindOfType(types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))) : byKind.type?.fromKind;
+  if (obj && kind) {
+    watch(`${kindPath(kind, ti.spec.namespace)}?fieldSelector=${encodeURIComponent(`metadata.name=${ti.spec.name}`)}`, obj.metadata.resourceVersion, (ev) => {
+      if (ev.object?.metadata?.uid === id && ev.object.metadata.resourceVersion !== obj.metadata.resourceVersion) render();
+    }, ctx.signal);
+  }
+  const pending = obj && st.observedGeneration !== undefined && obj.metadata.generation > st.observedGeneration;
   return [h('h1', {}, instTitle(ti)), h('p', { class: 'sub' }, 'Installation of ', h('code', {}, typeName(ti.spec.typeRef)),
-    st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null, ' · ', link(`#/instance/${id}`, 'as an instance')),
+    st.stack ? [' from stack ', h('code', {}, `${st.stack.name}@${st.stack.version}`)] : null,
+    st.configuration ? [' · configuration set ', h('strong', { id: 'configuration' }, st.configuration)] : null,
+    ' · ', link(`#/instance/${id}`, 'as an instance')),
+    pending ? h('p', { class: 'alert warn', id: 'reconciling', role: 'status' }, `The stack controller has not applied the latest spec yet (generation ${obj.metadata.generation}; what is shown is of generation ${st.observedGeneration}). This page follows it.`) : null,
     h('div', { class: 'grid' },
       panel('Conditions', (st.conditions || []).length ? h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Conditions table' }, h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Reason'), h('th', {}, 'Message'))),
         h('tbody', {}, st.conditions.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, conditionBadge(c)), h('td', {}, c.reason || ''), h('td', {}, c.message || ''))))))

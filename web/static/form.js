@@ -76,7 +76,9 @@ export function schemaForm(schema, value, { readOnly = false, idPrefix = 'f' } =
     const common = { id, name: path.join('.'), disabled: readOnly, 'aria-required': required ? 'true' : null };
     let input, get;
     if (Array.isArray(s.enum)) {
-      input = h('select', common, required ? null : h('option', { value: '' }, '—'),
+      // Left unset, an optional enum is its default (a stack's configuration
+      // set: the server applies it): the empty choice says which it is.
+      input = h('select', common, required ? null : h('option', { value: '' }, s.default === undefined ? '—' : `— (default: ${s.default})`),
         s.enum.map((o) => h('option', { value: JSON.stringify(o), selected: JSON.stringify(o) === JSON.stringify(v) }, String(o))));
       get = () => (input.value === '' ? undefined : JSON.parse(input.value));
     } else if (type === 'boolean') {
