@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/schema"
 	"github.com/cairn-dev/cairn/store"
 )
@@ -551,6 +552,35 @@ func checkStorageValue(subject string, attrs []cairn.AttributeRef, value json.Ra
 			Msg: "a storage backend's value must satisfy the storage schema: " + joinCauses(causes)}
 	}
 	return nil
+}
+
+// isStorage reports whether attrs mark a storage backend.
+func isStorage(attrs []cairn.AttributeRef) bool {
+	return slices.ContainsFunc(attrs, func(a cairn.AttributeRef) bool { return a.Path == cairn.StorageAttributePath })
+}
+
+// mayWriteBackend refuses a write that registers, changes or unmarks a
+// storage backend unless the caller of ctx may verb backends (named id, ""
+// for a new one) at the cluster scope, as REST serves them. A backend's url
+// is where the hub connects, for every instance stored in it, from the
+// hub's network: creating typeinstances in one namespace must not let an
+// editor of that namespace point the hub at any address it reaches.
+// In-process callers are allowed.
+func (h *Hub) mayWriteBackend(ctx context.Context, verb, subject, id string) error {
+	u, ok := cairn.UserFrom(ctx)
+	if !ok {
+		return nil
+	}
+	if h.Authorize(ctx, rbac.Attributes{Verb: verb, ResourceRequest: true, APIGroup: rbac.HubGroup, Resource: "backends", Name: id}).Allowed {
+		return nil
+	}
+	qual := "backends." + rbac.HubGroup
+	if id != "" {
+		qual += fmt.Sprintf(" %q", id)
+	}
+	return &cairn.Error{Code: cairn.CodeForbidden, Subject: subject, Msg: fmt.Sprintf(
+		"%s is forbidden: User %q cannot %s resource \"backends\" in API group %q at the cluster scope: a TypeInstance with the attribute %s is a storage backend the hub connects to, and registering or changing one is a cluster-wide act",
+		qual, u.Name, verb, rbac.HubGroup, cairn.StorageAttributePath)}
 }
 
 // checkBackendConfig asks the backend opener whether a storage backend

@@ -488,6 +488,12 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			errs = append(errs, err)
 			continue
 		}
+		if isStorage(in.Attributes) {
+			if err := h.mayWriteBackend(ctx, "create", subject, ""); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if err := checkStorageValue(subject, in.Attributes, value); err != nil {
 			errs = append(errs, err)
 			continue

@@ -318,6 +318,12 @@ func (h *Hub) stageUpdates(ctx context.Context, ups []UpdateInstance) ([]string,
 	for i, u := range ups {
 		inst := byID[u.ID]
 		subject := subjectOf(u.ID)
+		if isStorage(inst.Latest.Attributes) || (u.Attributes != nil && isStorage(*u.Attributes)) {
+			if err := h.mayWriteBackend(ctx, "update", subject, u.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		var (
 			pinType     bool
 			checkedType *keptType

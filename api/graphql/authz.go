@@ -174,6 +174,37 @@ func (g *guard) denials(ctx context.Context, verb string, ts []target) []string 
 	var msgs []string
 	for _, t := range ts {
 		if ok, a := g.may(ctx, verb, t); !ok {
+			if t.id != "" && (verb == "get" || !g.mayGet(ctx, t)) {
+				// The caller may not see t: its namespace would tell
+				// that the id exists, and where. Word the denial as
+				// REST's (typeinstances are cluster-scoped there) and as
+				// that of an id that does not exist (hiddenMissing).
+				a = clusterAttrs(verb, "typeinstances", t.id)
+			}
+			if m := forbiddenMessage(ctx, a); !slices.Contains(msgs, m) {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	return msgs
+}
+
+func (g *guard) mayGet(ctx context.Context, t target) bool {
+	ok, _ := g.may(ctx, "get", t)
+	return ok
+}
+
+// hiddenMissing returns, for each of ids not among found, the denial of verb
+// at the cluster scope unless the caller may do it there: only a caller who
+// could see any instance may learn that an id does not exist, as on REST.
+// Others get the text an instance they may not see gets (denials).
+func (g *guard) hiddenMissing(ctx context.Context, verb string, ids []string, found []cairn.Instance) []string {
+	var msgs []string
+	for _, id := range ids {
+		if slices.ContainsFunc(found, func(inst cairn.Instance) bool { return inst.ID == id }) {
+			continue
+		}
+		if a := clusterAttrs(verb, "typeinstances", id); !g.allowed(ctx, a) {
 			if m := forbiddenMessage(ctx, a); !slices.Contains(msgs, m) {
 				msgs = append(msgs, m)
 			}
@@ -294,7 +325,8 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 			}
 		}
 	}
-	// Missing ids are the hub's to report.
+	// Missing ids are the hub's to report to a caller who may see any
+	// instance (hiddenMissing).
 	found, err := m.hub.GetInstances(ctx, ids)
 	if err != nil {
 		return fail(opCreateMany, "", err)
@@ -303,12 +335,14 @@ func (m *mutation) mayCreate(ctx context.Context, req hub.CreateRequest) error {
 	for i, inst := range found {
 		used[i] = targetOf(inst)
 	}
-	return denied(ctx, slices.Concat(g.denials(ctx, "create", creates), g.denials(ctx, "get", used), g.claims(ctx, claimed)))
+	return denied(ctx, slices.Concat(g.denials(ctx, "create", creates), g.denials(ctx, "get", used),
+		g.hiddenMissing(ctx, "get", ids, found), g.claims(ctx, claimed)))
 }
 
 // mayChange checks verb on each existing instance of ids, in its namespace,
 // and the createdBy values claimed, before the hub is asked; ids that do not
-// exist are left for the hub to report in Local Hub's words.
+// exist are left for the hub to report in Local Hub's words when the caller
+// may do verb on any instance, and denied as one it may not see otherwise.
 func (m *mutation) mayChange(ctx context.Context, verb string, ids []string, claimed ...string) error {
 	if !guarded(ctx) {
 		return nil
@@ -325,5 +359,5 @@ func (m *mutation) mayChange(ctx context.Context, verb string, ids []string, cla
 	for i, inst := range found {
 		ts[i] = targetOf(inst)
 	}
-	return denied(ctx, append(g.denials(ctx, verb, ts), g.claims(ctx, claimed)...))
+	return denied(ctx, slices.Concat(g.denials(ctx, verb, ts), g.hiddenMissing(ctx, verb, ids, found), g.claims(ctx, claimed)))
 }

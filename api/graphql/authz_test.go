@@ -238,7 +238,7 @@ func TestAuthorization(t *testing.T) {
 		{"get a flag in a", `{ typeInstance(id: "` + fa + `") { id } }`, nil,
 			map[string]want{admin: ok, viewer: ok, editor: ok, flagger: ok}},
 		{"get a flag in b", `{ typeInstance(id: "` + fb + `") { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("get", "typeinstances", "b")}, flagger: noTI("get", "b")}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("get", "typeinstances", "")}, flagger: noTI("get", "")}},
 		{"create a flag in a", createFlag("a"), nil,
 			map[string]want{admin: ok, viewer: {err: forbidden("create", "typeinstances", "a")}, editor: ok, flagger: ok}},
 		{"update a flag in a", `mutation { updateTypeInstances(in: [{id: "` + fa + `", typeInstance: {value: {on: true}}}], dryRun: true) { id } }`, nil,
@@ -246,14 +246,14 @@ func TestAuthorization(t *testing.T) {
 		{"delete a flag in a", `mutation { deleteTypeInstance(id: "` + fa + `", dryRun: true) }`, nil,
 			map[string]want{admin: ok, viewer: {err: forbidden("delete", "typeinstances", "a")}, editor: ok, flagger: noTI("delete", "a")}},
 		{"get in a", `{ typeInstance(id: "` + a1 + `") { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: ok, flagger: noTI("get", "a")}},
+			map[string]want{admin: ok, viewer: ok, editor: ok, flagger: noTI("get", "")}},
 		{"get in b", `{ typeInstance(id: "` + b1 + `") { id } }`, nil,
-			map[string]want{admin: ok, viewer: ok, editor: {err: `typeinstances.hub.cairn.dev "` + b1 + `" is forbidden: User "ed" ` + forbidden("get", "typeinstances", "b")}, flagger: noTI("get", "b")}},
+			map[string]want{admin: ok, viewer: ok, editor: {err: `typeinstances.hub.cairn.dev "` + b1 + `" is forbidden: User "ed" ` + forbidden("get", "typeinstances", "")}, flagger: noTI("get", "")}},
 		{"relations of a1", `{ typeInstance(id: "` + a1 + `") { uses { id } } }`, []string{"typeInstance", "uses"},
-			map[string]want{admin: {ids: usedByA1}, viewer: {ids: usedByA1}, editor: {ids: nil}, flagger: {err: `User "fay" ` + forbidden("get", "typeinstances", "a")}}},
+			map[string]want{admin: {ids: usedByA1}, viewer: {ids: usedByA1}, editor: {ids: nil}, flagger: {err: `User "fay" ` + forbidden("get", "typeinstances", "")}}},
 		{"backend details of a1", `{ typeInstance(id: "` + a1 + `") { backend { id url acceptValue } } }`, nil,
 			map[string]want{admin: ok, viewer: ok, editor: {err: `backends.hub.cairn.dev "` + cairn.BuiltinBackendID + `" is forbidden: User "ed" ` + forbidden("get", "backends", "")},
-				flagger: noTI("get", "a")}},
+				flagger: noTI("get", "")}},
 		{"types", `{ types { path } }`, nil,
 			map[string]want{admin: ok, viewer: ok, editor: {err: forbidden("list", "types", "")}, flagger: {err: forbidden("list", "types", "")}}},
 		{"storageBackends", `{ storageBackends { id } }`, nil,
@@ -265,11 +265,11 @@ func TestAuthorization(t *testing.T) {
 		{"create in b", create("b"), nil,
 			map[string]want{admin: ok, viewer: {err: forbidden("create", "typeinstances", "b")}, editor: {err: `User "ed" ` + forbidden("create", "typeinstances", "b")}, flagger: noTI("create", "b")}},
 		{"update in a", `mutation { updateTypeInstances(in: [{id: "` + a1 + `", typeInstance: {value: {n: 3}}}], dryRun: true) { id } }`, nil,
-			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "a")}},
+			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "")}},
 		{"delete in b", `mutation { deleteTypeInstance(id: "` + b1 + `", dryRun: true) }`, nil,
-			map[string]want{admin: {err: "used by other TypeInstances"}, viewer: {err: forbidden("delete", "typeinstances", "b")}, editor: {err: forbidden("delete", "typeinstances", "b")}, flagger: noTI("delete", "b")}},
+			map[string]want{admin: {err: "used by other TypeInstances"}, viewer: {err: forbidden("delete", "typeinstances", "b")}, editor: {err: forbidden("delete", "typeinstances", "")}, flagger: noTI("delete", "")}},
 		{"lock in a", `mutation { lockTypeInstances(in: {ids: ["` + a1 + `"], ownerID: "o"}, dryRun: true) }`, nil,
-			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "a")}},
+			map[string]want{admin: ok, viewer: {err: forbidden("update", "typeinstances", "a")}, editor: ok, flagger: noTI("update", "")}},
 	} {
 		for _, who := range []string{anon, viewer, editor, flagger, admin} {
 			code, res := g.post(t, who, op.query)
@@ -311,14 +311,14 @@ func TestAuthorization(t *testing.T) {
 		t.Errorf("editor's batch over a, b and c: %d %s", code, errText(res))
 	}
 	code, res = g.post(t, editor, `mutation { updateTypeInstances(in: [{id: "`+a1+`", typeInstance: {value: {n: 9}}}, {id: "`+b1+`", typeInstance: {value: {n: 9}}}]) { id } }`)
-	if code != 200 || !strings.Contains(errText(res), forbidden("update", "typeinstances", "b")) {
+	if code != 200 || !strings.Contains(errText(res), forbidden("update", "typeinstances", "")) {
 		t.Errorf("editor's update of a1 and b1: %d %s", code, errText(res))
 	}
 	// A relation to what the editor cannot see is refused too.
 	code, res = g.post(t, editor, `mutation { createTypeInstances(in: {typeInstances: [
 		{alias: "x", typeRef: {path: "`+testType+`", revision: "0.1.0"}, namespace: "a", name: "x", value: {}}],
 		usesRelations: [{from: "x", to: "`+b1+`"}]}) { id } }`)
-	if code != 200 || !strings.Contains(errText(res), forbidden("get", "typeinstances", "b")) {
+	if code != 200 || !strings.Contains(errText(res), forbidden("get", "typeinstances", "")) {
 		t.Errorf("editor relating a new instance to b1: %d %s", code, errText(res))
 	}
 	list, err := g.h.ListInstances(ctx, store.InstanceFilter{TypePath: testType}, true)
@@ -341,7 +341,7 @@ func TestAuthorization(t *testing.T) {
 	}{
 		{`{ typeInstance(id: "` + fa + `") { name } }`, `{"typeInstance":{"name":"fa"}}`},
 		{`{ typeInstances(filter: {typeRef: {path: "io.flipt.flag"}}) { id } }`, `{"typeInstances":[]}`},
-		{`{ typeInstance(id: "` + fb + `") { name } }`, forbidden("get", "typeinstances", "b")},
+		{`{ typeInstance(id: "` + fb + `") { name } }`, forbidden("get", "typeinstances", "")},
 		{`mutation { updateTypeInstances(in: [{id: "` + fa + `", typeInstance: {value: {on: true}}}], dryRun: true) { name } }`, `"name":"fa"`},
 		{`mutation { deleteTypeInstance(id: "` + fa + `", dryRun: true) }`, forbidden("delete", "typeinstances", "a")},
 	} {
@@ -349,6 +349,33 @@ func TestAuthorization(t *testing.T) {
 		if got := string(res.Data) + errText(res); !strings.Contains(got, c.want) {
 			t.Errorf("nora: %s: %s, want %s", c.query, got, c.want)
 		}
+	}
+
+	// An id the caller may not see and an id that does not exist get the
+	// same answer, the id aside: the denial at the cluster scope, as on
+	// REST, never the namespace the instance is in. A caller who may read
+	// every instance learns that an id does not exist (null, Local Hub's
+	// answer; Local Hub's "not found" for a write).
+	const missing = "3f0c0b9e-0000-4000-8000-000000000000"
+	for _, q := range []string{
+		`{ typeInstance(id: "%s") { id } }`,
+		`mutation { updateTypeInstances(in: [{id: "%s", typeInstance: {value: {n: 3}}}], dryRun: true) { id } }`,
+		`mutation { deleteTypeInstance(id: "%s", dryRun: true) }`,
+		`mutation { lockTypeInstances(in: {ids: ["%s"], ownerID: "o"}, dryRun: true) }`,
+		`mutation { createTypeInstances(in: {typeInstances: [{alias: "x", typeRef: {path: "` + testType + `", revision: "0.1.0"}, namespace: "a", value: {}}], usesRelations: [{from: "x", to: "%s"}]}, dryRun: true) { id } }`,
+	} {
+		_, hidden := g.post(t, editor, strings.ReplaceAll(q, "%s", b1))
+		_, absent := g.post(t, editor, strings.ReplaceAll(q, "%s", missing))
+		h, m := strings.ReplaceAll(errText(hidden), b1, "ID"), strings.ReplaceAll(errText(absent), missing, "ID")
+		if h == "" || h != m || strings.Contains(h, `namespace "b"`) {
+			t.Errorf("editor: %s\n  on b1:      %s\n  on a missing id: %s\nwant the same denial at the cluster scope", q, h, m)
+		}
+	}
+	if _, res := g.post(t, viewer, `{ typeInstance(id: "`+missing+`") { id } }`); len(res.Errors) > 0 || string(res.Data) != `{"typeInstance":null}` {
+		t.Errorf("viewer reading a missing id: %s %s, want null", res.Data, errText(res))
+	}
+	if _, res := g.post(t, admin, `mutation { deleteTypeInstance(id: "`+missing+`", dryRun: true) }`); !strings.Contains(errText(res), "not found") {
+		t.Errorf("admin deleting a missing id: %s, want not found", errText(res))
 	}
 
 	// createdBy naming someone else is impersonating them: the editor may

@@ -180,16 +180,19 @@ func (q *query) TypeInstances(ctx context.Context, filter *model.TypeInstanceFil
 }
 
 func (q *query) TypeInstance(ctx context.Context, id string) (*model.TypeInstance, error) {
-	inst, err := q.hub.GetInstance(ctx, id, false)
-	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return nil, nil // Local Hub answers null for a missing id
-	}
-	if err != nil {
-		return nil, fail(opRead, id, err)
-	}
 	g, err := guardFrom(ctx)
 	if err != nil {
 		return nil, err
+	}
+	inst, err := q.hub.GetInstance(ctx, id, false)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		// Local Hub answers null for a missing id; a caller who may not
+		// read every instance gets the denial an instance it may not see
+		// gets, so the answer does not tell which ids exist.
+		return nil, denied(ctx, g.hiddenMissing(ctx, "get", []string{id}, nil))
+	}
+	if err != nil {
+		return nil, fail(opRead, id, err)
 	}
 	if err := denied(ctx, g.denials(ctx, "get", []target{targetOf(inst)})); err != nil {
 		return nil, err

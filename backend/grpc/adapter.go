@@ -197,7 +197,10 @@ func (o *Opener) dial(sb cairn.StorageBackend) (*Client, error) {
 	}
 	opts := append([]grpclib.DialOption{grpclib.WithTransportCredentials(creds),
 		grpclib.WithDefaultCallOptions(grpclib.MaxCallRecvMsgSize(maxMessageBytes))}, o.dialOptions...)
-	conn, err := grpclib.NewClient(target.Addr, opts...)
+	// The dns scheme is named so that nothing in the address is read as
+	// another resolver's (unix:, xds:, passthrough:): a backend is a TCP
+	// host and port, whoever registered it.
+	conn, err := grpclib.NewClient("dns:///"+target.Addr, opts...)
 	if err != nil {
 		return nil, backendErr(sb.ID, cairn.CodeInvalid, fmt.Sprintf("url %q: %v", sb.URL, err), err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,14 @@ func TestParseURL(t *testing.T) {
 		{url: "grpc://:80", err: "the host is missing"},
 		{url: "grpc://x:1/path", err: "without user, path, query or fragment"},
 		{url: "just-a-host", err: "want host:port"},
+		// gRPC reads a target's scheme as a resolver: a bare unix: or
+		// unix-abstract: "host:port" would dial a local socket.
+		{url: "unix:/run/cairn/serve.sock", err: `port "/run/cairn/serve.sock" is not a number`},
+		{url: "unix-abstract:cairn", err: `port "cairn" is not a number`},
+		{url: "backend:grpc", err: `port "grpc" is not a number`},
+		{url: "grpc://backend:99999", err: `port "99999" is not a number from 1 to 65535`},
+		{url: "backend:0", err: `port "0" is not a number from 1 to 65535`},
+		{url: "dns:5051", addr: "dns:5051", tls: true},
 	}
 	for _, tt := range tests {
 		for _, capact := range []bool{false, true} {
@@ -383,6 +392,30 @@ func TestBadURLIsInvalid(t *testing.T) {
 	wantCode(t, err, cairn.CodeInvalid)
 	if err == nil || !strings.Contains(err.Error(), `External backend "`+sb.ID+`"`) || !strings.Contains(err.Error(), `scheme "ftp"`) {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestURLIsNeverAResolverTarget: a backend url names a TCP host and port,
+// in both readings; gRPC would dial "unix:PATH" as a local socket (and any
+// scheme it has a resolver for its way), reaching what listens only there.
+func TestURLIsNeverAResolverTarget(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "b.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("no unix sockets: %v", err)
+	}
+	serveOn(t, lis, fileBackend(t), true, storagebackend.Options{})
+	for _, capact := range []bool{false, true} {
+		o := opener(t, grpcbackend.Config{CapactURLs: capact, ReadAttempts: 1, Timeout: 2 * time.Second})
+		for _, url := range []string{"unix:" + sock, "unix://" + sock, "grpc://unix:" + sock} {
+			b, err := o.OpenBackend(t.Context(), storage(url, true))
+			if err == nil {
+				_, err = b.OnCreate(t.Context(), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`1`)})
+				t.Errorf("capact %t: url %q was dialed (OnCreate: %v); want it refused as invalid", capact, url, err)
+				continue
+			}
+			wantCode(t, err, cairn.CodeInvalid)
+		}
 	}
 }
 

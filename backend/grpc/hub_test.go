@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/backend/file"
 	grpcbackend "github.com/cairn-dev/cairn/backend/grpc"
 	"github.com/cairn-dev/cairn/hub"
@@ -564,5 +568,66 @@ func TestBackendMoves(t *testing.T) {
 	inst, err := e.h.GetInstance(e.ctx, id, true)
 	if err != nil || string(inst.Latest.Value) != `1` {
 		t.Fatalf("read after the move = %s, %v", inst.Latest.Value, err)
+	}
+}
+
+// TestRegisteringABackendIsClusterScoped: an instance with the storage
+// attribute is a backend the hub dials, wherever it lives. An editor of one
+// namespace (create typeinstances there) must not register one: its url
+// would point the hub at any address its network reaches (here, a real
+// backend on loopback that the editor could not reach itself) and every
+// instance created in it would be sent there. Registering, re-pointing and
+// unmarking a backend needs create or update on backends, cluster-scoped,
+// as the REST resource is.
+func TestRegisteringABackendIsClusterScoped(t *testing.T) {
+	e := newHubEnv(t, grpcbackend.Config{ReadAttempts: 1})
+	bind := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ed", Namespace: "team-a"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.EditorRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "ed"}}}
+	if _, err := e.h.CreateRBAC(e.ctx, bind); err != nil {
+		t.Fatal(err)
+	}
+	ed := cairn.WithUser(e.ctx, cairn.User{Name: "ed", Groups: []string{cairn.Authenticated}})
+	storageAttr := []cairn.AttributeRef{{Path: cairn.StorageAttributePath, Revision: cairn.CoreRevision}}
+	backendValue := json.RawMessage(fmt.Sprintf(`{"url":"grpc://%s","acceptValue":true,"contextSchema":null}`, e.srv.addr))
+	_, err := e.h.CreateInstances(ed, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Alias: "mine", Namespace: "team-a", TypeRef: cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"},
+		Value: backendValue, Attributes: storageAttr,
+	}}})
+	wantCode(t, err, cairn.CodeForbidden)
+	wantContains(t, err, `User "ed" cannot create resource "backends" in API group "hub.cairn.dev" at the cluster scope`)
+
+	// Nor may the editor turn an instance of team-a into one.
+	plain := e.create(hub.NewInstance{Alias: "plain", Namespace: "team-a", TypeRef: cfgType, Value: json.RawMessage(`{}`)})[0]
+	_, err = e.h.UpdateInstances(ed, []hub.UpdateInstance{{ID: plain, Value: backendValue, Attributes: &storageAttr}})
+	wantCode(t, err, cairn.CodeForbidden)
+	wantContains(t, err, `User "ed" cannot update resource "backends"`)
+
+	// A backend an admin put in team-a: the editor may not re-point it.
+	out, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Alias: "admins", Namespace: "team-a", TypeRef: cairn.TypeRef{Path: "cap.type.cairn.storage.grpc", Revision: "0.1.0"},
+		Value: backendValue, Attributes: storageAttr,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := json.RawMessage(`{"url":"grpc://127.0.0.1:1","acceptValue":true,"contextSchema":null}`)
+	_, err = e.h.UpdateInstances(ed, []hub.UpdateInstance{{ID: out[0].ID, Value: moved}})
+	wantCode(t, err, cairn.CodeForbidden)
+	_, err = e.h.UpdateInstances(ed, []hub.UpdateInstance{{ID: out[0].ID, Attributes: &[]cairn.AttributeRef{}}})
+	wantCode(t, err, cairn.CodeForbidden)
+	if got := e.files(); len(got) != 0 {
+		t.Errorf("the backend was called: %v", got)
+	}
+
+	// The editor may still store instances in a backend an admin
+	// registered, and write instances that are no backends.
+	if _, err := e.h.CreateInstances(ed, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Alias: "v", Namespace: "team-a", TypeRef: cfgType, Value: json.RawMessage(`{}`), Backend: &hub.BackendInput{ID: e.bid},
+	}}}); err != nil {
+		t.Errorf("editor storing in the registered backend: %v", err)
+	}
+	if _, err := e.h.UpdateInstances(ed, []hub.UpdateInstance{{ID: plain, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
+		t.Errorf("editor updating an instance that is no backend: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -73,6 +74,12 @@ func checkHostPort(hp string) error {
 	}
 	if port == "" {
 		return fmt.Errorf("want host:port: the port is missing")
+	}
+	// A number, so that "unix:/path" or "unix-abstract:name" (host unix,
+	// port the path) is no host:port: gRPC would read that scheme as its
+	// unix resolver and dial a local socket.
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("want host:port: port %q is not a number from 1 to 65535", port)
 	}
 	return nil
 }
