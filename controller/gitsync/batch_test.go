@@ -50,13 +50,13 @@ func (e *syncEnv) writeFlags(prefix string, n int) {
 	}
 }
 
-// TestSyncImportsACommitAsOneBatch: Jane pushes one commit of 1,000 new
-// Flags, a change to one cairn made and a file breaking the schema. The
-// sync imports the 1,001 good files with one hub call: one commit of
-// cairn's, one push, one change each in the change log; the broken file
-// is reported with its own error and skipped. Syncing again, or from a
-// lost cache, imports nothing and pushes nothing; a fresh cache reads the
-// imported values from Jane's commit.
+// TestSyncImportsACommitAsOneBatch: Jane pushes one commit of 200 new
+// Flags (BenchmarkSyncImport1000 times 1,000), a change to one cairn made
+// and a file breaking the schema. The sync imports the 201 good files with
+// one hub call: one commit of cairn's, one push, one change each in the
+// change log; the broken file is reported with its own error and skipped.
+// Syncing again, or from a lost cache, imports nothing and pushes nothing;
+// a fresh cache reads the imported values from Jane's commit.
 func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 	e, pushes := newCountingSyncEnv(t)
 	ctx := context.Background()
@@ -69,11 +69,11 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.person("status") // clones
-	e.writeFlags("bulk", 1000)
+	e.writeFlags("bulk", 200)
 	e.write("change-me", flagFile("change-me", true))
 	e.write("broken", flagFile("broken", "yes"))
 	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "1,000 flags")
+	e.person("commit", "--quiet", "-m", "200 flags")
 	janes := e.person("rev-parse", "HEAD")
 	e.person("push", "--quiet", "origin", "main")
 	tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
@@ -87,8 +87,8 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if res.Created != 1000 || res.Updated != 1 || res.Skipped != 1 || res.Deleted != 0 {
-		t.Errorf("Sync = %+v, want 1000 created, 1 updated, 1 skipped", res)
+	if res.Created != 200 || res.Updated != 1 || res.Skipped != 1 || res.Deleted != 0 {
+		t.Errorf("Sync = %+v, want 200 created, 1 updated, 1 skipped", res)
 	}
 	if n := e.remote.Commits(t) - commits; n != 1 {
 		t.Errorf("the import made %d commits, want 1", n)
@@ -100,9 +100,9 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 		t.Errorf("the import changed Jane's files")
 	}
 	msg := gittest.Git(t, e.remote.Path, "log", "-1", "--format=%B", "main")
-	if !strings.HasPrefix(msg, "cairn: sync create 1000, update 1 resources by "+jane) || !strings.Contains(msg, "Cairn-Source: "+janes) ||
-		strings.Count(msg, "Cairn-Change: ") != 1001 {
-		t.Errorf("the import commit's message does not record the 1,001 changes of %s:\n%.600s", janes, msg)
+	if !strings.HasPrefix(msg, "cairn: sync create 200, update 1 resources by "+jane) || !strings.Contains(msg, "Cairn-Source: "+janes) ||
+		strings.Count(msg, "Cairn-Change: ") != 201 {
+		t.Errorf("the import commit's message does not record the 201 changes of %s:\n%.600s", janes, msg)
 	}
 	changes, err := e.h.Changes(ctx, seq, 5000)
 	if err != nil {
@@ -112,8 +112,8 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 	for _, c := range changes {
 		seen[c.Name] = true
 	}
-	if len(seen) != 1001 || !seen["bulk-0999"] || !seen["change-me"] {
-		t.Errorf("the change log has %d instances after the import (of %d changes), want 1001", len(seen), len(changes))
+	if len(seen) != 201 || !seen["bulk-0199"] || !seen["change-me"] {
+		t.Errorf("the change log has %d instances after the import (of %d changes), want 201", len(seen), len(changes))
 	}
 	var skipped []gitsync.SyncEvent
 	for _, ev := range s.Events() {
@@ -125,9 +125,9 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 		!strings.HasPrefix(skipped[0].Reason, "create flipt.io/v1 Flag default/broken: ") || !strings.Contains(skipped[0].Reason, "enabled") {
 		t.Errorf("skipped events = %+v, want the broken file with its schema error", skipped)
 	}
-	inst, err := e.get("bulk-0998")
+	inst, err := e.get("bulk-0198")
 	if err != nil || inst.Latest.CreatedBy != jane || string(inst.Latest.Value) != `{"enabled":true}` || inst.Backend.ID != e.id {
-		t.Errorf("bulk-0998: %+v, %v; want Jane's enabled Flag in the Git backend", inst.Latest, err)
+		t.Errorf("bulk-0198: %+v, %v; want Jane's enabled Flag in the Git backend", inst.Latest, err)
 	}
 	if inst, err := e.get("change-me"); err != nil || inst.ID != changed || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
 		t.Errorf("change-me: %+v, %v; want version 2 by Jane", inst.Latest, err)
