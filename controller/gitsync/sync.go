@@ -245,6 +245,25 @@ func (s *Syncer) count(ctx context.Context, res *SyncResult, ev SyncEvent) {
 	s.record(ev)
 }
 
+// commitGroup is the planned changes of one outside commit, imported
+// together.
+type commitGroup struct {
+	commit plumbing.Hash
+	items  []planned
+}
+
+// addToGroup adds p to the group of commit, which it starts when there is
+// none yet, keeping the commits in the order they were met.
+func addToGroup(groups []*commitGroup, commit plumbing.Hash, p planned) []*commitGroup {
+	i := slices.IndexFunc(groups, func(g *commitGroup) bool { return g.commit == commit })
+	if i < 0 {
+		groups = append(groups, &commitGroup{commit: commit})
+		i = len(groups) - 1
+	}
+	groups[i].items = append(groups[i].items, p)
+	return groups
+}
+
 // step imports one commit's changes (one step of Pending). Removed files
 // go first, one hub call (deleteAll: the hub tells the backend once its
 // own store committed, so an imported delete is never taken back). Then
@@ -257,11 +276,7 @@ func (s *Syncer) count(ctx context.Context, res *SyncResult, ev SyncEvent) {
 // run says which (another replica imported the commit meanwhile, a race),
 // the files go one by one.
 func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *SyncResult) error {
-	type group struct {
-		commit plumbing.Hash
-		items  []planned
-	}
-	var groups, dels []*group
+	var groups, dels []*commitGroup
 	for _, fc := range st.Changes {
 		if fc.Data != nil {
 			continue
@@ -274,12 +289,7 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 			s.count(ctx, res, p.ev)
 			continue
 		}
-		i := slices.IndexFunc(dels, func(g *group) bool { return g.commit == fc.Commit })
-		if i < 0 {
-			dels = append(dels, &group{commit: fc.Commit})
-			i = len(dels) - 1
-		}
-		dels[i].items = append(dels[i].items, p)
+		dels = addToGroup(dels, fc.Commit, p)
 	}
 	for _, g := range dels {
 		if err := s.deleteAll(ctx, b, g.items, st.Imported, res); err != nil {
@@ -302,7 +312,6 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 		plans = append(plans, p)
 	}
 	for _, p := range plans {
-		fc := p.fc
 		if paths := files[p.ev.Resource]; p.ev.Type != "Skipped" && len(paths) > 1 {
 			// Possible with a path template using labels: which file
 			// is meant is not for the sync to guess.
@@ -313,12 +322,7 @@ func (s *Syncer) step(ctx context.Context, b *git.Backend, st git.Step, res *Syn
 			s.count(ctx, res, p.ev)
 			continue
 		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.commit == fc.Commit })
-		if i < 0 {
-			groups = append(groups, &group{commit: fc.Commit})
-			i = len(groups) - 1
-		}
-		groups[i].items = append(groups[i].items, p)
+		groups = addToGroup(groups, p.fc.Commit, p)
 	}
 	for _, g := range groups {
 		if err := s.importAll(ctx, b, g.items, st.Imported, res); err != nil {
