@@ -164,33 +164,14 @@ func TestSyncImportsACommitAsOneBatch(t *testing.T) {
 // commit and push) is not timed. It reports the commits and pushes the
 // import made (1 each: one batch).
 func BenchmarkSyncImport1000(b *testing.B) {
-	ctx := context.Background()
-	var commits, pushed int64
-	for range b.N {
-		b.StopTimer()
-		e, pushes := newCountingSyncEnv(b)
-		e.create("seed", true)
-		s := e.syncer()
-		if _, err := s.Sync(ctx); err != nil {
+	benchSync(b, func(e *syncEnv, s *gitsync.Syncer) {
+		if _, err := s.Sync(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		e.person("status")
 		e.writeFlags("bulk", 1000)
-		e.person("add", "-A")
-		e.person("commit", "--quiet", "-m", "1,000 flags")
-		e.person("push", "--quiet", "origin", "main")
-		before, p := e.remote.Commits(b), pushes.Load()
-		b.StartTimer()
-		res, err := s.Sync(ctx)
-		b.StopTimer()
-		if err != nil || res.Created != 1000 {
-			b.Fatalf("Sync = %+v, %v", res, err)
-		}
-		commits += int64(e.remote.Commits(b) - before)
-		pushed += pushes.Load() - p
-	}
-	b.ReportMetric(float64(commits)/float64(b.N), "commits/op")
-	b.ReportMetric(float64(pushed)/float64(b.N), "pushes/op")
+		e.pushAll("1,000 flags")
+	}, func(res gitsync.SyncResult) bool { return res.Created == 1000 })
 }
 
 // BenchmarkSyncDelete1000: the sync of one pushed commit removing 1,000
@@ -198,6 +179,23 @@ func BenchmarkSyncImport1000(b *testing.B) {
 // 1,000 files, Jane's removal and push) is not timed. It reports the
 // commits and pushes the sync made (1 each: one batch).
 func BenchmarkSyncDelete1000(b *testing.B) {
+	benchSync(b, func(e *syncEnv, s *gitsync.Syncer) {
+		e.person("status")
+		e.writeFlags("bulk", 1000)
+		e.pushAll("1,000 flags")
+		if res, err := s.Sync(context.Background()); err != nil || res.Created != 1000 {
+			b.Fatalf("Sync of the 1,000 files = %+v, %v", res, err)
+		}
+		e.person("pull", "--quiet", "--ff-only", "origin", "main")
+		e.removeFlags("bulk", 0, 1000)
+		e.pushAll("remove 1,000 flags")
+	}, func(res gitsync.SyncResult) bool { return res.Deleted == 1000 })
+}
+
+// benchSync times one Sync per round on a fresh hub and remote that
+// prepare (not timed) has brought to the state to sync, checks its result
+// with ok and reports the commits and pushes the sync made.
+func benchSync(b *testing.B, prepare func(*syncEnv, *gitsync.Syncer), ok func(gitsync.SyncResult) bool) {
 	ctx := context.Background()
 	var commits, pushed int64
 	for range b.N {
@@ -205,24 +203,12 @@ func BenchmarkSyncDelete1000(b *testing.B) {
 		e, pushes := newCountingSyncEnv(b)
 		e.create("seed", true)
 		s := e.syncer()
-		e.person("status")
-		e.writeFlags("bulk", 1000)
-		e.person("add", "-A")
-		e.person("commit", "--quiet", "-m", "1,000 flags")
-		e.person("push", "--quiet", "origin", "main")
-		if res, err := s.Sync(ctx); err != nil || res.Created != 1000 {
-			b.Fatalf("Sync of the 1,000 files = %+v, %v", res, err)
-		}
-		e.person("pull", "--quiet", "--ff-only", "origin", "main")
-		e.removeFlags("bulk", 0, 1000)
-		e.person("add", "-A")
-		e.person("commit", "--quiet", "-m", "remove 1,000 flags")
-		e.person("push", "--quiet", "origin", "main")
+		prepare(e, s)
 		before, p := e.remote.Commits(b), pushes.Load()
 		b.StartTimer()
 		res, err := s.Sync(ctx)
 		b.StopTimer()
-		if err != nil || res.Deleted != 1000 {
+		if err != nil || !ok(res) {
 			b.Fatalf("Sync = %+v, %v", res, err)
 		}
 		commits += int64(e.remote.Commits(b) - before)
@@ -258,9 +244,7 @@ func TestWebhookAnswersWhileTheSyncGoesOn(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e.person("status")
 	e.writeFlags("hooked", 3)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "three flags")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("three flags")
 
 	release := make(chan struct{})
 	hold.Store(&release)
@@ -328,9 +312,7 @@ func TestSyncDeletesACommitsRemovalsAsOneBatch(t *testing.T) {
 	}
 	e.person("status") // clones
 	e.writeFlags("bulk", 40)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "40 flags")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("40 flags")
 	if res, err := s.Sync(ctx); err != nil || res.Created != 40 {
 		t.Fatalf("Sync of 40 new flags = %+v, %v", res, err)
 	}
@@ -354,9 +336,7 @@ func TestSyncDeletesACommitsRemovalsAsOneBatch(t *testing.T) {
 	} {
 		e.person("pull", "--quiet", "--ff-only", "origin", "main") // cairn's import commits
 		tc.change()
-		e.person("add", "-A")
-		e.person("commit", "--quiet", "-m", tc.name)
-		e.person("push", "--quiet", "origin", "main")
+		e.pushAll(tc.name)
 		tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
 		commits, pushed := e.remote.Commits(t), pushes.Load()
 		res, err := s.Sync(ctx)
@@ -435,9 +415,7 @@ func TestWebhooksDuringASyncQueueOneMore(t *testing.T) {
 	}
 	e.person("status")
 	e.writeFlags("first", 2)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "two flags")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("two flags")
 
 	release := make(chan struct{})
 	hold.Store(&release)
@@ -449,9 +427,7 @@ func TestWebhooksDuringASyncQueueOneMore(t *testing.T) {
 			// Pushed after the running sync's fetch began: the queued
 			// sync must import it.
 			e.writeFlags("later", 1)
-			e.person("add", "-A")
-			e.person("commit", "--quiet", "-m", "one more")
-			e.person("push", "--quiet", "origin", "main")
+			e.pushAll("one more")
 		}
 	}
 	hold.Store(nil)

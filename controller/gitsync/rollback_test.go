@@ -112,9 +112,7 @@ func TestImportRolledBackLeavesTheRepositoryAlone(t *testing.T) {
 			}
 			e.person("status") // clones
 			tc.change(e)
-			e.person("add", "-A")
-			e.person("commit", "--quiet", "-m", "Jane's "+tc.name)
-			e.person("push", "--quiet", "origin", "main")
+			e.pushAll("Jane's " + tc.name)
 			tree := gittest.Git(t, e.remote.Path, "rev-parse", "main^{tree}")
 			before, _ := e.get("existing")
 			commits := e.remote.Commits(t)
@@ -209,9 +207,7 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 			// instance.
 			e.write("added", flagFile("added", true))
 			e.write("added2", flagFile("added2", false))
-			e.person("add", "-A")
-			e.person("commit", "--quiet", "-m", "add added")
-			e.person("push", "--quiet", "origin", "main")
+			e.pushAll("add added")
 			tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
 
 			allow := e.refuse("refuse_added", "BEFORE INSERT ON resource_versions BEGIN SELECT RAISE(ABORT, 'the store refuses (test)'); END")
@@ -294,9 +290,7 @@ func TestImportWhosePushWentUnanswered(t *testing.T) {
 	e.person("status") // clones
 	e.write("added", flagFile("added", true))
 	e.write("added2", flagFile("added2", false))
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add two")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("add two")
 	commits := r.Commits(t)
 	armed.Store(true) // the import's push
 
@@ -362,17 +356,13 @@ func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
 	}
 	e.person("status") // clones
 	e.writeFlags("gone", 3)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "three flags")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("three flags")
 	if res, err := s.Sync(ctx); err != nil || res.Created != 3 {
 		t.Fatalf("Sync = %+v, %v; want 3 created", res, err)
 	}
 	e.person("pull", "--quiet", "--ff-only", "origin", "main")
 	e.removeFlags("gone", 0, 3)
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "remove them")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("remove them")
 	tree, commits := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"), r.Commits(t)
 
 	down.Store(true)

@@ -56,9 +56,7 @@ func TestSyncImportsAFileEncryptedWithSops(t *testing.T) {
 	if !strings.Contains(string(data), "ENC[AES256_GCM,") {
 		t.Fatalf("sops -e did not encrypt the spec:\n%s", data)
 	}
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add by-jane, encrypted with sops")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("add by-jane, encrypted with sops")
 
 	res, err := s.Sync(context.Background())
 	if err != nil {

@@ -38,9 +38,7 @@ func TestSyncInProposeMode(t *testing.T) {
 
 	e.person("status")
 	e.write("pushed", flagFile("pushed", true))
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add pushed")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("add pushed")
 	res, err := s.Sync(ctx)
 	if err != nil || res.Created != 1 {
 		t.Fatalf("Sync = %+v, %v; want one creation", res, err)

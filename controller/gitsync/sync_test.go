@@ -137,6 +137,14 @@ func (e *syncEnv) person(args ...string) string {
 	return gittest.Git(e.t, e.clone, append([]string{"-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com"}, args...)...)
 }
 
+// pushAll commits everything in Jane's clone with msg and pushes it.
+func (e *syncEnv) pushAll(msg string) {
+	e.t.Helper()
+	e.person("add", "-A")
+	e.person("commit", "--quiet", "-m", msg)
+	e.person("push", "--quiet", "origin", "main")
+}
+
 func (e *syncEnv) write(name, content string) {
 	e.t.Helper()
 	p := filepath.Join(e.clone, "default", "flipt.io-v1-Flag-"+name+".json")
@@ -325,9 +333,7 @@ func TestSyncWebhookAndPoll(t *testing.T) {
 
 	e.person("status")
 	e.write("hooked", flagFile("hooked", false))
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "add hooked")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("add hooked")
 	code, body := hook("flags-repo")
 	if code != http.StatusOK || !strings.Contains(body, `"created":1`) {
 		t.Fatalf("hook after the push: %d %s, want 200 with one creation", code, body)
@@ -445,9 +451,7 @@ func TestSyncReportsAndSkips(t *testing.T) {
 		[]byte(`{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "a mixed bag")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("a mixed bag")
 
 	res, err := s.Sync(ctx)
 	if err != nil {
@@ -599,9 +603,7 @@ func TestImportRefusedWhenAnotherReplicaImportedIt(t *testing.T) {
 	e.person("status")
 	e.write("flag", flagFile("flag", false))
 	e.write("other", flagFile("other", true))
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "disable, add other")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("disable, add other")
 	janes := plumbing.NewHash(e.person("rev-parse", "HEAD"))
 	if res, err := a.Sync(ctx); err != nil || res.Updated != 1 || res.Created != 1 {
 		t.Fatalf("replica A's Sync = %+v, %v", res, err)
@@ -663,9 +665,7 @@ func TestTwoReplicasSyncOneCommitAtOnce(t *testing.T) {
 			e.writeFlags("bulk", 20)
 			e.write("changed", flagFile("changed", true))
 			e.person("rm", "--quiet", "default/flipt.io-v1-Flag-doomed.json")
-			e.person("add", "-A")
-			e.person("commit", "--quiet", "-m", "20 flags, one changed, one removed")
-			e.person("push", "--quiet", "origin", "main")
+			e.pushAll("20 flags, one changed, one removed")
 			commits := e.remote.Commits(t)
 
 			var wg sync.WaitGroup
@@ -734,9 +734,7 @@ func TestSyncAfterTheTypeGotARevision(t *testing.T) {
 	e.person("status") // clones
 	e.write("old", flagFile("old", true))
 	e.write("new", `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"name":"new"},"spec":{"enabled":true,"note":"1.1.0 only"}}`+"\n")
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "change old, add new")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("change old, add new")
 	if res, err := s.Sync(ctx); err != nil || res.Created != 1 || res.Updated != 1 || res.Skipped != 0 {
 		t.Fatalf("Sync = %+v, %v %+v; want new created, old updated", res, err, s.Events())
 	}
@@ -773,9 +771,7 @@ func TestSyncRenameAndMove(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.clone, "team", "flipt.io-v1-Flag-c.json"), []byte(c), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "rename a to b, move c to team")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("rename a to b, move c to team")
 	commits := e.remote.Commits(t)
 	if res, err := s.Sync(ctx); err != nil || res.Created != 2 || res.Deleted != 2 || res.Skipped != 0 {
 		t.Fatalf("Sync = %+v, %v %+v; want 2 deleted, 2 created", res, err, s.Events())
@@ -827,9 +823,7 @@ func TestSyncSameResourceInTwoFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.person("add", "-A")
-	e.person("commit", "--quiet", "-m", "x twice")
-	e.person("push", "--quiet", "origin", "main")
+	e.pushAll("x twice")
 	res, err := s.Sync(ctx)
 	if err != nil || res.Skipped != 2 || res.Created+res.Updated != 0 {
 		t.Fatalf("Sync = %+v, %v; want both files skipped", res, err)
