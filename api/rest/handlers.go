@@ -1028,6 +1028,18 @@ func sameMap(a, b map[string]string) bool {
 	return true
 }
 
+// readPatch reads a PATCH request's body and media type, and the JSON
+// merge or JSON patch it is (apply nil for any other type, which each
+// resource answers in its own way).
+func (s *Server) readPatch(w http.ResponseWriter, r *http.Request) (ct string, body []byte, apply func(doc []byte) ([]byte, error), err error) {
+	ct, _, _ = mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if body, err = s.readBody(w, r); err != nil {
+		return ct, nil, nil, err
+	}
+	apply, err = jsonPatcher(ct, body)
+	return ct, body, apply, err
+}
+
 // jsonPatcher returns what applies a JSON merge patch (RFC 7386) or JSON
 // patch (RFC 6902) body of media type ct to a document; nil for another
 // media type, which the caller answers itself.
@@ -1053,12 +1065,7 @@ const unsupportedPatchMessage = "the body of the request was in an unknown forma
 // the object as served and writes the result, retrying when another writer
 // got in between, as the Kubernetes API server does.
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) error {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	apply, err := jsonPatcher(ct, body)
+	ct, body, apply, err := s.readPatch(w, r)
 	if err != nil {
 		return err
 	}

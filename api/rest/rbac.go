@@ -220,16 +220,11 @@ func (s *Server) writeRBAC(w http.ResponseWriter, r *http.Request, req request, 
 // patchRBAC applies a JSON merge, JSON or strategic merge patch (what
 // kubectl apply sends for built-in kinds) to the object as served.
 func (s *Server) patchRBAC(w http.ResponseWriter, r *http.Request, req request) error {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	body, err := s.readBody(w, r)
+	ct, body, apply, err := s.readPatch(w, r)
 	if err != nil {
 		return err
 	}
 	proto, err := hubRBACProto(req.res.kind)
-	if err != nil {
-		return err
-	}
-	apply, err := jsonPatcher(ct, body)
 	if err != nil {
 		return err
 	}

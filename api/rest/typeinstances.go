@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 
@@ -283,12 +282,7 @@ func (s *Server) replaceTypeInstance(w http.ResponseWriter, r *http.Request, req
 // whatever is current, retried when another writer got in between, as the
 // API server does.
 func (s *Server) patchTypeInstance(w http.ResponseWriter, r *http.Request, req request) error {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	apply, err := jsonPatcher(ct, body)
+	ct, _, apply, err := s.readPatch(w, r)
 	if err != nil {
 		return err
 	}
