@@ -217,14 +217,7 @@ func (b *Backend) undoImportBatch(ctx context.Context, writes []cairn.BatchWrite
 	fmt.Fprintf(&m, "cairn: undo sync %s\n\n", strings.TrimPrefix(batchSummary(chs, byline(actor, imp)), "cairn: "))
 	fmt.Fprintf(&m, "cairn could not store the import recorded by commit %s in its own store, so it took the import back;\n"+
 		"the files are left as the imported commit made them, and the next sync imports them again.\n\n", batch.String()[:12])
-	fmt.Fprintf(&m, "%s: %s\n", trInstance, inv[0].id)
-	for _, c := range inv {
-		fmt.Fprintf(&m, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
-	}
-	fmt.Fprintf(&m, "%s: %s\n%s: %s\n", trRevert, batch, trActor, actor)
-	if imp != "" {
-		fmt.Fprintf(&m, "%s: %s\n", trImpersonator, imp)
-	}
+	writeUndoTrailers(&m, batch, inv, actor, imp)
 	undo := change{op: "revert", id: inv[0].id, ident: inv[0].ident, recordOnly: true, touches: []identity{},
 		check:   func(*entry) error { return nil },
 		apply:   func(context.Context, string) error { return nil },
@@ -545,15 +538,22 @@ func revertMessage(ctx context.Context, batch plumbing.Hash, inv []inverseChange
 	for _, c := range inv {
 		fmt.Fprintf(&s, "- undo %s %s %s/%s\n", c.undid, c.ident.Kind.Kind, c.ident.Namespace, c.ident.Name)
 	}
-	fmt.Fprintf(&s, "\n%s: %s\n", trInstance, inv[0].id)
-	for _, c := range inv {
-		fmt.Fprintf(&s, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
-	}
-	fmt.Fprintf(&s, "%s: %s\n%s: %s\n", trRevert, batch, trActor, actor)
-	if imp != "" {
-		fmt.Fprintf(&s, "%s: %s\n", trImpersonator, imp)
-	}
+	s.WriteString("\n")
+	writeUndoTrailers(&s, batch, inv, actor, imp)
 	return s.String()
+}
+
+// writeUndoTrailers writes the trailers of a commit taking back batch: the
+// inverse changes, the reverted commit and who took it back.
+func writeUndoTrailers(b *strings.Builder, batch plumbing.Hash, inv []inverseChange, actor, imp string) {
+	fmt.Fprintf(b, "%s: %s\n", trInstance, inv[0].id)
+	for _, c := range inv {
+		fmt.Fprintf(b, "%s: %s %s %d %s\n", trChange, c.op, c.id, c.rv, resourceTrailer(c.ident))
+	}
+	fmt.Fprintf(b, "%s: %s\n%s: %s\n", trRevert, batch, trActor, actor)
+	if imp != "" {
+		fmt.Fprintf(b, "%s: %s\n", trImpersonator, imp)
+	}
 }
 
 // undoEach takes back a batch that went write by write (an import): each
