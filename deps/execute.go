@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/cairn-dev/cairn/expr"
+	"github.com/cairn-dev/cairn/stack"
 )
 
 // Installer is what the executor acts through: the hub's installations
@@ -178,9 +179,11 @@ type run struct {
 	// params: rendered parameters of nodes, for their dependencies'
 	// templates.
 	params map[string]map[string]any
-	creds  map[string]map[string]CredentialInput
-	res    *Result
-	events sync.Mutex
+	// defaulted: params completed with each stack's schema defaults.
+	defaulted map[string]map[string]any
+	creds     map[string]map[string]CredentialInput
+	res       *Result
+	events    sync.Mutex
 }
 
 // Run executes the plan: nodes whose needs are met run in parallel (up to
@@ -199,7 +202,7 @@ func (e *Executor) Run(ctx context.Context, p *Plan) (*Result, error) {
 	if par <= 0 {
 		par = 4
 	}
-	r := &run{e: e, plan: p, outs: map[string]map[string]any{}, params: map[string]map[string]any{},
+	r := &run{e: e, plan: p, outs: map[string]map[string]any{}, params: map[string]map[string]any{}, defaulted: map[string]map[string]any{},
 		creds: map[string]map[string]CredentialInput{}, res: &Result{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -507,6 +510,30 @@ func (r *run) inputs(n *Node) (map[string]any, map[string]CredentialInput, error
 	return p, c, nil
 }
 
+// parameters are a node's rendered parameters as its dependencies'
+// templates read them: with its stack's schema defaults (as the hub
+// completes the spec on create, and Resolution.parameters at plan time).
+func (r *run) parameters(n *Node) (map[string]any, error) {
+	p, _, err := r.inputs(n)
+	if err != nil || n.stack == nil || len(n.stack.ParametersSchema) == 0 {
+		return p, err
+	}
+	r.mu.Lock()
+	full, ok := r.defaulted[n.Key]
+	r.mu.Unlock()
+	if ok {
+		return full, nil
+	}
+	full, err = stack.ApplyDefaults(n.stack.ParametersSchema, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.Key, err)
+	}
+	r.mu.Lock()
+	r.defaulted[n.Key] = full
+	r.mu.Unlock()
+	return full, nil
+}
+
 // eval renders one value in the context of the dependency binding self
 // (whose parent declared the template).
 func (r *run) eval(v Value, self *binding) (any, error) {
@@ -517,7 +544,7 @@ func (r *run) eval(v Value, self *binding) (any, error) {
 		return v.Value, nil
 	}
 	parent := self.parent
-	pp, _, err := r.inputs(parent)
+	pp, err := r.parameters(parent)
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +586,7 @@ func (r *run) eval(v Value, self *binding) (any, error) {
 			case "name":
 				x = parent.Name
 			case "namespace":
-				x = parent.Namespace
+				x = r.plan.home(parent)
 			default:
 				x = r.plan.RootID
 			}

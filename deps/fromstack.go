@@ -24,7 +24,8 @@ func FromManifest(m *stack.Manifest) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: %w", m.Name, err)
 	}
-	s := &Stack{Name: m.Name, Version: m.Version, Kind: m.Kind.Names.Kind, Parameters: params, Credentials: creds, Dependencies: d}
+	s := &Stack{Name: m.Name, Version: m.Version, Kind: m.Kind.Names.Kind, Cluster: m.Kind.Scope == stack.Cluster,
+		ParametersSchema: m.Kind.Parameters, Parameters: params, Credentials: creds, Dependencies: d}
 	for _, o := range m.Outputs {
 		s.Outputs = append(s.Outputs, Output{Name: o.Name, ID: o.ID})
 	}

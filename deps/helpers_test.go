@@ -37,7 +37,7 @@ func stackYAML(t testing.TB, doc string) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Stack{Name: ts.Name, Version: ts.Version, Parameters: params, Credentials: creds, Outputs: ts.Outputs}
+	s := &Stack{Name: ts.Name, Version: ts.Version, ParametersSchema: ts.Parameters, Parameters: params, Credentials: creds, Outputs: ts.Outputs}
 	if len(ts.Dependencies) > 0 {
 		if s.Dependencies, err = ParseDependencies(ts.Dependencies); err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func newMemInstaller(cat *MemCatalog, idx *Index) *memInstaller {
 func (m *memInstaller) Get(_ context.Context, ns, name string) (*Installed, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if in, ok := m.installs[ns+"/"+name]; ok {
+	if in, ok := m.installs[Key(ns, name)]; ok {
 		c := *in
 		return &c, nil
 	}
@@ -125,7 +125,7 @@ func (m *memInstaller) Install(ctx context.Context, req InstallRequest) (*Instal
 	if err := m.fail[req.Name]; err != nil {
 		return nil, err
 	}
-	key := req.Namespace + "/" + req.Name
+	key := Key(req.Namespace, req.Name)
 	if _, ok := m.installs[key]; ok && req.Create {
 		return nil, fmt.Errorf("%s: %w", key, ErrExists)
 	}

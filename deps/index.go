@@ -13,8 +13,10 @@ import (
 // the seed's Installation Resource fields used to decide whether it can
 // satisfy a dependency.
 type Installation struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind,omitempty"`
+	ID   string `json:"id"`
+	Kind string `json:"kind,omitempty"`
+	// Namespace is "" for a cluster-scoped installation: a candidate of
+	// the global tier (Resolver) for every namespace's dependencies.
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Stack is the stack and version it was installed from.
@@ -118,7 +120,25 @@ func NewIndex() *Index {
 	return &Index{byKey: map[string]*Installation{}, byKind: map[InstallationRef]*Installation{}, buckets: map[bucketKey]*bucket{}}
 }
 
-func instKey(namespace, name string) string { return namespace + "/" + name }
+// Key is an installation's key in a plan and the index: NAMESPACE/NAME,
+// or NAME alone for a cluster-scoped one (no namespace), as Kubernetes
+// keys objects.
+func Key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// SplitKey is the inverse of Key.
+func SplitKey(key string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(key, "/"); ok {
+		return ns, n
+	}
+	return "", key
+}
+
+func instKey(namespace, name string) string { return Key(namespace, name) }
 
 // Put adds or replaces an installation (by namespace and name).
 func (x *Index) Put(in Installation) {

@@ -13,15 +13,17 @@ import (
 // of an input. It is what `cairn plan -o json|yaml` prints; credential
 // values never appear in it, only references to credential instances.
 type Plan struct {
-	// Root is the key (namespace/name) of the root installation's node.
+	// Root is the key of the root installation's node: namespace/name, or
+	// name alone for a cluster-scoped one (Key).
 	Root   string `json:"root"`
 	RootID string `json:"rootID"`
 	// RootIDPending: the root does not exist yet, so RootID is a stand-in,
 	// and something read ${installation.root.id}: the sharing groups and
 	// names computed from it are not those an install will compute with
 	// the root's id, assigned when it creates the root.
-	RootIDPending bool   `json:"rootIDPending,omitempty"`
-	Namespace     string `json:"namespace"`
+	RootIDPending bool `json:"rootIDPending,omitempty"`
+	// Namespace is the root's; "" when it is cluster-scoped.
+	Namespace string `json:"namespace"`
 	// Nodes in execution order: level by level, by key within a level.
 	Nodes []*Node `json:"nodes"`
 	// Levels groups node keys: each level's nodes only need earlier levels,
@@ -37,6 +39,21 @@ type Plan struct {
 
 	byKey map[string]*Node
 	req   *Request
+	// global is the resolver's global namespace.
+	global string
+}
+
+// home is the namespace node n's dependencies resolve from and its new
+// namespaced dependencies go to: its own, or the global namespace for a
+// cluster-scoped node (which has none). ${installation.namespace} is it.
+func (p *Plan) home(n *Node) string {
+	if n.Namespace == "" {
+		if p.global == "" {
+			return DefaultGlobalNamespace
+		}
+		return p.global
+	}
+	return n.Namespace
 }
 
 // Action is what execution does with a node.
@@ -51,6 +68,8 @@ const (
 
 // Node is one installation of the plan.
 type Node struct {
+	// Key is namespace/name, or name alone for a cluster-scoped
+	// installation (Namespace "").
 	Key       string    `json:"key"`
 	Action    Action    `json:"action"`
 	Namespace string    `json:"namespace"`

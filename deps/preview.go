@@ -46,7 +46,7 @@ func (e *Executor) Preview(ctx context.Context, p *Plan) error {
 	if p.req == nil {
 		return errors.New("preview: the plan was not made by Resolver.Plan in this process (a decoded plan is for reading)")
 	}
-	r := &run{e: e, plan: p, outs: map[string]map[string]any{}, params: map[string]map[string]any{},
+	r := &run{e: e, plan: p, outs: map[string]map[string]any{}, params: map[string]map[string]any{}, defaulted: map[string]map[string]any{},
 		creds: map[string]map[string]CredentialInput{}, res: &Result{}}
 	changing := map[string]bool{}
 	for _, n := range p.Nodes {

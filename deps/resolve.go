@@ -86,6 +86,8 @@ type resolution struct {
 	planned map[[2]string][]*Node
 	// readRootID: a template read ${installation.root.id}.
 	readRootID bool
+	// defaulted: each node's parameters with its schema's defaults.
+	defaulted map[*Node]map[string]Value
 }
 
 // version parses a version once per resolution (nil if not semver).
@@ -111,8 +113,8 @@ func (res *resolution) compareVersions(a, b string) int {
 // changes nothing. Missing inputs do not fail it: they are listed in
 // Plan.Unmapped and Plan.Ready reports them.
 func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
-	if req.Namespace == "" || req.Name == "" || req.RootID == "" {
-		return nil, errors.New("plan: namespace, name and root id are required")
+	if req.Name == "" || req.RootID == "" {
+		return nil, errors.New("plan: name and root id are required")
 	}
 	res := &resolution{
 		r: r, req: &req,
@@ -125,10 +127,12 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 		versions:   map[string]*semver.Version{},
 		usedInputs: map[string]bool{},
 		planned:    map[[2]string][]*Node{},
+		defaulted:  map[*Node]map[string]Value{},
 	}
 	if res.global == "" {
 		res.global = DefaultGlobalNamespace
 	}
+	res.plan.global = res.global
 	for _, o := range req.Overrides {
 		if _, dup := res.override[o.Path]; dup {
 			return nil, fmt.Errorf("--dependency %s given twice", o.Path)
@@ -139,8 +143,18 @@ func (r *Resolver) Plan(ctx context.Context, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A cluster-scoped root has no namespace (the request's is ignored,
+	// as kubectl ignores -n for one); its dependencies resolve as from the
+	// global namespace (home).
+	ns := req.Namespace
+	if root.Cluster {
+		ns = ""
+	} else if ns == "" {
+		return nil, fmt.Errorf("plan: stack %s is namespaced: the root installation needs a namespace", root.Ref())
+	}
+	res.plan.Namespace = ns
 	node := &Node{
-		Key: instKey(req.Namespace, req.Name), Action: ActionInstall, Namespace: req.Namespace, Name: req.Name,
+		Key: instKey(ns, req.Name), Action: ActionInstall, Namespace: ns, Name: req.Name,
 		Stack: root.Ref(), Paths: []string{""}, Reason: "the installation requested", stack: root,
 	}
 	res.plan.Root = node.Key
@@ -265,7 +279,7 @@ func (res *resolution) expand(ctx context.Context, node *Node, ancestry []string
 // resolve decides one dependency: GetOrCreate, by the seed's precedence.
 func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[string]*binding, ancestry []string) error {
 	c := b.c
-	ns := b.parent.Namespace
+	ns := res.home(b.parent)
 	ir, err := res.interfaceOf(ctx, c)
 	if err != nil {
 		return err
@@ -333,6 +347,15 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 					b.path, o.Installation, iref, iref.Namespace, res.plan.Root, ns, res.global)
 			}
 			in, err := res.r.Installations.Installation(ctx, iref)
+			if errors.Is(err, ErrNotFound) {
+				// A cluster-scoped installation has no namespace: named
+				// with or without one (global/KIND/NAME, KIND/NAME).
+				cref := iref
+				cref.Namespace = ""
+				if cin, cerr := res.r.Installations.Installation(ctx, cref); cerr == nil {
+					in, err = cin, nil
+				}
+			}
 			if err != nil {
 				return fmt.Errorf("--dependency %s=%s: %w", b.path, o.Installation, err)
 			}
@@ -401,7 +424,10 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 			}
 			if chosen != nil {
 				where := "in the same namespace"
-				if space != ns {
+				switch {
+				case chosen.in.Namespace == "":
+					where = "(cluster-scoped)"
+				case space != ns:
 					where = "in the global namespace " + space
 				}
 				return reuse(&chosen.in, "installation", fmt.Sprintf("existing installation %s, sharing group %q", where, group), chosen.outMap)
@@ -425,8 +451,10 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 		}
 	}
 
+	wantCand := -1
 	switch {
 	case wantName != "":
+		wantCand = len(cands)
 		cands = append(cands, Candidate{Kind: "installation", Installation: instKey(ns, wantName),
 			Reason: "none: the dependency maps parameters or credentials, so it reuses only an installation made from the same definition, which would have this name"})
 	case mode != SharingNone && !slices.ContainsFunc(cands, func(c Candidate) bool { return c.Kind == "installation" }):
@@ -471,6 +499,9 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 	if err != nil {
 		return err
 	}
+	if wantCand >= 0 && s.Cluster {
+		cands[wantCand].Installation = wantName // it would have no namespace
+	}
 	m, missing := ir.checkStack(s)
 	if missing != "" {
 		return &DanglingError{Path: b.path, Stack: s.Ref().String(), Missing: missing}
@@ -485,7 +516,9 @@ func (res *resolution) resolve(ctx context.Context, b *binding, siblings map[str
 // that provides the declared interface), and the output map. One of the
 // dependency's ancestors is never returned (that would be a cycle).
 func (res *resolution) plannedFor(ns, group string, ref Reference, rng *semver.Constraints, ir ifaceReq, ancestry []string) (*Node, map[string]string) {
-	for _, n := range res.planned[[2]string{ns, group}] {
+	// A new cluster-scoped installation is one of the global tier, for
+	// every namespace.
+	for _, n := range slices.Concat(res.planned[[2]string{ns, group}], res.planned[[2]string{"", group}]) {
 		if slices.ContainsFunc(ancestry, func(a string) bool { return strings.SplitN(a, "@", 2)[0] == n.Stack.Name }) {
 			continue
 		}
@@ -503,6 +536,9 @@ func (res *resolution) plannedFor(ns, group string, ref Reference, rng *semver.C
 	}
 	return nil, nil
 }
+
+// home is Plan.home.
+func (res *resolution) home(n *Node) string { return res.plan.home(n) }
 
 func (res *resolution) spaces(ns string) []string {
 	if ns == res.global {
@@ -537,6 +573,14 @@ func (res *resolution) existing(ctx context.Context, ns, group string, ref Refer
 	}
 	if wantName == "" && ir.declared && (ir.id != "" || len(ids)+len(names) > 0) {
 		queries = append(queries, Query{Namespace: ns, Group: group, InterfaceID: ir.id, OutputIDs: ids, OutputNames: names})
+	}
+	if ns == res.global {
+		// Cluster-scoped installations (no namespace) are candidates of
+		// the global tier, ranked with its own.
+		for _, q := range slices.Clone(queries) {
+			q.Namespace = ""
+			queries = append(queries, q)
+		}
 	}
 	for _, q := range queries {
 		found, err := res.r.Installations.Candidates(ctx, q)
@@ -626,16 +670,24 @@ func (res *resolution) install(ctx context.Context, b *binding, s *Stack, outMap
 	if err != nil {
 		return err
 	}
-	ns := b.parent.Namespace
+	ns := res.home(b.parent)
 	var name string
 	sharing := InstallationSharing{Mode: mode, Group: group}
 	if mode == SharingNone {
 		name = dnsName(b.parent.Name + "-" + b.c.req.Name)
+		if s.Cluster && b.parent.Namespace != "" {
+			// One name for every namespace: the parent's namespace keeps
+			// the exclusive ones of team-a/shop and team-b/shop apart.
+			name = dnsName(b.parent.Namespace + "-" + b.parent.Name + "-" + b.c.req.Name)
+		}
 	} else {
 		// Two installers (on two replicas) that need the same shared
 		// installation compute the same name, so the database's uniqueness
 		// makes the race create it once.
 		name = sharedName(s.Name, group, def)
+	}
+	if s.Cluster {
+		ns = "" // a cluster-scoped installation has no namespace
 	}
 	key := instKey(ns, name)
 	n := res.plan.byKey[key]

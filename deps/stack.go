@@ -9,18 +9,26 @@ import (
 	"strings"
 )
 
-// Stack is what the engine needs of one version of a stack. Package stack
-// (or the hub's catalog) builds it from a stack.yaml; the engine does not
-// import package stack, so it stays testable on its own.
+// Stack is what the engine needs of one version of a stack. FromManifest
+// (or the hub's catalog) builds it from a loaded stack.yaml; the engine
+// uses package stack only for that and for its schema defaulting, so it
+// stays testable on its own.
 type Stack struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	// Kind is the kind of its installations (kind.names.kind).
-	Kind         string        `json:"kind,omitempty"`
-	Parameters   []Parameter   `json:"parameters,omitempty"`
-	Credentials  []Credential  `json:"credentials,omitempty"`
-	Outputs      []Output      `json:"outputs,omitempty"`
-	Dependencies *Dependencies `json:"dependencies,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	// Cluster: the kind is cluster-scoped (kind.scope Cluster). Its
+	// installations have no namespace: a plan keys them by name alone.
+	Cluster bool `json:"cluster,omitempty"`
+	// ParametersSchema is kind.parameters, whose defaults complete an
+	// installation's parameters before its dependencies' mappings read
+	// them (as the hub completes its spec on create).
+	ParametersSchema json.RawMessage `json:"-"`
+	Parameters       []Parameter     `json:"parameters,omitempty"`
+	Credentials      []Credential    `json:"credentials,omitempty"`
+	Outputs          []Output        `json:"outputs,omitempty"`
+	Dependencies     *Dependencies   `json:"dependencies,omitempty"`
 }
 
 // Parameter is one property of the stack's parameters schema.

@@ -5,7 +5,51 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/expr"
+	"github.com/cairn-dev/cairn/stack"
 )
+
+// deferredParam stands for a parameter rendered at run time while the
+// schema's defaults are applied to the known ones: present, so it gets
+// no default.
+type deferredParam struct{}
+
+// parameters are node n's parameters as its dependencies' mappings read
+// them: completed with its stack's schema defaults (top level and nested
+// in known objects), as the hub completes the spec on create. A value
+// rendered at run time is completed then (run.parameters).
+func (res *resolution) parameters(n *Node) map[string]Value {
+	if out, ok := res.defaulted[n]; ok {
+		return out
+	}
+	out := n.Parameters
+	if n.stack != nil && len(n.stack.ParametersSchema) > 0 {
+		known := map[string]any{}
+		for k, v := range n.Parameters {
+			if v.known {
+				known[k] = v.Value
+			} else {
+				known[k] = deferredParam{}
+			}
+		}
+		if full, err := stack.ApplyDefaults(n.stack.ParametersSchema, known); err == nil {
+			out = make(map[string]Value, len(full))
+			for k, x := range full {
+				v, given := n.Parameters[k]
+				switch {
+				case !given:
+					out[k] = Value{Value: x, Source: "default", known: true}
+				case v.known:
+					v.Value = x
+					out[k] = v
+				default:
+					out[k] = v
+				}
+			}
+		}
+	}
+	res.defaulted[n] = out
+	return out
+}
 
 // inputs computes how each input of a new installation of s is set by
 // the dependency's mappings and the user's answers, mapping names through
@@ -107,7 +151,7 @@ func (res *resolution) planValue(t *template, parent *Node, siblings map[string]
 	lookup := func(r ref) (any, bool, error) {
 		switch r.kind {
 		case refParam:
-			v, ok := parent.Parameters[r.name]
+			v, ok := res.parameters(parent)[r.name]
 			if !ok {
 				return nil, true, nil // unset: an unmapped input of the parent, null here
 			}
@@ -154,7 +198,7 @@ func (res *resolution) planValue(t *template, parent *Node, siblings map[string]
 			case "name":
 				return parent.Name, true, nil
 			case "namespace":
-				return parent.Namespace, true, nil
+				return res.home(parent), true, nil
 			default:
 				res.readRootID = true
 				return res.req.RootID, true, nil

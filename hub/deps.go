@@ -179,10 +179,9 @@ func (h *Hub) DependencyCandidates(ctx context.Context, namespaces ...string) (*
 				})
 			}
 			for _, inst := range insts {
+				// A cluster-scoped one keeps no namespace: the resolver
+				// ranks it in the global tier and keys it by name.
 				in, ok := h.candidate(inst, t, byType[t.Ref()])
-				if t.ClusterScoped() {
-					in.Namespace = deps.DefaultGlobalNamespace
-				}
 				if ok {
 					idx.Put(in)
 				}

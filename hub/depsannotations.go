@@ -29,7 +29,13 @@ func (h *Hub) checkDependencyAnnotations(ctx context.Context, ns string, before,
 	if _, ok := cairn.UserFrom(ctx); !ok {
 		return nil
 	}
-	type ref struct{ field, ns, name string }
+	// cluster: the reference may name a cluster-scoped installation (a
+	// dependency override's KIND/NAME or global/KIND/NAME), which has no
+	// namespace.
+	type ref struct {
+		field, ns, name string
+		cluster         bool
+	}
 	var refs []ref
 	changed := func(key string) (string, bool) {
 		v, ok := after[key]
@@ -44,7 +50,7 @@ func (h *Hub) checkDependencyAnnotations(ctx context.Context, ns string, before,
 		if !ok || rns == "" || name == "" || strings.Contains(name, "/") {
 			return bad(key, fmt.Sprintf("credential %s: %q is not a reference NAMESPACE/NAME", what, v))
 		}
-		refs = append(refs, ref{key + " credential " + what, rns, name})
+		refs = append(refs, ref{field: key + " credential " + what, ns: rns, name: name})
 		return nil
 	}
 	if v, ok := changed(AnnotationCredentials); ok {
@@ -86,7 +92,8 @@ func (h *Hub) checkDependencyAnnotations(ctx context.Context, ns string, before,
 				if rns == "" {
 					rns = ns
 				}
-				refs = append(refs, ref{AnnotationDependencyOverrides + " " + ov.Path, rns, ov.Installation.Name})
+				refs = append(refs, ref{AnnotationDependencyOverrides + " " + ov.Path, rns, ov.Installation.Name,
+					ov.Installation.Namespace == "" || ov.Installation.Namespace == deps.DefaultGlobalNamespace})
 			}
 		}
 	}
@@ -94,6 +101,15 @@ func (h *Hub) checkDependencyAnnotations(ctx context.Context, ns string, before,
 		found, err := h.ListInstances(ctx, store.InstanceFilter{Namespace: r.ns, Name: r.name}, false)
 		if err != nil {
 			return fmt.Errorf("check %s: %w", r.field, err)
+		}
+		if len(found) == 0 && r.cluster {
+			// A filter's empty namespace is every namespace: keep those
+			// without one.
+			all, err := h.ListInstances(ctx, store.InstanceFilter{Name: r.name}, false)
+			if err != nil {
+				return fmt.Errorf("check %s: %w", r.field, err)
+			}
+			found = slices.DeleteFunc(all, func(in cairn.Instance) bool { return in.Namespace != "" })
 		}
 		readable := len(found) > 0
 		for _, in := range found {

@@ -17,9 +17,22 @@ import (
 // parameters schema declares (properties' "default", in nested objects
 // too); spec itself is not changed.
 func (s *Stack) Defaults(spec map[string]any) (map[string]any, error) {
+	out, err := ApplyDefaults(s.Manifest.Kind.Parameters, spec)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", s.Manifest.Name, err)
+	}
+	return out, nil
+}
+
+// ApplyDefaults is Defaults for a parameters schema (kind.parameters) on
+// its own: package deps completes a dependency's parameters with it, as
+// the hub does on create, before its own dependencies' mappings read them.
+func ApplyDefaults(schema json.RawMessage, spec map[string]any) (map[string]any, error) {
 	var doc map[string]any
-	if err := json.Unmarshal(s.Manifest.Kind.Parameters, &doc); err != nil {
-		return nil, fmt.Errorf("stack %s: parameters schema: %w", s.Manifest.Name, err)
+	if len(schema) > 0 {
+		if err := json.Unmarshal(schema, &doc); err != nil {
+			return nil, fmt.Errorf("parameters schema: %w", err)
+		}
 	}
 	out := deepCopy(spec)
 	m, _ := out.(map[string]any)

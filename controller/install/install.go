@@ -14,6 +14,7 @@
 package install
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,12 +105,12 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 	if ns == "" {
 		ns = cairn.DefaultNamespace
 	}
-	// A cluster-scoped installation has no namespace of its own: it
-	// resolves its dependencies as one of the global namespace would, and
-	// the namespaced ones it installs go there (docs/dependencies.md).
-	cluster := entry.Manifest.Kind.Scope == pkg.Cluster
-	if cluster {
-		ns = deps.DefaultGlobalNamespace
+	// A cluster-scoped installation has no namespace (-n is ignored): the
+	// plan keys it by name and resolves its dependencies as one of the
+	// global namespace would, and the namespaced ones it installs go there
+	// (docs/dependencies.md).
+	if entry.Manifest.Kind.Scope == pkg.Cluster {
+		ns = ""
 	}
 	name := r.Name
 	if name == "" {
@@ -153,7 +154,7 @@ func (s *Service) resolve(ctx context.Context, r Request) (deps.Request, hub.Sta
 		return deps.Request{}, entry, nil, err
 	}
 	var root *cairn.Instance
-	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, hubNS(cluster, ns), name, false)
+	cur, err := s.Hub.GetInstanceByName(ctx, entry.InstallationType.Path, ns, name, false)
 	switch {
 	case err == nil:
 		root = &cur
@@ -375,7 +376,7 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 	if serr != nil {
 		return p, serr
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{},
+	in := &installer{s: s, root: deps.Key(req.Namespace, req.Name), types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{},
 		ids: map[string]string{}, stack: st, withValues: true}
 	if lerr := in.learn(ctx, p); lerr != nil {
 		return p, lerr
@@ -394,6 +395,13 @@ func (s *Service) Plan(ctx context.Context, r Request) (*deps.Plan, error) {
 
 func (s *Service) plan(ctx context.Context, req deps.Request, unattended bool) (*deps.Plan, error) {
 	res := &deps.Resolver{Catalog: s.Hub.DependencyCatalog()}
+	// Where an unattended install looks (candidates): the root's
+	// namespace; a cluster-scoped root has none.
+	where, look, from := "in "+req.Namespace, "in "+req.Namespace+" alone", "from namespace "+req.Namespace+" alone"
+	if req.Namespace == "" {
+		where, look, from = "named", "at no namespace (a cluster-scoped installation has none)",
+			"from no namespace (a cluster-scoped installation has none)"
+	}
 	idx, err := s.candidates(ctx, req, unattended)
 	if err != nil {
 		return nil, err
@@ -406,13 +414,13 @@ func (s *Service) plan(ctx context.Context, req deps.Request, unattended bool) (
 			// deps' text names the global tier, which was not searched, and
 			// --dependency flags, which a kubectl user has none of.
 			return nil, &cairn.Error{Code: cairn.CodeInvalid, Err: err, Msg: fmt.Sprintf(
-				"the plan cannot complete: dependency %s: no installation in %s satisfies the interface (%s) and the dependency names no stack to install; installing for no user, the stack controller looks in %s alone: name an installation of %s (or a stack) in the annotation %s, a JSON list of --dependency values: '[\"%s=%s/KIND/NAME\"]' or '[\"%s=STACK@VERSION\"]' (docs/dependencies.md#kubectl-apply)",
-				nc.Path, req.Namespace, nc.Interface, req.Namespace, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, nc.Path, deps.DefaultGlobalNamespace, nc.Path)}
+				"the plan cannot complete: dependency %s: no installation %s satisfies the interface (%s) and the dependency names no stack to install; installing for no user, the stack controller looks %s: name an installation of %s (or a stack) in the annotation %s, a JSON list of --dependency values: '[\"%s=%s/KIND/NAME\"]' or '[\"%s=STACK@VERSION\"]' (docs/dependencies.md#kubectl-apply)",
+				nc.Path, where, nc.Interface, look, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, nc.Path, deps.DefaultGlobalNamespace, nc.Path)}
 		}
 		err = planError(err)
 		if unattended {
-			err = fmt.Errorf("%w (installing for no user, the stack controller satisfies a dependency from namespace %s alone, or with a %s installation that %s names: %s)",
-				err, req.Namespace, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, unattendedDoc)
+			err = fmt.Errorf("%w (installing for no user, the stack controller satisfies a dependency %s, or with a %s installation that %s names: %s)",
+				err, from, deps.DefaultGlobalNamespace, hub.AnnotationDependencyOverrides, unattendedDoc)
 		}
 		return nil, err
 	}
@@ -430,18 +438,30 @@ const unattendedDoc = "docs/security.md#installs-and-stacks"
 // root's dependency overrides name, which the hub checked against the
 // rights of whoever wrote them (hub.AnnotationDependencyOverrides).
 func (s *Service) candidates(ctx context.Context, req deps.Request, unattended bool) (*deps.Index, error) {
+	home := cmp.Or(req.Namespace, deps.DefaultGlobalNamespace)
 	if !unattended || req.Namespace == deps.DefaultGlobalNamespace {
-		return s.Hub.DependencyCandidates(ctx, req.Namespace, deps.DefaultGlobalNamespace)
+		return s.Hub.DependencyCandidates(ctx, home, deps.DefaultGlobalNamespace)
 	}
-	idx, err := s.Hub.DependencyCandidates(ctx, req.Namespace)
-	if err != nil {
-		return nil, err
+	// A cluster-scoped root has no namespace of its own: writing it acts
+	// on no namespace's installations, so it reuses only those named.
+	idx := deps.NewIndex()
+	if req.Namespace != "" {
+		var err error
+		if idx, err = s.Hub.DependencyCandidates(ctx, req.Namespace); err != nil {
+			return nil, err
+		}
 	}
 	var named []deps.InstallationRef
 	for _, o := range req.Overrides {
-		if o.Installation != nil && o.Installation.Namespace == deps.DefaultGlobalNamespace {
-			named = append(named, *o.Installation)
+		if o.Installation == nil || (o.Installation.Namespace != "" && o.Installation.Namespace != deps.DefaultGlobalNamespace) {
+			continue
 		}
+		named = append(named, *o.Installation)
+		// A cluster-scoped installation is of the global tier and has no
+		// namespace: KIND/NAME and global/KIND/NAME both name it.
+		cluster := *o.Installation
+		cluster.Namespace = ""
+		named = append(named, cluster)
 	}
 	if len(named) == 0 {
 		return idx, nil
@@ -488,7 +508,7 @@ func (s *Service) Install(ctx context.Context, r Request, progress func(deps.Eve
 	if err != nil {
 		return p, nil, err
 	}
-	in := &installer{s: s, root: req.Namespace + "/" + req.Name, types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{}, ids: map[string]string{},
+	in := &installer{s: s, root: deps.Key(req.Namespace, req.Name), types: map[string]cairn.TypeRef{}, stacks: map[string]*pkg.Stack{}, paths: map[string][]string{}, ids: map[string]string{},
 		stack: st, digest: digest, overrides: r.Dependencies, inputs: r.Inputs, ifSpec: r.IfParametersDigest}
 	// A root that an install created as the dependency of another (its
 	// spec changed since: the stack controller installs its dependencies
@@ -569,16 +589,23 @@ func (s *Service) authorize(ctx context.Context, p *deps.Plan, in *installer, wr
 	if _, ok := cairn.UserFrom(ctx); !ok {
 		return nil
 	}
+	refused := func(n *deps.Node, err error) error {
+		if p.Namespace == "" && n.Namespace != "" {
+			// Say why a cluster-scoped root's install asks rights there.
+			return fmt.Errorf("%s %s: %w (%s is cluster-scoped: its namespaced dependencies are resolved and installed in %s, with its installer's rights there, docs/dependencies.md#resolution)", n.Action, n.Key, err, p.Root, n.Namespace)
+		}
+		return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
+	}
 	for _, n := range p.Nodes {
-		ns, name, _ := strings.Cut(n.Key, "/")
+		ns, name := n.Namespace, n.Name
 		t, err := in.typeOf(n.Key)
 		if err != nil {
 			return err
 		}
 		if err := s.Hub.AuthorizeInstance(ctx, "get", t, ns, name, "", forbiddenWhy); err != nil {
-			return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
+			return refused(n, err)
 		}
-		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(n.Key, ns), name, false)
+		cur, err := s.Hub.GetInstanceByName(ctx, t.Path, ns, name, false)
 		switch {
 		case cairn.HasCode(err, cairn.CodeNotFound):
 			err = nil
@@ -596,7 +623,7 @@ func (s *Service) authorize(ctx context.Context, p *deps.Plan, in *installer, wr
 			err = s.Hub.AuthorizeInstance(ctx, "update", t, ns, name, cur.ID, forbiddenWhy)
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", n.Action, n.Key, err)
+			return refused(n, err)
 		}
 	}
 	return nil
@@ -624,10 +651,10 @@ func (s *Service) createRoot(ctx context.Context, req deps.Request, entry hub.St
 		ann[hub.AnnotationCredentials] = string(b)
 	}
 	created, err := s.Hub.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
-		Namespace: hubNS(entry.Manifest.Kind.Scope == pkg.Cluster, req.Namespace), Name: req.Name, TypeRef: entry.InstallationType, Value: value, Annotations: ann,
+		Namespace: req.Namespace, Name: req.Name, TypeRef: entry.InstallationType, Value: value, Annotations: ann,
 	}}})
 	if err != nil {
-		return "", fmt.Errorf("create the root installation %s/%s: %w", req.Namespace, req.Name, err)
+		return "", fmt.Errorf("create the root installation %s: %w", deps.Key(req.Namespace, req.Name), err)
 	}
 	return created[0].ID, nil
 }
@@ -686,11 +713,11 @@ type installer struct {
 // controller would create, update or delete once the installation has
 // req's parameters (and stack version), rendered without writing.
 func (in *installer) PreviewInstall(ctx context.Context, req deps.InstallRequest) ([]string, error) {
-	t, err := in.typeOf(req.Namespace + "/" + req.Name)
+	t, err := in.typeOf(deps.Key(req.Namespace, req.Name))
 	if err != nil {
 		return nil, err
 	}
-	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(req.Namespace+"/"+req.Name, req.Namespace), req.Name, true)
+	cur, err := in.s.Hub.GetInstanceByName(ctx, t.Path, req.Namespace, req.Name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -732,23 +759,6 @@ func (in *installer) learn(ctx context.Context, p *deps.Plan) error {
 	return nil
 }
 
-// hubNS is the namespace the hub keeps the installation of node key (in
-// namespace ns of the plan) in: none when its kind is cluster-scoped, which
-// a plan places in the global namespace.
-func (in *installer) hubNS(key, ns string) string {
-	in.mu.Lock()
-	st := in.stacks[key]
-	in.mu.Unlock()
-	return hubNS(st != nil && st.Manifest.Kind.Scope == pkg.Cluster, ns)
-}
-
-func hubNS(cluster bool, ns string) string {
-	if cluster {
-		return ""
-	}
-	return ns
-}
-
 func (in *installer) typeOf(key string) (cairn.TypeRef, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -760,12 +770,12 @@ func (in *installer) typeOf(key string) (cairn.TypeRef, error) {
 }
 
 func (in *installer) read(ctx context.Context, namespace, name string) (*cairn.Instance, error) {
-	key := namespace + "/" + name
+	key := deps.Key(namespace, name)
 	t, err := in.typeOf(key)
 	if err != nil {
 		return nil, err
 	}
-	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, in.hubNS(key, namespace), name, in.withValues)
+	inst, err := in.s.Hub.GetInstanceByName(ctx, t.Path, namespace, name, in.withValues)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		return nil, nil
 	}
@@ -851,7 +861,7 @@ func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Ins
 	// With its schema's defaults, as the plan renders parameters: a
 	// default the stored spec leaves out is no change.
 	in.mu.Lock()
-	st := in.stacks[namespace+"/"+name]
+	st := in.stacks[deps.Key(namespace, name)]
 	in.mu.Unlock()
 	if got.Parameters != nil && st != nil {
 		if withDefaults, err := st.Defaults(got.Parameters); err == nil {
@@ -865,7 +875,7 @@ func (in *installer) Get(ctx context.Context, namespace, name string) (*deps.Ins
 // installation with its inputs, sharing and uses edges, then waits until
 // the stack controller reports it ready.
 func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*deps.Installed, error) {
-	key := req.Namespace + "/" + req.Name
+	key := deps.Key(req.Namespace, req.Name)
 	t, err := in.typeOf(key)
 	if err != nil {
 		return nil, err
@@ -956,7 +966,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		id, ok := in.ids[u]
 		in.mu.Unlock()
 		if !ok {
-			ns, name, _ := strings.Cut(u, "/")
+			ns, name := deps.SplitKey(u)
 			inst, err := in.read(ctx, ns, name)
 			if err != nil {
 				return nil, err
@@ -986,7 +996,7 @@ func (in *installer) Install(ctx context.Context, req deps.InstallRequest) (*dep
 		return nil, err
 	}
 	if req.Create {
-		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: in.hubNS(key, req.Namespace), Name: req.Name, TypeRef: t,
+		nr := hub.CreateRequest{Instances: []hub.NewInstance{{Alias: "installation", Namespace: req.Namespace, Name: req.Name, TypeRef: t,
 			Value: value, Annotations: hub.WithAnnotations(nil, set)}}}
 		for _, u := range uses {
 			nr.UsesRelations = append(nr.UsesRelations, hub.UsesRelation{From: "installation", To: u})
@@ -1103,7 +1113,7 @@ func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Re
 	if !in.unattended || key == in.root {
 		return nil
 	}
-	ns, name, _ := strings.Cut(key, "/")
+	ns, name := deps.SplitKey(key)
 	cur, err := in.read(ctx, ns, name)
 	if err != nil {
 		return err
@@ -1134,12 +1144,15 @@ func (in *installer) checkUnattended(ctx context.Context, key string, to deps.Re
 }
 
 // checkUnattendedScope refuses, in an unattended install, to write the
-// installation key (other than the root) when its kind is cluster-scoped:
-// its children go to the namespaces its stack names, not the root's, and
-// creating one asks for rights at the cluster scope and in those
-// namespaces (hub.checkClusterChildren) that nobody's rights were checked
-// for here. An existing one is reused when the root's dependency
-// overrides name it.
+// installation key (other than the root) outside the root's namespace:
+// one of a cluster-scoped kind, whose children go to the namespaces its
+// stack names and whose creation asks for rights at the cluster scope and
+// in those namespaces (hub.checkClusterChildren); and any dependency of a
+// cluster-scoped root, which has no namespace, so that its namespaced
+// dependencies go to the global namespace, where cairn install asks its
+// caller's rights (authorize). Nobody's rights were checked for those
+// here. An existing one is reused when the root's dependency overrides
+// name it.
 func (in *installer) checkUnattendedScope(ctx context.Context, key string) error {
 	if !in.unattended || key == in.root {
 		return nil
@@ -1147,10 +1160,11 @@ func (in *installer) checkUnattendedScope(ctx context.Context, key string) error
 	in.mu.Lock()
 	st, paths := in.stacks[key], in.paths[key]
 	in.mu.Unlock()
-	if st == nil || st.Manifest.Kind.Scope != pkg.Cluster {
+	rootNS := in.rootNamespace()
+	if st == nil || (st.Manifest.Kind.Scope != pkg.Cluster && rootNS != "") {
 		return nil
 	}
-	_, name, _ := strings.Cut(key, "/")
+	ns, name := deps.SplitKey(key)
 	path := "PATH"
 	if len(paths) > 0 && paths[0] != "" {
 		path = paths[0]
@@ -1161,13 +1175,17 @@ func (in *installer) checkUnattendedScope(ctx context.Context, key string) error
 			resource = typ.Names.Plural + "." + typ.Group
 		}
 	}
+	if st.Manifest.Kind.Scope != pkg.Cluster {
+		return cairn.Errorf(cairn.CodeForbidden, "dependency %s: %s %s would be created or changed in the namespace %s: %s is cluster-scoped, so its namespaced dependencies go to %s, and the stack controller installs them for no user, so it creates or changes nothing there; install %s with cairn install as a user who may create and update %s in %s, or name an existing %s in the annotation %s ('[\"%s=%s/%s/NAME\"]', docs/dependencies.md#kubectl-apply)",
+			path, kind, key, ns, in.root, ns, in.root, resource, ns, kind, hub.AnnotationDependencyOverrides, path, ns, kind)
+	}
 	return cairn.Errorf(cairn.CodeForbidden, "dependency %s: %s %s would be created or changed, and %s is cluster-scoped: the stack controller installs the dependencies of %s for no user, so it writes no cluster-scoped installation (its stack writes outside %s); install %s with cairn install as a user who may create %s, or name an existing %s in the annotation %s ('[\"%s=global/%s/NAME\"]', docs/dependencies.md#kubectl-apply)",
 		path, kind, name, kind, in.root, in.rootNamespace(), in.root, resource, kind, hub.AnnotationDependencyOverrides, path, kind)
 }
 
 // rootNamespace is the namespace of the install's root key.
 func (in *installer) rootNamespace() string {
-	ns, _, _ := strings.Cut(in.root, "/")
+	ns, _ := deps.SplitKey(in.root)
 	return ns
 }
 
@@ -1195,9 +1213,9 @@ func (in *installer) Wait(ctx context.Context, namespace, name string) (*deps.In
 		return nil, err
 	}
 	if inst == nil {
-		return nil, fmt.Errorf("installation %s/%s is gone", namespace, name)
+		return nil, fmt.Errorf("installation %s is gone", deps.Key(namespace, name))
 	}
-	return in.wait(ctx, inst.ID, namespace+"/"+name)
+	return in.wait(ctx, inst.ID, deps.Key(namespace, name))
 }
 
 // wait polls the installation until the stack controller reports it ready

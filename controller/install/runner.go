@@ -77,7 +77,7 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 	ctx := cairn.WithActor(r.ctx, "dependency-installer")
 	go func() {
 		_, _, err := r.Service.Install(ctx, req, func(ev deps.Event) {
-			if ev.Node == inst.Namespace+"/"+inst.Name {
+			if ev.Node == deps.Key(inst.Namespace, inst.Name) {
 				return
 			}
 			r.mu.Lock()
@@ -96,7 +96,7 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 		if err != nil {
 			st.failed = time.Now()
 			st.msg = "installing the dependencies failed (retried): " + err.Error()
-			r.Service.log().WarnContext(ctx, "dependencies of an applied installation", "installation", req.Namespace+"/"+req.Name, "err", err)
+			r.Service.log().WarnContext(ctx, "dependencies of an applied installation", "installation", deps.Key(req.Namespace, req.Name), "err", err)
 			return
 		}
 		delete(r.runs, inst.ID)
