@@ -614,7 +614,8 @@ func isObject(v json.RawMessage) bool {
 }
 
 // externalErr names the backend in an error from its client, keeping the
-// client's code (not found, locked, ...) and defaulting to Unavailable.
+// client's code (not found, locked, ...) and defaulting to Unavailable; as
+// every caller sees it (Hub.externalErr words it for the caller).
 func externalErr(id, op string, err error) *cairn.Error {
 	code := cairn.ErrorCode(err)
 	if code == cairn.CodeInternal {
@@ -653,7 +654,7 @@ func (h *Hub) readValue(ctx context.Context, bs *backendSet, inst cairn.Instance
 	}
 	v, err := b.client.GetValue(ctx, cairn.GetValueRequest{InstanceID: inst.ID, ResourceVersion: rv.ResourceVersion, Context: rv.Context})
 	if err != nil {
-		e := externalErr(b.ID, fmt.Sprintf("get value of %q version %d", inst.ID, rv.ResourceVersion), err)
+		e := h.externalErr(ctx, b.ID, fmt.Sprintf("get value of %q version %d", inst.ID, rv.ResourceVersion), err)
 		if e.Code == cairn.CodeInvalid {
 			// A backend that cannot produce a stored value (a projection
 			// whose template no longer renders with its sources' values)
@@ -663,6 +664,9 @@ func (h *Hub) readValue(ctx context.Context, bs *backendSet, inst cairn.Instance
 			e.Code = cairn.CodeInternal
 		}
 		return nil, e
+	}
+	if err := h.checkReadBack(ctx, b.ID, inst, rv.ResourceVersion, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

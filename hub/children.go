@@ -170,11 +170,11 @@ func (h *Hub) applyChildrenOnce(ctx context.Context, ownerID string, ch ChildCha
 		switch {
 		case failed == nil: // the intent journal, before any backend call
 		case failed.w.Create != nil:
-			err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+			err = withSubject(h.externalErr(ctx, failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		case failed.w.Update != nil:
-			err = updateFailure(failed, err)
+			err = h.updateFailure(ctx, failed, err)
 		default:
-			err = externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
+			err = h.externalErr(ctx, failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
 		}
 		return ChildrenApplied{}, h.undo(ctx, j, err)
 	}

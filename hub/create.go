@@ -478,7 +478,7 @@ func (h *Hub) prepareCreate(ctx context.Context, req CreateRequest, now time.Tim
 			// (prepareProjections).
 			v, err := b.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: ctxDoc})
 			if err != nil {
-				errs = append(errs, withSubject(externalErr(b.ID, "get pre-create value", err), subject))
+				errs = append(errs, withSubject(h.externalErr(ctx, b.ID, "get pre-create value", err), subject))
 				continue
 			}
 			value = v
@@ -645,7 +645,7 @@ func (h *Hub) storeExternal(ctx context.Context, items []*pending) (*journal, er
 		if failed == nil { // the intent journal, before any backend call
 			return nil, h.undo(ctx, j, err)
 		}
-		err = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+		err = withSubject(h.externalErr(ctx, failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		return nil, h.undo(ctx, j, err)
 	}
 	return j, nil

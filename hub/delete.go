@@ -215,7 +215,7 @@ func (h *Hub) DeleteInstances(ctx context.Context, ids []string, lockOwner strin
 		return h.undo(ctx, j, fmt.Errorf("delete TypeInstances: %w", err))
 	}
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-		return h.undo(ctx, j, externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
+		return h.undo(ctx, j, h.externalErr(ctx, failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
 	}
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		cur, err := tx.GetInstances(ctx, ids)

@@ -264,7 +264,7 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 		}
 		if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
 			j.keepIntent(w)
-			errs = append(errs, externalErr(w.b.ID, what, err))
+			errs = append(errs, h.externalErr(ctx, w.b.ID, what, err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored value failed", "backend", w.b.ID, "instance", w.inst.ID, "err", err)
 		}
 	}
@@ -274,7 +274,7 @@ func (h *Hub) undo(ctx context.Context, j *journal, cause error) error {
 			for _, w := range sb.ws {
 				j.keepIntent(w)
 			}
-			errs = append(errs, externalErr(sb.b.ID, fmt.Sprintf("undo a batch of %d writes", len(sb.writes)), err))
+			errs = append(errs, h.externalErr(ctx, sb.b.ID, fmt.Sprintf("undo a batch of %d writes", len(sb.writes)), err))
 			h.log.ErrorContext(ctx, "rollback of an externally stored batch failed", "backend", sb.b.ID, "writes", len(sb.writes), "err", err)
 		}
 	}

@@ -38,7 +38,7 @@ func (h *Hub) CheckBackend(ctx context.Context, id string) (cairn.StorageBackend
 		err = &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{sb.ID},
 			Msg: fmt.Sprintf("External backend %q: no health check is available for url %q", sb.ID, sb.URL)}
 	} else if health, err = hc.CheckBackend(ctx, sb); err != nil {
-		err = externalErr(sb.ID, "health check", err)
+		err = h.externalErr(ctx, sb.ID, "health check", err)
 	}
 	if perr := h.pendingWrites(ctx, sb.ID, &health); perr != nil {
 		return sb, health, errors.Join(err, perr)

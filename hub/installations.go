@@ -148,7 +148,7 @@ func (h *Hub) DeleteOwned(ctx context.Context, ownerID string, ids []string, loc
 		return h.undo(ctx, j, fmt.Errorf("delete the children of %q: %w", ownerID, err))
 	}
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-		return h.undo(ctx, j, externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
+		return h.undo(ctx, j, h.externalErr(ctx, failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err))
 	}
 	err = h.write(ctx, func(ctx context.Context, tx store.Tx) error {
 		return storeOwnedDeletes(ctx, tx, ownerID, ids, lockOwner)

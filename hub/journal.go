@@ -306,17 +306,17 @@ func (h *Hub) finishIntent(ctx context.Context, bs *backendSet, in store.Intent)
 	if kept {
 		r, ok := b.client.(cairn.DeleteRestorer)
 		if !ok {
-			return intentCommitted, externalErr(b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID),
+			return intentCommitted, h.externalErr(ctx, b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID),
 				cairn.Errorf(cairn.CodeInternal, "the backend takes batches but cannot restore a deleted value"))
 		}
 		if err := r.RestoreDeleted(h.withResourceMeta(ctx, b, found[0]), cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID}); err != nil {
-			return intentCommitted, externalErr(b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID), err)
+			return intentCommitted, h.externalErr(ctx, b.ID, fmt.Sprintf("put back the value of %q, whose delete never committed", in.InstanceID), err)
 		}
 		return intentRestored, nil
 	}
 	err = b.client.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID})
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-		return intentCommitted, externalErr(b.ID, fmt.Sprintf("delete the value of deleted instance %q", in.InstanceID), err)
+		return intentCommitted, h.externalErr(ctx, b.ID, fmt.Sprintf("delete the value of deleted instance %q", in.InstanceID), err)
 	}
 	return intentDeleted, nil
 }
@@ -350,7 +350,7 @@ func (h *Hub) undoIntent(ctx context.Context, bs *backendSet, in store.Intent) (
 		return false, fmt.Errorf("unknown intent operation %q", in.Op)
 	}
 	if err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
-		return false, externalErr(b.ID, fmt.Sprintf("undo %s of %q resource version %d", in.Op, in.InstanceID, in.ResourceVersion), err)
+		return false, h.externalErr(ctx, b.ID, fmt.Sprintf("undo %s of %q resource version %d", in.Op, in.InstanceID, in.ResourceVersion), err)
 	}
 	return false, nil
 }

@@ -54,7 +54,7 @@ func (h *Hub) RotateBackendKeys(ctx context.Context, id string, r KeyRotation) (
 		if cairn.ErrorCode(err) == cairn.CodeInvalid {
 			return KeyRotationResult{}, err
 		}
-		return KeyRotationResult{}, externalErr(sb.ID, "rotate keys", err)
+		return KeyRotationResult{}, h.externalErr(ctx, sb.ID, "rotate keys", err)
 	}
 	out, err := h.UpdateInstances(ctx, []UpdateInstance{{ID: sb.ID, Value: value}})
 	if err != nil {

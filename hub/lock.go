@@ -120,7 +120,7 @@ func (h *Hub) notifyLocks(ctx context.Context, insts []cairn.Instance, owner str
 				err = b.client.OnUnlock(ctx, cairn.OnUnlockRequest{InstanceID: inst.ID, Context: inst.Latest.Context})
 			}
 			if err != nil {
-				err = externalErr(b.ID, fmt.Sprintf("lock state of %q", inst.ID), err)
+				err = h.externalErr(ctx, b.ID, fmt.Sprintf("lock state of %q", inst.ID), err)
 			}
 		}
 		if err != nil {

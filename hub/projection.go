@@ -268,7 +268,7 @@ func (pr *projector) prepareOnce(ctx context.Context, p *pending) error {
 	}
 	value, err := p.backend.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: withBatch})
 	if err != nil {
-		return externalErr(p.backend.ID, "render the projection", err)
+		return pr.h.externalErr(ctx, p.backend.ID, "render the projection", err)
 	}
 	if err := pr.h.checkValue(ctx, subjectOf(p.in.Alias), p.in.TypeRef, value); err != nil {
 		return err
@@ -296,7 +296,7 @@ func (pr *projector) batchValue(ctx context.Context, src *pending) (json.RawMess
 	default:
 		v, err := src.backend.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: src.inst.Latest.Context})
 		if err != nil {
-			return nil, externalErr(src.backend.ID, "get pre-create value", err)
+			return nil, pr.h.externalErr(ctx, src.backend.ID, "get pre-create value", err)
 		}
 		return v, nil
 	}
@@ -394,7 +394,7 @@ func (h *Hub) checkProjectionUpdate(ctx context.Context, b *resolvedBackend, ins
 	}
 	value, err := b.client.GetPreCreateValue(ctx, cairn.GetPreCreateValueRequest{Context: doc})
 	if err != nil {
-		return externalErr(b.ID, "render the projection", err)
+		return h.externalErr(ctx, b.ID, "render the projection", err)
 	}
 	return h.checkValue(ctx, subjectOf(inst.ID), inst.TypeRef, value)
 }

@@ -837,11 +837,11 @@ func (h *Hub) writeState(ctx context.Context, w stateWrite) (created, updated []
 		case failed == nil: // the intent journal, before any backend call
 			cause = err
 		case failed.w.Create != nil:
-			cause = withSubject(externalErr(failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
+			cause = withSubject(h.externalErr(ctx, failed.b.ID, "create", err), subjectOf(failed.inst.Alias))
 		case failed.w.Update != nil:
-			cause = updateFailure(failed, err)
+			cause = h.updateFailure(ctx, failed, err)
 		default:
-			cause = externalErr(failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
+			cause = h.externalErr(ctx, failed.b.ID, fmt.Sprintf("delete %q", failed.inst.ID), err)
 		}
 		return nil, nil, h.undo(ctx, j, h.stateWriteErr(w, cause))
 	}

@@ -206,7 +206,7 @@ func (h *Hub) updateOnce(ctx context.Context, ups []UpdateInstance) ([]cairn.Ins
 		if failed == nil { // the intent journal, before any backend call
 			return nil, h.undo(ctx, j, err)
 		}
-		return nil, h.undo(ctx, j, updateFailure(failed, err))
+		return nil, h.undo(ctx, j, h.updateFailure(ctx, failed, err))
 	}
 
 	var (
@@ -448,8 +448,8 @@ func updateWrites(items []*staged) []*externalWrite {
 
 // updateFailure is the error of a failed external update; a resource
 // version another writer took first makes it a race, retried.
-func updateFailure(failed *externalWrite, err error) error {
-	err = withSubject(externalErr(failed.b.ID, "update", err), subjectOf(failed.inst.ID))
+func (h *Hub) updateFailure(ctx context.Context, failed *externalWrite, err error) error {
+	err = withSubject(h.externalErr(ctx, failed.b.ID, "update", err), subjectOf(failed.inst.ID))
 	if cairn.HasCode(err, cairn.CodeAlreadyExists) {
 		err = fmt.Errorf("%w: %w", errVersionRace, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/store"
 )
 
@@ -622,6 +623,11 @@ func (s *Server) backendNames(r *http.Request) func(id string) string {
 		}
 		if !read {
 			read = true
+			// An alias is the backend's own setting: shown only to who may
+			// list backends, as the backends resource would show it.
+			if !s.hub.Authorize(r.Context(), rbac.Attributes{Verb: "list", ResourceRequest: true, APIGroup: HubGroup, Resource: "backends"}).Allowed {
+				return id
+			}
 			insts, err := s.hub.ListInstances(r.Context(), store.InstanceFilter{
 				Attributes: []store.AttributeFilter{{Path: cairn.StorageAttributePath}},
 			}, false)

@@ -296,19 +296,27 @@ func codeOf(c codes.Code) cairn.Code {
 	}
 }
 
+// MaxErrorText bounds the part of an error that a backend wrote (its gRPC
+// status message) in what the hub shows and logs.
+const MaxErrorText = 1024
+
 // describe words a failed call's status for a user, with a hint where the
 // cause is usually a setup mistake.
 func (c *Client) describe(method string, err error) string {
 	st := status.Convert(err)
 	msg := st.Message()
+	hintMsg := msg
+	// The backend chose this text: it may be megabytes, or hold controls
+	// that rewrite a terminal or a log line.
+	msg = cairn.BoundText(msg, MaxErrorText)
 	switch st.Code() {
 	case codes.DeadlineExceeded:
 		return fmt.Sprintf("no answer within the deadline (%s): %s (gRPC DeadlineExceeded)", c.o.timeout, msg)
 	case codes.Unavailable:
 		hint := ""
 		if c.target.TLS {
-			hint = c.tlsHint(msg)
-		} else if strings.Contains(msg, "preface") {
+			hint = c.tlsHint(hintMsg)
+		} else if strings.Contains(hintMsg, "preface") {
 			hint = fmt.Sprintf("; if the backend serves TLS, register its url as grpcs://%s", c.target.Addr)
 		}
 		return fmt.Sprintf("unavailable at %s: %s (gRPC Unavailable)%s", c.target.Addr, msg, hint)

@@ -19,6 +19,11 @@ import (
 )
 
 // benchValue is a ~100-byte credentials document.
+// benchSchema is benchValue's Type's schema.
+var benchSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["host","port"],"properties":{
+ "host":{"type":"string"},"port":{"type":"integer","minimum":1,"maximum":65535},"user":{"type":"string"},
+ "password":{"type":"string","x-cairn-secret":true},"tls":{"type":"boolean"}}}`)
+
 var benchValue = json.RawMessage(`{"host":"db.example.com","port":5432,"user":"app","password":"s3cr3t-passw0rd","tls":true}`)
 
 // constBackend answers every GetValue with the same value from memory, to
@@ -125,7 +130,12 @@ func BenchmarkHub(b *testing.B) {
 		b.Fatal(err)
 	}
 	bid := out[0].ID
+	// A registered Type with a schema, as instances have in use: a value
+	// read back from an external backend is checked against it.
 	ref := cairn.TypeRef{Path: "cap.type.bench", Revision: "0.1.0"}
+	if _, err := h.CreateType(ctx, cairn.Type{Path: ref.Path, Revision: ref.Revision, JSONSchema: benchSchema}); err != nil {
+		b.Fatal(err)
+	}
 	mk := func(backend *hub.BackendInput) string {
 		out, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: ref, Value: benchValue, Backend: backend}}})
 		if err != nil {

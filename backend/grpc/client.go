@@ -70,7 +70,7 @@ func (c *Client) call(ctx context.Context, method, what string, instanceID strin
 			break
 		}
 		c.o.log.WarnContext(ctx, "backend unavailable; retrying the read", "backend", c.id, "method", method,
-			"instance", instanceID, "attempt", attempt, "backoff", backoff.String(), "err", status.Convert(err).Message())
+			"instance", instanceID, "attempt", attempt, "backoff", backoff.String(), "err", cairn.BoundText(status.Convert(err).Message(), MaxErrorText))
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
