@@ -122,8 +122,20 @@ func TestClusterScopedKubectl(t *testing.T) {
 			t.Errorf("kubectl %s = %q", strings.Join(args, " "), out)
 		}
 	}
-	if out := k.ok("get", "dbs", "-A"); !strings.Contains(out, "small-infra") {
-		t.Errorf("get dbs -A = %q", out)
+	// The columns of a stack installation, as a CRD's
+	// additionalPrinterColumns: NAME, READY, SYNCED (no condition yet:
+	// empty), AGE; -A adds no NAMESPACE to a cluster-scoped kind; -o wide
+	// adds the hub's columns.
+	for args, header := range map[string]string{
+		"get dbs":         "NAME READY SYNCED AGE",
+		"get dbs -A":      "NAME READY SYNCED AGE",
+		"get dbs -o wide": "NAME READY SYNCED AGE REVISION BACKEND LOCKED-BY",
+	} {
+		out := k.ok(strings.Fields(args)...)
+		first, _, _ := strings.Cut(out, "\n")
+		if got := strings.Join(strings.Fields(first), " "); got != header || !strings.Contains(out, "small-infra") {
+			t.Errorf("kubectl %s header %q, want %q:\n%s", args, got, header, out)
+		}
 	}
 	if out := k.ok("get", "db", "small-infra", "-o", "jsonpath={.metadata.namespace}|{.spec.engine}"); out != "|postgres" {
 		t.Errorf("namespace|engine = %q, want |postgres", out)
