@@ -2,6 +2,7 @@ package schema
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -22,6 +23,32 @@ import (
 type messenger struct {
 	doc  any // the schema document, nil when unknown
 	inst any // the instance validated, nil when unknown
+	// showValues: name what an enum or a const allows after AJV's words
+	// (Schema.ValidateShowingValues).
+	showValues bool
+}
+
+// maxShownValues bounds the values an enum's message names.
+const maxShownValues = 20
+
+// allowed is ": " and the values, as JSON, when m shows them.
+func (m messenger) allowed(values ...any) string {
+	if !m.showValues || len(values) == 0 {
+		return ""
+	}
+	shown := make([]string, 0, min(len(values), maxShownValues)+1)
+	for i, v := range values {
+		if i == maxShownValues {
+			shown = append(shown, fmt.Sprintf("... (%d more)", len(values)-i))
+			break
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(fmt.Sprint(v))
+		}
+		shown = append(shown, string(b))
+	}
+	return ": " + strings.Join(shown, ", ")
 }
 
 // collect appends the causes of e and its descendants to out. Wrapper errors
@@ -61,9 +88,9 @@ func (m messenger) collect(root string, e *jsonschema.ValidationError, out []cai
 		// The causes locate the name, not a value: report the name itself.
 		out = append(out, at(fmt.Sprintf("property name '%s' must be valid", k.Property)))
 	case *kind.Const:
-		out = append(out, at("must be equal to constant"))
+		out = append(out, at("must be equal to constant"+m.allowed(k.Want)))
 	case *kind.Enum:
-		out = append(out, at("must be equal to one of the allowed values"))
+		out = append(out, at("must be equal to one of the allowed values"+m.allowed(k.Want...)))
 	case *kind.Minimum:
 		out = append(out, at("must be >= "+ratString(k.Want)))
 	case *kind.Maximum:

@@ -147,3 +147,28 @@ func TestClusterScopedKubectl(t *testing.T) {
 		t.Errorf("delete = %q", out)
 	}
 }
+
+// TestKubectlConfigurationSetRefused: an installation that chooses a
+// configuration set its stack does not have is refused by the hub naming
+// the field and the sets (what to write), and nothing is created.
+func TestKubectlConfigurationSetRefused(t *testing.T) {
+	kubectl := findKubectl(t)
+	e := newRestEnv(t)
+	s, err := stack.Load(context.Background(), repoDir("examples", "stacks", "sql-env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := s.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.h.AddStack(e.ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	k := newKubectl(t, kubectl, e.url)
+	k.file("staging.yaml", "apiVersion: sql.stacks.cairn.dev/v1alpha1\nkind: SQLEnv\nmetadata: {name: orders}\nspec: {region: us-west2, tier: staging}\n")
+	k.fails([]string{`The SQLEnv "orders" is invalid: spec.tier: must be equal to one of the allowed values: "dev", "prod"`}, "apply", "-f", "staging.yaml")
+	if out, errOut, _ := k.run("get", "sqlenvs"); strings.Contains(out, "orders") || !strings.Contains(errOut, "No resources found") {
+		t.Errorf("after the refusal, get sqlenvs = %q %q", out, errOut)
+	}
+}
