@@ -12,6 +12,9 @@ import (
 
 	openapiv2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
+
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // OpenAPI v3, as the Kubernetes API server publishes it: /openapi/v3 lists
@@ -156,6 +159,17 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 		}
 	}
 	status := objectStatusSchema()
+	if r.typ != nil && slices.Contains(r.typ.AdditionalRefs, hub.InstallationParent) {
+		// A stack installation: what its controller reports (conditions,
+		// outputs, children, events) beside the hub's fields.
+		own := goSchema(reflect.TypeFor[stackctl.Status](), "installation.status", map[reflect.Type]bool{})
+		props := status["properties"].(map[string]any)
+		for k, v := range own["properties"].(map[string]any) {
+			if _, taken := props[k]; !taken {
+				props[k] = v
+			}
+		}
+	}
 	if r.hubKind == "typeinstances" {
 		spec, status = typeInstanceSchemas()
 	} else if specType, statusType, ok := hubKindShapes(r.hubKind); ok {

@@ -137,6 +137,15 @@ func TestClusterScopedKubectl(t *testing.T) {
 			t.Errorf("kubectl %s header %q, want %q:\n%s", args, got, header, out)
 		}
 	}
+	// explain describes what the stack controller reports in the status,
+	// beside the hub's fields.
+	if out := k.ok("explain", "dbs.status"); !strings.Contains(out, "conditions\t<[]Object>") || !strings.Contains(out, "outputs\t<map[string]Object>") ||
+		!strings.Contains(out, "observedGeneration\t<integer>") || !strings.Contains(out, "typeRef\t<Object>") {
+		t.Errorf("explain dbs.status:\n%s", out)
+	}
+	if out := k.ok("explain", "dbs.status.conditions"); !strings.Contains(out, "reason\t<string>") || !strings.Contains(out, "lastTransitionTime\t<string>") {
+		t.Errorf("explain dbs.status.conditions:\n%s", out)
+	}
 	if out := k.ok("get", "db", "small-infra", "-o", "jsonpath={.metadata.namespace}|{.spec.engine}"); out != "|postgres" {
 		t.Errorf("namespace|engine = %q, want |postgres", out)
 	}
