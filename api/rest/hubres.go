@@ -56,7 +56,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 	case "lockrequests POST false":
 		err = s.lockRequest(w, r)
 	case "stacks GET false":
-		err = s.listStacks(w, r)
+		err = s.listStacks(w, r, req)
 	case "stacks GET true":
 		err = s.getStack(w, r, req)
 	case "stacks POST false":

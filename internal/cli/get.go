@@ -136,8 +136,8 @@ a short name or a kind, optionally qualified by its group (flags.flipt.io), as
 -n NAMESPACE (default "default"), or in every namespace with -A. Several
 resources are separated by commas (flags,postgresconfigs), as in kubectl.
 
-Tables: objects of a served kind show the server's table, the columns kubectl
-get prints: NAME, the kind's printer columns (a stack installation's READY,
+Tables: objects of a served kind (and stacks, proposals) show the server's
+table, the columns kubectl get prints: NAME, the kind's printer columns (a stack installation's READY,
 SYNCED and its stack's own; a Type's additionalPrinterColumns) or AGE; -o wide
 adds REVISION, BACKEND and LOCKED-BY, -A adds NAMESPACE (namespaced kinds),
 --show-labels adds LABELS. typeinstances (ti) is every instance by id, with

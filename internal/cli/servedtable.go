@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,10 +19,17 @@ import (
 // LOCKED-BY). The columns are defined once, by the server, for both.
 
 // printsServerTable reports whether res's table is the server's: the
-// objects of the kinds Types serve. The hub's own kinds keep the CLI's
-// tables (cli.md).
+// objects of the kinds Types serve, and the hub's kinds the CLI has no
+// table of its own for (stacks, proposals). typeinstances, types and
+// backends keep the CLI's tables (cli.md).
 func printsServerTable(res client.Resource, output string) bool {
-	return res.Group != rest.HubGroup && res.Group != "" && (output == "table" || output == "wide" || output == "")
+	if output != "table" && output != "wide" && output != "" {
+		return false
+	}
+	if res.Group == rest.HubGroup {
+		return res.Plural != "typeinstances" && res.Plural != "types" && res.Plural != "backends" && slices.Contains(res.Verbs, "list")
+	}
+	return res.Group != ""
 }
 
 // serverTable is a Table as the CLI prints it.

@@ -243,6 +243,9 @@ func TestGetInstallationColumns(t *testing.T) {
 			{[]string{"get", "dbs", "-A"}, []string{`NAMESPACE +NAME +READY +SYNCED +AGE`, `default +orders +False +True +\d+s`}},
 			{[]string{"get", "platformconfigs"}, []string{`NAME +READY +SYNCED +REGION +AGE`, `prod +True +True +us-west2 +\d+s`}},
 			{[]string{"get", "platformconfigs", "-A"}, []string{`NAME +READY +SYNCED +REGION +AGE`, `prod +True +True +us-west2 +\d+s`}},
+			// The catalog, as kubectl get stacks and cairn stack list show it.
+			{[]string{"get", "stacks"}, []string{`NAME +VERSION +KIND +API-VERSION +AGE`, `db@0\.1\.0 +0\.1\.0 +DB +db\.test\.cairn\.dev/v1 +\d+s`,
+				`platform-config@0\.1\.0 +0\.1\.0 +PlatformConfig +platform\.stacks\.cairn\.dev/v1alpha1 +\d+s`}},
 		} {
 			matchLines(t, s.ok(tt.args...), tt.want...)
 		}
