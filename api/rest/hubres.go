@@ -69,6 +69,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.listProposals(w, r, req)
 	case "proposals GET true":
 		err = s.getProposal(w, r, req)
+	case "policies GET false":
+		err = s.listPolicies(w, r, req)
 	case "policies GET true", "policies PUT true":
 		err = s.servePolicy(w, r, req)
 	default:
