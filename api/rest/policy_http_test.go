@@ -148,7 +148,7 @@ func TestPolicyList(t *testing.T) {
 	var l struct {
 		Kind  string `json:"kind"`
 		Items []struct {
-			Kind     string `json:"kind"`
+			Kind     string                `json:"kind"`
 			Metadata struct{ Name string } `json:"metadata"`
 		} `json:"items"`
 	}
