@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
 	"slices"
@@ -26,6 +27,25 @@ type messenger struct {
 	// showValues: name what an enum or a const allows after AJV's words
 	// (Schema.ValidateShowingValues).
 	showValues bool
+}
+
+// extraProperties is ": " and the properties additionalProperties refused,
+// with those the schema at schemaURL declares, when m shows values:
+// ": zone (known: projectID, region)".
+func (m messenger) extraProperties(schemaURL string, extra []string) string {
+	if !m.showValues || len(extra) == 0 {
+		return ""
+	}
+	extra = slices.Sorted(slices.Values(extra))
+	msg := ": " + strings.Join(extra, ", ")
+	if tokens, ok := schemaPointer(schemaURL); ok {
+		if node, ok := lookup(m.doc, tokens).(map[string]any); ok {
+			if props, ok := node["properties"].(map[string]any); ok && len(props) > 0 {
+				msg += " (known: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
+			}
+		}
+	}
+	return msg
 }
 
 // maxShownValues bounds the values an enum's message names.
@@ -83,7 +103,7 @@ func (m messenger) collect(root string, e *jsonschema.ValidationError, out []cai
 	case *kind.DependentRequired:
 		out = append(out, at(dependencyMessage(k.Prop, k.Missing)))
 	case *kind.AdditionalProperties:
-		out = append(out, at("must NOT have additional properties"))
+		out = append(out, at("must NOT have additional properties"+m.extraProperties(e.SchemaURL, k.Properties)))
 	case *kind.PropertyNames:
 		// The causes locate the name, not a value: report the name itself.
 		out = append(out, at(fmt.Sprintf("property name '%s' must be valid", k.Property)))

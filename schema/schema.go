@@ -103,7 +103,9 @@ func (s *Schema) Validate(root string, v json.RawMessage) []cairn.Cause {
 // ValidateShowingValues is Validate for the values of Types, whose writers
 // need to know what to write: after AJV's words an enum's violation names
 // the allowed values (must be equal to one of the allowed values: "dev",
-// "prod") and a const's the constant. Validate keeps AJV's words alone for
+// "prod"), a const's the constant, and additionalProperties the properties
+// it refused and those the schema declares (must NOT have additional
+// properties: zone (known: projectID, region)). Validate keeps AJV's words alone for
 // the contexts of storage backends, the texts Local Hub gives and Capact's
 // clients compare (docs/graphql.md).
 func (s *Schema) ValidateShowingValues(root string, v json.RawMessage) []cairn.Cause {

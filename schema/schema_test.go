@@ -505,7 +505,8 @@ func TestDefaultDraft(t *testing.T) {
 }
 
 // TestValidateShowingValues: the variant for values of Types names what an
-// enum or a const allows after AJV's words, which Validate keeps for the
+// enum or a const allows, and the properties additionalProperties refuses,
+// after AJV's words, which Validate keeps for the
 // contexts of backends (the texts Capact's clients compare).
 func TestValidateShowingValues(t *testing.T) {
 	for _, tt := range []struct {
@@ -517,6 +518,8 @@ func TestValidateShowingValues(t *testing.T) {
 		{"enum of several types", `{"items":{"enum":["a",1,true,null]}}`, `["a","b"]`,
 			[]string{`spec/value/1 must be equal to one of the allowed values: "a", 1, true, null`}},
 		{"const", `{"const":{"a":1}}`, `{"a":2}`, []string{`spec/value must be equal to constant: {"a":1}`}},
+		{"additional properties", `{"properties":{"a":{"properties":{"x":{}},"additionalProperties":false}}}`, `{"a":{"z":1,"y":2}}`,
+			[]string{"spec/value/a must NOT have additional properties: y, z (known: x)"}},
 		{"other keywords as Validate", `{"type":"string"}`, `1`, []string{"spec/value must be string"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

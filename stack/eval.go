@@ -86,7 +86,6 @@ func (s *Stack) ValidateParameters(spec map[string]any) error {
 	if len(causes) == 0 {
 		return nil
 	}
-	s.nameExtraProperties(spec, causes)
 	parts := make([]string, len(causes))
 	for i, c := range causes {
 		parts[i] = c.String()
@@ -94,43 +93,6 @@ func (s *Stack) ValidateParameters(spec map[string]any) error {
 	e := cairn.Errorf(cairn.CodeInvalid, "invalid parameters of %s: %s", s.Manifest.Kind.Names.Kind, strings.Join(parts, "; "))
 	e.Causes = causes
 	return e
-}
-
-// nameExtraProperties completes "must NOT have additional properties",
-// which does not say which, with the properties at fault and the known ones.
-func (s *Stack) nameExtraProperties(spec map[string]any, causes []cairn.Cause) {
-	var doc map[string]any
-	if json.Unmarshal(s.Manifest.Kind.Parameters, &doc) != nil {
-		return
-	}
-	for i, c := range causes {
-		if c.Message != "must NOT have additional properties" {
-			continue
-		}
-		var val any = spec
-		sch := doc
-		for _, step := range strings.Split(c.Field, "/")[1:] {
-			m, _ := val.(map[string]any)
-			val = m[step]
-			props, _ := sch["properties"].(map[string]any)
-			sch, _ = props[step].(map[string]any)
-		}
-		m, _ := val.(map[string]any)
-		props, _ := sch["properties"].(map[string]any)
-		if m == nil || sch == nil {
-			continue
-		}
-		var extra []string
-		for _, k := range sortedKeys(m) {
-			if _, ok := props[k]; !ok {
-				extra = append(extra, k)
-			}
-		}
-		if len(extra) > 0 {
-			causes[i].Message = fmt.Sprintf("must NOT have additional properties: %s (known: %s)",
-				strings.Join(extra, ", "), strings.Join(sortedKeys(props), ", "))
-		}
-	}
 }
 
 // Outputs evaluates the stack's outputs for an installation and its

@@ -159,7 +159,8 @@ func TestClusterScopedKubectl(t *testing.T) {
 
 // TestKubectlConfigurationSetRefused: an installation that chooses a
 // configuration set its stack does not have is refused by the hub naming
-// the field and the sets (what to write), and nothing is created.
+// the field and the sets (what to write), and nothing is created; one with
+// a parameter the stack does not have, naming it and the known ones.
 func TestKubectlConfigurationSetRefused(t *testing.T) {
 	kubectl := findKubectl(t)
 	e := newRestEnv(t)
@@ -177,6 +178,9 @@ func TestKubectlConfigurationSetRefused(t *testing.T) {
 	k := newKubectl(t, kubectl, e.url)
 	k.file("staging.yaml", "apiVersion: sql.stacks.cairn.dev/v1alpha1\nkind: SQLEnv\nmetadata: {name: orders}\nspec: {region: us-west2, tier: staging}\n")
 	k.fails([]string{`The SQLEnv "orders" is invalid: spec.tier: must be equal to one of the allowed values: "dev", "prod"`}, "apply", "-f", "staging.yaml")
+	// A parameter the stack does not have is named, with those it has.
+	k.file("zone.yaml", "apiVersion: sql.stacks.cairn.dev/v1alpha1\nkind: SQLEnv\nmetadata: {name: orders}\nspec: {region: us-west2, zone: a}\n")
+	k.fails([]string{`The SQLEnv "orders" is invalid: spec: must NOT have additional properties: zone (known: region, tier)`}, "apply", "-f", "zone.yaml")
 	if out, errOut, _ := k.run("get", "sqlenvs"); strings.Contains(out, "orders") || !strings.Contains(errOut, "No resources found") {
 		t.Errorf("after the refusal, get sqlenvs = %q %q", out, errOut)
 	}
