@@ -2,8 +2,8 @@
 // any other client of the hub: controllers, tools) is written against, and
 // its two implementations:
 //
-//   - in process: *hub.Hub itself satisfies Interface, and NewLocal pairs it
-//     with the REST façade served in process for the resource commands;
+//   - in process: *hub.Hub itself satisfies Interface; NewLocal serves the
+//     REST façade over it in process, for Interface and the resources;
 //   - over the network: NewREST implements Interface with the REST API of a
 //     cairn server (api/rest/client underneath).
 //
@@ -66,10 +66,15 @@ type Client struct {
 	*restclient.Client
 }
 
-// NewLocal is the in-process Client over h: Interface is h itself, the
-// resources are the REST façade over h served in process.
+// NewLocal is the in-process Client over h: the REST façade over h
+// served in process, for the hub's operations (Interface, through NewREST)
+// as for the resources. A command's answers and refusals are so the same,
+// word for word, as a server's ("TypeInstance "ID" is invalid: ..."),
+// where calling h directly gave the hub's own wording, Capact's ("failed
+// to update TypeInstances: ..."), in local mode only.
 func NewLocal(h *hub.Hub, opts ...restclient.Option) Client {
-	return Client{Interface: h, Client: restclient.NewInProcess(rest.New(rest.Config{Hub: h}), opts...)}
+	c := restclient.NewInProcess(rest.New(rest.Config{Hub: h}), opts...)
+	return Client{Interface: NewREST(c), Client: c}
 }
 
 // NewRemote is the Client of the server c talks to.

@@ -36,7 +36,7 @@ func TestImplementationsAgree(t *testing.T) {
 			var c client.Interface
 			switch impl {
 			case "hub":
-				c = client.NewLocal(h).Interface
+				c = h
 			case "rest":
 				srv := httptest.NewServer(rest.New(rest.Config{Hub: h}))
 				t.Cleanup(srv.Close)

@@ -109,6 +109,11 @@ func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (Stack
 	// define it the same way (ApplyType refuses a different schema under a
 	// registered revision).
 	if _, _, err := h.ApplyType(ctx, t); err != nil {
+		if cairn.HasCode(err, cairn.CodeConflict) {
+			if old, gerr := h.GetType(ctx, t.Ref()); gerr == nil {
+				return StackEntry{}, false, h.kindChanged(ctx, s, old, t, err)
+			}
+		}
 		return StackEntry{}, false, fmt.Errorf("stack %s@%s: register the installation kind %s: %w", m.Name, m.Version, m.Kind.Names.Kind, err)
 	}
 	ref := StackTypeRef()

@@ -108,3 +108,77 @@ func TestStackCatalog(t *testing.T) {
 		t.Errorf("AddStack(garbage) = %v", err)
 	}
 }
+
+// sqlEnvArchive loads examples/stacks/sql-env, changed by edit (given the
+// package's directory and its stack.yaml, it returns the new stack.yaml).
+func sqlEnvArchive(t *testing.T, edit func(dir, manifest string) string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "examples", "stacks", "sql-env"))); err != nil {
+		t.Fatal(err)
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "stack.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stack.yaml"), []byte(edit(dir, string(m))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStackKindChangeNeedsNewVersion: a stack version whose kind differs
+// from the one an earlier version registered under the same kind.version
+// is refused, saying what differs, which version registered it, and what
+// to change where: kind.version in stack.yaml, at its line, with a version
+// to use. The refusal adds nothing.
+func TestStackKindChangeNeedsNewVersion(t *testing.T) {
+	env := newEnv(t)
+	h, ctx := env.h, env.ctx
+	if _, _, err := h.AddStack(ctx, sqlEnvArchive(t, func(_, m string) string { return m })); err != nil {
+		t.Fatal(err)
+	}
+	v2 := func(m string) string { return strings.Replace(m, "version: 0.1.0", "version: 0.2.0", 1) }
+	for _, tt := range []struct {
+		name string
+		edit func(dir, manifest string) string
+		want []string
+	}{
+		{"a configuration set added", func(dir, m string) string {
+			if err := os.CopyFS(filepath.Join(dir, "resources", "staging"), os.DirFS(filepath.Join(dir, "resources", "dev"))); err != nil {
+				t.Fatal(err)
+			}
+			return strings.Replace(v2(m), "  - name: prod\n", "  - name: staging\n  - name: prod\n", 1)
+		}, []string{`spec.tier: values "dev", "prod" → "dev", "staging", "prod"`}},
+		{"a parameter added", func(_, m string) string {
+			return strings.Replace(v2(m), "      region:\n", "      zone: {type: string}\n      region:\n", 1)
+		}, []string{"spec.zone: added"}},
+		{"a printer column removed", func(_, m string) string {
+			return strings.Replace(v2(m), "  - {name: Region, type: string, jsonPath: .spec.region}\n", "", 1)
+		}, []string{"printer columns"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := h.AddStack(ctx, sqlEnvArchive(t, tt.edit))
+			if !cairn.HasCode(err, cairn.CodeConflict) {
+				t.Fatalf("AddStack = %v, want a conflict", err)
+			}
+			for _, w := range append(tt.want, "sql-env@0.2.0", "kind SQLEnv (sql.stacks.cairn.dev/v1alpha1) is already defined by sql-env@0.1.0",
+				"change kind.version in stack.yaml (line 11) to a new version, such as v1alpha2") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+			if list, err := h.ListStacks(ctx); err != nil || len(list) != 1 {
+				t.Errorf("the catalog after the refusal: %+v, %v", list, err)
+			}
+		})
+	}
+}

@@ -270,7 +270,10 @@ func checkAgainst(s *schema.Schema, subject string, ref cairn.TypeRef, value jso
 	if s == nil || value == nil {
 		return nil
 	}
-	if causes := s.Validate("spec/value", value); len(causes) > 0 {
+	// The allowed values of an enum are named (spec.tier: must be equal to
+	// one of the allowed values: "dev", "prod"): Local Hub validates no
+	// values against Types, so no Capact client compares this text.
+	if causes := s.ValidateShowingValues("spec/value", value); len(causes) > 0 {
 		return &cairn.Error{Code: cairn.CodeInvalid, Subject: subject, Causes: causes,
 			Msg: fmt.Sprintf("value does not match Type %s: %s", ref, joinCauses(causes))}
 	}

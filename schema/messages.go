@@ -2,7 +2,9 @@ package schema
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
 	"slices"
@@ -22,6 +24,51 @@ import (
 type messenger struct {
 	doc  any // the schema document, nil when unknown
 	inst any // the instance validated, nil when unknown
+	// showValues: name what an enum or a const allows after AJV's words
+	// (Schema.ValidateShowingValues).
+	showValues bool
+}
+
+// extraProperties is ": " and the properties additionalProperties refused,
+// with those the schema at schemaURL declares, when m shows values:
+// ": zone (known: projectID, region)".
+func (m messenger) extraProperties(schemaURL string, extra []string) string {
+	if !m.showValues || len(extra) == 0 {
+		return ""
+	}
+	extra = slices.Sorted(slices.Values(extra))
+	msg := ": " + strings.Join(extra, ", ")
+	if tokens, ok := schemaPointer(schemaURL); ok {
+		if node, ok := lookup(m.doc, tokens).(map[string]any); ok {
+			if props, ok := node["properties"].(map[string]any); ok && len(props) > 0 {
+				msg += " (known: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
+			}
+		}
+	}
+	return msg
+}
+
+// maxShownValues bounds the values an enum's message names.
+const maxShownValues = 20
+
+// allowed is ": " and the values, as JSON, when m shows them.
+func (m messenger) allowed(values ...any) string {
+	if !m.showValues || len(values) == 0 {
+		return ""
+	}
+	shown := make([]string, 0, min(len(values), maxShownValues)+1)
+	for i, v := range values {
+		if i == maxShownValues {
+			shown = append(shown, fmt.Sprintf("... (%d more)", len(values)-i))
+			break
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(fmt.Sprint(v))
+		}
+		shown = append(shown, string(b))
+	}
+	return ": " + strings.Join(shown, ", ")
 }
 
 // collect appends the causes of e and its descendants to out. Wrapper errors
@@ -56,14 +103,14 @@ func (m messenger) collect(root string, e *jsonschema.ValidationError, out []cai
 	case *kind.DependentRequired:
 		out = append(out, at(dependencyMessage(k.Prop, k.Missing)))
 	case *kind.AdditionalProperties:
-		out = append(out, at("must NOT have additional properties"))
+		out = append(out, at("must NOT have additional properties"+m.extraProperties(e.SchemaURL, k.Properties)))
 	case *kind.PropertyNames:
 		// The causes locate the name, not a value: report the name itself.
 		out = append(out, at(fmt.Sprintf("property name '%s' must be valid", k.Property)))
 	case *kind.Const:
-		out = append(out, at("must be equal to constant"))
+		out = append(out, at("must be equal to constant"+m.allowed(k.Want)))
 	case *kind.Enum:
-		out = append(out, at("must be equal to one of the allowed values"))
+		out = append(out, at("must be equal to one of the allowed values"+m.allowed(k.Want...)))
 	case *kind.Minimum:
 		out = append(out, at("must be >= "+ratString(k.Want)))
 	case *kind.Maximum:

@@ -97,6 +97,22 @@ func CompileDraft(doc json.RawMessage, def Draft) (*Schema, error) {
 // (e.g. root "spec/value" gives "spec/value/url"). A document that is not
 // JSON yields a single cause saying so.
 func (s *Schema) Validate(root string, v json.RawMessage) []cairn.Cause {
+	return s.validate(root, v, false)
+}
+
+// ValidateShowingValues is Validate for the values of Types, whose writers
+// need to know what to write: after AJV's words an enum's violation names
+// the allowed values (must be equal to one of the allowed values: "dev",
+// "prod"), a const's the constant, and additionalProperties the properties
+// it refused and those the schema declares (must NOT have additional
+// properties: zone (known: projectID, region)). Validate keeps AJV's words alone for
+// the contexts of storage backends, the texts Local Hub gives and Capact's
+// clients compare (docs/graphql.md).
+func (s *Schema) ValidateShowingValues(root string, v json.RawMessage) []cairn.Cause {
+	return s.validate(root, v, true)
+}
+
+func (s *Schema) validate(root string, v json.RawMessage, showValues bool) []cairn.Cause {
 	inst, err := decodeInstance(v)
 	if err != nil {
 		return []cairn.Cause{{Field: root, Message: "is not valid JSON: " + err.Error()}}
@@ -113,7 +129,7 @@ func (s *Schema) Validate(root string, v json.RawMessage) []cairn.Cause {
 	if !errors.As(err, &verr) {
 		return []cairn.Cause{{Field: root, Message: err.Error()}}
 	}
-	m := messenger{doc: s.doc, inst: inst}
+	m := messenger{doc: s.doc, inst: inst, showValues: showValues}
 	causes := m.collect(root, verr, nil)
 	if len(causes) == 0 {
 		// Unreachable with the current library: an error always has a leaf.

@@ -503,3 +503,33 @@ func TestDefaultDraft(t *testing.T) {
 		t.Errorf("cache holds %d schemas after Forget, want 0", c.Len())
 	}
 }
+
+// TestValidateShowingValues: the variant for values of Types names what an
+// enum or a const allows, and the properties additionalProperties refuses,
+// after AJV's words, which Validate keeps for the
+// contexts of backends (the texts Capact's clients compare).
+func TestValidateShowingValues(t *testing.T) {
+	for _, tt := range []struct {
+		name, schema, value string
+		want                []string
+	}{
+		{"enum", `{"properties":{"tier":{"enum":["dev","prod"]}}}`, `{"tier":"staging"}`,
+			[]string{`spec/value/tier must be equal to one of the allowed values: "dev", "prod"`}},
+		{"enum of several types", `{"items":{"enum":["a",1,true,null]}}`, `["a","b"]`,
+			[]string{`spec/value/1 must be equal to one of the allowed values: "a", 1, true, null`}},
+		{"const", `{"const":{"a":1}}`, `{"a":2}`, []string{`spec/value must be equal to constant: {"a":1}`}},
+		{"additional properties", `{"properties":{"a":{"properties":{"x":{}},"additionalProperties":false}}}`, `{"a":{"z":1,"y":2}}`,
+			[]string{"spec/value/a must NOT have additional properties: y, z (known: x)"}},
+		{"other keywords as Validate", `{"type":"string"}`, `1`, []string{"spec/value must be string"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustCompile(t, json.RawMessage(tt.schema))
+			if got := causeStrings(s.ValidateShowingValues("spec/value", json.RawMessage(tt.value))); !slices.Equal(got, tt.want) {
+				t.Errorf("ValidateShowingValues(%s) against %s\n got %q\nwant %q", tt.value, tt.schema, got, tt.want)
+			}
+			if got := causeStrings(s.Validate("spec/value", json.RawMessage(tt.value))); strings.Contains(strings.Join(got, ""), ": ") {
+				t.Errorf("Validate(%s) names values: %q; it keeps AJV's words", tt.value, got)
+			}
+		})
+	}
+}

@@ -280,3 +280,15 @@ func jsonKind(t reflect.Type) string {
 	}
 	return t.String()
 }
+
+// ManifestLine is the line of stack.yaml at path (string keys, int
+// indexes), or of the closest field above it; 0 when the package has no
+// stack.yaml that parses. Errors found after loading (the hub's) use it to
+// say where to change the manifest.
+func (s *Stack) ManifestLine(path ...any) int {
+	d, err := parseYAMLDoc(ManifestFile, s.Files[ManifestFile])
+	if err != nil {
+		return 0
+	}
+	return d.line(path...)
+}

@@ -95,12 +95,10 @@ func (s *Stack) ValidateParameters(spec map[string]any) error {
 	if err != nil {
 		return cairn.Errorf(cairn.CodeInvalid, "parameters of %s: %w", s.Manifest.Kind.Names.Kind, err)
 	}
-	causes := s.params.Validate("spec", b)
+	causes := s.params.ValidateShowingValues("spec", b)
 	if len(causes) == 0 {
 		return nil
 	}
-	s.nameExtraProperties(spec, causes)
-	s.nameAllowedValues(causes)
 	parts := make([]string, len(causes))
 	for i, c := range causes {
 		parts[i] = c.String()
@@ -108,83 +106,6 @@ func (s *Stack) ValidateParameters(spec map[string]any) error {
 	e := cairn.Errorf(cairn.CodeInvalid, "invalid parameters of %s: %s", s.Manifest.Kind.Names.Kind, strings.Join(parts, "; "))
 	e.Causes = causes
 	return e
-}
-
-// nameExtraProperties completes "must NOT have additional properties",
-// which does not say which, with the properties at fault and the known ones.
-func (s *Stack) nameExtraProperties(spec map[string]any, causes []cairn.Cause) {
-	var doc map[string]any
-	if json.Unmarshal(s.Manifest.Kind.Parameters, &doc) != nil {
-		return
-	}
-	for i, c := range causes {
-		if c.Message != "must NOT have additional properties" {
-			continue
-		}
-		var val any = spec
-		sch := doc
-		for _, step := range strings.Split(c.Field, "/")[1:] {
-			m, _ := val.(map[string]any)
-			val = m[step]
-			props, _ := sch["properties"].(map[string]any)
-			sch, _ = props[step].(map[string]any)
-		}
-		m, _ := val.(map[string]any)
-		props, _ := sch["properties"].(map[string]any)
-		if m == nil || sch == nil {
-			continue
-		}
-		var extra []string
-		for _, k := range sortedKeys(m) {
-			if _, ok := props[k]; !ok {
-				extra = append(extra, k)
-			}
-		}
-		if len(extra) > 0 {
-			causes[i].Message = fmt.Sprintf("must NOT have additional properties: %s (known: %s)",
-				strings.Join(extra, ", "), strings.Join(sortedKeys(props), ", "))
-		}
-	}
-}
-
-// nameAllowedValues completes "must be equal to one of the allowed values",
-// which does not say which, with the enum's values, found by walking the
-// parameters schema's properties and items to the field. The schema
-// package keeps AJV's wording, which Capact's clients compare; a stack's
-// user only needs to know what to write.
-func (s *Stack) nameAllowedValues(causes []cairn.Cause) {
-	var doc map[string]any
-	if json.Unmarshal(s.Manifest.Kind.Parameters, &doc) != nil {
-		return
-	}
-	for i, c := range causes {
-		if c.Message != "must be equal to one of the allowed values" {
-			continue
-		}
-		sch := doc
-		for _, step := range strings.Split(c.Field, "/")[1:] {
-			if props, _ := sch["properties"].(map[string]any); props[step] != nil {
-				sch, _ = props[step].(map[string]any)
-			} else if _, err := strconv.Atoi(step); err == nil {
-				sch, _ = sch["items"].(map[string]any)
-			} else {
-				sch, _ = sch["additionalProperties"].(map[string]any)
-			}
-			if sch == nil {
-				break
-			}
-		}
-		values, _ := sch["enum"].([]any)
-		if len(values) == 0 {
-			continue
-		}
-		shown := make([]string, len(values))
-		for j, v := range values {
-			b, _ := json.Marshal(v)
-			shown[j] = string(b)
-		}
-		causes[i].Message += ": " + strings.Join(shown, ", ")
-	}
 }
 
 // Outputs evaluates the stack's outputs for an installation and its

@@ -264,7 +264,7 @@ func defaultProblem(ps map[string]any, v any) string {
 	if err != nil {
 		return err.Error()
 	}
-	causes := sub.Validate("default", b)
+	causes := sub.ValidateShowingValues("default", b)
 	if len(causes) == 0 {
 		return ""
 	}

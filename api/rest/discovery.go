@@ -92,7 +92,7 @@ func hubResources() []*resource {
 			verbs: []string{"create"}, hubKind: "lockrequests"},
 		// The hub's one policy, a singleton named "default" (policy.go).
 		{group: HubGroup, version: HubVersion, kind: "Policy", plural: "policies", singular: "policy",
-			verbs: []string{"get", "update"}, hubKind: "policies"},
+			verbs: []string{"get", "list", "update"}, hubKind: "policies"},
 		// The stack catalog (stacks.go): stacks/<name>[@<version>].
 		{group: HubGroup, version: HubVersion, kind: "Stack", plural: "stacks", singular: "stack",
 			verbs: []string{"create", "get", "list"}, hubKind: "stacks"},

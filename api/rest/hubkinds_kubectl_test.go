@@ -119,6 +119,15 @@ spec:
 	if out := k.ok("explain", "ti", "--recursive"); !strings.Contains(out, "resourceVersion\t<integer>") || !strings.Contains(out, "typeRef\t<Object>") {
 		t.Errorf("explain ti --recursive:\n%s", out)
 	}
+	// Types and Backends are explained with their own fields, not with a
+	// served instance's status (typeRef, backend, lockedBy, uses, ...).
+	if out := k.ok("explain", "types.spec"); !strings.Contains(out, "revision\t<string>") || !strings.Contains(out, "jsonSchema\t<Object>") {
+		t.Errorf("explain types.spec:\n%s", out)
+	}
+	if out := k.ok("explain", "backends", "--recursive"); !strings.Contains(out, "acceptValue\t<boolean>") || strings.Contains(out, "lockedBy") {
+		t.Errorf("explain backends --recursive:\n%s", out)
+	}
+	k.fails([]string{`field "status" does not exist`}, "explain", "types.status")
 
 	// A Type as kubectl gets it is created again from that file (another
 	// hub, or after a delete): named <path>:<revision>, with a timestamp.

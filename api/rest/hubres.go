@@ -56,7 +56,7 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 	case "lockrequests POST false":
 		err = s.lockRequest(w, r)
 	case "stacks GET false":
-		err = s.listStacks(w, r)
+		err = s.listStacks(w, r, req)
 	case "stacks GET true":
 		err = s.getStack(w, r, req)
 	case "stacks POST false":
@@ -69,6 +69,8 @@ func (s *Server) serveHub(w http.ResponseWriter, r *http.Request, req request) {
 		err = s.listProposals(w, r, req)
 	case "proposals GET true":
 		err = s.getProposal(w, r, req)
+	case "policies GET false":
+		err = s.listPolicies(w, r, req)
 	case "policies GET true", "policies PUT true":
 		err = s.servePolicy(w, r, req)
 	default:

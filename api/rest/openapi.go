@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
 	openapiv2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
+
+	stackctl "github.com/cairn-dev/cairn/controller/stack"
+	"github.com/cairn-dev/cairn/hub"
 )
 
 // OpenAPI v3, as the Kubernetes API server publishes it: /openapi/v3 lists
@@ -123,6 +127,16 @@ func specDescription(r *resource) string {
 		return "The instance: its Type (typeRef), namespace, name, alias, attributes, storage backend and value."
 	case r.hubKind == "backends":
 		return "The storage backend: its Type (typeRef), alias, url, whether it accepts values (acceptValue) and the schema of its context."
+	case r.hubKind == "lockrequests":
+		return "What to lock or unlock (action), which TypeInstances (ids) and for whom (owner)."
+	case r.hubKind == "policies":
+		return "The hub's policy: the rules that pick a new instance's storage backend (typeInstance) and an Interface's implementation (interface)."
+	case r.hubKind == "stacks":
+		return "A stack package version of the catalog: its name, version, digest, manifest and installation Type."
+	case r.hubKind == "plans", r.hubKind == "installs":
+		return "The stack installation to plan or make, with the dependencies it needs."
+	case r.hubKind == "proposals":
+		return "A change a backend proposed for review (a pull request): where, on which branch, for which instances."
 	}
 	return "The instance's value, validated against the Type's JSON Schema."
 }
@@ -145,22 +159,43 @@ func kindSchema(r *resource, gvk []map[string]string) map[string]any {
 		}
 	}
 	status := objectStatusSchema()
+	if r.typ != nil && slices.Contains(r.typ.AdditionalRefs, hub.InstallationParent) {
+		// A stack installation: what its controller reports (conditions,
+		// outputs, children, events) beside the hub's fields.
+		own := goSchema(reflect.TypeFor[stackctl.Status](), "installation.status", map[reflect.Type]bool{})
+		props := status["properties"].(map[string]any)
+		for k, v := range own["properties"].(map[string]any) {
+			if _, taken := props[k]; !taken {
+				props[k] = v
+			}
+		}
+	}
 	if r.hubKind == "typeinstances" {
 		spec, status = typeInstanceSchemas()
+	} else if specType, statusType, ok := hubKindShapes(r.hubKind); ok {
+		// A hub kind is described by the Go types it is served with, not
+		// as an instance of a Type (whose status the hub writes).
+		spec, status = goSchema(specType, r.hubKind+".spec", map[reflect.Type]bool{}), nil
+		if statusType != nil {
+			status = goSchema(statusType, r.hubKind+".status", map[reflect.Type]bool{})
+		}
 	}
 	if _, ok := spec["description"]; !ok {
 		spec["description"] = specDescription(r)
 	}
+	props := map[string]any{
+		"apiVersion": map[string]any{"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+		"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+		"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
+		"spec":       spec,
+	}
+	if status != nil {
+		props["status"] = status
+	}
 	return map[string]any{
-		"type":        "object",
-		"description": desc,
-		"properties": map[string]any{
-			"apiVersion": map[string]any{"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
-			"kind":       map[string]any{"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
-			"metadata":   map[string]any{"$ref": "#/components/schemas/" + objectMetaRef},
-			"spec":       spec,
-			"status":     status,
-		},
+		"type":                            "object",
+		"description":                     desc,
+		"properties":                      props,
 		"x-kubernetes-group-version-kind": gvk,
 	}
 }

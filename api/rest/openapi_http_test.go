@@ -214,3 +214,47 @@ func TestOpenAPITypeInstanceFields(t *testing.T) {
 		t.Errorf("TypeInstance status fields = %v, want %v", got, want)
 	}
 }
+
+// TestOpenAPIHubKindsOwnFields: kubectl explain of each hub kind shows the
+// fields that kind is served with. Types, Backends and the others were
+// described with a served instance's status (typeRef, backend, lockedBy,
+// uses, ...), which none of them has, and an open spec.
+func TestOpenAPIHubKindsOwnFields(t *testing.T) {
+	e := newRestEnv(t)
+	doc := openAPIDoc(t, e, "/openapi/v3/apis/hub.cairn.dev/v1")
+	for _, tt := range []struct {
+		kind   string
+		spec   []string // the spec's fields
+		status []string // nil: the kind has no status
+	}{
+		{"Type", []string{"additionalRefs", "jsonSchema", "path", "rest", "revision"}, nil},
+		{"Backend", []string{"abstract", "acceptValue", "alias", "contextSchema", "typeRef", "url"}, nil},
+		{"LockRequest", []string{"action", "ids", "owner"}, []string{"succeeded"}},
+		{"Policy", []string{"interface", "typeInstance"}, nil},
+		{"Stack", []string{"archive", "description", "digest", "installationType", "manifest", "name", "version"}, nil},
+		{"Proposal", []string{"backend", "base", "branch", "instances", "number", "provider", "url"}, []string{"message", "state"}},
+	} {
+		s, ok := doc.Components.Schemas["dev.cairn.hub.v1."+tt.kind]
+		if !ok {
+			t.Errorf("no schema of %s among %v", tt.kind, keys(doc.Components.Schemas))
+			continue
+		}
+		if got := keys(s.Properties["spec"].Properties); !slices.Equal(got, tt.spec) {
+			t.Errorf("%s spec fields = %v, want %v", tt.kind, got, tt.spec)
+		}
+		status, has := s.Properties["status"]
+		switch {
+		case tt.status == nil && has:
+			t.Errorf("%s has a status in its schema (%v); it is served without one", tt.kind, keys(status.Properties))
+		case tt.status != nil && !slices.Equal(keys(status.Properties), tt.status):
+			t.Errorf("%s status fields = %v, want %v", tt.kind, keys(status.Properties), tt.status)
+		}
+	}
+	typ := doc.Components.Schemas["dev.cairn.hub.v1.Type"].Properties["spec"]
+	if got := typ.Properties["path"].Type; got != "string" {
+		t.Errorf("Type spec.path type = %q, want string", got)
+	}
+	if got := typ.Properties["rest"].Properties["names"].Properties["kind"].Type; got != "string" {
+		t.Errorf("Type spec.rest.names.kind type = %q, want string", got)
+	}
+}

@@ -53,6 +53,16 @@ type inPolicy struct {
 
 var inPolicyFields = fieldTreeOf(reflect.TypeOf(inPolicy{}), nil)
 
+// listPolicies lists the hub's one policy, for kubectl get policies.
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, req request) error {
+	doc, err := s.hub.GetPolicy(r.Context())
+	if err != nil {
+		return err
+	}
+	s.writeRead(w, r, req.res, List{APIVersion: HubGroup + "/" + HubVersion, Kind: "PolicyList", Items: []any{toPolicyObject(doc)}})
+	return nil
+}
+
 // servePolicy serves GET and PUT of policies/default.
 func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.name != PolicyName {
@@ -102,6 +112,6 @@ func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request, req request
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toPolicyObject(doc))
+	s.writeRead(w, r, req.res, toPolicyObject(doc))
 	return nil
 }

@@ -139,3 +139,23 @@ func TestPolicyInstanceIsNotWrittenAsATypeInstance(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyList: kubectl get policies lists the hub's one policy (the
+// list answered 405, which kubectl printed as "the server does not allow
+// this method on the requested resource").
+func TestPolicyList(t *testing.T) {
+	e := newRestEnv(t)
+	var l struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Kind     string                `json:"kind"`
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(e.mustDo("GET", hubGV+"/policies", "", nil, http.StatusOK).body, &l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Kind != "PolicyList" || len(l.Items) != 1 || l.Items[0].Kind != "Policy" || l.Items[0].Metadata.Name != "default" {
+		t.Errorf("GET policies = %+v", l)
+	}
+}

@@ -122,8 +122,29 @@ func TestClusterScopedKubectl(t *testing.T) {
 			t.Errorf("kubectl %s = %q", strings.Join(args, " "), out)
 		}
 	}
-	if out := k.ok("get", "dbs", "-A"); !strings.Contains(out, "small-infra") {
-		t.Errorf("get dbs -A = %q", out)
+	// The columns of a stack installation, as a CRD's
+	// additionalPrinterColumns: NAME, READY, SYNCED (no condition yet:
+	// empty), AGE; -A adds no NAMESPACE to a cluster-scoped kind; -o wide
+	// adds the hub's columns.
+	for args, header := range map[string]string{
+		"get dbs":         "NAME READY SYNCED AGE",
+		"get dbs -A":      "NAME READY SYNCED AGE",
+		"get dbs -o wide": "NAME READY SYNCED AGE REVISION BACKEND LOCKED-BY",
+	} {
+		out := k.ok(strings.Fields(args)...)
+		first, _, _ := strings.Cut(out, "\n")
+		if got := strings.Join(strings.Fields(first), " "); got != header || !strings.Contains(out, "small-infra") {
+			t.Errorf("kubectl %s header %q, want %q:\n%s", args, got, header, out)
+		}
+	}
+	// explain describes what the stack controller reports in the status,
+	// beside the hub's fields.
+	if out := k.ok("explain", "dbs.status"); !strings.Contains(out, "conditions\t<[]Object>") || !strings.Contains(out, "outputs\t<map[string]Object>") ||
+		!strings.Contains(out, "observedGeneration\t<integer>") || !strings.Contains(out, "typeRef\t<Object>") {
+		t.Errorf("explain dbs.status:\n%s", out)
+	}
+	if out := k.ok("explain", "dbs.status.conditions"); !strings.Contains(out, "reason\t<string>") || !strings.Contains(out, "lastTransitionTime\t<string>") {
+		t.Errorf("explain dbs.status.conditions:\n%s", out)
 	}
 	if out := k.ok("get", "db", "small-infra", "-o", "jsonpath={.metadata.namespace}|{.spec.engine}"); out != "|postgres" {
 		t.Errorf("namespace|engine = %q, want |postgres", out)
@@ -133,5 +154,34 @@ func TestClusterScopedKubectl(t *testing.T) {
 	}
 	if out := k.ok("delete", "-f", "small-ns.yaml"); !strings.Contains(out, `db.db.test.cairn.dev "small-infra" deleted`) {
 		t.Errorf("delete = %q", out)
+	}
+}
+
+// TestKubectlConfigurationSetRefused: an installation that chooses a
+// configuration set its stack does not have is refused by the hub naming
+// the field and the sets (what to write), and nothing is created; one with
+// a parameter the stack does not have, naming it and the known ones.
+func TestKubectlConfigurationSetRefused(t *testing.T) {
+	kubectl := findKubectl(t)
+	e := newRestEnv(t)
+	s, err := stack.Load(context.Background(), repoDir("examples", "stacks", "sql-env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := s.Archive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.h.AddStack(e.ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	k := newKubectl(t, kubectl, e.url)
+	k.file("staging.yaml", "apiVersion: sql.stacks.cairn.dev/v1alpha1\nkind: SQLEnv\nmetadata: {name: orders}\nspec: {region: us-west2, tier: staging}\n")
+	k.fails([]string{`The SQLEnv "orders" is invalid: spec.tier: must be equal to one of the allowed values: "dev", "prod"`}, "apply", "-f", "staging.yaml")
+	// A parameter the stack does not have is named, with those it has.
+	k.file("zone.yaml", "apiVersion: sql.stacks.cairn.dev/v1alpha1\nkind: SQLEnv\nmetadata: {name: orders}\nspec: {region: us-west2, zone: a}\n")
+	k.fails([]string{`The SQLEnv "orders" is invalid: spec: must NOT have additional properties: zone (known: region, tier)`}, "apply", "-f", "zone.yaml")
+	if out, errOut, _ := k.run("get", "sqlenvs"); strings.Contains(out, "orders") || !strings.Contains(errOut, "No resources found") {
+		t.Errorf("after the refusal, get sqlenvs = %q %q", out, errOut)
 	}
 }

@@ -41,7 +41,7 @@ func toStackObject(e hub.StackEntry) StackObject {
 	}
 }
 
-func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) listStacks(w http.ResponseWriter, r *http.Request, req request) error {
 	all, err := s.hub.ListStacks(r.Context())
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func (s *Server) listStacks(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range all {
 		out.Items = append(out.Items, toStackObject(e))
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRead(w, r, req.res, out)
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (s *Server) getStack(w http.ResponseWriter, r *http.Request, req request) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toStackObject(e))
+	s.writeRead(w, r, req.res, toStackObject(e))
 	return nil
 }
 

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/api/rest"
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/stack"
 )
@@ -96,6 +98,30 @@ func TestStacksOverREST(t *testing.T) {
 		t.Errorf("POST stacks carries no creationTimestamp: %s", b)
 	}
 	wantStatus(t, e.do("GET", hubGV+"/stacks/db@9.9.9", "", nil), http.StatusNotFound, "NotFound")
+	// kubectl get stacks shows what cairn stack list shows: the version,
+	// the kind and its apiVersion (-o wide: the digest, the description).
+	sreq, _ := http.NewRequest("GET", e.url+hubGV+"/stacks", nil)
+	sreq.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	sresp, err := e.client.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stbl rest.Table
+	err = json.NewDecoder(sresp.Body).Decode(&stbl)
+	sresp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scols []string
+	for _, c := range stbl.ColumnDefinitions {
+		scols = append(scols, fmt.Sprintf("%s/%d", c.Name, c.Priority))
+	}
+	if got, want := strings.Join(scols, " "), "Name/0 Version/0 Kind/0 API-Version/0 Age/0 Digest/1 Description/1"; got != want || len(stbl.Rows) != 1 {
+		t.Fatalf("stacks table columns %s, want %s; rows %+v", got, want, stbl.Rows)
+	}
+	if cells := fmt.Sprint(stbl.Rows[0].Cells[:4]); cells != "[db@0.1.0 0.1.0 DB db.test.cairn.dev/v1]" {
+		t.Errorf("stacks table row = %s", cells)
+	}
 
 	// An installation, reconciled once: its children name it as their
 	// owner, and kubectl's Table shows READY and SYNCED.

@@ -297,6 +297,28 @@ func backendColumns() []printColumn {
 	}
 }
 
+// stackColumns are those of cairn stack list: the version, the kind of
+// its installations and their apiVersion (-o wide: digest, description).
+func stackColumns() []printColumn {
+	return []printColumn{
+		nameColumn("<name>@<version>."),
+		newColumn(cairn.PrinterColumn{Name: "Version", Type: "string", JSONPath: ".spec.version", Description: "The package's version."}),
+		newColumn(cairn.PrinterColumn{Name: "Kind", Type: "string", JSONPath: ".spec.manifest.kind.names.kind", Description: "The kind of the stack's installations."}),
+		{def: TableColumn{Name: "API-Version", Type: "string", Description: "The group/version its installations are served at."},
+			cell: func(o map[string]any) any {
+				g, _ := nested(o, "spec", "manifest", "kind", "group").(string)
+				v, _ := nested(o, "spec", "manifest", "kind", "version").(string)
+				if g == "" {
+					return nil
+				}
+				return g + "/" + v
+			}},
+		newColumn(ageColumn),
+		newColumn(cairn.PrinterColumn{Name: "Digest", Type: "string", JSONPath: ".spec.digest", Priority: 1, Description: "The SHA-256 of the package's canonical archive."}),
+		newColumn(cairn.PrinterColumn{Name: "Description", Type: "string", JSONPath: ".spec.description", Priority: 1}),
+	}
+}
+
 func proposalColumns() []printColumn {
 	return []printColumn{
 		nameColumn("The proposal's id."),
@@ -606,6 +628,8 @@ func (s *Server) columns(r *http.Request, res *resource) []printColumn {
 		return namespaceColumns()
 	case "proposals":
 		return proposalColumns()
+	case "stacks":
+		return stackColumns()
 	}
 	return []printColumn{nameColumn(""), newColumn(ageColumn)}
 }

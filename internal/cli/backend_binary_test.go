@@ -194,7 +194,13 @@ spec:
 	if got := read(id, "lock"); got != "deploy-42" {
 		t.Errorf("lock = %q", got)
 	}
-	run(5, "update", id, "--value-file", v2)
+	// (A change: an update to the value it has changes nothing and is
+	// answered as the REST API answers a no-op PUT, in both modes.)
+	v3 := filepath.Join(dir, "v3.json")
+	if err := os.WriteFile(v3, []byte(`{"username":"billing","password":"stolen"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(5, "update", id, "--value-file", v3)
 	wantFiles("refused update", id, "1.json", "2.json", "lock")
 
 	// 7. Unlock it: the lock file goes.

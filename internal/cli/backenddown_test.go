@@ -36,7 +36,7 @@ spec:
 			{[]string{"get", "ti", "-o", "name"}, []string{"typeinstance.hub.cairn.dev/" + d.ID}},
 			{[]string{"get", "ti", "-o", "wide"}, []string{d.ID}},
 			{[]string{"get", "flags"}, []string{"\na ", "\nd "}},
-			{[]string{"get", "flags", "-A"}, []string{"other ", " d ", "files"}},
+			{[]string{"get", "flags", "-A", "-o", "wide"}, []string{"other ", " d ", "files"}},
 			{[]string{"get", "flags", "-o", "name"}, []string{"flag.flipt.io/a", "flag.flipt.io/d"}},
 		} {
 			r := e.run("", c.args...)

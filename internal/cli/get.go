@@ -29,6 +29,7 @@ type getOptions struct {
 	watch         bool
 	watchOnly     bool
 	watchEvents   bool
+	showLabels    bool
 	// jsonpath is the parsed template of -o jsonpath=TEMPLATE (output
 	// "jsonpath"), template its text.
 	jsonpath *jsonpath.JSONPath
@@ -135,16 +136,21 @@ a short name or a kind, optionally qualified by its group (flags.flipt.io), as
 -n NAMESPACE (default "default"), or in every namespace with -A. Several
 resources are separated by commas (flags,postgresconfigs), as in kubectl.
 
-Tables: objects of a Type show NAME, TYPE, BACKEND, LOCKED BY, VERSION (the
-resource version of the value) and AGE; -o wide adds UID and LABELS.
-typeinstances (ti) is every instance by id; types shows each Type revision.
+Tables: objects of a served kind (and stacks, proposals) show the server's
+table, the columns kubectl get prints: NAME, the kind's printer columns (a stack installation's READY,
+SYNCED and its stack's own; a Type's additionalPrinterColumns) or AGE; -o wide
+adds REVISION, BACKEND and LOCKED-BY, -A adds NAMESPACE (namespaced kinds),
+--show-labels adds LABELS. typeinstances (ti) is every instance by id, with
+its Type, backend, lock and version; types shows each Type revision.
 An instance's id alone (a UUID, or a Terraform state's or output's id such as
 terraformoutput.default.network-ip) names that TypeInstance, also in describe,
 edit and delete.
 
-Tables and -o name read no value from the backends, so they list every
-instance while a backend is down; -o json and -o yaml show values and then
-fail (exit 6) naming the instance and the backend that cannot be read.
+Tables and -o name list every instance while a backend is down: -o name
+reads no value, and a column that shows one prints <unknown> for an instance
+whose backend cannot be read, with a warning naming it; -o json and -o yaml
+show values and then fail (exit 6) naming the instance and the backend that
+cannot be read.
 -o jsonpath=TEMPLATE prints what kubectl's JSONPath template makes of the
 object, or of the List of several (a key an object lacks prints nothing).
 
@@ -178,6 +184,9 @@ object, or of the List of several (a key an object lacks prints nothing).
 				if len(groups) != 1 {
 					return usageErrorf("you may only watch one resource type at a time")
 				}
+				if printsServerTable(groups[0].res, o.output) {
+					return r.watchTable(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), groups[0], o)
+				}
 				return r.watch(ctx, cmd.OutOrStdout(), groups[0], o)
 			}
 			return r.get(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), groups, o)
@@ -191,13 +200,16 @@ object, or of the List of several (a key an object lacks prints nothing).
 	fl.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
 	fl.BoolVar(&o.watchOnly, "watch-only", false, "print changes only, without listing first")
 	fl.BoolVar(&o.watchEvents, "output-watch-events", false, "show the event type (ADDED, MODIFIED, DELETED) of each change")
+	fl.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column to a table of a served kind's objects, as kubectl's --show-labels")
 	return cmd
 }
 
-// fetched is the objects read for one resource.
+// fetched is the objects read for one resource, or the server's table
+// of them.
 type fetched struct {
-	res  client.Resource
-	objs []object
+	res   client.Resource
+	objs  []object
+	table *rest.Table
 }
 
 func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceNames, o getOptions) error {
@@ -207,6 +219,18 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 	for _, g := range groups {
 		f := fetched{res: g.res}
 		ns := namespaceOf(g.res, o.namespace)
+		if printsServerTable(g.res, o.output) {
+			t, err := r.serverTable(ctx, errw, g, ns, o)
+			if err != nil {
+				if len(g.names) == 0 {
+					return err
+				}
+				errs = append(errs, err)
+			}
+			f.table = t
+			all = append(all, f)
+			continue
+		}
 		if len(g.names) == 0 {
 			if err := require(g.res, "list"); err != nil {
 				return err
@@ -249,6 +273,9 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 	total := 0
 	for _, f := range all {
 		total += len(f.objs)
+		if f.table != nil {
+			total += len(f.table.Rows)
+		}
 	}
 	if total == 0 && len(errs) > 0 {
 		return joinErrors(errs)
@@ -284,6 +311,21 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 	default:
 		printed := 0
 		for _, f := range all {
+			if f.table != nil && len(f.table.Rows) > 0 {
+				if printed > 0 {
+					fmt.Fprintln(w)
+				}
+				printed++
+				t := newServerTable(f.table.ColumnDefinitions, o.wide(), o.allNamespaces && f.res.Namespaced, o.showLabels, false)
+				rows := [][]string{t.header}
+				for _, row := range f.table.Rows {
+					rows = append(rows, t.row(row, ""))
+				}
+				if out = (&columns{w: w}).print(rows...); out != nil {
+					break
+				}
+				continue
+			}
 			if len(f.objs) == 0 {
 				continue
 			}
@@ -291,7 +333,7 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 				fmt.Fprintln(w)
 			}
 			printed++
-			t := r.table(ctx, f.res, o.wide(), o.allNamespaces && f.res.Namespaced, false)
+			t := r.table(ctx, f.res, o.wide(), false)
 			rows := [][]string{t.header}
 			for _, obj := range f.objs {
 				rows = append(rows, t.row(obj, ""))
@@ -308,6 +350,45 @@ func (r *kube) get(ctx context.Context, w, errw io.Writer, groups []resourceName
 		return out
 	}
 	return joinErrors(errs)
+}
+
+// serverTable reads the server's table of g: the list, or each named
+// object (a name that fails is reported after the others, as kubectl does:
+// the table then holds what was found).
+func (r *kube) serverTable(ctx context.Context, errw io.Writer, g resourceNames, ns string, o getOptions) (*rest.Table, error) {
+	if len(g.names) == 0 {
+		if err := require(g.res, "list"); err != nil {
+			return nil, err
+		}
+		if o.allNamespaces {
+			ns = ""
+		}
+		t, warnings, err := r.c.Table(ctx, g.res, ns, "", client.ListOptions{LabelSelector: o.selector})
+		if err != nil {
+			return nil, err
+		}
+		printWarnings(errw, warnings)
+		return &t, nil
+	}
+	if err := require(g.res, "get"); err != nil {
+		return nil, err
+	}
+	var all *rest.Table
+	var errs []error
+	for _, name := range g.names {
+		t, warnings, err := r.c.Table(ctx, g.res, ns, name, client.ListOptions{})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		printWarnings(errw, warnings)
+		if all == nil {
+			all = &t
+		} else {
+			all.Rows = append(all.Rows, t.Rows...)
+		}
+	}
+	return all, joinErrors(errs)
 }
 
 // sortObjects orders a list as kubectl shows one, by namespace and name
@@ -399,9 +480,9 @@ type tableView struct {
 	row func(obj object, event string) []string
 }
 
-// table returns the columns of res: kubectl-like, with what the hub
-// tracks beside the value (Type, backend, lock, version).
-func (r *kube) table(ctx context.Context, res client.Resource, wide, withNamespace, events bool) tableView {
+// table returns the columns of one of the hub's kinds: kubectl-like, with
+// what the hub tracks beside the value (Type, backend, lock, version).
+func (r *kube) table(ctx context.Context, res client.Resource, wide, events bool) tableView {
 	now := r.env.Now()
 	var header []string
 	var cells func(obj object) []string
@@ -455,29 +536,11 @@ func (r *kube) table(ctx context.Context, res client.Resource, wide, withNamespa
 			}
 			return row
 		}
-	case res.Group == rest.HubGroup:
+	default:
+		// The hub's other kinds; the objects of served kinds print the
+		// server's table (printsServerTable).
 		header = []string{"NAME", "AGE"}
 		cells = func(obj object) []string { return []string{obj.Metadata.Name, age(now, obj.created())} }
-	default:
-		header = []string{"NAME", "TYPE", "BACKEND", "LOCKED BY", "VERSION", "AGE"}
-		if wide {
-			header = append(header, "UID", "LABELS")
-		}
-		cells = func(obj object) []string {
-			var st rest.ObjectStatus
-			_ = json.Unmarshal(obj.Status, &st)
-			row := []string{obj.Metadata.Name, st.TypeRef.String(), r.backendName(ctx, st.Backend.ID), st.LockedBy,
-				version(obj.Metadata.Generation), age(now, obj.created())}
-			if wide {
-				row = append(row, obj.Metadata.UID, keyValues(obj.Metadata.Labels))
-			}
-			return row
-		}
-		if withNamespace {
-			header = append([]string{"NAMESPACE"}, header...)
-			inner := cells
-			cells = func(obj object) []string { return append([]string{obj.Metadata.Namespace}, inner(obj)...) }
-		}
 	}
 	if events {
 		header = append([]string{"EVENT"}, header...)
@@ -597,7 +660,7 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 		return cols.print(rows...)
 	}
 	if !o.showsValues() && o.output != "name" {
-		view = r.table(ctx, res, o.wide(), ns == "" && res.Namespaced, o.watchEvents)
+		view = r.table(ctx, res, o.wide(), o.watchEvents)
 	}
 
 	opts := o.listOptions(res)
@@ -657,6 +720,78 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 		}
 	}
 	// The stream ended: interrupted (Ctrl-C) or closed by the server.
+	return nil
+}
+
+// watchTable is watch for a kind whose table is the server's: the rows of
+// its Table (unless --watch-only), then a row of every change, from the
+// Table the server sends with each event.
+func (r *kube) watchTable(ctx context.Context, w, errw io.Writer, g resourceNames, o getOptions) error {
+	res := g.res
+	if err := require(res, "watch"); err != nil {
+		return err
+	}
+	ns := namespaceOf(res, o.namespace)
+	if o.allNamespaces {
+		ns = ""
+	}
+	want := map[string]bool{}
+	for _, n := range g.names {
+		want[n] = true
+	}
+	keep := func(row rest.TableRow) bool {
+		_, name := rowMeta(row)
+		return len(want) == 0 || want[name]
+	}
+	list, warnings, err := r.c.Table(ctx, res, ns, "", client.ListOptions{LabelSelector: o.selector})
+	if err != nil {
+		return err
+	}
+	printWarnings(errw, warnings)
+	view := newServerTable(list.ColumnDefinitions, o.wide(), ns == "" && res.Namespaced, o.showLabels, o.watchEvents)
+	cols := &columns{w: w}
+	first := true
+	emit := func(event string, row rest.TableRow) error {
+		rows := [][]string{view.row(row, event)}
+		if first {
+			rows = append([][]string{view.header}, rows...)
+			first = false
+		}
+		return cols.print(rows...)
+	}
+	if !o.watchOnly {
+		for _, row := range list.Rows {
+			if keep(row) {
+				if err := emit("ADDED", row); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	events, err := r.c.WatchTable(ctx, res, ns, client.ListOptions{LabelSelector: o.selector, ResourceVersion: list.Metadata.ResourceVersion})
+	if err != nil {
+		return err
+	}
+	for ev := range events {
+		if ev.Type == "ERROR" {
+			var st rest.Status
+			if err := json.Unmarshal(ev.Object, &st); err != nil {
+				return fmt.Errorf("the watch ended with an error that does not decode: %s", ev.Object)
+			}
+			return statusError(st)
+		}
+		var t rest.Table
+		if err := json.Unmarshal(ev.Object, &t); err != nil {
+			return fmt.Errorf("decode a watch event's table: %w", err)
+		}
+		for _, row := range t.Rows {
+			if keep(row) {
+				if err := emit(ev.Type, row); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 

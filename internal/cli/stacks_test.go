@@ -3,8 +3,12 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/api/rest"
 
 	stackctl "github.com/cairn-dev/cairn/controller/stack"
 	"github.com/cairn-dev/cairn/hub"
@@ -205,4 +209,62 @@ func TestApplyInstallationWithDependenciesLocal(t *testing.T) {
 		`NAME +KIND +BACKEND +SYNCED +READY +REASON`,
 		`web +TeamPortal +\S+ +True +True +<none>`,
 		`└─ web-settings +PortalSettings +cairn-builtin +True +True +<none>`)
+}
+
+// TestGetInstallationColumns: cairn get of stack installations prints what
+// kubectl get prints for them, in both modes: NAME, READY, SYNCED, the
+// stack's own columns, AGE; -o wide adds REVISION, BACKEND, LOCKED-BY; -A
+// adds NAMESPACE for a namespaced kind and nothing for a cluster-scoped
+// one. The header is the server's Table's column definitions, the one
+// definition both print from.
+func TestGetInstallationColumns(t *testing.T) {
+	modes(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		s.ok("stack", "add", dbStack)
+		s.ok("stack", "add", "../../examples/stacks/platform-config")
+		s.ok("create", "-f", s.file("orders.yaml", "apiVersion: db.test.cairn.dev/v1\nkind: DB\nmetadata: {name: orders}\nspec: {}\n"))
+		s.ok("create", "-f", "../../examples/stacks/platform-config/prod.yaml")
+		for _, typ := range []string{"dev.cairn.test.db.db", "dev.cairn.stacks.platform.platformconfig"} {
+			insts, err := s.h.ListInstances(ctx, store.InstanceFilter{TypePath: typ}, false)
+			if err != nil || len(insts) != 1 {
+				t.Fatalf("%s: %d instances, %v", typ, len(insts), err)
+			}
+			// In server mode no controller runs beside the test's server.
+			if _, err := stackctl.New(stackctl.Config{Hub: s.h}).Reconcile(ctx, insts[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tt := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"get", "dbs"}, []string{`NAME +READY +SYNCED +AGE`, `orders +False +True +\d+s`}},
+			{[]string{"get", "db", "orders", "-o", "wide"}, []string{`NAME +READY +SYNCED +AGE +REVISION +BACKEND +LOCKED-BY`, `orders +False +True +\d+s +1 +cairn-builtin +<none>`}},
+			{[]string{"get", "dbs", "-A"}, []string{`NAMESPACE +NAME +READY +SYNCED +AGE`, `default +orders +False +True +\d+s`}},
+			{[]string{"get", "platformconfigs"}, []string{`NAME +READY +SYNCED +REGION +AGE`, `prod +True +True +us-west2 +\d+s`}},
+			{[]string{"get", "platformconfigs", "-A"}, []string{`NAME +READY +SYNCED +REGION +AGE`, `prod +True +True +us-west2 +\d+s`}},
+			// The catalog, as kubectl get stacks and cairn stack list show it.
+			{[]string{"get", "stacks"}, []string{`NAME +VERSION +KIND +API-VERSION +AGE`, `db@0\.1\.0 +0\.1\.0 +DB +db\.test\.cairn\.dev/v1 +\d+s`,
+				`platform-config@0\.1\.0 +0\.1\.0 +PlatformConfig +platform\.stacks\.cairn\.dev/v1alpha1 +\d+s`}},
+		} {
+			matchLines(t, s.ok(tt.args...), tt.want...)
+		}
+		// The header is the server's.
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/apis/platform.stacks.cairn.dev/v1alpha1/platformconfigs", nil)
+		req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		rest.New(rest.Config{Hub: s.h}).ServeHTTP(rec, req)
+		var table rest.Table
+		if err := json.Unmarshal(rec.Body.Bytes(), &table); err != nil {
+			t.Fatalf("the server's table: %v: %s", err, rec.Body)
+		}
+		var names []string
+		for _, c := range table.ColumnDefinitions {
+			names = append(names, strings.ToUpper(c.Name))
+		}
+		header, _, _ := strings.Cut(s.ok("get", "platformconfigs", "-o", "wide"), "\n")
+		if got := strings.Fields(header); !slices.Equal(got, names) {
+			t.Errorf("cairn get -o wide header %v, the server's columns %v", got, names)
+		}
+	})
 }

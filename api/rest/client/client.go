@@ -256,6 +256,70 @@ func (c *Client) ListAll(ctx context.Context, r Resource, namespace string, o Li
 	}
 }
 
+// tableAccept asks for the server's Table, as kubectl get does.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// Table reads what the server prints for a list (name "") or for one
+// object: a meta.k8s.io Table, the column definitions and a row per object
+// with its metadata (includeObject=Metadata), following continue tokens. The
+// server's warnings come with it (a value it could not read, shown as
+// <unknown>), for the caller to show as kubectl does.
+func (c *Client) Table(ctx context.Context, r Resource, namespace, name string, o ListOptions) (rest.Table, []string, error) {
+	var all rest.Table
+	var warnings []string
+	for {
+		resp, err := c.sendAccept(ctx, http.MethodGet, r.path(namespace, name), o.query(), "", tableAccept, nil)
+		if err != nil {
+			return rest.Table{}, nil, err
+		}
+		var page rest.Table
+		err = func() error {
+			defer resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				return decodeError(resp)
+			}
+			warnings = append(warnings, warningsOf(resp.Header)...)
+			if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+				return fmt.Errorf("GET %s: decode the table: %w", r.path(namespace, name), err)
+			}
+			if page.Kind != "Table" {
+				return fmt.Errorf("GET %s: the server answered a %s, not a Table", r.path(namespace, name), cmp.Or(page.Kind, "document without a kind"))
+			}
+			return nil
+		}()
+		if err != nil {
+			return rest.Table{}, nil, err
+		}
+		if all.ColumnDefinitions == nil {
+			all = page
+		} else {
+			all.Rows = append(all.Rows, page.Rows...)
+		}
+		if page.Metadata.Continue == "" || name != "" {
+			all.Metadata.Continue = ""
+			return all, warnings, nil
+		}
+		o.Continue = page.Metadata.Continue
+	}
+}
+
+// warningsOf are the texts of the Warning headers of an answer (RFC 7234:
+// 299 - "text"), as kubectl prints them.
+func warningsOf(h http.Header) []string {
+	var out []string
+	for _, w := range h.Values("Warning") {
+		_, text, ok := strings.Cut(w, " - ")
+		if !ok {
+			continue
+		}
+		if u, err := strconv.Unquote(strings.TrimSpace(text)); err == nil {
+			text = u
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
 // Create posts an object and returns the created one.
 func (c *Client) Create(ctx context.Context, r Resource, namespace string, obj any) (json.RawMessage, error) {
 	var out json.RawMessage
@@ -328,9 +392,20 @@ type Event struct {
 // Watch streams events until ctx ends or the server closes the stream;
 // the returned channel is closed then. An ERROR event carries a Status.
 func (c *Client) Watch(ctx context.Context, r Resource, namespace string, o ListOptions) (<-chan Event, error) {
+	return c.watch(ctx, r, namespace, o, "application/json")
+}
+
+// WatchTable is Watch with each event's object a Table of the changed
+// object's row (the first event's with the column definitions), as kubectl
+// get -w asks for it.
+func (c *Client) WatchTable(ctx context.Context, r Resource, namespace string, o ListOptions) (<-chan Event, error) {
+	return c.watch(ctx, r, namespace, o, tableAccept)
+}
+
+func (c *Client) watch(ctx context.Context, r Resource, namespace string, o ListOptions, accept string) (<-chan Event, error) {
 	q := o.query()
 	q.Set("watch", "true")
-	resp, err := c.send(ctx, http.MethodGet, r.path(namespace, ""), q, "", nil)
+	resp, err := c.sendAccept(ctx, http.MethodGet, r.path(namespace, ""), q, "", accept, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +452,11 @@ func (c *Client) Healthy(ctx context.Context) error {
 }
 
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, contentType string, body any) (*http.Response, error) {
+	return c.sendAccept(ctx, method, path, q, contentType, "application/json", body)
+}
+
+// sendAccept is send asking for the media type accept.
+func (c *Client) sendAccept(ctx context.Context, method, path string, q url.Values, contentType, accept string, body any) (*http.Response, error) {
 	u := *c.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	if cairn.IsDryRun(ctx) && method != http.MethodGet && method != http.MethodHead {
@@ -408,7 +488,7 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, co
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
