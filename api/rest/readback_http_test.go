@@ -162,7 +162,10 @@ func TestContextOnlyWriteAnsweredAfterTheBackendWentDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
-	go func() { _ = storagebackend.NewContextServer(b, storagebackend.Options{}).Serve(ctx, lis); close(served) }()
+	go func() {
+		_ = storagebackend.NewContextServer(b, storagebackend.Options{}).Serve(ctx, lis)
+		close(served)
+	}()
 	t.Cleanup(func() { cancel(); <-served })
 	reg, err := e.h.CreateInstances(e.ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
 		Name: "sources", Namespace: hub.SystemNamespace,
