@@ -24,7 +24,18 @@ type LeaseStatus struct {
 	AcquireTime          time.Time `json:"acquireTime"`
 	RenewTime            time.Time `json:"renewTime"`
 	LeaseDurationSeconds float64   `json:"leaseDurationSeconds"`
+	// ReleaseTime is when the last holder gave the lease up (ReleaseLease);
+	// zero once another holder took it.
+	ReleaseTime time.Time `json:"releaseTime,omitzero"`
 }
+
+// LeaseHandover bounds how long a lease given up by a replica that stops
+// stays free while another replica runs: the others watch it (WatchLease)
+// and take it when they hear of the release, through the store's
+// notification (PostgreSQL) or, failing that, the watch's poll (every
+// second). A tool that must not run while any replica does (a restore)
+// waits this long after a release before it trusts a free lease.
+const LeaseHandover = 2 * time.Second
 
 // AcquireLease takes or renews the lease name for holder for d. It reports
 // whether holder holds it afterwards. A lease held by another holder is
@@ -77,7 +88,7 @@ func (h *Hub) ReleaseLease(ctx context.Context, name, holder string) error {
 	}
 	var cur LeaseStatus
 	if len(inst.Status) > 0 && json.Unmarshal(inst.Status, &cur) == nil && cur.Holder == holder {
-		cur.Holder = ""
+		cur.Holder, cur.ReleaseTime = "", h.now().UTC()
 		b, _ := json.Marshal(cur)
 		if _, err := h.UpdateStatus(ctx, inst.ID, b, inst.Seq); err != nil && !cairn.HasCode(err, cairn.CodeConflict) {
 			return fmt.Errorf("release lease %q: %w", name, err)
@@ -92,9 +103,34 @@ func (l LeaseStatus) HeldAt(now time.Time) bool {
 	return l.Holder != "" && now.Sub(l.RenewTime) <= l.Duration()
 }
 
+// HandingOverAt reports whether the lease was given up less than
+// LeaseHandover before now, so another replica may be about to take it.
+func (l LeaseStatus) HandingOverAt(now time.Time) bool {
+	return l.Holder == "" && !l.ReleaseTime.IsZero() && now.Sub(l.ReleaseTime) < LeaseHandover
+}
+
 // Duration is the lease's duration.
 func (l LeaseStatus) Duration() time.Duration {
 	return time.Duration(l.LeaseDurationSeconds * float64(time.Second))
+}
+
+// WatchLease calls changed for every change of lease name from now on
+// (renewals, a release, a takeover), until ctx ends (it then returns nil)
+// or the watch fails. A replica that does not hold the lease watches it
+// to take it as soon as its holder gives it up, instead of at its next
+// attempt.
+func (h *Hub) WatchLease(ctx context.Context, name string, changed func()) error {
+	from, err := h.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	path := LeaseTypeRef().Path
+	return h.Watch(ctx, from, func(c store.Change) error {
+		if c.TypeRef.Path == path && c.Namespace == SystemNamespace && c.Name == name {
+			changed()
+		}
+		return nil
+	})
 }
 
 // Lease returns the lease's current status (zero when it was never taken).

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -103,6 +104,22 @@ func checkFields(w http.ResponseWriter, r *http.Request, body []byte, into *fiel
 // (code 299, agent "-"); kubectl prints them as "Warning: ...".
 func addWarning(w http.ResponseWriter, msg string) {
 	w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+}
+
+// answerHeaderKey keys the header of a write's answer in its request's
+// context, for what learns of a warning deep in the write (warnAnswer).
+type answerHeaderKey struct{}
+
+func withAnswerHeader(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, answerHeaderKey{}, h)
+}
+
+// warnAnswer adds a Warning to the answer of write request r (before it
+// is written).
+func warnAnswer(r *http.Request, msg string) {
+	if h, ok := r.Context().Value(answerHeaderKey{}).(http.Header); ok {
+		h.Add("Warning", "299 - "+strconv.Quote(msg))
+	}
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))

@@ -837,23 +837,37 @@ type alreadyExists struct{ errStatus }
 func (a alreadyExists) Unwrap() error { return a.errStatus }
 
 // withValue fills in the value of a created instance's latest resource
-// version when the hub did not (a backend that derives values), from the
-// backend; the version is immutable, so this reads what the write that made
-// it stored, whatever happened since.
+// version when the hub did not (a context-only backend, which derives the
+// value from the context the write stored), from the backend; the version
+// is immutable, so this reads what the write that made it stored,
+// whatever happened since. The create has committed: a read that fails
+// (the backend went down just after) leaves the value out of the answer
+// with a warning, it does not turn the committed create into an error
+// the client would retry.
 func (s *Server) withValue(r *http.Request, inst cairn.Instance) (cairn.Instance, error) {
 	if inst.Latest.Value != nil || cairn.IsDryRun(r.Context()) {
 		// A dry run stored nothing a backend could be asked for.
 		return inst, nil
 	}
 	vs, err := s.hub.Values(r.Context(), []hub.ValueRef{{Instance: inst, Version: inst.Latest}})
-	if cairn.HasCode(err, cairn.CodeNotFound) {
-		return inst, nil // deleted since by another writer: the metadata as created
+	switch {
+	case cairn.HasCode(err, cairn.CodeNotFound):
+		// Deleted since by another writer: the metadata as created.
+	case err != nil:
+		s.committedUnread(r, inst, err)
+	default:
+		inst.Latest.Value = vs[0]
 	}
-	if err != nil {
-		return cairn.Instance{}, err
-	}
-	inst.Latest.Value = vs[0]
 	return inst, nil
+}
+
+// committedUnread warns that the answer to a committed write of inst
+// lacks its value, which its context-only backend could not give.
+func (s *Server) committedUnread(r *http.Request, inst cairn.Instance, err error) {
+	s.log.WarnContext(r.Context(), "a committed write is answered without its value: its storage backend could not be read",
+		"instance", inst.ID, "resourceVersion", inst.Latest.ResourceVersion, "backend", inst.Backend.ID, "err", err)
+	warnAnswer(r, fmt.Sprintf("the write committed (resource version %d of TypeInstance %s), but its value could not be read from its storage backend for this answer, which leaves it out: %s; GET the object once the backend answers",
+		inst.Latest.ResourceVersion, inst.ID, cairn.BoundText(err.Error(), 512)))
 }
 
 // replace is PUT: the body is the desired object; metadata.resourceVersion,
@@ -993,6 +1007,10 @@ func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.R
 		// a backend gone since cannot make the committed write look failed.
 		return inst, nil
 	}
+	// A context-only backend derives the value from the context the write
+	// stored: read it back; when that fails, the update has committed all
+	// the same, and is answered without its value (and a warning) rather
+	// than with an error the client would retry.
 	rv, err := s.hub.ResourceVersion(r.Context(), inst.ID, inst.Latest.ResourceVersion, true)
 	switch {
 	case err == nil:
@@ -1004,7 +1022,7 @@ func (s *Server) written(r *http.Request, cur, inst cairn.Instance, value json.R
 		}
 		inst.Latest.Value = value
 	default:
-		return cairn.Instance{}, err
+		s.committedUnread(r, inst, err)
 	}
 	return inst, nil
 }

@@ -159,6 +159,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) string {
 		if dry {
 			r = r.WithContext(cairn.WithDryRun(r.Context()))
 		}
+		r = r.WithContext(withAnswerHeader(r.Context(), w.Header()))
 	}
 	path := strings.Trim(r.URL.Path, "/")
 	seg := strings.Split(path, "/")

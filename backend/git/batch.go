@@ -319,6 +319,13 @@ func (b *Backend) RestoreDeleted(ctx context.Context, req cairn.OnDeleteRequest)
 	if c.Commit == "" {
 		return errorf(cairn.CodeInvalid, id, "restore TypeInstance %q: its context names no commit to restore it from", id)
 	}
+	if b.proposing(ctx) {
+		// The batch proposed the delete: the branch has the file, and
+		// the pull request removing it must not be merged.
+		if err := b.closeOrphans(ctx, id, func(op string, _ int) bool { return op == opDelete }); err != nil {
+			return err
+		}
+	}
 	// The branch as it is: this process's index may still hold the
 	// instance, when the batch's push went through unanswered.
 	if err := b.refresh(ctx); err != nil {

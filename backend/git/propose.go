@@ -49,6 +49,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -200,6 +201,8 @@ func (b *Backend) propose(ctx context.Context, ch change, prev json.RawMessage) 
 	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(branch, commit)); err != nil {
 		return nil, fmt.Errorf("git backend: %w", err)
 	}
+	// The local branch serves the push alone: none is left behind.
+	defer b.dropLocalRef(ctx, branch)
 	spec := config.RefSpec(branch.String() + ":" + branch.String())
 	if err := b.push(ctx, spec); err != nil {
 		return nil, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)
@@ -283,6 +286,14 @@ func (b *Backend) proposeDelete(ctx context.Context, req cairn.OnDeleteRequest) 
 	if cairn.HasCode(err, cairn.CodeNotFound) && p != nil {
 		return b.closeProposal(ctx, p)
 	}
+	if cairn.HasCode(err, cairn.CodeNotFound) && cairn.IsRollback(ctx) {
+		// Recovery taking back a create that never committed: the
+		// context it has is the one sent, without the proposal a dead
+		// process opened for it.
+		if cerr := b.closeOrphans(ctx, id, func(op string, rv int) bool { return op != opDelete && rv == 1 }); cerr != nil {
+			return cerr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -317,9 +328,99 @@ func (b *Backend) proposeDelete(ctx context.Context, req cairn.OnDeleteRequest) 
 func (b *Backend) withdraw(ctx context.Context, req cairn.OnDeleteRevisionRequest) error {
 	p := proposalOf(req.Context)
 	if p == nil || parseContext(req.Context).ResourceVersion != req.ResourceVersion {
+		if cairn.IsRollback(ctx) {
+			// Recovery, with the context sent (the previous version's):
+			// a proposal this version made, if any, is found by its
+			// commit.
+			return b.closeOrphans(ctx, req.InstanceID, func(op string, rv int) bool { return op != opDelete && rv == req.ResourceVersion })
+		}
 		return nil // the version made no proposal of its own
 	}
 	return b.closeProposal(ctx, p)
+}
+
+// dropLocalRef removes a proposal's local branch, which only its push
+// needed (reads fetch proposal branches into remote-tracking refs).
+func (b *Backend) dropLocalRef(ctx context.Context, branch plumbing.ReferenceName) {
+	if err := b.repo.Storer.RemoveReference(branch); err != nil {
+		b.log.WarnContext(ctx, "git backend: remove the local proposal branch", "branch", branch.Short(), "error", err)
+	}
+}
+
+// closeOrphans closes the open pull request of, and deletes, every
+// proposal branch whose commit records a change of instance id that match
+// accepts (its operation and resource version). A process that died after
+// it opened a pull request and before the hub's store committed the write
+// (or recorded the pull request) left it: recovery, which has only the
+// context the write was sent with, finds it by the Cairn-* trailers of
+// the branch's tip commit. Merging it would apply a change the hub does
+// not have.
+func (b *Backend) closeOrphans(ctx context.Context, id string, match func(op string, rv int) bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.openLocked(ctx); err != nil {
+		return err
+	}
+	rem, err := b.repo.Remote("origin")
+	if err != nil {
+		return fmt.Errorf("git backend: %w", err)
+	}
+	refs, err := rem.ListContext(ctx, &gogit.ListOptions{Auth: b.auth})
+	if err != nil {
+		return cairn.Errorf(cairn.CodeUnavailable, "git backend: list the branches of %s: %w", b.cfg.URL, err)
+	}
+	var branches []*plumbing.Reference
+	for _, r := range refs {
+		if r.Name().IsBranch() && strings.HasPrefix(r.Name().Short(), ProposalBranchPrefix) {
+			branches = append(branches, r)
+		}
+	}
+	if len(branches) == 0 {
+		return nil
+	}
+	spec := config.RefSpec("+" + plumbing.NewBranchReferenceName(ProposalBranchPrefix).String() + "*:" +
+		plumbing.NewRemoteReferenceName("origin", ProposalBranchPrefix).String() + "*")
+	err = b.repo.FetchContext(ctx, &gogit.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: b.auth, Tags: gogit.NoTags})
+	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		return cairn.Errorf(cairn.CodeUnavailable, "git backend: fetch the proposal branches of %s: %w", b.cfg.URL, err)
+	}
+	for _, r := range branches {
+		c, err := b.repo.CommitObject(r.Hash())
+		if err != nil || !recordsChange(c.Message, id, match) {
+			continue
+		}
+		branch := r.Name().Short()
+		pr, open, err := b.scm.OpenFor(ctx, branch, b.cfg.Branch)
+		if err != nil {
+			return fmt.Errorf("git backend: find the pull request of %s: %w", branch, err)
+		}
+		if open {
+			if err := b.scm.Close(ctx, pr.Number); err != nil {
+				return fmt.Errorf("git backend: close the pull request %s of %s: %w", pr.URL, branch, err)
+			}
+		}
+		b.deleteBranchLocked(ctx, r.Name())
+		_ = b.repo.Storer.RemoveReference(plumbing.NewRemoteReferenceName("origin", branch))
+		b.log.InfoContext(ctx, "git backend: closed the proposal of a write that never committed", "instance", id, "branch", branch, "url", pr.URL)
+	}
+	return nil
+}
+
+// recordsChange reports whether a commit message records a change of
+// instance id that match accepts, in a single write's trailers or a
+// batch's Cairn-Change lines.
+func recordsChange(msg, id string, match func(op string, rv int) bool) bool {
+	if changes := batchTrailers(msg); len(changes) > 0 {
+		for _, c := range changes {
+			if c.id == id && match(c.op, c.rv) {
+				return true
+			}
+		}
+		return false
+	}
+	t := trailers(msg)
+	rv, _ := strconv.Atoi(t[trVersion])
+	return t[trInstance] == id && match(t[trOperation], rv)
 }
 
 // closeProposal closes p unless it is no longer open.
@@ -471,6 +572,7 @@ func (b *Backend) proposeBatch(ctx context.Context, chs []change, at []int, prev
 	if err := b.repo.Storer.SetReference(plumbing.NewHashReference(branch, commit)); err != nil {
 		return cairn.BatchResult{}, fmt.Errorf("git backend: %w", err)
 	}
+	defer b.dropLocalRef(ctx, branch)
 	spec := config.RefSpec(branch.String() + ":" + branch.String())
 	if err := b.push(ctx, spec); err != nil {
 		return cairn.BatchResult{}, cairn.Errorf(cairn.CodeUnavailable, "git backend: push %s to %s: %w", branch.Short(), b.cfg.URL, err)

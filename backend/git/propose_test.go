@@ -2,6 +2,7 @@ package git_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,5 +199,139 @@ func TestProposeDelete(t *testing.T) {
 	}
 	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, flagPath("merged")) {
 		t.Errorf("main lost the file before the merge:\n%s", files)
+	}
+}
+
+// A pull request that could not be opened leaves no branch, on the remote
+// or in the backend's clone, and the next write proposes as usual.
+func TestProposeAfterAFailedPullRequest(t *testing.T) {
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, nil)
+	b := proposeBackend(t, r.FileURL(), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "jane")
+	gh.FailOpens(1)
+	if _, err := b.OnCreate(cairn.WithResourceMeta(ctx, flagMeta("first", nil)), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{}`)}); err == nil {
+		t.Fatal("OnCreate succeeded with the pull request refused")
+	}
+	if refs := gittest.Git(t, r.Path, "for-each-ref", "--format=%(refname)", "refs/heads/cairn/"); refs != "" {
+		t.Errorf("branches left on the remote: %s", refs)
+	}
+	if got := b.LocalBranches(); slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, git.ProposalBranchPrefix) }) {
+		t.Errorf("branches left in the clone: %v", got)
+	}
+	out := create(t, ctx, b, uuid.NewString(), "second", `{"enabled":true}`)
+	if p := git.ProposalOf(out); p == nil || mustPull(t, gh, p.Number).State != "open" {
+		t.Fatalf("the next write's proposal = %+v", p)
+	}
+	if got := b.LocalBranches(); slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, git.ProposalBranchPrefix) }) {
+		t.Errorf("a proposal's branch stayed in the clone after its push: %v", got)
+	}
+}
+
+// TestRecoveryClosesOrphanProposals: a process that proposed a batch (a
+// stack's create, update and delete in one pull request) and died before
+// the hub's store committed it leaves the pull request open, and the
+// journal's intents hold only the contexts sent, which name no proposal.
+// Recovery's calls (hub.Recover: OnDelete and OnDeleteRevision as
+// rollbacks, RestoreDeleted for the delete) find the proposal by its
+// commit's trailers, close its pull request and delete its branch; the
+// target branch keeps the deleted instance's file, and an unrelated open
+// proposal is left alone.
+func TestRecoveryClosesOrphanProposals(t *testing.T) {
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
+	b := proposeBackend(t, r.FileURL(), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "stack-controller")
+	upID, delID, newID, otherID := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
+	upCtx := create(t, ctx, b, upID, "kept", `{"enabled":false}`)
+	if err := r.FastForward(mustPull(t, gh, 1)); err != nil {
+		t.Fatal(err)
+	}
+	delCtx := create(t, ctx, b, delID, "gone", `{"enabled":true}`)
+	if err := r.FastForward(mustPull(t, gh, 2)); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, b, otherID, "other", `{"enabled":true}`) // pull request 3, open, not the batch's
+	mainBefore := gittest.Git(t, r.Path, "rev-parse", "main")
+
+	writes := []cairn.BatchWrite{
+		{Meta: metaOf("fresh"), Create: &cairn.OnCreateRequest{InstanceID: newID, Value: json.RawMessage(`{"enabled":true}`)}},
+		{Meta: metaOf("kept"), Update: &cairn.OnUpdateRequest{InstanceID: upID, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: upCtx}},
+		{Meta: metaOf("gone"), Delete: &cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx}},
+	}
+	res, err := b.OnBatch(ctx, writes)
+	if err != nil {
+		t.Fatalf("OnBatch: %v", err)
+	}
+	orphan := mustPull(t, gh, 4)
+	if orphan.State != "open" || res.Token == "" {
+		t.Fatalf("the batch's pull request = %+v (token %q)", orphan, res.Token)
+	}
+
+	// The process dies here. Recovery, in another process, with the
+	// intents' contexts (those sent).
+	rec := proposeBackend(t, r.FileURL(), gh.URL)
+	rb := cairn.WithRollback(ctx)
+	if err := rec.OnDelete(rb, cairn.OnDeleteRequest{InstanceID: newID}); err != nil && !cairn.HasCode(err, cairn.CodeNotFound) {
+		t.Fatalf("recovery's OnDelete of the create: %v", err)
+	}
+	if p := mustPull(t, gh, 4); p.State != "closed" || p.Merged {
+		t.Errorf("after recovery undid the create, the batch's pull request = %+v, want closed", p)
+	}
+	if refs := gittest.Git(t, r.Path, "for-each-ref", "--format=%(refname)", "refs/heads/"+orphan.Head); refs != "" {
+		t.Errorf("the orphan's branch is still on the remote: %s", refs)
+	}
+	// The batch's other intents find nothing left, and succeed.
+	if err := rec.OnDeleteRevision(rb, cairn.OnDeleteRevisionRequest{InstanceID: upID, ResourceVersion: 2, Context: upCtx}); err != nil {
+		t.Errorf("recovery's OnDeleteRevision of the update: %v", err)
+	}
+	if err := rec.RestoreDeleted(cairn.WithResourceMeta(ctx, *metaOf("gone")), cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx}); err != nil {
+		t.Errorf("recovery's RestoreDeleted of the delete: %v", err)
+	}
+	if p := mustPull(t, gh, 3); p.State != "open" {
+		t.Errorf("an unrelated proposal = %+v, want open", p)
+	}
+	if got := gittest.Git(t, r.Path, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("main moved during recovery")
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, flagPath("gone")) {
+		t.Errorf("main lost the file of the instance whose delete never committed:\n%s", files)
+	}
+
+	// Each intent on its own closes the proposal too: a batch of one
+	// delete, then one update, each recovered alone.
+	for _, tc := range []struct {
+		name    string
+		write   cairn.BatchWrite
+		recover func() error
+	}{
+		{"delete", cairn.BatchWrite{Meta: metaOf("gone"), Delete: &cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx}},
+			func() error {
+				return rec.RestoreDeleted(cairn.WithResourceMeta(ctx, *metaOf("gone")), cairn.OnDeleteRequest{InstanceID: delID, Context: delCtx})
+			}},
+		{"update", cairn.BatchWrite{Meta: metaOf("kept"), Update: &cairn.OnUpdateRequest{InstanceID: upID, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: upCtx}},
+			func() error {
+				return rec.OnDeleteRevision(rb, cairn.OnDeleteRevisionRequest{InstanceID: upID, ResourceVersion: 2, Context: upCtx})
+			}},
+	} {
+		if _, err := b.OnBatch(ctx, []cairn.BatchWrite{tc.write}); err != nil {
+			t.Fatalf("%s: OnBatch: %v", tc.name, err)
+		}
+		pulls := gh.Pulls()
+		last := pulls[len(pulls)-1]
+		if last.State != "open" {
+			t.Fatalf("%s: its pull request = %+v", tc.name, last)
+		}
+		if err := tc.recover(); err != nil {
+			t.Errorf("%s: recovery: %v", tc.name, err)
+		}
+		if p := mustPull(t, gh, last.Number); p.State != "closed" || p.Merged {
+			t.Errorf("%s: after recovery its pull request = %+v, want closed", tc.name, p)
+		}
+	}
+	if p := mustPull(t, gh, 3); p.State != "open" {
+		t.Errorf("an unrelated proposal = %+v, want open", p)
 	}
 }

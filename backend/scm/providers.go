@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // github speaks the GitHub REST API (docs.github.com/rest/pulls/pulls).
@@ -84,6 +86,30 @@ func (g *github) Close(ctx context.Context, n int) error {
 		map[string]string{"state": "closed"}, nil)
 }
 
+// OpenFor lists the open pull requests whose head is owner:head (GitHub's
+// filter needs the owner of the head's repository: the same repository
+// here) and base is base.
+func (g *github) OpenFor(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	owner, _, _ := strings.Cut(g.repo, "/")
+	q := url.Values{"state": {"open"}, "head": {owner + ":" + head}, "base": {base}}
+	var out []githubPull
+	if err := call(ctx, g.client, GitHub, http.MethodGet, g.pulls()+"?"+q.Encode(), g.header(), nil, &out); err != nil {
+		return PullRequest{}, false, err
+	}
+	return firstOpen(out, head, base)
+}
+
+// firstOpen is the first pull request of ps that is open from head into
+// base (a provider's filter is not trusted to have applied).
+func firstOpen(ps []githubPull, head, base string) (PullRequest, bool, error) {
+	for _, p := range ps {
+		if pr := p.pr(); pr.State == StateOpen && pr.Head == head && pr.Base == base {
+			return pr, true, nil
+		}
+	}
+	return PullRequest{}, false, nil
+}
+
 // gitlab speaks the GitLab REST API v4 (docs.gitlab.com/api/merge_requests).
 type gitlab struct {
 	api, project, token string // project: the URL-encoded path or id
@@ -153,6 +179,22 @@ func (g *gitlab) Close(ctx context.Context, n int) error {
 		map[string]string{"state_event": "close"}, nil)
 }
 
+// OpenFor lists the opened merge requests from source branch head into
+// target branch base.
+func (g *gitlab) OpenFor(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	q := url.Values{"state": {"opened"}, "source_branch": {head}, "target_branch": {base}}
+	var out []gitlabMR
+	if err := call(ctx, g.client, GitLab, http.MethodGet, g.mrs()+"?"+q.Encode(), g.header(), nil, &out); err != nil {
+		return PullRequest{}, false, err
+	}
+	for _, m := range out {
+		if pr := m.pr(); pr.State == StateOpen && pr.Head == head && pr.Base == base {
+			return pr, true, nil
+		}
+	}
+	return PullRequest{}, false, nil
+}
+
 // gitea speaks the Gitea API v1 (/api/swagger on any Gitea server).
 type gitea struct {
 	api, repo, token string
@@ -195,4 +237,26 @@ func (g *gitea) Merge(ctx context.Context, n int) error {
 func (g *gitea) Close(ctx context.Context, n int) error {
 	return call(ctx, g.client, Gitea, http.MethodPatch, fmt.Sprintf("%s/%d", g.pulls(), n), g.header(),
 		map[string]string{"state": "closed"}, nil)
+}
+
+// giteaPages bounds how many pages of open pull requests OpenFor reads.
+const giteaPages = 20
+
+// OpenFor reads the open pull requests page by page (Gitea's list filters
+// by state, not by head branch) and returns the one from head into base.
+func (g *gitea) OpenFor(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	for page := 1; page <= giteaPages; page++ {
+		q := url.Values{"state": {"open"}, "limit": {"50"}, "page": {fmt.Sprint(page)}}
+		var out []githubPull
+		if err := call(ctx, g.client, Gitea, http.MethodGet, g.pulls()+"?"+q.Encode(), g.header(), nil, &out); err != nil {
+			return PullRequest{}, false, err
+		}
+		if pr, ok, _ := firstOpen(out, head, base); ok {
+			return pr, true, nil
+		}
+		if len(out) == 0 {
+			break
+		}
+	}
+	return PullRequest{}, false, nil
 }

@@ -105,6 +105,10 @@ type Provider interface {
 	Merge(ctx context.Context, number int) error
 	// Close closes it without merging.
 	Close(ctx context.Context, number int) error
+	// OpenFor finds the open pull request from branch head into base; ok
+	// is false when there is none. Recovery uses it to close a pull
+	// request whose number a process that died never recorded.
+	OpenFor(ctx context.Context, head, base string) (pr PullRequest, ok bool, err error)
 }
 
 // Options are what New needs beside the Config.

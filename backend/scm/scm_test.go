@@ -177,6 +177,8 @@ func TestGitLab(t *testing.T) {
 		{"GET", "/api/v4/projects/acme%2Finfra%2Fflags/merge_requests/7", h, nil, 200, mr("merged")},
 		{"PUT", "/api/v4/projects/acme%2Finfra%2Fflags/merge_requests/8", h, map[string]any{"state_event": "close"}, 200, strings.ReplaceAll(mr("closed"), `"iid":7`, `"iid":8`)},
 		{"PUT", "/api/v4/projects/acme%2Finfra%2Fflags/merge_requests/9/merge", h, nil, 405, `{"message":"405 Method Not Allowed"}`},
+		{"GET", "/api/v4/projects/acme%2Finfra%2Fflags/merge_requests", h, nil, 200, "[" + mr("opened") + "]"},
+		{"GET", "/api/v4/projects/acme%2Finfra%2Fflags/merge_requests", h, nil, 200, "[]"},
 	})
 	p, err := scm.New(scm.Config{Provider: scm.GitLab, APIURL: srv.URL + "/api/v4", Repository: "acme/infra/flags", TokenEnv: "GL"}, scm.Options{Getenv: env("GL")})
 	if err != nil {
@@ -201,6 +203,12 @@ func TestGitLab(t *testing.T) {
 	if err := p.Merge(ctx, 9); !cairn.HasCode(err, cairn.CodeConflict) {
 		t.Errorf("Merge of an unmergeable request = %v, want Conflict", err)
 	}
+	if pr, ok, err := p.OpenFor(ctx, "cairn/proposal/x1", "main"); err != nil || !ok || pr.Number != 7 {
+		t.Errorf("OpenFor = %+v, %v, %v; want merge request 7", pr, ok, err)
+	}
+	if pr, ok, err := p.OpenFor(ctx, "cairn/proposal/x2", "main"); err != nil || ok {
+		t.Errorf("OpenFor of a branch without one = %+v, %v, %v; want none", pr, ok, err)
+	}
 }
 
 // Gitea's API: /api/swagger (CreatePullRequestOption, MergePullRequestOption,
@@ -223,6 +231,9 @@ func TestGitea(t *testing.T) {
 		{"PATCH", "/api/v1/repos/acme/flags/pulls/5", h, map[string]any{"state": "closed"}, 201, strings.ReplaceAll(pull("closed", false), `"number":4`, `"number":5`)},
 		{"GET", "/api/v1/repos/acme/flags/pulls/5", h, nil, 200, strings.ReplaceAll(pull("closed", false), `"number":4`, `"number":5`)},
 		{"GET", "/api/v1/repos/acme/flags/pulls/6", h, nil, 404, `{"message":"The target couldn't be found."}`},
+		{"GET", "/api/v1/repos/acme/flags/pulls", h, nil, 200, "[" + strings.ReplaceAll(pull("open", false), `"number":4`, `"number":8`) + "]"},
+		{"GET", "/api/v1/repos/acme/flags/pulls", h, nil, 200, "[" + strings.ReplaceAll(pull("open", false), `"number":4`, `"number":8`) + "]"},
+		{"GET", "/api/v1/repos/acme/flags/pulls", h, nil, 200, "[]"},
 	})
 	p, err := scm.New(scm.Config{Provider: scm.Gitea, APIURL: srv.URL + "/api/v1", Repository: "acme/flags", TokenEnv: "GT"}, scm.Options{Getenv: env("GT")})
 	if err != nil {
@@ -247,5 +258,13 @@ func TestGitea(t *testing.T) {
 	_, err = p.Get(ctx, 6)
 	if !cairn.HasCode(err, cairn.CodeNotFound) || strings.Contains(err.Error(), secret) {
 		t.Errorf("Get 6 = %v, want NotFound without the token", err)
+	}
+	// Gitea lists by state only: OpenFor reads pages until it finds the
+	// head, or a page is empty.
+	if pr, ok, err := p.OpenFor(ctx, "cairn/proposal/x1", "main"); err != nil || !ok || pr.Number != 8 {
+		t.Errorf("OpenFor = %+v, %v, %v; want pull request 8", pr, ok, err)
+	}
+	if pr, ok, err := p.OpenFor(ctx, "cairn/proposal/x2", "main"); err != nil || ok {
+		t.Errorf("OpenFor of a branch without one = %+v, %v, %v; want none", pr, ok, err)
 	}
 }

@@ -84,34 +84,87 @@ func (c *Controller) Status() Status {
 }
 
 // Run passes at once and then every Interval until ctx ends, releasing the
-// lease on the way out.
+// lease on the way out. While another replica holds the lease, it watches
+// the lease and passes again as soon as it changes, so that when the
+// holder stops (and releases it) this replica takes it over at once rather
+// than at its next tick: a restore tells a served store by the lease, and
+// would otherwise see none held for up to an Interval while this replica
+// still serves.
 func (c *Controller) Run(ctx context.Context) error {
 	defer func() {
 		_ = c.cfg.Hub.ReleaseLease(context.WithoutCancel(ctx), LeaseName, c.cfg.Identity)
 	}()
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
+	changed := make(chan struct{}, 1)
+	var stopWatch func()
+	defer func() {
+		if stopWatch != nil {
+			stopWatch()
+		}
+	}()
 	for {
-		c.Pass(ctx)
+		held := c.pass(ctx)
+		switch {
+		case !held && stopWatch == nil && ctx.Err() == nil:
+			stopWatch = c.watchLease(ctx, changed)
+		case held && stopWatch != nil:
+			stopWatch()
+			stopWatch = nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-changed:
 		}
 	}
 }
 
+// watchLease signals changed at every change of the lease until the
+// returned func is called, watching again after a failure.
+func (c *Controller) watchLease(ctx context.Context, changed chan<- struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			err := c.cfg.Hub.WatchLease(ctx, LeaseName, func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("recovery: watch the lease; taking it over waits for the next pass until the watch works again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // Pass runs one recovery pass if this replica holds (or takes) the lease.
-func (c *Controller) Pass(ctx context.Context) {
+func (c *Controller) Pass(ctx context.Context) { c.pass(ctx) }
+
+// pass is Pass, reporting whether this replica holds the lease.
+func (c *Controller) pass(ctx context.Context) (held bool) {
 	held, err := c.cfg.Hub.AcquireLease(ctx, LeaseName, c.cfg.Identity, c.cfg.LeaseDuration)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Warn("recovery: take the lease", "err", err)
 		}
-		return
+		return false
 	}
 	if !held {
-		return
+		return false
 	}
 	res, err := c.cfg.Hub.Recover(ctx, c.cfg.Grace)
 	c.mu.Lock()
@@ -124,4 +177,5 @@ func (c *Controller) Pass(ctx context.Context) {
 		c.log.Info("recovery pass", "undone", res.Undone, "committed", res.Committed, "deleted", res.Deleted,
 			"restored", res.Restored, "failed", len(res.Failed), "waiting", res.Waiting)
 	}
+	return true
 }

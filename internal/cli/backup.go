@@ -203,14 +203,28 @@ microsecond.`,
 // refuseServedStore refuses a restore into a store a cairn server is
 // serving, --force or not: its caches would go on serving, and its writes
 // building on, what the restore replaced. Every server runs the recovery
-// controller, whose lease one of them holds and renews while it runs
-// (released when it stops; a killed one's expires).
+// controller, whose lease one of them holds and renews while it runs; one
+// that stops releases it and another takes it over at once (a killed one's
+// expires).
 func refuseServedStore(ctx context.Context, st store.Reader, where string) error {
 	l, err := hub.ReadLease(ctx, st, recovery.LeaseName)
 	if err != nil {
 		return fmt.Errorf("restore: read the recovery lease of %s: %w", where, err)
 	}
 	now := time.Now()
+	if l.HandingOverAt(now) {
+		// Given up by a server that stopped: another one still running
+		// takes it within hub.LeaseHandover; look again after that.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(l.ReleaseTime.Add(hub.LeaseHandover).Sub(now)):
+		}
+		if l, err = hub.ReadLease(ctx, st, recovery.LeaseName); err != nil {
+			return fmt.Errorf("restore: read the recovery lease of %s: %w", where, err)
+		}
+		now = time.Now()
+	}
 	if !l.HeldAt(now) {
 		return nil
 	}

@@ -3,9 +3,14 @@ package replicas
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +18,9 @@ import (
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/controller/recovery"
+	"github.com/cairn-dev/cairn/hub"
+	"github.com/cairn-dev/cairn/store/postgres"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 )
 
@@ -48,6 +56,72 @@ func TestReplicas(t *testing.T) {
 		watch.check(t, c, w, b.name)
 		t.Logf("throughput: %.0f operations/s, %.0f acknowledged writes/s (2 replicas, %d clients, contended)",
 			float64(w.ops)/w.elapsed.Seconds(), float64(w.count(acked))/w.elapsed.Seconds(), w.clients)
+	})
+	// Last: it stops a replica.
+	t.Run("RecoveryLeaseHandedOverOnStop", func(t *testing.T) { testLeaseHandover(t, bin, db, a, b) })
+}
+
+// testLeaseHandover: when the replica holding the recovery lease stops
+// cleanly, the other takes the lease over at once (not at its next
+// recovery pass, 30s later by default), so a restore run right after the
+// stop still sees a server serving the store and is refused.
+func testLeaseHandover(t *testing.T, bin string, db database, rs ...*replica) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := postgres.Open(ctx, db.schema.DSN, postgres.WithSchema(db.schema.Name), postgres.WithMaxConns(1))
+	if err != nil {
+		t.Fatalf("open the database: %v", err)
+	}
+	defer st.Close()
+	lease := func() hub.LeaseStatus {
+		t.Helper()
+		l, err := hub.ReadLease(ctx, st, recovery.LeaseName)
+		if err != nil {
+			t.Fatalf("read the recovery lease: %v", err)
+		}
+		return l
+	}
+	var holder, other *replica
+	var was string
+	poll(t, 10*time.Second, "a replica holds the recovery lease", func() error {
+		l := lease()
+		if !l.HeldAt(time.Now()) {
+			return fmt.Errorf("lease %+v", l)
+		}
+		for i, r := range rs {
+			if strings.Contains(r.logs.String(), l.Holder) {
+				holder, other, was = r, rs[1-i], l.Holder
+				return nil
+			}
+		}
+		return fmt.Errorf("no replica logged taking the lease as %s", l.Holder)
+	})
+	dir := t.TempDir()
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append(args, "--database", db.dsn(t, "cairn-replicas-cli"))...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "XDG_DATA_HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("cairn %v: %v", args, err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	file := filepath.Join(dir, "store.bak")
+	if out, code := cli("backup", "--to", file); code != 0 {
+		t.Fatalf("cairn backup: exit %d\n%s", code, out)
+	}
+	holder.stop(t)
+	stopped := time.Now()
+	if out, code := cli("restore", "--force", "--from", file); code != 4 || !strings.Contains(out, "a cairn server is serving this store") {
+		t.Errorf("restore right after replica %s (the lease holder) stopped, with %s still serving: exit %d\n%s\nwant 4, a server is serving the store",
+			holder.name, other.name, code, out)
+	}
+	poll(t, hub.LeaseHandover+time.Second, "replica "+other.name+" takes the lease over", func() error {
+		if l := lease(); !l.HeldAt(time.Now()) || l.Holder == was || !strings.Contains(other.logs.String(), l.Holder) {
+			return fmt.Errorf("lease %+v, %v after %s stopped", l, time.Since(stopped).Round(time.Millisecond), holder.name)
+		}
+		return nil
 	})
 }
 

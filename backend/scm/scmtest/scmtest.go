@@ -34,9 +34,29 @@ type GitHub struct {
 	token   string
 	onMerge func(p Pull) error
 
-	mu       sync.Mutex
-	pulls    map[int]*Pull
-	requests map[string]int
+	mu        sync.Mutex
+	pulls     map[int]*Pull
+	requests  map[string]int
+	failOpens int
+}
+
+// FailOpens makes the next n requests creating a pull request fail with
+// 502, as GitHub does when it has a bad moment, creating nothing.
+func (g *GitHub) FailOpens(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failOpens = n
+}
+
+// Pulls returns a copy of every pull request.
+func (g *GitHub) Pulls() []Pull {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Pull, 0, len(g.pulls))
+	for n := 1; n <= len(g.pulls); n++ {
+		out = append(out, *g.pulls[n])
+	}
+	return out
 }
 
 // NewGitHub serves repository "owner/name", accepting token only.
@@ -127,9 +147,18 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if rest == "" && r.Method == http.MethodGet {
+		g.list(w, r)
+		return
+	}
 	if rest == "" {
 		if r.Method != http.MethodPost {
 			g.fail(w, http.StatusMethodNotAllowed, "%s %s", r.Method, r.URL.Path)
+			return
+		}
+		if g.failOpens > 0 {
+			g.failOpens--
+			writeJSON(w, http.StatusBadGateway, map[string]string{"message": "Server Error"})
 			return
 		}
 		title, _ := body["title"].(string)
@@ -193,4 +222,45 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.fail(w, http.StatusMethodNotAllowed, "%s %s", r.Method, r.URL.Path)
 	}
+}
+
+// list is "List pull requests" (GET /repos/{owner}/{repo}/pulls): state is
+// open, closed or all (default open); head filters by "user:ref-name" or
+// "organization:ref-name" (a value without the owner is a request GitHub
+// does not document: the fake refuses it); base by branch name.
+func (g *GitHub) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := q.Get("state")
+	switch state {
+	case "":
+		state = "open"
+	case "open", "closed", "all":
+	default:
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
+		return
+	}
+	head := q.Get("head")
+	if head != "" {
+		owner, ref, ok := strings.Cut(head, ":")
+		if !ok || owner == "" || ref == "" {
+			g.fail(w, http.StatusUnprocessableEntity, "head %q: want user:ref-name", head)
+			return
+		}
+		repoOwner, _, _ := strings.Cut(g.owner, "/")
+		if owner != repoOwner {
+			writeJSON(w, http.StatusOK, []any{}) // a fork's branch: none here
+			return
+		}
+		head = ref
+	}
+	base := q.Get("base")
+	out := []any{}
+	for n := 1; n <= len(g.pulls); n++ {
+		p := g.pulls[n]
+		if (state != "all" && p.State != state) || (head != "" && p.Head != head) || (base != "" && p.Base != base) {
+			continue
+		}
+		out = append(out, g.json(p))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
