@@ -569,6 +569,12 @@ func (b *Backend) deleteChange(ctx context.Context, req cairn.OnDeleteRequest) (
 			return checkLock(e, id, req.OwnerID, "delete")
 		},
 		apply: func(ctx context.Context, root string) error {
+			b.imu.RLock()
+			other := b.heldByOtherLocked(id, ident)
+			b.imu.RUnlock()
+			if other != "" {
+				return nil // its file is another instance's now: not ours to remove
+			}
 			err := b.ctl.Delete(ctx, root, ident.Kind, ident.Namespace, ident.Name)
 			if cairn.HasCode(err, cairn.CodeNotFound) {
 				return nil // removed outside cairn already: nothing to commit
