@@ -74,7 +74,12 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 			ch, err = b.deleteChange(wctx, *w.Delete)
 			if cairn.HasCode(err, cairn.CodeNotFound) {
 				if b.scm == nil || proposalOf(prev) == nil {
-					continue // gone already, as OnDelete's callers count it
+					uch, ok := b.unrecordedDeleteChange(wctx, *w.Delete)
+					if !ok {
+						continue // gone already, as OnDelete's callers count it
+					}
+					ch, err = uch, nil
+					break
 				}
 				// Created by a proposal not merged yet: on no branch, so
 				// the proposal's tree says where its file is.

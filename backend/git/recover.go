@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -338,4 +339,65 @@ func (b *Backend) heldByOtherLocked(id string, ident identity) string {
 		}
 	}
 	return ""
+}
+
+// unrecordedValue reads the value of an instance that no commit on the
+// branch records (notFound: entryFresh's answer) from what the hub knows,
+// its version's context: the branch was rewritten (a force-push) without
+// cairn's commits about it. The commit the context names, when this cache
+// still has it (it predates the rewrite), holds the version exactly; else
+// the file at the context's path at the tip is the value (the rewrite kept
+// the file, in a commit of someone else's; the next sync records it again,
+// gitsync). Without either, it says what happened and what to do.
+func (b *Backend) unrecordedValue(ctx context.Context, req cairn.GetValueRequest, notFound error) (json.RawMessage, error) {
+	id, rv := req.InstanceID, req.ResourceVersion
+	c := parseContext(req.Context)
+	if !b.unrecorded(id, req.Context) || c.ResourceVersion != rv {
+		return nil, notFound
+	}
+	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	if err != nil {
+		return nil, notFound
+	}
+	ident.Path = c.Path
+	if c.Commit != "" {
+		if v, err := b.readAt(ctx, plumbing.NewHash(c.Commit), ident); err == nil {
+			return v, nil
+		}
+	}
+	b.mu.Lock()
+	tip := b.tip
+	b.mu.Unlock()
+	where := ident.String()
+	if ident.Path != "" {
+		where = ident.Path
+	}
+	if !tip.IsZero() {
+		v, err := b.readAt(ctx, tip, ident)
+		if err == nil {
+			b.log.DebugContext(ctx, "git backend: read an instance no commit records from its file at the tip", "instance", id, "resource", ident.String(), "tip", tip.String())
+			return v, nil
+		}
+		if !cairn.HasCode(err, cairn.CodeNotFound) {
+			return nil, err
+		}
+	}
+	return nil, errorf(cairn.CodeNotFound, id, "TypeInstance %q (%s, resource version %d) is gone from branch %s of %s: no commit records it (Cairn-Instance trailer) "+
+		"and its file %s is not at the tip, so the branch was rewritten without it; push its file again or update the TypeInstance (either puts it back), or delete it",
+		id, ident, rv, b.cfg.Branch, b.cfg.URL, where)
+}
+
+// unrecorded says whether instance id, which the index does not hold, is
+// one no commit on the branch records any more, rather than one never
+// written here or deleted: raw is a version context this backend made
+// (naming the resource, the version and its commit), and no commit on the
+// branch records its delete.
+func (b *Backend) unrecorded(id string, raw json.RawMessage) bool {
+	c := parseContext(raw)
+	if c.Kind == "" || c.Commit == "" || c.ResourceVersion < 1 {
+		return false
+	}
+	b.imu.RLock()
+	defer b.imu.RUnlock()
+	return b.idx[id] == nil && !b.deleted[id]
 }
