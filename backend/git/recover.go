@@ -383,7 +383,7 @@ func (b *Backend) unrecordedValue(ctx context.Context, req cairn.GetValueRequest
 		}
 	}
 	return nil, errorf(cairn.CodeNotFound, id, "TypeInstance %q (%s, resource version %d) is gone from branch %s of %s: no commit records it (Cairn-Instance trailer) "+
-		"and its file %s is not at the tip, so the branch was rewritten without it; push its file again or update the TypeInstance (either puts it back), or delete it",
+		"and its file %s is not at the tip, so the branch was rewritten without it; push its file again at that path (cairn reads it from there, and its next update records it again), or delete the TypeInstance",
 		id, ident, rv, b.cfg.Branch, b.cfg.URL, where)
 }
 
