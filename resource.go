@@ -105,3 +105,25 @@ type DeleteDeferrer interface {
 type DeleteRestorer interface {
 	RestoreDeleted(ctx context.Context, req OnDeleteRequest) error
 }
+
+// RecoveryWrite is one interrupted write recovery finishes in a backend:
+// exactly one of UndoCreate (a create the hub never committed, as OnDelete
+// under WithRollback takes it back), UndoUpdate (an update it never
+// committed, as OnDeleteRevision under WithRollback) and Delete (a delete
+// the hub committed whose value the backend may still hold) is set.
+type RecoveryWrite struct {
+	UndoCreate *OnDeleteRequest
+	UndoUpdate *OnDeleteRevisionRequest
+	Delete     *OnDeleteRequest
+}
+
+// BatchRecoverer is implemented by a backend that finishes several
+// interrupted writes as one unit: recovery hands it every due write of one
+// pass at once rather than one call each, so a failed batch of 1,000
+// writes (a Git backend: one commit) is finished the way it was made (one
+// commit, one push), not with 1,000. It is all or nothing: on an error
+// recovery tries each write alone, as for any backend, unless the backend
+// is unavailable.
+type BatchRecoverer interface {
+	RecoverBatch(ctx context.Context, writes []RecoveryWrite) error
+}

@@ -211,34 +211,51 @@ func (h *Hub) recover(ctx context.Context, grace time.Duration, now, dueBy time.
 		return res, fmt.Errorf("recover: read the intent journal: %w", err)
 	}
 	bs := h.newBackendSet()
+	var rest []store.Intent
 	for _, in := range due {
 		if now.Sub(in.CreatedAt) < grace {
 			res.Waiting++
 			continue
 		}
+		rest = append(rest, in)
+	}
+	// The writes of a backend that finishes them together
+	// (cairn.BatchRecoverer) go as one call; what it could not finish, and
+	// every other intent, one by one.
+	rest, err = h.recoverBatches(ctx, bs, rest, now, &res)
+	if err != nil {
+		return res, err
+	}
+	for _, in := range rest {
 		done, err := h.finishIntent(ctx, bs, in)
 		if err != nil {
-			in.Attempts++
-			in.LastError = err.Error()
-			backoff := min(maxRecoveryBackoff, time.Second<<min(in.Attempts, 16))
-			in.NextAttempt = now.Add(backoff)
-			if rerr := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-				return tx.RetryIntent(ctx, in.InstanceID, in.ResourceVersion, in.LastError, in.NextAttempt)
-			}); rerr != nil && !cairn.HasCode(rerr, cairn.CodeNotFound) {
-				return res, fmt.Errorf("recover: %w", rerr)
+			if rerr := h.retryLater(ctx, &in, err, now, &res); rerr != nil {
+				return res, rerr
 			}
-			h.log.ErrorContext(ctx, "recovery could not finish an interrupted write; retrying later",
-				"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID,
-				"op", string(in.Op), "attempts", in.Attempts, "retryAt", in.NextAttempt, "err", err)
-			res.Failed = append(res.Failed, in)
 			continue
 		}
-		if err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
-			return tx.DeleteIntent(ctx, in.InstanceID, in.ResourceVersion)
-		}); err != nil {
-			return res, fmt.Errorf("recover: %w", err)
+		if err := h.finished(ctx, []store.Intent{in}, []intentOutcome{done}, &res); err != nil {
+			return res, err
 		}
-		switch done {
+	}
+	return res, nil
+}
+
+// finished forgets the intents recovery finished, in one transaction, and
+// counts and logs what it took.
+func (h *Hub) finished(ctx context.Context, ins []store.Intent, done []intentOutcome, res *RecoveryResult) error {
+	if err := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, in := range ins {
+			if err := tx.DeleteIntent(ctx, in.InstanceID, in.ResourceVersion); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for i, in := range ins {
+		switch done[i] {
 		case intentCommitted:
 			res.Committed++
 		case intentUndone:
@@ -255,7 +272,121 @@ func (h *Hub) recover(ctx context.Context, grace time.Duration, now, dueBy time.
 				"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID)
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// recoverBatches finishes, one call per backend, the intents whose backend
+// is a cairn.BatchRecoverer: the writes that never committed are undone
+// and the committed deletes sent, together, as the request made them (a
+// failed import of 1,000 files of a Git backend: one undo commit, one
+// push). It returns the intents left for finishIntent: those of other
+// backends, those only the store had to settle or a restore needs, and
+// those of a batch the backend failed (each is then tried alone, unless the
+// backend is unavailable: those are retried later, as a batch again).
+func (h *Hub) recoverBatches(ctx context.Context, bs *backendSet, ins []store.Intent, now time.Time, res *RecoveryResult) ([]store.Intent, error) {
+	type group struct {
+		rb     cairn.BatchRecoverer
+		ins    []store.Intent
+		writes []cairn.RecoveryWrite
+		done   []intentOutcome
+	}
+	groups := map[string]*group{}
+	var order []string
+	var rest []store.Intent
+	for _, in := range ins {
+		b, err := bs.get(ctx, in.BackendID)
+		if err != nil {
+			rest = append(rest, in) // finishIntent reports it
+			continue
+		}
+		rb, ok := b.client.(cairn.BatchRecoverer)
+		if !ok {
+			rest = append(rest, in)
+			continue
+		}
+		found, err := h.st.GetInstancesBrief(ctx, []string{in.InstanceID})
+		if err != nil {
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		var w cairn.RecoveryWrite
+		var done intentOutcome
+		switch in.Op {
+		case store.IntentCreate, store.IntentUpdate:
+			owner := ""
+			if len(found) == 1 {
+				if found[0].Latest.ResourceVersion >= in.ResourceVersion {
+					rest = append(rest, in) // committed: only the entry is left
+					continue
+				}
+				owner = found[0].LockedBy
+			}
+			done = intentUndone
+			if in.Op == store.IntentCreate {
+				w.UndoCreate = &cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: owner}
+			} else {
+				w.UndoUpdate = &cairn.OnDeleteRevisionRequest{InstanceID: in.InstanceID, ResourceVersion: in.ResourceVersion, Context: in.Context, OwnerID: owner}
+			}
+		case store.IntentDelete, store.IntentBatchDelete:
+			if len(found) == 1 && found[0].Backend.ID == in.BackendID {
+				rest = append(rest, in) // never committed: nothing, or a restore
+				continue
+			}
+			done = intentDeleted
+			w.Delete = &cairn.OnDeleteRequest{InstanceID: in.InstanceID, Context: in.Context, OwnerID: in.OwnerID}
+		default:
+			rest = append(rest, in)
+			continue
+		}
+		g := groups[in.BackendID]
+		if g == nil {
+			g = &group{rb: rb}
+			groups[in.BackendID] = g
+			order = append(order, in.BackendID)
+		}
+		g.ins, g.writes, g.done = append(g.ins, in), append(g.writes, w), append(g.done, done)
+	}
+	for _, id := range order {
+		g := groups[id]
+		err := g.rb.RecoverBatch(ctx, g.writes)
+		if err == nil {
+			if err := h.finished(ctx, g.ins, g.done, res); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if len(g.ins) > 1 && !cairn.HasCode(err, cairn.CodeUnavailable) {
+			h.log.WarnContext(ctx, "recovery could not finish a backend's interrupted writes together; trying each alone",
+				"backend", id, "writes", len(g.ins), "err", err)
+			rest = append(rest, g.ins...)
+			continue
+		}
+		err = h.externalErr(ctx, id, fmt.Sprintf("finish %d interrupted writes", len(g.ins)), err)
+		for _, in := range g.ins {
+			if rerr := h.retryLater(ctx, &in, err, now, res); rerr != nil {
+				return nil, rerr
+			}
+		}
+	}
+	return rest, nil
+}
+
+// retryLater records that recovery could not finish in (err), to be tried
+// again after a backoff.
+func (h *Hub) retryLater(ctx context.Context, in *store.Intent, err error, now time.Time, res *RecoveryResult) error {
+	in.Attempts++
+	in.LastError = err.Error()
+	backoff := min(maxRecoveryBackoff, time.Second<<min(in.Attempts, 16))
+	in.NextAttempt = now.Add(backoff)
+	if rerr := h.st.Update(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.RetryIntent(ctx, in.InstanceID, in.ResourceVersion, in.LastError, in.NextAttempt)
+	}); rerr != nil && !cairn.HasCode(rerr, cairn.CodeNotFound) {
+		return fmt.Errorf("recover: %w", rerr)
+	}
+	h.log.ErrorContext(ctx, "recovery could not finish an interrupted write; retrying later",
+		"instance", in.InstanceID, "resourceVersion", in.ResourceVersion, "backend", in.BackendID,
+		"op", string(in.Op), "attempts", in.Attempts, "retryAt", in.NextAttempt, "err", err)
+	res.Failed = append(res.Failed, *in)
+	return nil
 }
 
 // intentOutcome is what finishing an intent took.

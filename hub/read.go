@@ -320,6 +320,13 @@ func (h *Hub) fillValuesOneByOne(ctx context.Context, list []cairn.Instance, at 
 		if derr != nil {
 			return nil, derr
 		}
+		if !deleted && unreadable != nil && external {
+			// Its backend has no value for it (a Git branch rewritten
+			// without it): shown without one, with the backend's reason,
+			// rather than failing the list of every other instance.
+			unreadable(list[i], err)
+			continue
+		}
 		if !deleted {
 			return nil, err // not being deleted: the value is missing
 		}

@@ -32,8 +32,9 @@ type ListOptions struct {
 	// list is consistent.
 	NotOlderThan *int64
 	// Unreadable, when set with Values, keeps in the list an instance
-	// whose external backend is unavailable, without its value, and is
-	// called with it and the backend's error, instead of failing the list:
+	// whose external backend is unavailable or has no value for it (and
+	// it is not being deleted), without its value, and is called with it
+	// and the backend's error, instead of failing the list:
 	// a table shows what it can (<unknown> cells). The other instances of
 	// that backend are not asked for again.
 	Unreadable func(inst cairn.Instance, err error)

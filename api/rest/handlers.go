@@ -180,6 +180,14 @@ func (s *Server) instance(r *http.Request, req request) (cairn.Instance, error) 
 func (s *Server) instanceWith(r *http.Request, req request, withValue bool) (cairn.Instance, error) {
 	inst, err := s.hub.GetInstanceByName(r.Context(), req.res.typ.Path, req.namespace, req.name, withValue)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
+		if withValue {
+			// The object is there but its backend has no value for it
+			// (a Git branch rewritten without it): say so, not that
+			// the object does not exist.
+			if _, gerr := s.hub.GetInstanceByName(r.Context(), req.res.typ.Path, req.namespace, req.name, false); gerr == nil {
+				return inst, err
+			}
+		}
 		return inst, errStatus{notFoundObject(req.res, req.name)}
 	}
 	return inst, err

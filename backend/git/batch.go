@@ -74,7 +74,12 @@ func (b *Backend) OnBatch(ctx context.Context, writes []cairn.BatchWrite) (cairn
 			ch, err = b.deleteChange(wctx, *w.Delete)
 			if cairn.HasCode(err, cairn.CodeNotFound) {
 				if b.scm == nil || proposalOf(prev) == nil {
-					continue // gone already, as OnDelete's callers count it
+					uch, ok := b.unrecordedDeleteChange(wctx, *w.Delete)
+					if !ok {
+						continue // gone already, as OnDelete's callers count it
+					}
+					ch, err = uch, nil
+					break
 				}
 				// Created by a proposal not merged yet: on no branch, so
 				// the proposal's tree says where its file is.
@@ -208,25 +213,7 @@ func (b *Backend) undoImportBatch(ctx context.Context, writes []cairn.BatchWrite
 	if inv, err = b.inBatch(ctx, batch, inv); err != nil || len(inv) == 0 {
 		return err
 	}
-	actor, imp := who(ctx, change{})
-	var m strings.Builder
-	chs := make([]change, len(inv))
-	for i, ic := range inv {
-		chs[i] = change{op: ic.undid}
-	}
-	fmt.Fprintf(&m, "cairn: undo sync %s\n\n", strings.TrimPrefix(batchSummary(chs, byline(actor, imp)), "cairn: "))
-	fmt.Fprintf(&m, "cairn could not store the import recorded by commit %s in its own store, so it took the import back;\n"+
-		"the files are left as the imported commit made them, and the next sync imports them again.\n\n", batch.String()[:12])
-	writeUndoTrailers(&m, batch, inv, actor, imp)
-	undo := change{op: "revert", id: inv[0].id, ident: inv[0].ident, recordOnly: true, touches: []identity{},
-		check:   func(*entry) error { return nil },
-		apply:   func(context.Context, string) error { return nil },
-		message: m.String(),
-	}
-	if _, err := b.write(ctx, undo); err != nil {
-		return fmt.Errorf("git backend: undo the import batch %s: %w", batch, err)
-	}
-	return nil
+	return b.undoImportCommit(ctx, batch, inv)
 }
 
 // writeContext is ctx with the write's ResourceMeta.
@@ -277,33 +264,7 @@ func (b *Backend) UndoBatch(ctx context.Context, writes []cairn.BatchWrite, stor
 		b.applyInMemory(inv)
 		return nil
 	}
-	batch := plumbing.NewHash(stored.Token)
-	if inv, err = b.inBatch(ctx, batch, inv); err != nil || len(inv) == 0 {
-		return err
-	}
-	touches := make([]identity, len(inv))
-	for i, ic := range inv {
-		touches[i] = ic.ident
-	}
-	undo := change{op: "revert", ident: inv[0].ident, touches: touches,
-		check:   func(*entry) error { return nil },
-		message: revertMessage(ctx, batch, inv),
-		apply: func(ctx context.Context, root string) error {
-			return b.restoreFiles(ctx, root, batch, inv)
-		},
-	}
-	commit, made, err := b.writeChanges(ctx, []change{undo})
-	if err != nil {
-		return fmt.Errorf("git backend: undo commit %s: %w", batch, err)
-	}
-	if !made {
-		// Every file was changed since: nothing to restore, but the
-		// index must still forget the batch.
-		b.applyInMemory(inv)
-		return nil
-	}
-	b.log.InfoContext(ctx, "git backend: batch undone", "batch", batch.String(), "commit", commit.String(), "changes", len(inv))
-	return nil
+	return b.undoCommit(ctx, plumbing.NewHash(stored.Token), inv)
 }
 
 // RestoreDeleted puts back the file of an instance whose delete this

@@ -114,6 +114,10 @@ type Backend struct {
 	// a write's network round trips.
 	imu sync.RWMutex
 	idx map[string]*entry
+	// deleted are the instances whose delete a commit on the branch
+	// records: unlike one no commit records (a rewritten branch), their
+	// values are gone for good.
+	deleted map[string]bool
 
 	values valueCache
 
@@ -200,6 +204,7 @@ func New(opts Options) (*Backend, error) {
 		auth:        auth,
 		maxAttempts: opts.MaxAttempts,
 		idx:         map[string]*entry{},
+		deleted:     map[string]bool{},
 		values:      valueCache{m: map[string]json.RawMessage{}},
 	}
 	if cfg.Mode == ModePropose {
@@ -498,8 +503,18 @@ func (b *Backend) updateChange(ctx context.Context, req cairn.OnUpdateRequest) (
 		return change{}, errorf(cairn.CodeInvalid, id, "TypeInstance %q: resource version %d: must be 1 or more", id, rv)
 	}
 	e, err := b.entryFresh(ctx, id)
-	if err != nil && !(b.scm != nil && cairn.HasCode(err, cairn.CodeNotFound) && proposalOf(req.Context) != nil) {
-		return change{}, err // an instance whose creation is still a proposal is on no branch yet
+	unrecorded := false
+	switch {
+	case b.scm != nil && cairn.HasCode(err, cairn.CodeNotFound) && proposalOf(req.Context) != nil:
+		// an instance whose creation is still a proposal is on no branch yet
+	case cairn.HasCode(err, cairn.CodeNotFound) && b.unrecorded(id, req.Context):
+		// No commit records it (the branch was rewritten without cairn's
+		// commits about it), but the hub does, with its context: this
+		// version's commit records it again (its Cairn-Resource trailer),
+		// and puts its file back if the rewrite dropped it.
+		unrecorded = true
+	case err != nil:
+		return change{}, err
 	}
 	ident, err := resolveIdentity(ctx, id, req.Context, b.identityOf(e))
 	if err != nil {
@@ -512,6 +527,9 @@ func (b *Backend) updateChange(ctx context.Context, req cairn.OnUpdateRequest) (
 	return change{
 		op: opUpdate, id: id, rv: rv, ident: ident, touches: []identity{ident},
 		check: func(e *entry) error {
+			if e == nil && unrecorded {
+				return nil
+			}
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)
 			}
@@ -545,11 +563,49 @@ func (b *Backend) OnDelete(ctx context.Context, req cairn.OnDeleteRequest) error
 		return b.proposeDelete(ctx, req)
 	}
 	ch, err := b.deleteChange(ctx, req)
+	if cairn.HasCode(err, cairn.CodeNotFound) && !cairn.IsRollback(ctx) {
+		if uch, ok := b.unrecordedDeleteChange(ctx, req); ok {
+			ch, err = uch, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
 	_, err = b.commitOne(ctx, ch)
 	return err
+}
+
+// unrecordedDeleteChange is the delete of an instance no commit on the
+// branch records (rewritten without cairn's commits about it) but whose
+// context names its resource: its file, when still at the tip and no
+// other instance's, is removed, so no sync imports it again as a new
+// instance.
+func (b *Backend) unrecordedDeleteChange(ctx context.Context, req cairn.OnDeleteRequest) (change, bool) {
+	id := req.InstanceID
+	if !b.unrecorded(id, req.Context) {
+		return change{}, false
+	}
+	ident, err := resolveIdentity(ctx, id, req.Context, nil)
+	if err != nil {
+		return change{}, false
+	}
+	return change{
+		op: opDelete, id: id, ident: ident, touches: []identity{ident},
+		check: func(*entry) error { return nil },
+		apply: func(ctx context.Context, root string) error {
+			b.imu.RLock()
+			other := b.heldByOtherLocked(id, ident)
+			b.imu.RUnlock()
+			if other != "" {
+				return nil
+			}
+			err := b.ctl.Delete(ctx, root, ident.Kind, ident.Namespace, ident.Name)
+			if cairn.HasCode(err, cairn.CodeNotFound) {
+				return nil
+			}
+			return err
+		},
+	}, true
 }
 
 // deleteChange is the change OnDelete commits.
@@ -569,6 +625,12 @@ func (b *Backend) deleteChange(ctx context.Context, req cairn.OnDeleteRequest) (
 			return checkLock(e, id, req.OwnerID, "delete")
 		},
 		apply: func(ctx context.Context, root string) error {
+			b.imu.RLock()
+			other := b.heldByOtherLocked(id, ident)
+			b.imu.RUnlock()
+			if other != "" {
+				return nil // its file is another instance's now: not ours to remove
+			}
 			err := b.ctl.Delete(ctx, root, ident.Kind, ident.Namespace, ident.Name)
 			if cairn.HasCode(err, cairn.CodeNotFound) {
 				return nil // removed outside cairn already: nothing to commit
@@ -668,6 +730,9 @@ func (b *Backend) GetValue(ctx context.Context, req cairn.GetValueRequest) (json
 		return v, err
 	}
 	e, err := b.entryFresh(ctx, id)
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return b.unrecordedValue(ctx, req, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -237,3 +237,71 @@ func TestRecoveryRestoresADeleteThatNeverCommitted(t *testing.T) {
 		t.Fatalf("second Recover = %+v, %v", res, err)
 	}
 }
+
+// TestRecoveryUndoesAnUnansweredBatchAsOneCommit: a create of three Flags
+// (one batch, one commit) whose push lands but whose answer never comes;
+// the hub keeps the three intents. Recovery takes the batch back as it was
+// made: one commit removing the three files, one push, not one each.
+func TestRecoveryUndoesAnUnansweredBatchAsOneCommit(t *testing.T) {
+	r := gittest.NewRemote(t)
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	script := "#!/bin/sh\ni=0\nwhile [ ! -e " + release + " ] && [ -d " + dir + " ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
+	if err := os.WriteFile(filepath.Join(r.Path, "hooks", "post-receive"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) }) // never leave the CGI waiting
+	ctx := cairn.WithActor(context.Background(), "admin")
+	os.WriteFile(release, nil, 0o644)
+	h, _ := flagsInGit(t, ctx, r.Serve(t))
+	flag := cairn.TypeRef{Path: "io.flipt.flag", Revision: "1.0.0"}
+	if _, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{TypeRef: flag, Namespace: "default", Name: "seed",
+		Value: json.RawMessage(`{"enabled":true}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(release); err != nil {
+		t.Fatal(err)
+	}
+	var news []hub.NewInstance
+	for _, n := range []string{"a", "b", "c"} {
+		news = append(news, hub.NewInstance{TypeRef: flag, Namespace: "default", Name: n, Value: json.RawMessage(`{"enabled":true}`)})
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	created := make(chan error, 1)
+	go func() {
+		_, err := h.CreateInstances(cctx, hub.CreateRequest{Instances: news})
+		created <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"), "Flag-c.json") {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch's push never reached the remote")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-created; err == nil {
+		t.Fatal("the create succeeded without its push's answer")
+	}
+	if ins, _ := h.PendingIntents(ctx); len(ins) != 3 {
+		t.Fatalf("intents after the unanswered batch = %+v, want its three", ins)
+	}
+	os.WriteFile(release, nil, 0o644)
+	batch := gittest.Git(t, r.Path, "rev-parse", "main")
+	commits := r.Commits(t)
+
+	res, err := h.Recover(ctx, 0)
+	if err != nil || res.Undone != 3 || len(res.Failed) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the three undone", res, err)
+	}
+	if n := r.Commits(t) - commits; n != 1 {
+		t.Errorf("recovery made %d commits, want one undoing the batch", n)
+	}
+	want := "cairn: undo " + batch[:12] + " (3 changes) by "
+	if got := gittest.Git(t, r.Path, "log", "-1", "--format=%s", "main"); !strings.HasPrefix(got, want) {
+		t.Errorf("commit = %q, want %q...", got, want)
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); files != "default/flipt.io-v1-Flag-seed.json" {
+		t.Errorf("files on main after recovery: %s; want the seed's only", files)
+	}
+}

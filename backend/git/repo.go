@@ -263,6 +263,7 @@ func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident 
 	e := b.idx[id]
 	switch op {
 	case opCreate:
+		delete(b.deleted, id)
 		e = &entry{id: ident, versions: map[int]plumbing.Hash{}, dropped: map[int]bool{}, imports: map[int]plumbing.Hash{}}
 		if old := b.idx[id]; old != nil {
 			e.lockedBy = old.lockedBy
@@ -296,6 +297,7 @@ func (b *Backend) applyIndex(id, op string, rv int, commit plumbing.Hash, ident 
 		e.dropped[rv] = true
 	case opDelete:
 		delete(b.idx, id)
+		b.deleted[id] = true
 	}
 }
 

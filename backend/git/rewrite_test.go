@@ -27,7 +27,7 @@ func TestRewrittenHistory(t *testing.T) {
 	r := gittest.NewRemote(t)
 	b := gittest.NewBackend(t, r.FileURL())
 	ctx := cairn.WithActor(t.Context(), "jane")
-	x, y, z := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	x, y, z, w := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
 	create(t, ctx, b, x, "x", `{"enabled":true}`)
 	var logs bytes.Buffer
 	cfg, err := git.ParseConfig([]byte(`{"url":"` + r.FileURL() + `"}`))
@@ -47,13 +47,14 @@ func TestRewrittenHistory(t *testing.T) {
 	}
 	update := gittest.Git(t, r.Path, "rev-parse", "main")
 	z1 := create(t, ctx, b, z, "z", `{"enabled":true}`)
+	w1 := create(t, ctx, b, w, "w", `{"enabled":true}`)
 	if _, _, tip, err := syncer.Pending(ctx); err != nil || syncer.SetSynced(tip) != nil {
 		t.Fatalf("Pending: %v", err)
 	}
 
 	// The rewrite: main is x's commit, then y's update commit replayed
 	// (same message, so same trailers, and the file it left); z's file in a
-	// commit of hers, without trailers.
+	// commit of hers, without trailers; w dropped with its file.
 	work := filepath.Join(t.TempDir(), "work")
 	gittest.Git(t, "", "clone", "--quiet", "--branch", "main", r.FileURL(), work)
 	gittest.Git(t, work, "reset", "--quiet", "--hard", base)
@@ -77,20 +78,41 @@ func TestRewrittenHistory(t *testing.T) {
 		cairn.OnUpdateRequest{InstanceID: y, NewResourceVersion: 3, NewValue: json.RawMessage(`{"enabled":false}`), Context: y2}); err != nil {
 		t.Errorf("fresh cache: OnUpdate(y, 3): %v", err)
 	}
-	// z: the hub's delete of an instance its backend does not know is done.
-	if err := fresh.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: z, Context: z1}); !cairn.HasCode(err, cairn.CodeNotFound) ||
-		!strings.Contains(err.Error(), "no commit on branch main") {
-		t.Errorf("fresh cache: OnDelete(z) = %v, want NotFound saying no commit on main records it", err)
+	// z, which no commit records any more, reads from what the hub knows
+	// (its context): its file at the tip.
+	if got, err := fresh.GetValue(ctx, cairn.GetValueRequest{InstanceID: z, ResourceVersion: 1, Context: z1}); err != nil || string(got) != `{"enabled":true}` {
+		t.Errorf("fresh cache: GetValue(z, 1) = %s, %v; want its file at the tip", got, err)
 	}
-	// Another process reads the same: y at version 3, x untouched.
+	// w's file went with the rewrite: NotFound, saying what happened and
+	// what to do; an update puts it back, recorded again.
+	if _, err := fresh.GetValue(ctx, cairn.GetValueRequest{InstanceID: w, ResourceVersion: 1, Context: w1}); !cairn.HasCode(err, cairn.CodeNotFound) ||
+		!strings.Contains(err.Error(), "the branch was rewritten without it") || !strings.Contains(err.Error(), flagPath("w")) {
+		t.Errorf("fresh cache: GetValue(w, 1) = %v, want NotFound saying the rewrite dropped %s", err, flagPath("w"))
+	}
+	if _, err := fresh.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("w", nil)),
+		cairn.OnUpdateRequest{InstanceID: w, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":false}`), Context: w1}); err != nil {
+		t.Errorf("fresh cache: OnUpdate(w, 2): %v", err)
+	}
+	// Another process reads the same: y at version 3, w at 2, x untouched.
 	other := gittest.NewBackend(t, r.FileURL())
 	if got, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: y, ResourceVersion: 3}); err != nil || string(got) != `{"enabled":false}` {
 		t.Errorf("other cache: GetValue(y, 3) = %s, %v", got, err)
 	}
+	if got, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: w, ResourceVersion: 2}); err != nil || string(got) != `{"enabled":false}` {
+		t.Errorf("other cache: GetValue(w, 2) = %s, %v", got, err)
+	}
 	if _, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: x, ResourceVersion: 1}); err != nil {
 		t.Errorf("other cache: GetValue(x, 1): %v", err)
 	}
+	// Without its context (nothing the hub knows), z is NotFound.
 	if _, err := other.GetValue(ctx, cairn.GetValueRequest{InstanceID: z, ResourceVersion: 1}); !cairn.HasCode(err, cairn.CodeNotFound) {
 		t.Errorf("other cache: GetValue(z, 1) = %v, want NotFound", err)
+	}
+	// The hub's delete of z removes its file, so no sync imports it again.
+	if err := fresh.OnDelete(ctx, cairn.OnDeleteRequest{InstanceID: z, Context: z1}); err != nil {
+		t.Errorf("fresh cache: OnDelete(z): %v", err)
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, flagPath("z")) {
+		t.Errorf("files on main after z's delete:\n%s", files)
 	}
 }

@@ -203,10 +203,10 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 				}
 			}
 			e.person("status") // clones
-			// Two files: one import batch, which recovery takes back instance by
-			// instance.
-			e.write("added", flagFile("added", true))
-			e.write("added2", flagFile("added2", false))
+			// 200 new files and a change: one import batch, which recovery
+			// takes back as one commit and one push, as the import made it.
+			e.writeFlags("added", 200)
+			e.write("existing", flagFile("existing", true))
 			e.pushAll("add added")
 			tree := gittest.Git(t, r.Path, "rev-parse", "main^{tree}")
 
@@ -216,9 +216,10 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 				t.Fatalf("Sync with the store refusing and the remote gone = %+v, %v; want the failed rollback reported", res, err)
 			}
 			pending, err := e.h.PendingIntents(ctx)
-			if err != nil || len(pending) != 2 {
-				t.Fatalf("intents after the failed rollback: %+v, %v; want the import's two", pending, err)
+			if err != nil || len(pending) != 201 {
+				t.Fatalf("intents after the failed rollback: %d, %v; want the import's 201", len(pending), err)
 			}
+			imported := gittest.Git(t, r.Path, "rev-parse", "main")
 
 			allowed.Store(math.MaxInt64)
 			allow()
@@ -232,25 +233,36 @@ func TestImportRecoveredWhenItsUndoFailed(t *testing.T) {
 			if res, err := e.syncer().Sync(ctx); err == nil || !strings.Contains(err.Error(), "not in the hub") {
 				t.Fatalf("Sync before recovery = %+v, %v; want it stopped at the import the hub does not hold", res, err)
 			}
-			if _, err := e.get("added"); !cairn.HasCode(err, cairn.CodeNotFound) {
-				t.Errorf("added before recovery: %v, want NotFound", err)
+			if _, err := e.get("added-0000"); !cairn.HasCode(err, cairn.CodeNotFound) {
+				t.Errorf("added-0000 before recovery: %v, want NotFound", err)
 			}
 			if n := e.remote.Commits(t) - before; n != 0 {
 				t.Errorf("the sync before recovery made %d commits, want none", n)
 			}
+			pushed := pushes.Load()
 			rec, err := e.h.Recover(ctx, 0)
-			if err != nil || rec.Undone != 2 || len(rec.Failed) != 0 {
+			if err != nil || rec.Undone != 201 || len(rec.Failed) != 0 {
 				t.Fatalf("Recover = %+v, %v; want the import undone", rec, err)
+			}
+			if n, p := e.remote.Commits(t)-before, pushes.Load()-pushed; n != 1 || p != 1 {
+				t.Errorf("recovery undid the import with %d commits and %d pushes, want 1 and 1", n, p)
+			}
+			undo := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main")
+			if !strings.HasPrefix(undo, "cairn: undo sync create 200, update 1 resources by ") || !strings.Contains(undo, "Cairn-Revert: "+imported) {
+				t.Errorf("recovery's undo commit:\n%s\nwant the undo of import %s", undo, imported)
 			}
 			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
 				t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s%n%b", "main"))
 			}
 			res, err := e.syncer().Sync(ctx)
-			if err != nil || res.Created != 2 {
-				t.Fatalf("Sync after recovery = %+v, %v; want added and added2 imported", res, err)
+			if err != nil || res.Created != 200 || res.Updated != 1 {
+				t.Fatalf("Sync after recovery = %+v, %v; want the 200 files and the change imported", res, err)
 			}
-			if inst, err := e.get("added"); err != nil || inst.Latest.CreatedBy != jane {
-				t.Errorf("added after recovery and sync: %+v, %v", inst.Latest, err)
+			if inst, err := e.get("added-0199"); err != nil || inst.Latest.CreatedBy != jane {
+				t.Errorf("added-0199 after recovery and sync: %+v, %v", inst.Latest, err)
+			}
+			if inst, err := e.get("existing"); err != nil || inst.Latest.ResourceVersion != 2 || inst.Latest.CreatedBy != jane {
+				t.Errorf("existing after recovery and sync: %+v, %v; want version 2 by Jane", inst.Latest, err)
 			}
 			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
 				t.Errorf("the import after recovery changed the repository's files")
@@ -402,5 +414,95 @@ func TestImportedDeletesRecoveredWhenTheirCommitFailed(t *testing.T) {
 	}
 	if n := r.Commits(t) - commits; n > 1 {
 		t.Errorf("recovery and the syncs after it made %d commits, want at most 1", n)
+	}
+}
+
+// TestRecoveryKeepsAFileReaddedAfterItsDelete: Jane removes three Flags,
+// the hub deletes them but the commit recording the removals cannot be
+// pushed (the remote away), and Jane then adds one of them again at the
+// same path. Recovery, finishing the deletes, must record them on the
+// branch (one commit saying so, in git log) and must not remove the file
+// she re-added: it is not the deleted instance's. Whether a sync imported
+// the new file before recovery ran or only after, she ends with the new
+// Flag, its file untouched.
+func TestRecoveryKeepsAFileReaddedAfterItsDelete(t *testing.T) {
+	for _, syncedFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("synced-before-recovery=%v", syncedFirst), func(t *testing.T) {
+			r := gittest.NewRemote(t)
+			var down atomic.Bool
+			url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					if down.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") {
+						http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+						return
+					}
+					h.ServeHTTP(w, req)
+				})
+			})
+			e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+			ctx := context.Background()
+			e.create("existing", false)
+			s := e.syncer()
+			e.person("status") // clones
+			e.writeFlags("gone", 3)
+			e.pushAll("three flags")
+			if res, err := s.Sync(ctx); err != nil || res.Created != 3 {
+				t.Fatalf("Sync = %+v, %v; want 3 created", res, err)
+			}
+			old, err := e.get("gone-0001")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.person("pull", "--quiet", "--ff-only", "origin", "main")
+			e.removeFlags("gone", 0, 3)
+			e.pushAll("remove them")
+			down.Store(true)
+			if res, err := s.Sync(ctx); err != nil || res.Deleted != 3 {
+				t.Fatalf("Sync with the remote refusing pushes = %+v, %v; want the 3 deletes done in the hub", res, err)
+			}
+			down.Store(false)
+			e.write("gone-0001", flagFile("gone-0001", true)) // gone-0001 was enabled=false
+			e.pushAll("gone-0001 is back")
+			if syncedFirst {
+				if res, err := s.Sync(ctx); err != nil || res.Created != 1 {
+					t.Fatalf("Sync of the re-added file = %+v, %v; want it created", res, err)
+				}
+			}
+			tree, commits := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"), r.Commits(t)
+
+			e.open(e.cache) // a restarted process
+			rec, err := e.h.Recover(ctx, 0)
+			if err != nil || rec.Deleted != 3 || len(rec.Failed) != 0 {
+				t.Fatalf("Recover = %+v, %v; want the 3 deletes finished", rec, err)
+			}
+			if got := gittest.Git(t, r.Path, "rev-parse", "main^{tree}"); got != tree {
+				t.Errorf("recovery changed the repository's files:\n%s", gittest.Git(t, r.Path, "log", "-2", "--stat", "--format=%s%n%b", "main"))
+			}
+			if n := r.Commits(t) - commits; n != 1 {
+				t.Errorf("recovery made %d commits, want one recording the 3 deletes", n)
+			}
+			msg := gittest.Git(t, r.Path, "log", "-1", "--format=%B", "main")
+			if !strings.HasPrefix(msg, "cairn: recover: delete 3 resources") || !strings.Contains(msg, "Cairn-Change: delete "+old.ID+" 0 flipt.io/v1 Flag default/gone-0001") {
+				t.Errorf("recovery's commit:\n%s\nwant the 3 deletes recorded, gone-0001's old instance among them", msg)
+			}
+			if !syncedFirst {
+				if res, err := e.syncer().Sync(ctx); err != nil || res.Created != 1 {
+					t.Fatalf("Sync after recovery = %+v, %v; want the re-added file created", res, err)
+				}
+			}
+			inst, err := e.get("gone-0001")
+			if err != nil || inst.ID == old.ID || string(inst.Latest.Value) != `{"enabled":true}` {
+				t.Fatalf("gone-0001 after recovery: %+v, %v; want the re-added Flag, a new instance", inst, err)
+			}
+			// Another process reads it from the branch: the old instance's
+			// delete is recorded, the new one is there.
+			e.open(t.TempDir())
+			if v, err := e.h.GetInstance(ctx, inst.ID, true); err != nil || string(v.Latest.Value) != `{"enabled":true}` {
+				t.Errorf("gone-0001 on a fresh cache: %+v, %v", v.Latest, err)
+			}
+			if res, err := e.syncer().Sync(ctx); err != nil || res.Created+res.Updated+res.Deleted != 0 {
+				t.Errorf("Sync on a fresh cache = %+v, %v; want nothing", res, err)
+			}
+		})
 	}
 }
