@@ -174,16 +174,14 @@ reason. -o json prints the same as JSON.`,
 	return []*cobra.Command{stackCmd, trace}
 }
 
+// pluralOf is the resource e's installations are served as: the hub fills
+// in the registered plural where the manifest gives none.
 func pluralOf(e hub.StackEntry) string {
 	n := e.Manifest.Kind.Names
 	if n.Plural != "" {
 		return n.Plural
 	}
-	s := n.Singular
-	if s == "" {
-		s = strings.ToLower(n.Kind)
-	}
-	return hub.Plural(s)
+	return cairn.PluralForKind(n.Kind)
 }
 
 func setNames(c *stack.Configurations) []string {
