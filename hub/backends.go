@@ -631,8 +631,11 @@ func externalErr(id, op string, err error) *cairn.Error {
 	return &cairn.Error{
 		Code: code,
 		IDs:  []string{id},
-		Msg:  msg,
-		Err:  err,
+		// Every backend bounds what a remote service wrote; this bounds
+		// what a backend itself might not (a WASM controller, an SDK one
+		// in-process), the hub's words around it included.
+		Msg: cairn.BoundText(msg, 2*cairn.MaxErrorText),
+		Err: err,
 	}
 }
 
