@@ -49,3 +49,65 @@ func TestPathForGroupKind(t *testing.T) {
 		}
 	}
 }
+
+func TestPluralForKind(t *testing.T) {
+	tests := []struct{ kind, want string }{
+		// Regular words, and the suffix rules.
+		{"Flag", "flags"},
+		{"MinimalGCP", "minimalgcps"},
+		{"PortalSettings", "portalsettings"}, // already plural
+		{"Credentials", "credentials"},
+		{"Endpoints", "endpoints"},
+		{"Status", "statuses"},
+		{"Bus", "buses"},
+		{"IngressClass", "ingressclasses"},
+		{"Address", "addresses"},
+		{"Alias", "aliases"},
+		{"Analysis", "analyses"},
+		{"Box", "boxes"},
+		{"Regex", "regexes"},
+		{"Blitz", "blitzes"},
+		{"Search", "searches"},
+		{"ServiceMesh", "servicemeshes"},
+		{"NetworkPolicy", "networkpolicies"},
+		{"Gateway", "gateways"},
+		{"DNSProxy", "dnsproxies"},
+		{"Soliloquy", "soliloquies"},
+		{"Shelf", "shelves"},
+		{"Wife", "wives"},
+		{"Safe", "safes"},
+		{"Belief", "beliefs"},
+		{"Spokesman", "spokesmen"},
+		{"Repo", "repos"},
+		{"Video", "videos"},
+		{"Y", "ys"},
+		// Irregular, uncountable and already-plural last words.
+		{"Person", "people"},
+		{"Human", "humans"},
+		{"NodeChild", "nodechildren"},
+		{"ConfigData", "configdata"},
+		{"Metadata", "metadata"},
+		{"Datum", "data"},
+		{"Criterion", "criteria"},
+		{"SearchIndex", "searchindices"},
+		{"Matrix", "matrices"},
+		{"Quiz", "quizzes"},
+		{"Hero", "heroes"},
+		{"Series", "series"},
+		{"Equipment", "equipment"},
+		{"Sheep", "sheep"},
+		// Acronyms as the last word.
+		{"IngressVIP", "ingressvips"},
+		{"DNS", "dnses"},
+		{"ACL", "acls"},
+		// Only the last word is inflected.
+		{"PersonRecord", "personrecords"},
+		{"DataSource", "datasources"},
+		{"lowercase", "lowercases"},
+	}
+	for _, tt := range tests {
+		if got := cairn.PluralForKind(tt.kind); got != tt.want {
+			t.Errorf("PluralForKind(%q) = %q, want %q", tt.kind, got, tt.want)
+		}
+	}
+}

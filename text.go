@@ -41,3 +41,26 @@ func isControl(r rune) bool {
 	}
 	return false
 }
+
+// MaxErrorText bounds the part of an error that a service outside cairn
+// wrote (a storage backend's, a Git server's, an S3 service's message) in
+// what cairn shows and logs.
+const MaxErrorText = 1024
+
+// BoundError is err with its text bounded as BoundText bounds it (at most
+// max bytes, printable); errors.Is and errors.As still see err. Nil stays
+// nil.
+func BoundError(err error, max int) error {
+	if err == nil {
+		return nil
+	}
+	return boundError{err: err, msg: BoundText(err.Error(), max)}
+}
+
+type boundError struct {
+	err error
+	msg string
+}
+
+func (e boundError) Error() string { return e.msg }
+func (e boundError) Unwrap() error { return e.err }

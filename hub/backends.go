@@ -104,8 +104,9 @@ func (h *Hub) resolveBackend(ctx context.Context, id string, at int64, connect b
 		return b, nil
 	}
 	if h.opener == nil {
-		return nil, &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{id},
-			Msg: fmt.Sprintf("External backend %q: no client is configured for url %q", id, sb.URL)}
+		// The url is the backend's: withheld as its own words are.
+		return nil, h.withheld(ctx, &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{id},
+			Msg: fmt.Sprintf("External backend %q: no client is configured for url %q", id, sb.URL)}, id, "connect")
 	}
 	client, err := h.opener.OpenBackend(ctx, sb)
 	if err != nil {
@@ -630,8 +631,11 @@ func externalErr(id, op string, err error) *cairn.Error {
 	return &cairn.Error{
 		Code: code,
 		IDs:  []string{id},
-		Msg:  msg,
-		Err:  err,
+		// Every backend bounds what a remote service wrote; this bounds
+		// what a backend itself might not (a WASM controller, an SDK one
+		// in-process), the hub's words around it included.
+		Msg: cairn.BoundText(msg, 2*cairn.MaxErrorText),
+		Err: err,
 	}
 }
 

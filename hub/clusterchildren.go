@@ -81,5 +81,5 @@ func (h *Hub) kindResource(ctx context.Context, apiVersion, kind string) (group,
 			return group, t.Names.Plural, nil
 		}
 	}
-	return group, Plural(strings.ToLower(kind)), nil
+	return group, cairn.PluralForKind(kind), nil
 }

@@ -35,8 +35,8 @@ func (h *Hub) CheckBackend(ctx context.Context, id string) (cairn.StorageBackend
 	var health cairn.BackendHealth
 	hc, ok := h.opener.(HealthChecker)
 	if !ok {
-		err = &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{sb.ID},
-			Msg: fmt.Sprintf("External backend %q: no health check is available for url %q", sb.ID, sb.URL)}
+		err = h.withheld(ctx, &cairn.Error{Code: cairn.CodeUnavailable, IDs: []string{sb.ID},
+			Msg: fmt.Sprintf("External backend %q: no health check is available for url %q", sb.ID, sb.URL)}, sb.ID, "health check")
 	} else if health, err = hc.CheckBackend(ctx, sb); err != nil {
 		err = h.externalErr(ctx, sb.ID, "health check", err)
 	}

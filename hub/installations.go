@@ -320,21 +320,10 @@ func (h *Hub) KindType(ctx context.Context, apiVersion, kind string) (cairn.Type
 		Revision:   rev,
 		JSONSchema: []byte(`{"type":"object","x-kubernetes-preserve-unknown-fields":true}`),
 		Group:      restGroup, Version: version,
-		Names: &cairn.Names{Kind: kind, Singular: lower, Plural: Plural(lower)},
+		Names: &cairn.Names{Kind: kind, Singular: lower, Plural: cairn.PluralForKind(kind)},
 	}
 	out, _, err := h.ApplyType(ctx, t)
 	return out, err
-}
-
-// Plural is the plural of a lower-case kind, as Kubernetes guesses it.
-func Plural(singular string) string {
-	switch {
-	case strings.HasSuffix(singular, "s"), strings.HasSuffix(singular, "x"), strings.HasSuffix(singular, "ch"), strings.HasSuffix(singular, "sh"):
-		return singular + "es"
-	case strings.HasSuffix(singular, "y") && len(singular) > 1 && !strings.ContainsRune("aeiou", rune(singular[len(singular)-2])):
-		return singular[:len(singular)-1] + "ies"
-	}
-	return singular + "s"
 }
 
 // CheckOwnedDeletable says whether DeleteOwned would delete every one of

@@ -179,7 +179,9 @@ func (h *Hub) proposalStates(ctx context.Context, contexts map[string]json.RawMe
 			defer func() { <-sem; wg.Done() }()
 			state, err := pc.ProposalState(ctx, backends[p.Backend], contexts[p.ID])
 			if err != nil {
-				p.StateError = err.Error()
+				// The backend's (its forge's) words: withheld from who
+				// may not get the backend.
+				p.StateError = h.externalErr(ctx, p.Backend, "report the state of proposal "+p.ID, err).Error()
 				return
 			}
 			p.State = state

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/auth/rbac"
 	"github.com/cairn-dev/cairn/hub"
 )
 
@@ -98,5 +102,51 @@ func TestListProposals(t *testing.T) {
 			_, err = e.h.GetProposal(e.ctx, "p9")
 			wantCode(t, err, cairn.CodeNotFound)
 		})
+	}
+}
+
+// TestProposalStateErrorWithheld: why a provider could not be asked is the
+// backend's words (a forge's message, its API url); a caller who may list
+// proposals but not get the backend gets the code and a reference, as for
+// the backend's other errors.
+func TestProposalStateErrorWithheld(t *testing.T) {
+	e := newEnv(t, func(c *hub.Config) {
+		c.Backends = stateOpener{c.Backends, map[int]string{}}
+	})
+	e.registerType("cap.type.flag", "0.1.0", `{"type": "object"}`)
+	backend, _ := e.addBackend("git", true, `{"type": "object"}`)
+	e.create(hub.NewInstance{Alias: "a", Name: "a", TypeRef: cairn.TypeRef{Path: "cap.type.flag", Revision: "0.1.0"}, Value: json.RawMessage(`{}`),
+		Backend: &hub.BackendInput{ID: backend, Context: json.RawMessage(`{"proposal": {"id": "p1", "provider": "github", "number": 7}}`)}})
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "proposal-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbac.HubGroup}, Resources: []string{"proposals"}, Verbs: []string{"get", "list"}}}}
+	bind := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pat"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "proposal-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "pat"}}}
+	for _, o := range []hub.RBACObject{role, bind} {
+		if _, err := e.h.CreateRBAC(e.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pat := cairn.WithUser(context.Background(), cairn.User{Name: "pat", Groups: []string{cairn.Authenticated}})
+	if ps, err := e.h.ListProposals(e.ctx, true); err != nil || len(ps) != 1 || !strings.Contains(ps[0].StateError, "provider unreachable") {
+		t.Fatalf("ListProposals as an admin = %+v, %v; want the provider's words", ps, err)
+	}
+	for name, get := range map[string]func() (hub.Proposal, error){
+		"ListProposals": func() (hub.Proposal, error) {
+			ps, err := e.h.ListProposals(pat, true)
+			if err != nil || len(ps) != 1 {
+				return hub.Proposal{}, fmt.Errorf("%d proposals, %w", len(ps), err)
+			}
+			return ps[0], nil
+		},
+		"GetProposal": func() (hub.Proposal, error) { return e.h.GetProposal(pat, "p1") },
+	} {
+		p, err := get()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.State != "" || strings.Contains(p.StateError, "provider unreachable") || !strings.Contains(p.StateError, "reference ") {
+			t.Errorf("%s: state %q, error %q; want the provider's words withheld, with a reference", name, p.State, p.StateError)
+		}
 	}
 }

@@ -114,10 +114,24 @@ type withheldCause struct{ e error }
 func (w withheldCause) Error() string        { return "withheld" }
 func (w withheldCause) Is(target error) bool { return errors.Is(w.e, target) }
 
+type withholdKey struct{}
+
+// WithholdBackendWords marks ctx as a caller that keeps the errors it gets
+// where others read them (a controller writing an installation's status,
+// which whoever may get the installation reads): the hub answers it as a
+// caller who may not get the backend, the backend's words and url logged
+// under a reference the error gives, its code kept.
+func WithholdBackendWords(ctx context.Context) context.Context {
+	return context.WithValue(ctx, withholdKey{}, true)
+}
+
 // mayGetBackend reports whether the caller of ctx may get backend id, as
 // REST serves backends.hub.cairn.dev: see its url, settings and its own
 // words. In-process callers may.
 func (h *Hub) mayGetBackend(ctx context.Context, id string) bool {
+	if ctx.Value(withholdKey{}) != nil {
+		return false
+	}
 	if _, ok := cairn.UserFrom(ctx); !ok {
 		return true
 	}

@@ -105,6 +105,16 @@ func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (Stack
 	if err != nil {
 		return StackEntry{}, false, err
 	}
+	if m.Kind.Names.Plural == "" {
+		// A derived plural is a guess, and the rule that guesses has
+		// changed (PortalSettings was portalsettingses): a kind already
+		// registered keeps the plural its installations are served as.
+		if p, err := h.registeredPlural(ctx, m.Kind.Group, m.Kind.Names.Kind); err != nil {
+			return StackEntry{}, false, err
+		} else if p != "" {
+			t.Names.Plural = p
+		}
+	}
 	// Another stack may define the same kind: that is fine as long as both
 	// define it the same way (ApplyType refuses a different schema under a
 	// registered revision).
@@ -140,6 +150,7 @@ func (h *Hub) addStack(ctx context.Context, archive []byte, retried bool) (Stack
 	}
 	e.ID, e.Added = created[0].ID, created[0].Instance.CreatedAt
 	e.Archive = nil
+	e.Manifest.Kind.Names.Singular, e.Manifest.Kind.Names.Plural = t.Names.Singular, t.Names.Plural
 	h.log.InfoContext(ctx, "stack added", "stack", m.Name, "version", m.Version, "digest", s.Digest, "kind", m.Kind.Names.Kind)
 	return e, true, nil
 }
@@ -186,7 +197,7 @@ func installationType(m stack.Manifest) (cairn.Type, error) {
 	}
 	plural := k.Names.Plural
 	if plural == "" {
-		plural = Plural(singular)
+		plural = cairn.PluralForKind(k.Names.Kind)
 	}
 	return cairn.Type{
 		Path: cairn.PathForGroupKind(k.Group, k.Names.Kind), Revision: rev, JSONSchema: raw,
@@ -194,6 +205,39 @@ func installationType(m stack.Manifest) (cairn.Type, error) {
 		Group:          k.Group, Version: k.Version,
 		Names: &cairn.Names{Kind: k.Names.Kind, Singular: singular, Plural: plural, ShortNames: k.Names.ShortNames},
 	}, nil
+}
+
+// registeredPlural is the plural kind of group is served as by a Type
+// already registered (any version), or "".
+func (h *Hub) registeredPlural(ctx context.Context, group, kind string) (string, error) {
+	ts, err := h.st.ListTypes(ctx, store.TypeFilter{Group: group})
+	if err != nil {
+		return "", fmt.Errorf("find the Types of %s %s: %w", group, kind, err)
+	}
+	for _, t := range ts {
+		if t.Names != nil && t.Names.Kind == kind {
+			return t.Names.Plural, nil
+		}
+	}
+	return "", nil
+}
+
+// servedNames fills in the names e's installations are served as where its
+// manifest leaves them to cairn: what its registered Type says, so that
+// what cairn shows of a stack matches discovery.
+func (h *Hub) servedNames(ctx context.Context, e *StackEntry) error {
+	n := &e.Manifest.Kind.Names
+	if n.Plural != "" && n.Singular != "" {
+		return nil
+	}
+	t, err := h.st.GetType(ctx, e.InstallationType)
+	if err != nil {
+		return fmt.Errorf("stack %s@%s: its installation kind %s: %w", e.Name, e.Version, e.InstallationType, err)
+	}
+	if t.Names != nil {
+		n.Plural, n.Singular = t.Names.Plural, t.Names.Singular
+	}
+	return nil
 }
 
 // ListStacks returns the catalog without archives, by name, then version
@@ -210,6 +254,9 @@ func (h *Hub) ListStacks(ctx context.Context) ([]StackEntry, error) {
 			return nil, err
 		}
 		e.Archive = nil
+		if err := h.servedNames(ctx, &e); err != nil {
+			return nil, err
+		}
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b StackEntry) int {
@@ -235,6 +282,9 @@ func (h *Hub) GetStack(ctx context.Context, name, version string) (StackEntry, e
 		e, err := decodeStack(inst)
 		if err == nil && e.Name != name {
 			return StackEntry{}, cairn.Errorf(cairn.CodeNotFound, "stack %s@%s is not in the catalog", name, version)
+		}
+		if err == nil {
+			err = h.servedNames(ctx, &e)
 		}
 		return e, err
 	}

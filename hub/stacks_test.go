@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn"
+	"github.com/cairn-dev/cairn/hub"
 	"github.com/cairn-dev/cairn/stack"
 )
 
@@ -180,5 +181,65 @@ func TestStackKindChangeNeedsNewVersion(t *testing.T) {
 				t.Errorf("the catalog after the refusal: %+v, %v", list, err)
 			}
 		})
+	}
+}
+
+// TestStackKindPlural: a kind without a plural is served as controller-gen
+// would name it; an explicit plural wins; a kind already registered keeps
+// the plural its installations are served as, whatever the rule now says.
+func TestStackKindPlural(t *testing.T) {
+	env := newEnv(t)
+	h, ctx := env.h, env.ctx
+	kind := func(k, plural, version string) func(string) string {
+		return func(s string) string {
+			s = strings.Replace(s, "names: {kind: DB, plural: dbs}", "names: {kind: "+k+plural+"}", 1)
+			s = strings.Replace(s, "group: db.test.cairn.dev", "group: "+strings.ToLower(k)+".test.cairn.dev", 1)
+			s = strings.Replace(s, "name: db\n", "name: "+strings.ToLower(k)+"\n", 1)
+			return strings.Replace(s, "version: 0.1.0", "version: "+version, 1)
+		}
+	}
+	plural := func(e hub.StackEntry) string {
+		t.Helper()
+		typ, err := h.GetType(ctx, e.InstallationType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return typ.Names.Plural
+	}
+	for _, tt := range []struct{ kind, plural, want string }{
+		{"PortalSettings", "", "portalsettings"},
+		{"NetworkPolicy", "", "networkpolicies"},
+		{"Box", ", plural: boxen", "boxen"},
+	} {
+		e, _, err := h.AddStack(ctx, stackArchive(t, kind(tt.kind, tt.plural, "0.1.0")))
+		if err != nil {
+			t.Fatalf("AddStack(%s) = %v", tt.kind, err)
+		}
+		if got := plural(e); got != tt.want || e.Manifest.Kind.Names.Plural != tt.want {
+			t.Errorf("%s: served as %q, entry says %q; want %q", tt.kind, got, e.Manifest.Kind.Names.Plural, tt.want)
+		}
+	}
+
+	// Registered under the plural an earlier cairn derived (as an explicit
+	// plural does it now), a later version of the stack without a plural
+	// keeps it: its installations stay where they are served.
+	if _, _, err := h.AddStack(ctx, stackArchive(t, kind("AppSettings", ", plural: appsettingses", "0.1.0"))); err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := h.AddStack(ctx, stackArchive(t, kind("AppSettings", "", "0.2.0")))
+	if err != nil {
+		t.Fatalf("AddStack of a later version without a plural = %v", err)
+	}
+	if got := plural(e); got != "appsettingses" || e.Manifest.Kind.Names.Plural != "appsettingses" {
+		t.Errorf("AppSettings 0.2.0: served as %q, entry says %q; want the registered appsettingses", got, e.Manifest.Kind.Names.Plural)
+	}
+	list, err := h.ListStacks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if got := plural(e); e.Manifest.Kind.Names.Plural != got {
+			t.Errorf("ListStacks: %s@%s says %q, served as %q", e.Name, e.Version, e.Manifest.Kind.Names.Plural, got)
+		}
 	}
 }

@@ -69,9 +69,9 @@ func (m *Manifest) validate(p *problems, d *yamlDoc) *schema.Schema {
 	if k.Names.Singular == "" {
 		k.Names.Singular = strings.ToLower(k.Names.Kind)
 	}
-	if k.Names.Plural == "" {
-		k.Names.Plural = k.Names.Singular + "s"
-	}
+	// A plural left out stays out: the hub derives it from the kind
+	// (cairn.PluralForKind) unless the kind is registered already, when its
+	// installations keep the plural they are served as.
 	for _, f := range []struct {
 		name, v string
 	}{{"singular", k.Names.Singular}, {"plural", k.Names.Plural}} {

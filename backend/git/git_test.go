@@ -401,3 +401,32 @@ func TestWriteTouchesOnlyItsFile(t *testing.T) {
 		t.Errorf("%d commits, want 6", got)
 	}
 }
+
+// TestRemoteTextBounded: what a Git server says when it refuses a push is
+// its own choice (megabytes, controls that rewrite a terminal or a log
+// line): the error carries it bounded and printable. Over file:// and
+// smart HTTP.
+func TestRemoteTextBounded(t *testing.T) {
+	r := gittest.NewRemote(t)
+	for name, url := range map[string]string{"file": r.FileURL(), "http": r.Serve(t)} {
+		t.Run(name, func(t *testing.T) {
+			b := gittest.NewBackend(t, url)
+			ctx := t.Context()
+			create(t, ctx, b, uuid.NewString(), "before-"+name, `{"enabled":true}`)
+			hook := filepath.Join(r.Path, "hooks", "pre-receive")
+			script := "#!/bin/sh\nprintf 'GL-HOOK-ERR: tenant-b \\033[2J\\342\\200\\256 protected ' >&2\nhead -c 100000 /dev/zero | tr '\\0' x >&2\necho >&2\nexit 1\n"
+			if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(hook)
+			_, err := b.OnCreate(cairn.WithResourceMeta(ctx, flagMeta("refused-"+name, nil)), cairn.OnCreateRequest{InstanceID: uuid.NewString(), Value: json.RawMessage(`{"enabled":true}`)})
+			if err == nil {
+				t.Fatal("OnCreate succeeded through a refusing hook")
+			}
+			msg := err.Error()
+			if len(msg) > 2048 || strings.ContainsAny(msg, "\x1b\r\u202e") || !strings.Contains(msg, "remote: GL-HOOK-ERR: tenant-b") || !strings.Contains(msg, "more bytes") {
+				t.Errorf("the error is %d bytes, has control characters, lost the remote's words or does not say they were cut: %q", len(msg), msg[:min(len(msg), 400)])
+			}
+		})
+	}
+}

@@ -155,7 +155,7 @@ func (b *Backend) fetchLocked(ctx context.Context) error {
 	default:
 		// The URL may carry a user name; credentials are never in it (they
 		// are referenced from the environment or files), so it is safe.
-		return cairn.Errorf(cairn.CodeUnavailable, "git backend: fetch %s from %s: %w", b.cfg.Branch, b.cfg.URL, err)
+		return cairn.Errorf(cairn.CodeUnavailable, "git backend: fetch %s from %s: %w", b.cfg.Branch, b.cfg.URL, cairn.BoundError(err, cairn.MaxErrorText))
 	}
 	ref, err := b.repo.Reference(b.remoteRef(), true)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -688,6 +688,9 @@ func (m *remoteMessages) explain(err error) error {
 	if err == nil {
 		return nil
 	}
+	// go-git's error may quote the server too (a report's reason, an HTTP
+	// status line); the remote chose all of it: bounded, printable.
+	err = cairn.BoundError(err, cairn.MaxErrorText)
 	var lines []string
 	for _, l := range strings.FieldsFunc(string(m.buf), func(r rune) bool { return r == '\n' || r == '\r' }) {
 		l = strings.TrimSpace(l)
@@ -699,7 +702,7 @@ func (m *remoteMessages) explain(err error) error {
 	if len(lines) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (%s)", err, strings.Join(lines, "; "))
+	return fmt.Errorf("%w (%s)", err, cairn.BoundText(strings.Join(lines, "; "), cairn.MaxErrorText))
 }
 
 // progressLine is a line of git's progress output ("Resolving deltas:

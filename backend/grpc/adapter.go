@@ -298,7 +298,7 @@ func codeOf(c codes.Code) cairn.Code {
 
 // MaxErrorText bounds the part of an error that a backend wrote (its gRPC
 // status message) in what the hub shows and logs.
-const MaxErrorText = 1024
+const MaxErrorText = cairn.MaxErrorText
 
 // describe words a failed call's status for a user, with a hint where the
 // cause is usually a setup mistake.

@@ -194,3 +194,23 @@ func TestBackendErrorText(t *testing.T) {
 		t.Errorf("the log has no line with reference %s and the backend's text: %s", ref, e.log)
 	}
 }
+
+// TestNoClientForBackendWithheld: a hub without a client for the backend's
+// url says so to whoever may get the backend, and to a viewer names
+// neither the url nor the backend, as for the backend's own errors.
+func TestNoClientForBackendWithheld(t *testing.T) {
+	e := newReadBackEnv(t)
+	h, err := hub.New(e.ctx, hub.Config{Store: e.st, Logger: slog.New(slog.NewJSONHandler(e.log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.GetInstance(e.ctx, e.id, true)
+	wantCode(t, err, cairn.CodeUnavailable)
+	wantContains(t, err, e.bid, "no client is configured for url", "127.0.0.1")
+	_, err = h.GetInstance(e.viewer, e.id, true)
+	wantCode(t, err, cairn.CodeUnavailable)
+	wantContains(t, err, "storage backend", "reference ")
+	if strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), e.bid) || strings.Contains(err.Error(), "url") {
+		t.Errorf("the viewer sees the backend or its url: %v", err)
+	}
+}

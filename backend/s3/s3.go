@@ -151,7 +151,8 @@ func s3Err(id, op string, err error) error {
 	case r.Code == "AccessDenied" || r.Code == "InvalidAccessKeyId" || r.Code == "SignatureDoesNotMatch":
 		code = cairn.CodeUnavailable
 	}
-	return &cairn.Error{Code: code, IDs: []string{id}, Msg: fmt.Sprintf("s3 backend: %s of instance %q: %v", op, id, err), Err: err}
+	// The service chose its message: bounded, printable.
+	return &cairn.Error{Code: code, IDs: []string{id}, Msg: fmt.Sprintf("s3 backend: %s of instance %q: %s", op, id, cairn.BoundText(err.Error(), cairn.MaxErrorText)), Err: err}
 }
 
 func notFound(id, what string) error {
@@ -364,7 +365,7 @@ func (b *Backend) setLock(ctx context.Context, id, owner string, lock bool) erro
 func (b *Backend) Check(ctx context.Context) error {
 	ok, err := b.client.BucketExists(ctx, b.cfg.Bucket)
 	if err != nil {
-		return fmt.Errorf("s3 backend: bucket %q: %w", b.cfg.Bucket, err)
+		return fmt.Errorf("s3 backend: bucket %q: %w", b.cfg.Bucket, cairn.BoundError(err, cairn.MaxErrorText))
 	}
 	if !ok {
 		return errors.New("s3 backend: bucket " + strconv.Quote(b.cfg.Bucket) + " does not exist")

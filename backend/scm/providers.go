@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/cairn-dev/cairn"
 )
 
 // github speaks the GitHub REST API (docs.github.com/rest/pulls/pulls).
@@ -76,7 +78,7 @@ func (g *github) Merge(ctx context.Context, n int) error {
 	err := call(ctx, g.client, GitHub, http.MethodPut, fmt.Sprintf("%s/%d/merge", g.pulls(), n), g.header(),
 		map[string]string{"merge_method": "merge"}, &out)
 	if err == nil && !out.Merged {
-		return fmt.Errorf("scm: github: pull request %d was not merged: %s", n, out.Message)
+		return fmt.Errorf("scm: github: pull request %d was not merged: %s", n, cairn.BoundText(out.Message, cairn.MaxErrorText))
 	}
 	return err
 }
@@ -169,7 +171,7 @@ func (g *gitlab) Merge(ctx context.Context, n int) error {
 	}
 	if out.State != "merged" {
 		// With a pipeline required, GitLab may answer 200 and merge later.
-		return fmt.Errorf("scm: gitlab: merge request %d is %q, not merged yet", n, out.State)
+		return fmt.Errorf("scm: gitlab: merge request %d is %q, not merged yet", n, cairn.BoundText(out.State, 64))
 	}
 	return nil
 }

@@ -191,13 +191,18 @@ func call(ctx context.Context, client *http.Client, provider, method, u string, 
 			Error   string          `json:"error"`
 		}
 		_ = json.Unmarshal(data, &msg)
-		text := strings.Trim(string(msg.Message), `"`)
+		var text string
+		if json.Unmarshal(msg.Message, &text) != nil {
+			text = string(msg.Message) // not a string: as the forge wrote it
+		}
 		if text == "" {
 			text = msg.Error
 		}
 		if text == "" {
 			text = http.StatusText(resp.StatusCode)
 		}
+		// The forge chose it: bounded, printable.
+		text = cairn.BoundText(text, cairn.MaxErrorText)
 		code := cairn.CodeInternal
 		switch resp.StatusCode {
 		case http.StatusNotFound:

@@ -268,3 +268,31 @@ func TestGitea(t *testing.T) {
 		t.Errorf("OpenFor of a branch without one = %+v, %v, %v; want none", pr, ok, err)
 	}
 }
+
+// TestProviderTextBounded: a forge's error message is its own choice
+// (megabytes, controls that rewrite a terminal or a log line, as JSON
+// escapes or raw): cairn's error carries it bounded and printable.
+func TestProviderTextBounded(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Repeat("x", 100_000)
+	srv := script(t, []exchange{
+		{"GET", "/repos/acme/flags/pulls/1", nil, nil, 403, `{"message":"tenant-b \u001b[2J\u202e` + long + `"}`},
+		{"PUT", "/repos/acme/flags/pulls/3/merge", nil, map[string]any{"merge_method": "merge"}, 200, `{"merged":false,"message":"tenant-b \u001b[2J\u202e` + long + `"}`},
+	})
+	p, err := scm.New(scm.Config{Provider: scm.GitHub, APIURL: srv.URL, Repository: "acme/flags", TokenEnv: "GH_TOKEN"},
+		scm.Options{Getenv: env("GH_TOKEN")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err1 := p.Get(ctx, 1)
+	err2 := p.Merge(ctx, 3)
+	for i, err := range []error{err1, err2} {
+		if err == nil {
+			t.Fatalf("call %d: no error", i+1)
+		}
+		msg := err.Error()
+		if len(msg) > 2048 || strings.ContainsAny(msg, "\x1b\u202e") || strings.Contains(msg, `\u001b`) || !strings.Contains(msg, "tenant-b") || !strings.Contains(msg, "more bytes") {
+			t.Errorf("call %d: the error is %d bytes, has control characters, lost the forge's words or does not say they were cut: %q", i+1, len(msg), msg[:min(len(msg), 300)])
+		}
+	}
+}

@@ -29,6 +29,8 @@ import (
 
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/pgp"
+
+	"github.com/cairn-dev/cairn"
 )
 
 // DefaultEncryptedRegex encrypts the resource's spec (the instance's value)
@@ -315,6 +317,13 @@ func (c *Codec) Encrypt(name string, plain []byte) ([]byte, error) {
 // without sops metadata is returned unchanged: a person may have committed
 // a resource in the clear. Errors name the file, never a value.
 func (c *Codec) Decrypt(name string, data []byte) ([]byte, error) {
+	out, err := c.decrypt(name, data)
+	// Its errors quote the file's metadata (recipients, fields), which
+	// whoever pushes to the repository chose: bounded, printable.
+	return out, cairn.BoundError(err, cairn.MaxErrorText)
+}
+
+func (c *Codec) decrypt(name string, data []byte) ([]byte, error) {
 	if !bytes.Contains(data, []byte(metadataKey)) {
 		return data, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,4 +238,41 @@ func TestRealSops(t *testing.T) {
 			t.Fatalf("cairn decrypted sops -e's %s file to:\n%s", ext, dec)
 		}
 	}
+}
+
+// TestFileTextBounded: an encrypted file's metadata is written by whoever
+// pushes to the repository; the errors that name it (a recipient no
+// identity reads, a malformed field) carry it bounded and printable.
+func TestFileTextBounded(t *testing.T) {
+	id, keyFile := newIdentity(t)
+	c := newCodec(t, sops.Config{Age: []string{id.Recipient().String()}, AgeKeyFile: keyFile})
+	enc, err := c.Encrypt("default/db.json", []byte(resource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := `tenant-b \u001b[2J\u202e` + strings.Repeat("x", 100_000)
+	for name, file := range map[string][]byte{
+		"recipient":    bytes.Replace(enc, []byte(`"recipient": "`+id.Recipient().String()), []byte(`"recipient": "`+hostile), 1),
+		"lastmodified": regexpReplace(t, enc, `"lastmodified": "[^"]*"`, `"lastmodified": "`+hostile+`"`),
+	} {
+		if bytes.Equal(file, enc) {
+			t.Fatalf("%s: the file was not changed:\n%s", name, enc)
+		}
+		// Another identity: the data key is not read, and the error names
+		// the file's recipients.
+		_, other := newIdentity(t)
+		_, err := newCodec(t, sops.Config{Age: []string{id.Recipient().String()}, AgeKeyFile: other}).Decrypt("default/db.json", file)
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		msg := err.Error()
+		if len(msg) > 2048 || strings.ContainsAny(msg, "\x1b\u202e") || !strings.Contains(msg, "tenant-b") || !strings.Contains(msg, "more bytes") {
+			t.Errorf("%s: the error is %d bytes, has control characters, lost the file's words or does not say they were cut: %q", name, len(msg), msg[:min(len(msg), 300)])
+		}
+	}
+}
+
+func regexpReplace(t *testing.T, b []byte, re, with string) []byte {
+	t.Helper()
+	return regexp.MustCompile(re).ReplaceAll(b, []byte(with))
 }

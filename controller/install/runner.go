@@ -74,7 +74,10 @@ func (r *Runner) Ensure(_ context.Context, inst cairn.Instance, e hub.StackEntry
 	}
 	st = &runState{running: true, msg: msg}
 	r.runs[inst.ID] = st
-	ctx := cairn.WithActor(r.ctx, "dependency-installer")
+	// Its failure goes into the installation's status (Dependencies),
+	// which whoever may get the installation reads: without a backend's
+	// words.
+	ctx := hub.WithholdBackendWords(cairn.WithActor(r.ctx, "dependency-installer"))
 	go func() {
 		_, _, err := r.Service.Install(ctx, req, func(ev deps.Event) {
 			if ev.Node == deps.Key(inst.Namespace, inst.Name) {

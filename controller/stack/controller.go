@@ -105,8 +105,6 @@ type Controller struct {
 	catalogGen uint64
 	// sharing caches status.sharing by stack digest.
 	sharing map[string]*deps.SharingStatus
-	// backends caches backend aliases by id.
-	backends map[string]string
 	// leader tells whether this replica held the lease at its last
 	// renewal; tests and metrics read it.
 	leader bool
@@ -116,7 +114,7 @@ type Controller struct {
 func New(cfg Config) *Controller {
 	c := &Controller{hub: cfg.Hub, log: cfg.Logger, identity: cfg.Identity, resync: cfg.Resync,
 		leaseDur: cfg.LeaseDuration, workers: cfg.Workers, renderer: cfg.Renderer, deps: cfg.Dependencies,
-		owners: map[string]string{}, sources: map[string]map[string]bool{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, backends: map[string]string{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
+		owners: map[string]string{}, sources: map[string]map[string]bool{}, instTypes: map[cairn.TypeRef]bool{}, stacks: map[string]*pkg.Stack{}, renders: map[string]renderCache{}, catalog: map[string]catalogEntry{}, sharing: map[string]*deps.SharingStatus{}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

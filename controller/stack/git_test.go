@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -399,5 +400,50 @@ func TestApplyChildrenFailingHalfwayProposeClosesThePullRequest(t *testing.T) {
 		if k.Latest.ResourceVersion != 1 {
 			t.Errorf("%s has resource version %d after the failed apply, want 1", k.Name, k.Latest.ResourceVersion)
 		}
+	}
+}
+
+// TestStatusWithholdsBackendWords: an installation's status is read by
+// whoever may get the installation, most of whom may not get its children's
+// backend; a reconcile the backend fails reports the failure there without
+// the backend's words (a Git server's refusal, the repository url), with a
+// reference the server logs them under.
+func TestStatusWithholdsBackendWords(t *testing.T) {
+	e := newGitEnv(t, false)
+	entry := e.addStack(filepath.Join("testdata", "flagset"))
+	inst := e.install(entry, "moon", nil, `{"team":"moonshots"}`)
+	e.reconcile(inst.ID)
+	e.wantSynced(inst.ID)
+	// Children name their backend by id, as the children themselves do:
+	// its alias is for those who may get it.
+	for _, r := range e.status(inst.ID).Resources {
+		if r.Backend == "flags-repo" || r.Backend == "" {
+			t.Errorf("child %s: backend %q, want the backend's id", r.Name, r.Backend)
+		}
+	}
+	hook := filepath.Join(e.bare, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'GL-HOOK-ERR: tenant-b quota' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.setSpec(inst.ID, `{"team":"stars"}`)
+	_, _ = e.c.Reconcile(e.ctx, inst.ID) // retried later: the backend failed
+	st := e.status(inst.ID)
+	c := cond(st, "Synced")
+	if c.Status != "False" {
+		t.Fatalf("Synced = %+v, want False", c)
+	}
+	var texts []string
+	texts = append(texts, c.Message)
+	for _, ev := range st.Events {
+		texts = append(texts, ev.Message)
+	}
+	for _, text := range texts {
+		if strings.Contains(text, "GL-HOOK-ERR") || strings.Contains(text, e.bare) {
+			t.Errorf("the status shows the backend's words or url: %s", text)
+		}
+	}
+	t.Logf("Synced: %s", c.Message)
+	if !strings.Contains(c.Message, "reference ") {
+		t.Errorf("Synced message %q gives no reference", c.Message)
 	}
 }

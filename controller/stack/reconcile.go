@@ -116,7 +116,9 @@ func badInput(reason, format string, args ...any) *reconcileError {
 // to be called again after that long (a deletion waiting for its next
 // band); an error is retried with backoff.
 func (c *Controller) Reconcile(ctx context.Context, id string) (again time.Duration, err error) {
-	ctx = cairn.WithActor(ctx, c.identity)
+	// What goes wrong is written into the status, which whoever may get
+	// the installation reads: the hub keeps a backend's words from it.
+	ctx = hub.WithholdBackendWords(cairn.WithActor(ctx, c.identity))
 	inst, err := c.hub.GetInstance(ctx, id, true)
 	if cairn.HasCode(err, cairn.CodeNotFound) {
 		c.forgetOwner(id)
@@ -527,7 +529,7 @@ func (c *Controller) readiness(ctx context.Context, st *Status, s *pkg.Stack, in
 			rs.Synced, rs.Reason = false, "not created yet"
 			unready = append(unready, fmt.Sprintf("%s %s: not created yet", d.res.Kind(), d.name))
 		} else {
-			rs.UID, rs.Backend = d.current.ID, c.backendName(ctx, d.current.Backend.ID)
+			rs.UID, rs.Backend = d.current.ID, backendName(d.current.Backend.ID)
 			obj := observed(d)
 			obs[d.res.Key()] = obj
 			ok, why := s.Ready(d.res, obj)
@@ -587,23 +589,16 @@ func (c *Controller) writeStatus(ctx context.Context, inst cairn.Instance, prev,
 	return err
 }
 
-// backendName is a backend's alias (its id when it has none), for the
-// children summary cairn trace prints.
-func (c *Controller) backendName(ctx context.Context, id string) string {
-	c.mu.Lock()
-	name, ok := c.backends[id]
-	c.mu.Unlock()
-	if ok {
-		return name
+// backendName names a child's backend in the status: its id, as the
+// child itself holds it, the built-in one by its alias (documented, the
+// same everywhere). Whoever may get the installation reads the status; a
+// backend's alias is shown to those who may get the backend (cairn trace
+// and the web console look it up).
+func backendName(id string) string {
+	if id == cairn.BuiltinBackendID {
+		return cairn.BuiltinBackendAlias
 	}
-	name = id
-	if sb, err := c.hub.StorageBackend(ctx, id); err == nil && sb.Alias != "" {
-		name = sb.Alias
-	}
-	c.mu.Lock()
-	c.backends[id] = name
-	c.mu.Unlock()
-	return name
+	return id
 }
 
 // renderCache keeps an installation's last render: an installation whose

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -174,16 +175,14 @@ reason. -o json prints the same as JSON.`,
 	return []*cobra.Command{stackCmd, trace}
 }
 
+// pluralOf is the resource e's installations are served as: the hub fills
+// in the registered plural where the manifest gives none.
 func pluralOf(e hub.StackEntry) string {
 	n := e.Manifest.Kind.Names
 	if n.Plural != "" {
 		return n.Plural
 	}
-	s := n.Singular
-	if s == "" {
-		s = strings.ToLower(n.Kind)
-	}
-	return hub.Plural(s)
+	return cairn.PluralForKind(n.Kind)
 }
 
 func setNames(c *stack.Configurations) []string {
@@ -377,6 +376,13 @@ func (s hubStacks) Installation(ctx context.Context, kind, namespace, name strin
 		if len(inst.Status) > 0 {
 			_ = json.Unmarshal(inst.Status, &v.Status)
 		}
+		v.nameBackends(func(id string) string {
+			sb, err := s.h.StorageBackend(ctx, id)
+			if err != nil {
+				return ""
+			}
+			return sb.Alias
+		})
 		return v, nil
 	}
 	return installationView{}, cairn.Errorf(cairn.CodeNotFound, "no Type serves the kind %q", kind)
@@ -460,7 +466,34 @@ func (s restStacks) Installation(ctx context.Context, kind, namespace, name stri
 		v.Backend = hubPart.Backend.ID
 		_ = json.Unmarshal(o.Status, &v.Status)
 	}
+	v.nameBackends(func(id string) string {
+		raw, err := s.c.Get(ctx, client.Backends, "", id)
+		if err != nil {
+			return "" // one who may not get the backend sees its id
+		}
+		var b rest.BackendObject
+		_ = json.Unmarshal(raw, &b)
+		return b.Spec.Alias
+	})
 	return v, nil
+}
+
+// nameBackends replaces the backend ids of v's children (the stack
+// controller records ids: an alias is for those who may get the backend)
+// by the aliases alias finds, asking once per backend.
+func (v *installationView) nameBackends(alias func(id string) string) {
+	names := map[string]string{}
+	for i, r := range v.Status.Resources {
+		if r.Backend == "" || r.Backend == cairn.BuiltinBackendAlias {
+			continue
+		}
+		name, ok := names[r.Backend]
+		if !ok {
+			name = cmp.Or(alias(r.Backend), r.Backend)
+			names[r.Backend] = name
+		}
+		v.Status.Resources[i].Backend = name
+	}
 }
 
 // backendLabel names the built-in backend by its alias, as the controller

@@ -1113,6 +1113,8 @@ async function installationPage(ctx, params, id) {
   const kinds = types ? [] : await discoverKinds();
   const obj = types ? await served(ti, types) : byKind.object || null;
   const schema = types ? types.find((t) => t.metadata.name === typeName(ti.spec.typeRef))?.spec?.jsonSchema : byKind.type?.spec?.jsonSchema;
+  // The status names a child's backend by id (its alias is for those who
+  // may list backends: then the list below names it).
   const backendName = (bid) => { const b = backends?.items.find((x) => x.metadata.name === bid); return b ? b.spec.alias || shortID(bid) : shortID(bid); };
   const typeOfKind = (apiVersion, kind) => types?.find((t) => t.spec.rest && `${t.spec.rest.group}/${t.spec.rest.version}` === apiVersion && t.spec.rest.names?.kind === kind);
   const badge = (type, b) => conditionBadge({ type, status: b === true ? 'True' : b === false ? 'False' : 'Unknown' });
@@ -1141,7 +1143,7 @@ async function installationPage(ctx, params, id) {
         }
         return h('li', { 'data-child': r.name },
           h('div', { class: 'row' }, r.uid ? link(isInst ? `#/stacks/${r.uid}` : `#/instance/${r.uid}`, `${r.kind}/${r.name}`) : `${r.kind}/${r.name}`,
-            elsewhere(r.namespace), r.backend ? h('span', { class: 'chip' }, r.backend) : null, badge('Synced', r.synced), badge('Ready', r.ready),
+            elsewhere(r.namespace), r.backend ? h('span', { class: 'chip', 'data-backend': r.backend }, r.backend === 'cairn-builtin' ? r.backend : backendName(r.backend)) : null, badge('Synced', r.synced), badge('Ready', r.ready),
             r.reason ? h('span', { class: 'reason' }, r.reason.split('; ')[0]) : null), sub);
       }));
     } else {
