@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/testbin"
 )
 
 // kubectlRD is the ResourceDefinition the kubectl test registers: one
@@ -48,21 +50,11 @@ func findKubectl(t *testing.T) string {
 	return ""
 }
 
-// buildCairn builds cmd/cairn from the module root into a temporary file.
+// buildCairn builds cmd/cairn from the module root (testbin shares the
+// file with the other packages' tests).
 func buildCairn(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	bin := filepath.Join(t.TempDir(), "cairn")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/cairn")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/cairn: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Cairn(t)
 }
 
 // lockedBuffer collects a subprocess's output for failure messages.

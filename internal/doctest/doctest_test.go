@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/testbin"
 )
 
 // block is one runnable code block of a page.
@@ -116,12 +118,9 @@ func TestDocs(t *testing.T) {
 	}
 	pages = append([]string{filepath.Join(root, "README.md")}, pages...)
 
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "cairn"), "./cmd/cairn")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	// The pages' cairn, on their PATH: testbin's directory holds nothing
+	// else, and shares the file with the other packages' tests.
+	bin := filepath.Dir(testbin.Cairn(t))
 	goVars := map[string]string{}
 	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN"} {
 		goVars[k] = goEnv(t, k)

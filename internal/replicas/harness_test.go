@@ -25,51 +25,22 @@ import (
 
 	"github.com/cairn-dev/cairn"
 	"github.com/cairn-dev/cairn/api/rest/client"
+	"github.com/cairn-dev/cairn/internal/testbin"
 	"github.com/cairn-dev/cairn/store/postgres/pgtest"
 )
 
-// The binary is built once per test process, into a directory TestMain
-// removes.
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
+// cairnBuild builds the binary once per test process; testbin shares the
+// file with the other packages' tests.
+var cairnBuild = sync.OnceValues(func() (string, error) { return testbin.Build("./cmd/cairn", "cairn") })
 
 // cairnBinary builds cmd/cairn from the module root (once).
 func cairnBinary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if buildDir, err = os.MkdirTemp("", "cairn-replicas-"); err != nil {
-			buildErr = fmt.Errorf("temporary directory for the binary: %w", err)
-			return
-		}
-		buildBin = filepath.Join(buildDir, "cairn")
-		build := exec.Command("go", "build", "-o", buildBin, "./cmd/cairn")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/cairn: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
+	bin, err := cairnBuild()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return buildBin
+	return bin
 }
 
 // database is one fresh schema in the test database, named in the DSN the

@@ -2,13 +2,13 @@ package soak_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/soak"
+	"github.com/cairn-dev/cairn/internal/testbin"
 )
 
 // TestShortSoak runs the soak for a few seconds against a real cairn serve
@@ -19,10 +19,7 @@ func TestShortSoak(t *testing.T) {
 		t.Skip("builds the binary and starts a server")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cairn")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cairn").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Cairn(t)
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Drives cairn's web console in headless Chromium against a running
 // `cairn serve` (CAIRN_URL, seeded by web/e2e_test.go) through every page
 // and the interactions of issue 21, saving a screenshot of each step in
-// CAIRN_SCREENSHOTS. Any failed expectation exits non-zero with a message.
+// CAIRN_SCREENSHOTS when it is set. Any failed expectation exits non-zero
+// with a message.
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -14,7 +15,7 @@ const SHOTS = process.env.CAIRN_SCREENSHOTS;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const KUBECTL = process.env.KUBECTL || '/usr/bin/kubectl';
 const seed = JSON.parse(process.env.CAIRN_SEED); // ids the Go test created
-if (!BASE || !SHOTS) throw new Error('CAIRN_URL and CAIRN_SCREENSHOTS must be set');
+if (!BASE) throw new Error('CAIRN_URL must be set');
 
 const T = 20_000; // generous: CI runs this beside the other packages' tests on 2 cores
 let step = 0;
@@ -70,8 +71,11 @@ async function shot(name) {
   await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false', null, { timeout: T });
   await axe(name);
   await page.evaluate(() => window.scrollTo(0, 0)); // the sticky header stays at the top of a full-page shot
-  const file = join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  const file = SHOTS ? join(SHOTS, `${String(++step).padStart(2, '0')}-${name}.png`) : (++step, 'no screenshot');
+  // A full-page shot lays the page out again at its whole height and
+  // encodes a PNG: CPU that no check reads, so only for someone who asked
+  // for the pictures (CAIRN_SCREENSHOTS).
+  if (SHOTS) await page.screenshot({ path: file, fullPage: true });
   console.log(`ok ${name} at ${((performance.now() - started) / 1000).toFixed(1)}s (${file})`);
 }
 function expect(cond, what) { if (!cond) throw new Error(`expected ${what}`); }
@@ -683,7 +687,7 @@ try {
   console.log(`axe-core: no WCAG 2.1 AA violation on the ${step} pages checked (${(axeMillis / 1000).toFixed(1)}s); browser ${((performance.now() - started) / 1000).toFixed(1)}s`);
   console.log('PASS');
 } catch (e) {
-  try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}
+  if (SHOTS) try { await page.screenshot({ path: join(SHOTS, 'failure.png'), fullPage: true }); } catch {}
   console.error(`FAIL at step ${step + 1} on ${page.url()}: ${e.message}`);
   if (problems.length) console.error(problems.join('\n'));
   process.exitCode = 1;
