@@ -231,3 +231,29 @@ func TestRestoreDeletedNeedsTheVersionsCommit(t *testing.T) {
 		t.Fatalf("%d commits after a refused restore, want %d", n, before)
 	}
 }
+
+// TestRecoverBatchUndoesALockedInstancesWrite: an update of a locked Flag
+// by its lock's owner, pushed but never committed by the hub (the hub
+// gives its owner with the undo, as with OnDeleteRevision). Recovery's
+// batch call must take it back as the single undo does, not refuse it as
+// locked by that owner, or the intent is retried for ever.
+func TestRecoverBatchUndoesALockedInstancesWrite(t *testing.T) {
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "locked", `{"enabled":false}`)
+	if err := b.OnLock(ctx, cairn.OnLockRequest{InstanceID: id, LockedBy: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: c1, OwnerID: "ci"})
+	if err != nil {
+		t.Fatalf("OnUpdate by the lock's owner: %v", err)
+	}
+	if err := b.RecoverBatch(ctx, []cairn.RecoveryWrite{{UndoUpdate: &cairn.OnDeleteRevisionRequest{InstanceID: id, ResourceVersion: 2, Context: c2, OwnerID: "ci"}}}); err != nil {
+		t.Fatalf("RecoverBatch of the owner's update: %v", err)
+	}
+	if got := gittest.SpecOf(t, r.Show(t, "", flagPath("locked"))); !strings.Contains(string(got), "false") {
+		t.Errorf("file after recovery has spec %s, want version 1's (enabled false)", got)
+	}
+}
