@@ -336,22 +336,18 @@ func (b *Backend) undoCommit(ctx context.Context, batch plumbing.Hash, inv []inv
 	for i, ic := range inv {
 		touches[i] = ic.ident
 	}
-	undo := change{op: "revert", ident: inv[0].ident, touches: touches,
+	// recordOnly: made even when every file changed since, so that every
+	// process's index forgets the batch's versions.
+	undo := change{op: "revert", ident: inv[0].ident, touches: touches, recordOnly: true,
 		check:   func(*entry) error { return nil },
 		message: revertMessage(ctx, batch, inv),
 		apply: func(ctx context.Context, root string) error {
 			return b.restoreFiles(ctx, root, batch, inv)
 		},
 	}
-	commit, made, err := b.writeChanges(ctx, []change{undo})
+	commit, err := b.write(ctx, undo)
 	if err != nil {
 		return fmt.Errorf("git backend: undo commit %s: %w", batch, err)
-	}
-	if !made {
-		// Every file was changed since: nothing to restore, but the
-		// index must still forget the batch.
-		b.applyInMemory(inv)
-		return nil
 	}
 	b.log.InfoContext(ctx, "git backend: batch undone", "batch", batch.String(), "commit", commit.String(), "changes", len(inv))
 	return nil
