@@ -361,14 +361,21 @@ func (h *Hub) recoverBatches(ctx context.Context, bs *backendSet, ins []store.In
 			// (a Git backend leaves a file a person re-added alone).
 			h.log.WarnContext(ctx, "recovery could not finish a backend's interrupted writes together; trying each alone",
 				"backend", id, "writes", len(g.ins), "err", err)
+			var down error // once the backend is found unavailable, the rest wait
 			for i, in := range g.ins {
-				err := g.rb.RecoverBatch(ctx, g.writes[i:i+1])
+				err := down
+				if err == nil {
+					err = g.rb.RecoverBatch(ctx, g.writes[i:i+1])
+				}
 				if err == nil {
 					err = h.finished(ctx, g.ins[i:i+1], g.done[i:i+1], res)
 					if err != nil {
 						return nil, err
 					}
 					continue
+				}
+				if down == nil && cairn.HasCode(err, cairn.CodeUnavailable) {
+					down = err
 				}
 				err = h.externalErr(ctx, id, fmt.Sprintf("finish the interrupted %s of %q", in.Op, in.InstanceID), err)
 				if rerr := h.retryLater(ctx, &in, err, now, res); rerr != nil {
