@@ -32,7 +32,7 @@ type env struct {
 
 type opener struct {
 	mu       sync.Mutex
-	backends map[string]*faulty
+	backends map[string]cairn.Backend
 }
 
 func (o *opener) OpenBackend(_ context.Context, sb cairn.StorageBackend) (cairn.Backend, error) {
@@ -148,7 +148,7 @@ func openStore(t testing.TB, name string) store.Store {
 
 func newEnv(t *testing.T, opts ...func(*hub.Config)) *env {
 	t.Helper()
-	e := &env{t: t, ctx: cairn.WithActor(context.Background(), "tester"), opener: &opener{backends: map[string]*faulty{}}}
+	e := &env{t: t, ctx: cairn.WithActor(context.Background(), "tester"), opener: &opener{backends: map[string]cairn.Backend{}}}
 	e.st = openStore(t, "hub.db")
 	cfg := hub.Config{Store: e.st, Backends: e.opener}
 	for _, o := range opts {

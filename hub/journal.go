@@ -280,9 +280,10 @@ func (h *Hub) finished(ctx context.Context, ins []store.Intent, done []intentOut
 // and the committed deletes sent, together, as the request made them (a
 // failed import of 1,000 files of a Git backend: one undo commit, one
 // push). It returns the intents left for finishIntent: those of other
-// backends, those only the store had to settle or a restore needs, and
-// those of a batch the backend failed (each is then tried alone, unless the
-// backend is unavailable: those are retried later, as a batch again).
+// backends and those only the store had to settle or a restore needs. The
+// writes of a batch the backend failed are each tried alone, with
+// RecoverBatch again, unless the backend is unavailable: those are retried
+// later, as a batch again.
 func (h *Hub) recoverBatches(ctx context.Context, bs *backendSet, ins []store.Intent, now time.Time, res *RecoveryResult) ([]store.Intent, error) {
 	type group struct {
 		rb     cairn.BatchRecoverer
@@ -355,9 +356,32 @@ func (h *Hub) recoverBatches(ctx context.Context, bs *backendSet, ins []store.In
 			continue
 		}
 		if len(g.ins) > 1 && !cairn.HasCode(err, cairn.CodeUnavailable) {
+			// Each alone, still through RecoverBatch: the backend's single
+			// calls (OnDelete) do not make the checks its recovery makes
+			// (a Git backend leaves a file a person re-added alone).
 			h.log.WarnContext(ctx, "recovery could not finish a backend's interrupted writes together; trying each alone",
 				"backend", id, "writes", len(g.ins), "err", err)
-			rest = append(rest, g.ins...)
+			var down error // once the backend is found unavailable, the rest wait
+			for i, in := range g.ins {
+				err := down
+				if err == nil {
+					err = g.rb.RecoverBatch(ctx, g.writes[i:i+1])
+				}
+				if err == nil {
+					err = h.finished(ctx, g.ins[i:i+1], g.done[i:i+1], res)
+					if err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if down == nil && cairn.HasCode(err, cairn.CodeUnavailable) {
+					down = err
+				}
+				err = h.externalErr(ctx, id, fmt.Sprintf("finish the interrupted %s of %q", in.Op, in.InstanceID), err)
+				if rerr := h.retryLater(ctx, &in, err, now, res); rerr != nil {
+					return nil, rerr
+				}
+			}
 			continue
 		}
 		err = h.externalErr(ctx, id, fmt.Sprintf("finish %d interrupted writes", len(g.ins)), err)

@@ -299,3 +299,59 @@ func TestJournalDeletes(t *testing.T) {
 		t.Fatalf("intents left: %+v", ins)
 	}
 }
+
+// batchRecoverer is a test backend that finishes interrupted writes
+// together (cairn.BatchRecoverer) and fails as told.
+type batchRecoverer struct {
+	*faulty
+	mu    sync.Mutex
+	calls []int // the number of writes of each call
+	fail  func(writes []cairn.RecoveryWrite) error
+}
+
+func (b *batchRecoverer) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite) error {
+	b.mu.Lock()
+	b.calls = append(b.calls, len(writes))
+	b.mu.Unlock()
+	return b.fail(writes)
+}
+
+// TestRecoveryStopsTryingAloneWhenTheBackendIsDown: a backend that fails
+// recovery's batch (not as unavailable) has each write tried alone; once
+// one of those finds it unavailable, the others are retried later without
+// being sent (a remote that went away: each call would wait out its
+// timeout), all with the cause.
+func TestRecoveryStopsTryingAloneWhenTheBackendIsDown(t *testing.T) {
+	e := newEnv(t)
+	bid, f := e.addBackend("batchy", true, "")
+	b := &batchRecoverer{faulty: f, fail: func(writes []cairn.RecoveryWrite) error {
+		if len(writes) > 1 {
+			return cairn.Errorf(cairn.CodeInternal, "one of them is odd")
+		}
+		return cairn.Errorf(cairn.CodeUnavailable, "remote gone")
+	}}
+	e.opener.mu.Lock()
+	e.opener.backends["test://batchy"] = b
+	e.opener.mu.Unlock()
+	old := time.Now().Add(-time.Hour)
+	for _, id := range []string{"7f0e4f56-3a51-4b4e-9d1e-3d1c5e0f7a21", "7f0e4f56-3a51-4b4e-9d1e-3d1c5e0f7a22", "7f0e4f56-3a51-4b4e-9d1e-3d1c5e0f7a23"} {
+		in := store.Intent{InstanceID: id, ResourceVersion: 1, BackendID: bid, Op: store.IntentCreate, CreatedAt: old}
+		if err := e.st.Update(e.ctx, func(ctx context.Context, tx store.Tx) error { return tx.PutIntent(ctx, in) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := runRecover(t, e, time.Minute)
+	if len(res.Failed) != 3 {
+		t.Fatalf("Recover = %+v, want the 3 failed", res)
+	}
+	for _, in := range res.Failed {
+		if !strings.Contains(in.LastError, "remote gone") {
+			t.Errorf("intent %s: last error %q, want the backend's", in.InstanceID, in.LastError)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls) != 2 || b.calls[0] != 3 || b.calls[1] != 1 {
+		t.Errorf("RecoverBatch calls (writes each) = %v, want [3 1]: the batch, then one alone until the backend is found down", b.calls)
+	}
+}

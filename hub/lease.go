@@ -114,16 +114,18 @@ func (l LeaseStatus) Duration() time.Duration {
 	return time.Duration(l.LeaseDurationSeconds * float64(time.Second))
 }
 
-// WatchLease calls changed for every change of lease name from now on
-// (renewals, a release, a takeover), until ctx ends (it then returns nil)
-// or the watch fails. A replica that does not hold the lease watches it
-// to take it as soon as its holder gives it up, instead of at its next
-// attempt.
+// WatchLease calls changed once it watches, then for every change of
+// lease name from then on (renewals, a release, a takeover), until ctx
+// ends (it then returns nil) or the watch fails. A replica that does not
+// hold the lease watches it to take it as soon as its holder gives it up,
+// instead of at its next attempt; the first call covers a release between
+// its last look at the lease and the watch, which the watch does not see.
 func (h *Hub) WatchLease(ctx context.Context, name string, changed func()) error {
 	from, err := h.LastSeq(ctx)
 	if err != nil {
 		return err
 	}
+	changed()
 	path := LeaseTypeRef().Path
 	return h.Watch(ctx, from, func(c store.Change) error {
 		if c.TypeRef.Path == path && c.Namespace == SystemNamespace && c.Name == name {

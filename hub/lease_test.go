@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -74,5 +75,55 @@ func TestLease(t *testing.T) {
 	}
 	if len(winners) != 1 {
 		t.Fatalf("winners of the race: %v, want exactly one", winners)
+	}
+}
+
+// TestWatchLease: a watch of a lease reports once as soon as it watches
+// (a release between the caller's last look at the lease and the watch
+// would otherwise go unheard until the caller's next pass, while a restore
+// already saw the lease free), then every change of that lease and no
+// other's, and returns nil when its context ends.
+func TestWatchLease(t *testing.T) {
+	e := newEnv(t)
+	h := e.h
+	if ok, err := h.AcquireLease(e.ctx, "l", "a", time.Minute); err != nil || !ok {
+		t.Fatalf("AcquireLease = %v, %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	calls := make(chan struct{}, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.WatchLease(ctx, "l", func() { calls <- struct{}{} })
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no call of the watch: %s", what)
+		}
+	}
+	wait("when it starts watching")
+	if ok, err := h.AcquireLease(e.ctx, "other", "a", time.Minute); err != nil || !ok {
+		t.Fatalf("AcquireLease(other) = %v, %v", ok, err)
+	}
+	if err := h.ReleaseLease(e.ctx, "l", "a"); err != nil {
+		t.Fatal(err)
+	}
+	wait("the release")
+	select {
+	case <-calls:
+		t.Fatal("the watch of l reported a change of lease other")
+	default:
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WatchLease after its context ended = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchLease did not return when its context ended")
 	}
 }

@@ -2,6 +2,8 @@ package git_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -229,5 +231,95 @@ func TestRestoreDeletedNeedsTheVersionsCommit(t *testing.T) {
 	}
 	if n := r.Commits(t); n != before {
 		t.Fatalf("%d commits after a refused restore, want %d", n, before)
+	}
+}
+
+// TestRecoverBatchUndoesALockedInstancesWrite: an update of a locked Flag
+// by its lock's owner, pushed but never committed by the hub (the hub
+// gives its owner with the undo, as with OnDeleteRevision). Recovery's
+// batch call must take it back as the single undo does, not refuse it as
+// locked by that owner, or the intent is retried for ever.
+func TestRecoverBatchUndoesALockedInstancesWrite(t *testing.T) {
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
+	ctx := t.Context()
+	id := uuid.NewString()
+	c1 := create(t, ctx, b, id, "locked", `{"enabled":false}`)
+	if err := b.OnLock(ctx, cairn.OnLockRequest{InstanceID: id, LockedBy: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := b.OnUpdate(ctx, cairn.OnUpdateRequest{InstanceID: id, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: c1, OwnerID: "ci"})
+	if err != nil {
+		t.Fatalf("OnUpdate by the lock's owner: %v", err)
+	}
+	if err := b.RecoverBatch(ctx, []cairn.RecoveryWrite{{UndoUpdate: &cairn.OnDeleteRevisionRequest{InstanceID: id, ResourceVersion: 2, Context: c2, OwnerID: "ci"}}}); err != nil {
+		t.Fatalf("RecoverBatch of the owner's update: %v", err)
+	}
+	if got := gittest.SpecOf(t, r.Show(t, "", flagPath("locked"))); !strings.Contains(string(got), "false") {
+		t.Errorf("file after recovery has spec %s, want version 1's (enabled false)", got)
+	}
+}
+
+// TestUndoOfAChangedFileIsRecorded: an update the hub never committed is
+// taken back after someone changed its file on the branch (her change
+// stays). The undo must still be recorded on the branch: another process,
+// or this one restarted, otherwise still holds the undone resource version
+// and refuses the hub's next update of the instance ("already has resource
+// version 2") for ever. For a single undo and for recovery's undo of a
+// batch.
+func TestUndoOfAChangedFileIsRecorded(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "batch"}[batch], func(t *testing.T) {
+			r := gittest.NewRemote(t)
+			b := gittest.NewBackend(t, r.FileURL())
+			ctx := t.Context()
+			names := []string{"f", "g"}
+			ids := map[string]string{}
+			ctxs := map[string]json.RawMessage{}
+			var writes []cairn.BatchWrite
+			for _, n := range names {
+				ids[n] = uuid.NewString()
+				ctxs[n] = create(t, ctx, b, ids[n], n, `{"enabled":false}`)
+				writes = append(writes, cairn.BatchWrite{Meta: metaOf(n), Update: &cairn.OnUpdateRequest{InstanceID: ids[n], NewResourceVersion: 2,
+					NewValue: json.RawMessage(`{"enabled":true}`), Context: ctxs[n]}})
+			}
+			if batch {
+				if _, err := b.OnBatch(ctx, writes); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				names = names[:1]
+				if _, err := b.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta("f", nil)), *writes[0].Update); err != nil {
+					t.Fatal(err)
+				}
+			}
+			work := filepath.Join(t.TempDir(), "work")
+			gittest.Git(t, "", "clone", "--quiet", "--branch", "main", r.FileURL(), work)
+			for _, n := range names {
+				doc := `{"apiVersion":"flipt.io/v1","kind":"Flag","metadata":{"namespace":"production","name":"` + n + `"},"spec":{"enabled":"hers"}}`
+				if err := os.WriteFile(filepath.Join(work, flagPath(n)), []byte(doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gittest.Git(t, work, "-c", "user.name=Jane", "-c", "user.email=jane@example.com", "commit", "--quiet", "-am", "hers")
+			gittest.Git(t, work, "push", "--quiet", "origin", "main")
+			var rws []cairn.RecoveryWrite
+			for _, n := range names {
+				rws = append(rws, cairn.RecoveryWrite{UndoUpdate: &cairn.OnDeleteRevisionRequest{InstanceID: ids[n], ResourceVersion: 2, Context: ctxs[n]}})
+			}
+			if err := b.RecoverBatch(ctx, rws); err != nil {
+				t.Fatalf("RecoverBatch: %v", err)
+			}
+			fresh := gittest.NewBackend(t, r.FileURL())
+			for _, n := range names {
+				if !strings.Contains(r.Show(t, "", flagPath(n)), "hers") {
+					t.Errorf("%s: the undo overwrote her change", n)
+				}
+				if _, err := fresh.OnUpdate(cairn.WithResourceMeta(ctx, flagMeta(n, nil)), cairn.OnUpdateRequest{InstanceID: ids[n], NewResourceVersion: 2,
+					NewValue: json.RawMessage(`{"enabled":false}`), Context: ctxs[n]}); err != nil {
+					t.Errorf("%s: another process's update to resource version 2 after its undo: %v", n, err)
+				}
+			}
+		})
 	}
 }

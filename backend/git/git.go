@@ -688,7 +688,10 @@ func (b *Backend) OnDeleteRevision(ctx context.Context, req cairn.OnDeleteRevisi
 		}
 	}
 	_, err = b.commitOne(ctx, change{
-		op: opDeleteRevision, id: id, rv: rv, ident: ident, touches: []identity{ident},
+		// Recorded even when the file stays (changed since): every
+		// process's index must forget the version, or it refuses the
+		// hub's next write of that resource version.
+		op: opDeleteRevision, id: id, rv: rv, ident: ident, touches: []identity{ident}, recordOnly: true,
 		check: func(e *entry) error {
 			if e == nil {
 				return errorf(cairn.CodeNotFound, id, "TypeInstance %q not found", id)

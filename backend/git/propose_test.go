@@ -335,3 +335,42 @@ func TestRecoveryClosesOrphanProposals(t *testing.T) {
 		t.Errorf("an unrelated proposal = %+v, want open", p)
 	}
 }
+
+// TestRecoverBatchClosesOrphanProposals: what hub.Recover hands a Git
+// backend in propose mode (one RecoverBatch call with the batch's undone
+// create and update, the contexts sent) closes the orphan pull request as
+// the single undos do; versions only a proposal holds are on no branch,
+// and recovery must not count them taken back while their pull request
+// stays open to be merged.
+func TestRecoverBatchClosesOrphanProposals(t *testing.T) {
+	r := gittest.NewRemote(t)
+	r.SeedMain(t)
+	gh := scmtest.NewGitHub(t, "acme/flags", ghToken, r.FastForward)
+	b := proposeBackend(t, r.FileURL(), gh.URL)
+	ctx := cairn.WithActor(t.Context(), "stack-controller")
+	upID, newID := uuid.NewString(), uuid.NewString()
+	upCtx := create(t, ctx, b, upID, "kept", `{"enabled":false}`)
+	if err := r.FastForward(mustPull(t, gh, 1)); err != nil {
+		t.Fatal(err)
+	}
+	writes := []cairn.BatchWrite{
+		{Meta: metaOf("fresh"), Create: &cairn.OnCreateRequest{InstanceID: newID, Value: json.RawMessage(`{"enabled":true}`)}},
+		{Meta: metaOf("kept"), Update: &cairn.OnUpdateRequest{InstanceID: upID, NewResourceVersion: 2, NewValue: json.RawMessage(`{"enabled":true}`), Context: upCtx}},
+	}
+	if _, err := b.OnBatch(ctx, writes); err != nil {
+		t.Fatalf("OnBatch: %v", err)
+	}
+	if p := mustPull(t, gh, 2); p.State != "open" {
+		t.Fatalf("the batch's pull request = %+v", p)
+	}
+	rec := proposeBackend(t, r.FileURL(), gh.URL)
+	if err := rec.RecoverBatch(ctx, []cairn.RecoveryWrite{
+		{UndoCreate: &cairn.OnDeleteRequest{InstanceID: newID}},
+		{UndoUpdate: &cairn.OnDeleteRevisionRequest{InstanceID: upID, ResourceVersion: 2, Context: upCtx}},
+	}); err != nil {
+		t.Fatalf("RecoverBatch: %v", err)
+	}
+	if p := mustPull(t, gh, 2); p.State != "closed" || p.Merged {
+		t.Errorf("after recovery, the batch's pull request = %+v, want closed", p)
+	}
+}

@@ -36,18 +36,29 @@ func (b *Backend) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite
 	type undoGroup struct {
 		imported bool
 		inv      []inverseChange
+		first    cairn.RecoveryWrite // the hub's request, for a group of one
 	}
 	undos := map[plumbing.Hash]*undoGroup{}
 	var order []plumbing.Hash
 	var dels []cairn.OnDeleteRequest
+	// Propose mode: a version no import put on the branch is a proposal's,
+	// and a delete is proposed; each is finished as the single call does
+	// (closing the orphan pull request the intent's context cannot name).
+	proposing := b.proposing(ctx)
+	var singles []cairn.RecoveryWrite
 	for _, w := range writes {
 		var id string
 		var rv int
 		var inv inverseChange
 		switch {
 		case w.Delete != nil:
-			if b.lookup(w.Delete.InstanceID) != nil {
+			switch {
+			case proposing:
+				singles = append(singles, w)
+			case b.lookup(w.Delete.InstanceID) != nil:
 				dels = append(dels, *w.Delete)
+			case b.unrecorded(w.Delete.InstanceID, w.Delete.Context):
+				singles = append(singles, w) // its file may be at the tip still
 			}
 			continue
 		case w.UndoCreate != nil:
@@ -59,17 +70,21 @@ func (b *Backend) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite
 		default:
 			return errorf(cairn.CodeInvalid, "", "recovery write has no operation")
 		}
-		e := b.lookup(id)
-		if e == nil {
-			continue // never on the branch, or taken back already
+		live, imported := false, false
+		var made, by plumbing.Hash
+		if e := b.lookup(id); e != nil {
+			b.imu.RLock()
+			made, live = e.versions[rv]
+			by, imported = e.imports[rv]
+			inv.ident = e.id
+			b.imu.RUnlock()
 		}
-		b.imu.RLock()
-		made, live := e.versions[rv]
-		by, imported := e.imports[rv]
-		inv.ident = e.id
-		b.imu.RUnlock()
-		if !live {
+		if proposing && !(live && imported) {
+			singles = append(singles, w)
 			continue
+		}
+		if !live {
+			continue // never on the branch, or taken back already
 		}
 		key := made
 		if imported {
@@ -77,7 +92,7 @@ func (b *Backend) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite
 		}
 		g := undos[key]
 		if g == nil {
-			g = &undoGroup{imported: imported}
+			g = &undoGroup{imported: imported, first: w}
 			undos[key] = g
 			order = append(order, key)
 		}
@@ -88,17 +103,7 @@ func (b *Backend) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite
 		var err error
 		switch {
 		case len(g.inv) == 1:
-			// One version: the form a single undo has.
-			ic := g.inv[0]
-			rctx := cairn.WithRollback(ctx)
-			if ic.op == opDelete {
-				err = b.OnDelete(rctx, cairn.OnDeleteRequest{InstanceID: ic.id})
-			} else {
-				err = b.OnDeleteRevision(rctx, cairn.OnDeleteRevisionRequest{InstanceID: ic.id, ResourceVersion: ic.rv})
-			}
-			if cairn.HasCode(err, cairn.CodeNotFound) {
-				err = nil
-			}
+			err = b.recoverOne(ctx, g.first) // one version: the form a single undo has
 		case g.imported:
 			err = b.undoImportCommit(ctx, commit, g.inv)
 		default:
@@ -108,10 +113,34 @@ func (b *Backend) RecoverBatch(ctx context.Context, writes []cairn.RecoveryWrite
 			return err
 		}
 	}
+	for _, w := range singles {
+		if err := b.recoverOne(ctx, w); err != nil {
+			return err
+		}
+	}
 	if len(dels) > 0 {
 		return b.recordDeletes(ctx, dels)
 	}
 	return nil
+}
+
+// recoverOne finishes one write as the hub does without RecoverBatch: an
+// undo as a rollback, with the intent's context and the lock's owner; one
+// the branch no longer has is done.
+func (b *Backend) recoverOne(ctx context.Context, w cairn.RecoveryWrite) error {
+	var err error
+	switch {
+	case w.UndoCreate != nil:
+		err = b.OnDelete(cairn.WithRollback(ctx), *w.UndoCreate)
+	case w.UndoUpdate != nil:
+		err = b.OnDeleteRevision(cairn.WithRollback(ctx), *w.UndoUpdate)
+	case w.Delete != nil:
+		err = b.OnDelete(ctx, *w.Delete)
+	}
+	if cairn.HasCode(err, cairn.CodeNotFound) {
+		return nil
+	}
+	return err
 }
 
 var _ cairn.BatchRecoverer = (*Backend)(nil)
@@ -307,22 +336,18 @@ func (b *Backend) undoCommit(ctx context.Context, batch plumbing.Hash, inv []inv
 	for i, ic := range inv {
 		touches[i] = ic.ident
 	}
-	undo := change{op: "revert", ident: inv[0].ident, touches: touches,
+	// recordOnly: made even when every file changed since, so that every
+	// process's index forgets the batch's versions.
+	undo := change{op: "revert", ident: inv[0].ident, touches: touches, recordOnly: true,
 		check:   func(*entry) error { return nil },
 		message: revertMessage(ctx, batch, inv),
 		apply: func(ctx context.Context, root string) error {
 			return b.restoreFiles(ctx, root, batch, inv)
 		},
 	}
-	commit, made, err := b.writeChanges(ctx, []change{undo})
+	commit, err := b.write(ctx, undo)
 	if err != nil {
 		return fmt.Errorf("git backend: undo commit %s: %w", batch, err)
-	}
-	if !made {
-		// Every file was changed since: nothing to restore, but the
-		// index must still forget the batch.
-		b.applyInMemory(inv)
-		return nil
 	}
 	b.log.InfoContext(ctx, "git backend: batch undone", "batch", batch.String(), "commit", commit.String(), "changes", len(inv))
 	return nil

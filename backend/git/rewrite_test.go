@@ -116,3 +116,32 @@ func TestRewrittenHistory(t *testing.T) {
 		t.Errorf("files on main after z's delete:\n%s", files)
 	}
 }
+
+// TestRecoverBatchDeletesAnUnrecordedInstancesFile: the hub deleted z, but
+// the process died before its Git commit, and a force-push then squashed
+// z's commit into one of someone else's. Recovery (RecoverBatch, as
+// hub.Recover calls it) must remove z's file as OnDelete does, or the next
+// sync imports it again as a new instance.
+func TestRecoverBatchDeletesAnUnrecordedInstancesFile(t *testing.T) {
+	r := gittest.NewRemote(t)
+	b := gittest.NewBackend(t, r.FileURL())
+	ctx := cairn.WithActor(t.Context(), "jane")
+	x, z := uuid.NewString(), uuid.NewString()
+	create(t, ctx, b, x, "x", `{"enabled":true}`)
+	base := gittest.Git(t, r.Path, "rev-parse", "main")
+	z1 := create(t, ctx, b, z, "z", `{"enabled":true}`)
+	work := filepath.Join(t.TempDir(), "work")
+	gittest.Git(t, "", "clone", "--quiet", "--branch", "main", r.FileURL(), work)
+	gittest.Git(t, work, "reset", "--quiet", "--hard", base)
+	gittest.Git(t, work, "checkout", "--quiet", "origin/main", "--", flagPath("z"))
+	gittest.Git(t, work, "-c", "user.name=Jane Doe", "-c", "user.email=jane@example.com", "commit", "--quiet", "-m", "squash: z")
+	gittest.Git(t, work, "push", "--quiet", "--force", "origin", "main")
+
+	fresh := gittest.NewBackend(t, r.FileURL())
+	if err := fresh.RecoverBatch(ctx, []cairn.RecoveryWrite{{Delete: &cairn.OnDeleteRequest{InstanceID: z, Context: z1}}}); err != nil {
+		t.Fatalf("RecoverBatch of z's delete: %v", err)
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); strings.Contains(files, flagPath("z")) {
+		t.Errorf("files on main after recovery finished z's delete:\n%s", files)
+	}
+}

@@ -506,3 +506,60 @@ func TestRecoveryKeepsAFileReaddedAfterItsDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveryKeepsAReaddedFileWhenItsBatchFails: as
+// TestRecoveryKeepsAFileReaddedAfterItsDelete (Jane re-adds gone-0001 at
+// its path after the hub deleted it, before the deletes reached the
+// branch), and at gone-0002's path she pushes a file that is not a
+// resource, so recovery's one call for the three deletes fails. Trying
+// each delete alone must still leave her re-added file alone: only the
+// unreadable file's delete waits for her fix.
+func TestRecoveryKeepsAReaddedFileWhenItsBatchFails(t *testing.T) {
+	r := gittest.NewRemote(t)
+	var down atomic.Bool
+	url := r.ServeThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if down.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/git-receive-pack") {
+				http.Error(w, "unreachable (test)", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, req)
+		})
+	})
+	e := newSyncEnvWith(t, r, map[string]any{"url": url}, nil)
+	ctx := context.Background()
+	e.create("existing", false)
+	s := e.syncer()
+	e.person("status") // clones
+	e.writeFlags("gone", 3)
+	e.pushAll("three flags")
+	if res, err := s.Sync(ctx); err != nil || res.Created != 3 {
+		t.Fatalf("Sync = %+v, %v; want 3 created", res, err)
+	}
+	e.person("pull", "--quiet", "--ff-only", "origin", "main")
+	e.removeFlags("gone", 0, 3)
+	e.pushAll("remove them")
+	down.Store(true)
+	if res, err := s.Sync(ctx); err != nil || res.Deleted != 3 {
+		t.Fatalf("Sync with the remote refusing pushes = %+v, %v; want the 3 deletes done in the hub", res, err)
+	}
+	down.Store(false)
+	e.write("gone-0001", flagFile("gone-0001", true)) // gone-0001 was enabled=false
+	e.write("gone-0002", "not a resource\n")
+	e.pushAll("gone-0001 is back; a draft at gone-0002")
+
+	e.open(e.cache) // a restarted process
+	rec, err := e.h.Recover(ctx, 0)
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, "flipt.io-v1-Flag-gone-0001.json") {
+		t.Errorf("recovery (%+v) removed the file Jane re-added:\n%s", rec, gittest.Git(t, r.Path, "log", "-3", "--stat", "--format=%s", "main"))
+	}
+	if rec.Deleted != 2 || len(rec.Failed) != 1 || !strings.Contains(rec.Failed[0].LastError, "gone-0002") {
+		t.Errorf("Recover = %+v; want 2 deletes finished and gone-0002's failed, naming it", rec)
+	}
+	if files := gittest.Git(t, r.Path, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(files, "flipt.io-v1-Flag-gone-0002.json") {
+		t.Errorf("recovery removed the file Jane pushed at gone-0002's path:\n%s", files)
+	}
+}
