@@ -226,7 +226,7 @@ only with --owner set to its lock owner.`,
 					return err
 				}
 				what := "configured"
-				if inst.Latest.ResourceVersion == before.Latest.ResourceVersion && !cairn.IsDryRun(cmd.Context()) {
+				if inst.Latest.ResourceVersion == before.Latest.ResourceVersion {
 					what = "unchanged"
 				}
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "typeinstance/%s/%s (id %s) %s, resource version %d\n",
