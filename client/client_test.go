@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -179,5 +180,53 @@ func exercise(t *testing.T, ctx context.Context, c client.Interface) {
 	ex, err := c.ExplainPolicy(ctx, "cap.type.test.db", "")
 	if err != nil || !ex.Matched || ex.RuleIndex != 0 || ex.BackendID != cairn.BuiltinBackendID || ex.PolicyVersion != 1 {
 		t.Errorf("ExplainPolicy = %+v, %v", ex, err)
+	}
+}
+
+// An update over REST (every update in local mode, since local mode
+// answers the hub operations through the REST façade) carries over the
+// labels, annotations and attributes it does not change as they are when
+// it commits: a change another writer makes between the read and the
+// write is kept, not overwritten with what was read.
+func TestRESTUpdateKeepsConcurrentChanges(t *testing.T) {
+	ctx := cairn.WithActor(context.Background(), "tester")
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cairn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := hub.New(ctx, hub.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := h.CreateInstances(ctx, hub.CreateRequest{Instances: []hub.NewInstance{{
+		Name: "db", TypeRef: cairn.TypeRef{Path: "cap.type.test.db", Revision: "0.1.0"},
+		Value: json.RawMessage(`{"port":1}`), Labels: map[string]string{"env": "dev"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created[0].ID
+	srv := rest.New(rest.Config{Hub: h})
+	interfered := false
+	c := client.NewREST(restclient.NewInProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && !interfered {
+			// Another writer labels the instance between the client's
+			// read and its write.
+			interfered = true
+			if _, err := h.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, Labels: map[string]string{"env": "dev", "team": "db"}}}); err != nil {
+				t.Error(err)
+			}
+		}
+		srv.ServeHTTP(w, r)
+	}), restclient.WithActor("tester")))
+	if _, err := c.UpdateInstances(ctx, []hub.UpdateInstance{{ID: id, Value: json.RawMessage(`{"port":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.GetInstance(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["team"] != "db" || string(got.Latest.Value) != `{"port":2}` {
+		t.Errorf("after an update racing a label change: labels %v, value %s; want team=db kept and the value {\"port\":2}", got.Labels, got.Latest.Value)
 	}
 }

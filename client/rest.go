@@ -369,8 +369,17 @@ func (r *REST) CreateInstances(ctx context.Context, req hub.CreateRequest) ([]hu
 	return out, nil
 }
 
+// maxReplaceAttempts bounds the re-reads of an update that carries over
+// what it does not change and loses the race to another writer.
+const maxReplaceAttempts = 10
+
 // UpdateInstances replaces one TypeInstance (PUT typeinstances/{id}) with
-// what up changes, the rest carried over.
+// what up changes, the rest carried over. What is carried over (labels,
+// annotations, attributes) is read first, so the PUT is made on the
+// resourceVersion read: a writer that changed the instance in between
+// makes it fail with a conflict, and the update is read and made again,
+// as the hub's own update carries them over in its transaction. An
+// up.IfSeq given is the caller's condition: its conflict is the caller's.
 func (r *REST) UpdateInstances(ctx context.Context, ups []hub.UpdateInstance) ([]cairn.Instance, error) {
 	if len(ups) != 1 {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "over REST an update changes one TypeInstance per request, not %d", len(ups))
@@ -379,9 +388,22 @@ func (r *REST) UpdateInstances(ctx context.Context, ups []hub.UpdateInstance) ([
 	if up.CreatedBy != "" && up.CreatedBy != r.c.Actor() {
 		return nil, cairn.Errorf(cairn.CodeInvalid, "CreatedBy %q is not the client's identity %q; over REST the caller is who updates", up.CreatedBy, r.c.Actor())
 	}
+	for attempt := 1; ; attempt++ {
+		inst, err := r.replaceInstance(ctx, up)
+		if up.IfSeq != 0 || !cairn.HasCode(err, cairn.CodeConflict) || attempt == maxReplaceAttempts {
+			if err != nil {
+				return nil, err
+			}
+			return []cairn.Instance{inst}, nil
+		}
+	}
+}
+
+// replaceInstance is one read and PUT of UpdateInstances.
+func (r *REST) replaceInstance(ctx context.Context, up hub.UpdateInstance) (cairn.Instance, error) {
 	cur, err := r.GetInstance(ctx, up.ID, false)
 	if err != nil {
-		return nil, err
+		return cairn.Instance{}, err
 	}
 	lbls, ann, attrs := cur.Labels, cur.Annotations, cur.Latest.Attributes
 	if up.Labels != nil {
@@ -394,8 +416,8 @@ func (r *REST) UpdateInstances(ctx context.Context, ups []hub.UpdateInstance) ([
 		attrs = *up.Attributes
 	}
 	md := map[string]any{"name": cur.ID, "labels": lbls, "annotations": ann}
-	if up.IfSeq != 0 {
-		md["resourceVersion"] = strconv.FormatInt(up.IfSeq, 10)
+	if seq := cmp.Or(up.IfSeq, cur.Seq); seq != 0 {
+		md["resourceVersion"] = strconv.FormatInt(seq, 10)
 	}
 	spec := map[string]any{"attributes": slices.Clip(attrs)}
 	if up.Value != nil {
@@ -407,13 +429,9 @@ func (r *REST) UpdateInstances(ctx context.Context, ups []hub.UpdateInstance) ([
 	body := map[string]any{"apiVersion": manifest.APIVersion, "kind": "TypeInstance", "metadata": md, "spec": spec}
 	raw, err := r.c.Replace(ctx, restclient.TypeInstances, "", cur.ID, body, restclient.WriteOptions{LockOwner: up.OwnerID})
 	if err != nil {
-		return nil, err
+		return cairn.Instance{}, err
 	}
-	inst, err := DecodeInstance(raw)
-	if err != nil {
-		return nil, err
-	}
-	return []cairn.Instance{inst}, nil
+	return DecodeInstance(raw)
 }
 
 func (r *REST) DeleteInstance(ctx context.Context, id, ownerID string) error {

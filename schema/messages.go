@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -36,39 +37,78 @@ func (m messenger) extraProperties(schemaURL string, extra []string) string {
 	if !m.showValues || len(extra) == 0 {
 		return ""
 	}
-	extra = slices.Sorted(slices.Values(extra))
-	msg := ": " + strings.Join(extra, ", ")
+	names := func(ns []string) string {
+		ns = slices.Sorted(slices.Values(ns))
+		out := make([]string, 0, min(len(ns), maxShownValues))
+		for _, n := range ns[:min(len(ns), maxShownValues)] {
+			out = append(out, propertyName(n))
+		}
+		return shownList(out, len(ns))
+	}
+	msg := ": " + names(extra)
 	if tokens, ok := schemaPointer(schemaURL); ok {
 		if node, ok := lookup(m.doc, tokens).(map[string]any); ok {
 			if props, ok := node["properties"].(map[string]any); ok && len(props) > 0 {
-				msg += " (known: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
+				msg += " (known: " + names(slices.Collect(maps.Keys(props))) + ")"
 			}
 		}
 	}
 	return msg
 }
 
-// maxShownValues bounds the values an enum's message names.
-const maxShownValues = 20
+// propertyName is a member name as a message names it: as written, or
+// quoted as JSON when it would not read as one name in a list (empty,
+// with spaces, commas, quotes or control characters, which a terminal
+// would act on).
+func propertyName(n string) string {
+	if n != "" && !strings.ContainsFunc(n, func(r rune) bool {
+		return r <= ' ' || r == ',' || r == '"' || r == 0x7f || !unicode.IsPrint(r)
+	}) {
+		return n
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return strconv.Quote(n)
+	}
+	return string(b)
+}
+
+// maxShownValues bounds the values (an enum's, the properties refused) a
+// message names, and maxShownText each one's text: they are the schema
+// author's or the writer's, of any number and length.
+const (
+	maxShownValues = 20
+	maxShownText   = 64
+)
+
+// shownList joins the first maxShownValues items, each cut to
+// maxShownText and printable, saying how many of total it leaves out.
+func shownList(items []string, total int) string {
+	items = items[:min(len(items), maxShownValues)]
+	shown := make([]string, 0, len(items)+1)
+	for _, it := range items {
+		shown = append(shown, cairn.BoundText(it, maxShownText))
+	}
+	if total > len(items) {
+		shown = append(shown, fmt.Sprintf("... (%d more)", total-len(items)))
+	}
+	return strings.Join(shown, ", ")
+}
 
 // allowed is ": " and the values, as JSON, when m shows them.
 func (m messenger) allowed(values ...any) string {
 	if !m.showValues || len(values) == 0 {
 		return ""
 	}
-	shown := make([]string, 0, min(len(values), maxShownValues)+1)
-	for i, v := range values {
-		if i == maxShownValues {
-			shown = append(shown, fmt.Sprintf("... (%d more)", len(values)-i))
-			break
-		}
+	texts := make([]string, 0, min(len(values), maxShownValues))
+	for _, v := range values[:min(len(values), maxShownValues)] {
 		b, err := json.Marshal(v)
 		if err != nil {
 			b = []byte(fmt.Sprint(v))
 		}
-		shown = append(shown, string(b))
+		texts = append(texts, string(b))
 	}
-	return ": " + strings.Join(shown, ", ")
+	return ": " + shownList(texts, len(values))
 }
 
 // collect appends the causes of e and its descendants to out. Wrapper errors

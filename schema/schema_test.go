@@ -521,6 +521,16 @@ func TestValidateShowingValues(t *testing.T) {
 		{"additional properties", `{"properties":{"a":{"properties":{"x":{}},"additionalProperties":false}}}`, `{"a":{"z":1,"y":2}}`,
 			[]string{"spec/value/a must NOT have additional properties: y, z (known: x)"}},
 		{"other keywords as Validate", `{"type":"string"}`, `1`, []string{"spec/value must be string"}},
+		// The value's own member names are the writer's text, of any number
+		// and length: bounded and printable, as the enum's values are.
+		{"many additional properties", `{"additionalProperties":false}`, manyKeys(25),
+			[]string{"spec/value must NOT have additional properties: k00, k01, k02, k03, k04, k05, k06, k07, k08, k09, k10, k11, k12, k13, k14, k15, k16, k17, k18, k19, ... (5 more)"}},
+		{"a property name with controls", `{"properties":{"a":{}},"additionalProperties":false}`, `{"x\u001b[2J\ny":1}`,
+			[]string{`spec/value must NOT have additional properties: "x\u001b[2J\ny" (known: a)`}},
+		{"a long property name", `{"additionalProperties":false}`, `{"` + strings.Repeat("n", 300) + `":1}`,
+			[]string{"spec/value must NOT have additional properties: " + strings.Repeat("n", 64) + "... (236 more bytes)"}},
+		{"a long constant", `{"const":"` + strings.Repeat("c", 300) + `"}`, `"d"`,
+			[]string{`spec/value must be equal to constant: "` + strings.Repeat("c", 63) + "... (238 more bytes)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustCompile(t, json.RawMessage(tt.schema))
@@ -532,4 +542,13 @@ func TestValidateShowingValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyKeys is a JSON object of n members k00, k01, ...
+func manyKeys(n int) string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"k%02d":1`, i)
+	}
+	return "{" + strings.Join(keys, ",") + "}"
 }

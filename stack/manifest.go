@@ -69,7 +69,8 @@ type InstallationKind struct {
 func (k InstallationKind) APIVersion() string { return k.Group + "/" + k.Version }
 
 // Names are the REST names of the installation kind. Singular defaults to
-// the kind in lower case, plural to the singular followed by "s".
+// the kind in lower case; a plural left out is the hub's to choose
+// (cairn.PluralForKind, or the plural of the kind already registered).
 type Names struct {
 	Kind       string   `json:"kind"`
 	Singular   string   `json:"singular,omitempty"`

@@ -375,6 +375,10 @@ func TestWriteCommands(t *testing.T) {
 		if v := e.byName(serverType, "db-server").Latest.Value; !cairn.JSONEqual(v, json.RawMessage(`{"host":"db3.example.com","port":1}`)) {
 			t.Errorf("value after update = %s", v)
 		}
+		// The same update again changes nothing and adds no version: it
+		// says so, as kubectl apply says unchanged.
+		matchLines(t, e.run(`{"host": "db3.example.com", "port": 1}`, "update", serverID, "--value-file", "-", "--attribute", "cap.attribute.db.primary:0.1.0").stdout,
+			`typeinstance/default/db-server \(id `+serverID+`\) unchanged, resource version 3`)
 
 		// lock: updates and deletes need the owner; unlock by another owner fails.
 		matchLines(t, e.ok("lock", serverID, configID, "--owner", "deploy-1"),

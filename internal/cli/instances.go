@@ -172,7 +172,7 @@ func (a *app) updateCommand() *cobra.Command {
 		Long: `Update adds a new resource version (latest + 1) to a TypeInstance. The value
 file holds the whole new value (it is not merged into the latest one); what
 is not given (value, context, attributes) is carried over from the latest
-version. --attribute replaces the attributes (repeat it for several). Files
+version. An update that changes nothing adds no version and says unchanged. --attribute replaces the attributes (repeat it for several). Files
 hold YAML or JSON; "-" reads standard input. A locked TypeInstance is updated
 only with --owner set to its lock owner.`,
 		Example: `  cairn update 3f8a3c2e-5b9e-4c47-9a51-0c1d7e1b2a10 --value-file db-config.yaml
@@ -210,6 +210,13 @@ only with --owner set to its lock owner.`,
 				u.Attributes = &list
 			}
 			return a.withClient(func(h cairnclient.Interface) error {
+				// The version before, to tell an update that changed
+				// nothing: the API answers it with the latest version as
+				// it was, adding none.
+				before, err := h.GetInstance(cmd.Context(), u.ID, false)
+				if err != nil {
+					return err
+				}
 				out, err := h.UpdateInstances(cmd.Context(), []hub.UpdateInstance{u})
 				if err != nil {
 					return err
@@ -218,8 +225,12 @@ only with --owner set to its lock owner.`,
 				if printed, err := a.printData(cmd.OutOrStdout(), inst); printed {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "typeinstance/%s/%s (id %s) configured, resource version %d\n",
-					inst.Namespace, inst.Name, inst.ID, inst.Latest.ResourceVersion)
+				what := "configured"
+				if inst.Latest.ResourceVersion == before.Latest.ResourceVersion {
+					what = "unchanged"
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "typeinstance/%s/%s (id %s) %s, resource version %d\n",
+					inst.Namespace, inst.Name, inst.ID, what, inst.Latest.ResourceVersion)
 				return err
 			})
 		},
