@@ -595,17 +595,26 @@ func (c *columns) print(rows ...[]string) error {
 	return err
 }
 
+// watchNamespace checks that res can be watched and returns the namespace
+// a watch of it covers ("" for all namespaces).
+func watchNamespace(res client.Resource, o getOptions) (string, error) {
+	if err := require(res, "watch"); err != nil {
+		return "", err
+	}
+	if o.allNamespaces {
+		return "", nil
+	}
+	return namespaceOf(res, o.namespace), nil
+}
+
 // watch lists (unless --watch-only), then prints every change from the
 // list's resourceVersion on, so no change between the two is missed,
 // until ctx ends or the server ends the stream.
 func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOptions) error {
 	res := g.res
-	if err := require(res, "watch"); err != nil {
+	ns, err := watchNamespace(res, o)
+	if err != nil {
 		return err
-	}
-	ns := namespaceOf(res, o.namespace)
-	if o.allNamespaces {
-		ns = ""
 	}
 	// Names are matched here rather than with a field selector: the name of
 	// a typeinstance is its id, which no field selector matches.
@@ -728,12 +737,9 @@ func (r *kube) watch(ctx context.Context, w io.Writer, g resourceNames, o getOpt
 // Table the server sends with each event.
 func (r *kube) watchTable(ctx context.Context, w, errw io.Writer, g resourceNames, o getOptions) error {
 	res := g.res
-	if err := require(res, "watch"); err != nil {
+	ns, err := watchNamespace(res, o)
+	if err != nil {
 		return err
-	}
-	ns := namespaceOf(res, o.namespace)
-	if o.allNamespaces {
-		ns = ""
 	}
 	want := map[string]bool{}
 	for _, n := range g.names {
